@@ -1,0 +1,12 @@
+"""biasbreaker: stop demographic bias from spreading through multi-agent LLM pipelines.
+
+The kernel: types, extension points, configuration, the counterfactual probe, propagation,
+the circuit breaker and control machine, intervention orchestration, the run trace and its
+property verifiers. First-party plugins live in :mod:`biasbreaker_plugins`.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,99 @@
+"""Error types of biasbreaker.
+
+Every error says what failed, where (plugin and distribution, config file and key path, input
+file and line), the offending value, and what to do next. Errors that wrap another exception are
+raised with ``raise ... from exc`` so the original traceback is kept.
+
+All errors derive from :class:`BiasbreakerError`. Errors caused by bad input also derive from
+:class:`ValueError`, so callers that validate input generically still catch them.
+"""
+
+from __future__ import annotations
+
+
+class BiasbreakerError(Exception):
+    """Base class of every error raised by biasbreaker."""
+
+
+class ConfigError(BiasbreakerError, ValueError):
+    """The configuration is invalid: a bad value, an unknown key, a TOML syntax error.
+
+    The message names the source (file, environment variable or argument), the key path,
+    the bad value and what is allowed.
+    """
+
+
+class PluginError(BiasbreakerError):
+    """A plugin misbehaved: it registered a bad name, returned a bad object or broke a rule."""
+
+
+class PluginLoadError(PluginError):
+    """A plugin's entry point failed to import or register.
+
+    Attributes:
+        plugin: The entry-point name of the plugin.
+        distribution: The distribution that declares the entry point, or ``None`` if unknown.
+        version: The distribution's version, or ``None`` if unknown.
+        original: The exception raised while loading.
+    """
+
+    def __init__(
+        self,
+        plugin: str,
+        distribution: str | None,
+        version: str | None,
+        original: BaseException,
+        *,
+        target: str = "",
+    ) -> None:
+        self.plugin = plugin
+        self.distribution = distribution
+        self.version = version
+        self.original = original
+        self.target = target
+        where = target or plugin
+        dist = f"from {distribution} {version}" if distribution else "from an unknown distribution"
+        super().__init__(
+            f"plugin {plugin!r} ({where}, {dist}) failed to load: {original!r}. "
+            f"Reinstall or upgrade it, or block it with BIASBREAKER_DISABLE_PLUGINS={plugin}."
+        )
+
+
+class DuplicateImplementationError(PluginError):
+    """Two plugins registered an implementation under one name in one extension point."""
+
+
+class UnknownImplementationError(ConfigError):
+    """The configuration names an implementation that no installed plugin provides."""
+
+
+class ThresholdError(BiasbreakerError, ValueError):
+    """Thresholds are inconsistent (e.g. ``tau_enter <= tau_exit``) or cannot be calibrated."""
+
+
+class ScoreError(BiasbreakerError, ValueError):
+    """A score is outside its allowed range or not finite (NaN, inf, negative)."""
+
+
+class ProbeError(BiasbreakerError):
+    """A counterfactual probe could not produce a score (the guarded step or a scorer failed)."""
+
+
+class LLMError(BiasbreakerError):
+    """An LLM client failed: transport error, time-out, refusal or malformed reply."""
+
+
+class AggregatorError(PluginError):
+    """An aggregator's result broke a kernel invariant (e.g. it pruned a verdict for dissent)."""
+
+
+class InterventionError(BiasbreakerError):
+    """An intervention (skeptic panel or repair loop) could not produce a usable result."""
+
+
+class TraceError(BiasbreakerError, ValueError):
+    """A run trace is malformed (bad JSON, wrong schema version, steps out of order)."""
+
+
+class InputError(BiasbreakerError, ValueError):
+    """A user-supplied input file or record is malformed; the message names the file and line."""
