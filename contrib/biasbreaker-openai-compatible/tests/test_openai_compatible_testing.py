@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,8 +19,10 @@ from biasbreaker_openai_compatible.testing import (
     ClientBackend,
     request_from_call,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from biasbreaker.llm import LLMRequest, LLMResponse
+from biasbreaker.llm import ChatMessage, LLMRequest, LLMResponse, complete_sync
 
 
 def test_models_route_and_unknown_routes(openai_server: ChatServer) -> None:
@@ -170,7 +174,7 @@ def test_command_line_serves_any_installed_llm_client(tmp_path: Path) -> None:
         entry_points={"upper": "bb_upper_llm"},
         modules={"bb_upper_llm": UPPER_PLUGIN},
     )
-    env = {**__import__("os").environ, "PYTHONPATH": str(site)}
+    env = {**os.environ, "PYTHONPATH": str(site)}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -197,3 +201,64 @@ def test_command_line_serves_any_installed_llm_client(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0
+
+
+class Recorder(Upper):
+    """Records requests and answers with JSON when a schema is asked for."""
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        text = '{"ok": true}' if request.response_schema is not None else "fine"
+        return LLMResponse(text, self.model)
+
+
+roles = st.sampled_from(["system", "user", "assistant"])
+requests = st.builds(
+    LLMRequest,
+    messages=st.lists(
+        st.builds(ChatMessage, roles, st.text(max_size=40)), min_size=1, max_size=4
+    ).map(tuple),
+    temperature=st.floats(0, 2, allow_nan=False),
+    seed=st.none() | st.integers(0, 2**31 - 1),
+    max_tokens=st.none() | st.integers(1, 4096),
+    response_schema=st.none()
+    | st.just({"type": "object", "properties": {"ok": {"type": "boolean"}}}),
+    purpose=st.sampled_from(["agent", "skeptic", "diagnoser", "editor", "other"]),
+    sample=st.integers(0, 50),
+)
+
+
+def test_forwarded_requests_arrive_unchanged_at_the_backend() -> None:
+    recorder = Recorder()
+    backend = ClientBackend(recorder)
+    with ChatServer(backend) as server:
+        opts = OpenAICompatibleOptions(
+            base_url=server.base_url, model="upper-1", forward_request_fields=True
+        )
+        client = OpenAICompatibleClient(opts, default_seed=99, environ={})
+
+        @settings(max_examples=40, deadline=None)
+        @given(requests)
+        def roundtrip(request: LLMRequest) -> None:
+            complete_sync(client, request)
+            seen = recorder.requests[-1]
+            assert seen == request
+            assert seen.response_schema == request.response_schema
+
+        roundtrip()
+        asyncio.run(client.aclose())
+    backend.close()
+
+
+def test_without_forwarding_the_server_sees_the_protocol_fields_only(
+    upper_server: tuple[ChatServer, Upper],
+) -> None:
+    server, upper = upper_server
+    client = OpenAICompatibleClient(
+        OpenAICompatibleOptions(base_url=server.base_url, model="m"), environ={}
+    )
+    complete_sync(client, LLMRequest.chat("x", purpose="editor", sample=3, seed=10))
+    asyncio.run(client.aclose())
+    seen = upper.requests[-1]
+    assert (seen.purpose, seen.sample, seen.seed) == ("agent", 0, 13)
+    assert "biasbreaker" not in server.chat_calls[-1].body

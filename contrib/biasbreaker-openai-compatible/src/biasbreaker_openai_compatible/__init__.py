@@ -8,7 +8,7 @@ Importing this package is cheap: httpx is imported only when the client is built
 Modules:
     ``plugin``: the entry-point module (options model, factory, hook).
     ``client``: :class:`~biasbreaker_openai_compatible.client.OpenAICompatibleClient` (httpx).
-    ``testing``: a small OpenAI-compatible server for tests and demos (stdlib only).
+    ``testing``: a small OpenAI-compatible server for tests and demos (http.server, no httpx).
 """
 
 from __future__ import annotations

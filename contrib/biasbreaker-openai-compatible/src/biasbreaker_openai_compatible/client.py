@@ -147,7 +147,9 @@ class OpenAICompatibleClient:
         The temperature is the option's if set, else the request's. The seed is the request's
         (else the run's) plus ``request.sample``, modulo 2**31, so same-group resamples are
         distinct draws; none is sent with ``send_seed = false`` or when neither seed exists.
-        A request with a ``response_schema`` gets ``response_format`` per ``json_mode``.
+        A request with a ``response_schema`` gets ``response_format`` per ``json_mode``. With
+        ``forward_request_fields``, a ``biasbreaker`` object carries the request's own
+        ``purpose``, ``sample`` and ``seed`` (for biasbreaker's test server).
 
         Args:
             request: The request.
@@ -169,6 +171,12 @@ class OpenAICompatibleClient:
         base_seed = request.seed if request.seed is not None else self._default_seed
         if opts.send_seed and base_seed is not None:
             body["seed"] = (base_seed + request.sample) % SEED_MODULUS
+        if opts.forward_request_fields:
+            body["biasbreaker"] = {
+                "purpose": request.purpose,
+                "sample": request.sample,
+                "seed": request.seed,
+            }
         if request.response_schema is not None:
             if opts.json_mode == "json_schema":
                 body["response_format"] = {

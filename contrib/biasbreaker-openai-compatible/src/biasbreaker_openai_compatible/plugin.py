@@ -121,6 +121,16 @@ class OpenAICompatibleOptions(BaseModel):
         ),
     )
 
+    forward_request_fields: bool = Field(
+        False,
+        description=(
+            "Add a non-standard 'biasbreaker' object (the request's purpose, sample and seed) "
+            "to every body, so biasbreaker's test server can rebuild the exact request and "
+            "its backend answers exactly as in-process. Real APIs may reject unknown fields "
+            "(OpenAI does): leave it off for them."
+        ),
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _redact_secrets(cls, data: Any) -> Any:

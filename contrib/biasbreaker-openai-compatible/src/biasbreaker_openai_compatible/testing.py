@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible chat-completions server for tests and demos (stdlib only).
+"""A small OpenAI-compatible chat-completions server for tests and demos (http.server; no third-party dependency).
 
 :class:`ChatServer` listens on 127.0.0.1 (an ephemeral port by default) in a background thread
 and answers ``POST /v1/chat/completions`` with whatever its *reply function* returns, so a test
@@ -35,16 +35,17 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast, get_args
 
-if TYPE_CHECKING:
-    from biasbreaker.llm import LLMClient, LLMRequest
+from biasbreaker.llm import ChatMessage, LLMClient, LLMRequest, Purpose
 
 log = logging.getLogger("biasbreaker_openai_compatible.testing")
 
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 DEFAULT_MODEL = "biasbreaker-test"
+PURPOSES: tuple[str, ...] = get_args(Purpose)
+"""The values of :data:`biasbreaker.llm.Purpose`."""
 
 
 @dataclass(frozen=True)
@@ -420,7 +421,10 @@ def request_from_call(call: ChatCall) -> LLMRequest:
     """Translate a chat-completions request body into a biasbreaker :class:`LLMRequest`.
 
     ``response_format`` ``json_schema`` becomes ``response_schema`` (the schema);
-    ``json_object`` becomes ``{"type": "object"}``.
+    ``json_object`` becomes ``{"type": "object"}``. A non-standard ``biasbreaker`` object (sent
+    by the client with ``forward_request_fields = true``) restores the request's own
+    ``purpose``, ``sample`` and ``seed``; without it the body's ``seed`` is used, ``sample`` is
+    0 and ``purpose`` is ``"agent"``.
 
     Args:
         call: The received call.
@@ -432,8 +436,6 @@ def request_from_call(call: ChatCall) -> LLMRequest:
         ValueError: The body is not a valid chat request (no messages, a bad role, a
             negative temperature...).
     """
-    from biasbreaker.llm import ChatMessage, LLMRequest
-
     body = call.body
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         raise ValueError("the request body has no 'messages' list")
@@ -457,12 +459,20 @@ def request_from_call(call: ChatCall) -> LLMRequest:
         elif fmt.get("type") == "json_object":
             schema = {"type": "object"}
     temperature = body.get("temperature", 0.0)
+    seed, sample, purpose = body.get("seed"), 0, "agent"
+    ext = body.get("biasbreaker")
+    if isinstance(ext, dict):  # forwarded by the client's forward_request_fields option
+        seed, sample, purpose = ext.get("seed"), ext.get("sample", 0), ext.get("purpose", "agent")
+        if purpose not in PURPOSES:
+            raise ValueError(f"biasbreaker.purpose={purpose!r} is not one of {PURPOSES}")
     return LLMRequest(
         messages=tuple(messages),
         temperature=float(temperature if temperature is not None else 0.0),
-        seed=body.get("seed"),
+        seed=seed,
         max_tokens=body.get("max_tokens"),
         response_schema=schema,
+        purpose=cast(Purpose, purpose),
+        sample=sample,
     )
 
 
