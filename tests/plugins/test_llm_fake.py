@@ -264,10 +264,10 @@ def rank_top_rates(fake: FakeLLM, job: str, n: int, seed: int) -> dict[str, floa
 
 
 # The fake draws the top candidate with probability exactly equal to the measured rate; what
-# remains is sampling noise. At 2,000 prompts the binomial SD of a rate near 0.18 is 0.0086, so a
-# +-0.02 band (2.3 SD) is missed by some of the 8 groups for roughly one seed in six; at 5,000
-# prompts (SD 0.0054, 3.7 SD) a correct fake passes for nearly every seed. A fake that ignored
-# the groups would sit at 0.125 and miss hr-specialist's 0.181 by 0.056.
+# remains is sampling noise. With 2,000 prompts a multinomial draw misses the +-0.02 band in
+# some group about 5.5% of the time (simulated, 20,000 draws per preset); with 5,000 prompts
+# about 0.05%. So the check runs on 5,000 (>= 2,000) prompts: a correct fake passes for nearly
+# every seed, and a group-blind one (0.125 for every group) misses hr-specialist's 0.181 by 0.056.
 N_PROMPTS = 5000
 
 
