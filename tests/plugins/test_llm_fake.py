@@ -6,6 +6,7 @@ import random
 import re
 from collections import Counter
 from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -13,7 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 
+import biasbreaker_plugins.llm_fake as llm_fake_module
 from biasbreaker.errors import ConfigError, LLMError
+from biasbreaker.kernel import Kernel
 from biasbreaker.llm import ChatMessage, LLMClient, LLMRequest
 from biasbreaker_plugins.llm_fake import MODEL_ID, FakeLLM, FakeLLMOptions
 from biasbreaker_plugins.llm_fake.groups import MASK, lexicon
@@ -655,3 +658,50 @@ def test_lexicon_finds_names_and_terms_and_masks_them() -> None:
     assert "Jamal" not in masked
     assert masked.count(MASK) == 7
     assert lx.find("ADAM ERICKSON")[0].labels == {"white", "man"}
+
+
+# ---------------------------------------------------------------- the plugin
+
+
+def test_fake_is_the_default_llm_client_through_its_entry_point(isolated_config: Path) -> None:
+    kernel = Kernel.load(cwd=isolated_config)
+    client = kernel.llm()
+    assert isinstance(client, FakeLLM)
+    assert client.seed == kernel.seed == 0
+    assert client.options == FakeLLMOptions()
+    assert kernel.llm() is client  # built once
+    impl = kernel.registry.get("llm_client", "fake")
+    assert impl.plugin == "llm-fake"
+    assert impl.distribution == "biasbreaker"
+    assert "simulated" in impl.summary
+
+
+def test_plugin_options_come_from_the_configuration(
+    register_plugin: Any, make_kernel: Any, isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_plugin(llm_fake_module, name="llm-fake")
+    (isolated_config / "biasbreaker.toml").write_text(
+        'seed = 21\n[plugin.fake]\nbias = 0.4\npreset = "bloomberg-gpt35"\nerror_rate = 0.1\n'
+    )
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__FAKE__WEIGHTS", '{"woman": 2.5}')
+    client = make_kernel().llm()
+    assert isinstance(client, FakeLLM)
+    assert client.seed == 21
+    assert client.options.bias == 0.4
+    assert client.options.preset == "bloomberg-gpt35"
+    assert client.options.weights == {"woman": 2.5}
+    own_seed = make_kernel({"plugin": {"fake": {"seed": 5}}}).llm()
+    assert isinstance(own_seed, FakeLLM)
+    assert own_seed.seed == 5
+
+
+def test_invalid_plugin_options_name_the_key(
+    register_plugin: Any, make_kernel: Any, isolated_config: Path
+) -> None:
+    register_plugin(llm_fake_module, name="llm-fake")
+    (isolated_config / "biasbreaker.toml").write_text("[plugin.fake]\nbias = 1.5\n")
+    with pytest.raises(ConfigError, match=r"plugin\.fake\.bias = 1\.5 \(biasbreaker\.toml\)"):
+        make_kernel().llm()
+    (isolated_config / "biasbreaker.toml").write_text('[plugin.fake]\npreset = "gpt-9"\n')
+    with pytest.raises(ConfigError, match="presets: bloomberg-gpt35"):
+        make_kernel().llm()

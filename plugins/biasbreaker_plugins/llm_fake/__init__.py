@@ -58,6 +58,37 @@ See ``docs/fake-llm.md``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from biasbreaker.hookspecs import hookimpl
 from biasbreaker_plugins.llm_fake.client import MODEL_ID, FakeLLM, FakeLLMOptions
 
-__all__ = ["MODEL_ID", "FakeLLM", "FakeLLMOptions"]
+if TYPE_CHECKING:
+    from biasbreaker.llm import LLMClient
+    from biasbreaker.registry import BuildContext, Register
+
+__all__ = ["MODEL_ID", "FakeLLM", "FakeLLMOptions", "llm_client", "make_fake"]
+
+
+def make_fake(options: FakeLLMOptions, context: BuildContext) -> FakeLLM:
+    """Build the fake client: its own ``seed`` option if set, else the run's seed.
+
+    Args:
+        options: The validated ``[plugin.fake]`` options.
+        context: The kernel's build context.
+
+    Returns:
+        The client (simulated).
+    """
+    return FakeLLM(options, seed=context.seed)
+
+
+@hookimpl
+def llm_client(register: Register[LLMClient]) -> None:
+    """Register the seeded, simulated fake LLM as ``fake``."""
+    register(
+        "fake",
+        make_fake,
+        options=FakeLLMOptions,
+        summary="seeded fake LLM with a bias dial (simulated; no model, no network)",
+    )

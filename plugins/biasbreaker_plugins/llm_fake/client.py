@@ -169,6 +169,19 @@ class FakeLLMOptions(BaseModel):
                 raise ValueError(str(exc)) from exc
         return value
 
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _weights_from_json(cls, value: object) -> object:
+        # environment variables arrive as strings: BIASBREAKER_PLUGIN__FAKE__WEIGHTS='{"woman": 2}'
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f'weights={value!r} is not a JSON object such as {{"woman": 2.0}}'
+                ) from exc
+        return value
+
     @field_validator("weights")
     @classmethod
     def _known_weights(cls, value: dict[str, float]) -> dict[str, float]:
