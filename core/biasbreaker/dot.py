@@ -45,7 +45,7 @@ import random
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from biasbreaker.errors import ConfigError, TraceError
 from biasbreaker.propagation import (
@@ -58,6 +58,9 @@ from biasbreaker.propagation import (
     katz_influence,
     network_score,
 )
+
+if TYPE_CHECKING:
+    from biasbreaker.config import PropagationSettings
 
 __all__ = [
     "PRESETS",
@@ -186,8 +189,11 @@ class DotConfig:
         sources: The biased agents.
         repairs: The repair events.
         attenuation: Katz ratio c (alpha = c / rho(A)), in (0, 1).
+        alpha: An explicit Katz alpha (checked against 1/rho(A)), or ``None``.
         fast_half_life: Fast EWMA half-life in steps, > 0.
         slow_half_life: Slow EWMA half-life in steps, > ``fast_half_life``.
+        fast_smoothing: Fast EWMA smoothing factor in (0, 1], replacing ``fast_half_life``.
+        slow_smoothing: Slow EWMA smoothing factor in (0, 1], replacing ``slow_half_life``.
         description: One line saying what the trajectory shows.
 
     Raises:
@@ -205,8 +211,11 @@ class DotConfig:
     sources: tuple[BiasSource, ...] = ()
     repairs: tuple[RepairEvent, ...] = ()
     attenuation: float = DEFAULT_ATTENUATION
+    alpha: float | None = None
     fast_half_life: float = DEFAULT_FAST_HALF_LIFE
     slow_half_life: float = DEFAULT_SLOW_HALF_LIFE
+    fast_smoothing: float | None = None
+    slow_smoothing: float | None = None
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -234,8 +243,42 @@ class DotConfig:
                         f"dot.repairs (step {rep.step}): unknown agent {n!r}; agents are a0 "
                         f"... a{self.agents - 1}"
                     )
-        NetworkEwma.create(fast_half_life=self.fast_half_life, slow_half_life=self.slow_half_life)
-        self.graph()
+        self.network_ewma()
+        katz_influence(self.graph(), attenuation=self.attenuation, alpha=self.alpha)
+
+    def with_propagation(self, settings: PropagationSettings) -> DotConfig:
+        """This configuration with the ``[propagation]`` settings (Katz and EWMAs) applied.
+
+        Args:
+            settings: The validated ``[propagation]`` section.
+
+        Returns:
+            A copy whose attenuation and EWMA smoothing factors are the settings'.
+
+        Raises:
+            ConfigError: If the result is inconsistent.
+        """
+        return dataclasses.replace(
+            self,
+            attenuation=settings.attenuation,
+            fast_half_life=settings.fast_half_life,
+            slow_half_life=settings.slow_half_life,
+            fast_smoothing=settings.fast_smoothing or None,
+            slow_smoothing=settings.slow_smoothing or None,
+        )
+
+    def network_ewma(self) -> NetworkEwma:
+        """A fresh fast/slow EWMA state (a smoothing factor, when given, wins over a half-life).
+
+        Raises:
+            ConfigError: If the factors are out of range or fast is not faster than slow.
+        """
+        return NetworkEwma.create(
+            fast_half_life=None if self.fast_smoothing is not None else self.fast_half_life,
+            fast_smoothing=self.fast_smoothing,
+            slow_half_life=None if self.slow_smoothing is not None else self.slow_half_life,
+            slow_smoothing=self.slow_smoothing,
+        )
 
     @property
     def node_names(self) -> tuple[str, ...]:
@@ -467,14 +510,14 @@ def iter_dot(preset_or_config: str | DotConfig, *, seed: int, steps: int) -> Ite
     _step("steps", steps)
     rng = random.Random(seed)
     graph = cfg.graph()
-    influence = katz_influence(graph, attenuation=cfg.attenuation)
+    influence = katz_influence(graph, attenuation=cfg.attenuation, alpha=cfg.alpha)
     nodes = graph.nodes
     readers: dict[str, list[tuple[str, float]]] = {n: [] for n in nodes}
     for u, v, w in graph.edges:
         readers[v].append((u, w))
     stance = dict.fromkeys(nodes, 0.0)
     scores: dict[str, float | None] = {}
-    ewma = NetworkEwma.create(fast_half_life=cfg.fast_half_life, slow_half_life=cfg.slow_half_life)
+    ewma = cfg.network_ewma()
     switched_off: set[str] = set()
     eta, kappa = cfg.persistence, cfg.conformity
 

@@ -407,7 +407,7 @@ def resolve_alpha(
         or not (math.isfinite(alpha) and alpha > 0.0)
     ):
         raise ConfigError(
-            f"propagation.alpha={alpha!r} must be a finite number > 0, or unset to use "
+            f"Katz alpha={alpha!r} must be a finite number > 0, or unset to use "
             "attenuation / rho(A)"
         )
     lo, hi = spectral_radius_bounds(graph)
@@ -421,16 +421,18 @@ def resolve_alpha(
     if hi > 0.0 and alpha * hi >= 1.0:
         bound = 1.0 / hi
         if alpha * lo >= 1.0:
-            why = f"alpha={alpha!r} is not below 1/rho(A) = {bound!r} (rho(A) = {hi!r})"
+            why = (
+                f"alpha={alpha!r} is not below 1/rho(A) = {bound!r} (rho(A) = {hi!r}): the walk "
+                "sum diverges"
+            )
         else:
             why = (
                 f"alpha={alpha!r} is within rounding of 1/rho(A) = {bound!r} (rho(A) in "
-                f"[{lo!r}, {hi!r}]) and convergence cannot be certified"
+                f"[{lo!r}, {hi!r}]): convergence cannot be certified"
             )
         raise ConfigError(
-            f"propagation.alpha: {why}: the Katz walk sum diverges. Use alpha < {bound!r}, or "
-            f"leave alpha unset to use attenuation / rho(A) = {DEFAULT_ATTENUATION / hi!r} "
-            f"(attenuation {DEFAULT_ATTENUATION})"
+            f"Katz {why}. Use alpha < {bound!r}, or leave alpha unset to use attenuation / "
+            f"rho(A) = {DEFAULT_ATTENUATION / hi!r} (attenuation {DEFAULT_ATTENUATION})"
         )
     return alpha
 

@@ -226,3 +226,24 @@ def test_topologies() -> None:
     solo = simulate_dot(DotConfig(agents=1), seed=0, steps=3)
     assert [s.node for s in solo] == ["a0"] * 3
     assert all(math.isfinite(s.b_net or 0.0) for s in solo)
+
+
+def test_propagation_settings_apply_to_a_preset(tmp_path: Path) -> None:
+    from biasbreaker.config import load_settings
+
+    settings = load_settings(
+        cwd=tmp_path,
+        overrides={"propagation": {"attenuation": 0.5, "fast_smoothing": 0.8}},
+    ).settings.propagation
+    cfg = PRESETS["spike"].with_propagation(settings)
+    assert (cfg.attenuation, cfg.fast_smoothing, cfg.slow_smoothing) == (0.5, 0.8, None)
+    assert cfg.network_ewma().fast.smoothing == 0.8
+    assert cfg.network_ewma().slow == PRESETS["spike"].network_ewma().slow
+    assert jsonl_bytes(cfg, 1, 100) != jsonl_bytes("spike", 1, 100)
+
+
+def test_an_explicit_alpha_beyond_the_bound_is_refused() -> None:
+    # the mesh of 5 agents has rho = 4, so alpha must stay below 0.25
+    with pytest.raises(ConfigError, match=r"1/rho\(A\) = 0\.25"):
+        DotConfig(alpha=0.3)
+    assert simulate_dot(DotConfig(alpha=0.2), seed=0, steps=3)[-1].b_net is not None

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -158,7 +159,7 @@ def test_alpha_at_or_beyond_the_bound_is_an_error_that_gives_the_bound() -> None
     for bad in (1 / 3, 0.5, 2.0):
         with pytest.raises(ConfigError, match=r"1/rho\(A\) = 0\.333") as info:
             resolve_alpha(k4, alpha=bad)
-        assert "propagation.alpha" in str(info.value)
+        assert "Katz alpha=" in str(info.value)
     assert resolve_alpha(k4, alpha=0.3) == 0.3
     with pytest.raises(ConfigError, match="finite number > 0"):
         resolve_alpha(k4, alpha=-0.1)
@@ -439,3 +440,47 @@ def test_network_ewma_configuration_errors() -> None:
         NetworkEwma.create(fast_half_life=30, slow_half_life=10)
     with pytest.raises(ConfigError, match="missing key 'slow'"):
         NetworkEwma.from_dict({"fast": Ewma(0.5).to_dict()})
+
+
+# ---------------------------------------------------------------- [propagation] settings
+
+
+def test_propagation_settings_defaults_match_the_module() -> None:
+    from biasbreaker.config import load_settings
+    from biasbreaker.propagation import DEFAULT_FAST_HALF_LIFE, DEFAULT_SLOW_HALF_LIFE
+
+    prop = load_settings(cwd="/nonexistent-dir").settings.propagation
+    assert prop.attenuation == DEFAULT_ATTENUATION
+    assert (prop.fast_half_life, prop.slow_half_life) == (
+        DEFAULT_FAST_HALF_LIFE,
+        DEFAULT_SLOW_HALF_LIFE,
+    )
+    assert (prop.fast_smoothing, prop.slow_smoothing) == (0.0, 0.0)
+    assert prop.network_ewma() == NetworkEwma.create()
+
+
+def test_propagation_settings_by_smoothing_factor_or_half_life(tmp_path: Any) -> None:
+    from biasbreaker.config import load_settings
+
+    by_factor = load_settings(
+        cwd=tmp_path, overrides={"propagation": {"fast_smoothing": 0.5, "slow_smoothing": 0.1}}
+    ).settings.propagation
+    assert by_factor.fast_half_life == 1.0  # derived from the factor
+    assert by_factor.network_ewma() == NetworkEwma(Ewma(0.5), Ewma(0.1))
+    # a dump of it reloads to the same settings (TOML has no null: 0 means "not set")
+    again = load_settings(
+        cwd=tmp_path, overrides={"propagation": by_factor.model_dump()}
+    ).settings.propagation
+    assert again == by_factor
+    by_half_life = load_settings(
+        cwd=tmp_path, overrides={"propagation": {"fast_half_life": 1, "slow_half_life": 10}}
+    ).settings.propagation
+    assert by_half_life.smoothing("fast") == 0.5
+    for bad, match in (
+        ({"fast_half_life": 3, "fast_smoothing": 0.4}, "disagree"),
+        ({"fast_half_life": 30}, "must react faster"),
+        ({"attenuation": 1.0}, "attenuation"),
+        ({"slow_smoothing": 1.0}, "slow_smoothing"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            load_settings(cwd=tmp_path, overrides={"propagation": bad})
