@@ -499,18 +499,15 @@ class FakeLLM:
         if self._closed:
             raise LLMError("fake LLM client is closed; create a new one")
         opts = self.options
-        key = request.cache_key()
-        attempt = self._attempts.get(key, 0)
-        self._attempts[key] = attempt + 1
         forced = {m.lower() for m in _DIRECTIVE.findall(request.prompt)}
         u = jitter = pick = 1.0
-        if (
-            forced
-            or opts.latency_jitter_s
-            or opts.error_rate
-            or opts.timeout_rate
-            or (opts.malformed_rate)
-        ):
+        attempt = 0
+        faulty = opts.error_rate or opts.timeout_rate or opts.malformed_rate
+        if forced or faulty or opts.latency_jitter_s:
+            # attempts are counted (per distinct request) only when faults are drawn
+            key = request.cache_key()
+            attempt = self._attempts.get(key, 0)
+            self._attempts[key] = attempt + 1
             fault = self._blind_rng(request, f"fault:{attempt}")
             u, jitter, pick = fault.random(), fault.random(), fault.random()
         delay = opts.latency_s + jitter * opts.latency_jitter_s
