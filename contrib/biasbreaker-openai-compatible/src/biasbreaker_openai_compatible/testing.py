@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible chat-completions server for tests and demos (http.server; no third-party dependency).
+"""A small OpenAI-compatible chat-completions server for tests and demos (on ``http.server``).
 
 :class:`ChatServer` listens on 127.0.0.1 (an ephemeral port by default) in a background thread
 and answers ``POST /v1/chat/completions`` with whatever its *reply function* returns, so a test
