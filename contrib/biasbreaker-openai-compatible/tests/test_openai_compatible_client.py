@@ -200,6 +200,15 @@ async def test_malformed_json_reply_is_an_error(openai_server: ChatServer) -> No
     assert len(openai_server.chat_calls) == 3  # none of these is retried
 
 
+async def test_an_undecodable_reply_is_an_error_not_a_crash(openai_server: ChatServer) -> None:
+    body = b'{"choices": []}'  # claimed gzip, sent plain
+    openai_server.reply = lambda call: Reply(200, body, (("Content-Encoding", "gzip"),))
+    client = make_client(openai_server, Sleeps())
+    with pytest.raises(LLMError, match=r"after 1 attempt\(s\): DecodingError: .*\(not retried\)"):
+        await client.complete(LLMRequest.chat("x"))
+    await client.aclose()
+
+
 async def test_a_slow_reply_past_the_time_out_is_retried_then_fails(
     openai_server: ChatServer,
 ) -> None:

@@ -247,6 +247,13 @@ class OpenAICompatibleClient:
             return _Attempt(f"time-out after {self.options.timeout_s:g} s ({type(exc).__name__})")
         except httpx.TransportError as exc:
             return _Attempt(self._redact(f"transport error {type(exc).__name__}: {exc}"))
+        except httpx.HTTPError as exc:  # a reply httpx cannot decode, too many redirects
+            raise LLMError(
+                self._redact(
+                    f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after {attempt} "
+                    f"attempt(s): {type(exc).__name__}: {exc} (not retried)"
+                )
+            ) from exc
         status = resp.status_code
         if status == 429 or status >= 500:
             return _Attempt(
