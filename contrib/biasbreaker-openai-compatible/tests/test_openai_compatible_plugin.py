@@ -228,3 +228,24 @@ def test_loading_plugins_does_not_import_httpx_until_the_client_is_built(tmp_pat
     assert result["loaded"] == "loaded"
     assert result["client_after_load"] is False
     assert result["after_build"] == {"httpx": True, "biasbreaker_openai_compatible.client": True}
+
+
+OTHER_CLIENT_CHECK = """
+import json, sys
+from biasbreaker.kernel import Kernel
+
+kernel = Kernel.load(overrides={"llm": {"client": "fake"}})
+kernel.llm()                              # builds the fake client
+print(json.dumps(sorted(m for m in ("httpx", "biasbreaker_openai_compatible.client") if m in sys.modules)))
+"""
+
+
+def test_selecting_another_client_never_imports_this_one(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", OTHER_CLIENT_CHECK],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
