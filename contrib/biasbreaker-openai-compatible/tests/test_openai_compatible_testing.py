@@ -24,6 +24,12 @@ from hypothesis import strategies as st
 
 from biasbreaker.llm import ChatMessage, LLMRequest, LLMResponse, complete_sync
 
+# each example is a real HTTP round trip; HYPOTHESIS_PROFILE=thorough runs a few thousand
+ROUNDTRIPS = settings(
+    max_examples=3000 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 40,
+    deadline=None,
+)
+
 
 def test_models_route_and_unknown_routes(openai_server: ChatServer) -> None:
     models = httpx.get(f"{openai_server.base_url}/models")
@@ -237,7 +243,7 @@ def test_forwarded_requests_arrive_unchanged_at_the_backend() -> None:
         )
         client = OpenAICompatibleClient(opts, default_seed=99, environ={})
 
-        @settings(max_examples=40, deadline=None)
+        @ROUNDTRIPS
         @given(requests)
         def roundtrip(request: LLMRequest) -> None:
             complete_sync(client, request)
