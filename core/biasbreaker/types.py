@@ -361,6 +361,10 @@ class FrozenPayload:
     def __hash__(self) -> int:
         return hash(self.sha256)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The read-only view cannot be pickled; rebuild it from the canonical text.
+        return (FrozenPayload, (self.canonical, self.sha256))
+
     def to_json(self) -> dict[str, JSONValue]:
         """Return ``{"sha256": digest, "value": payload}`` as plain JSON."""
         return {"sha256": self.sha256, "value": self.thaw()}
@@ -618,6 +622,9 @@ class InterventionContext:
         if self.frozen_payload is not None and not isinstance(self.frozen_payload, FrozenPayload):
             raise InputError("InterventionContext.frozen_payload must be a FrozenPayload or None")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (InterventionContext.from_json, (self.to_json(),))
+
     @property
     def magnitudes(self) -> Mapping[str, float]:
         """Per-node contribution ``w_i * b_i`` to B_net, for nodes with a score and a weight."""
@@ -746,6 +753,9 @@ class InterventionResult:
                 "recheck_score, and no error"
             )
         object.__setattr__(self, "trail", _trail(self.trail))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (InterventionResult.from_json, (self.to_json(),))
 
     @classmethod
     def noop(cls) -> InterventionResult:
