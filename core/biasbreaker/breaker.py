@@ -135,8 +135,15 @@ class CircuitBreaker:
 
     __slots__ = ("_kappa", "_tau_enter", "_tau_exit", "_tau_warn", "_thresholds", "_tripped")
 
-    def __init__(self, tau_enter: float, tau_exit: float, tau_warn: float, kappa: float,
-                 *, tripped: bool = False) -> None:
+    def __init__(
+        self,
+        tau_enter: float,
+        tau_exit: float,
+        tau_warn: float,
+        kappa: float,
+        *,
+        tripped: bool = False,
+    ) -> None:
         self._thresholds = Thresholds(tau_enter, tau_exit, tau_warn, kappa)
         self._tau_enter = self._thresholds.tau_enter
         self._tau_exit = self._thresholds.tau_exit
@@ -147,8 +154,13 @@ class CircuitBreaker:
     @classmethod
     def from_thresholds(cls, thresholds: Thresholds, *, tripped: bool = False) -> CircuitBreaker:
         """Build a breaker from a validated :class:`~biasbreaker.types.Thresholds`."""
-        return cls(thresholds.tau_enter, thresholds.tau_exit, thresholds.tau_warn,
-                   thresholds.kappa, tripped=tripped)
+        return cls(
+            thresholds.tau_enter,
+            thresholds.tau_exit,
+            thresholds.tau_warn,
+            thresholds.kappa,
+            tripped=tripped,
+        )
 
     @property
     def thresholds(self) -> Thresholds:
@@ -194,17 +206,16 @@ class CircuitBreaker:
                 self._tripped = False
                 reason = REASON_CLEAR
             else:
-                return _new_decision(_Decision,
-                                     (_INTERVENTION, _HALT, ratio, fast, REASON_HOLD, None))
+                return _new_decision(
+                    _Decision, (_INTERVENTION, _HALT, ratio, fast, REASON_HOLD, None)
+                )
         elif fast >= self._tau_enter:
             self._tripped = True
-            return _new_decision(_Decision,
-                                 (_INTERVENTION, _HALT, ratio, fast, REASON_TRIP, None))
+            return _new_decision(_Decision, (_INTERVENTION, _HALT, ratio, fast, REASON_TRIP, None))
         else:
             reason = REASON_NORMAL
         if slow >= self._tau_warn:
-            return _new_decision(_Decision,
-                                 (_WARNING, _PROCEED, ratio, fast, REASON_WARN, None))
+            return _new_decision(_Decision, (_WARNING, _PROCEED, ratio, fast, REASON_WARN, None))
         return _new_decision(_Decision, (_NORMAL, _PROCEED, ratio, fast, reason, None))
 
     def snapshot(self) -> dict[str, JSONValue]:
@@ -222,8 +233,10 @@ class CircuitBreaker:
         thresholds = snapshot.get("thresholds") if isinstance(snapshot, dict) else None
         tripped = snapshot.get("tripped") if isinstance(snapshot, dict) else None
         if not isinstance(thresholds, dict) or not isinstance(tripped, bool):
-            raise InputError("breaker snapshot needs 'thresholds' (an object) and 'tripped' "
-                             "(a bool); build it with CircuitBreaker.snapshot()")
+            raise InputError(
+                "breaker snapshot needs 'thresholds' (an object) and 'tripped' "
+                "(a bool); build it with CircuitBreaker.snapshot()"
+            )
         return cls.from_thresholds(Thresholds.from_json(thresholds), tripped=tripped)
 
 

@@ -22,14 +22,23 @@ Source:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import sys
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from biasbreaker.errors import InputError, ThresholdError
 from biasbreaker.types import JSONValue, Thresholds, check_score
+
+if TYPE_CHECKING:
+    from biasbreaker.kernel import Kernel
 
 # --------------------------------------------------------------------------------------------
 # Control runs
@@ -80,8 +89,7 @@ class ControlStatistics:
                 "calibration window's 3σ/5σ bands are undefined; record control runs that "
                 "exercise the pipeline (different inputs and seeds)"
             )
-        if isinstance(self.n_steps, bool) or not isinstance(self.n_steps, int) \
-                or self.n_steps < 2:
+        if isinstance(self.n_steps, bool) or not isinstance(self.n_steps, int) or self.n_steps < 2:
             raise ThresholdError(f"control n_steps={self.n_steps!r} must be an int >= 2")
 
     def bound(self, sigmas: float) -> float:
@@ -107,7 +115,7 @@ class ControlStatistics:
 
 @dataclass(frozen=True, slots=True)
 class ControlSample:
-    """What a calibrator sees of the control runs: per-run maxima, and step statistics.
+    """Summary of control runs: per-run maxima, and step statistics.
 
     Args:
         fast_maxima: For each control run, the maximum of its fast B_net (one float >= 0 per
@@ -143,28 +151,22 @@ def summarise_control_runs(control_trajectories: Iterable[Iterable[object]]) -> 
         ScoreError: If a score is NaN, infinite or negative (the message names run and step).
         ThresholdError: If fast B_net has no spread over the control steps.
     """
-    fast_maxima: list[float] = []
-    slow_maxima: list[float] = []
-    values: list[float] = []
-    for run_index, run in enumerate(control_trajectories):
-        fast_max = slow_max = -1.0
-        for step_index, step in enumerate(run):
-            fast, slow = _step_pair(step, f"control run {run_index} step {step_index}")
-            values.append(fast)
-            fast_max = max(fast_max, fast)
-            slow_max = max(slow_max, slow)
-        if fast_max < 0.0:
-            raise InputError(f"control run {run_index} has no steps")
-        fast_maxima.append(fast_max)
-        slow_maxima.append(slow_max)
-    if not fast_maxima:
-        raise InputError("no control runs given; calibration needs recorded control runs")
+    return _summarise(normalise_control_runs(control_trajectories))
+
+
+def _summarise(runs: Sequence[Sequence[tuple[float, float]]]) -> ControlSample:
+    fast_maxima = [max(fast for fast, _ in run) for run in runs]
+    slow_maxima = [max(slow for _, slow in run) for run in runs]
+    values = [fast for run in runs for fast, _ in run]
     if len(values) < 2:
         raise InputError("control runs have fewer than 2 steps in total; record more")
     mean = math.fsum(values) / len(values)
     variance = math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
-    return ControlSample(tuple(fast_maxima), tuple(slow_maxima),
-                         ControlStatistics(mean, math.sqrt(variance), len(values)))
+    return ControlSample(
+        tuple(fast_maxima),
+        tuple(slow_maxima),
+        ControlStatistics(mean, math.sqrt(variance), len(values)),
+    )
 
 
 def false_halt_rate(fast_maxima: Sequence[float], tau_enter: float) -> float:
@@ -195,24 +197,29 @@ class CalibratedThresholds(NamedTuple):
     tau_warn: float
 
 
+Trajectory = Sequence[tuple[float, float]]
+"""One control run: its ``(fast, slow)`` B_net pairs in step order."""
+
+
 class Calibrator(Protocol):
     """What a ``calibrator`` plugin's factory returns."""
 
-    def calibrate(self, sample: ControlSample, *, target_false_halt_rate: float,
-                  exit_ratio: float, warn_ratio: float) -> CalibratedThresholds:
-        """Choose thresholds from a control sample.
+    def calibrate(
+        self, trajectories: Sequence[Trajectory], *, target_false_halt_rate: float
+    ) -> CalibratedThresholds:
+        """Choose thresholds from control runs.
 
         Args:
-            sample: Per-run maxima and step statistics of the control runs.
+            trajectories: One sequence of ``(fast, slow)`` pairs per control run (validated by
+                the kernel: finite, >= 0, every run non-empty).
             target_false_halt_rate: Per-run false-halt rate to stay under, in (0, 1).
-            exit_ratio: ``tau_exit / tau_enter``, in [0.6, 0.8] by configuration.
-            warn_ratio: Multiplier applied to the slow-scale threshold, in (0, 1].
 
         Returns:
-            The thresholds.
+            ``(tau_enter, tau_exit, tau_warn)``.
 
         Raises:
-            ThresholdError: If the sample cannot support the target (e.g. too few runs).
+            ThresholdError: If the runs cannot support the target (e.g. too few runs; the
+                message says how many are needed).
         """
         ...
 
@@ -252,46 +259,64 @@ class CalibrationReport:
         }
 
 
-def _check_rate(name: str, value: object, low: float, high: float, *,
-                low_open: bool = True, high_open: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value):
-        raise ThresholdError(f"{name}={value!r} must be a finite number")
-    ok_low = value > low if low_open else value >= low
-    ok_high = value < high if high_open else value <= high
-    if not (ok_low and ok_high):
-        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
-        raise ThresholdError(f"{name}={value!r} must be in {interval}")
+def _check_target(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
+        raise ThresholdError(
+            f"target_false_halt_rate={value!r} must be in (0, 1): it is the share of control "
+            "runs allowed to trip the breaker, e.g. 0.01 for 1 %"
+        )
     return float(value)
 
 
-def run_calibrator(calibrator: Calibrator, sample: ControlSample, *, name: str,
-                   target_false_halt_rate: float, exit_ratio: float,
-                   warn_ratio: float) -> CalibrationReport:
-    """Run a calibrator and enforce the kernel's checks on its result (fail closed).
+def normalise_control_runs(
+    control_trajectories: Iterable[Iterable[object]],
+) -> tuple[tuple[tuple[float, float], ...], ...]:
+    """Validate control runs into tuples of ``(fast, slow)`` float pairs.
 
     Args:
-        calibrator: The calibrator object.
-        sample: The control sample.
-        name: The calibrator's registry name (for messages and the report).
-        target_false_halt_rate: Per-run false-halt rate, in (0, 1).
-        exit_ratio: ``tau_exit / tau_enter``, in [0.6, 0.8].
-        warn_ratio: Multiplier of the slow-scale threshold, in (0, 1].
+        control_trajectories: One iterable per run; each step a ``(fast, slow)`` pair, a
+            mapping with ``"fast"`` and ``"slow"``, or an object with ``.fast`` and ``.slow``.
 
     Returns:
-        The calibration report.
+        The runs as nested tuples.
 
     Raises:
-        ThresholdError: If an argument is out of range, the calibrator cannot meet the target,
-            returns inconsistent thresholds, or returns a ``tau_enter`` whose per-run
-            false-halt rate on the control runs exceeds the target.
+        InputError: If there is no run, a run is empty, or a step is malformed.
+        ScoreError: If a score is NaN, infinite or negative (the message names run and step).
     """
-    target = _check_rate("target_false_halt_rate", target_false_halt_rate, 0.0, 1.0)
-    exit_ratio = _check_rate("exit_ratio", exit_ratio, 0.6, 0.8, low_open=False,
-                             high_open=False)
-    warn_ratio = _check_rate("warn_ratio", warn_ratio, 0.0, 1.0, high_open=False)
-    result = calibrator.calibrate(sample, target_false_halt_rate=target, exit_ratio=exit_ratio,
-                                  warn_ratio=warn_ratio)
+    runs = []
+    for run_index, run in enumerate(control_trajectories):
+        pairs = tuple(
+            _step_pair(step, f"control run {run_index} step {step_index}")
+            for step_index, step in enumerate(run)
+        )
+        if not pairs:
+            raise InputError(f"control run {run_index} has no steps")
+        runs.append(pairs)
+    if not runs:
+        raise InputError("no control runs given; calibration needs recorded control runs")
+    return tuple(runs)
+
+
+def check_calibration(
+    result: object, sample: ControlSample, *, name: str, target_false_halt_rate: float
+) -> CalibratedThresholds:
+    """Enforce the kernel's checks on a calibrator's result (fail closed).
+
+    Args:
+        result: What the calibrator returned.
+        sample: The control runs' summary.
+        name: The calibrator's name, for messages.
+        target_false_halt_rate: The target per-run rate.
+
+    Returns:
+        The thresholds.
+
+    Raises:
+        ThresholdError: If the result is not three thresholds, they are inconsistent
+            (``tau_enter <= tau_exit``, not positive, not finite, above 1 — B_net's range),
+            or ``tau_enter`` halts more than the target share of the control runs.
+    """
     if not isinstance(result, tuple) or len(result) != 3:
         raise ThresholdError(
             f"calibrator {name!r} returned {result!r}; expected (tau_enter, tau_exit, tau_warn)"
@@ -301,21 +326,275 @@ def run_calibrator(calibrator: Calibrator, sample: ControlSample, *, name: str,
         checked = Thresholds(result[0], result[1], result[2], kappa=1.0)
     except ThresholdError as exc:
         raise ThresholdError(f"calibrator {name!r} returned invalid thresholds: {exc}") from exc
+    for key, value in (("tau_enter", checked.tau_enter), ("tau_warn", checked.tau_warn)):
+        if value > 1.0:
+            raise ThresholdError(
+                f"calibrator {name!r} chose {key}={value!r}, above 1, the largest B_net: the "
+                "control runs reach the top of the scale, so no threshold separates them; check "
+                "the control runs (are they really unbiased?)"
+            )
     rate = false_halt_rate(sample.fast_maxima, checked.tau_enter)
-    if rate > target:
+    if rate > target_false_halt_rate:
         raise ThresholdError(
             f"calibrator {name!r} chose tau_enter={checked.tau_enter!r}, which halts "
-            f"{rate:.4f} of the control runs, above the target {target}; the calibrator is "
-            "broken, choose another one"
+            f"{rate:.4f} of the control runs, above the target {target_false_halt_rate}; the "
+            "calibrator is broken, choose another one"
         )
+    return CalibratedThresholds(checked.tau_enter, checked.tau_exit, checked.tau_warn)
+
+
+def calibrate(
+    control_trajectories: Iterable[Iterable[object]],
+    *,
+    target_false_halt_rate: float | None = None,
+    kernel: Kernel | None = None,
+) -> CalibrationReport:
+    """Calibrate thresholds and the window statistics from control runs, with a full report.
+
+    Dispatches to the configured ``calibrator`` plugin (``[calibration] calibrator``, default
+    ``percentile``) and checks its result (see :func:`check_calibration`).
+
+    Args:
+        control_trajectories: Control runs (see :func:`normalise_control_runs`).
+        target_false_halt_rate: Per-run false-halt rate in (0, 1); default
+            ``[calibration] target_false_halt_rate``.
+        kernel: The kernel whose configuration and plugins to use; default
+            :meth:`Kernel.load() <biasbreaker.kernel.Kernel.load>` (configuration of the
+            current directory, installed plugins).
+
+    Returns:
+        The report: thresholds, control statistics, run count, target and empirical rate.
+
+    Raises:
+        InputError: On malformed runs.
+        ScoreError: On invalid scores.
+        ThresholdError: If the target is out of range, the runs cannot support it, or the
+            calibrator's result fails the kernel's checks.
+        PluginError: If the calibrator cannot be built or raises something else.
+        ConfigError: If the configured calibrator is not installed.
+    """
+    from biasbreaker.errors import BiasbreakerError, PluginError
+    from biasbreaker.kernel import Kernel
+
+    if kernel is None:
+        kernel = Kernel.load()
+    settings = kernel.settings.calibration
+    target = _check_target(
+        settings.target_false_halt_rate
+        if target_false_halt_rate is None
+        else target_false_halt_rate
+    )
+    runs = normalise_control_runs(control_trajectories)
+    sample = _summarise(runs)
+    name = settings.calibrator
+    calibrator = kernel.build("calibrator", name)
+    try:
+        result = calibrator.calibrate(runs, target_false_halt_rate=target)  # type: ignore[attr-defined]
+    except BiasbreakerError:
+        raise
+    except Exception as exc:
+        raise PluginError(
+            f"calibrator {name!r} raised {type(exc).__name__}: {exc}; no thresholds were chosen"
+        ) from exc
+    thresholds = check_calibration(result, sample, name=name, target_false_halt_rate=target)
     return CalibrationReport(
-        thresholds=CalibratedThresholds(checked.tau_enter, checked.tau_exit, checked.tau_warn),
+        thresholds=thresholds,
         statistics=sample.statistics,
         n_runs=sample.n_runs,
         target_false_halt_rate=target,
-        empirical_false_halt_rate=rate,
+        empirical_false_halt_rate=false_halt_rate(sample.fast_maxima, thresholds.tau_enter),
         calibrator=name,
     )
+
+
+def calibrate_thresholds(
+    control_trajectories: Iterable[Iterable[object]],
+    *,
+    target_false_halt_rate: float | None = None,
+    kernel: Kernel | None = None,
+) -> CalibratedThresholds:
+    """Choose ``(tau_enter, tau_exit, tau_warn)`` from control runs at a per-run false-halt rate.
+
+    The false-halt rate is per run: the share of control runs whose fast B_net ever reaches
+    ``tau_enter``. With the first-party ``percentile`` calibrator, a new control run
+    exchangeable with the given ones trips with probability at most the target (the conformal
+    guarantee; see :mod:`biasbreaker_plugins.calibrator_percentile`). The result is a starting
+    point for this deployment, not a validated constant.
+
+    Args:
+        control_trajectories: Control runs (see :func:`normalise_control_runs`).
+        target_false_halt_rate: Per-run false-halt rate in (0, 1); default from the
+            configuration.
+        kernel: The kernel to use; default ``Kernel.load()``.
+
+    Returns:
+        The thresholds, a named tuple.
+
+    Raises:
+        ThresholdError: As :func:`calibrate`, e.g. 20 runs for a 1 % target ("needs at least
+            99 runs").
+    """
+    return calibrate(
+        control_trajectories, target_false_halt_rate=target_false_halt_rate, kernel=kernel
+    ).thresholds
+
+
+# --------------------------------------------------------------------------------------------
+# Files: control trajectories in, calibrated TOML out
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRuns:
+    """Control runs read from a file.
+
+    Args:
+        runs: One tuple of ``(fast, slow)`` pairs per run, in order of first appearance.
+        names: Each run's name (its ``run``/``seed`` value, or ``trace N`` for run traces).
+        sha256: SHA-256 of the file's bytes.
+        skipped: Steps skipped because they had no score yet (``fast`` or ``slow`` null).
+    """
+
+    runs: tuple[tuple[tuple[float, float], ...], ...]
+    names: tuple[str, ...]
+    sha256: str
+    skipped: int
+
+
+def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
+    """Read control runs from a JSON Lines file.
+
+    Two layouts are accepted, and may be concatenated:
+
+    - **run traces** (``biasbreaker simulate`` or a guarded run): a ``"kind": "header"`` line
+      starts a new run; its ``"kind": "step"`` lines follow;
+    - **step records** with a run key (e.g. DoT harness output): each line has ``fast``,
+      ``slow`` and ``run`` (or, without ``run``, ``seed``) naming the run it belongs to;
+      lines of different runs may interleave.
+
+    Steps whose ``fast`` or ``slow`` is ``null`` (nothing scored yet) are skipped and counted.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The runs and the file's digest.
+
+    Raises:
+        InputError: If the file cannot be read, a line is not a JSON object, a step has no
+            run, or the file holds no step; the message names the file and line.
+        ScoreError: If a score is NaN, infinite or negative (named with file and line).
+    """
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{file}: cannot read the control trajectories: {exc}") from exc
+    runs: dict[str, list[tuple[float, float]]] = {}
+    current: str | None = None
+    traces = 0
+    skipped = 0
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            raise InputError(f"{file}:{number}: not valid JSON: {exc}") from exc
+        if not isinstance(record, dict):
+            raise InputError(f"{file}:{number}: each line must be a JSON object")
+        if record.get("kind") == "header":
+            traces += 1
+            current = f"trace {traces}"
+            runs[current] = []
+            continue
+        if record.get("kind") == "step" and current is not None:
+            name = current
+        elif "run" in record or "seed" in record:
+            name = str(record.get("run", record.get("seed")))
+        else:
+            raise InputError(
+                f"{file}:{number}: a step without a run: add a 'run' (or 'seed') key, or put "
+                "the steps of each run after its run-trace header"
+            )
+        fast, slow = record.get("fast"), record.get("slow")
+        if fast is None or slow is None:
+            skipped += 1
+            continue
+        runs.setdefault(name, []).append(
+            (
+                check_score(f"{file}:{number}: fast", fast),
+                check_score(f"{file}:{number}: slow", slow),
+            )
+        )
+    non_empty = {name: steps for name, steps in runs.items() if steps}
+    if not non_empty:
+        raise InputError(
+            f"{file}: no scored step found; it should hold control runs (JSON "
+            "Lines with fast and slow B_net)"
+        )
+    return ControlRuns(
+        tuple(tuple(steps) for steps in non_empty.values()),
+        tuple(non_empty),
+        hashlib.sha256(data).hexdigest(),
+        skipped,
+    )
+
+
+def write_calibration_toml(
+    path: str | os.PathLike[str],
+    report: CalibrationReport,
+    *,
+    calibrated_on: date,
+    source_sha256: str,
+) -> None:
+    """Write calibrated thresholds and window statistics into a TOML configuration file.
+
+    Sets ``[breaker] tau_enter, tau_exit, tau_warn`` and ``[calibration]
+    target_false_halt_rate, calibrated_on, source_sha256`` and ``[calibration.control]
+    mean, std, n_steps``. An existing file keeps its other tables and keys (its comments are
+    not kept: the file is rewritten); a missing file is created.
+
+    Args:
+        path: The TOML file, e.g. ``biasbreaker.toml``.
+        report: The calibration.
+        calibrated_on: The date to record (pass it explicitly: no clock is read here).
+        source_sha256: SHA-256 of the control trajectories the calibration used.
+
+    Raises:
+        ConfigError: If the existing file is not valid TOML or cannot be written.
+    """
+    import tomli_w
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    from biasbreaker.errors import ConfigError
+
+    file = Path(path)
+    document: dict[str, Any] = {}
+    if file.exists():
+        try:
+            document = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{file}: cannot update it, it is not readable TOML: {exc}") from exc
+    breaker = document.setdefault("breaker", {})
+    tau_enter, tau_exit, tau_warn = report.thresholds
+    breaker.update({"tau_enter": tau_enter, "tau_exit": tau_exit, "tau_warn": tau_warn})
+    calibration = document.setdefault("calibration", {})
+    calibration.update(
+        {
+            "target_false_halt_rate": report.target_false_halt_rate,
+            "calibrated_on": calibrated_on,
+            "source_sha256": source_sha256,
+            "control": report.statistics.to_json(),
+        }
+    )
+    try:
+        file.write_text(tomli_w.dumps(document), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot write the calibrated configuration: {exc}") from exc
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,8 +655,9 @@ class CalibrationWindow:
 
     __slots__ = ("_beyond_3", "_beyond_5", "_levels", "_max_history", "_statistics")
 
-    def __init__(self, statistics: ControlStatistics, max_history: int,
-                 levels: Iterable[int] = ()) -> None:
+    def __init__(
+        self, statistics: ControlStatistics, max_history: int, levels: Iterable[int] = ()
+    ) -> None:
         if isinstance(max_history, bool) or not isinstance(max_history, int) or max_history < 1:
             raise InputError(f"max_history={max_history!r} must be an int >= 1")
         self._statistics = statistics
@@ -442,11 +722,18 @@ __all__ = [
     "CalibrationReport",
     "CalibrationWindow",
     "Calibrator",
+    "ControlRuns",
     "ControlSample",
     "ControlStatistics",
+    "Trajectory",
     "WindowCounts",
+    "calibrate",
+    "calibrate_thresholds",
+    "check_calibration",
     "false_halt_rate",
+    "normalise_control_runs",
     "outlier_level",
-    "run_calibrator",
+    "read_control_trajectories",
     "summarise_control_runs",
+    "write_calibration_toml",
 ]

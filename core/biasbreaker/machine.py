@@ -31,7 +31,7 @@ import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Union
+from typing import TYPE_CHECKING, Any, Final, Union
 
 from biasbreaker.breaker import freeze, mixing_ratio
 from biasbreaker.calibration import CalibrationWindow, ControlStatistics, WindowCounts
@@ -48,6 +48,9 @@ from biasbreaker.types import (
     Thresholds,
     check_score,
 )
+
+if TYPE_CHECKING:
+    from biasbreaker.config import Settings
 
 SNAPSHOT_VERSION: Final = 1
 
@@ -106,8 +109,12 @@ class MachineConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.thresholds, Thresholds):
             raise InputError("MachineConfig.thresholds must be a Thresholds instance")
-        for name, minimum in (("cooldown_steps", 0), ("max_retries", 1), ("max_history", 1),
-                              ("history_steps", 1)):
+        for name, minimum in (
+            ("cooldown_steps", 0),
+            ("max_retries", 1),
+            ("max_history", 1),
+            ("history_steps", 1),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise InputError(f"MachineConfig.{name}={value!r} must be an int >= {minimum}")
@@ -115,6 +122,32 @@ class MachineConfig:
             raise InputError(f"MachineConfig.seed={self.seed!r} must be an int")
         if self.control is not None and not isinstance(self.control, ControlStatistics):
             raise InputError("MachineConfig.control must be ControlStatistics or None")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MachineConfig:
+        """Build the configuration from ``[breaker]``, ``[calibration]`` and ``seed``.
+
+        The calibration window is used when ``[calibration.control]`` is set (``biasbreaker
+        calibrate --write-toml`` writes it), with ``W = [calibration] max_history``.
+
+        Raises:
+            ThresholdError: If the configured thresholds are inconsistent.
+        """
+        breaker = settings.breaker
+        control = settings.calibration.control
+        return cls(
+            thresholds=Thresholds(
+                breaker.tau_enter, breaker.tau_exit, breaker.tau_warn, breaker.kappa
+            ),
+            cooldown_steps=breaker.cooldown_steps,
+            max_retries=breaker.max_retries,
+            control=None
+            if control is None
+            else ControlStatistics(control.mean, control.std, control.n_steps),
+            max_history=settings.calibration.max_history,
+            history_steps=breaker.history_steps,
+            seed=settings.seed,
+        )
 
     def trace_header(self, meta: Mapping[str, JSONValue] | None = None) -> TraceHeader:
         """Return the run-trace header describing this configuration."""
@@ -257,8 +290,12 @@ def relapsed_with_budget(g: GuardInputs) -> bool:
 
 def recovered(g: GuardInputs) -> bool:
     """Cool-down elapsed, re-check OK, ``fast < tau_exit``, window clean (RECOVERY -> NORMAL)."""
-    return (cooldown_elapsed(g) and g.counters.recheck_ok
-            and g.fast < g.thresholds.tau_exit and not g.window_dirty)
+    return (
+        cooldown_elapsed(g)
+        and g.counters.recheck_ok
+        and g.fast < g.thresholds.tau_exit
+        and not g.window_dirty
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +317,7 @@ class Transition:
 
 _S = BreakerState
 
+# fmt: off
 TRANSITIONS: Final[tuple[Transition, ...]] = (
     #          name             source            target            guard
     Transition("trip",          _S.NORMAL,        _S.INTERVENTION,  spike),
@@ -292,6 +330,7 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     Transition("recover",       _S.RECOVERY,      _S.NORMAL,        recovered),
     # ESCALATED has no row: it is terminal.
 )
+# fmt: on
 """The whole transition table, in priority order within each source state.
 
 Each step takes the first row whose ``source`` is the current state and whose guard holds;
@@ -371,11 +410,18 @@ class ControlMachine:
             :class:`~biasbreaker.trace.TraceWriter`), or ``None``.
     """
 
-    def __init__(self, config: MachineConfig, *, hook: AnyHook | None = None,
-                 recorder: Callable[[StepRecord], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: MachineConfig,
+        *,
+        hook: AnyHook | None = None,
+        recorder: Callable[[StepRecord], None] | None = None,
+    ) -> None:
         if not isinstance(config, MachineConfig):
-            raise InputError("ControlMachine needs a MachineConfig; build one with "
-                             "MachineConfig(Thresholds(...), ...)")
+            raise InputError(
+                "ControlMachine needs a MachineConfig; build one with "
+                "MachineConfig(Thresholds(...), ...)"
+            )
         self._config = config
         self._hook: AnyHook = noop_hook if hook is None else hook
         self._recorder = recorder
@@ -384,8 +430,11 @@ class ControlMachine:
         self._episode = 0
         self._frozen: FrozenPayload | None = None
         self._result: InterventionResult | None = None
-        self._window = (None if config.control is None
-                        else CalibrationWindow(config.control, config.max_history))
+        self._window = (
+            None
+            if config.control is None
+            else CalibrationWindow(config.control, config.max_history)
+        )
         self._history: dict[str, deque[float]] = {}
         self._last_record: StepRecord | None = None
 
@@ -423,10 +472,16 @@ class ControlMachine:
 
     # -- stepping ----------------------------------------------------------------------------
 
-    def step(self, fast: float, slow: float, *, node: str | None = None,
-             local_scores: Mapping[str, float] | None = None,
-             weights: Mapping[str, float] | None = None,
-             payload: object = None) -> BreakerDecision:
+    def step(
+        self,
+        fast: float,
+        slow: float,
+        *,
+        node: str | None = None,
+        local_scores: Mapping[str, float] | None = None,
+        weights: Mapping[str, float] | None = None,
+        payload: object = None,
+    ) -> BreakerDecision:
         """Advance the machine by one guarded step.
 
         Args:
@@ -455,10 +510,16 @@ class ControlMachine:
             result = self._call_hook(plan.context)
         return self._commit(plan, result)
 
-    async def astep(self, fast: float, slow: float, *, node: str | None = None,
-                    local_scores: Mapping[str, float] | None = None,
-                    weights: Mapping[str, float] | None = None,
-                    payload: object = None) -> BreakerDecision:
+    async def astep(
+        self,
+        fast: float,
+        slow: float,
+        *,
+        node: str | None = None,
+        local_scores: Mapping[str, float] | None = None,
+        weights: Mapping[str, float] | None = None,
+        payload: object = None,
+    ) -> BreakerDecision:
         """Advance by one step, awaiting the hook if it returns an awaitable.
 
         Same arguments, result and errors as :meth:`step`; use it when the hook is a
@@ -504,36 +565,54 @@ class ControlMachine:
             f"intervention hook returned {type(outcome).__name__}, expected InterventionResult"
         )
 
-    def _plan(self, fast: float, slow: float, node: str | None,
-              local_scores: Mapping[str, float] | None,
-              weights: Mapping[str, float] | None, payload: object) -> _Plan:
+    def _plan(
+        self,
+        fast: float,
+        slow: float,
+        node: str | None,
+        local_scores: Mapping[str, float] | None,
+        weights: Mapping[str, float] | None,
+        payload: object,
+    ) -> _Plan:
         fast = check_score("fast", fast)
         slow = check_score("slow", slow)
         if node is not None and (not isinstance(node, str) or not node):
             raise InputError(f"node={node!r} must be a non-empty str or None")
-        scores = {name: check_score(f"local_scores[{name!r}]", value)
-                  for name, value in sorted((local_scores or {}).items())}
+        scores = {
+            name: check_score(f"local_scores[{name!r}]", value)
+            for name, value in sorted((local_scores or {}).items())
+        }
         config = self._config
         thresholds = config.thresholds
         ratio = mixing_ratio(fast, thresholds.tau_enter, thresholds.kappa)
         window = None if self._window is None else self._window.peek(fast)
         counters = self._counters
-        transition = select_transition(GuardInputs(
-            counters=counters, fast=fast, slow=slow,
-            window_dirty=window is not None and window.dirty,
-            thresholds=thresholds, cooldown_steps=config.cooldown_steps,
-            max_retries=config.max_retries,
-        ))
+        transition = select_transition(
+            GuardInputs(
+                counters=counters,
+                fast=fast,
+                slow=slow,
+                window_dirty=window is not None and window.dirty,
+                thresholds=thresholds,
+                cooldown_steps=config.cooldown_steps,
+                max_retries=config.max_retries,
+            )
+        )
         history = {name: tuple(values) for name, values in self._history.items()}
         for name, value in scores.items():
-            history[name] = (*history.get(name, ()), value)[-config.history_steps:]
+            history[name] = (*history.get(name, ()), value)[-config.history_steps :]
         episode, frozen, context = self._episode, self._frozen, None
         target = counters.state if transition is None else transition.target
 
         if transition is None:
             if target is BreakerState.RECOVERY:
-                counters = Counters(target, counters.attempts, counters.recovery_steps + 1,
-                                    counters.recheck_ok, counters.hook_returned)
+                counters = Counters(
+                    target,
+                    counters.attempts,
+                    counters.recovery_steps + 1,
+                    counters.recheck_ok,
+                    counters.hook_returned,
+                )
         elif target is BreakerState.INTERVENTION:
             if not counters.state.tripped:
                 episode += 1
@@ -542,10 +621,19 @@ class ControlMachine:
             else:
                 attempts = counters.attempts + 1
             context = InterventionContext(
-                step=self._step, node=node, state=counters.state, fast=fast, slow=slow,
-                mixing_ratio=ratio, thresholds=thresholds, local_scores=scores,
-                weights=dict(weights or {}), history=history, attempt=attempts,
-                frozen_payload=frozen, seed=_derive_seed(config.seed, episode, attempts),
+                step=self._step,
+                node=node,
+                state=counters.state,
+                fast=fast,
+                slow=slow,
+                mixing_ratio=ratio,
+                thresholds=thresholds,
+                local_scores=scores,
+                weights=dict(weights or {}),
+                history=history,
+                attempt=attempts,
+                frozen_payload=frozen,
+                seed=_derive_seed(config.seed, episode, attempts),
             )
             counters = Counters(target, attempts, 0, False, False)
         elif target is BreakerState.RECOVERY:
@@ -553,10 +641,27 @@ class ControlMachine:
         elif target is BreakerState.NORMAL and counters.state.tripped:
             counters = Counters(target)
         else:
-            counters = Counters(target, counters.attempts, counters.recovery_steps,
-                                counters.recheck_ok, counters.hook_returned)
-        return _Plan(fast, slow, node, scores, ratio, window, transition, counters, episode,
-                     frozen, history, context)
+            counters = Counters(
+                target,
+                counters.attempts,
+                counters.recovery_steps,
+                counters.recheck_ok,
+                counters.hook_returned,
+            )
+        return _Plan(
+            fast,
+            slow,
+            node,
+            scores,
+            ratio,
+            window,
+            transition,
+            counters,
+            episode,
+            frozen,
+            history,
+            context,
+        )
 
     def _commit(self, plan: _Plan, result: InterventionResult | None) -> BreakerDecision:
         config = self._config
@@ -566,15 +671,22 @@ class ControlMachine:
         transition = plan.transition
         name = "hold" if transition is None else transition.name
         if result is not None:
-            counters = Counters(state, counters.attempts, counters.recovery_steps,
-                                result.recheck_passes(config.thresholds.tau_exit), True)
+            counters = Counters(
+                state,
+                counters.attempts,
+                counters.recovery_steps,
+                result.recheck_passes(config.thresholds.tau_exit),
+                True,
+            )
             self._result = result
         decision_payload: FrozenPayload | None = frozen if state.tripped else None
         if state is BreakerState.INTERVENTION:
             assert result is not None  # entering INTERVENTION always runs the hook
-            action = (BreakerAction.REROUTE
-                      if result.error is None and result.strategy != "none"
-                      else BreakerAction.HALT)
+            action = (
+                BreakerAction.REROUTE
+                if result.error is None and result.strategy != "none"
+                else BreakerAction.HALT
+            )
         elif state is BreakerState.RECOVERY:
             action = BreakerAction.HALT
         elif state is BreakerState.ESCALATED:
@@ -600,12 +712,20 @@ class ControlMachine:
             self._result = None
         else:
             self._frozen = frozen
-        decision = BreakerDecision(state, action, plan.ratio, plan.fast, reason,
-                                   decision_payload)
+        decision = BreakerDecision(state, action, plan.ratio, plan.fast, reason, decision_payload)
         record = StepRecord(
-            step=self._step, node=plan.node, scores=plan.scores, fast=plan.fast,
-            slow=plan.slow, window=plan.window, state=state, action=action,
-            mixing_ratio=plan.ratio, reason=reason, transition=name, episode=plan.episode,
+            step=self._step,
+            node=plan.node,
+            scores=plan.scores,
+            fast=plan.fast,
+            slow=plan.slow,
+            window=plan.window,
+            state=state,
+            action=action,
+            mixing_ratio=plan.ratio,
+            reason=reason,
+            transition=name,
+            episode=plan.episode,
             attempt=counters.attempts,
             payload_sha256=None if decision_payload is None else decision_payload.sha256,
             intervention=None if result is None else result.summary(),
@@ -616,23 +736,30 @@ class ControlMachine:
             self._recorder(record)
         return decision
 
-    def _reason(self, name: str, plan: _Plan, counters: Counters,
-                result: InterventionResult | None) -> str:
+    def _reason(
+        self, name: str, plan: _Plan, counters: Counters, result: InterventionResult | None
+    ) -> str:
         th = self._config.thresholds
         fast, slow = plan.fast, plan.slow
         if name == "trip":
             text = f"trip: fast {fast:.6g} >= tau_enter {th.tau_enter:.6g}"
         elif name == "retry":
-            text = (f"retry {counters.attempts}/{self._config.max_retries}: the last "
-                    "intervention's repair failed its re-check")
+            text = (
+                f"retry {counters.attempts}/{self._config.max_retries}: the last "
+                "intervention's repair failed its re-check"
+            )
         elif name == "escalate":
-            text = (f"escalate: {self._counters.attempts} intervention(s) made, max_retries "
-                    f"{self._config.max_retries}; human review needed")
+            text = (
+                f"escalate: {self._counters.attempts} intervention(s) made, max_retries "
+                f"{self._config.max_retries}; human review needed"
+            )
         elif name == "recover-start":
             text = "intervention returned; cool-down started"
         elif name == "recover":
-            text = (f"recovered: cool-down done, re-check passed, fast {fast:.6g} < tau_exit "
-                    f"{th.tau_exit:.6g}, window clean")
+            text = (
+                f"recovered: cool-down done, re-check passed, fast {fast:.6g} < tau_exit "
+                f"{th.tau_exit:.6g}, window clean"
+            )
         elif name == "warn":
             text = f"warn: slow {slow:.6g} >= tau_warn {th.tau_warn:.6g}"
         elif name == "calm":
@@ -643,8 +770,10 @@ class ControlMachine:
             if result.error is not None:
                 text += f"; intervention failed closed: {result.error}"
             else:
-                text += f"; intervention strategy {result.strategy!r}, converged " \
-                        f"{str(result.converged).lower()}"
+                text += (
+                    f"; intervention strategy {result.strategy!r}, converged "
+                    f"{str(result.converged).lower()}"
+                )
         return text
 
     def _hold_reason(self, plan: _Plan, counters: Counters) -> str:
@@ -654,8 +783,10 @@ class ControlMachine:
             return "escalated: terminal, awaiting human review"
         if state is BreakerState.RECOVERY:
             if counters.recovery_steps <= max(self._config.cooldown_steps, 1):
-                return f"cooling down: {counters.recovery_steps}/" \
-                       f"{max(self._config.cooldown_steps, 1)} steps"
+                return (
+                    f"cooling down: {counters.recovery_steps}/"
+                    f"{max(self._config.cooldown_steps, 1)} steps"
+                )
             if plan.fast >= th.tau_exit:
                 return f"recovery holds: fast {plan.fast:.6g} >= tau_exit {th.tau_exit:.6g}"
             return "recovery holds: calibration window dirty"
@@ -690,8 +821,13 @@ class ControlMachine:
         }
 
     @classmethod
-    def restore(cls, snapshot: Mapping[str, Any], *, hook: AnyHook | None = None,
-                recorder: Callable[[StepRecord], None] | None = None) -> ControlMachine:
+    def restore(
+        cls,
+        snapshot: Mapping[str, Any],
+        *,
+        hook: AnyHook | None = None,
+        recorder: Callable[[StepRecord], None] | None = None,
+    ) -> ControlMachine:
         """Rebuild a machine from :meth:`snapshot` output.
 
         Args:
@@ -710,8 +846,10 @@ class ControlMachine:
             raise InputError("machine snapshot must be a JSON object")
         version = snapshot.get("version")
         if version != SNAPSHOT_VERSION:
-            raise InputError(f"machine snapshot version {version!r} is not supported; this "
-                             f"biasbreaker reads version {SNAPSHOT_VERSION}")
+            raise InputError(
+                f"machine snapshot version {version!r} is not supported; this "
+                f"biasbreaker reads version {SNAPSHOT_VERSION}"
+            )
         try:
             config = MachineConfig.from_json(snapshot["config"])
             machine = cls(config, hook=hook, recorder=recorder)
@@ -731,8 +869,10 @@ class ControlMachine:
             machine._result = None if result is None else InterventionResult.from_json(result)
             levels = snapshot["window"]
             if (levels is None) != (config.control is None):
-                raise InputError("machine snapshot: 'window' must be present exactly when the "
-                                 "config has control statistics")
+                raise InputError(
+                    "machine snapshot: 'window' must be present exactly when the "
+                    "config has control statistics"
+                )
             if config.control is not None:
                 machine._window = CalibrationWindow(config.control, config.max_history, levels)
             history = snapshot["history"]

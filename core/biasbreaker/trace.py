@@ -75,17 +75,20 @@ class TraceHeader:
 
     def __post_init__(self) -> None:
         if (self.max_history is None) != (self.control is None):
-            raise TraceError("trace header: max_history and control must both be set (the run "
-                             "had a calibration window) or both be null")
+            raise TraceError(
+                "trace header: max_history and control must both be set (the run "
+                "had a calibration window) or both be null"
+            )
         for name, minimum in (("cooldown_steps", 0), ("max_retries", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise TraceError(f"trace header: {name}={value!r} must be an int >= {minimum}")
-        if self.max_history is not None and (isinstance(self.max_history, bool)
-                                             or not isinstance(self.max_history, int)
-                                             or self.max_history < 1):
-            raise TraceError(f"trace header: max_history={self.max_history!r} must be an "
-                             "int >= 1")
+        if self.max_history is not None and (
+            isinstance(self.max_history, bool)
+            or not isinstance(self.max_history, int)
+            or self.max_history < 1
+        ):
+            raise TraceError(f"trace header: max_history={self.max_history!r} must be an int >= 1")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise TraceError(f"trace header: seed={self.seed!r} must be an int")
         object.__setattr__(self, "meta", MappingProxyType(json.loads(canonical_json(self.meta))))
@@ -113,11 +116,14 @@ class TraceHeader:
             TraceError: On a wrong schema or version, or a missing or invalid field.
         """
         if data.get("kind") != "header" or data.get("schema") != SCHEMA:
-            raise TraceError(f"not a biasbreaker trace header (expected kind 'header' and "
-                             f"schema {SCHEMA!r})")
+            raise TraceError(
+                f"not a biasbreaker trace header (expected kind 'header' and schema {SCHEMA!r})"
+            )
         if data.get("version") != SCHEMA_VERSION:
-            raise TraceError(f"trace schema version {data.get('version')!r} is not supported; "
-                             f"this biasbreaker reads version {SCHEMA_VERSION}")
+            raise TraceError(
+                f"trace schema version {data.get('version')!r} is not supported; "
+                f"this biasbreaker reads version {SCHEMA_VERSION}"
+            )
         try:
             control = data["control"]
             return cls(
@@ -186,7 +192,9 @@ class StepRecord:
             "scores": dict(self.scores),
             "fast": self.fast,
             "slow": self.slow,
-            "window": None if self.window is None else {
+            "window": None
+            if self.window is None
+            else {
                 "size": self.window.size,
                 "beyond_3": self.window.beyond_3,
                 "beyond_5": self.window.beyond_5,
@@ -220,7 +228,9 @@ class StepRecord:
                 scores=_scores(data["scores"]),
                 fast=_score(data["fast"], "fast"),
                 slow=_score(data["slow"], "slow"),
-                window=None if window is None else WindowCounts(
+                window=None
+                if window is None
+                else WindowCounts(
                     _int(window["size"], "window.size"),
                     _int(window["beyond_3"], "window.beyond_3"),
                     _int(window["beyond_5"], "window.beyond_5"),
@@ -242,8 +252,10 @@ class StepRecord:
                 raise
             raise TraceError(f"step record is invalid: {exc}") from exc
         if record.action not in ALLOWED_ACTIONS[record.state]:
-            raise TraceError(f"step record has action {record.action.value!r}, inconsistent "
-                             f"with state {record.state.value!r}")
+            raise TraceError(
+                f"step record has action {record.action.value!r}, inconsistent "
+                f"with state {record.state.value!r}"
+            )
         if record.mixing_ratio > 1.0:
             raise TraceError(f"step record mixing_ratio={record.mixing_ratio!r} is above 1")
         if record.node is not None and not isinstance(record.node, str):
@@ -264,8 +276,11 @@ def _int(value: object, name: str) -> int:
 
 
 def _score(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not 0.0 <= value < math.inf:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0.0 <= value < math.inf
+    ):
         raise TraceError(f"{name}={value!r} must be a finite number >= 0")
     return float(value)
 
@@ -301,8 +316,14 @@ class TraceWriter:
             differs.
     """
 
-    def __init__(self, path: str | os.PathLike[str], header: TraceHeader, *,
-                 fsync: bool = False, append: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: TraceHeader,
+        *,
+        fsync: bool = False,
+        append: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.header = header
         self._fsync = fsync
@@ -310,8 +331,10 @@ class TraceWriter:
         if append and self.path.exists() and self.path.stat().st_size > 0:
             existing = read_trace(self.path, warn=False)
             if existing.header != header:
-                raise TraceError(f"{self.path}: cannot append, its header differs from this "
-                                 "run's (different thresholds, window or seed)")
+                raise TraceError(
+                    f"{self.path}: cannot append, its header differs from this "
+                    "run's (different thresholds, window or seed)"
+                )
             with self.path.open("r+b") as raw:
                 raw.truncate(existing.whole_bytes)
             self._next_step = existing.records[-1].step + 1 if existing.records else 0
@@ -336,8 +359,10 @@ class TraceWriter:
         if self._file.closed:
             raise TraceError(f"{self.path}: the trace writer is closed")
         if record.step != self._next_step:
-            raise TraceError(f"{self.path}: step {record.step} written out of order; expected "
-                             f"step {self._next_step}")
+            raise TraceError(
+                f"{self.path}: step {record.step} written out of order; expected "
+                f"step {self._next_step}"
+            )
         self._emit(record_line(record.to_json()))
         self._next_step += 1
 
@@ -387,8 +412,9 @@ class TraceReader:
         first = self._next_object()
         if first is None:
             self._file.close()
-            raise TraceError(f"{self.path}: empty trace, or its header line is cut; nothing "
-                             "to read")
+            raise TraceError(
+                f"{self.path}: empty trace, or its header line is cut; nothing to read"
+            )
         try:
             self.header = TraceHeader.from_json(first)
         except TraceError as exc:
@@ -416,7 +442,8 @@ class TraceReader:
                 warnings.warn(
                     f"{self.path}:{self._line_number}: the last line is cut mid-record (the "
                     f"writer crashed?); read the {self._line_number - 1} whole lines before it",
-                    TraceTruncatedWarning, stacklevel=3,
+                    TraceTruncatedWarning,
+                    stacklevel=3,
                 )
             return None
         try:
@@ -424,8 +451,7 @@ class TraceReader:
         except ValueError as exc:
             raise TraceError(f"{self.path}:{self._line_number}: not valid JSON: {exc}") from exc
         if not isinstance(parsed, dict):
-            raise TraceError(f"{self.path}:{self._line_number}: a trace line must be a JSON "
-                             "object")
+            raise TraceError(f"{self.path}:{self._line_number}: a trace line must be a JSON object")
         self.whole_bytes += len(raw)
         return parsed
 
@@ -440,8 +466,10 @@ class TraceReader:
                 except TraceError as exc:
                     raise TraceError(f"{self.path}:{self._line_number}: {exc}") from exc
                 if record.step != self.n_records:
-                    raise TraceError(f"{self.path}:{self._line_number}: step {record.step} is "
-                                     f"out of order; expected step {self.n_records}")
+                    raise TraceError(
+                        f"{self.path}:{self._line_number}: step {record.step} is "
+                        f"out of order; expected step {self.n_records}"
+                    )
                 self.n_records += 1
                 yield record
             self._done = True
@@ -485,8 +513,9 @@ def read_trace(path: str | os.PathLike[str], *, warn: bool = True) -> Trace:
     """
     reader = TraceReader(path, warn=warn)
     records = tuple(reader)
-    return Trace(reader.path, reader.sha256, reader.header, records, reader.truncated,
-                 reader.whole_bytes)
+    return Trace(
+        reader.path, reader.sha256, reader.header, records, reader.truncated, reader.whole_bytes
+    )
 
 
 __all__ = [

@@ -60,8 +60,9 @@ def canonical_json(value: Any) -> str:
         ValueError: On NaN or infinity.
         TypeError: On a value JSON cannot represent.
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def sha256_hex(text: str) -> str:
@@ -144,18 +145,21 @@ class BreakerAction(str, Enum):
     ESCALATE = "escalate"
 
 
-ALLOWED_ACTIONS: Final[Mapping[BreakerState, frozenset[BreakerAction]]] = MappingProxyType({
-    BreakerState.NORMAL: frozenset({BreakerAction.PROCEED}),
-    BreakerState.WARNING: frozenset({BreakerAction.PROCEED}),
-    BreakerState.INTERVENTION: frozenset({BreakerAction.HALT, BreakerAction.REROUTE}),
-    BreakerState.RECOVERY: frozenset({BreakerAction.HALT}),
-    BreakerState.ESCALATED: frozenset({BreakerAction.ESCALATE}),
-})
+ALLOWED_ACTIONS: Final[Mapping[BreakerState, frozenset[BreakerAction]]] = MappingProxyType(
+    {
+        BreakerState.NORMAL: frozenset({BreakerAction.PROCEED}),
+        BreakerState.WARNING: frozenset({BreakerAction.PROCEED}),
+        BreakerState.INTERVENTION: frozenset({BreakerAction.HALT, BreakerAction.REROUTE}),
+        BreakerState.RECOVERY: frozenset({BreakerAction.HALT}),
+        BreakerState.ESCALATED: frozenset({BreakerAction.ESCALATE}),
+    }
+)
 """The actions consistent with each state; :class:`BreakerDecision` rejects any other pair."""
 
 
-def _enum_from_json(enum_type: type[BreakerState] | type[BreakerAction], name: str,
-                    raw: object) -> Any:
+def _enum_from_json(
+    enum_type: type[BreakerState] | type[BreakerAction], name: str, raw: object
+) -> Any:
     try:
         return enum_type(raw)
     except ValueError:
@@ -201,8 +205,11 @@ class Thresholds:
     def __post_init__(self) -> None:
         for name in ("tau_enter", "tau_exit", "tau_warn", "kappa"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
                 raise ThresholdError(f"{name}={value!r} must be a finite number")
             object.__setattr__(self, name, float(value))
         for name in ("tau_exit", "tau_warn"):
@@ -225,8 +232,12 @@ class Thresholds:
 
     def to_json(self) -> dict[str, JSONValue]:
         """Return the thresholds as a plain JSON object."""
-        return {"tau_enter": self.tau_enter, "tau_exit": self.tau_exit,
-                "tau_warn": self.tau_warn, "kappa": self.kappa}
+        return {
+            "tau_enter": self.tau_enter,
+            "tau_exit": self.tau_exit,
+            "tau_warn": self.tau_warn,
+            "kappa": self.kappa,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Thresholds:
@@ -236,8 +247,12 @@ class Thresholds:
             InputError: If a field is missing.
             ThresholdError: If the values are inconsistent.
         """
-        return cls(*(_field(data, key, "thresholds")
-                     for key in ("tau_enter", "tau_exit", "tau_warn", "kappa")))
+        return cls(
+            *(
+                _field(data, key, "thresholds")
+                for key in ("tau_enter", "tau_exit", "tau_warn", "kappa")
+            )
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,8 +297,9 @@ def _freeze(value: object, path: str, active: set[int]) -> tuple[JSONValue, Froz
                             "object keys must be str"
                         )
                     key_str = str.__str__(key)
-                    plain_obj[key_str], view_obj[key_str] = _freeze(item, _path(path, key_str),
-                                                                    active)
+                    plain_obj[key_str], view_obj[key_str] = _freeze(
+                        item, _path(path, key_str), active
+                    )
                 return plain_obj, MappingProxyType(view_obj)
             plain_list: list[JSONValue] = []
             view_items: list[FrozenJSON] = []
@@ -422,9 +438,15 @@ class BreakerDecision(_DecisionTuple):
 
     __slots__ = ()
 
-    def __new__(cls, state: BreakerState, action: BreakerAction, mixing_ratio: float,
-                b_net: float, reason: str,
-                frozen_payload: FrozenPayload | None = None) -> BreakerDecision:
+    def __new__(
+        cls,
+        state: BreakerState,
+        action: BreakerAction,
+        mixing_ratio: float,
+        b_net: float,
+        reason: str,
+        frozen_payload: FrozenPayload | None = None,
+    ) -> BreakerDecision:
         """Validate the fields and build the decision (see the class docstring)."""
         if not isinstance(state, BreakerState):
             raise InputError(f"BreakerDecision.state={state!r} is not a BreakerState")
@@ -436,8 +458,11 @@ class BreakerDecision(_DecisionTuple):
                 f"BreakerDecision action {action.name} is inconsistent with state {state.name}; "
                 f"allowed: {allowed}"
             )
-        if isinstance(mixing_ratio, bool) or not isinstance(mixing_ratio, (int, float)) \
-                or not 0.0 <= mixing_ratio <= 1.0:
+        if (
+            isinstance(mixing_ratio, bool)
+            or not isinstance(mixing_ratio, (int, float))
+            or not 0.0 <= mixing_ratio <= 1.0
+        ):
             raise ScoreError(f"BreakerDecision.mixing_ratio={mixing_ratio!r} must be in [0, 1]")
         b_net = check_score("BreakerDecision.b_net", b_net)
         if not isinstance(reason, str) or not reason:
@@ -447,8 +472,9 @@ class BreakerDecision(_DecisionTuple):
                 f"BreakerDecision.frozen_payload must be a FrozenPayload or None, got "
                 f"{type(frozen_payload).__name__}; build it with freeze()"
             )
-        return tuple.__new__(cls, (state, action, float(mixing_ratio), b_net, reason,
-                                   frozen_payload))
+        return tuple.__new__(
+            cls, (state, action, float(mixing_ratio), b_net, reason, frozen_payload)
+        )
 
     def __getnewargs__(self) -> _DecisionTuple:
         return tuple(self)  # type: ignore[return-value]
@@ -484,9 +510,11 @@ class BreakerDecision(_DecisionTuple):
         return self[5]
 
     def __repr__(self) -> str:
-        return (f"BreakerDecision(state={self.state.name}, action={self.action.name}, "
-                f"mixing_ratio={self.mixing_ratio!r}, b_net={self.b_net!r}, "
-                f"reason={self.reason!r}, frozen_payload={self.frozen_payload!r})")
+        return (
+            f"BreakerDecision(state={self.state.name}, action={self.action.name}, "
+            f"mixing_ratio={self.mixing_ratio!r}, b_net={self.b_net!r}, "
+            f"reason={self.reason!r}, frozen_payload={self.frozen_payload!r})"
+        )
 
     def to_json(self) -> dict[str, JSONValue]:
         """Return the decision as a plain JSON object (enums as their string values)."""
@@ -496,7 +524,8 @@ class BreakerDecision(_DecisionTuple):
             "mixing_ratio": self.mixing_ratio,
             "b_net": self.b_net,
             "reason": self.reason,
-            "frozen_payload": None if self.frozen_payload is None
+            "frozen_payload": None
+            if self.frozen_payload is None
             else self.frozen_payload.to_json(),
         }
 
@@ -526,8 +555,9 @@ class BreakerDecision(_DecisionTuple):
 
 def _score_map(name: str, raw: Mapping[str, Any]) -> Mapping[str, float]:
     if not isinstance(raw, Mapping):
-        raise InputError(f"{name} must be a mapping of node name to score, got "
-                         f"{type(raw).__name__}")
+        raise InputError(
+            f"{name} must be a mapping of node name to score, got {type(raw).__name__}"
+        )
     out: dict[str, float] = {}
     for node in sorted(raw):
         if not isinstance(node, str) or not node:
@@ -538,8 +568,9 @@ def _score_map(name: str, raw: Mapping[str, Any]) -> Mapping[str, float]:
 
 def _history_map(raw: Mapping[str, Any]) -> Mapping[str, tuple[float, ...]]:
     if not isinstance(raw, Mapping):
-        raise InputError(f"history must be a mapping of node name to scores, got "
-                         f"{type(raw).__name__}")
+        raise InputError(
+            f"history must be a mapping of node name to scores, got {type(raw).__name__}"
+        )
     out: dict[str, tuple[float, ...]] = {}
     for node in sorted(raw):
         if not isinstance(node, str) or not node:
@@ -547,8 +578,7 @@ def _history_map(raw: Mapping[str, Any]) -> Mapping[str, tuple[float, ...]]:
         scores = raw[node]
         if isinstance(scores, (str, bytes)) or not isinstance(scores, Iterable):
             raise InputError(f"history[{node!r}] must be a sequence of scores, oldest first")
-        out[node] = tuple(check_score(f"history[{node!r}][{i}]", s)
-                          for i, s in enumerate(scores))
+        out[node] = tuple(check_score(f"history[{node!r}][{i}]", s) for i, s in enumerate(scores))
     return MappingProxyType(out)
 
 
@@ -600,8 +630,9 @@ class InterventionContext:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InputError(f"InterventionContext.seed={self.seed!r} must be an int")
         if self.node is not None and (not isinstance(self.node, str) or not self.node):
-            raise InputError(f"InterventionContext.node={self.node!r} must be a non-empty str "
-                             "or None")
+            raise InputError(
+                f"InterventionContext.node={self.node!r} must be a non-empty str or None"
+            )
         if self.state not in (BreakerState.NORMAL, BreakerState.WARNING, BreakerState.RECOVERY):
             raise InputError(
                 f"InterventionContext.state={self.state!r} must be NORMAL, WARNING or RECOVERY "
@@ -612,8 +643,11 @@ class InterventionContext:
         object.__setattr__(self, "fast", check_score("InterventionContext.fast", self.fast))
         object.__setattr__(self, "slow", check_score("InterventionContext.slow", self.slow))
         ratio = self.mixing_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) \
-                or not 0.0 <= ratio <= 1.0:
+        if (
+            isinstance(ratio, bool)
+            or not isinstance(ratio, (int, float))
+            or not 0.0 <= ratio <= 1.0
+        ):
             raise ScoreError(f"InterventionContext.mixing_ratio={ratio!r} must be in [0, 1]")
         object.__setattr__(self, "mixing_ratio", float(ratio))
         object.__setattr__(self, "local_scores", _score_map("local_scores", self.local_scores))
@@ -628,9 +662,13 @@ class InterventionContext:
     @property
     def magnitudes(self) -> Mapping[str, float]:
         """Per-node contribution ``w_i * b_i`` to B_net, for nodes with a score and a weight."""
-        return MappingProxyType({node: self.weights[node] * score
-                                 for node, score in self.local_scores.items()
-                                 if node in self.weights})
+        return MappingProxyType(
+            {
+                node: self.weights[node] * score
+                for node, score in self.local_scores.items()
+                if node in self.weights
+            }
+        )
 
     def to_json(self) -> dict[str, JSONValue]:
         """Return the context as plain JSON (``magnitudes`` included for readers)."""
@@ -647,7 +685,8 @@ class InterventionContext:
             "magnitudes": dict(self.magnitudes),
             "history": {node: list(scores) for node, scores in self.history.items()},
             "attempt": self.attempt,
-            "frozen_payload": None if self.frozen_payload is None
+            "frozen_payload": None
+            if self.frozen_payload is None
             else self.frozen_payload.to_json(),
             "seed": self.seed,
         }
@@ -686,8 +725,10 @@ def _trail(raw: object) -> tuple[Mapping[str, FrozenJSON], ...]:
     events: list[Mapping[str, FrozenJSON]] = []
     for index, event in enumerate(raw):
         if not isinstance(event, Mapping):
-            raise InputError(f"InterventionResult.trail[{index}] must be a JSON object, got "
-                             f"{type(event).__name__}")
+            raise InputError(
+                f"InterventionResult.trail[{index}] must be a JSON object, got "
+                f"{type(event).__name__}"
+            )
         _, view = _freeze(event, f"trail[{index}]", set())
         events.append(cast(Mapping[str, FrozenJSON], view))
     return tuple(events)
@@ -732,22 +773,30 @@ class InterventionResult:
 
     def __post_init__(self) -> None:
         if self.strategy not in ROUTES:
-            raise InputError(f"InterventionResult.strategy={self.strategy!r} is not one of "
-                             f"{', '.join(map(repr, ROUTES))}")
+            raise InputError(
+                f"InterventionResult.strategy={self.strategy!r} is not one of "
+                f"{', '.join(map(repr, ROUTES))}"
+            )
         if not isinstance(self.converged, bool):
             raise InputError(f"InterventionResult.converged={self.converged!r} must be a bool")
         if self.repaired is not None and not isinstance(self.repaired, FrozenPayload):
-            raise InputError("InterventionResult.repaired must be a FrozenPayload or None; "
-                             "build it with freeze()")
+            raise InputError(
+                "InterventionResult.repaired must be a FrozenPayload or None; "
+                "build it with freeze()"
+            )
         if self.recheck_score is not None:
-            object.__setattr__(self, "recheck_score",
-                               check_score("InterventionResult.recheck_score",
-                                           self.recheck_score))
+            object.__setattr__(
+                self,
+                "recheck_score",
+                check_score("InterventionResult.recheck_score", self.recheck_score),
+            )
         if self.error is not None and (not isinstance(self.error, str) or not self.error):
-            raise InputError(f"InterventionResult.error={self.error!r} must be a non-empty str "
-                             "or None")
-        if self.converged and (self.repaired is None or self.recheck_score is None
-                               or self.error is not None):
+            raise InputError(
+                f"InterventionResult.error={self.error!r} must be a non-empty str or None"
+            )
+        if self.converged and (
+            self.repaired is None or self.recheck_score is None or self.error is not None
+        ):
             raise InputError(
                 "InterventionResult.converged=True needs a repaired payload and a "
                 "recheck_score, and no error"
@@ -769,8 +818,12 @@ class InterventionResult:
 
     def recheck_passes(self, tau_exit: float) -> bool:
         """Whether the repair converged and its re-check scored below ``tau_exit``."""
-        return (self.converged and self.error is None and self.recheck_score is not None
-                and self.recheck_score < tau_exit)
+        return (
+            self.converged
+            and self.error is None
+            and self.recheck_score is not None
+            and self.recheck_score < tau_exit
+        )
 
     def summary(self) -> dict[str, JSONValue]:
         """A short JSON summary for the run trace (no payload content, no full trail)."""

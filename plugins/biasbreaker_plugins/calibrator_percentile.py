@@ -40,16 +40,10 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from pydantic import BaseModel, ConfigDict
-
-from biasbreaker.calibration import CalibratedThresholds, ControlSample
+from biasbreaker.calibration import CalibratedThresholds, Trajectory
 from biasbreaker.errors import ThresholdError
-
-
-class PercentileOptions(BaseModel):
-    """Options of the ``percentile`` calibrator (it has none: the method has no free knob)."""
-
-    model_config = ConfigDict(extra="forbid")
+from biasbreaker.hookspecs import hookimpl
+from biasbreaker.registry import BuildContext, NoOptions, Register
 
 
 def _exact(alpha: float) -> Fraction:
@@ -112,17 +106,32 @@ def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) 
 
 
 class PercentileCalibrator:
-    """Finite-sample conformal calibration of the breaker's thresholds (module docstring)."""
+    """Finite-sample conformal calibration of the breaker's thresholds (module docstring).
 
-    def calibrate(self, sample: ControlSample, *, target_false_halt_rate: float,
-                  exit_ratio: float, warn_ratio: float) -> CalibratedThresholds:
+    Args:
+        exit_ratio: ``tau_exit / tau_enter``, in [0.6, 0.8].
+        warn_ratio: Multiplier of the slow-scale bound, in (0, 1].
+
+    Raises:
+        ThresholdError: If a ratio is out of range.
+    """
+
+    def __init__(self, exit_ratio: float = 0.7, warn_ratio: float = 1.0) -> None:
+        if not 0.6 <= exit_ratio <= 0.8:
+            raise ThresholdError(f"exit_ratio={exit_ratio!r} must be in [0.6, 0.8]")
+        if not 0.0 < warn_ratio <= 1.0:
+            raise ThresholdError(f"warn_ratio={warn_ratio!r} must be in (0, 1]")
+        self.exit_ratio = exit_ratio
+        self.warn_ratio = warn_ratio
+
+    def calibrate(
+        self, trajectories: Sequence[Trajectory], *, target_false_halt_rate: float
+    ) -> CalibratedThresholds:
         """Choose ``(tau_enter, tau_exit, tau_warn)`` from control runs.
 
         Args:
-            sample: Per-run fast and slow maxima of the control runs.
+            trajectories: One sequence of ``(fast, slow)`` pairs per control run.
             target_false_halt_rate: ``α``, the per-run false-halt rate to stay under, (0, 1).
-            exit_ratio: ``tau_exit / tau_enter``, in [0.6, 0.8].
-            warn_ratio: Multiplier of the slow-scale bound, in (0, 1].
 
         Returns:
             The thresholds.
@@ -130,21 +139,34 @@ class PercentileCalibrator:
         Raises:
             ThresholdError: If there are too few runs for ``α`` or a quantile is 0.
         """
-        tau_enter = conformal_upper_bound(sample.fast_maxima, target_false_halt_rate,
-                                          scale="fast")
-        tau_warn = warn_ratio * conformal_upper_bound(sample.slow_maxima,
-                                                      target_false_halt_rate, scale="slow")
-        return CalibratedThresholds(tau_enter, exit_ratio * tau_enter, tau_warn)
+        fast_maxima = [max(fast for fast, _ in run) for run in trajectories]
+        slow_maxima = [max(slow for _, slow in run) for run in trajectories]
+        tau_enter = conformal_upper_bound(fast_maxima, target_false_halt_rate, scale="fast")
+        tau_warn = self.warn_ratio * conformal_upper_bound(
+            slow_maxima, target_false_halt_rate, scale="slow"
+        )
+        return CalibratedThresholds(tau_enter, self.exit_ratio * tau_enter, tau_warn)
 
 
-def make_percentile(options: PercentileOptions, context: object) -> PercentileCalibrator:
-    """Factory of the ``percentile`` calibrator (options: none)."""
-    return PercentileCalibrator()
+def make_percentile(options: NoOptions, context: BuildContext) -> PercentileCalibrator:
+    """Factory: ``exit_ratio`` and ``warn_ratio`` come from ``[calibration]``."""
+    settings = context.settings.calibration
+    return PercentileCalibrator(settings.exit_ratio, settings.warn_ratio)
+
+
+@hookimpl
+def calibrator(register: Register[object]) -> None:
+    """Register the ``percentile`` calibrator."""
+    register(
+        "percentile",
+        make_percentile,
+        summary="conformal quantile of per-run maxima: P(new control run trips) <= target",
+    )
 
 
 __all__ = [
     "PercentileCalibrator",
-    "PercentileOptions",
+    "calibrator",
     "conformal_rank",
     "conformal_upper_bound",
     "make_percentile",

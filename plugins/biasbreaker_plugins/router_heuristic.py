@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biasbreaker.errors import ConfigError
+from biasbreaker.hookspecs import hookimpl
+from biasbreaker.registry import BuildContext, Register
 from biasbreaker.types import InterventionContext, Route
 
 
@@ -33,23 +36,29 @@ class HeuristicRouterOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     node_threshold: float = Field(
-        0.3, gt=0.0, le=1.0,
+        0.3,
+        gt=0.0,
+        le=1.0,
         description="Local score b_i (in [0, 1], noise floor removed) at or above which a node "
-                    "counts as contaminated.",
+        "counts as contaminated.",
     )
     broad_min_nodes: int = Field(
-        2, ge=2,
+        2,
+        ge=2,
         description="Contaminated nodes (count) from which contamination is broad -> skeptics.",
     )
     persistence_steps: int = Field(
-        3, ge=1,
+        3,
+        ge=1,
         description="Consecutive steps (count, including this one) a single node must have "
-                    "been contaminated to count as persistent -> madera.",
+        "been contaminated to count as persistent -> madera.",
     )
     min_share: float = Field(
-        0.5, gt=0.0, le=1.0,
+        0.5,
+        gt=0.0,
+        le=1.0,
         description="Share of B_net (w_i*b_i / sum of w_j*b_j, in (0, 1]) the persistent node "
-                    "must carry for madera.",
+        "must carry for madera.",
     )
 
 
@@ -64,12 +73,19 @@ class HeuristicRouter:
         min_share: Share of B_net the persistent node must carry, in (0, 1].
     """
 
-    def __init__(self, node_threshold: float = 0.3, broad_min_nodes: int = 2,
-                 persistence_steps: int = 3, min_share: float = 0.5) -> None:
-        options = HeuristicRouterOptions(node_threshold=node_threshold,
-                                         broad_min_nodes=broad_min_nodes,
-                                         persistence_steps=persistence_steps,
-                                         min_share=min_share)
+    def __init__(
+        self,
+        node_threshold: float = 0.3,
+        broad_min_nodes: int = 2,
+        persistence_steps: int = 3,
+        min_share: float = 0.5,
+    ) -> None:
+        options = HeuristicRouterOptions(
+            node_threshold=node_threshold,
+            broad_min_nodes=broad_min_nodes,
+            persistence_steps=persistence_steps,
+            min_share=min_share,
+        )
         self.options = options
 
     def contaminated(self, context: InterventionContext) -> list[str]:
@@ -91,23 +107,48 @@ class HeuristicRouter:
             return None
         return magnitudes[node] / total
 
-    def classify(self, context: InterventionContext) -> Route:
-        """Return ``"skeptics"``, ``"madera"`` or ``"none"`` by the rule above."""
+    def route(self, context: InterventionContext) -> Route:
+        """Return ``"skeptics"``, ``"madera"`` or ``"none"`` by the rule of the module docstring."""
         contaminated = self.contaminated(context)
         if len(contaminated) >= self.options.broad_min_nodes:
             return "skeptics"
         if len(contaminated) == 1:
             node = contaminated[0]
             share = self.share(context, node)
-            if self.persistent(context, node) and (share is None
-                                                   or share >= self.options.min_share):
+            if self.persistent(context, node) and (
+                share is None or share >= self.options.min_share
+            ):
                 return "madera"
         return "none"
 
 
-def make_heuristic(options: HeuristicRouterOptions, context: object) -> HeuristicRouter:
-    """Factory of the ``heuristic`` router."""
+def make_heuristic(options: HeuristicRouterOptions, context: BuildContext) -> HeuristicRouter:
+    """Factory of the ``heuristic`` router (options from ``[plugin.heuristic]``).
+
+    Raises:
+        ConfigError: If ``persistence_steps`` exceeds ``[breaker] history_steps`` (the
+            machine would never keep enough history for a node to count as persistent).
+    """
+    history = context.settings.breaker.history_steps
+    if options.persistence_steps > history:
+        raise ConfigError(
+            f"plugin.heuristic.persistence_steps = {options.persistence_steps} exceeds "
+            f"breaker.history_steps = {history}: no node could ever count as persistent; "
+            "lower the first or raise the second"
+        )
     return HeuristicRouter(**options.model_dump())
 
 
-__all__ = ["HeuristicRouter", "HeuristicRouterOptions", "make_heuristic"]
+@hookimpl
+def classify_route(register: Register[object]) -> None:
+    """Register the ``heuristic`` router."""
+    register(
+        "heuristic",
+        make_heuristic,
+        options=HeuristicRouterOptions,
+        summary="R7 heuristic (unvalidated): broad contamination -> skeptics, one persistent "
+        "node -> madera",
+    )
+
+
+__all__ = ["HeuristicRouter", "HeuristicRouterOptions", "classify_route", "make_heuristic"]

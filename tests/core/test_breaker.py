@@ -36,7 +36,8 @@ def test_every_decision_passes_full_validation(steps: list[tuple[float, float]])
 
 @given(st.booleans(), st.lists(st.tuples(band, scores), min_size=1, max_size=80))
 def test_anti_thrash_no_flip_while_fast_stays_in_the_dead_band(
-        tripped: bool, steps: list[tuple[float, float]]) -> None:
+    tripped: bool, steps: list[tuple[float, float]]
+) -> None:
     cb = breaker(tripped=tripped)
     for fast, slow in steps:
         decision = cb.check(fast, slow)
@@ -74,15 +75,19 @@ def test_near_boundary_oscillation_enters_once_where_a_single_threshold_flips_ma
     trajectory = rise + oscillation + [0.3, 0.2, 0.1]
     cb = breaker()
     states = [cb.check(fast, 0.0).state for fast in trajectory]
-    entries = sum(1 for a, b in itertools.pairwise(states) if b is BreakerState.INTERVENTION
-                  and a is not BreakerState.INTERVENTION)
+    entries = sum(
+        1
+        for a, b in itertools.pairwise(states)
+        if b is BreakerState.INTERVENTION and a is not BreakerState.INTERVENTION
+    )
     single = [fast >= TAU_ENTER for fast in trajectory]
     single_flips = sum(1 for a, b in itertools.pairwise(single) if a != b)
     assert entries == 1
     assert single_flips == 40  # the single threshold flips on every oscillation step
     assert states.index(BreakerState.INTERVENTION) == len(rise)
-    assert states[len(rise):len(rise) + len(oscillation)] == \
-        [BreakerState.INTERVENTION] * len(oscillation)
+    assert states[len(rise) : len(rise) + len(oscillation)] == [BreakerState.INTERVENTION] * len(
+        oscillation
+    )
     assert states[-3:] == [BreakerState.NORMAL] * 3
 
 
@@ -117,13 +122,16 @@ def test_check_accepts_ints() -> None:
     assert breaker().check(1, 0).state is BreakerState.INTERVENTION
 
 
-@pytest.mark.parametrize(("args", "match"), [
-    ((0.3, 0.5, 0.2, 0.05), "tau_enter=0.3 must be greater than tau_exit=0.5"),
-    ((0.5, 0.5, 0.2, 0.05), "tau_enter=0.5 must be greater than tau_exit=0.5"),
-    ((0.5, 0.3, 0.2, 0.0), "kappa=0.0"),
-    ((0.5, 0.3, 0.2, -0.1), "kappa=-0.1"),
-    ((0.5, 0.3, math.nan, 0.1), "tau_warn=nan"),
-])
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0.3, 0.5, 0.2, 0.05), "tau_enter=0.3 must be greater than tau_exit=0.5"),
+        ((0.5, 0.5, 0.2, 0.05), "tau_enter=0.5 must be greater than tau_exit=0.5"),
+        ((0.5, 0.3, 0.2, 0.0), "kappa=0.0"),
+        ((0.5, 0.3, 0.2, -0.1), "kappa=-0.1"),
+        ((0.5, 0.3, math.nan, 0.1), "tau_warn=nan"),
+    ],
+)
 def test_constructor_rejects_bad_thresholds(args: tuple[float, ...], match: str) -> None:
     with pytest.raises(ThresholdError, match=match):
         CircuitBreaker(*args)
@@ -144,10 +152,13 @@ def test_snapshot_restore_and_reset() -> None:
         CircuitBreaker.restore({"thresholds": cb.thresholds.to_json()})
 
 
-@given(st.lists(st.tuples(scores, scores), max_size=40), st.lists(st.tuples(scores, scores),
-                                                                    max_size=40))
-def test_restored_breaker_continues_identically(prefix: list[tuple[float, float]],
-                                                suffix: list[tuple[float, float]]) -> None:
+@given(
+    st.lists(st.tuples(scores, scores), max_size=40),
+    st.lists(st.tuples(scores, scores), max_size=40),
+)
+def test_restored_breaker_continues_identically(
+    prefix: list[tuple[float, float]], suffix: list[tuple[float, float]]
+) -> None:
     assume(prefix)
     cb = breaker()
     for fast, slow in prefix:

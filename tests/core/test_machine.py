@@ -40,24 +40,33 @@ CONTROL = ControlStatistics(mean=0.1, std=0.05, n_steps=1000)
 
 
 def config(**changes: object) -> MachineConfig:
-    fields: dict[str, object] = dict(thresholds=TH, cooldown_steps=3, max_retries=2,
-                                     control=None, max_history=4, seed=7)
+    fields: dict[str, object] = dict(
+        thresholds=TH, cooldown_steps=3, max_retries=2, control=None, max_history=4, seed=7
+    )
     fields.update(changes)
     return MachineConfig(**fields)  # type: ignore[arg-type]
 
 
-def repairing(recheck: float = 0.1, calls: list[InterventionContext] | None = None
-              ) -> Callable[[InterventionContext], InterventionResult]:
+def repairing(
+    recheck: float = 0.1, calls: list[InterventionContext] | None = None
+) -> Callable[[InterventionContext], InterventionResult]:
     def hook(context: InterventionContext) -> InterventionResult:
         if calls is not None:
             calls.append(context)
-        return InterventionResult(freeze({"repaired": True, "attempt": context.attempt}), True,
-                                  "madera", [{"event": "rewrite"}], recheck)
+        return InterventionResult(
+            freeze({"repaired": True, "attempt": context.attempt}),
+            True,
+            "madera",
+            [{"event": "rewrite"}],
+            recheck,
+        )
+
     return hook
 
 
-def run(machine: ControlMachine, fasts: Sequence[float], slow: float = 0.0,
-        **step_kwargs: object) -> list[tuple[BreakerDecision, StepRecord]]:
+def run(
+    machine: ControlMachine, fasts: Sequence[float], slow: float = 0.0, **step_kwargs: object
+) -> list[tuple[BreakerDecision, StepRecord]]:
     out = []
     for fast in fasts:
         decision = machine.step(fast, slow, **step_kwargs)  # type: ignore[arg-type]
@@ -76,9 +85,14 @@ def states(steps: list[tuple[BreakerDecision, StepRecord]]) -> list[BreakerState
 def test_transition_table_covers_every_edge_of_the_r3_diagram() -> None:
     edges = {(t.source, t.target) for t in TRANSITIONS}
     assert edges == {
-        (S.NORMAL, S.WARNING), (S.WARNING, S.NORMAL), (S.NORMAL, S.INTERVENTION),
-        (S.WARNING, S.INTERVENTION), (S.INTERVENTION, S.RECOVERY), (S.RECOVERY, S.NORMAL),
-        (S.RECOVERY, S.INTERVENTION), (S.RECOVERY, S.ESCALATED),
+        (S.NORMAL, S.WARNING),
+        (S.WARNING, S.NORMAL),
+        (S.NORMAL, S.INTERVENTION),
+        (S.WARNING, S.INTERVENTION),
+        (S.INTERVENTION, S.RECOVERY),
+        (S.RECOVERY, S.NORMAL),
+        (S.RECOVERY, S.INTERVENTION),
+        (S.RECOVERY, S.ESCALATED),
     }
     assert not [t for t in TRANSITIONS if t.source is S.ESCALATED]
 
@@ -91,9 +105,14 @@ def test_enter_on_spike_freezes_payload_and_calls_the_hook_with_full_context() -
     machine = ControlMachine(config(), hook=repairing(calls=calls))
     run(machine, [0.1, 0.2], node="writer", local_scores={"writer": 0.1, "reader": 0.0})
     payload = {"text": "biased output"}
-    decision = machine.step(0.6, 0.1, node="writer", payload=payload,
-                            local_scores={"writer": 0.9, "reader": 0.2},
-                            weights={"writer": 0.6, "reader": 0.4})
+    decision = machine.step(
+        0.6,
+        0.1,
+        node="writer",
+        payload=payload,
+        local_scores={"writer": 0.9, "reader": 0.2},
+        weights={"writer": 0.6, "reader": 0.4},
+    )
     payload["text"] = "mutated afterwards"
     assert (decision.state, decision.action) == (S.INTERVENTION, A.REROUTE)
     assert decision.frozen_payload is not None
@@ -101,8 +120,12 @@ def test_enter_on_spike_freezes_payload_and_calls_the_hook_with_full_context() -
     assert decision.reason.startswith("trip: fast 0.6 >= tau_enter 0.5")
     assert decision.mixing_ratio == pytest.approx(1 / (1 + math.exp(-2.0)))
     [context] = calls
-    assert (context.step, context.node, context.state, context.attempt) == (2, "writer",
-                                                                           S.NORMAL, 1)
+    assert (context.step, context.node, context.state, context.attempt) == (
+        2,
+        "writer",
+        S.NORMAL,
+        1,
+    )
     assert (context.fast, context.slow, context.thresholds) == (0.6, 0.1, TH)
     assert context.history == {"writer": (0.1, 0.1, 0.9), "reader": (0.0, 0.0, 0.2)}
     assert context.magnitudes == {"writer": 0.6 * 0.9, "reader": 0.4 * 0.2}
@@ -122,8 +145,9 @@ def test_cooldown_gates_recovery_even_when_everything_else_is_fine(cooldown: int
     machine = ControlMachine(config(cooldown_steps=cooldown), hook=repairing())
     steps = run(machine, [0.9] + [0.0] * 10)
     recovery_steps = max(cooldown, 1)
-    assert states(steps) == ([S.INTERVENTION] + [S.RECOVERY] * recovery_steps
-                             + [S.NORMAL] * (10 - recovery_steps))
+    assert states(steps) == (
+        [S.INTERVENTION] + [S.RECOVERY] * recovery_steps + [S.NORMAL] * (10 - recovery_steps)
+    )
     recovered, record = steps[1 + recovery_steps]
     assert record.transition == "recover"
     assert recovered.action is A.PROCEED
@@ -144,15 +168,32 @@ def test_retry_on_recheck_bad_then_recover() -> None:
 
     def hook(context: InterventionContext) -> InterventionResult:
         calls.append(context)
-        return InterventionResult(freeze({"try": context.attempt}), True, "skeptics", (),
-                                  next(outcomes))
+        return InterventionResult(
+            freeze({"try": context.attempt}), True, "skeptics", (), next(outcomes)
+        )
 
     machine = ControlMachine(config(cooldown_steps=2), hook=hook)
     steps = run(machine, [0.9] + [0.0] * 8, payload={"text": "x"})
-    assert states(steps) == [S.INTERVENTION, S.RECOVERY, S.RECOVERY, S.INTERVENTION,
-                             S.RECOVERY, S.RECOVERY, S.NORMAL, S.NORMAL, S.NORMAL]
+    assert states(steps) == [
+        S.INTERVENTION,
+        S.RECOVERY,
+        S.RECOVERY,
+        S.INTERVENTION,
+        S.RECOVERY,
+        S.RECOVERY,
+        S.NORMAL,
+        S.NORMAL,
+        S.NORMAL,
+    ]
     assert [r.transition for _, r in steps[:7]] == [
-        "trip", "recover-start", "hold", "retry", "recover-start", "hold", "recover"]
+        "trip",
+        "recover-start",
+        "hold",
+        "retry",
+        "recover-start",
+        "hold",
+        "recover",
+    ]
     assert [c.attempt for c in calls] == [1, 2]
     assert calls[1].state is S.RECOVERY
     assert calls[1].frozen_payload == calls[0].frozen_payload  # the retry repairs the same output
@@ -192,15 +233,24 @@ def test_a_raising_hook_fails_closed_and_counts_as_an_attempt() -> None:
 
     machine = ControlMachine(config(cooldown_steps=1, max_retries=2), hook=hook)
     steps = run(machine, [0.9, 0.0, 0.0, 0.0, 0.0, 0.0])
-    assert states(steps) == [S.INTERVENTION, S.RECOVERY, S.INTERVENTION, S.RECOVERY,
-                             S.ESCALATED, S.ESCALATED]
+    assert states(steps) == [
+        S.INTERVENTION,
+        S.RECOVERY,
+        S.INTERVENTION,
+        S.RECOVERY,
+        S.ESCALATED,
+        S.ESCALATED,
+    ]
     decision, record = steps[0]
     assert decision.action is A.HALT
-    assert "intervention failed closed: intervention hook raised ValueError: skeptic panel " \
-           "exploded" in decision.reason
+    assert (
+        "intervention failed closed: intervention hook raised ValueError: skeptic panel "
+        "exploded" in decision.reason
+    )
     assert record.intervention is not None
-    assert record.intervention["error"] == ("intervention hook raised ValueError: skeptic "
-                                            "panel exploded")
+    assert record.intervention["error"] == (
+        "intervention hook raised ValueError: skeptic panel exploded"
+    )
     assert all(d.action is not A.PROCEED for d, _ in steps)
 
 
@@ -267,13 +317,14 @@ def test_cancelled_astep_leaves_the_machine_unchanged() -> None:
 
 
 def test_a_dirty_calibration_window_blocks_recovery_until_w_steps_after_the_last_outlier() -> None:
-    machine = ControlMachine(config(control=CONTROL, max_history=4, cooldown_steps=1),
-                             hook=repairing())
+    machine = ControlMachine(
+        config(control=CONTROL, max_history=4, cooldown_steps=1), hook=repairing()
+    )
     # 0.3 is below tau_exit (0.35) but above the control 3σ band (0.25): the window stays dirty.
     fasts = [0.9, 0.3, 0.3, 0.3, 0.2, 0.2, 0.2, 0.2, 0.2]
     steps = run(machine, fasts)
     last_outlier = 3
-    assert states(steps)[:last_outlier + 4] == [S.INTERVENTION] + [S.RECOVERY] * 6
+    assert states(steps)[: last_outlier + 4] == [S.INTERVENTION] + [S.RECOVERY] * 6
     assert steps[last_outlier + 3][0].reason == "recovery holds: calibration window dirty"
     assert states(steps)[last_outlier + 4] is S.NORMAL  # exactly W = 4 steps later
     window = steps[last_outlier + 4][1].window
@@ -350,15 +401,18 @@ def test_seed_success_test_rise_oscillate_enter_once_no_flip_recover_after_coold
 
     steps = once()
     st_ = states(steps)
-    entries = [i for i in range(len(st_)) if st_[i] is S.INTERVENTION
-               and (i == 0 or st_[i - 1] is not S.INTERVENTION)]
+    entries = [
+        i
+        for i in range(len(st_))
+        if st_[i] is S.INTERVENTION and (i == 0 or st_[i - 1] is not S.INTERVENTION)
+    ]
     assert entries == [len(rise)]  # enters exactly once, at the breach
     tripped = [s.tripped for s in st_]
     band = range(len(rise), len(rise) + len(oscillation))
     assert all(tripped[i] for i in band)  # no flip during the oscillation
     first_normal = next(i for i in range(len(rise), len(st_)) if st_[i] is S.NORMAL)
     assert trajectory[first_normal] < TH.tau_exit
-    assert st_[first_normal - 3:first_normal] == [S.RECOVERY] * 3  # cool-down elapsed
+    assert st_[first_normal - 3 : first_normal] == [S.RECOVERY] * 3  # cool-down elapsed
     single = [f >= TH.tau_enter for f in trajectory]
     assert sum(a != b for a, b in itertools.pairwise(single)) > 20  # a single threshold thrashes
     assert once() == steps  # deterministic
@@ -379,21 +433,36 @@ def scripted_hook(plan: Sequence[str]) -> Callable[[InterventionContext], Interv
         if outcome == "none":
             return InterventionResult.noop()
         score = 0.05 if outcome == "ok" else 0.6
-        return InterventionResult(freeze({"step": context.step}), True, "madera",
-                                  [{"outcome": outcome}], score)
+        return InterventionResult(
+            freeze({"step": context.step}), True, "madera", [{"outcome": outcome}], score
+        )
+
     return hook
 
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[MachineConfig, list[str], list[tuple[float, float]]]:
-    cfg = config(cooldown_steps=draw(st.integers(0, 4)), max_retries=draw(st.integers(1, 3)),
-                 control=draw(st.sampled_from([None, CONTROL])),
-                 max_history=draw(st.integers(1, 6)), seed=draw(st.integers(0, 2**32)))
+    cfg = config(
+        cooldown_steps=draw(st.integers(0, 4)),
+        max_retries=draw(st.integers(1, 3)),
+        control=draw(st.sampled_from([None, CONTROL])),
+        max_history=draw(st.integers(1, 6)),
+        seed=draw(st.integers(0, 2**32)),
+    )
     plan = draw(st.lists(OUTCOMES, min_size=1, max_size=5))
-    segments = draw(st.lists(st.tuples(st.sampled_from(["calm", "burst", "band", "any"]),
-                                       st.integers(1, 10)), min_size=1, max_size=10))
-    ranges = {"calm": (0.0, 0.2), "burst": (0.5, 1.0), "band": (TH.tau_exit, 0.4999),
-              "any": (0.0, 1.0)}
+    segments = draw(
+        st.lists(
+            st.tuples(st.sampled_from(["calm", "burst", "band", "any"]), st.integers(1, 10)),
+            min_size=1,
+            max_size=10,
+        )
+    )
+    ranges = {
+        "calm": (0.0, 0.2),
+        "burst": (0.5, 1.0),
+        "band": (TH.tau_exit, 0.4999),
+        "any": (0.0, 1.0),
+    }
     steps = []
     for kind, length in segments:
         low, high = ranges[kind]
@@ -404,7 +473,8 @@ def scenarios(draw: st.DrawFn) -> tuple[MachineConfig, list[str], list[tuple[flo
 
 @given(scenarios())
 def test_property_anti_thrash_on_the_machine(
-        scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]]) -> None:
+    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+) -> None:
     cfg, plan, steps = scenario
     machine = ControlMachine(cfg, hook=scripted_hook(plan))
     previous = S.NORMAL
@@ -417,33 +487,48 @@ def test_property_anti_thrash_on_the_machine(
 
 @given(scenarios())
 def test_property_transitions_are_a_function_of_state_inputs_counters_and_window(
-        scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]]) -> None:
+    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+) -> None:
     cfg, plan, steps = scenario
     machine = ControlMachine(cfg, hook=scripted_hook(plan))
     for fast, slow in steps:
         counters = machine.counters
         window = machine._window.peek(fast) if machine._window is not None else None
-        expected = select_transition(GuardInputs(counters, fast, slow,
-                                                 window is not None and window.dirty,
-                                                 cfg.thresholds, cfg.cooldown_steps,
-                                                 cfg.max_retries))
+        expected = select_transition(
+            GuardInputs(
+                counters,
+                fast,
+                slow,
+                window is not None and window.dirty,
+                cfg.thresholds,
+                cfg.cooldown_steps,
+                cfg.max_retries,
+            )
+        )
         state = machine.step(fast, slow).state
         assert state is (counters.state if expected is None else expected.target)
 
 
 @given(scenarios(), st.integers(0, 10**6), st.integers(0, 50))
 def test_property_state_sequence_ignores_everything_but_state_counters_and_window(
-        scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
-        other_seed: int, other_step: int) -> None:
+    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+    other_seed: int,
+    other_step: int,
+) -> None:
     cfg, plan, steps = scenario
     split = len(steps) // 2
     machine = ControlMachine(cfg, hook=scripted_hook(plan))
     for fast, slow in steps[:split]:
         machine.step(fast, slow, local_scores={"a": fast})
     snap = json.loads(json.dumps(machine.snapshot()))
-    altered = dict(snap, step=snap["step"] + other_step, episode=snap["episode"] + 3,
-                   history={"zzz": [0.9, 0.9]}, config=dict(snap["config"], seed=other_seed),
-                   frozen_payload=freeze({"other": True}).to_json())
+    altered = dict(
+        snap,
+        step=snap["step"] + other_step,
+        episode=snap["episode"] + 3,
+        history={"zzz": [0.9, 0.9]},
+        config=dict(snap["config"], seed=other_seed),
+        frozen_payload=freeze({"other": True}).to_json(),
+    )
     # A hook that ignores the context, so only the machine's own logic differs.
     fixed = scripted_hook(["ok"])
     original = ControlMachine.restore(snap, hook=lambda c: fixed(c))
@@ -455,8 +540,8 @@ def test_property_state_sequence_ignores_everything_but_state_counters_and_windo
 
 @given(scenarios(), st.data())
 def test_property_snapshot_restore_continues_identically(
-        scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
-        data: st.DataObject) -> None:
+    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]], data: st.DataObject
+) -> None:
     cfg, plan, steps = scenario
     split = data.draw(st.integers(0, len(steps)))
     hook = scripted_hook(plan)
@@ -487,8 +572,9 @@ def test_restore_rejects_unknown_versions_and_malformed_snapshots() -> None:
 
 
 def test_default_hook_is_the_noop() -> None:
-    context = InterventionContext(step=0, node=None, state=S.NORMAL, fast=0.9, slow=0.0,
-                                  mixing_ratio=1.0, thresholds=TH)
+    context = InterventionContext(
+        step=0, node=None, state=S.NORMAL, fast=0.9, slow=0.0, mixing_ratio=1.0, thresholds=TH
+    )
     assert noop_hook(context).to_json() == InterventionResult.noop().to_json()
 
 

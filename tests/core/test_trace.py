@@ -20,23 +20,38 @@ from biasbreaker.trace import (
 from biasbreaker.types import BreakerState, InterventionContext, InterventionResult, Thresholds
 
 TH = Thresholds(0.5, 0.35, 0.25, 0.05)
-CONFIG = MachineConfig(TH, cooldown_steps=2, max_retries=2,
-                       control=ControlStatistics(0.1, 0.05, 500), max_history=3, seed=4)
+CONFIG = MachineConfig(
+    TH,
+    cooldown_steps=2,
+    max_retries=2,
+    control=ControlStatistics(0.1, 0.05, 500),
+    max_history=3,
+    seed=4,
+)
 FASTS = [0.1, 0.2, 0.6, 0.4, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.55, 0.2, 0.1]
 
 
 def hook(context: InterventionContext) -> InterventionResult:
-    return InterventionResult(freeze({"fixed": context.step}), True, "madera",
-                              [{"event": "rewrite", "step": context.step}], 0.1)
+    return InterventionResult(
+        freeze({"fixed": context.step}),
+        True,
+        "madera",
+        [{"event": "rewrite", "step": context.step}],
+        0.1,
+    )
 
 
 def write_run(path: Path, fasts: list[float] = FASTS, **writer_kwargs: object) -> None:
-    with TraceWriter(path, CONFIG.trace_header({"preset": "unit"}),
-                     **writer_kwargs) as writer:  # type: ignore[arg-type]
+    with TraceWriter(path, CONFIG.trace_header({"preset": "unit"}), **writer_kwargs) as writer:  # type: ignore[arg-type]
         machine = ControlMachine(CONFIG, hook=hook, recorder=writer)
         for step, fast in enumerate(fasts):
-            machine.step(fast, fast / 2, node=f"n{step % 2}",
-                         local_scores={"n0": fast, "n1": fast / 3}, payload={"out": step})
+            machine.step(
+                fast,
+                fast / 2,
+                node=f"n{step % 2}",
+                local_scores={"n0": fast, "n1": fast / 3},
+                payload={"out": step},
+            )
 
 
 def test_trace_round_trips_every_step(tmp_path: Path) -> None:
@@ -55,14 +70,34 @@ def test_trace_round_trips_every_step(tmp_path: Path) -> None:
     assert not trace.truncated
     lines = path.read_text(encoding="utf-8").splitlines()
     header = json.loads(lines[0])
-    assert (header["kind"], header["schema"], header["version"]) == ("header", SCHEMA,
-                                                                     SCHEMA_VERSION)
+    assert (header["kind"], header["schema"], header["version"]) == (
+        "header",
+        SCHEMA,
+        SCHEMA_VERSION,
+    )
     assert set(json.loads(lines[1])) == {
-        "kind", "step", "node", "scores", "fast", "slow", "window", "state", "action",
-        "mixing_ratio", "reason", "transition", "episode", "attempt", "payload_sha256",
-        "intervention"}
-    assert all(line == json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"),
-                                  ensure_ascii=False) for line in lines)
+        "kind",
+        "step",
+        "node",
+        "scores",
+        "fast",
+        "slow",
+        "window",
+        "state",
+        "action",
+        "mixing_ratio",
+        "reason",
+        "transition",
+        "episode",
+        "attempt",
+        "payload_sha256",
+        "intervention",
+    }
+    assert all(
+        line
+        == json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        for line in lines
+    )
 
 
 def test_same_inputs_give_byte_identical_traces(tmp_path: Path) -> None:
@@ -114,8 +149,13 @@ def test_append_after_a_crash_drops_the_cut_line_and_continues(tmp_path: Path) -
     writer = TraceWriter(resumed, CONFIG.trace_header({"preset": "unit"}))
     machine = ControlMachine(CONFIG, hook=hook, recorder=writer)
     for step, fast in enumerate(FASTS[:8]):
-        machine.step(fast, fast / 2, node=f"n{step % 2}",
-                     local_scores={"n0": fast, "n1": fast / 3}, payload={"out": step})
+        machine.step(
+            fast,
+            fast / 2,
+            node=f"n{step % 2}",
+            local_scores={"n0": fast, "n1": fast / 3},
+            payload={"out": step},
+        )
     snapshot = json.loads(json.dumps(machine.snapshot()))
     writer.close()
     with resumed.open("a", encoding="utf-8") as raw:
@@ -123,8 +163,13 @@ def test_append_after_a_crash_drops_the_cut_line_and_continues(tmp_path: Path) -
     writer = TraceWriter(resumed, CONFIG.trace_header({"preset": "unit"}), append=True)
     machine = ControlMachine.restore(snapshot, hook=hook, recorder=writer)
     for step, fast in enumerate(FASTS[8:], start=8):
-        machine.step(fast, fast / 2, node=f"n{step % 2}",
-                     local_scores={"n0": fast, "n1": fast / 3}, payload={"out": step})
+        machine.step(
+            fast,
+            fast / 2,
+            node=f"n{step % 2}",
+            local_scores={"n0": fast, "n1": fast / 3},
+            payload={"out": step},
+        )
     writer.close()
     assert resumed.read_bytes() == full.read_bytes()
 
@@ -147,23 +192,36 @@ def test_writer_refuses_out_of_order_steps(tmp_path: Path) -> None:
             writer.write(machine.last_record)
 
 
-@pytest.mark.parametrize(("mutate", "match"), [
-    (lambda lines: lines.__setitem__(3, "{not json"), r":4: not valid JSON"),
-    (lambda lines: lines.__setitem__(3, "[1, 2]"), r":4: a trace line must be a JSON object"),
-    (lambda lines: lines.__setitem__(3, lines[3].replace('"fast":', '"fst":')),
-     r":4: step record is missing the field 'fast'"),
-    (lambda lines: lines.__setitem__(3, lines[3].replace('"kind":"step"', '"kind":"note"')),
-     r":4: expected a step record, got kind 'note'"),
-    (lambda lines: lines.__setitem__(2, lines[2].replace('"state":"normal"',
-                                                         '"state":"escalated"')),
-     r":3: step record has action 'proceed', inconsistent with state 'escalated'"),
-    (lambda lines: lines.__delitem__(3), r":4: step 3 is out of order; expected step 2"),
-    (lambda lines: lines.__setitem__(0, lines[0].replace('"version":1', '"version":9')),
-     r":1: trace schema version 9 is not supported"),
-    (lambda lines: lines.__setitem__(0, lines[1]), r":1: not a biasbreaker trace header"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda lines: lines.__setitem__(3, "{not json"), r":4: not valid JSON"),
+        (lambda lines: lines.__setitem__(3, "[1, 2]"), r":4: a trace line must be a JSON object"),
+        (
+            lambda lines: lines.__setitem__(3, lines[3].replace('"fast":', '"fst":')),
+            r":4: step record is missing the field 'fast'",
+        ),
+        (
+            lambda lines: lines.__setitem__(3, lines[3].replace('"kind":"step"', '"kind":"note"')),
+            r":4: expected a step record, got kind 'note'",
+        ),
+        (
+            lambda lines: lines.__setitem__(
+                2, lines[2].replace('"state":"normal"', '"state":"escalated"')
+            ),
+            r":3: step record has action 'proceed', inconsistent with state 'escalated'",
+        ),
+        (lambda lines: lines.__delitem__(3), r":4: step 3 is out of order; expected step 2"),
+        (
+            lambda lines: lines.__setitem__(0, lines[0].replace('"version":1', '"version":9')),
+            r":1: trace schema version 9 is not supported",
+        ),
+        (lambda lines: lines.__setitem__(0, lines[1]), r":1: not a biasbreaker trace header"),
+    ],
+)
 def test_malformed_records_raise_trace_error_with_file_and_line(
-        tmp_path: Path, mutate: object, match: str) -> None:
+    tmp_path: Path, mutate: object, match: str
+) -> None:
     path = tmp_path / "bad.jsonl"
     write_run(path)
     lines = path.read_text(encoding="utf-8").split("\n")

@@ -24,10 +24,14 @@ from biasbreaker.types import (
 TH = Thresholds(0.5, 0.35, 0.2, 0.05)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -41,7 +45,8 @@ def decisions(draw: st.DrawFn) -> BreakerDecision:
     state, action = draw(consistent_pairs)
     payload = draw(st.none() | json_values.map(FrozenPayload.of))
     return BreakerDecision(
-        state, action,
+        state,
+        action,
         draw(st.floats(0.0, 1.0)),
         draw(st.floats(0.0, 1e6)),
         draw(st.text(min_size=1, max_size=20)),
@@ -62,7 +67,13 @@ def test_decision_round_trips_through_plain_json(decision: BreakerDecision) -> N
 def test_decision_fields_are_named_and_immutable() -> None:
     d = BreakerDecision(BreakerState.WARNING, BreakerAction.PROCEED, 0.25, 0.1, "warn")
     assert (d.state, d.action, d.mixing_ratio, d.b_net, d.reason, d.frozen_payload) == (
-        BreakerState.WARNING, BreakerAction.PROCEED, 0.25, 0.1, "warn", None)
+        BreakerState.WARNING,
+        BreakerAction.PROCEED,
+        0.25,
+        0.1,
+        "warn",
+        None,
+    )
     with pytest.raises(AttributeError):
         d.state = BreakerState.NORMAL  # type: ignore[misc]
     assert "WARNING" in repr(d)
@@ -71,12 +82,14 @@ def test_decision_fields_are_named_and_immutable() -> None:
 @pytest.mark.parametrize("state", list(BreakerState))
 @pytest.mark.parametrize("action", list(BreakerAction))
 def test_decision_rejects_every_inconsistent_state_action_pair(
-        state: BreakerState, action: BreakerAction) -> None:
+    state: BreakerState, action: BreakerAction
+) -> None:
     if action in ALLOWED_ACTIONS[state]:
         assert BreakerDecision(state, action, 0.5, 0.5, "ok").action is action
     else:
-        with pytest.raises(InputError, match=f"{action.name} is inconsistent with state "
-                                             f"{state.name}"):
+        with pytest.raises(
+            InputError, match=f"{action.name} is inconsistent with state {state.name}"
+        ):
             BreakerDecision(state, action, 0.5, 0.5, "bad")
 
 
@@ -96,8 +109,7 @@ def test_decision_rejects_empty_reason_and_unfrozen_payload() -> None:
     with pytest.raises(InputError, match="reason"):
         BreakerDecision(BreakerState.NORMAL, BreakerAction.PROCEED, 0.1, 0.1, "")
     with pytest.raises(InputError, match="freeze"):
-        BreakerDecision(BreakerState.INTERVENTION, BreakerAction.HALT, 0.9, 0.6, "x",
-                        {"raw": 1})  # type: ignore[arg-type]
+        BreakerDecision(BreakerState.INTERVENTION, BreakerAction.HALT, 0.9, 0.6, "x", {"raw": 1})  # type: ignore[arg-type]
 
 
 def test_decision_from_json_names_missing_field_and_bad_enum() -> None:
@@ -113,21 +125,27 @@ def test_decision_from_json_names_missing_field_and_bad_enum() -> None:
 
 
 def test_thresholds_reject_enter_not_above_exit_naming_both_values() -> None:
-    with pytest.raises(ThresholdError, match=r"tau_enter=0\.3 must be greater than "
-                                             r"tau_exit=0\.3"):
+    with pytest.raises(
+        ThresholdError,
+        match=r"tau_enter=0\.3 must be greater than "
+        r"tau_exit=0\.3",
+    ):
         Thresholds(0.3, 0.3, 0.2, 0.05)
     with pytest.raises(ThresholdError, match=r"tau_enter=0\.2"):
         Thresholds(0.2, 0.3, 0.2, 0.05)
 
 
-@pytest.mark.parametrize(("field", "values"), [
-    ("kappa", (0.5, 0.3, 0.2, 0.0)),
-    ("kappa", (0.5, 0.3, 0.2, -1.0)),
-    ("tau_exit", (0.5, 0.0, 0.2, 0.1)),
-    ("tau_warn", (0.5, 0.3, -0.1, 0.1)),
-    ("tau_enter", (math.nan, 0.3, 0.2, 0.1)),
-    ("kappa", (0.5, 0.3, 0.2, math.inf)),
-])
+@pytest.mark.parametrize(
+    ("field", "values"),
+    [
+        ("kappa", (0.5, 0.3, 0.2, 0.0)),
+        ("kappa", (0.5, 0.3, 0.2, -1.0)),
+        ("tau_exit", (0.5, 0.0, 0.2, 0.1)),
+        ("tau_warn", (0.5, 0.3, -0.1, 0.1)),
+        ("tau_enter", (math.nan, 0.3, 0.2, 0.1)),
+        ("kappa", (0.5, 0.3, 0.2, math.inf)),
+    ],
+)
 def test_thresholds_reject_bad_values(field: str, values: tuple[float, ...]) -> None:
     with pytest.raises(ThresholdError, match=field):
         Thresholds(*values)
@@ -169,13 +187,17 @@ def test_frozen_payload_digest_ignores_key_order_and_detects_content() -> None:
     assert len(FrozenPayload.of(None).sha256) == 64
 
 
-@pytest.mark.parametrize(("payload", "path", "type_name"), [
-    ({"a": [1, {2, 3}]}, "payload['a'][1]", "set"),
-    ({"a": b"bytes"}, "payload['a']", "bytes"),
-    ([object()], "payload[0]", "object"),
-])
+@pytest.mark.parametrize(
+    ("payload", "path", "type_name"),
+    [
+        ({"a": [1, {2, 3}]}, "payload['a'][1]", "set"),
+        ({"a": b"bytes"}, "payload['a']", "bytes"),
+        ([object()], "payload[0]", "object"),
+    ],
+)
 def test_freezing_a_non_json_value_names_its_path_and_type(
-        payload: object, path: str, type_name: str) -> None:
+    payload: object, path: str, type_name: str
+) -> None:
     with pytest.raises(InputError) as info:
         FrozenPayload.of(payload)
     assert path in str(info.value)
@@ -215,10 +237,19 @@ def test_frozen_payload_round_trips(value: object) -> None:
 
 def _context(**changes: object) -> InterventionContext:
     fields: dict[str, object] = dict(
-        step=7, node="writer", state=BreakerState.WARNING, fast=0.6, slow=0.3,
-        mixing_ratio=0.88, thresholds=TH, local_scores={"writer": 0.8, "reader": 0.1},
-        weights={"writer": 0.7, "reader": 0.3}, history={"writer": [0.5, 0.8]},
-        attempt=1, frozen_payload=FrozenPayload.of({"text": "x"}), seed=11,
+        step=7,
+        node="writer",
+        state=BreakerState.WARNING,
+        fast=0.6,
+        slow=0.3,
+        mixing_ratio=0.88,
+        thresholds=TH,
+        local_scores={"writer": 0.8, "reader": 0.1},
+        weights={"writer": 0.7, "reader": 0.3},
+        history={"writer": [0.5, 0.8]},
+        attempt=1,
+        frozen_payload=FrozenPayload.of({"text": "x"}),
+        seed=11,
     )
     fields.update(changes)
     return InterventionContext(**fields)  # type: ignore[arg-type]
@@ -241,19 +272,23 @@ def test_context_round_trips_through_plain_json() -> None:
     assert again.to_json() == context.to_json()
 
 
-@pytest.mark.parametrize(("changes", "error", "match"), [
-    ({"attempt": 0}, InputError, "attempt"),
-    ({"step": -1}, InputError, "step"),
-    ({"state": BreakerState.ESCALATED}, InputError, "NORMAL, WARNING or RECOVERY"),
-    ({"fast": math.nan}, ScoreError, "fast"),
-    ({"local_scores": {"a": -0.1}}, ScoreError, r"local_scores\['a'\]"),
-    ({"weights": {"a": math.inf}}, ScoreError, r"weights\['a'\]"),
-    ({"history": {"a": [0.1, math.nan]}}, ScoreError, r"history\['a'\]\[1\]"),
-    ({"mixing_ratio": 1.5}, ScoreError, "mixing_ratio"),
-    ({"node": ""}, InputError, "node"),
-])
-def test_context_validates_fields(changes: dict[str, object], error: type[Exception],
-                                  match: str) -> None:
+@pytest.mark.parametrize(
+    ("changes", "error", "match"),
+    [
+        ({"attempt": 0}, InputError, "attempt"),
+        ({"step": -1}, InputError, "step"),
+        ({"state": BreakerState.ESCALATED}, InputError, "NORMAL, WARNING or RECOVERY"),
+        ({"fast": math.nan}, ScoreError, "fast"),
+        ({"local_scores": {"a": -0.1}}, ScoreError, r"local_scores\['a'\]"),
+        ({"weights": {"a": math.inf}}, ScoreError, r"weights\['a'\]"),
+        ({"history": {"a": [0.1, math.nan]}}, ScoreError, r"history\['a'\]\[1\]"),
+        ({"mixing_ratio": 1.5}, ScoreError, "mixing_ratio"),
+        ({"node": ""}, InputError, "node"),
+    ],
+)
+def test_context_validates_fields(
+    changes: dict[str, object], error: type[Exception], match: str
+) -> None:
     with pytest.raises(error, match=match):
         _context(**changes)
 
@@ -289,9 +324,14 @@ def test_result_trail_is_read_only_and_round_trips() -> None:
     again = InterventionResult.from_json(json.loads(json.dumps(result.to_json())))
     assert again.to_json() == result.to_json()
     summary = result.summary()
-    assert summary == {"strategy": "skeptics", "converged": True, "recheck_score": 0.05,
-                       "error": None, "events": 1,
-                       "repaired_sha256": FrozenPayload.of("fixed").sha256}
+    assert summary == {
+        "strategy": "skeptics",
+        "converged": True,
+        "recheck_score": 0.05,
+        "error": None,
+        "events": 1,
+        "repaired_sha256": FrozenPayload.of("fixed").sha256,
+    }
 
 
 def test_context_and_result_survive_pickle_and_deepcopy() -> None:

@@ -2,18 +2,14 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biasbreaker.calibration import (
-    ControlSample,
-    ControlStatistics,
-    false_halt_rate,
-    run_calibrator,
-    summarise_control_runs,
-)
+import biasbreaker_plugins.calibrator_percentile as percentile_plugin
+from biasbreaker.calibration import calibrate, calibrate_thresholds, false_halt_rate
 from biasbreaker.errors import ThresholdError
 from biasbreaker_plugins.calibrator_percentile import (
     PercentileCalibrator,
@@ -22,11 +18,15 @@ from biasbreaker_plugins.calibrator_percentile import (
     required_runs,
 )
 
-STATS = ControlStatistics(0.1, 0.05, 100)
+
+def runs_with_maxima(fast: list[float], slow: list[float]) -> list[list[tuple[float, float]]]:
+    """One two-step control run per maximum (the other step is lower)."""
+    return [[(f / 2, s / 2), (f, s)] for f, s in zip(fast, slow, strict=True)]
 
 
-@pytest.mark.parametrize(("alpha", "runs"), [(0.01, 99), (0.05, 19), (0.1, 9), (0.3, 3),
-                                             (0.5, 1), (0.001, 999)])
+@pytest.mark.parametrize(
+    ("alpha", "runs"), [(0.01, 99), (0.05, 19), (0.1, 9), (0.3, 3), (0.5, 1), (0.001, 999)]
+)
 def test_required_runs(alpha: float, runs: int) -> None:
     assert required_runs(alpha) == runs
     assert conformal_rank(runs, alpha) <= runs
@@ -41,11 +41,9 @@ def test_rank_uses_the_decimal_target() -> None:
 
 
 def test_too_few_runs_says_how_many_are_needed() -> None:
-    sample = ControlSample(tuple(i / 20 for i in range(1, 21)), tuple(i / 40 for i in
-                                                                       range(1, 21)), STATS)
+    runs = runs_with_maxima([i / 20 for i in range(1, 21)], [i / 40 for i in range(1, 21)])
     with pytest.raises(ThresholdError) as info:
-        PercentileCalibrator().calibrate(sample, target_false_halt_rate=0.01, exit_ratio=0.7,
-                                         warn_ratio=1.0)
+        PercentileCalibrator().calibrate(runs, target_false_halt_rate=0.01)
     message = str(info.value)
     assert "20 control runs are too few for a per-run false-halt rate of 0.01" in message
     assert "at least 99 runs" in message
@@ -60,9 +58,9 @@ def test_thresholds_are_the_next_float_above_the_conformal_order_statistic() -> 
     fast_list, slow_list = list(fast), list(slow)
     rng.shuffle(fast_list)
     rng.shuffle(slow_list)
-    sample = ControlSample(tuple(fast_list), tuple(slow_list), STATS)
-    result = PercentileCalibrator().calibrate(sample, target_false_halt_rate=0.05,
-                                              exit_ratio=0.7, warn_ratio=0.8)
+    result = PercentileCalibrator(exit_ratio=0.7, warn_ratio=0.8).calibrate(
+        runs_with_maxima(fast_list, slow_list), target_false_halt_rate=0.05
+    )
     k = math.ceil(101 * 0.95)  # 96
     assert result.tau_enter == math.nextafter(k / 100, math.inf)
     assert result.tau_exit == 0.7 * result.tau_enter
@@ -75,10 +73,13 @@ def test_zero_quantile_is_an_error() -> None:
         conformal_upper_bound([0.0] * 50, 0.1, scale="fast")
 
 
-@given(st.lists(st.floats(0.001, 10.0), min_size=1, max_size=300),
-       st.sampled_from([0.01, 0.02, 0.05, 0.1, 0.2, 0.5]))
+@given(
+    st.lists(st.floats(0.001, 10.0), min_size=1, max_size=300),
+    st.sampled_from([0.01, 0.02, 0.05, 0.1, 0.2, 0.5]),
+)
 def test_empirical_rate_on_the_calibration_runs_is_below_the_target(
-        maxima: list[float], alpha: float) -> None:
+    maxima: list[float], alpha: float
+) -> None:
     if len(maxima) < required_runs(alpha):
         with pytest.raises(ThresholdError, match=f"at least {required_runs(alpha)} runs"):
             conformal_upper_bound(maxima, alpha, scale="fast")
@@ -88,8 +89,9 @@ def test_empirical_rate_on_the_calibration_runs_is_below_the_target(
     assert tau > sorted(maxima)[conformal_rank(len(maxima), alpha) - 1]
 
 
-def _mean_rate_on_new_runs(n: int, alpha: float, repeats: int, seed: int, *, steps: int,
-                           levels: int | None) -> float:
+def _mean_rate_on_new_runs(
+    n: int, alpha: float, repeats: int, seed: int, *, steps: int, levels: int | None
+) -> float:
     """Average, over repeated calibrations, of the exact false-halt rate on new runs.
 
     Each control run has ``steps`` i.i.d. fast scores, uniform on [0, 1) (``levels=None``) or
@@ -107,23 +109,23 @@ def _mean_rate_on_new_runs(n: int, alpha: float, repeats: int, seed: int, *, ste
         if levels is None:
             return 1.0 - min(tau, 1.0) ** steps
         below = sum(1 for j in range(levels + 1) if j / levels < tau) / (levels + 1)
-        return 1.0 - below ** steps
+        return 1.0 - below**steps
 
     total = 0.0
     calibrator = PercentileCalibrator()
     for _ in range(repeats):
         runs = [[(score(), 0.5 + score()) for _ in range(steps)] for _ in range(n)]
-        sample = summarise_control_runs(runs)
-        thresholds = calibrator.calibrate(sample, target_false_halt_rate=alpha,
-                                          exit_ratio=0.7, warn_ratio=1.0)
+        thresholds = calibrator.calibrate(runs, target_false_halt_rate=alpha)
         total += p_new_run_trips(thresholds.tau_enter)
     return total / repeats
 
 
-@pytest.mark.parametrize(("n", "alpha", "levels"), [(99, 0.01, None), (40, 0.05, None),
-                                                    (30, 0.1, 20), (19, 0.05, 6)])
+@pytest.mark.parametrize(
+    ("n", "alpha", "levels"), [(99, 0.01, None), (40, 0.05, None), (30, 0.1, 20), (19, 0.05, 6)]
+)
 def test_conformal_guarantee_holds_on_simulated_exchangeable_runs(
-        n: int, alpha: float, levels: int | None) -> None:
+    n: int, alpha: float, levels: int | None
+) -> None:
     repeats = 4000
     rate = _mean_rate_on_new_runs(n, alpha, repeats, seed=n, steps=5, levels=levels)
     # Exact expectation for continuous scores is (n + 1 - k) / (n + 1) <= alpha; allow 4
@@ -142,7 +144,7 @@ def test_one_rank_lower_would_break_the_guarantee() -> None:
     for _ in range(repeats):
         maxima = sorted(max(rng.random() for _ in range(5)) for _ in range(n))
         tau = maxima[conformal_rank(n, alpha) - 2]
-        total += 1.0 - tau ** 5
+        total += 1.0 - tau**5
     assert total / repeats > alpha + 4 * math.sqrt(alpha * (1 - alpha) / repeats)
 
 
@@ -154,11 +156,32 @@ def test_guarantee_property_over_seeds(seed: int, alpha: float) -> None:
     assert rate <= alpha + 5 * math.sqrt(alpha * (1 - alpha) / repeats)
 
 
-def test_run_calibrator_accepts_the_percentile_calibrator() -> None:
+def test_ratios_are_validated() -> None:
+    with pytest.raises(ThresholdError, match=r"exit_ratio=0\.9"):
+        PercentileCalibrator(exit_ratio=0.9)
+    with pytest.raises(ThresholdError, match=r"warn_ratio=0\.0"):
+        PercentileCalibrator(warn_ratio=0.0)
+
+
+def test_registered_through_the_calibrator_hook_and_configured_from_calibration(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    register_plugin(percentile_plugin, name="calibrator_percentile")
+    kernel = make_kernel(
+        {"calibration": {"exit_ratio": 0.6, "warn_ratio": 0.5, "target_false_halt_rate": 0.05}}
+    )
+    built = kernel.build("calibrator")
+    assert isinstance(built, PercentileCalibrator)
+    assert (built.exit_ratio, built.warn_ratio) == (0.6, 0.5)
     rng = random.Random(9)
     runs = [[(rng.random() * 0.3, rng.random() * 0.1) for _ in range(10)] for _ in range(200)]
-    report = run_calibrator(PercentileCalibrator(), summarise_control_runs(runs),
-                            name="percentile", target_false_halt_rate=0.01, exit_ratio=0.7,
-                            warn_ratio=1.0)
-    assert report.empirical_false_halt_rate <= 0.01
-    assert report.thresholds.tau_exit < report.thresholds.tau_enter
+    report = calibrate(runs, kernel=kernel)
+    assert report.calibrator == "percentile"
+    assert report.target_false_halt_rate == 0.05
+    assert report.empirical_false_halt_rate <= 0.05
+    assert report.thresholds.tau_exit == 0.6 * report.thresholds.tau_enter
+    assert calibrate_thresholds(
+        runs, target_false_halt_rate=0.01, kernel=kernel
+    ) == PercentileCalibrator(0.6, 0.5).calibrate(runs, target_false_halt_rate=0.01)
+    with pytest.raises(ThresholdError, match="needs at least 99 runs"):
+        calibrate_thresholds(runs[:20], target_false_halt_rate=0.01, kernel=kernel)

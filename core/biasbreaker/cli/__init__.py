@@ -18,6 +18,8 @@ from biasbreaker import __version__
 COMMANDS: tuple[str, ...] = (
     "biasbreaker.cli.plugins",
     "biasbreaker.cli.config",
+    "biasbreaker.cli.calibrate",
+    "biasbreaker.cli.verify",
 )
 """Modules whose ``register(app)`` adds a command, in ``--help`` order."""
 

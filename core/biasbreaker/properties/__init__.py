@@ -71,8 +71,9 @@ class VerificationReport:
         }
 
 
-def verify_trace(path: str | os.PathLike[str], *,
-                 max_history: int | None = None) -> VerificationReport:
+def verify_trace(
+    path: str | os.PathLike[str], *, max_history: int | None = None
+) -> VerificationReport:
     """Check every control property on a run trace.
 
     Args:
@@ -89,11 +90,15 @@ def verify_trace(path: str | os.PathLike[str], *,
     """
     reader = TraceReader(path)
     header = reader.header
-    if max_history is not None and (isinstance(max_history, bool)
-                                    or not isinstance(max_history, int) or max_history < 1):
+    if max_history is not None and (
+        isinstance(max_history, bool) or not isinstance(max_history, int) or max_history < 1
+    ):
         raise InputError(f"max_history={max_history!r} must be an int >= 1")
-    window_length = max_history if max_history is not None else (
-        header.max_history if header.max_history is not None else DEFAULT_MAX_HISTORY)
+    window_length = (
+        max_history
+        if max_history is not None
+        else (header.max_history if header.max_history is not None else DEFAULT_MAX_HISTORY)
+    )
     rlb = RLBVerifier(header.control, window_length, header.max_history)
     others: tuple[Verifier, ...] = (
         AntiThrashVerifier(header.thresholds),

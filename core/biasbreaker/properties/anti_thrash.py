@@ -45,19 +45,24 @@ class AntiThrashVerifier:
         if self._exit <= fast < self._enter:
             self._in_band += 1
         if now and not was and fast < self._enter:
-            self._log.add(record.step,
-                          f"tripped ({self._previous.value} -> {record.state.value}) with fast "
-                          f"{fast!r} below tau_enter {self._enter!r}")
+            self._log.add(
+                record.step,
+                f"tripped ({self._previous.value} -> {record.state.value}) with fast "
+                f"{fast!r} below tau_enter {self._enter!r}",
+            )
         elif was and not now and fast >= self._exit:
-            self._log.add(record.step,
-                          f"cleared ({self._previous.value} -> {record.state.value}) with fast "
-                          f"{fast!r} not below tau_exit {self._exit!r}")
+            self._log.add(
+                record.step,
+                f"cleared ({self._previous.value} -> {record.state.value}) with fast "
+                f"{fast!r} not below tau_exit {self._exit!r}",
+            )
         self._previous = record.state
 
     def report(self) -> PropertyReport:
         """Return the verdict."""
-        return PropertyReport(self.name, self.version, self._in_band, self._log.count,
-                              tuple(self._log.kept))
+        return PropertyReport(
+            self.name, self.version, self._in_band, self._log.count, tuple(self._log.kept)
+        )
 
 
 __all__ = ["AntiThrashVerifier"]

@@ -45,16 +45,19 @@ class BoundedRetriesVerifier:
         if state is BreakerState.INTERVENTION and self._previous is not BreakerState.INTERVENTION:
             self._interventions += 1
             if self._interventions > self._max_retries:
-                self._log.add(record.step,
-                              f"intervention {self._interventions} in episode {self._episodes} "
-                              f"exceeds max_retries {self._max_retries}")
+                self._log.add(
+                    record.step,
+                    f"intervention {self._interventions} in episode {self._episodes} "
+                    f"exceeds max_retries {self._max_retries}",
+                )
         self._previous = state
 
     def report(self) -> PropertyReport:
         """Return the verdict."""
         note = "" if self._episodes else "vacuous: the breaker never tripped"
-        return PropertyReport(self.name, self.version, self._episodes, self._log.count,
-                              tuple(self._log.kept), note)
+        return PropertyReport(
+            self.name, self.version, self._episodes, self._log.count, tuple(self._log.kept), note
+        )
 
 
 __all__ = ["BoundedRetriesVerifier"]

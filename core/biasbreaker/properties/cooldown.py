@@ -40,19 +40,26 @@ class CooldownVerifier:
         if self._previous.tripped and not state.tripped:
             self._recoveries += 1
             if self._previous is not BreakerState.RECOVERY:
-                self._log.add(record.step, f"closed ({state.value}) straight from "
-                                           f"{self._previous.value}, without RECOVERY")
+                self._log.add(
+                    record.step,
+                    f"closed ({state.value}) straight from "
+                    f"{self._previous.value}, without RECOVERY",
+                )
             elif self._recovery_run < self._needed:
-                self._log.add(record.step, f"recovered after {self._recovery_run} RECOVERY "
-                                           f"step(s); the cool-down needs {self._needed}")
+                self._log.add(
+                    record.step,
+                    f"recovered after {self._recovery_run} RECOVERY "
+                    f"step(s); the cool-down needs {self._needed}",
+                )
         self._recovery_run = self._recovery_run + 1 if state is BreakerState.RECOVERY else 0
         self._previous = state
 
     def report(self) -> PropertyReport:
         """Return the verdict."""
         note = "" if self._recoveries else "vacuous: the breaker never recovered"
-        return PropertyReport(self.name, self.version, self._recoveries, self._log.count,
-                              tuple(self._log.kept), note)
+        return PropertyReport(
+            self.name, self.version, self._recoveries, self._log.count, tuple(self._log.kept), note
+        )
 
 
 __all__ = ["CooldownVerifier"]

@@ -81,8 +81,9 @@ class RecoveryTracker:
         self._peak = 0
         self._last_over: int | None = None
 
-    def feed(self, step: int, *, over: bool, beyond_3: int, beyond_5: int
-             ) -> RecoveryTransition | None:
+    def feed(
+        self, step: int, *, over: bool, beyond_3: int, beyond_5: int
+    ) -> RecoveryTransition | None:
         """Take one step.
 
         Args:
@@ -167,9 +168,14 @@ class RLBReport:
 
     def as_property_report(self) -> PropertyReport:
         """Return the verdict in the common per-property shape."""
-        return PropertyReport("recovery-latency-bound", self.property_version,
-                              self.recovery_transitions, self.violation_count, self.violations,
-                              self.note)
+        return PropertyReport(
+            "recovery-latency-bound",
+            self.property_version,
+            self.recovery_transitions,
+            self.violation_count,
+            self.violations,
+            self.note,
+        )
 
 
 class RLBVerifier:
@@ -185,8 +191,12 @@ class RLBVerifier:
             note when it differs from ``max_history``.
     """
 
-    def __init__(self, control: ControlStatistics | None, max_history: int,
-                 recorded_max_history: int | None = None) -> None:
+    def __init__(
+        self,
+        control: ControlStatistics | None,
+        max_history: int,
+        recorded_max_history: int | None = None,
+    ) -> None:
         self._control = control
         self._max_history = max_history
         self._recorded = recorded_max_history
@@ -206,8 +216,9 @@ class RLBVerifier:
             self._windowless += 1
             return
         over = outlier_level(record.fast, self._control) >= 3
-        transition = self._tracker.feed(record.step, over=over, beyond_3=window.beyond_3,
-                                        beyond_5=window.beyond_5)
+        transition = self._tracker.feed(
+            record.step, over=over, beyond_3=window.beyond_3, beyond_5=window.beyond_5
+        )
         if transition is None:
             return
         self._transitions += 1
@@ -216,14 +227,18 @@ class RLBVerifier:
         if not transition.literal_bound_holds(self._max_history):
             self._literal_exceeded += 1
         if transition.latency is None:
-            self._log.add(transition.step,
-                          f"window clean after {transition.dirty_run} dirty step(s), but no "
-                          "over-threshold outcome was recorded before it")
+            self._log.add(
+                transition.step,
+                f"window clean after {transition.dirty_run} dirty step(s), but no "
+                "over-threshold outcome was recorded before it",
+            )
         elif not transition.corrected_bound_holds(self._max_history):
-            self._log.add(transition.step,
-                          f"window clean {transition.latency} steps after the last "
-                          f"over-threshold outcome (step {transition.step - transition.latency})"
-                          f", more than W={self._max_history}")
+            self._log.add(
+                transition.step,
+                f"window clean {transition.latency} steps after the last "
+                f"over-threshold outcome (step {transition.step - transition.latency})"
+                f", more than W={self._max_history}",
+            )
 
     def report(self, trace_sha256: str) -> RLBReport:
         """Return the verdict (``trace_sha256`` is the digest of the file verified)."""
@@ -231,11 +246,15 @@ class RLBVerifier:
         if self._windowless:
             notes.append(f"{self._windowless} step(s) recorded no calibration window")
         if self._transitions == 0:
-            notes.append("holds vacuously: no recovery transition (the window never went from "
-                         "dirty to clean)")
+            notes.append(
+                "holds vacuously: no recovery transition (the window never went from "
+                "dirty to clean)"
+            )
         if self._recorded is not None and self._recorded != self._max_history:
-            notes.append(f"checked with W={self._max_history} but the run's window had "
-                         f"W={self._recorded}: the verdict does not apply to this run")
+            notes.append(
+                f"checked with W={self._max_history} but the run's window had "
+                f"W={self._recorded}: the verdict does not apply to this run"
+            )
         return RLBReport(
             trace_sha256=trace_sha256,
             max_history=self._max_history,

@@ -31,18 +31,26 @@ class TerminalEscalationVerifier:
                 self._escalated_at = record.step
             return
         self._after += 1
-        if record.state is not BreakerState.ESCALATED \
-                or record.action is not BreakerAction.ESCALATE:
-            self._log.add(record.step,
-                          f"state {record.state.value} / action {record.action.value} after "
-                          f"escalation at step {self._escalated_at}")
+        if (
+            record.state is not BreakerState.ESCALATED
+            or record.action is not BreakerAction.ESCALATE
+        ):
+            self._log.add(
+                record.step,
+                f"state {record.state.value} / action {record.action.value} after "
+                f"escalation at step {self._escalated_at}",
+            )
 
     def report(self) -> PropertyReport:
         """Return the verdict."""
-        note = ("vacuous: the run never escalated" if self._escalated_at is None
-                else f"escalated at step {self._escalated_at}")
-        return PropertyReport(self.name, self.version, self._after, self._log.count,
-                              tuple(self._log.kept), note)
+        note = (
+            "vacuous: the run never escalated"
+            if self._escalated_at is None
+            else f"escalated at step {self._escalated_at}"
+        )
+        return PropertyReport(
+            self.name, self.version, self._after, self._log.count, tuple(self._log.kept), note
+        )
 
 
 __all__ = ["TerminalEscalationVerifier"]

@@ -7,8 +7,12 @@ from tracegen import forge
 from biasbreaker.properties import verify_trace
 from biasbreaker.types import BreakerState
 
-N, IV, R, E = (BreakerState.NORMAL, BreakerState.INTERVENTION, BreakerState.RECOVERY,
-              BreakerState.ESCALATED)
+N, IV, R, E = (
+    BreakerState.NORMAL,
+    BreakerState.INTERVENTION,
+    BreakerState.RECOVERY,
+    BreakerState.ESCALATED,
+)
 
 
 def bounded(path: Path):  # type: ignore[no-untyped-def]
@@ -18,8 +22,9 @@ def bounded(path: Path):  # type: ignore[no-untyped-def]
 
 def test_counts_interventions_per_episode(tmp_path: Path) -> None:
     episode = [(IV, 0.6), (R, 0.2), (R, 0.2), (IV, 0.2), (R, 0.2), (R, 0.2)]
-    path = forge(tmp_path / "ok.jsonl", [(N, 0.1), *episode, (N, 0.1), *episode, (E, 0.1)],
-                 max_retries=2)
+    path = forge(
+        tmp_path / "ok.jsonl", [(N, 0.1), *episode, (N, 0.1), *episode, (E, 0.1)], max_retries=2
+    )
     report = bounded(path)
     assert report.holds
     assert report.checked == 2

@@ -7,8 +7,12 @@ from tracegen import forge
 from biasbreaker.properties import verify_trace
 from biasbreaker.types import BreakerState
 
-N, IV, R, E = (BreakerState.NORMAL, BreakerState.INTERVENTION, BreakerState.RECOVERY,
-              BreakerState.ESCALATED)
+N, IV, R, E = (
+    BreakerState.NORMAL,
+    BreakerState.INTERVENTION,
+    BreakerState.RECOVERY,
+    BreakerState.ESCALATED,
+)
 
 
 def cooldown(path: Path):  # type: ignore[no-untyped-def]
@@ -17,25 +21,35 @@ def cooldown(path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_holds_after_enough_recovery_steps(tmp_path: Path) -> None:
-    report = cooldown(forge(tmp_path / "ok.jsonl", [(IV, 0.6), (R, 0.1), (R, 0.1), (R, 0.1),
-                                                    (N, 0.1)], cooldown_steps=3))
+    report = cooldown(
+        forge(
+            tmp_path / "ok.jsonl",
+            [(IV, 0.6), (R, 0.1), (R, 0.1), (R, 0.1), (N, 0.1)],
+            cooldown_steps=3,
+        )
+    )
     assert report.holds
     assert report.checked == 1
 
 
 def test_recovering_before_the_cooldown_is_a_violation(tmp_path: Path) -> None:
-    report = cooldown(forge(tmp_path / "bad.jsonl", [(IV, 0.6), (R, 0.1), (R, 0.1), (N, 0.1)],
-                            cooldown_steps=3))
+    report = cooldown(
+        forge(tmp_path / "bad.jsonl", [(IV, 0.6), (R, 0.1), (R, 0.1), (N, 0.1)], cooldown_steps=3)
+    )
     assert [v.step for v in report.violations] == [3]
-    assert "recovered after 2 RECOVERY step(s); the cool-down needs 3" in \
-        report.violations[0].message
+    assert (
+        "recovered after 2 RECOVERY step(s); the cool-down needs 3" in report.violations[0].message
+    )
 
 
 def test_closing_straight_from_intervention_is_a_violation(tmp_path: Path) -> None:
-    report = cooldown(forge(tmp_path / "bad.jsonl", [(N, 0.1), (IV, 0.6), (N, 0.1)],
-                            cooldown_steps=0))
-    assert "closed (normal) straight from intervention, without RECOVERY" in \
-        report.violations[0].message
+    report = cooldown(
+        forge(tmp_path / "bad.jsonl", [(N, 0.1), (IV, 0.6), (N, 0.1)], cooldown_steps=0)
+    )
+    assert (
+        "closed (normal) straight from intervention, without RECOVERY"
+        in report.violations[0].message
+    )
 
 
 def test_vacuous_without_recovery(tmp_path: Path) -> None:

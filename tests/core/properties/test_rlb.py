@@ -26,8 +26,9 @@ def transitions(outcomes: tuple[bool, ...], max_history: int) -> list[RecoveryTr
     found = []
     for step, over in enumerate(outcomes):
         counts = window.observe(OVER if over else WITHIN)
-        transition = tracker.feed(step, over=over, beyond_3=counts.beyond_3,
-                                  beyond_5=counts.beyond_5)
+        transition = tracker.feed(
+            step, over=over, beyond_3=counts.beyond_3, beyond_5=counts.beyond_5
+        )
         if transition is not None:
             found.append(transition)
     return found
@@ -69,9 +70,11 @@ def test_a_burst_longer_than_w_breaks_the_literal_bound_in_general() -> None:
 
 
 def test_verify_reports_the_counterexample_run(tmp_path: Path) -> None:
-    trace_path = forge(tmp_path / "run.jsonl",
-                       [(N, WITHIN), (N, OVER), (N, OVER), (N, WITHIN), (N, WITHIN)],
-                       max_history=1)
+    trace_path = forge(
+        tmp_path / "run.jsonl",
+        [(N, WITHIN), (N, OVER), (N, OVER), (N, WITHIN), (N, WITHIN)],
+        max_history=1,
+    )
     rlb = verify_trace(trace_path).rlb
     assert rlb.holds
     assert not rlb.vacuous
@@ -83,15 +86,18 @@ def test_verify_reports_the_counterexample_run(tmp_path: Path) -> None:
 
 def test_a_window_that_evicts_too_slowly_is_a_violation(tmp_path: Path) -> None:
     # The header says W = 3 but the recorded counts come from a window of 5.
-    trace_path = forge(tmp_path / "run.jsonl", [(N, OVER)] * 2 + [(N, WITHIN)] * 8,
-                       max_history=3, window_length=5)
+    trace_path = forge(
+        tmp_path / "run.jsonl", [(N, OVER)] * 2 + [(N, WITHIN)] * 8, max_history=3, window_length=5
+    )
     rlb = verify_trace(trace_path).rlb
     assert not rlb.holds
     assert rlb.violation_count == 1
     [violation] = rlb.violations
     assert violation.step == 6
-    assert "window clean 5 steps after the last over-threshold outcome (step 1), more than " \
-           "W=3" in violation.message
+    assert (
+        "window clean 5 steps after the last over-threshold outcome (step 1), more than "
+        "W=3" in violation.message
+    )
 
 
 def test_a_window_dirty_without_any_outlier_is_a_violation(tmp_path: Path) -> None:
@@ -134,18 +140,22 @@ def _hook(context: InterventionContext) -> InterventionResult:
     return InterventionResult(freeze("fixed"), True, "skeptics", (), 0.05)
 
 
-@given(st.integers(1, 6), st.integers(0, 3),
-       st.lists(st.tuples(st.integers(1, 8), st.integers(0, 12)), min_size=1, max_size=8),
-       st.data())
+@given(
+    st.integers(1, 6),
+    st.integers(0, 3),
+    st.lists(st.tuples(st.integers(1, 8), st.integers(0, 12)), min_size=1, max_size=8),
+    st.data(),
+)
 def test_property_rlb_holds_on_generated_multi_cycle_runs(
-        max_history: int, cooldown: int, cycles: list[tuple[int, int]],
-        data: st.DataObject) -> None:
+    max_history: int, cooldown: int, cycles: list[tuple[int, int]], data: st.DataObject
+) -> None:
     """Bursts of over-threshold outcomes and calm stretches, driven through the machine."""
     import tempfile
 
     control = ControlStatistics(0.1, 0.05, 1000)
-    config = MachineConfig(TH, cooldown_steps=cooldown, max_retries=3, control=control,
-                           max_history=max_history, seed=1)
+    config = MachineConfig(
+        TH, cooldown_steps=cooldown, max_retries=3, control=control, max_history=max_history, seed=1
+    )
     fasts: list[float] = []
     expected = 0
     for burst, calm in cycles:
