@@ -46,6 +46,15 @@ if TYPE_CHECKING:
 
 
 def _step_pair(step: object, where: str) -> tuple[float, float]:
+    if type(step) is tuple and len(step) == 2:
+        fast, slow = step
+        if (
+            type(fast) is float
+            and type(slow) is float
+            and 0.0 <= fast < math.inf
+            and 0.0 <= slow < math.inf
+        ):
+            return step  # the common case, already valid
     if isinstance(step, Mapping):
         if "fast" not in step or "slow" not in step:
             raise InputError(f"{where} needs the keys 'fast' and 'slow'")

@@ -598,9 +598,11 @@ class ControlMachine:
                 max_retries=config.max_retries,
             )
         )
-        history = {name: tuple(values) for name, values in self._history.items()}
-        for name, value in scores.items():
-            history[name] = (*history.get(name, ()), value)[-config.history_steps :]
+        # Only the scored nodes' histories change; they are committed after the hook.
+        history = {
+            name: (*self._history.get(name, ()), value)[-config.history_steps :]
+            for name, value in scores.items()
+        }
         episode, frozen, context = self._episode, self._frozen, None
         target = counters.state if transition is None else transition.target
 
@@ -630,7 +632,10 @@ class ControlMachine:
                 thresholds=thresholds,
                 local_scores=scores,
                 weights=dict(weights or {}),
-                history=history,
+                history={
+                    **{name: tuple(values) for name, values in self._history.items()},
+                    **history,
+                },
                 attempt=attempts,
                 frozen_payload=frozen,
                 seed=_derive_seed(config.seed, episode, attempts),
