@@ -166,7 +166,7 @@ def test_ratios_are_validated() -> None:
 def test_registered_through_the_calibrator_hook_and_configured_from_calibration(
     register_plugin: Any, make_kernel: Any
 ) -> None:
-    register_plugin(percentile_plugin, name="calibrator_percentile")
+    register_plugin(percentile_plugin, name="calibrator-percentile")
     kernel = make_kernel(
         {"calibration": {"exit_ratio": 0.6, "warn_ratio": 0.5, "target_false_halt_rate": 0.05}}
     )

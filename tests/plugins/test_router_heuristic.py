@@ -104,7 +104,7 @@ def test_options_are_validated(options: dict[str, float]) -> None:
 def test_registered_through_classify_route_with_options_from_plugin_heuristic(
     register_plugin: Any, make_kernel: Any
 ) -> None:
-    register_plugin(router_plugin, name="router_heuristic")
+    register_plugin(router_plugin, name="router-heuristic")
     kernel = make_kernel({"plugin": {"heuristic": {"persistence_steps": 2}}})
     router = kernel.build("classify_route")
     assert isinstance(router, HeuristicRouter)
@@ -116,7 +116,7 @@ def test_registered_through_classify_route_with_options_from_plugin_heuristic(
 def test_persistence_longer_than_the_kept_history_is_a_config_error(
     register_plugin: Any, make_kernel: Any
 ) -> None:
-    register_plugin(router_plugin, name="router_heuristic")
+    register_plugin(router_plugin, name="router-heuristic")
     kernel = make_kernel(
         {"breaker": {"history_steps": 4}, "plugin": {"heuristic": {"persistence_steps": 5}}}
     )
@@ -127,7 +127,7 @@ def test_persistence_longer_than_the_kept_history_is_a_config_error(
 
 
 def test_bad_options_in_the_config_name_the_key(register_plugin: Any, make_kernel: Any) -> None:
-    register_plugin(router_plugin, name="router_heuristic")
+    register_plugin(router_plugin, name="router-heuristic")
     kernel = make_kernel({"plugin": {"heuristic": {"node_threshold": 2}}})
     with pytest.raises(ConfigError, match="plugin.heuristic.node_threshold = 2"):
         kernel.build("classify_route")
