@@ -303,7 +303,8 @@ class TraceWriter:
     ``recorder``.
 
     Args:
-        path: The trace file.
+        path: The trace file, or an open text stream (e.g. ``sys.stdout``; it is flushed per
+            record but not closed, and ``fsync`` and ``append`` do not apply).
         header: The run's header, written as line 1 of a new file.
         fsync: Also ``os.fsync`` after every record (durable against power loss; slower).
         append: Continue an existing trace (e.g. after restoring a machine from a snapshot):
@@ -318,16 +319,24 @@ class TraceWriter:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | IO[str],
         header: TraceHeader,
         *,
         fsync: bool = False,
         append: bool = False,
     ) -> None:
-        self.path = Path(path)
         self.header = header
-        self._fsync = fsync
         self._next_step = 0
+        self._closed = False
+        self._owned = not hasattr(path, "write")
+        if not self._owned:
+            self.path = Path(getattr(path, "name", "<stream>"))
+            self._fsync = False
+            self._file: IO[str] = path  # type: ignore[assignment]
+            self._emit(record_line(header.to_json()))
+            return
+        self.path = Path(path)  # type: ignore[arg-type]
+        self._fsync = fsync
         if append and self.path.exists() and self.path.stat().st_size > 0:
             existing = read_trace(self.path, warn=False)
             if existing.header != header:
@@ -338,7 +347,7 @@ class TraceWriter:
             with self.path.open("r+b") as raw:
                 raw.truncate(existing.whole_bytes)
             self._next_step = existing.records[-1].step + 1 if existing.records else 0
-            self._file: IO[str] = self.path.open("a", encoding="utf-8", newline="\n")
+            self._file = self.path.open("a", encoding="utf-8", newline="\n")
         else:
             self._file = self.path.open("w", encoding="utf-8", newline="\n")
             self._emit(record_line(header.to_json()))
@@ -356,7 +365,7 @@ class TraceWriter:
             TraceError: If the record's step is not the next one (steps are consecutive from
                 0), or the writer is closed.
         """
-        if self._file.closed:
+        if self._closed:
             raise TraceError(f"{self.path}: the trace writer is closed")
         if record.step != self._next_step:
             raise TraceError(
@@ -369,8 +378,12 @@ class TraceWriter:
     __call__ = write
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
-        self._file.close()
+        """Close the file (idempotent); a stream passed in is flushed, not closed."""
+        self._closed = True
+        if self._owned:
+            self._file.close()
+        else:
+            self._file.flush()
 
     def __enter__(self) -> TraceWriter:
         return self

@@ -52,9 +52,10 @@ def test_a_run_that_never_recovers_holds_vacuously_and_says_so(tmp_path: Path) -
     path = write(tmp_path / "run.jsonl", [0.1] + [0.6] * 10)
     result = runner.invoke(app, ["verify", str(path)])
     assert result.exit_code == 0, result.output
-    assert (
-        "RLB-v1: HOLDS vacuously (W=3, 11 cycles: holds vacuously: no recovery "
-        "transition" in result.stdout
+    assert result.stdout.splitlines()[1] == (
+        "RLB-v1: HOLDS (W=3, 11 cycles, 0 recovery transition(s), 0 violation(s); ADR literal "
+        "bound exceeded at 0); holds vacuously: no recovery transition (the window never went "
+        "from dirty to clean)"
     )
 
 

@@ -25,20 +25,15 @@ def _print(report: VerificationReport) -> None:
     out = stdout()
     rlb = report.rlb
     out.print(f"trace {report.path} (sha256 {report.trace_sha256}), {report.steps} steps")
-    if rlb.holds and rlb.vacuous:
-        detail = f"vacuously (W={rlb.max_history}, {rlb.cycles_total} cycles: {rlb.note})"
-    else:
-        first = (
-            "" if rlb.first_recovery_step is None else f", first at step {rlb.first_recovery_step}"
-        )
-        detail = (
-            f"(W={rlb.max_history}, {rlb.cycles_total} cycles, "
-            f"{rlb.recovery_transitions} recovery transition(s){first}, "
-            f"{rlb.violation_count} violation(s); ADR literal bound exceeded at "
-            f"{rlb.literal_bound_exceeded})"
-        )
-        if rlb.note:
-            detail += f"; {rlb.note}"
+    first = "" if rlb.first_recovery_step is None else f", first at step {rlb.first_recovery_step}"
+    detail = (
+        f"(W={rlb.max_history}, {rlb.cycles_total} cycles, "
+        f"{rlb.recovery_transitions} recovery transition(s){first}, "
+        f"{rlb.violation_count} violation(s); ADR literal bound exceeded at "
+        f"{rlb.literal_bound_exceeded})"
+    )
+    if rlb.note:
+        detail += f"; {rlb.note}"
     out.print(f"{rlb.property_version}: {_verdict(rlb.holds)} {detail}")
     for violation in rlb.violations[:SHOWN_VIOLATIONS]:
         out.print(f"  step {violation.step}: {violation.message}")
