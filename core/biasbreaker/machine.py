@@ -407,7 +407,9 @@ class ControlMachine:
             closed: the error is recorded in the decision's reason and the trace, the output
             is halted, and the attempt counts against ``max_retries``.
         recorder: Called with each step's :class:`~biasbreaker.trace.StepRecord` (e.g. a
-            :class:`~biasbreaker.trace.TraceWriter`), or ``None``.
+            :class:`~biasbreaker.trace.TraceWriter`), or ``None``. It is called after the step
+            is committed; if it raises, the exception propagates and the caller gets no
+            decision for that step (so nothing is promoted).
     """
 
     def __init__(
