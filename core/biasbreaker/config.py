@@ -213,6 +213,13 @@ class BreakerSettings(Section):
         description="Interventions an episode may make; when the last one fails its re-check "
         "the machine escalates (ESCALATED, terminal).",
     )
+    probation: Literal["half-open", "hold"] = Field(
+        "half-open",
+        description="What RECOVERY does with new outputs after a repair passed its re-check: "
+        "'half-open' lets an output through when its own local score is below tau_exit and "
+        "intervenes on it otherwise (guarded pipelines need this); 'hold' holds every output "
+        "until the machine is NORMAL again (a stream whose held outputs are dropped).",
+    )
     history_steps: int = Field(
         8,
         ge=1,
