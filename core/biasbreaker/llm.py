@@ -41,9 +41,7 @@ class ChatMessage:
                 "or 'assistant'"
             )
         if not isinstance(self.content, str):
-            raise TypeError(
-                f"ChatMessage.content must be str, got {type(self.content).__name__}"
-            )
+            raise TypeError(f"ChatMessage.content must be str, got {type(self.content).__name__}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,46 @@
+"""Benchmark reporting: every case is printed as a ratio to its group's baseline.
+
+Each benchmark group has one case whose name contains ``baseline``, measured in the same run.
+After the run, a table gives every other case's mean time divided by the baseline's mean, and
+the goal stated in ``benchmark.extra_info["goal_ratio"]`` (met or not). Goals are reported,
+never asserted: speed targets live here, not in the test suite.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    session = getattr(config, "_benchmarksession", None)
+    if session is None or not session.benchmarks:
+        return
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for bench in session.benchmarks:
+        groups[bench.group or bench.name].append(bench)
+    terminalreporter.section("biasbreaker benchmark ratios (mean time / baseline mean time)")
+    for group, benches in sorted(groups.items()):
+        baselines = [b for b in benches if "baseline" in b.name]
+        if not baselines:
+            continue
+        base = baselines[0]
+        base_mean = base.stats.mean
+        terminalreporter.write_line(f"[{group}] baseline {base.name}: {base_mean * 1e6:.3f} us")
+        for bench in benches:
+            if bench is base:
+                continue
+            ratio = bench.stats.mean / base_mean
+            goal = bench.extra_info.get("goal_ratio")
+            verdict = ""
+            if goal is not None:
+                verdict = f"  goal <= {goal}: {'met' if ratio <= goal else 'NOT met'}"
+            unit = bench.extra_info.get("per", "")
+            extra = f" ({unit})" if unit else ""
+            terminalreporter.write_line(
+                f"  {bench.name}{extra}: {bench.stats.mean * 1e6:.3f} us = {ratio:.3f} x baseline"
+                + verdict
+            )

@@ -1,0 +1,54 @@
+"""The ``biasbreaker`` command line (typer).
+
+typer is used because commands are plain typed functions (the same annotations mypy checks
+become the CLI's parsing and ``--help``), it is built on click (mature, widely used) and renders
+help and errors with rich, which the project already uses for tables and progress bars.
+
+One module per command; each defines ``register(app)`` and is listed in :data:`COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+from biasbreaker import __version__
+
+COMMANDS: tuple[str, ...] = (
+    "biasbreaker.cli.plugins",
+    "biasbreaker.cli.config",
+)
+"""Modules whose ``register(app)`` adds a command, in ``--help`` order."""
+
+app = typer.Typer(
+    name="biasbreaker",
+    help="Stop demographic bias from spreading through multi-agent LLM pipelines.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"biasbreaker {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Stop demographic bias from spreading through multi-agent LLM pipelines."""
+
+
+for _module in COMMANDS:
+    importlib.import_module(_module).register(app)
+
+
+def main() -> None:
+    """Entry point of the ``biasbreaker`` console script."""
+    app()

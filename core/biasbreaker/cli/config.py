@@ -1,0 +1,66 @@
+"""``biasbreaker config``: the effective configuration and where each value came from."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from biasbreaker.cli._common import (
+    ConfigOption,
+    JsonOption,
+    StrictOption,
+    fail,
+    load_kernel,
+    stdout,
+)
+from biasbreaker.config import dump_value
+from biasbreaker.errors import BiasbreakerError
+
+
+def config(
+    config: ConfigOption = None,
+    strict: StrictOption = False,
+    as_json: JsonOption = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Also validate the selected plugins and their options; exit 1 on any error.",
+        ),
+    ] = False,
+) -> None:
+    """Print the effective configuration with the source of each value."""
+    kernel = load_kernel(config, strict)
+    if check:
+        try:
+            kernel.check()
+        except BiasbreakerError as exc:
+            fail(str(exc))
+    rows = kernel.loaded.rows()
+    if as_json:
+        typer.echo(json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2))
+    else:
+        table = Table(title="biasbreaker configuration")
+        table.add_column("key", overflow="fold")
+        table.add_column("value", overflow="fold")
+        table.add_column("source", overflow="fold")
+        for key, value, source in rows:
+            table.add_row(key, dump_value(value), source)
+        stdout().print(table)
+        if any(k.startswith("breaker.tau") and s == "default" for k, _, s in rows):
+            stdout().print(
+                "Thresholds at their defaults are starting points, not validated values: "
+                "calibrate them on your own control runs."
+            )
+    if check:
+        stdout().print(
+            "configuration OK: every selected plugin is installed and its options valid."
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``config`` command."""
+    app.command("config")(config)

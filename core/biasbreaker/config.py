@@ -1,0 +1,589 @@
+"""Configuration: one pydantic-settings model tree, six sources, and where each value came from.
+
+Sources, highest precedence first (ARCHITECTURE §4):
+
+1. explicit arguments (``load_settings(overrides=...)``, CLI flags);
+2. environment variables ``BIASBREAKER_<SECTION>__<KEY>`` (nested with ``__``; values arrive
+   as strings and are coerced; lists as JSON, e.g. ``'["lexical", "sentiment"]'``);
+3. the file given with ``--config FILE``;
+4. ``./biasbreaker.toml``;
+5. the ``[tool.biasbreaker]`` table of ``./pyproject.toml``;
+6. the defaults below.
+
+Validation runs in two passes. The first (:func:`load_settings`) validates the static tree:
+types, bounds, unknown keys (always errors, never ignored). The second
+(:func:`resolve_selection`, run once plugins are loaded) looks every chosen implementation up
+in the registry and validates each ``[plugin.<name>]`` table with the options model that
+implementation declared. Every error names the source (file, environment variable or
+argument), the key path, the bad value and what is allowed.
+
+Thresholds shipped as defaults are starting points that need calibration
+(``biasbreaker calibrate``), never validated constants.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from biasbreaker.errors import ConfigError, DuplicateImplementationError
+from biasbreaker.registry import EXTENSION_POINTS, PointName, Registry
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+ENV_PREFIX = "BIASBREAKER_"
+ENV_DELIMITER = "__"
+CONFIG_FILE_NAME = "biasbreaker.toml"
+PYPROJECT_TABLE = ("tool", "biasbreaker")
+NON_SETTINGS_ENV = frozenset({"BIASBREAKER_DISABLE_PLUGINS", "BIASBREAKER_TRACE_PLUGINS"})
+"""``BIASBREAKER_*`` variables that are not settings (read by the plugin host)."""
+
+DEFAULT_SOURCE = "default"
+
+
+class Section(BaseModel):
+    """Base of every configuration section: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class ProbeSettings(Section):
+    """``[probe]``: counterfactual probing of guarded steps (M1)."""
+
+    k: int = Field(4, ge=1, le=64, description="Counterfactual variants per probed step.")
+    r: int = Field(
+        2, ge=0, le=64, description="Same-group resamples per probed step (the noise floor)."
+    )
+    probe_rate: float = Field(
+        1.0, ge=0.0, le=1.0, description="Share of guarded steps probed, sampled from the seed."
+    )
+    scorers: list[str] = Field(
+        default_factory=lambda: ["lexical"],
+        min_length=1,
+        description="Scorer implementations (`scorer` extension point) whose divergences "
+        "make the local score.",
+    )
+
+
+class PropagationSettings(Section):
+    """``[propagation]``: Katz-weighted network score and its EWMAs (M2)."""
+
+    attenuation: float = Field(
+        0.85,
+        gt=0.0,
+        lt=1.0,
+        description="Katz attenuation as a fraction of 1/spectral radius: alpha = attenuation/rho.",
+    )
+    fast_half_life: float = Field(
+        1.0, gt=0.0, le=10_000, description="Half-life of the fast EWMA of B_net, in steps."
+    )
+    slow_half_life: float = Field(
+        8.0, gt=0.0, le=10_000, description="Half-life of the slow EWMA of B_net, in steps."
+    )
+
+
+class BreakerSettings(Section):
+    """``[breaker]``: hysteresis thresholds and the control machine (M3).
+
+    The defaults are starting points that need calibration on the deployment's own control
+    runs (``biasbreaker calibrate``); B_net's scale depends on the graph and the scorers.
+    """
+
+    tau_enter: float = Field(
+        0.30, ge=0.0, le=1.0, description="Fast B_net at or above which the breaker trips."
+    )
+    tau_exit: float = Field(
+        0.20, ge=0.0, le=1.0, description="Fast B_net below which a recovery may complete."
+    )
+    tau_warn: float = Field(
+        0.15, ge=0.0, le=1.0, description="Slow B_net at or above which the state is WARNING."
+    )
+    kappa: float = Field(
+        0.05, gt=0.0, le=1.0, description="Width of the sigmoid mixing ratio, in B_net units."
+    )
+    cooldown_steps: int = Field(
+        3, ge=0, le=10_000, description="Steps spent in RECOVERY before NORMAL is possible."
+    )
+    max_retries: int = Field(
+        2, ge=0, le=100, description="Failed interventions allowed before ESCALATED."
+    )
+
+    @model_validator(mode="after")
+    def _dead_band(self) -> BreakerSettings:
+        if not self.tau_enter > self.tau_exit:
+            raise ValueError(
+                f"tau_enter={self.tau_enter} must be greater than tau_exit={self.tau_exit} "
+                "(the gap is the hysteresis dead-band)"
+            )
+        return self
+
+
+class CalibrationSettings(Section):
+    """``[calibration]``: threshold calibration and the online calibration window."""
+
+    calibrator: str = Field(
+        "percentile", description="Calibrator implementation (`calibrator` extension point)."
+    )
+    target_false_halt_rate: float = Field(
+        0.05,
+        gt=0.0,
+        lt=1.0,
+        description="Target share of control runs whose fast B_net ever reaches tau_enter.",
+    )
+    exit_ratio: float = Field(0.7, ge=0.6, le=0.8, description="tau_exit = exit_ratio * tau_enter.")
+    max_history: int = Field(32, ge=1, le=100_000, description="Calibration window W, in steps.")
+
+
+class InterventionSettings(Section):
+    """``[intervention]``: which repair parts run (M4)."""
+
+    router: str = Field("heuristic", description="Router (`classify_route` extension point).")
+    skeptics: list[str] = Field(
+        default_factory=lambda: ["empirical-auditor", "devils-advocate", "diversity-champion"],
+        description="Skeptic panel (`skeptic` extension point), at least two distinct kinds.",
+    )
+    aggregator: str = Field(
+        "uniform", description="Verdict aggregator (`aggregator` extension point)."
+    )
+    diagnoser: str = Field("llm", description="MADERA diagnoser (`diagnoser` extension point).")
+    retriever: str = Field("keyword", description="MADERA retriever (`retriever` extension point).")
+    editor: str = Field("llm", description="MADERA editor (`editor` extension point).")
+    max_rewrites: int = Field(
+        3, ge=1, le=50, description="MADERA rewrite rounds per intervention attempt."
+    )
+
+
+class AdapterSettings(Section):
+    """``[adapter]``: the agent-framework adapter."""
+
+    framework: str = Field(
+        "langgraph", description="Framework adapter (`framework_adapter` extension point)."
+    )
+
+
+class LLMSettings(Section):
+    """``[llm]``: the LLM client every LLM-backed part uses."""
+
+    client: str = Field("fake", description="LLM client (`llm_client` extension point).")
+
+
+class TraceSettings(Section):
+    """``[trace]``: the run trace (JSON Lines, one record per guarded step)."""
+
+    fsync: bool = Field(
+        False, description="fsync the trace after every record (slower, survives power loss)."
+    )
+
+
+@dataclass(frozen=True)
+class _LoadContext:
+    """The file layers of one :func:`load_settings` call, read once, highest precedence first."""
+
+    files: tuple[tuple[str, dict[str, Any]], ...]
+
+
+_LOAD_CONTEXT: ContextVar[_LoadContext | None] = ContextVar("_LOAD_CONTEXT", default=None)
+
+
+class Settings(BaseSettings):
+    """The whole configuration tree.
+
+    Build it with :func:`load_settings` (which records where each value came from); calling
+    ``Settings()`` directly reads the environment, ``./biasbreaker.toml`` and
+    ``./pyproject.toml`` of the current directory.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=ENV_DELIMITER,
+        extra="forbid",
+        validate_default=True,
+    )
+
+    seed: int = Field(0, ge=0, description="Seed of every random choice in a run.")
+    probe: ProbeSettings = Field(default_factory=ProbeSettings)
+    propagation: PropagationSettings = Field(default_factory=PropagationSettings)
+    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    calibration: CalibrationSettings = Field(default_factory=CalibrationSettings)
+    intervention: InterventionSettings = Field(default_factory=InterventionSettings)
+    adapter: AdapterSettings = Field(default_factory=AdapterSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    trace: TraceSettings = Field(default_factory=TraceSettings)
+    plugin: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Options per implementation name, validated by that plugin's own model.",
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Order the sources: arguments, environment, --config, ./biasbreaker.toml, pyproject."""
+        ctx = _LOAD_CONTEXT.get()
+        layers = ctx.files if ctx is not None else tuple(_file_layers(None, Path.cwd()))
+        files = [InitSettingsSource(settings_cls, init_kwargs=data) for _, data in layers]
+        return (init_settings, env_settings, *files)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path}: invalid TOML: {exc}. Fix the syntax at that line (strings need quotes, "
+            "tables look like [breaker])."
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {path}: {exc}") from exc
+
+
+def _file_layers(config_file: Path | None, cwd: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The file sources, highest precedence first, as (label, data)."""
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigError(f"--config {config_file}: no such file; pass the path of a TOML file")
+        layers.append((str(config_file), _read_toml(config_file)))
+    local = cwd / CONFIG_FILE_NAME
+    if local.is_file() and (config_file is None or local.resolve() != config_file.resolve()):
+        layers.append((CONFIG_FILE_NAME, _read_toml(local)))
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        data: Any = _read_toml(pyproject)
+        for key in PYPROJECT_TABLE:
+            data = data.get(key, {}) if isinstance(data, dict) else {}
+        if data:
+            if not isinstance(data, dict):
+                raise ConfigError(
+                    f"pyproject.toml: [tool.biasbreaker] must be a table, got {data!r}"
+                )
+            layers.append(("pyproject.toml [tool.biasbreaker]", data))
+    return layers
+
+
+def _leaves(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:
+    for key, value in data.items():
+        path = (*prefix, str(key))
+        if isinstance(value, Mapping) and value:
+            yield from _leaves(value, path)
+        else:
+            yield ".".join(path), value
+
+
+def _env_layer() -> dict[str, Any]:
+    """The settings found in the environment, nested, values as strings (as pydantic sees them)."""
+    nested: dict[str, Any] = {}
+    for var, raw in os.environ.items():
+        if not var.upper().startswith(ENV_PREFIX) or var.upper() in NON_SETTINGS_ENV:
+            continue
+        parts = var[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER)
+        node = nested
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[parts[-1]] = raw
+    return nested
+
+
+def _env_var(path: str) -> str:
+    return ENV_PREFIX + ENV_DELIMITER.join(p.upper() for p in path.split("."))
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """Validated settings and the source of every value.
+
+    Args:
+        settings: The validated tree.
+        provenance: Dotted key path → source label, for every value not left at its default
+            (``"argument"``, ``"env BIASBREAKER_…"``, a file name, or
+            ``"pyproject.toml [tool.biasbreaker]"``).
+    """
+
+    settings: Settings
+    provenance: Mapping[str, str] = field(default_factory=dict)
+
+    def source_of(self, path: str) -> str:
+        """Where the value at dotted ``path`` came from (``"default"`` if nowhere)."""
+        return _source_for(path, self.provenance)
+
+    def rows(self) -> list[tuple[str, Any, str]]:
+        """Every effective leaf value as (dotted key, value, source), sorted by key."""
+        dumped = self.settings.model_dump(mode="json")
+        rows = []
+        for key, value in _leaves(dumped):
+            if key == "plugin" and value == {}:
+                continue
+            rows.append((key, value, self.source_of(key)))
+        for key, source in self.provenance.items():
+            if key.startswith("plugin.") and all(r[0] != key for r in rows):
+                rows.append((key, _lookup(dumped, key), source))
+        return sorted(rows, key=lambda r: r[0])
+
+
+def _lookup(data: Mapping[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> LoadedSettings:
+    """Load and validate the configuration from all six sources (first pass).
+
+    Args:
+        config_file: The ``--config FILE`` path, or ``None``.
+        cwd: Directory searched for ``biasbreaker.toml`` and ``pyproject.toml``; default ``.``.
+        overrides: Explicit arguments, nested like the TOML (``{"breaker": {"tau_enter": 0.4}}``);
+            they win over every other source.
+
+    Returns:
+        The settings with the source of every value.
+
+    Raises:
+        ConfigError: On a TOML syntax error (with line and column), an unknown key, an unknown
+            ``BIASBREAKER_*`` environment variable, or a value out of range; the message names
+            the source, key path, value and what is allowed.
+    """
+    files = _file_layers(
+        Path(config_file) if config_file is not None else None,
+        Path(cwd) if cwd is not None else Path.cwd(),
+    )
+    ctx = _LoadContext(files=tuple(files))
+    args = dict(overrides or {})
+    layers: list[tuple[str, dict[str, Any]]] = [("argument", args), ("env", _env_layer())]
+    layers += files
+    provenance: dict[str, str] = {}
+    for label, data in reversed(layers):
+        for key, _ in _leaves(data):
+            provenance[key] = f"env {_env_var(key)}" if label == "env" else label
+    _check_env_names(layers[1][1])
+    token = _LOAD_CONTEXT.set(ctx)
+    try:
+        settings = Settings(**args)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, provenance)) from exc
+    finally:
+        _LOAD_CONTEXT.reset(token)
+    return LoadedSettings(settings, provenance)
+
+
+def _check_env_names(env: Mapping[str, Any]) -> None:
+    known = set(Settings.model_fields)
+    for key in env:
+        if key not in known:
+            raise ConfigError(
+                f"unknown environment variable {_env_var(key)}: no setting {key!r}; "
+                f"settings are {', '.join(sorted(known))} (nest keys with '__', e.g. "
+                "BIASBREAKER_BREAKER__TAU_ENTER)"
+            )
+
+
+def _allowed_keys(path: tuple[str | int, ...]) -> list[str]:
+    model: type[BaseModel] | None = Settings
+    for part in path[:-1]:
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return []
+        annotation = model.model_fields[part].annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        else:
+            model = None
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _describe(exc: ValidationError, provenance: Mapping[str, str]) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        path = ".".join(str(p) for p in loc)
+        source = _source_for(path, provenance)
+        value = err.get("input")
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(loc)
+            hint = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
+            lines.append(f"unknown key {path} = {value!r} ({source}){hint}")
+        elif err["type"] == "value_error" and isinstance(value, Mapping):
+            lines.append(f"[{path}] ({source}): {err['msg'].removeprefix('Value error, ')}")
+        else:
+            lines.append(f"{path} = {value!r} ({source}): {err['msg']}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _source_for(path: str, provenance: Mapping[str, str]) -> str:
+    """The source of ``path``: its own, else its sub-keys' sources, else its nearest parent's."""
+    if path in provenance:
+        return provenance[path]
+    under = sorted({v for k, v in provenance.items() if k.startswith(path + ".")})
+    if under:
+        return ", ".join(under)
+    probe = path.rpartition(".")[0]
+    while probe:
+        if probe in provenance:
+            return provenance[probe]
+        probe = probe.rpartition(".")[0]
+    return DEFAULT_SOURCE
+
+
+def selection(settings: Settings, point: PointName) -> list[str]:
+    """The implementation names the configuration selects for ``point``, in order."""
+    spec = next(p for p in EXTENSION_POINTS if p.name == point)
+    section, key = spec.selected_by.split(".")
+    value = getattr(getattr(settings, section), key)
+    return list(value) if spec.multiple else [value]
+
+
+def resolve_selection(
+    loaded: LoadedSettings,
+    registry: Registry,
+    points: Iterable[PointName] | None = None,
+) -> dict[tuple[str, str], BaseModel]:
+    """Second validation pass, once plugins are loaded.
+
+    Checks that every selected implementation of ``points`` is installed and validates its
+    ``[plugin.<name>]`` table (or its defaults) with the options model it declared. With
+    ``points=None`` it checks every extension point and also every ``[plugin.<name>]`` table,
+    selected or not.
+
+    Args:
+        loaded: The first-pass settings with their provenance.
+        registry: The registry filled by the plugin host.
+        points: The extension points to resolve; ``None`` for all, plus every plugin table.
+
+    Returns:
+        ``(point, name) -> options instance`` for every selected implementation resolved.
+
+    Raises:
+        UnknownImplementationError: The only problem is a selected name that is not
+            installed; the message lists what is installed, with distributions.
+        ConfigError: A selected name is registered twice, a ``[plugin.<name>]`` table matches
+            no installed implementation or fails its plugin's options model (key path, value
+            and reason); several problems are reported together in one error.
+    """
+    settings = loaded.settings
+    resolved: dict[tuple[str, str], BaseModel] = {}
+    problems: list[ConfigError] = []
+    wanted = set(points) if points is not None else {p.name for p in EXTENSION_POINTS}
+    for point in EXTENSION_POINTS:
+        if point.name not in wanted:
+            continue
+        names = selection(settings, point.name)
+        if point.multiple and len(set(names)) != len(names):
+            problems.append(
+                ConfigError(
+                    f"{point.selected_by} = {names!r} ({loaded.source_of(point.selected_by)}) "
+                    "lists an implementation twice; list each once"
+                )
+            )
+        for name in names:
+            try:
+                impl = registry.get(
+                    point.name,
+                    name,
+                    where=f"{loaded.source_of(point.selected_by)}: {point.selected_by}",
+                )
+                resolved[(point.name, name)] = _validate_options(
+                    loaded, impl.point, name, impl.options, impl.origin
+                )
+            except ConfigError as exc:
+                problems.append(exc)
+            except DuplicateImplementationError as exc:
+                problems.append(ConfigError(str(exc)))
+    if points is None:
+        problems += _check_plugin_tables(loaded, registry, resolved)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ConfigError(
+            f"{len(problems)} configuration problems:\n- " + "\n- ".join(str(p) for p in problems)
+        )
+    return resolved
+
+
+def _check_plugin_tables(
+    loaded: LoadedSettings,
+    registry: Registry,
+    resolved: Mapping[tuple[str, str], BaseModel],
+) -> list[ConfigError]:
+    problems: list[ConfigError] = []
+    for name, table in loaded.settings.plugin.items():
+        impls = registry.by_name(name)
+        if not impls:
+            installed = sorted({impl.name for impl in registry})
+            problems.append(
+                ConfigError(
+                    f"[plugin.{name}] ({loaded.source_of('plugin.' + name)}) configures no "
+                    f"installed implementation; installed names: {', '.join(installed) or 'none'}."
+                    " Check the spelling or install the plugin."
+                )
+            )
+        for impl in impls:
+            if (impl.point, name) not in resolved:
+                try:
+                    _validate_options(loaded, impl.point, name, impl.options, impl.origin, table)
+                except ConfigError as exc:
+                    problems.append(exc)
+    return problems
+
+
+def _validate_options(
+    loaded: LoadedSettings,
+    point: str,
+    name: str,
+    model: type[BaseModel],
+    origin: str,
+    table: Mapping[str, Any] | None = None,
+) -> BaseModel:
+    data = loaded.settings.plugin.get(name, {}) if table is None else table
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = ".".join(["plugin", name, *(str(p) for p in err["loc"])])
+            source = _source_for(key, loaded.provenance)
+            if err["type"] == "extra_forbidden":
+                allowed = ", ".join(sorted(model.model_fields)) or "none"
+                problems.append(
+                    f"unknown key {key} = {err.get('input')!r} ({source}); allowed: {allowed}"
+                )
+            else:
+                problems.append(f"{key} = {err.get('input')!r} ({source}): {err['msg']}")
+        raise ConfigError(
+            f"{point} {name!r} ({origin}) options invalid:\n  " + "\n  ".join(problems)
+        ) from exc
+
+
+def dump_value(value: Any) -> str:
+    """Render a configuration value the way TOML would write it (for ``biasbreaker config``)."""
+    return json.dumps(value, ensure_ascii=False)

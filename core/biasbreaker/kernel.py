@@ -1,0 +1,204 @@
+"""The assembled kernel: settings + plugin host + registry + the implementations built so far.
+
+``Kernel.load()`` is what commands and applications call: it loads the configuration (first
+pass), loads the plugins, fills the registry, validates the selection and plugin options
+(second pass) and then builds implementations lazily, once each, on first use. Nothing that is
+not selected is ever built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from biasbreaker.config import (
+    LoadedSettings,
+    Settings,
+    load_settings,
+    resolve_selection,
+    selection,
+)
+from biasbreaker.errors import ConfigError, PluginError
+from biasbreaker.llm import LLMClient
+from biasbreaker.plugins import PluginHost
+from biasbreaker.registry import POINTS, PointName, Registry
+
+
+class Kernel:
+    """Configuration, plugins and built implementations for one run or command.
+
+    Satisfies :class:`biasbreaker.registry.BuildContext`, so factories receive it. The selection
+    of an extension point is validated (second pass) the first time the point is used, so a
+    broken or missing plugin only stops commands that need it; :meth:`check` validates every
+    point and every ``[plugin.<name>]`` table at once (``biasbreaker config --check``, and the
+    start of every guarded run).
+
+    Args:
+        loaded: First-pass settings with provenance.
+        host: A plugin host whose plugins are loaded.
+
+    Raises:
+        PluginError: If a plugin's registration hook misbehaves.
+    """
+
+    def __init__(self, loaded: LoadedSettings, host: PluginHost) -> None:
+        self.loaded = loaded
+        self.host = host
+        self.registry: Registry = host.build_registry()
+        self._options: dict[tuple[str, str], BaseModel] = {}
+        self._resolved: set[str] = set()
+        self._built: dict[tuple[str, str], object] = {}
+
+    def _resolve(self, points: list[PointName] | None) -> None:
+        try:
+            self._options.update(resolve_selection(self.loaded, self.registry, points))
+        except ConfigError as exc:
+            if not self.host.failures:
+                raise
+            raise type(exc)(self._with_failures(str(exc))) from exc
+        self._resolved.update(points if points is not None else POINTS)
+
+    def check(self) -> None:
+        """Validate the whole selection and every plugin options table (second pass).
+
+        Raises:
+            UnknownImplementationError: The one problem is a selected implementation that is
+                not installed.
+            ConfigError: Any other problem (a duplicate name, an invalid or orphan plugin
+                options table), or several problems at once.
+        """
+        self._resolve(None)
+
+    @classmethod
+    def load(
+        cls,
+        config_file: str | os.PathLike[str] | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        strict: bool = False,
+        host: PluginHost | None = None,
+    ) -> Kernel:
+        """Load configuration and plugins and validate both.
+
+        Args:
+            config_file: ``--config FILE``, or ``None``.
+            cwd: Directory searched for ``biasbreaker.toml`` and ``pyproject.toml``.
+            overrides: Explicit settings, highest precedence (nested like the TOML).
+            strict: Make any plugin load failure fatal.
+            host: A prepared plugin host (tests); ``None`` autoloads the entry-point group.
+
+        Returns:
+            The kernel.
+
+        Raises:
+            ConfigError: Invalid configuration (either pass).
+            PluginLoadError: With ``strict``, a plugin failed to load.
+        """
+        loaded = load_settings(config_file, cwd=cwd, overrides=overrides)
+        if host is None:
+            host = PluginHost(strict=strict)
+        return cls(loaded, host)
+
+    def _with_failures(self, message: str) -> str:
+        failures = self.host.failures
+        if not failures:
+            return message
+        notes = "; ".join(str(f) for f in failures)
+        return f"{message} Note: some plugins failed to load: {notes}"
+
+    @property
+    def settings(self) -> Settings:
+        """The validated configuration tree."""
+        return self.loaded.settings
+
+    @property
+    def seed(self) -> int:
+        """The run's seed."""
+        return self.loaded.settings.seed
+
+    def selected(self, point: PointName) -> list[str]:
+        """The implementation names selected for ``point``, in configuration order."""
+        return selection(self.settings, point)
+
+    def options(self, point: PointName, name: str) -> BaseModel:
+        """The validated options of a selected implementation.
+
+        Raises:
+            UnknownImplementationError: A selected implementation of ``point`` is not installed.
+            ConfigError: If ``name`` is not selected for ``point``, or its options are invalid.
+        """
+        if point not in self._resolved:
+            self._resolve([point])
+        try:
+            return self._options[(point, name)]
+        except KeyError:
+            raise ConfigError(
+                f"{point} {name!r} is not selected ({POINTS[point].selected_by} = "
+                f"{self.selected(point)!r}); select it in the configuration first"
+            ) from None
+
+    def build(self, point: PointName, name: str | None = None) -> object:
+        """Build an implementation once and cache it.
+
+        Args:
+            point: The extension point.
+            name: The implementation name; ``None`` means the single selected one.
+
+        Returns:
+            The implementation object returned by the plugin's factory.
+
+        Raises:
+            ConfigError: ``name`` is ``None`` but several are selected, or ``name`` is not
+                selected.
+            PluginError: The factory raised or returned ``None``; the message names the plugin
+                and distribution, and the original exception is chained.
+        """
+        if name is None:
+            names = self.selected(point)
+            if len(names) != 1:
+                raise ConfigError(
+                    f"{point} has {len(names)} selected implementations {names!r}; "
+                    "pass the name to build"
+                )
+            name = names[0]
+        key = (point, name)
+        if key in self._built:
+            return self._built[key]
+        options = self.options(point, name)
+        impl = self.registry.get(point, name)
+        try:
+            obj = impl.factory(options, self)
+        except (ConfigError, PluginError):
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"{point} {name!r} from plugin {impl.plugin!r} ({impl.origin}) failed to "
+                f"build: {exc!r}"
+            ) from exc
+        if obj is None:
+            raise PluginError(
+                f"{point} {name!r} from plugin {impl.plugin!r} ({impl.origin}): its factory "
+                "returned None; it must return the implementation object"
+            )
+        self._built[key] = obj
+        return obj
+
+    def llm(self) -> LLMClient:
+        """The selected LLM client (``[llm] client``), built once.
+
+        Raises:
+            PluginError: If the factory fails or returns an object that is not an ``LLMClient``.
+        """
+        client = self.build("llm_client")
+        if not isinstance(client, LLMClient):
+            name = self.selected("llm_client")[0]
+            impl = self.registry.get("llm_client", name)
+            raise PluginError(
+                f"llm_client {name!r} from plugin {impl.plugin!r} ({impl.origin}) built "
+                f"{type(client).__name__}, which lacks model/complete/aclose of LLMClient"
+            )
+        return client

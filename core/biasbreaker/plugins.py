@@ -1,0 +1,304 @@
+"""The plugin host: loads the ``biasbreaker`` entry-point group and fills the registry.
+
+Entry points are loaded one at a time (sqlfluff's pattern), so one broken plugin does not hide
+the others: its failure is recorded with the plugin's name, distribution, version and the
+original exception, and commands that do not need it keep working. ``strict=True`` (the CLI's
+``--strict``) makes any failure fatal. First-party plugins are entry points of the
+``biasbreaker`` distribution, loaded exactly like a third party's.
+
+Environment:
+    ``BIASBREAKER_DISABLE_PLUGINS=a,b``: entry-point names never loaded (pluggy ``set_blocked``).
+    ``BIASBREAKER_TRACE_PLUGINS=1``: log every load, registration and hook call at INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+from pydantic import BaseModel
+
+from biasbreaker import hookspecs
+from biasbreaker.errors import PluginError, PluginLoadError
+from biasbreaker.registry import (
+    EXTENSION_POINTS,
+    Factory,
+    Implementation,
+    NoOptions,
+    PointName,
+    Registry,
+    check_registration,
+)
+
+log = logging.getLogger("biasbreaker.plugins")
+
+GROUP = "biasbreaker"
+"""The entry-point group plugins declare themselves in."""
+
+DISABLE_ENV = "BIASBREAKER_DISABLE_PLUGINS"
+TRACE_ENV = "BIASBREAKER_TRACE_PLUGINS"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """What the host knows about one plugin.
+
+    Args:
+        name: The entry-point name (the plugin's name).
+        target: The entry point's ``module:attr`` target, or the module name.
+        distribution: The distribution declaring it, ``None`` for in-process registrations.
+        version: The distribution's version, or ``None``.
+        status: ``"loaded"``, ``"failed"`` or ``"disabled"``.
+        hooks: The extension points the plugin implements (empty unless loaded).
+        error: The load error, for ``status == "failed"``.
+    """
+
+    name: str
+    target: str
+    distribution: str | None
+    version: str | None
+    status: str
+    hooks: tuple[str, ...] = ()
+    error: PluginLoadError | None = None
+
+
+def disabled_from_env(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The plugin names listed in ``BIASBREAKER_DISABLE_PLUGINS`` (comma-separated)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(DISABLE_ENV, "")
+    return frozenset(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _dist_of(ep: metadata.EntryPoint) -> tuple[str | None, str | None]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return None, None
+    return dist.metadata["Name"], dist.version
+
+
+@dataclass
+class PluginHost:
+    """A pluggy ``PluginManager`` with biasbreaker's hookspecs, loader and bookkeeping.
+
+    Args:
+        autoload: Load the ``biasbreaker`` entry-point group on construction. Tests of the kernel
+            pass ``False`` and register throwaway plugins instead.
+        strict: Raise the first :class:`PluginLoadError` instead of recording it.
+        disabled: Entry-point names to block; ``None`` reads ``BIASBREAKER_DISABLE_PLUGINS``.
+
+    Raises:
+        PluginLoadError: With ``strict=True``, when a plugin fails to import or register.
+    """
+
+    autoload: bool = True
+    strict: bool = False
+    disabled: frozenset[str] | None = None
+    pm: pluggy.PluginManager = field(init=False)
+    infos: dict[str, PluginInfo] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        if self.disabled is None:
+            self.disabled = disabled_from_env()
+        for name in sorted(self.disabled):
+            self.pm.set_blocked(name)
+        if os.environ.get(TRACE_ENV, "") not in ("", "0"):
+            self.pm.add_hookcall_monitoring(
+                lambda hook, impls, kwargs: log.info("hook %s -> %d impls", hook, len(impls)),
+                lambda outcome, hook, impls, kwargs: None,
+            )
+            if not log.handlers and not logging.getLogger().handlers:
+                logging.basicConfig(level=logging.INFO)
+            log.setLevel(logging.INFO)
+        if self.autoload:
+            self.load_entry_points()
+
+    @property
+    def failures(self) -> list[PluginLoadError]:
+        """Every recorded load failure, in load order."""
+        return [i.error for i in self.infos.values() if i.error is not None]
+
+    def load_entry_points(
+        self, entry_points: Iterable[metadata.EntryPoint] | None = None
+    ) -> list[PluginLoadError]:
+        """Load and register every entry point of the ``biasbreaker`` group, one at a time.
+
+        Args:
+            entry_points: The entry points to load; ``None`` reads the installed group.
+
+        Returns:
+            The load failures of this call (also kept in :attr:`failures`).
+
+        Raises:
+            PluginLoadError: With ``strict=True``, on the first failure.
+        """
+        eps = (
+            list(metadata.entry_points(group=GROUP)) if entry_points is None else list(entry_points)
+        )
+        failures: list[PluginLoadError] = []
+        for ep in sorted(eps, key=lambda e: (e.name, e.value)):
+            dist, version = _dist_of(ep)
+            if self.pm.is_blocked(ep.name):
+                self.infos.setdefault(
+                    ep.name, PluginInfo(ep.name, ep.value, dist, version, "disabled")
+                )
+                log.info("plugin %s (%s) disabled by %s", ep.name, dist, DISABLE_ENV)
+                continue
+            if ep.name in self.infos and self.infos[ep.name].status == "loaded":
+                prior = self.infos[ep.name]
+                if prior.target == ep.value and prior.distribution == dist:
+                    continue
+                exc: BaseException = PluginError(
+                    f"entry-point name {ep.name!r} is already used by {prior.target} "
+                    f"({prior.distribution} {prior.version})"
+                )
+                err = PluginLoadError(ep.name, dist, version, exc, target=ep.value)
+            else:
+                try:
+                    plugin = ep.load()
+                    self.pm.register(plugin, name=ep.name)
+                except Exception as load_exc:
+                    err = PluginLoadError(ep.name, dist, version, load_exc, target=ep.value)
+                    err.__cause__ = load_exc
+                else:
+                    self._record_loaded(ep.name, ep.value, dist, version, plugin)
+                    log.info("plugin %s loaded from %s %s", ep.name, dist, version)
+                    continue
+            if self.strict:
+                raise err from err.original
+            log.warning("%s", err)
+            failures.append(err)
+            self.infos[ep.name] = PluginInfo(ep.name, ep.value, dist, version, "failed", error=err)
+        return failures
+
+    def register(
+        self,
+        plugin: object,
+        *,
+        name: str,
+        distribution: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        """Register an in-process plugin object (a module, class or instance with hookimpls).
+
+        Args:
+            plugin: The object carrying ``@hookimpl`` functions.
+            name: Its plugin name.
+            distribution: Distribution to report, if any.
+            version: Version to report, if any.
+
+        Raises:
+            PluginError: If the name is taken or blocked, or the object implements no hook or
+                a hook with unknown arguments.
+        """
+        if self.pm.is_blocked(name):
+            raise PluginError(f"plugin {name!r} is disabled by {DISABLE_ENV}")
+        try:
+            self.pm.register(plugin, name=name)
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            raise PluginError(f"cannot register plugin {name!r}: {exc}") from exc
+        target = getattr(plugin, "__name__", type(plugin).__name__)
+        self._record_loaded(name, target, distribution, version, plugin)
+
+    def unregister(self, name: str) -> None:
+        """Remove a plugin registered under ``name`` (no error if absent)."""
+        if self.pm.has_plugin(name):
+            self.pm.unregister(name=name)
+        self.infos.pop(name, None)
+
+    def _record_loaded(
+        self, name: str, target: str, dist: str | None, version: str | None, plugin: object
+    ) -> None:
+        hooks = tuple(
+            sorted(
+                caller.name
+                for caller in self.pm.get_hookcallers(plugin) or []
+                if caller.name in {p.name for p in EXTENSION_POINTS}
+            )
+        )
+        self.infos[name] = PluginInfo(name, target, dist, version, "loaded", hooks=hooks)
+
+    def build_registry(self) -> Registry:
+        """Call every extension-point hook of every loaded plugin and collect the registrations.
+
+        Returns:
+            The registry. Duplicate names are recorded in :attr:`Registry.conflicts`.
+
+        Raises:
+            PluginError: A plugin registered a malformed name or options, or its hook raised.
+        """
+        registry = Registry()
+        hooks = Hooks(self)
+        for point in EXTENSION_POINTS:
+            hooks.collect(point.name, registry)
+        return registry
+
+
+class Hooks:
+    """The typed facade through which kernel code calls hooks (never ``pm.hook`` directly).
+
+    Each extension-point hook is called once per plugin, with a ``register`` callback bound to
+    that plugin, so every registration is attributed to its plugin and distribution.
+    """
+
+    def __init__(self, host: PluginHost) -> None:
+        self._host = host
+
+    def collect(self, point: PointName, registry: Registry) -> None:
+        """Let every plugin implementing ``point`` register its implementations into ``registry``.
+
+        Args:
+            point: The extension point (hook) name.
+            registry: The registry to fill.
+
+        Raises:
+            PluginError: If a hook implementation raises or registers something malformed.
+        """
+        caller = getattr(self._host.pm.hook, point)
+        for impl in caller.get_hookimpls():
+            info = self._host.infos.get(impl.plugin_name)
+            dist = info.distribution if info else None
+            version = info.version if info else None
+            register = _bind_register(registry, point, impl.plugin_name, dist, version)
+            kwargs: dict[str, Any] = {"register": register}
+            try:
+                impl.function(**{a: kwargs[a] for a in impl.argnames})
+            except PluginError:
+                raise
+            except Exception as exc:
+                where = f"{dist} {version}" if dist else "not from a distribution"
+                raise PluginError(
+                    f"plugin {impl.plugin_name!r} ({where}) raised in its {point} hook: {exc!r}"
+                ) from exc
+            log.info("plugin %s registered into %s", impl.plugin_name, point)
+
+
+def _bind_register(
+    registry: Registry,
+    point: PointName,
+    plugin: str,
+    dist: str | None,
+    version: str | None,
+) -> Callable[..., None]:
+    def register(
+        name: str,
+        factory: Factory[object],
+        *,
+        options: type[BaseModel] = NoOptions,
+        summary: str = "",
+    ) -> None:
+        check_registration(plugin, point, name, options)
+        if not callable(factory):
+            raise PluginError(
+                f"plugin {plugin!r} registered {point} {name!r} with a factory that is not "
+                f"callable: {factory!r}"
+            )
+        registry.add(Implementation(point, name, factory, options, summary, plugin, dist, version))
+
+    return register

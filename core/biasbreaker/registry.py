@@ -1,0 +1,294 @@
+"""The name → implementation registry behind every extension point.
+
+Plugins do not hand the kernel objects; they *register named factories* through the
+``register`` callback each hook receives (the pattern of llm's ``register_models``). The
+configuration then chooses implementations by name, and the kernel builds only the chosen ones:
+an installed but unselected implementation is listed, never constructed or called.
+
+A factory is called as ``factory(options, context)`` where ``options`` is an instance of the
+pydantic model the implementation declared (validated from ``[plugin.<name>]``) and ``context``
+is a :class:`BuildContext`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from biasbreaker.errors import (
+    DuplicateImplementationError,
+    PluginError,
+    UnknownImplementationError,
+)
+
+if TYPE_CHECKING:
+    from biasbreaker.config import Settings
+    from biasbreaker.llm import LLMClient
+
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
+
+PointName = Literal[
+    "classify_route",
+    "skeptic",
+    "diagnoser",
+    "retriever",
+    "editor",
+    "aggregator",
+    "calibrator",
+    "framework_adapter",
+    "scorer",
+    "llm_client",
+]
+"""The names of the extension points; each is also the name of its hook."""
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+"""Implementation names are lower-kebab: ``trust``, ``empirical-auditor``, ``openai-compatible``."""
+
+
+@dataclass(frozen=True)
+class ExtensionPoint:
+    """Static description of one extension point.
+
+    Args:
+        name: The extension point's name, equal to its hook's name.
+        selected_by: The dotted configuration key that chooses implementations by name.
+        multiple: Whether the key holds a list of names (several implementations run) or one.
+        summary: One line for ``biasbreaker plugins`` and the docs.
+    """
+
+    name: PointName
+    selected_by: str
+    multiple: bool
+    summary: str
+
+
+EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
+    ExtensionPoint(
+        "classify_route",
+        "intervention.router",
+        False,
+        "routes a halted step to 'skeptics', 'madera' or 'none'",
+    ),
+    ExtensionPoint("skeptic", "intervention.skeptics", True, "adversarial reviewers of a payload"),
+    ExtensionPoint("diagnoser", "intervention.diagnoser", False, "MADERA: finds the biased step"),
+    ExtensionPoint("retriever", "intervention.retriever", False, "MADERA: finds counter-evidence"),
+    ExtensionPoint("editor", "intervention.editor", False, "MADERA: rewrites the payload"),
+    ExtensionPoint("aggregator", "intervention.aggregator", False, "combines skeptic verdicts"),
+    ExtensionPoint(
+        "calibrator",
+        "calibration.calibrator",
+        False,
+        "chooses thresholds from control runs",
+    ),
+    ExtensionPoint(
+        "framework_adapter",
+        "adapter.framework",
+        False,
+        "guards an agent framework's graph",
+    ),
+    ExtensionPoint(
+        "scorer", "probe.scorers", True, "divergence of counterfactual outputs in [0, 1]"
+    ),
+    ExtensionPoint("llm_client", "llm.client", False, "chat-completion client"),
+)
+POINTS: Mapping[str, ExtensionPoint] = {p.name: p for p in EXTENSION_POINTS}
+
+
+class NoOptions(BaseModel):
+    """The options model of an implementation that takes none: ``[plugin.<name>]`` must be empty."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BuildContext(Protocol):
+    """What a factory may use while building an implementation.
+
+    The kernel passes its :class:`~biasbreaker.kernel.Kernel`, which satisfies this protocol.
+    """
+
+    @property
+    def settings(self) -> Settings:
+        """The validated configuration tree."""
+        ...
+
+    @property
+    def seed(self) -> int:
+        """The run's seed (``seed`` in the configuration); derive all randomness from it."""
+        ...
+
+    def llm(self) -> LLMClient:
+        """The selected LLM client (``[llm] client``), built once per kernel."""
+        ...
+
+    def build(self, point: PointName, name: str | None = None) -> object:
+        """Build (once, cached) the implementation ``name`` of ``point``, or the selected one."""
+        ...
+
+
+Factory = Callable[[Any, BuildContext], T]
+"""``factory(options, context) -> implementation``; ``options`` is the declared model's instance."""
+
+
+class Register(Protocol[T_contra]):
+    """The callback a hook receives to contribute named implementations.
+
+    Example:
+        ``register("trust", make_trust, options=TrustOptions, summary="trust-weighted vote")``
+    """
+
+    def __call__(
+        self,
+        name: str,
+        factory: Factory[T_contra],
+        *,
+        options: type[BaseModel] = NoOptions,
+        summary: str = "",
+    ) -> None:
+        """Register ``factory`` under ``name``.
+
+        Args:
+            name: Lower-kebab implementation name, unique within the extension point.
+            factory: Called as ``factory(options, context)`` when the implementation is selected.
+            options: Pydantic model validating ``[plugin.<name>]``; it should set
+                ``extra="forbid"`` and accept strings from the environment.
+            summary: One line shown by ``biasbreaker plugins``.
+
+        Raises:
+            PluginError: If the name is not lower-kebab or ``options`` is not a pydantic model.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class Implementation(Generic[T]):
+    """One registered implementation.
+
+    Args:
+        point: The extension point.
+        name: The implementation's name.
+        factory: Its factory.
+        options: Its options model.
+        summary: One line of description.
+        plugin: The registering plugin's name (its entry-point name).
+        distribution: The plugin's distribution, or ``None`` for a plugin registered in-process.
+        version: The distribution's version, or ``None``.
+    """
+
+    point: PointName
+    name: str
+    factory: Factory[T]
+    options: type[BaseModel]
+    summary: str
+    plugin: str
+    distribution: str | None
+    version: str | None
+
+    @property
+    def origin(self) -> str:
+        """``"<distribution> <version>"`` or ``"plugin <name> (not installed)"``."""
+        if self.distribution:
+            return f"{self.distribution} {self.version or '?'}"
+        return f"plugin {self.plugin}, not from a distribution"
+
+
+@dataclass
+class Registry:
+    """All implementations registered by the loaded plugins, by extension point and name.
+
+    Duplicates (two implementations under one name in one extension point) are recorded as
+    conflicts rather than raised at once, so ``biasbreaker plugins`` can still show them;
+    resolving a conflicted name raises :class:`DuplicateImplementationError`.
+    """
+
+    _by_point: dict[str, dict[str, Implementation[Any]]] = field(default_factory=dict)
+    _conflicts: dict[tuple[str, str], DuplicateImplementationError] = field(default_factory=dict)
+
+    @property
+    def conflicts(self) -> list[DuplicateImplementationError]:
+        """Every duplicate registration seen, in registration order."""
+        return list(self._conflicts.values())
+
+    def add(self, impl: Implementation[Any]) -> None:
+        """Add an implementation; a duplicate name in the same point becomes a conflict."""
+        slots = self._by_point.setdefault(impl.point, {})
+        existing = slots.get(impl.name)
+        if existing is None:
+            slots[impl.name] = impl
+            return
+        err = DuplicateImplementationError(
+            f"{impl.point} implementation {impl.name!r} is registered twice: by plugin "
+            f"{existing.plugin!r} ({existing.origin}) and by plugin {impl.plugin!r} "
+            f"({impl.origin}). Uninstall one of them, or block one with "
+            f"BIASBREAKER_DISABLE_PLUGINS={impl.plugin}."
+        )
+        self._conflicts.setdefault((impl.point, impl.name), err)
+
+    def names(self, point: PointName) -> list[str]:
+        """The sorted implementation names registered for ``point``."""
+        return sorted(self._by_point.get(point, {}))
+
+    def get(self, point: PointName, name: str, *, where: str | None = None) -> Implementation[Any]:
+        """Look up one implementation.
+
+        Args:
+            point: The extension point.
+            name: The implementation name.
+            where: Where the name came from (config source and key), for the error message.
+
+        Returns:
+            The implementation.
+
+        Raises:
+            UnknownImplementationError: No installed plugin provides ``name``; the message lists
+                what is installed for ``point`` and from which distribution.
+            DuplicateImplementationError: Two plugins registered ``name``.
+        """
+        conflict = self._conflicts.get((point, name))
+        if conflict is not None:
+            raise conflict
+        impl = self._by_point.get(point, {}).get(name)
+        if impl is None:
+            raise UnknownImplementationError(self.unknown_message(point, name, where))
+        return impl
+
+    def unknown_message(self, point: PointName, name: str, where: str | None) -> str:
+        """The message for an unknown name: what is installed, and the likely fix."""
+        installed = self._by_point.get(point, {})
+        listing = ", ".join(f"{n} ({installed[n].origin})" for n in sorted(installed)) or "none"
+        loc = f" ({where})" if where else ""
+        return (
+            f"{point} {name!r}{loc} is not available; installed: {listing}. "
+            "Is its plugin installed? `biasbreaker plugins` lists what is."
+        )
+
+    def __iter__(self) -> Iterator[Implementation[Any]]:
+        for point in sorted(self._by_point):
+            for name in sorted(self._by_point[point]):
+                yield self._by_point[point][name]
+
+    def by_name(self, name: str) -> list[Implementation[Any]]:
+        """Every implementation called ``name``, in any extension point."""
+        return [impl for impl in self if impl.name == name]
+
+
+def check_registration(plugin: str, point: str, name: object, options: object) -> None:
+    """Validate what a plugin passed to ``register``.
+
+    Raises:
+        PluginError: Naming the plugin, the extension point and the bad value.
+    """
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise PluginError(
+            f"plugin {plugin!r} registered a {point} implementation under the name {name!r}; "
+            "names must be lower-kebab ASCII such as 'trust' or 'empirical-auditor'"
+        )
+    if not (isinstance(options, type) and issubclass(options, BaseModel)):
+        raise PluginError(
+            f"plugin {plugin!r} registered {point} {name!r} with options={options!r}; "
+            "pass a pydantic BaseModel subclass (or omit it for no options)"
+        )

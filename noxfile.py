@@ -1,0 +1,76 @@
+"""Developer sessions: tests, lint, typecheck, contrib, bench.
+
+``nox`` lists them; ``nox -s tests-3.11`` runs one. The default ones are tests, lint,
+typecheck and contrib; ``bench`` and ``slow`` run on request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2024.3.2"
+nox.options.sessions = ["tests", "lint", "typecheck", "contrib"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHONS = ["3.10", "3.11", "3.12"]
+CONTRIB = sorted(p.parent.name for p in Path("contrib").glob("*/pyproject.toml"))
+TORCH = "torch==2.13.0"
+"""The CPU build on this machine's disk (Python 3.11); install it before anything pulls torch."""
+
+
+def _install_project(session: nox.Session, extras: str) -> None:
+    if session.python == "3.11":
+        session.install(TORCH)
+        session.install("-e", f".[{extras},semantic]")
+    else:
+        # no local CPU torch for this Python: the semantic extra's tests skip
+        session.install("-e", f".[{extras}]")
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """Kernel and first-party plugin tests (semantic tests need Python 3.11 here)."""
+    _install_project(session, "langgraph,test")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", "core", "plugins", "tests", "benchmarks", "contrib", "noxfile.py")
+    session.run("ruff", "format", "--check", "core", "plugins", "tests", "benchmarks", "contrib")
+
+
+@nox.session(python="3.11")
+@nox.parametrize("target", PYTHONS)
+def typecheck(session: nox.Session, target: str) -> None:
+    """mypy --strict over the kernel and first-party plugins for one target version."""
+    session.install("-e", ".[langgraph,test]", "mypy>=1.10", "types-networkx")
+    session.run("mypy", "--strict", "--python-version", target, "core", "plugins")
+
+
+@nox.session(python="3.11")
+@nox.parametrize("pkg", CONTRIB)
+def contrib(session: nox.Session, pkg: str) -> None:
+    """Install one contrib plugin distribution (not editable), as a stranger would, and test it."""
+    session.install(".", f"./contrib/{pkg}[test]")
+    session.run("pytest", f"contrib/{pkg}/tests", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks, printed as ratios against baselines measured in the same run."""
+    _install_project(session, "langgraph,test")
+    session.install("pytest-benchmark>=4", "pybreaker>=1.2", "networkx>=3.2")
+    session.run(
+        "pytest",
+        "benchmarks",
+        "-p",
+        "no:randomly",
+        "--benchmark-only",
+        "--benchmark-columns=min,mean,stddev,rounds",
+        *session.posargs,
+    )

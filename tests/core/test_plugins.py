@@ -1,0 +1,231 @@
+"""The plugin host: entry-point discovery, failures, blocking, duplicates, selection."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from biasbreaker.config import load_settings
+from biasbreaker.errors import (
+    DuplicateImplementationError,
+    PluginError,
+    PluginLoadError,
+    UnknownImplementationError,
+)
+from biasbreaker.hookspecs import hookimpl
+from biasbreaker.kernel import Kernel
+from biasbreaker.plugins import PluginHost
+from biasbreaker.registry import NAME_PATTERN
+
+AGGREGATOR_PLUGIN = """
+from biasbreaker.hookspecs import hookimpl
+
+BUILT = []
+
+class Mean:
+    def aggregate(self, verdicts):
+        return verdicts
+
+def make(options, context):
+    BUILT.append(options)
+    return Mean()
+
+@hookimpl
+def aggregator(register):
+    register("{name}", make, summary="test aggregator")
+"""
+
+
+def _aggregator_dist(fake_plugin_dist: Any, dist: str, module: str, name: str) -> None:
+    fake_plugin_dist(
+        dist,
+        version="2.3.4",
+        entry_points={module: module},
+        modules={module: AGGREGATOR_PLUGIN.replace("{name}", name)},
+    )
+
+
+def test_entry_point_discovery_through_a_real_distribution(fake_plugin_dist: Any) -> None:
+    _aggregator_dist(fake_plugin_dist, "bb-agg-mean", "bb_agg_mean", "mean")
+    host = PluginHost(disabled=frozenset())
+    info = host.infos["bb_agg_mean"]
+    assert (info.distribution, info.version, info.status) == ("bb-agg-mean", "2.3.4", "loaded")
+    assert info.hooks == ("aggregator",)
+    impl = host.build_registry().get("aggregator", "mean")
+    assert (impl.plugin, impl.distribution, impl.summary) == (
+        "bb_agg_mean",
+        "bb-agg-mean",
+        "test aggregator",
+    )
+
+
+def test_plugin_raising_at_import_is_reported_and_does_not_hide_others(
+    fake_plugin_dist: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    _aggregator_dist(fake_plugin_dist, "bb-agg-good", "bb_agg_good", "good")
+    fake_plugin_dist(
+        "bb-broken",
+        version="0.9",
+        entry_points={"broken": "bb_broken"},
+        modules={"bb_broken": "import definitely_not_installed_module_xyz\n"},
+    )
+    with caplog.at_level(logging.WARNING, logger="biasbreaker.plugins"):
+        host = PluginHost(disabled=frozenset())
+    (failure,) = host.failures
+    assert failure.plugin == "broken"
+    assert failure.distribution == "bb-broken"
+    assert failure.version == "0.9"
+    assert isinstance(failure.original, ModuleNotFoundError)
+    assert "definitely_not_installed_module_xyz" in str(failure)
+    assert "bb-broken 0.9" in str(failure)
+    assert "broken" in caplog.text
+    # the working plugin is still there
+    assert host.build_registry().names("aggregator") == ["good"]
+
+
+def test_strict_makes_a_load_failure_fatal(fake_plugin_dist: Any) -> None:
+    fake_plugin_dist(
+        "bb-broken",
+        entry_points={"broken": "bb_broken_strict"},
+        modules={"bb_broken_strict": "raise RuntimeError('boom at import')\n"},
+    )
+    with pytest.raises(PluginLoadError, match="boom at import") as info:
+        PluginHost(strict=True, disabled=frozenset())
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_plugin_disabled_by_env_is_never_imported(
+    fake_plugin_dist: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_plugin_dist(
+        "bb-loud",
+        entry_points={"loud": "bb_loud"},
+        modules={"bb_loud": "raise RuntimeError('imported although disabled')\n"},
+    )
+    _aggregator_dist(fake_plugin_dist, "bb-agg-x", "bb_agg_x", "x")
+    monkeypatch.setenv("BIASBREAKER_DISABLE_PLUGINS", " loud , bb_agg_x")
+    host = PluginHost()
+    assert host.failures == []
+    assert host.infos["loud"].status == "disabled"
+    assert host.infos["bb_agg_x"].status == "disabled"
+    assert host.build_registry().names("aggregator") == []
+
+
+def test_duplicate_names_are_an_error_naming_both_distributions(fake_plugin_dist: Any) -> None:
+    _aggregator_dist(fake_plugin_dist, "bb-agg-one", "bb_agg_one", "twin")
+    _aggregator_dist(fake_plugin_dist, "bb-agg-two", "bb_agg_two", "twin")
+    registry = PluginHost(disabled=frozenset()).build_registry()
+    (conflict,) = registry.conflicts
+    assert "bb-agg-one 2.3.4" in str(conflict)
+    assert "bb-agg-two 2.3.4" in str(conflict)
+    with pytest.raises(DuplicateImplementationError, match="registered twice"):
+        registry.get("aggregator", "twin")
+
+
+def test_unknown_name_lists_installed_implementations(
+    fake_plugin_dist: Any, isolated_config: Any
+) -> None:
+    _aggregator_dist(fake_plugin_dist, "bb-agg-mean", "bb_agg_mean2", "mean")
+    _aggregator_dist(fake_plugin_dist, "bb-agg-median", "bb_agg_median", "median")
+    host = PluginHost(autoload=False, disabled=frozenset())
+    host.load_entry_points()
+    kernel = Kernel(load_settings(overrides={"intervention": {"aggregator": "trsut"}}), host)
+    with pytest.raises(UnknownImplementationError) as info:
+        kernel.build("aggregator")
+    message = str(info.value)
+    assert "aggregator 'trsut'" in message
+    assert "argument: intervention.aggregator" in message
+    assert "mean (bb-agg-mean 2.3.4)" in message
+    assert "median (bb-agg-median 2.3.4)" in message
+
+
+def test_unknown_name_mentions_plugins_that_failed_to_load(
+    fake_plugin_dist: Any, isolated_config: Any
+) -> None:
+    fake_plugin_dist(
+        "bb-retriever-bm25",
+        entry_points={"bm25": "bb_bm25_missing"},
+        modules={"bb_bm25_missing": "import numpy_that_is_missing\n"},
+    )
+    host = PluginHost(disabled=frozenset())
+    kernel = Kernel(load_settings(overrides={"intervention": {"retriever": "bm25"}}), host)
+    with pytest.raises(UnknownImplementationError, match="failed to load.*numpy_that_is_missing"):
+        kernel.build("retriever")
+
+
+def test_installed_but_unselected_implementations_are_never_built(
+    fake_plugin_dist: Any, isolated_config: Any
+) -> None:
+    _aggregator_dist(fake_plugin_dist, "bb-agg-a", "bb_agg_a", "chosen")
+    _aggregator_dist(fake_plugin_dist, "bb-agg-b", "bb_agg_b", "ignored")
+    host = PluginHost(disabled=frozenset())
+    kernel = Kernel(load_settings(overrides={"intervention": {"aggregator": "chosen"}}), host)
+    kernel.build("aggregator")
+    import bb_agg_a
+    import bb_agg_b
+
+    assert len(bb_agg_a.BUILT) == 1
+    assert bb_agg_b.BUILT == []
+    # built once, cached
+    assert kernel.build("aggregator") is kernel.build("aggregator", "chosen")
+    assert len(bb_agg_a.BUILT) == 1
+
+
+@pytest.mark.parametrize("bad", ["Trust", "two words", "under_score", "", "-lead", 42])
+def test_registering_a_malformed_name_is_a_plugin_error(
+    register_plugin: Any, plugin_host: PluginHost, bad: object
+) -> None:
+    class Plugin:
+        @hookimpl
+        def aggregator(self, register: Any) -> None:
+            register(bad, lambda options, context: object())
+
+    register_plugin(Plugin(), name="bad-names")
+    with pytest.raises(PluginError, match="lower-kebab"):
+        plugin_host.build_registry()
+    assert not NAME_PATTERN.match(str(bad))
+
+
+def test_a_hook_that_raises_is_reported_with_its_plugin(
+    register_plugin: Any, plugin_host: PluginHost
+) -> None:
+    class Plugin:
+        @hookimpl
+        def scorer(self, register: Any) -> None:
+            raise KeyError("oops")
+
+    register_plugin(Plugin(), name="raiser", distribution="bb-raiser", version="1")
+    with pytest.raises(PluginError, match=r"'raiser' \(bb-raiser 1\) raised in its scorer hook"):
+        plugin_host.build_registry()
+
+
+def test_a_factory_that_raises_is_a_plugin_error_with_the_cause(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    def broken(options: Any, context: Any) -> object:
+        raise RuntimeError("model file missing")
+
+    class Plugin:
+        @hookimpl
+        def aggregator(self, register: Any) -> None:
+            register("broken", broken)
+
+    register_plugin(Plugin(), name="bb-broken-factory")
+    kernel = make_kernel({"intervention": {"aggregator": "broken"}})
+    with pytest.raises(PluginError, match="failed to build: RuntimeError") as info:
+        kernel.build("aggregator")
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_a_plugin_with_an_unknown_hook_argument_is_rejected(
+    plugin_host: PluginHost,
+) -> None:
+    class Plugin:
+        @hookimpl
+        def aggregator(self, register: Any, extra: Any) -> None:
+            raise AssertionError("never called")
+
+    with pytest.raises(PluginError, match="cannot register plugin 'bad-args'"):
+        plugin_host.register(Plugin(), name="bad-args")
