@@ -62,6 +62,7 @@ __all__ = [
     "Path",
     "Substitution",
     "Variant",
+    "payload_digest",
 ]
 
 Path = tuple[str | int, ...]
@@ -377,7 +378,7 @@ class CounterfactualGenerator:
                     "(fairness through unawareness), so a counterfactual test does not apply"
                 ),
             )
-        digest = _digest(payload)
+        digest = payload_digest(payload)
         per_axis: list[list[tuple[str, dict[str, str]]]] = []
         for axis in self.axes:
             groups = present.get(axis.name)
@@ -458,7 +459,7 @@ class CounterfactualGenerator:
         detections = self.detect(payload)
         present = _present_groups(detections).get(axis, set())
         pi = {g: group for g in ax.groups if g in present and g != group}
-        rng = random.Random(f"{self.seed}:{_digest(payload)}:{axis}:to:{group}")
+        rng = random.Random(f"{self.seed}:{payload_digest(payload)}:{axis}:to:{group}")
         names = self._name_map(payload, detections, axis, pi, rng)
         mapping = CounterfactualMapping(
             axis=axis,
@@ -1091,6 +1092,7 @@ def _canon(payload: Any) -> Any:
     return f"<{type(payload).__name__}>"
 
 
-def _digest(payload: Any) -> str:
+def payload_digest(payload: Any) -> str:
+    """A stable 128-bit hex digest of a JSON-like payload (other objects count by type name)."""
     blob = json.dumps(_canon(payload), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
