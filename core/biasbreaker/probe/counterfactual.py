@@ -31,8 +31,9 @@ Swap rules (sources in ``docs/detection.md``):
 * Titles ``Mr.``/``Mr`` ↔ ``Ms.``/``Mrs.``/``Miss`` (a swap back restores the title the
   text had); spouse, kin and in-law terms (wife ↔ husband, mother ↔ father, son ↔ daughter …).
 * Context-dependent terms (``black``, ``white``, ``asian``, ``old``, ``young``, ``straight``,
-  ``deaf`` …) count only before a person word (``a black doctor``), some also after a copula
-  (``she is straight``); ``the black car`` is left alone.
+  ``deaf`` …) count only before a person word or "one(s)" (``a black doctor``, ``the straight
+  one``), when coordinated with such a term (``a gay and a straight couple``), and some after a
+  copula (``she is straight``); ``the black car`` is left alone.
 * ``a``/``an`` before a swapped word is corrected (``an Asian man`` → ``a white man``).
 * First and full names are swapped by group (gender × race) from the shipped name lists:
   a gender swap keeps the surname (``Jamal Washington`` → ``Ebony Washington``), a race swap
@@ -113,6 +114,9 @@ _LANGUAGE_VERBS = frozenset(
     translates translated translating
     """.split()  # noqa: SIM905
 )
+_ONE = frozenset({"one", "ones"})
+_POSSESSIVE = re.compile(r"['’]s?$")
+_COORDINATED = re.compile(r"\s*,?\s*(?:and|or|nor)\s+(?:(?:a|an|the)\s+)?[\w'’-]+\s+(\w+)", re.I)
 _WORD_AFTER = re.compile(r"\s*(?:(\w[\w'’]*)|(\S))?")
 _WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
 _ARTICLE_BEFORE = re.compile(r"(?<![\w'’-])(an?)(\s+)$", re.IGNORECASE)
@@ -310,7 +314,7 @@ class CounterfactualGenerator:
         """
         found: list[Detection] = []
         for path, text in _leaves(payload):
-            for hit in self._scan(text, relaxed=frozenset()):
+            for hit in self._scan(text):
                 if hit.kind == "name":
                     found.extend(self._name_detections(path, hit))
                 else:
@@ -480,15 +484,13 @@ class CounterfactualGenerator:
             The variant, whose ``mapping`` also records the term choices made (``prefer``),
             for :meth:`map_back`.
         """
-        return self._rewrite(payload, mapping, relaxed=False)
+        return self._rewrite(payload, mapping)
 
     def map_back(self, payload: Any, mapping: CounterfactualMapping) -> Any:
         """Map a counterfactual output back to the original groups before comparing.
 
         Applies the inverse of ``mapping``: the swapped groups and names return, and a word
-        with several counterparts returns to the one the input had. Context-dependent terms
-        of the swapped groups also map back before "one"/"ones" (an output's "the Black one"
-        refers to a person of the swapped group).
+        with several counterparts returns to the one the input had.
 
         Args:
             payload: An output of the step run on the variant (``str`` or JSON-like).
@@ -508,7 +510,7 @@ class CounterfactualGenerator:
             names=inverse.names,
             prefer=mapping.prefer,
         )
-        return self._rewrite(payload, back, relaxed=True).payload
+        return self._rewrite(payload, back).payload
 
     def neutralise(
         self, payload: Any, *, axes: Sequence[str] | None = None, names: bool = True
@@ -533,7 +535,7 @@ class CounterfactualGenerator:
             del path
             out: list[str] = []
             pos = 0
-            for hit in self._scan(text, relaxed=frozenset()):
+            for hit in self._scan(text):
                 if hit.kind == "age":
                     continue
                 if hit.kind == "name":
@@ -659,17 +661,13 @@ class CounterfactualGenerator:
             unique.setdefault(src, dst)
         return tuple(unique.items())
 
-    def _scan(self, text: str, relaxed: frozenset[tuple[str, str]]) -> list[_Hit]:
-        """Find term, age and name hits, longest first, without overlaps.
-
-        ``relaxed`` lists ``(axis, group)`` pairs whose context-dependent forms count without
-        a person word (used when mapping back).
-        """
+    def _scan(self, text: str) -> list[_Hit]:
+        """Find term, age and name hits, longest first, without overlaps."""
         hits: list[_Hit] = []
         comp = self._compiled
         if comp.terms is not None:
             for m in comp.terms.finditer(text):
-                hit = self._term_hit(text, m, relaxed)
+                hit = self._term_hit(text, m)
                 if hit is not None:
                     hits.append(hit)
         age_axis = next((a for a in self.axes if a.numeric_age is not None), None)
@@ -694,9 +692,7 @@ class CounterfactualGenerator:
                     hits.append(_Hit(m.start(), m.end(), surface, "name", "", (), key))
         return _non_overlapping(hits)
 
-    def _term_hit(
-        self, text: str, m: re.Match[str], relaxed: frozenset[tuple[str, str]]
-    ) -> _Hit | None:
+    def _term_hit(self, text: str, m: re.Match[str]) -> _Hit | None:
         surface = m.group(0)
         key = _norm(surface)
         axis = self._compiled.axis_of.get(key)
@@ -711,27 +707,62 @@ class CounterfactualGenerator:
             prev = _word_before(text, m.start())
             if prev is not None and prev.lower() in _LANGUAGE_VERBS:
                 return None
-        if key in axis.needs_person_word:
-            nxt = _word_after(text, m.end())
-            licensed = nxt is not None and nxt.lower() in self.terms.person_words
-            if not licensed and any((axis.name, g) in relaxed for g in groups):
-                licensed = nxt is not None and nxt.lower() in ("one", "ones")
-            if not licensed and key in axis.predicative:
-                prev = _word_before(text, m.start())
-                licensed = (
-                    prev is not None
-                    and prev.lower() in _COPULAS
-                    and (nxt is None or nxt.lower() in _FUNCTION_WORDS)
-                )
-            if not licensed:
-                return None
+        if key in axis.needs_person_word and not self._licensed(
+            text, m.start(), m.end(), key, axis
+        ):
+            return None
         return _Hit(m.start(), m.end(), surface, "term", axis.name, groups)
 
-    def _rewrite(self, payload: Any, mapping: CounterfactualMapping, *, relaxed: bool) -> Variant:
+    def _licensed(self, text: str, start: int, end: int, key: str, axis: Axis) -> bool:
+        """Whether a context-dependent term at ``text[start:end]`` refers to people.
+
+        Yes when the next word is a person word or "one(s)" ("a black doctor", "the straight
+        one"), or when it is coordinated with a word that is ("a gay and a straight couple").
+        A predicative form (``straight``, ``deaf`` …) also counts after a copula at the end of
+        a phrase ("she is deaf."), and when its sentence has an unambiguous term of the same
+        axis ("one pansexual and one straight").
+        """
+        nxt = _word_after(text, end)
+        if nxt is not None:
+            nxt = _POSSESSIVE.sub("", nxt)
+        people = self.terms.person_words
+        if nxt is not None and (nxt.lower() in people or nxt.lower() in _ONE):
+            return True
+        m = _COORDINATED.match(text, end)
+        if m is not None and (m.group(1).lower() in people or m.group(1).lower() in _ONE):
+            return True
+        if key in axis.predicative:
+            if self._anchored(text, start, end, axis):
+                return True
+            prev = _word_before(text, start)
+            copula = prev is not None and (
+                prev.lower() in _COPULAS or prev.lower().endswith(("'s", "’s", "'re", "’re"))
+            )
+            return copula and (nxt is None or nxt.lower() in _FUNCTION_WORDS)
+        return False
+
+    def _anchored(self, text: str, start: int, end: int, axis: Axis) -> bool:
+        """Whether the sentence around ``text[start:end]`` has a context-free term of ``axis``."""
+        left = max(text.rfind(c, 0, start) for c in ".!?\n")
+        rights = [i for i in (text.find(c, end) for c in ".!?\n") if i != -1]
+        right = min(rights) if rights else len(text)
+        pattern = self._compiled.terms
+        if pattern is None:
+            return False
+        for m in pattern.finditer(text, left + 1, right):
+            key = _norm(m.group(0))
+            if (
+                m.start() != start
+                and self._compiled.axis_of.get(key) is axis
+                and key not in axis.needs_person_word
+            ):
+                return True
+        return False
+
+    def _rewrite(self, payload: Any, mapping: CounterfactualMapping) -> Variant:
         axis = self.terms.axis(mapping.axis)
         pi = dict(mapping.groups)
         prefer = dict(mapping.prefer)
-        relaxed_pairs = frozenset((axis.name, g) for g in pi) if relaxed else frozenset()
         name_map = {_norm(src): dst for src, dst in mapping.names}
         name_re = _literal_regex([src for src, _ in mapping.names])
         present = _present_groups(self.detect(payload)).get(axis.name, set())
@@ -739,7 +770,7 @@ class CounterfactualGenerator:
         chosen: dict[str, str] = {}
 
         def rewrite(path: Path, text: str) -> str:
-            hits = [h for h in self._scan(text, relaxed_pairs) if h.kind != "name"]
+            hits = [h for h in self._scan(text) if h.kind != "name"]
             if name_re is not None:
                 for m in name_re.finditer(text):
                     if _capitalised(m.group(0)):

@@ -6,33 +6,46 @@ the output it produced, the probe
 1. decides from the seed whether this step is probed at all (``probe_rate``);
 2. draws ``k`` counterfactual variants of the input (:class:`CounterfactualGenerator`); an
    input without protected mentions is *not applicable*, never "score 0";
-3. re-runs the step on every variant and ``r`` more times on the original input (same-group
-   resamples), concurrently (bounded by ``max_concurrency``), each distinct call once;
+3. re-runs the step ``r`` more times on the original input (same-group resamples) and once on
+   every variant, concurrently (bounded by ``max_concurrency``), each distinct call once;
 4. maps each counterfactual output back to the original groups (for scorers that compare
-   neutralised text) and measures, with every scorer, its divergence from the original output;
-5. reports, per scorer, ``b = clip(D_cf − D_same, 0, 1)`` where ``D_cf`` is the mean
-   counterfactual divergence and ``D_same`` the mean same-group divergence, combines the
-   scorers (``max`` or ``mean``), and adds a seeded bootstrap interval when ``k >= 2``.
+   neutralised text) and measures divergences with every scorer;
+5. reports, per scorer, ``b = clip(D_cf − D_same, 0, 1)``, combines the scorers (``max`` or
+   ``mean``), and adds a seeded bootstrap interval when ``k >= 2``.
 
-The noise floor. At temperature > 0 two answers to the *same* prompt differ; LangFair's
-published male/female pairs (temperature 1) have ROUGE-L ≈ 0.48 although nothing but a pronoun
-changed, and about the same between two samples of one prompt. ``D_same`` estimates that
-sampling divergence on the step's own output and is subtracted, so only the *excess* caused by
-the demographic swap counts. Both terms compare with the same reference (the guarded output
-``y₀``), so under "no bias" the mapped-back counterfactual outputs and the resamples are draws
-from one distribution and ``E[D_cf − D_same] = 0``. (Source: the no-effect-baseline idea in
-detection-anchors §0.2/§5.2; a difference-in-means estimator.)
+The estimator. Let ``y_0`` be the guarded output, ``y_1…y_r`` the same-group resamples and
+``c_1…c_k`` the mapped-back counterfactual outputs. Counterfactual ``j`` is paired with the
+resample ``t(j) = 1 + (j mod r)``: it runs with that resample's sample index, and is compared
+with the same *anchors*, the other same-group outputs ``A_j = {y_a : a ≠ t(j)}``:
 
-Telling the step which sample it is. Resamples of one input must be *different draws*. A real
-LLM at temperature > 0 gives them anyway; a seeded fake or a cached client needs to know the
-draw. During every call the probe sets :func:`current_sample` (0 for the original, 1…r for the
-resamples) and, when the step's signature has a ``sample`` parameter, passes ``sample=`` as a
-keyword. An LLM-calling step forwards it with :func:`with_current_sample` into
-:attr:`biasbreaker.llm.LLMRequest.sample`. Counterfactual variant ``j`` runs with sample index
-``1 + (j mod r)`` (``0`` when ``r = 0``): the index of a same-group resample, so a step that
-honours the index draws the counterfactual and its paired resample with the same randomness
-(common random numbers) and a group-blind seeded step scores exactly 0. A deterministic step
+* ``D_cf`` = mean over ``j`` of mean over ``a ∈ A_j`` of ``d(y_a, c_j)``;
+* ``D_same`` = mean over ``j`` of mean over ``a ∈ A_j`` of ``d(y_a, y_t(j))``;
+* ``b = clip(D_cf − D_same, 0, 1)``.
+
+If the swap has no effect, ``c_j`` and ``y_t(j)`` are two draws of one output distribution,
+compared with the same anchors, so the excess has expectation 0 whatever the sampling
+temperature (a paired difference). A real LLM draws them independently; a seeded step that
+honours the sample index draws them with the same randomness (common random numbers), so for
+a group-blind seeded step ``c_j == y_t(j)`` after mapping back and the excess is exactly 0
+(Law & Kelton, *Simulation Modeling and Analysis*, §11.2, common random numbers). A real
+effect makes the counterfactual outputs farther from the anchors than their same-group twins.
+With ``r = 0`` there is no twin and no floor: ``D_cf`` = mean of ``d(y_0, c_j)``, ``D_same =
+0``. The need for a same-prompt baseline is detection-anchors §0.2/§5.2: LangFair's
+male/female pairs at temperature 1 have ROUGE-L ≈ 0.48 although only a pronoun changed.
+Clipping at 0 biases the mean score of an unbiased, independently sampled step slightly
+upwards; the unclipped ``excess`` is reported too.
+
+Telling the step which sample it is. During every call the probe sets :func:`current_sample`
+and, when the step's signature has a ``sample`` parameter, passes ``sample=`` as a keyword: 0
+is the guarded call itself, ``1…r`` the resamples, ``1 + (j mod r)`` counterfactual variant
+``j`` (0 when ``r = 0``). An LLM-calling step forwards it with :func:`with_current_sample` into
+:attr:`biasbreaker.llm.LLMRequest.sample`, so a seeded or cached client returns different
+draws for different resamples, as a real model at temperature > 0 does. A deterministic step
 that ignores the index gives ``D_same = 0``: its floor is zero, which is correct for it.
+
+The bootstrap interval resamples the ``k`` paired differences (variant and twin together),
+``bootstrap`` times, from a seed derived from the probe's seed and the step id (percentile
+interval, Efron & Tibshirani 1993).
 """
 
 from __future__ import annotations
@@ -90,7 +103,7 @@ _SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("biasbreaker_probe
 def current_sample() -> int:
     """The sample index of the step call in progress.
 
-    0 outside the probe and for the original call, 1…r for same-group resamples,
+    0 outside the probe and for the original call, ``1…r`` for same-group resamples,
     ``1 + (j mod r)`` for counterfactual variant ``j`` (0 when ``r = 0``).
     """
     return _SAMPLE.get()
@@ -113,10 +126,10 @@ class ScorerParts:
     """One scorer's part of a local score.
 
     Args:
-        counterfactual: Mean divergence of the counterfactual outputs from the original
-            output, in [0, 1].
-        same_group: Mean divergence of the same-group resamples (the noise floor), in [0, 1];
-            0 when ``r = 0``.
+        counterfactual: ``D_cf``: mean divergence of the counterfactual outputs from their
+            anchors, in [0, 1].
+        same_group: ``D_same``: mean divergence of the paired same-group resamples from the
+            same anchors (the noise floor), in [0, 1]; 0 when ``r = 0``.
         excess: ``counterfactual − same_group``, in [−1, 1] (unclipped).
         score: ``clip(excess, 0, 1)``.
     """
@@ -137,7 +150,8 @@ class VariantOutcome:
         names: ``(original, replacement)`` names.
         draw: Which draw of this mapping (0 first).
         sample: The sample index the step ran with.
-        divergences: Scorer name → divergence of this variant's output from the original.
+        divergences: Scorer name → ``(cf, twin)``: mean divergence of this variant's output
+            from its anchors, and of its same-group twin from the same anchors.
     """
 
     axis: str
@@ -145,7 +159,7 @@ class VariantOutcome:
     names: tuple[tuple[str, str], ...]
     draw: int
     sample: int
-    divergences: Mapping[str, float]
+    divergences: Mapping[str, tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -212,7 +226,7 @@ class ProbeResult:
                     "names": [list(p) for p in v.names],
                     "draw": v.draw,
                     "sample": v.sample,
-                    "divergences": dict(v.divergences),
+                    "divergences": {s: list(p) for s, p in v.divergences.items()},
                 }
                 for v in self.variants
             ],
@@ -247,7 +261,7 @@ class ProbeResult:
                     names=tuple((a, b) for a, b in v["names"]),
                     draw=v["draw"],
                     sample=v["sample"],
-                    divergences=dict(v["divergences"]),
+                    divergences={s: (p[0], p[1]) for s, p in v["divergences"].items()},
                 )
                 for v in data["variants"]
             ),
@@ -444,19 +458,29 @@ class Probe:
             )
         made, hits = await self._run(step, name, calls)
 
-        resample_texts = [as_text(self._cache_get(k)) for k in resample_keys]
+        same_texts = [original_text] + [as_text(self._cache_get(key)) for key in resample_keys]
         mapped_texts, raw_texts = [], []
         for key, v in zip(variant_keys, variants, strict=True):
             out = self._cache_get(key)
             raw_texts.append(as_text(out))
             mapped_texts.append(as_text(self._map_back(out, v.mapping, name)))
 
-        per_scorer: dict[str, list[float]] = {}
+        k, n_same = len(variants), len(same_texts)
+        twins = variant_samples
+        anchors = [[a for a in range(n_same) if a != twins[j]] if self.r else [0] for j in range(k)]
+        floor_pairs = sorted(
+            {(a, twins[j]) for j in range(k) for a in anchors[j]} if self.r else []
+        )
+        rows: dict[str, list[float]] = {}
+        floors: dict[str, list[float]] = {}
         for scorer in self.scorers:
             cf_texts = mapped_texts if scorer.compares_neutralised else raw_texts
-            others = cf_texts + resample_texts
+            lefts = [same_texts[a] for j in range(k) for a in anchors[j]]
+            rights = [cf_texts[j] for j in range(k) for _ in anchors[j]]
+            lefts += [same_texts[a] for a, _ in floor_pairs]
+            rights += [same_texts[t] for _, t in floor_pairs]
             try:
-                values = scorer.divergence([original_text] * len(others), others)
+                values = scorer.divergence(lefts, rights)
             except ProbeError:
                 raise
             except Exception as exc:
@@ -464,14 +488,22 @@ class Probe:
                     f"scorer {scorer.name!r} raised {exc!r} while scoring step {name!r}; the "
                     "probe fails closed"
                 ) from exc
-            per_scorer[scorer.name] = check_divergences(scorer.name, values, len(others))
+            checked = check_divergences(scorer.name, values, len(lefts))
+            n_between = sum(len(a) for a in anchors)
+            floor_d = dict(zip(floor_pairs, checked[n_between:], strict=True))
+            row, floor, pos = [], [], 0
+            for j in range(k):
+                row.append(mean(checked[pos : pos + len(anchors[j])]))
+                pos += len(anchors[j])
+                floor.append(mean([floor_d[(a, twins[j])] for a in anchors[j]]) if self.r else 0.0)
+            rows[scorer.name] = row
+            floors[scorer.name] = floor
 
-        k = len(variants)
-        parts = {sname: _parts(values[:k], values[k:]) for sname, values in per_scorer.items()}
+        parts = {sname: _parts(rows[sname], floors[sname]) for sname in rows}
         score = combine({s: p.score for s, p in parts.items()}, self.combine)
         ci = None
         if k >= 2 and self.bootstrap > 0:
-            ci = self._interval(per_scorer, k, sid)
+            ci = self._interval(rows, floors, sid)
         outcomes = tuple(
             VariantOutcome(
                 axis=v.mapping.axis,
@@ -479,7 +511,7 @@ class Probe:
                 names=v.mapping.names,
                 draw=v.draw,
                 sample=variant_samples[j],
-                divergences={s: vals[j] for s, vals in per_scorer.items()},
+                divergences={s: (rows[s][j], floors[s][j]) for s in rows},
             )
             for j, v in enumerate(variants)
         )
@@ -502,24 +534,25 @@ class Probe:
 
     # ------------------------------------------------------------------ internals
     def _interval(
-        self, per_scorer: Mapping[str, Sequence[float]], k: int, sid: str
+        self, rows: Mapping[str, Sequence[float]], floors: Mapping[str, Sequence[float]], sid: str
     ) -> tuple[float, float]:
-        strata: list[Sequence[float]] = [list(range(k))]
-        if self.r > 0:
-            strata.append(list(range(k, k + self.r)))
+        k = len(next(iter(rows.values())))
 
         def statistic(sample: Sequence[Sequence[float]]) -> float:
-            cf_idx = [int(i) for i in sample[0]]
-            same_idx = [int(i) for i in sample[1]] if len(sample) > 1 else []
+            picked = [int(i) for i in sample[0]]
             scores = {
-                s: _parts([v[i] for i in cf_idx], [v[i] for i in same_idx]).score
-                for s, v in per_scorer.items()
+                s: _parts([v[i] for i in picked], [floors[s][i] for i in picked]).score
+                for s, v in rows.items()
             }
             return combine(scores, self.combine)
 
         rng = random.Random(f"{self.seed}:{sid}:bootstrap")
         return bootstrap_interval(
-            strata, statistic, replicates=self.bootstrap, confidence=self.confidence, rng=rng
+            [list(range(k))],
+            statistic,
+            replicates=self.bootstrap,
+            confidence=self.confidence,
+            rng=rng,
         )
 
     def _map_back(self, output: Any, mapping: CounterfactualMapping, name: str) -> Any:
@@ -592,9 +625,9 @@ class Probe:
         return self._cache[key]
 
 
-def _parts(cf: Sequence[float], same: Sequence[float]) -> ScorerParts:
-    d_cf = mean(cf)
-    d_same = mean(same) if same else 0.0
+def _parts(cf_rows: Sequence[float], floor_rows: Sequence[float]) -> ScorerParts:
+    d_cf = mean(cf_rows)
+    d_same = mean(floor_rows)
     excess = d_cf - d_same
     return ScorerParts(
         counterfactual=d_cf,
