@@ -333,3 +333,31 @@ _GENERATORS: dict[int, CounterfactualGenerator] = {}
 
 def test_default_termset_is_shared() -> None:
     assert TermSet.default() is TermSet.default()
+
+
+def test_masking_a_variant_gives_the_masked_original_on_bbq(gen: CounterfactualGenerator) -> None:
+    """Self-consistency: every word a swap writes is one the detector finds again.
+
+    A group-blind consumer (the fake LLM masks mentions before seeding) then sees the same
+    text for the original and every counterfactual, up to "a"/"an" before a mask. Checked on
+    the real BBQ Religion and Sexual_orientation contexts.
+    """
+    import re
+
+    from biasbreaker.metrics.bbq import load_bbq
+
+    data = Path(__file__).resolve().parents[2] / "core" / "biasbreaker" / "data" / "bbq"
+    article = re.compile(r"\b[Aa]n?\s+\[MASK\]")
+    seen: set[str] = set()
+    checked = 0
+    for name in ("preds_Religion.jsonl", "preds_Sexual_orientation.jsonl"):
+        for item in load_bbq(data / name):
+            text = f"{item.context}\n{item.question}\n" + "\n".join(item.answers)
+            if text in seen:
+                continue
+            seen.add(text)
+            masked = article.sub("a [MASK]", str(gen.neutralise(text)))
+            for v in gen.generate(text, k=3).variants:
+                assert article.sub("a [MASK]", str(gen.neutralise(v.payload))) == masked, v.payload
+                checked += 1
+    assert checked > 1000

@@ -96,7 +96,9 @@ class LexicalScorer:
         )
 
     def similarity(self, a: str, b: str) -> float:
-        """The configured similarity in [0, 1]."""
+        """The configured similarity in [0, 1]; identical texts (even empty ones) give 1."""
+        if a == b:
+            return 1.0
         metric = self.options.metric
         if metric == "rouge-l":
             return self.rouge_l(a, b)
