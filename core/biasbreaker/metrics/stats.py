@@ -81,7 +81,7 @@ def bootstrap_interval(
         raise ValueError("every bootstrap sample must be non-empty")
     stats = []
     for _ in range(replicates):
-        resampled = [[s[rng.randrange(len(s))] for _ in range(len(s))] for s in samples]
+        resampled = [rng.choices(s, k=len(s)) for s in samples]
         stats.append(statistic(resampled))
     stats.sort()
     alpha = (1.0 - confidence) / 2.0

@@ -418,7 +418,7 @@ class CounterfactualGenerator:
                     groups=_ordered_pairs(self.terms.axis(axis_name), pi),
                     names=names,
                 )
-                applied = self.apply(payload, mapping)
+                applied = self._rewrite(payload, mapping, detections)
                 if not applied.substitutions:
                     continue
                 produced = True
@@ -759,13 +759,19 @@ class CounterfactualGenerator:
                 return True
         return False
 
-    def _rewrite(self, payload: Any, mapping: CounterfactualMapping) -> Variant:
+    def _rewrite(
+        self,
+        payload: Any,
+        mapping: CounterfactualMapping,
+        detections: Sequence[Detection] | None = None,
+    ) -> Variant:
         axis = self.terms.axis(mapping.axis)
         pi = dict(mapping.groups)
         prefer = dict(mapping.prefer)
         name_map = {_norm(src): dst for src, dst in mapping.names}
         name_re = _literal_regex([src for src, _ in mapping.names])
-        present = _present_groups(self.detect(payload)).get(axis.name, set())
+        found = self.detect(payload) if detections is None else detections
+        present = _present_groups(found).get(axis.name, set())
         subs: list[Substitution] = []
         chosen: dict[str, str] = {}
 
@@ -1086,6 +1092,12 @@ def _pick(
     rng: random.Random,
     key: Callable[[str], str] = lambda n: n,
 ) -> str | None:
+    if not pool:
+        return None
+    for _ in range(8):  # the pools are large and the taken set small: a few draws suffice
+        name = rng.choice(pool)
+        if name.lower() not in taken and key(name).lower() not in taken:
+            return name
     free = [n for n in pool if n.lower() not in taken and key(n).lower() not in taken]
     return rng.choice(free) if free else None
 

@@ -536,13 +536,14 @@ class Probe:
     def _interval(
         self, rows: Mapping[str, Sequence[float]], floors: Mapping[str, Sequence[float]], sid: str
     ) -> tuple[float, float]:
-        k = len(next(iter(rows.values())))
+        diffs = {s: [c - f for c, f in zip(v, floors[s], strict=True)] for s, v in rows.items()}
+        k = len(next(iter(diffs.values())))
 
         def statistic(sample: Sequence[Sequence[float]]) -> float:
-            picked = [int(i) for i in sample[0]]
+            picked = sample[0]
             scores = {
-                s: _parts([v[i] for i in picked], [floors[s][i] for i in picked]).score
-                for s, v in rows.items()
+                s: min(1.0, max(0.0, sum(d[int(i)] for i in picked) / len(picked)))
+                for s, d in diffs.items()
             }
             return combine(scores, self.combine)
 
