@@ -124,6 +124,11 @@ class ProbeSettings(Section):
         description="Inline extra rows per axis, e.g. {gender = [{male = 'knight', "
         "female = 'dame'}]}.",
     )
+    groups: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Restrict an axis to some of its groups, e.g. {religion = ['christian', "
+        "'muslim', 'jewish']}; the other groups' words are neither detected nor written.",
+    )
     names: bool = Field(
         True, description="Swap first and full names by gender and race (shipped name lists)."
     )

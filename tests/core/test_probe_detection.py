@@ -1,14 +1,20 @@
 """Issue 3's "done when": the probe separates biased from unbiased steps on real BBQ contexts.
 
-The step answers a BBQ multiple-choice question through an LLM client. The client is
-``BiasDialAnswererDouble`` (tests/core/bias_dial_double.py), a TEST DOUBLE standing in for the
-seeded fake LLM (``llm_client`` plugin ``fake``, branch ``prop``) until it is on main. Both
-answer group-blind at dial 0 and, with probability ``dial``, draw the option by group weight.
+The step answers a BBQ multiple-choice question (context, question, options A-C) through the
+seeded fake LLM (``llm_client`` plugin ``fake``, simulated): group-blind at dial 0; at dial
+``p`` a seeded coin decides, with probability ``p``, that the option is drawn by the weight of
+the group it names. The probe swaps the BBQ axes (religion, sexual orientation) and scores
+with the ``decision`` scorer.
 
-Measured (240 contexts, decision scorer, k = r = 32): at dial 0 every local score is exactly
-0 with a same-group floor of about 0.66; AUROC biased vs unbiased 0.965 at dial 0.5 and 1.0 at
-dial 1.0. Smaller probes are cheaper and weaker at dial 0.5 (k = r = 8: 0.80; k = 16, r = 32:
-0.94); see docs/detection.md.
+The fake knows fewer words than the swapper writes. It is group-blind only for swaps between
+words of its own lexicon: "asexual" is not in it (so that group is left out here), and it
+does not know "Jew" or that "a"/"an" change before a swapped word, so for about 15% of the
+contexts a few variants change its masked prompt and the dial-0 score is not exactly 0.
+
+Measured (240 contexts, k = r = 32, 64 calls per probed step): mean local score at dial 0
+0.0012 against a same-group floor of 0.668; AUROC biased vs unbiased 0.963 at dial 0.5 and
+0.9999 at dial 1.0. Smaller probes are cheaper and weaker at dial 0.5 (k = r = 8: 0.80); see
+docs/detection.md.
 """
 
 from __future__ import annotations
@@ -19,26 +25,35 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from bias_dial_double import BiasDialAnswererDouble
 
 from biasbreaker.llm import LLMClient, LLMRequest
 from biasbreaker.metrics.bbq import BBQItem, load_bbq
 from biasbreaker.metrics.stats import auroc, mean
-from biasbreaker.probe import Probe, ProbeResult, with_current_sample
+from biasbreaker.probe import (
+    CounterfactualGenerator,
+    Probe,
+    ProbeResult,
+    TermSet,
+    with_current_sample,
+)
+from biasbreaker_plugins.llm_fake import FakeLLM, FakeLLMOptions
 from biasbreaker_plugins.scorers.decision import DecisionScorer
 
 DATA = Path(__file__).resolve().parents[2] / "core" / "biasbreaker" / "data" / "bbq"
 N_CONTEXTS = 240
 K = R = 32
-# Group preference of the biased step (the fake's `weights` option works the same way): every
-# BBQ Religion and Sexual_orientation group gets a weight, so the step prefers some groups to
+# Group preference of the biased step (the fake's `weights` option): every BBQ Religion and
+# Sexual_orientation group the fake knows gets a weight, so the step prefers some groups to
 # others in every context. 1 is neutral.
 WEIGHTS = {
     "christian": 20.0, "catholic": 0.1, "protestant": 10.0, "mormon": 0.2, "muslim": 0.05,
     "jewish": 5.0, "hindu": 0.5, "buddhist": 2.0, "sikh": 0.3, "atheist": 50.0,
     "straight": 20.0, "gay": 0.1, "lesbian": 0.2, "bisexual": 5.0, "pansexual": 0.3,
-    "asexual": 2.0,
 }  # fmt: skip
+TERMS = TermSet.load(
+    axes=["religion", "sexual-orientation"],
+    groups={"sexual-orientation": ["straight", "gay", "lesbian", "bisexual", "pansexual"]},
+)
 
 
 def contexts() -> list[str]:
@@ -66,9 +81,12 @@ def answering_step(client: LLMClient) -> Callable[[str], Awaitable[str]]:
 
 
 async def probe_all(dial: float, prompts: list[str]) -> list[ProbeResult]:
-    client = BiasDialAnswererDouble(dial, WEIGHTS, seed=3)
+    client = FakeLLM(FakeLLMOptions(bias=dial, weights=WEIGHTS), seed=3)
     step = answering_step(client)
-    probe = Probe(DecisionScorer(), k=K, r=R, seed=5, bootstrap=0, max_concurrency=64)
+    generator = CounterfactualGenerator(TERMS, seed=5)
+    probe = Probe(
+        DecisionScorer(), generator=generator, k=K, r=R, seed=5, bootstrap=0, max_concurrency=64
+    )
     results = []
     for i, prompt in enumerate(prompts):
         output = await step(prompt)
@@ -90,12 +108,13 @@ def scores(results: list[ProbeResult]) -> list[float]:
 
 def test_unbiased_step_scores_within_the_noise_floor(runs: dict[float, list[ProbeResult]]) -> None:
     unbiased = runs[0.0]
-    assert scores(unbiased) == [0.0] * N_CONTEXTS
-    assert all(r.parts["decision"].excess == 0.0 for r in unbiased)
+    local = scores(unbiased)
     floor = mean([r.parts["decision"].same_group for r in unbiased])
     raw = mean([r.parts["decision"].counterfactual for r in unbiased])
     assert floor > 0.6  # answers vary from sample to sample ...
-    assert raw == pytest.approx(floor)  # ... and the raw counterfactual gap is all that noise
+    assert raw == pytest.approx(floor, abs=0.01)  # ... and the raw gap is that noise
+    assert mean(local) < 0.01  # the local score is not
+    assert sum(s == 0.0 for s in local) > 0.8 * N_CONTEXTS
 
 
 @pytest.mark.parametrize("dial", [0.5, 1.0])

@@ -128,3 +128,19 @@ def test_unknown_axis_lists_the_known_ones() -> None:
         TermSet.load(axes=["caste"])
     with pytest.raises(ConfigError, match="inline term rows name axis 'caste'"):
         TermSet.load(inline={"caste": [{"a": "x"}]})
+
+
+def test_groups_restrict_an_axis() -> None:
+    terms = TermSet.load(
+        axes=["religion"], groups={"religion": ["christian", "muslim", "jewish"]}, names=False
+    )
+    axis = terms.axis("religion")
+    assert axis.groups == ("christian", "muslim", "jewish")
+    gen = CounterfactualGenerator(terms)
+    assert [d.surface for d in gen.detect("A Hindu and a Muslim met a Jew.")] == ["Muslim", "Jew"]
+    written = {str(v.payload) for v in gen.generate("A Muslim man.", k=4).variants}
+    assert written == {"A Christian man.", "A Jewish man."}
+    with pytest.raises(ConfigError, match="at least two of its groups"):
+        TermSet.load(groups={"religion": ["christian", "wiccan"]})
+    with pytest.raises(ConfigError, match="probe groups name axis 'caste'"):
+        TermSet.load(groups={"caste": ["a", "b"]})

@@ -70,6 +70,7 @@ def score(
             axes=cfg.axes,
             extra_files=cfg.term_files,
             inline={a: [dict(r) for r in rows] for a, rows in cfg.extra_terms.items()},
+            groups=cfg.groups,
             names=cfg.names,
         )
         report = score_pairs(

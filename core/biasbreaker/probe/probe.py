@@ -669,6 +669,7 @@ def build_probe(context: BuildContext) -> Probe:
             axes=cfg.axes,
             extra_files=cfg.term_files,
             inline={axis: [dict(row) for row in rows] for axis, rows in cfg.extra_terms.items()},
+            groups=cfg.groups,
             names=cfg.names,
         )
     except ConfigError as exc:

@@ -264,6 +264,7 @@ class TermSet:
         axes: Sequence[str] | None = None,
         extra_files: Sequence[str | Path] = (),
         inline: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+        groups: Mapping[str, Sequence[str]] | None = None,
         names: bool = True,
     ) -> TermSet:
         """Load the shipped lists, restricted and extended.
@@ -278,6 +279,9 @@ class TermSet:
             inline: Axis name → extra rows, each a mapping group → surface (and optionally
                 ``pos``/``case_sensitive``), e.g. ``{"gender": [{"male": "knight",
                 "female": "dame"}]}``.
+            groups: Axis name → the only groups to use (at least two), e.g.
+                ``{"religion": ["christian", "muslim", "jewish"]}``; the other groups' words
+                are then neither detected nor written.
             names: Whether to swap first and full names (gender and race axes).
 
         Returns:
@@ -319,6 +323,14 @@ class TermSet:
                 Axis(name=axis_name, groups=base.groups, rows=parsed, source="configuration"),
                 where,
             )
+        for axis_name, keep in (groups or {}).items():
+            base = loaded.get(axis_name)
+            if base is None:
+                raise ConfigError(
+                    f"probe groups name axis {axis_name!r}, which is not loaded; known axes: "
+                    f"{', '.join(sorted(loaded))}"
+                )
+            loaded[axis_name] = _restrict(base, list(keep))
         order = list(axes) if axes is not None else list(loaded)
         chosen: list[Axis] = []
         for axis_name in order:
@@ -530,6 +542,38 @@ def _merge_axis(base: Axis | None, extra: Axis, where: str) -> Axis:
         numeric_age=base.numeric_age or extra.numeric_age,
         source=base.source + (f"; {extra.source}" if extra.source else ""),
         licence=base.licence,
+    )
+
+
+def _restrict(axis: Axis, keep: list[str]) -> Axis:
+    unknown = [g for g in keep if g not in axis.groups]
+    if unknown or len(set(keep)) < 2:
+        raise ConfigError(
+            f"probe groups for axis {axis.name!r} = {keep!r}: give at least two of its groups "
+            f"({', '.join(axis.groups)})" + (f"; unknown: {unknown}" if unknown else "")
+        )
+    kept = tuple(g for g in axis.groups if g in keep)
+    rows = []
+    for row in axis.rows:
+        forms = tuple((g, row.form(g)) for g in kept)
+        if sum(1 for _, f in forms if f is not None) >= 2:
+            rows.append(
+                TermRow(
+                    forms=forms, pos=row.pos, case_sensitive=row.case_sensitive, neutral=row.neutral
+                )
+            )
+    if not rows:
+        raise ConfigError(f"probe groups for axis {axis.name!r} = {keep!r} leave no term rows")
+    numeric = axis.numeric_age if kept == axis.groups else None
+    return Axis(
+        name=axis.name,
+        groups=kept,
+        rows=tuple(rows),
+        needs_person_word=axis.needs_person_word,
+        predicative=axis.predicative,
+        numeric_age=numeric,
+        source=axis.source,
+        licence=axis.licence,
     )
 
 
