@@ -1,0 +1,1 @@
+"""Intervention orchestration: routing a tripped step to a mitigation strategy."""
