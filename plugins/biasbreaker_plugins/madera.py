@@ -207,9 +207,15 @@ _STOP = frozenset({
 })  # fmt: skip
 
 
+def _singular(token: str) -> str:
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-case alphanumeric tokens of ``text`` without English stop words."""
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+    """Lower-case alphanumeric tokens of ``text``, plural ``-s`` stripped, no stop words."""
+    return [_singular(t) for t in _TOKEN.findall(text.lower()) if t not in _STOP]
 
 
 class RetrieverOptions(BaseModel):

@@ -35,7 +35,7 @@ def test_anonymise_strips_identity_and_labels_by_content():
 @given(st.permutations(range(3)), st.permutations(["x", "y", "z"]))
 def test_anonymise_is_invariant_to_order_and_relabelling(order, names):
     record = TrackRecord(counts={"a": (8, 10), "b": (1, 10), "c": (5, 10)})
-    renamed = dict(zip(["a", "b", "c"], names))
+    renamed = dict(zip(["a", "b", "c"], names, strict=False))
     relabelled = TrackRecord(counts={renamed[k]: c for k, c in record.counts.items()})
     panel = [PANEL[i].model_copy(update={"kind": renamed[PANEL[i].kind]}) for i in order]
     assert anonymise(panel, track_record=relabelled) == anonymise(PANEL, track_record=record)
@@ -88,7 +88,7 @@ def test_check_allows_pruning_an_overconfident_verdict():
     check_panel_result(ok, anon, aggregator="x")
 
 
-@pytest.mark.parametrize("result, match", [
+@pytest.mark.parametrize(("result", "match"), [
     ("not a result", "must return a PanelResult"),
     (_result(weights={"v1": 1.0, "v2": 1.0}), "silently"),
     (_result(weights={"v1": 1.0, "v2": 1.0, "v3": 0.0}), "weight"),

@@ -132,5 +132,5 @@ def test_madera_result_consistency():
 
 def test_clamp():
     assert clamp(2, 0, 1) == 1 and clamp(-1, 0, 1) == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="finite"):
         clamp(math.nan, 0, 1)

@@ -147,20 +147,20 @@ def biased_panels(draw):
         attribute="gender",
     )
     order = draw(st.permutations(range(n_major + 1)))
-    panel = [(majority + [dissenter])[i] for i in order]
+    panel = [([*majority, dissenter])[i] for i in order]
     return panel, dissenter, TrackRecord(counts=counts), draw(st.permutations(kinds))
 
 
 @given(biased_panels(), st.sampled_from(sorted(AGGREGATORS)))
 def test_a_calibrated_evidence_backed_dissenter_is_never_pruned(case, name):
-    panel, dissenter, record, renaming = case
+    panel, _dissenter, record, renaming = case
     aggregator = AGGREGATORS[name]
     anonymous, result = run(aggregator, panel, record, attributes=("gender",))
     label = next(a.label for a in anonymous if a.revision == "the unbiased answer")
     assert label not in {p.label for p in result.pruned}
     assert result.weights[label] > 0
     # any relabelling of the agents (names and track records renamed together) and any order
-    rename = dict(zip(sorted(record.counts), renaming))
+    rename = dict(zip(sorted(record.counts), renaming, strict=False))
     relabelled = [v.model_copy(update={"kind": rename[v.kind]}) for v in reversed(panel)]
     record2 = TrackRecord(counts={rename[k]: c for k, c in record.counts.items()})
     assert run(aggregator, relabelled, record2, attributes=("gender",))[1] == result
