@@ -57,24 +57,38 @@ class ScriptedLLM:
         return None
 
 
-def verdict_json(decision: str = "revise", *, confidence: float = 0.7,
-                 revision: str | None = "fixed", evidence: list[str] | None = None,
-                 critique: str = "c", attribute: str | None = "gender") -> str:
-    return json.dumps({
-        "decision": decision,
-        "critique": critique,
-        "revision": revision,
-        "confidence": confidence,
-        "evidence": evidence if evidence is not None else ["fact"],
-        "attribute": attribute,
-    })
+def verdict_json(
+    decision: str = "revise",
+    *,
+    confidence: float = 0.7,
+    revision: str | None = "fixed",
+    evidence: list[str] | None = None,
+    critique: str = "c",
+    attribute: str | None = "gender",
+) -> str:
+    return json.dumps(
+        {
+            "decision": decision,
+            "critique": critique,
+            "revision": revision,
+            "confidence": confidence,
+            "evidence": evidence if evidence is not None else ["fact"],
+            "attribute": attribute,
+        }
+    )
 
 
 class StaticSkeptic:
     """A skeptic returning a fixed verdict after optionally awaiting a gate."""
 
-    def __init__(self, kind: str, verdict: Any, *, gate: Callable[[], Awaitable[None]] | None = None,
-                 error: BaseException | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        verdict: Any,
+        *,
+        gate: Callable[[], Awaitable[None]] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
         self._kind = kind
         self.verdict = verdict
         self.gate = gate

@@ -98,8 +98,9 @@ class LLMDiagnoser:
         max_tokens: Token bound per reply, or ``None``.
     """
 
-    def __init__(self, client: LLMClient, role_prompt: str = DIAGNOSER_PROMPT,
-                 max_tokens: int | None = None) -> None:
+    def __init__(
+        self, client: LLMClient, role_prompt: str = DIAGNOSER_PROMPT, max_tokens: int | None = None
+    ) -> None:
         self.client = client
         self.system = system_prompt(role_prompt)
         self.max_tokens = max_tokens
@@ -121,10 +122,12 @@ class LLMDiagnoser:
         """
         parts = []
         if context.task is not None:
-            parts.append("The agent's task:\n" + fence(context.task, seed=context.seed,
-                                                       name="TASK"))
-        parts.append("The agent's output to diagnose:\n" + fence(payload, seed=context.seed,
-                                                                 name="PAYLOAD"))
+            parts.append(
+                "The agent's task:\n" + fence(context.task, seed=context.seed, name="TASK")
+            )
+        parts.append(
+            "The agent's output to diagnose:\n" + fence(payload, seed=context.seed, name="PAYLOAD")
+        )
         reply, calls = await ask_json(
             self.client,
             system=self.system,
@@ -136,7 +139,9 @@ class LLMDiagnoser:
         )
         self.calls += calls
         return Diagnosis(
-            span=reply.span, attribute=reply.attribute, query=reply.query,
+            span=reply.span,
+            attribute=reply.attribute,
+            query=reply.query,
             rationale=reply.rationale,
         )
 
@@ -151,8 +156,13 @@ class LLMEditor:
         seed: Seed of the editor's requests.
     """
 
-    def __init__(self, client: LLMClient, role_prompt: str = EDITOR_PROMPT,
-                 max_tokens: int | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        client: LLMClient,
+        role_prompt: str = EDITOR_PROMPT,
+        max_tokens: int | None = None,
+        seed: int = 0,
+    ) -> None:
         self.client = client
         self.system = system_prompt(role_prompt)
         self.max_tokens = max_tokens
@@ -181,11 +191,13 @@ class LLMEditor:
             f"Suspect passage: {diagnosis.span}\nAttribute: {diagnosis.attribute}\n"
             f"Why: {diagnosis.rationale}"
         )
-        user = "\n\n".join([
-            "The diagnosis:\n" + fence(finding, seed=self.seed, name="DIAGNOSIS"),
-            "Counter-evidence:\n" + fence(listed, seed=self.seed, name="EVIDENCE"),
-            "The output to rewrite:\n" + fence(payload, seed=self.seed, name="PAYLOAD"),
-        ])
+        user = "\n\n".join(
+            [
+                "The diagnosis:\n" + fence(finding, seed=self.seed, name="DIAGNOSIS"),
+                "Counter-evidence:\n" + fence(listed, seed=self.seed, name="EVIDENCE"),
+                "The output to rewrite:\n" + fence(payload, seed=self.seed, name="PAYLOAD"),
+            ]
+        )
         reply, calls = await ask_json(
             self.client,
             system=self.system,
@@ -289,8 +301,9 @@ class DenseRetriever:
         min_score: Results with cosine similarity at or below it are dropped.
     """
 
-    def __init__(self, records: Sequence[CorpusRecord], encode: Any,
-                 min_score: float = 0.0) -> None:
+    def __init__(
+        self, records: Sequence[CorpusRecord], encode: Any, min_score: float = 0.0
+    ) -> None:
         self.records = tuple(records)
         self.encode = encode
         self.min_score = min_score
@@ -340,14 +353,16 @@ def minilm_encoder() -> Any:
 
 def make_diagnoser(options: LLMStageOptions, context: BuildContext) -> LLMDiagnoser:
     """Build the ``llm`` diagnoser over the selected LLM client."""
-    return LLMDiagnoser(context.llm(), options.diagnoser_prompt or DIAGNOSER_PROMPT,
-                        options.max_tokens)
+    return LLMDiagnoser(
+        context.llm(), options.diagnoser_prompt or DIAGNOSER_PROMPT, options.max_tokens
+    )
 
 
 def make_editor(options: LLMStageOptions, context: BuildContext) -> LLMEditor:
     """Build the ``llm`` editor over the selected LLM client."""
-    return LLMEditor(context.llm(), options.editor_prompt or EDITOR_PROMPT, options.max_tokens,
-                     seed=context.seed)
+    return LLMEditor(
+        context.llm(), options.editor_prompt or EDITOR_PROMPT, options.max_tokens, seed=context.seed
+    )
 
 
 def make_keyword(options: RetrieverOptions, context: BuildContext) -> KeywordRetriever:
@@ -363,21 +378,37 @@ def make_dense(options: RetrieverOptions, context: BuildContext) -> DenseRetriev
 @hookimpl
 def diagnoser(register: Register[object]) -> None:
     """Register the ``llm`` diagnoser."""
-    register("llm", make_diagnoser, options=LLMStageOptions,
-             summary="asks the LLM client for the biased step and a query")
+    register(
+        "llm",
+        make_diagnoser,
+        options=LLMStageOptions,
+        summary="asks the LLM client for the biased step and a query",
+    )
 
 
 @hookimpl
 def retriever(register: Register[object]) -> None:
     """Register the ``keyword`` and ``dense`` retrievers."""
-    register("keyword", make_keyword, options=RetrieverOptions,
-             summary="IDF term overlap over a JSON Lines corpus (no extra needed)")
-    register("dense", make_dense, options=RetrieverOptions,
-             summary="MiniLM cosine similarity over a JSON Lines corpus (semantic extra)")
+    register(
+        "keyword",
+        make_keyword,
+        options=RetrieverOptions,
+        summary="IDF term overlap over a JSON Lines corpus (no extra needed)",
+    )
+    register(
+        "dense",
+        make_dense,
+        options=RetrieverOptions,
+        summary="MiniLM cosine similarity over a JSON Lines corpus (semantic extra)",
+    )
 
 
 @hookimpl
 def editor(register: Register[object]) -> None:
     """Register the ``llm`` editor."""
-    register("llm", make_editor, options=LLMStageOptions,
-             summary="asks the LLM client to rewrite with the evidence")
+    register(
+        "llm",
+        make_editor,
+        options=LLMStageOptions,
+        summary="asks the LLM client to rewrite with the evidence",
+    )

@@ -84,9 +84,7 @@ class SkepticReply(BaseModel):
     @field_validator("confidence", mode="before")
     @classmethod
     def _clamp(cls, value: Any) -> Any:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
-            value
-        ):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             return min(1.0, max(0.0, float(value)))
         return value
 
@@ -120,13 +118,16 @@ def review_message(request: ReviewRequest) -> str:
     if request.node:
         parts.append(f"Agent under review: {request.node!r}.")
     if request.task is not None:
-        parts.append("The task the agent was given:\n" + fence(request.task, seed=request.seed,
-                                                                name="TASK"))
+        parts.append(
+            "The task the agent was given:\n" + fence(request.task, seed=request.seed, name="TASK")
+        )
     if request.attributes:
-        parts.append("Demographic attributes present in the task: "
-                     + ", ".join(request.attributes) + ".")
-    parts.append("The output under review:\n" + fence(request.payload, seed=request.seed,
-                                                      name="PAYLOAD"))
+        parts.append(
+            "Demographic attributes present in the task: " + ", ".join(request.attributes) + "."
+        )
+    parts.append(
+        "The output under review:\n" + fence(request.payload, seed=request.seed, name="PAYLOAD")
+    )
     return "\n\n".join(parts)
 
 

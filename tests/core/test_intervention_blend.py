@@ -29,8 +29,7 @@ def test_rankings_and_categories_switch_as_a_whole():
 def test_objects_blend_key_by_key():
     original = {"score": 0.9, "hire": "yes", "old": 1}
     corrected = {"score": 0.5, "hire": "no", "new": 2}
-    assert blend(original, corrected, 0.75) == {"score": pytest.approx(0.6), "hire": "no",
-                                                "new": 2}
+    assert blend(original, corrected, 0.75) == {"score": pytest.approx(0.6), "hire": "no", "new": 2}
     assert blend(original, corrected, 0.25)["old"] == 1
 
 

@@ -18,8 +18,14 @@ from biasbreaker.intervention.types import (
 
 
 def v(kind, decision, conf, evidence=(), revision=None):
-    return SkepticVerdict(kind=kind, decision=decision, confidence=conf, evidence=evidence,
-                          revision=revision if decision != "stands" else None, critique=kind[:1])
+    return SkepticVerdict(
+        kind=kind,
+        decision=decision,
+        confidence=conf,
+        evidence=evidence,
+        revision=revision if decision != "stands" else None,
+        critique=kind[:1],
+    )
 
 
 PANEL = [v("a", "stands", 0.95), v("b", "stands", 0.6), v("c", "revise", 0.7, ("fact",), "fix")]
@@ -70,12 +76,15 @@ def test_check_accepts_a_valid_result():
 def test_check_rejects_pruning_a_dissenter():
     anon = anonymise(PANEL)
     dissenter = next(a for a in anon if a.decision == "revise")
-    bad = _result(weights={a.label: 1.0 for a in anon if a is not dissenter},
-                  pruned=(PrunedVerdict(label=dissenter.label, reason="overconfidence"),))
+    bad = _result(
+        weights={a.label: 1.0 for a in anon if a is not dissenter},
+        pruned=(PrunedVerdict(label=dissenter.label, reason="overconfidence"),),
+    )
     with pytest.raises(AggregatorError, match="not overconfident"):
         check_panel_result(bad, anon, aggregator="bad")
-    bad = bad.model_copy(update={"pruned": (PrunedVerdict(label=dissenter.label,
-                                                          reason="disagrees"),)})
+    bad = bad.model_copy(
+        update={"pruned": (PrunedVerdict(label=dissenter.label, reason="disagrees"),)}
+    )
     with pytest.raises(AggregatorError, match="only allowed reason"):
         check_panel_result(bad, anon, aggregator="bad")
 
@@ -83,20 +92,30 @@ def test_check_rejects_pruning_a_dissenter():
 def test_check_allows_pruning_an_overconfident_verdict():
     anon = anonymise(PANEL)
     loud = next(a for a in anon if a.confidence == 0.95)
-    ok = _result(weights={a.label: 1.0 for a in anon if a is not loud},
-                 pruned=(PrunedVerdict(label=loud.label, reason="overconfidence"),))
+    ok = _result(
+        weights={a.label: 1.0 for a in anon if a is not loud},
+        pruned=(PrunedVerdict(label=loud.label, reason="overconfidence"),),
+    )
     check_panel_result(ok, anon, aggregator="x")
 
 
-@pytest.mark.parametrize(("result", "match"), [
-    ("not a result", "must return a PanelResult"),
-    (_result(weights={"v1": 1.0, "v2": 1.0}), "silently"),
-    (_result(weights={"v1": 1.0, "v2": 1.0, "v3": 0.0}), "weight"),
-    (_result(weights={"v1": 1.0, "v2": 1.0, "v3": 1.0, "v9": 1.0}), "not given"),
-    (_result(decision="reject"), "no kept verdict"),
-    (_result(weights={"v1": 1.0, "v2": 1.0, "v3": 1.0},
-             pruned=(PrunedVerdict(label="v1", reason="overconfidence"),)), "both kept"),
-])
+@pytest.mark.parametrize(
+    ("result", "match"),
+    [
+        ("not a result", "must return a PanelResult"),
+        (_result(weights={"v1": 1.0, "v2": 1.0}), "silently"),
+        (_result(weights={"v1": 1.0, "v2": 1.0, "v3": 0.0}), "weight"),
+        (_result(weights={"v1": 1.0, "v2": 1.0, "v3": 1.0, "v9": 1.0}), "not given"),
+        (_result(decision="reject"), "no kept verdict"),
+        (
+            _result(
+                weights={"v1": 1.0, "v2": 1.0, "v3": 1.0},
+                pruned=(PrunedVerdict(label="v1", reason="overconfidence"),),
+            ),
+            "both kept",
+        ),
+    ],
+)
 def test_check_rejects_malformed_results(result, match):
     with pytest.raises(AggregatorError, match=match):
         check_panel_result(result, anonymise(PANEL), aggregator="x")

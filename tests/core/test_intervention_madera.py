@@ -36,6 +36,7 @@ class Edit:
 def scores(mapping):
     async def rescore(text):
         return mapping[text]
+
     return rescore
 
 
@@ -44,8 +45,9 @@ REQ = ReviewRequest(payload="biased", seed=1)
 
 async def test_stops_when_a_rewrite_clears_tau_exit():
     m = Madera(Diag(), Retr(), Edit(), max_rewrites=5)
-    res = await m.run("biased", REQ, rescore=scores({"rewrite-1": 0.5, "rewrite-2": 0.1}),
-                      tau_exit=0.2)
+    res = await m.run(
+        "biased", REQ, rescore=scores({"rewrite-1": 0.5, "rewrite-2": 0.1}), tau_exit=0.2
+    )
     assert res.converged and res.stop_reason == "converged"
     assert len(res.attempts) == 2 and res.best.text == "rewrite-2"
 
@@ -53,8 +55,12 @@ async def test_stops_when_a_rewrite_clears_tau_exit():
 async def test_budget_returns_the_best_attempt_not_the_last():
     diag = Diag()
     m = Madera(diag, Retr(), Edit(), max_rewrites=3)
-    res = await m.run("biased", REQ, tau_exit=0.1, rescore=scores(
-        {"rewrite-1": 0.4, "rewrite-2": 0.3, "rewrite-3": 0.35}))
+    res = await m.run(
+        "biased",
+        REQ,
+        tau_exit=0.1,
+        rescore=scores({"rewrite-1": 0.4, "rewrite-2": 0.3, "rewrite-3": 0.35}),
+    )
     assert not res.converged and res.stop_reason == "budget"
     assert res.best.text == "rewrite-2" and res.attempts[-1].text == "rewrite-3"
     # each round works from the best text so far
@@ -63,8 +69,7 @@ async def test_budget_returns_the_best_attempt_not_the_last():
 
 async def test_no_evidence_means_no_rewrite():
     edit = Edit()
-    res = await Madera(Diag(), Retr(n=0), edit).run("biased", REQ, rescore=scores({}),
-                                                    tau_exit=0.2)
+    res = await Madera(Diag(), Retr(n=0), edit).run("biased", REQ, rescore=scores({}), tau_exit=0.2)
     assert res.stop_reason == "no-evidence" and res.best is None and edit.count == 0
 
 
@@ -72,24 +77,29 @@ async def test_top_k_bounds_the_evidence():
     class Greedy(Retr):
         def retrieve(self, query, *, top_k):
             return super().retrieve(query, top_k=top_k)  # ignores top_k: returns n
+
     got = []
 
     class Spy(Edit):
         async def rewrite(self, payload, diagnosis, evidence):
             got.append(len(evidence))
             return await super().rewrite(payload, diagnosis, evidence)
+
     await Madera(Diag(), Greedy(n=9), Spy(), max_rewrites=1, top_k=2).run(
-        "b", REQ, rescore=scores({"rewrite-1": 0.0}), tau_exit=0.1)
+        "b", REQ, rescore=scores({"rewrite-1": 0.0}), tau_exit=0.1
+    )
     assert got == [2]
 
 
-@given(st.integers(1, 8), st.lists(st.floats(0.0, 1.0), min_size=8, max_size=8),
-       st.floats(0.0, 1.0))
+@given(
+    st.integers(1, 8), st.lists(st.floats(0.0, 1.0), min_size=8, max_size=8), st.floats(0.0, 1.0)
+)
 async def test_rewriting_is_bounded_and_best_is_the_minimum(max_rewrites, values, tau):
     mapping = {f"rewrite-{i + 1}": v for i, v in enumerate(values)}
     edit = Edit()
     res = await Madera(Diag(), Retr(), edit, max_rewrites=max_rewrites).run(
-        "b", REQ, rescore=scores(mapping), tau_exit=tau)
+        "b", REQ, rescore=scores(mapping), tau_exit=tau
+    )
     assert edit.count == len(res.attempts) <= max_rewrites
     assert res.best.score == min(a.score for a in res.attempts)
     assert res.converged == (res.best.score < tau)
@@ -97,12 +107,14 @@ async def test_rewriting_is_bounded_and_best_is_the_minimum(max_rewrites, values
 
 async def test_bad_stage_results_fail_the_loop():
     with pytest.raises(InterventionError, match="rescore"):
-        await Madera(Diag(), Retr(), Edit()).run("b", REQ, rescore=scores({"rewrite-1": -1}),
-                                                 tau_exit=0.1)
+        await Madera(Diag(), Retr(), Edit()).run(
+            "b", REQ, rescore=scores({"rewrite-1": -1}), tau_exit=0.1
+        )
 
     class BadRetr:
         def retrieve(self, query, *, top_k):
             return ["text"]
+
     with pytest.raises(InterventionError, match="list of Evidence"):
         await Madera(Diag(), BadRetr(), Edit()).run("b", REQ, rescore=scores({}), tau_exit=0.1)
     with pytest.raises(InterventionError, match="max_rewrites"):

@@ -10,13 +10,19 @@ from intervention_doubles import Barrier, StaticSkeptic
 
 
 def verdict(kind, decision="revise"):
-    return SkepticVerdict(kind=kind, decision=decision, confidence=0.7, evidence=("e",),
-                          revision="fixed" if decision != "stands" else None)
+    return SkepticVerdict(
+        kind=kind,
+        decision=decision,
+        confidence=0.7,
+        evidence=("e",),
+        revision="fixed" if decision != "stands" else None,
+    )
 
 
 def panel(*skeptics, timeout_s=5.0):
-    return SkepticPanel(list(skeptics), UniformAggregator(), aggregator_name="uniform",
-                        timeout_s=timeout_s)
+    return SkepticPanel(
+        list(skeptics), UniformAggregator(), aggregator_name="uniform", timeout_s=timeout_s
+    )
 
 
 def test_a_panel_of_one_is_rejected():
@@ -39,8 +45,9 @@ def test_settings_reject_a_short_panel(make_kernel):
 async def test_skeptics_run_concurrently_max_in_flight():
     """Each review waits until all three are inside at once: sequential runs would time out."""
     barrier = Barrier(3)
-    p = panel(*(StaticSkeptic(k, verdict(k), gate=barrier) for k in ("a", "b", "c")),
-              timeout_s=10.0)
+    p = panel(
+        *(StaticSkeptic(k, verdict(k), gate=barrier) for k in ("a", "b", "c")), timeout_s=10.0
+    )
     run = await p.run(ReviewRequest(payload="x"))
     assert barrier.max_inside == 3
     assert run.ok and len(run.verdicts) == 3 and run.failures == ()
@@ -60,20 +67,27 @@ async def never() -> None:
 
 
 async def test_failures_are_recorded_and_two_valid_verdicts_suffice():
-    p = panel(StaticSkeptic("ok-1", verdict("ok-1")), StaticSkeptic("ok-2", verdict("ok-2")),
-              StaticSkeptic("slow", verdict("slow"), gate=never), timeout_s=0.05)
+    p = panel(
+        StaticSkeptic("ok-1", verdict("ok-1")),
+        StaticSkeptic("ok-2", verdict("ok-2")),
+        StaticSkeptic("slow", verdict("slow"), gate=never),
+        timeout_s=0.05,
+    )
     run = await p.run(ReviewRequest(payload="x"))
     assert run.ok
     assert [(f.kind, f.failure) for f in run.failures] == [("slow", "timeout")]
 
 
-@pytest.mark.parametrize(("bad", "failure"), [
-    (dict(error=RuntimeError("boom")), "error"),
-    (dict(error=LLMError("transport down")), "error"),
-    (dict(error=MalformedReplyError("reply malformed twice")), "malformed"),
-    (dict(gate=never), "timeout"),
-    (dict(), "invalid"),
-])
+@pytest.mark.parametrize(
+    ("bad", "failure"),
+    [
+        (dict(error=RuntimeError("boom")), "error"),
+        (dict(error=LLMError("transport down")), "error"),
+        (dict(error=MalformedReplyError("reply malformed twice")), "malformed"),
+        (dict(gate=never), "timeout"),
+        (dict(), "invalid"),
+    ],
+)
 async def test_fewer_than_two_valid_verdicts_fail_closed(bad, failure):
     broken = StaticSkeptic("broken", "not a verdict" if not bad else verdict("broken"), **bad)
     p = panel(StaticSkeptic("ok", verdict("ok")), broken, timeout_s=0.05)

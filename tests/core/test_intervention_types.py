@@ -24,8 +24,15 @@ from biasbreaker.intervention.types import (
 
 
 def _verdict(**kw):
-    base = dict(kind="devils-advocate", decision="revise", critique="x", revision="y",
-                confidence=0.6, evidence=("e",), attribute="gender")
+    base = dict(
+        kind="devils-advocate",
+        decision="revise",
+        critique="x",
+        revision="y",
+        confidence=0.6,
+        evidence=("e",),
+        attribute="gender",
+    )
     base.update(kw)
     return SkepticVerdict(**base)
 
@@ -55,19 +62,24 @@ def test_every_type_round_trips_through_json():
     attempt = RewriteAttempt(round=1, diagnosis=diag, evidence=("a",), text="t", score=0.1)
     values = [
         _verdict(),
-        AnonymousVerdict(label="v2", decision="stands", confidence=0.9, reliability=0.3,
-                         domain_match=1.0),
+        AnonymousVerdict(
+            label="v2", decision="stands", confidence=0.9, reliability=0.3, domain_match=1.0
+        ),
         TrustScore.compute(c=1, r=0.5, i=0.5, s_raw=-0.2, s_min=0.1),
-        PanelResult(decision="revise", corrected="c", confidence=0.5, weights={"v1": 1.0},
-                    pruned=(PrunedVerdict(label="v2", reason="overconfidence"),),
-                    trust={"v1": TrustScore.compute(c=0, r=0, i=0, s_raw=0.5, s_min=0.1)}),
+        PanelResult(
+            decision="revise",
+            corrected="c",
+            confidence=0.5,
+            weights={"v1": 1.0},
+            pruned=(PrunedVerdict(label="v2", reason="overconfidence"),),
+            trust={"v1": TrustScore.compute(c=0, r=0, i=0, s_raw=0.5, s_min=0.1)},
+        ),
         SkepticFailure(kind="k", failure="timeout", reason="late"),
         ReviewRequest(payload="p", task="t", attributes=("gender",), seed=3),
         PanelRun(verdicts=(_verdict(),), closed_reason="1 valid"),
         TrackRecord().observe("a", True).observe("b", False),
         Evidence(id="x", text="y", score=1.5),
-        MaderaResult(attempts=(attempt,), best=attempt, converged=True,
-                     stop_reason="converged"),
+        MaderaResult(attempts=(attempt,), best=attempt, converged=True, stop_reason="converged"),
     ]
     for value in values:
         data = value.to_json()
@@ -85,8 +97,13 @@ def test_trust_score_clamps_s_and_never_blows_up():
     assert t.s == 1.0 and t.value == 1.0
 
 
-@given(s_raw=st.floats(-1e6, 1e6, allow_nan=False), s_min=st.floats(1e-6, 1.0),
-       c=st.floats(0, 1), r=st.floats(0, 1), i=st.floats(0, 1))
+@given(
+    s_raw=st.floats(-1e6, 1e6, allow_nan=False),
+    s_min=st.floats(1e-6, 1.0),
+    c=st.floats(0, 1),
+    r=st.floats(0, 1),
+    i=st.floats(0, 1),
+)
 def test_trust_value_is_finite_and_bounded_for_any_s(s_raw, s_min, c, r, i):
     t = TrustScore.compute(c=c, r=r, i=i, s_raw=s_raw, s_min=s_min)
     assert s_min <= t.s <= 1.0

@@ -33,9 +33,15 @@ AGGREGATORS = {
 
 
 def anon(label, decision, conf, *, evidence=(), r=0.5, i=0.5, revision=None):
-    return AnonymousVerdict(label=label, decision=decision, confidence=conf, evidence=evidence,
-                            reliability=r, domain_match=i,
-                            revision=revision if decision != "stands" else None)
+    return AnonymousVerdict(
+        label=label,
+        decision=decision,
+        confidence=conf,
+        evidence=evidence,
+        reliability=r,
+        domain_match=i,
+        revision=revision if decision != "stands" else None,
+    )
 
 
 def run(aggregator, verdicts, record=None, attributes=()):
@@ -45,8 +51,11 @@ def run(aggregator, verdicts, record=None, attributes=()):
 
 
 def test_uniform_is_plain_majority_and_prunes_nothing():
-    vs = [anon("v1", "stands", 0.9), anon("v2", "stands", 0.6),
-          anon("v3", "revise", 0.8, evidence=("e",), revision="fixed")]
+    vs = [
+        anon("v1", "stands", 0.9),
+        anon("v2", "stands", 0.6),
+        anon("v3", "revise", 0.8, evidence=("e",), revision="fixed"),
+    ]
     res = UniformAggregator().aggregate(vs)
     assert res.decision == "stands" and res.corrected is None
     assert res.confidence == pytest.approx(2 / 3)
@@ -60,8 +69,7 @@ def test_ties_go_to_the_more_cautious_decision():
 
 
 def test_corrected_payload_is_the_heaviest_revision_of_the_winning_side():
-    vs = [anon("v1", "revise", 0.6, revision="light"), anon("v2", "revise", 0.6,
-                                                           revision="heavy")]
+    vs = [anon("v1", "revise", 0.6, revision="light"), anon("v2", "revise", 0.6, revision="heavy")]
     assert vote(vs, {"v1": 1.0, "v2": 2.0})[2] == "heavy"
     assert vote(vs, {"v1": 1.0, "v2": 1.0})[2] == "light"
 
@@ -96,8 +104,11 @@ def test_plain_entropy_would_invert_the_intent():
 
 def test_trust_prunes_overconfident_evidence_free_verdicts_only():
     agg = AGGREGATORS["trust"]
-    vs = [anon("v1", "stands", 0.97, r=0.3), anon("v2", "stands", 0.97, evidence=("e",), r=0.3),
-          anon("v3", "revise", 0.6, evidence=("e",), r=0.6, revision="fixed")]
+    vs = [
+        anon("v1", "stands", 0.97, r=0.3),
+        anon("v2", "stands", 0.97, evidence=("e",), r=0.3),
+        anon("v3", "revise", 0.6, evidence=("e",), r=0.6, revision="fixed"),
+    ]
     res = check_panel_result(agg.aggregate(vs), vs, aggregator="trust")
     assert [p.label for p in res.pruned] == ["v1"]
     assert res.pruned[0].reason == "overconfidence"
@@ -126,13 +137,15 @@ def biased_panels(draw):
     for kind in kinds[:-1]:
         total = draw(st.integers(0, 50))
         counts[kind] = (draw(st.integers(0, total)), total)
-        majority.append(SkepticVerdict(
-            kind=kind,
-            decision=draw(st.sampled_from(["stands", "stands", "reject"])),
-            confidence=draw(st.floats(0.5, 1.0)),
-            evidence=tuple(draw(st.lists(st.sampled_from(["a", "b"]), max_size=1))),
-            critique=draw(st.text(max_size=5)),
-        ))
+        majority.append(
+            SkepticVerdict(
+                kind=kind,
+                decision=draw(st.sampled_from(["stands", "stands", "reject"])),
+                confidence=draw(st.floats(0.5, 1.0)),
+                evidence=tuple(draw(st.lists(st.sampled_from(["a", "b"]), max_size=1))),
+                critique=draw(st.text(max_size=5)),
+            )
+        )
     dissent_kind = kinds[-1]
     total = draw(st.integers(0, 50))
     correct = draw(st.integers(0, total))
@@ -141,9 +154,12 @@ def biased_panels(draw):
     # calibrated: the stated confidence is within 0.1 of the kind's observed accuracy
     conf = draw(st.floats(max(0.0, r - 0.1), min(1.0, r + 0.1)))
     dissenter = SkepticVerdict(
-        kind=dissent_kind, decision="revise", confidence=conf,
+        kind=dissent_kind,
+        decision="revise",
+        confidence=conf,
         evidence=(draw(st.sampled_from(["equal qualifications", "hire-02"])),),
-        revision="the unbiased answer", critique="the names carry no information",
+        revision="the unbiased answer",
+        critique="the names carry no information",
         attribute="gender",
     )
     order = draw(st.permutations(range(n_major + 1)))
@@ -168,10 +184,18 @@ def test_a_calibrated_evidence_backed_dissenter_is_never_pruned(case, name):
 
 @given(st.integers(2, 6), st.sampled_from(["stands", "revise"]), st.data())
 def test_an_overconfident_evidence_free_verdict_can_be_pruned_agreeing_or_not(n, side, data):
-    others = [SkepticVerdict(kind=f"k{i}", decision="stands", confidence=0.6,
-                             evidence=("e",), critique=str(i)) for i in range(n)]
-    loud = SkepticVerdict(kind="loud", decision=side, confidence=data.draw(st.floats(0.95, 1.0)),
-                          revision="r" if side != "stands" else None)
+    others = [
+        SkepticVerdict(
+            kind=f"k{i}", decision="stands", confidence=0.6, evidence=("e",), critique=str(i)
+        )
+        for i in range(n)
+    ]
+    loud = SkepticVerdict(
+        kind="loud",
+        decision=side,
+        confidence=data.draw(st.floats(0.95, 1.0)),
+        revision="r" if side != "stands" else None,
+    )
     record = TrackRecord(counts={"loud": (2, 20)})
     anonymous, result = run(AGGREGATORS["trust"], [*others, loud], record)
     loud_label = next(a.label for a in anonymous if a.confidence >= 0.95)
@@ -179,6 +203,7 @@ def test_an_overconfident_evidence_free_verdict_can_be_pruned_agreeing_or_not(n,
 
 
 # --------------------------------------------------------------------------------- selection
+
 
 def test_uniform_is_the_default_and_trust_is_selectable_from_toml(tmp_path):
     kernel = Kernel.load(cwd=tmp_path)
@@ -210,14 +235,21 @@ class MajorityOnly:
     def aggregator(register):
         class Bad:
             def aggregate(self, verdicts):
-                majority = max({v.decision for v in verdicts},
-                               key=lambda d: sum(v.decision == d for v in verdicts))
-                return PanelResult(
-                    decision=majority, confidence=1.0,
-                    weights={v.label: 1.0 for v in verdicts if v.decision == majority},
-                    pruned=tuple(PrunedVerdict(label=v.label, reason="overconfidence")
-                                 for v in verdicts if v.decision != majority),
+                majority = max(
+                    {v.decision for v in verdicts},
+                    key=lambda d: sum(v.decision == d for v in verdicts),
                 )
+                return PanelResult(
+                    decision=majority,
+                    confidence=1.0,
+                    weights={v.label: 1.0 for v in verdicts if v.decision == majority},
+                    pruned=tuple(
+                        PrunedVerdict(label=v.label, reason="overconfidence")
+                        for v in verdicts
+                        if v.decision != majority
+                    ),
+                )
+
         register("majority-only", lambda options, context: Bad())
 
     @staticmethod
@@ -226,8 +258,13 @@ class MajorityOnly:
         verdicts = {
             "yes-1": SkepticVerdict(kind="yes-1", decision="stands", confidence=0.6),
             "yes-2": SkepticVerdict(kind="yes-2", decision="stands", confidence=0.6),
-            "dissent": SkepticVerdict(kind="dissent", decision="revise", confidence=0.7,
-                                      evidence=("hire-02",), revision="fixed"),
+            "dissent": SkepticVerdict(
+                kind="dissent",
+                decision="revise",
+                confidence=0.7,
+                evidence=("hire-02",),
+                revision="fixed",
+            ),
         }
         for kind, verdict in verdicts.items():
             register(kind, lambda o, c, k=kind, v=verdict: StaticSkeptic(k, v))
@@ -236,12 +273,14 @@ class MajorityOnly:
 async def test_a_dissent_pruning_aggregator_plugin_is_an_error(register_plugin, make_kernel):
     register_plugin(MajorityOnly, name="undo-majority-only")
     register_plugin(agg_plugin, name="aggregators")
-    kernel = make_kernel({"intervention": {"skeptics": ["yes-1", "yes-2", "dissent"],
-                                           "aggregator": "majority-only"}})
+    kernel = make_kernel(
+        {"intervention": {"skeptics": ["yes-1", "yes-2", "dissent"], "aggregator": "majority-only"}}
+    )
     panel = SkepticPanel.from_context(kernel)
     with pytest.raises(AggregatorError, match="not overconfident"):
         await panel.run(ReviewRequest(payload="p"))
-    kernel = make_kernel({"intervention": {"skeptics": ["yes-1", "yes-2", "dissent"],
-                                           "aggregator": "trust"}})
+    kernel = make_kernel(
+        {"intervention": {"skeptics": ["yes-1", "yes-2", "dissent"], "aggregator": "trust"}}
+    )
     run_ = await SkepticPanel.from_context(kernel).run(ReviewRequest(payload="p"))
     assert run_.ok and run_.result.pruned == ()

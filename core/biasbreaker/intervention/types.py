@@ -213,8 +213,9 @@ class TrustScore(_Frozen):
         value = total / s
         for name, derived in (("s", s), ("value", value)):
             given = out.get(name)
-            if given is not None and not math.isclose(float(given), derived, rel_tol=1e-9,
-                                                      abs_tol=1e-12):
+            if given is not None and not math.isclose(
+                float(given), derived, rel_tol=1e-9, abs_tol=1e-12
+            ):
                 raise ValueError(
                     f"TrustScore.{name}={given!r} does not match its terms (expected "
                     f"{derived!r}); build it with TrustScore.compute"
