@@ -55,4 +55,5 @@ def test_three_skeptic_panel(benchmark: Any) -> None:
         aggregator_name="uniform",
     )
     run = benchmark.pedantic(lambda: asyncio.run(panel.run(REQUEST)), rounds=10, iterations=1)
-    assert run.ok and len(run.verdicts) == 3
+    assert run.ok
+    assert len(run.verdicts) == 3
