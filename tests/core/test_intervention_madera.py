@@ -34,7 +34,9 @@ class Edit:
 
 
 def scores(mapping):
-    async def rescore(text):
+    async def rescore(text, diagnosis, evidence):
+        assert isinstance(diagnosis, Diagnosis)
+        assert all(isinstance(e, Evidence) for e in evidence)
         return mapping[text]
 
     return rescore

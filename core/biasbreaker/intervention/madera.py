@@ -39,8 +39,9 @@ from biasbreaker.intervention.types import (
 )
 from biasbreaker.registry import BuildContext
 
-Rescore = Callable[[str], Awaitable[float]]
-"""Measures a candidate text's bias score (finite, >= 0; lower is better)."""
+Rescore = Callable[[str, Diagnosis, Sequence[Evidence]], Awaitable[float]]
+"""Measures a rewrite's bias score (finite, >= 0; lower is better), given the round's diagnosis
+and evidence (so a re-check can replay the same repair on other outputs)."""
 
 
 @runtime_checkable
@@ -176,7 +177,7 @@ class Madera:
             text = await self.editor.rewrite(current, diagnosis, evidence)
             if not isinstance(text, str):
                 raise InterventionError(f"editor returned {type(text).__name__}, not str")
-            score = await rescore(text)
+            score = await rescore(text, diagnosis, evidence)
             if not (isinstance(score, (int, float)) and math.isfinite(score) and score >= 0.0):
                 raise InterventionError(f"rescore returned {score!r}; scores are finite, >= 0")
             attempt = RewriteAttempt(
