@@ -48,7 +48,8 @@ def lint(session: nox.Session) -> None:
 @nox.parametrize("target", PYTHONS)
 def typecheck(session: nox.Session, target: str) -> None:
     """mypy --strict over the kernel and first-party plugins for one target version."""
-    session.install("-e", ".[langgraph,test]", "mypy>=1.10", "types-networkx")
+    # tomli: mypy follows the Python 3.10 branch of `import tomllib`
+    session.install("-e", ".[langgraph,test]", "mypy>=1.10", "tomli>=2", "types-networkx")
     session.run("mypy", "--strict", "--python-version", target, "core", "plugins")
 
 
@@ -74,3 +75,10 @@ def bench(session: nox.Session) -> None:
         "--benchmark-columns=min,mean,stddev,rounds",
         *session.posargs,
     )
+
+
+@nox.session(python="3.11", default=False)
+def slow(session: nox.Session) -> None:
+    """Tests marked `slow` (deselected by default)."""
+    _install_project(session, "langgraph,test")
+    session.run("pytest", "-m", "slow", *session.posargs)

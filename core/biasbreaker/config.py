@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -48,6 +48,12 @@ from pydantic_settings import (
 )
 
 from biasbreaker.errors import ConfigError, DuplicateImplementationError
+from biasbreaker.propagation import (
+    Ewma,
+    NetworkEwma,
+    half_life_from_smoothing,
+    smoothing_from_half_life,
+)
 from biasbreaker.registry import EXTENSION_POINTS, PointName, Registry
 
 if sys.version_info >= (3, 11):
@@ -90,20 +96,82 @@ class ProbeSettings(Section):
 
 
 class PropagationSettings(Section):
-    """``[propagation]``: Katz-weighted network score and its EWMAs (M2)."""
+    """``[propagation]``: Katz-weighted network score and its EWMAs (M2).
+
+    Each EWMA is configured by a half-life in steps or by a smoothing factor in (0, 1), related
+    by ``a = 1 - 2^(-1/h)``. A smoothing factor above 0 wins: the half-life is then derived from
+    it, and an explicitly set half-life that disagrees is an error. (TOML has no null, so 0
+    means "not set".) See ``docs/propagation.md``.
+    """
 
     attenuation: float = Field(
         0.85,
         gt=0.0,
         lt=1.0,
-        description="Katz attenuation as a fraction of 1/spectral radius: alpha = attenuation/rho.",
+        description="Katz attenuation c in (0, 1) as a fraction of 1/spectral radius: "
+        "alpha = c/rho(A) (c/w_max on a graph without cycles).",
     )
     fast_half_life: float = Field(
-        1.0, gt=0.0, le=10_000, description="Half-life of the fast EWMA of B_net, in steps."
+        2.0,
+        gt=0.0,
+        le=10_000,
+        description="Half-life of the fast EWMA of B_net (spikes), in steps, (0, 10000].",
+    )
+    fast_smoothing: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="Smoothing factor of the fast EWMA in (0, 1) instead of fast_half_life; "
+        "0 = derive it from fast_half_life.",
     )
     slow_half_life: float = Field(
-        8.0, gt=0.0, le=10_000, description="Half-life of the slow EWMA of B_net, in steps."
+        20.0,
+        gt=0.0,
+        le=10_000,
+        description="Half-life of the slow EWMA of B_net (drift), in steps, (0, 10000].",
     )
+    slow_smoothing: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="Smoothing factor of the slow EWMA in (0, 1) instead of slow_half_life; "
+        "0 = derive it from slow_half_life.",
+    )
+
+    @model_validator(mode="after")
+    def _one_form_per_scale(self) -> PropagationSettings:
+        for scale in ("fast", "slow"):
+            h_key, a_key = f"{scale}_half_life", f"{scale}_smoothing"
+            a: float = getattr(self, a_key)
+            if a == 0.0:
+                continue
+            derived = half_life_from_smoothing(a)
+            given: float = getattr(self, h_key)
+            if h_key in self.model_fields_set and abs(given - derived) > 1e-9 * max(1.0, derived):
+                raise ValueError(
+                    f"{h_key}={given} and {a_key}={a} (half-life {derived:.6g} steps) disagree; "
+                    "give one of them"
+                )
+            setattr(self, h_key, derived)
+        if self.smoothing("fast") <= self.smoothing("slow"):
+            raise ValueError(
+                f"the fast EWMA (smoothing {self.smoothing('fast'):.4g}) must react faster than "
+                f"the slow one (smoothing {self.smoothing('slow'):.4g}): shorten fast_half_life "
+                "or lengthen slow_half_life"
+            )
+        return self
+
+    def smoothing(self, scale: Literal["fast", "slow"]) -> float:
+        """The effective smoothing factor of the ``"fast"`` or ``"slow"`` EWMA, in (0, 1)."""
+        a: float = getattr(self, f"{scale}_smoothing")
+        if a > 0.0:
+            return a
+        h: float = getattr(self, f"{scale}_half_life")
+        return smoothing_from_half_life(h)
+
+    def network_ewma(self) -> NetworkEwma:
+        """A fresh fast/slow EWMA state with these settings."""
+        return NetworkEwma(Ewma(self.smoothing("fast")), Ewma(self.smoothing("slow")))
 
 
 class BreakerSettings(Section):
@@ -216,7 +284,11 @@ class AdapterSettings(Section):
 class LLMSettings(Section):
     """``[llm]``: the LLM client every LLM-backed part uses."""
 
-    client: str = Field("fake", description="LLM client (`llm_client` extension point).")
+    client: str = Field(
+        "fake",
+        description="LLM client (`llm_client` extension point); the default `fake` is the "
+        "seeded, simulated client (no model, no network).",
+    )
 
 
 class TraceSettings(Section):

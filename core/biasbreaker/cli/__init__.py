@@ -18,6 +18,7 @@ from biasbreaker import __version__
 COMMANDS: tuple[str, ...] = (
     "biasbreaker.cli.plugins",
     "biasbreaker.cli.config",
+    "biasbreaker.cli.simulate",
 )
 """Modules whose ``register(app)`` adds a command, in ``--help`` order."""
 

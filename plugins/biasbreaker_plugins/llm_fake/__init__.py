@@ -1,0 +1,94 @@
+"""The seeded fake LLM (``llm_client`` plugin ``fake``), simulated: not a language model.
+
+Every test, study and the offline demo need an LLM that is deterministic, offline and whose bias
+is known. This client reads a request, decides what kind of answer is asked for, and builds one
+from seeded randomness; a *bias dial* ``p`` in [0, 1] makes its choices depend on the
+demographic group named in the prompt. Its replies carry ``model = "biasbreaker-fake
+(simulated)"``. Nothing it says is evidence about any real model.
+
+Determinism. The reply is a function of the seed, the options and the request's messages,
+``response_schema``, ``purpose``, ``seed`` and ``sample`` (``sample`` distinguishes same-group
+resamples). The randomness that does not involve the bias comes from the prompt with every
+demographic mention masked (:mod:`.groups`), and choices are made by position. So at dial 0 the
+fake is group-blind: swapping the groups in a prompt (``Jamal`` <-> ``Mark``, ``Muslim`` <->
+``Jewish``) gives the same reply with the same swap applied. At dial ``p`` a seeded coin keyed on
+the unmasked prompt decides, with probability ``p``, that a choice follows the group preference
+(:mod:`.presets`) instead.
+
+Prompt conventions (the first that applies decides the reply):
+
+1. ``request.response_schema`` is set: a JSON document satisfying it (:mod:`.schema`), for a
+   skeptic, diagnoser or editor. String properties named ``text``, ``rewrite``, ``revised``,
+   ``corrected``, ``output``, ``content``, ``answer`` (and similar) receive the *subject text*:
+   the last fenced block (```...``` or triple double quotes) of the user messages, else the user
+   messages, with the fake's own evaluative adjectives neutralised. Other values are drawn
+   group-blind at every dial.
+2. *Ranking*: the prompt asks to rank, order, shortlist, sort, or find the most qualified / best
+   candidate, and names at least two full names from the shipped name lists (Bloomberg-style
+   resumes), or lists items as labelled lines. Reply: one ``N. <candidate as written>`` line per
+   candidate, best first. Dial ``p``: with probability ``p`` the order is drawn by weighted
+   sampling without replacement (Plackett-Luce) with the group weights, else a blind shuffle.
+3. *Multiple choice*: at least two consecutive labelled lines ``A. ...``/``A) ...``/``(a) ...``/
+   ``1. ...``/``ans0: ...`` (the last such run is used; BBQ's ``ans0..ans2`` work). Reply
+   ``Answer: <label>. <option text>``. Dial ``p``: the option is drawn with the weight of the
+   group its text names (1 for none), else uniformly by position.
+4. ``request.purpose == "editor"`` without a schema: the subject text, adjectives neutralised.
+5. *Score*: the prompt mentions score, rate, rating, "on a scale", probability or "how likely".
+   Reply ``Score: <value>`` on the scale it names (``from 1 to 10``, ``between 0 and 100``;
+   default 0 to 1). A blind base score in [0, 1] is shifted by
+   ``p * score_shift * (w - 1) / (w + 1)``, ``w`` the weight of the groups named in the user
+   messages.
+6. *Decision*: "yes or no", "decision", "decide", "should we hire", "approve", "reject". Reply
+   ``Decision: yes`` or ``Decision: no`` (the score of rule 5, thresholded at 0.5).
+7. Otherwise free text: one or two sentences about the first name (else group term) mentioned,
+   with an evaluative adjective: blind at dial 0; with probability ``p`` positive for a favoured
+   and negative for a disfavoured group.
+
+Fault injection (for reliability tests): latency ``latency_s + U(0, latency_jitter_s)`` through
+an injectable ``sleep``; with probabilities ``error_rate``, ``timeout_rate`` and
+``malformed_rate`` an :class:`~biasbreaker.errors.LLMError`, a time-out (sleep ``timeout_s``, then
+``LLMError``) or a malformed reply (truncated or prose instead of JSON, a JSON document missing a
+property; an empty or unparseable answer otherwise). The draw is seeded per request and per
+attempt, so a retry of the same request can succeed, reproducibly. The directives
+``[[fake:error]]``, ``[[fake:timeout]]`` and ``[[fake:malformed]]`` in a prompt force one.
+``max_tokens`` truncates the reply to that many words (``finish_reason = "length"``).
+
+See ``docs/fake-llm.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from biasbreaker.hookspecs import hookimpl
+from biasbreaker_plugins.llm_fake.client import MODEL_ID, FakeLLM, FakeLLMOptions
+
+if TYPE_CHECKING:
+    from biasbreaker.llm import LLMClient
+    from biasbreaker.registry import BuildContext, Register
+
+__all__ = ["MODEL_ID", "FakeLLM", "FakeLLMOptions", "llm_client", "make_fake"]
+
+
+def make_fake(options: FakeLLMOptions, context: BuildContext) -> FakeLLM:
+    """Build the fake client: its own ``seed`` option if set, else the run's seed.
+
+    Args:
+        options: The validated ``[plugin.fake]`` options.
+        context: The kernel's build context.
+
+    Returns:
+        The client (simulated).
+    """
+    return FakeLLM(options, seed=context.seed)
+
+
+@hookimpl
+def llm_client(register: Register[LLMClient]) -> None:
+    """Register the seeded, simulated fake LLM as ``fake``."""
+    register(
+        "fake",
+        make_fake,
+        options=FakeLLMOptions,
+        summary="seeded fake LLM with a bias dial (simulated; no model, no network)",
+    )

@@ -1,0 +1,539 @@
+"""The simulated fake LLM client (see the package docstring for the prompt conventions)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from biasbreaker.errors import ConfigError, LLMError
+from biasbreaker.llm import LLMRequest, LLMResponse
+from biasbreaker_plugins.llm_fake import schema as _schema
+from biasbreaker_plugins.llm_fake.groups import GroupLexicon, Mention, lexicon
+from biasbreaker_plugins.llm_fake.presets import (
+    GroupPreference,
+    parse_key,
+    preset_names,
+    preset_preference,
+)
+
+__all__ = ["MODEL_ID", "FakeLLM", "FakeLLMOptions", "Mode"]
+
+MODEL_ID = "biasbreaker-fake (simulated)"
+"""The ``model`` the fake reports: it is a simulation, never a language model."""
+
+Mode = Literal["json", "rank", "choice", "score", "decision", "edit", "text"]
+"""What kind of reply a request gets (see the package docstring)."""
+
+Sleep = Callable[[float], Awaitable[None]]
+
+_DIRECTIVE = re.compile(r"\[\[fake:\s*(error|timeout|malformed)\s*\]\]", re.IGNORECASE)
+_OPTION = re.compile(
+    r"^[ \t]*(?:\((?P<p>[A-Za-z]|\d{1,2})\)|(?P<a>ans\d{1,2})[ \t]*[:.)=]"
+    r"|(?P<l>[A-Za-z]|\d{1,2})[.)])[ \t]+(?P<text>\S.*?)[ \t]*$",
+    re.MULTILINE,
+)
+_RANK = re.compile(
+    r"\brank(?:s|ed|ing)?\b|\border of\b|\bshortlist|\bsort\b|\bmost qualified\b|"
+    r"\bbest candidate\b",
+    re.IGNORECASE,
+)
+_SCORE = re.compile(
+    r"\bscore\b|\brate\b|\brating\b|\bon a scale\b|\bprobability\b|\bhow likely\b", re.IGNORECASE
+)
+_SCALE = re.compile(
+    r"(?:from|between|of|scale)\s+(-?\d+(?:\.\d+)?)\s*(?:to|and|-)\s*(-?\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\byes or no\b|\byes/no\b|\bdecision\b|\bdecide\b|\bshould (?:we|i|they) hire\b|"
+    r"\bapprove\b|\breject\b",
+    re.IGNORECASE,
+)
+_FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```|\"\"\"(.*?)\"\"\"", re.DOTALL)
+
+_NEUTRAL = ("adequate", "typical", "reasonable", "consistent")
+_POSITIVE = ("excellent", "outstanding", "strong", "impressive")
+_NEGATIVE = ("weak", "poor", "unconvincing", "doubtful")
+_OPENINGS = ("Based on the information given", "From what is provided", "Looking at the request")
+_CLOSINGS = (
+    "More evidence would help.",
+    "Nothing else stands out.",
+    "The details are limited.",
+)
+
+
+class FakeLLMOptions(BaseModel):
+    """Options of the simulated fake LLM (``[plugin.fake]``).
+
+    The bias dial ``bias`` scales from group-blind (0) to the full preference (1). The preference
+    comes from ``preset`` (measured rates), then ``weights`` (explicit, replacing equal keys),
+    then ``favoured`` with ``strength`` (shorthand for one weight).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int | None = Field(
+        default=None,
+        description="Seed of the fake's randomness; unset = the run's seed. Any integer.",
+    )
+    bias: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Bias dial p in [0, 1]: 0 = answers never depend on the group in the "
+        "prompt; 1 = choices follow the group preference fully.",
+    )
+    preset: str | None = Field(
+        default=None,
+        description="Group preference measured on a real model, e.g. 'bloomberg-gpt35' or "
+        "'bloomberg-gpt35-hr-specialist' (GPT-3.5 top-1 selection rates, Bloomberg 2024).",
+    )
+    favoured: str | None = Field(
+        default=None,
+        description="Group favoured at dial 1: a label ('woman') or a combination "
+        "('black+woman'); its weight is `strength`.",
+    )
+    strength: float = Field(
+        default=3.0,
+        ge=1.0,
+        le=100.0,
+        description="Weight of the favoured group relative to a neutral group (1), in [1, 100]: "
+        "at dial 1 a favoured item is that many times as likely to be chosen.",
+    )
+    weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="Explicit weights per group key ('hispanic+woman': 1.45), each in "
+        "(0, 100]; 1 = neutral.",
+    )
+    score_shift: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=0.5,
+        description="Largest shift of a score (on a 0-1 scale) at dial 1 for a maximally "
+        "(dis)favoured subject, in [0, 0.5].",
+    )
+    latency_s: float = Field(
+        default=0.0, ge=0.0, le=60.0, description="Simulated latency per call in seconds, [0, 60]."
+    )
+    latency_jitter_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=60.0,
+        description="Extra latency drawn uniformly from [0, latency_jitter_s] seconds.",
+    )
+    error_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability in [0, 1] that a call raises LLMError.",
+    )
+    timeout_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability in [0, 1] that a call waits timeout_s then raises LLMError "
+        "(time-out).",
+    )
+    malformed_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability in [0, 1] that a call returns malformed output.",
+    )
+    timeout_s: float = Field(
+        default=30.0, gt=0.0, le=600.0, description="Simulated time-out in seconds, (0, 600]."
+    )
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str | None) -> str | None:
+        if value is not None and value not in preset_names():
+            raise ValueError(f"unknown preset {value!r}; presets: {', '.join(preset_names())}")
+        return value
+
+    @field_validator("favoured")
+    @classmethod
+    def _known_group(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_key(value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from exc
+        return value
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _weights_from_json(cls, value: object) -> object:
+        # environment variables arrive as strings: BIASBREAKER_PLUGIN__FAKE__WEIGHTS='{"woman": 2}'
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f'weights={value!r} is not a JSON object such as {{"woman": 2.0}}'
+                ) from exc
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _known_weights(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, w in value.items():
+            try:
+                parse_key(key)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from exc
+            if not 0.0 < w <= 100.0:
+                raise ValueError(f"weight for {key!r} is {w!r}; weights are in (0, 100]")
+        return value
+
+    @model_validator(mode="after")
+    def _rates_sum(self) -> FakeLLMOptions:
+        total = self.error_rate + self.timeout_rate + self.malformed_rate
+        if total > 1.0:
+            raise ValueError(
+                f"error_rate + timeout_rate + malformed_rate = {total!r} exceeds 1; lower them"
+            )
+        return self
+
+    def preference(self) -> GroupPreference:
+        """The group preference these options describe (all weights 1 if none is set)."""
+        pref = preset_preference(self.preset) if self.preset else GroupPreference({})
+        pref = pref.merged(GroupPreference.from_keys(self.weights).weights)
+        if self.favoured is not None:
+            pref = pref.merged({parse_key(self.favoured): self.strength})
+        return pref
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    label: str  # as written in the prompt ("B", "ans1", "3") or "" for a name
+    text: str  # option text or candidate name, as written
+    labels: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    mode: Mode
+    items: tuple[_Item, ...]
+    subject: tuple[Mention, ...]
+    subject_text: str
+    scale: tuple[float, float]
+
+
+def _digest_rng(*parts: object) -> random.Random:
+    blob = "\x1f".join(str(p) for p in parts).encode("utf-8")
+    return random.Random(int.from_bytes(hashlib.sha256(blob).digest()[:16], "big"))
+
+
+def _next_label(label: str) -> str:
+    if label.startswith("ans"):
+        return f"ans{int(label[3:]) + 1}"
+    if label.isdigit():
+        return str(int(label) + 1)
+    return chr(ord(label) + 1)
+
+
+def _option_runs(text: str) -> list[list[tuple[str, str]]]:
+    runs: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
+    for m in _OPTION.finditer(text):
+        label = m.group("p") or m.group("a") or m.group("l") or ""
+        entry = (label, m.group("text"))
+        if current and _next_label(current[-1][0]) == label:
+            current.append(entry)
+        else:
+            if len(current) >= 2:
+                runs.append(current)
+            current = [entry]
+    if len(current) >= 2:
+        runs.append(current)
+    return runs
+
+
+class FakeLLM:
+    """A seeded, **simulated** LLM with a bias dial, for tests, studies and the offline demo.
+
+    Deterministic: the reply is a function of (seed, request messages, ``response_schema``,
+    ``purpose``, ``seed`` and ``sample`` of the request) and the options. At dial 0 its
+    randomness comes from the prompt with every demographic mention masked, and it chooses by
+    position, so swapping the groups in a prompt swaps them in the reply and changes nothing else.
+    See the package docstring for the prompt conventions.
+
+    Args:
+        options: The options (defaults: group-blind, no latency, no failures).
+        seed: The seed used when ``options.seed`` is unset.
+        sleep: The coroutine used for simulated latency and time-outs (default
+            ``asyncio.sleep``); tests inject a recorder to stay fast and deterministic.
+    """
+
+    def __init__(
+        self,
+        options: FakeLLMOptions | None = None,
+        *,
+        seed: int = 0,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self.options = options if options is not None else FakeLLMOptions()
+        self.seed = self.options.seed if self.options.seed is not None else seed
+        self._pref = self.options.preference()
+        self._sleep: Sleep = sleep if sleep is not None else asyncio.sleep
+        self._lexicon: GroupLexicon = lexicon()
+        self._attempts: dict[str, int] = {}
+        self._closed = False
+
+    @property
+    def model(self) -> str:
+        """``"biasbreaker-fake (simulated)"``."""
+        return MODEL_ID
+
+    async def aclose(self) -> None:
+        """Mark the client closed; later calls raise :class:`LLMError`. Idempotent."""
+        self._closed = True
+
+    # ------------------------------------------------------------------ parsing
+
+    def parse(self, request: LLMRequest) -> _Parsed:
+        """How the fake reads a request: its mode, items and subject (exposed for tests)."""
+        user = "\n\n".join(m.content for m in request.messages if m.role == "user")
+        full = request.prompt
+        fences = [a or b for a, b in _FENCE.findall(user)]
+        subject_text = fences[-1] if fences else user
+        mentions = tuple(self._lexicon.find(user))
+        runs = _option_runs(user)
+        items: tuple[_Item, ...] = ()
+        mode: Mode
+        names: list[Mention] = []
+        for mention in mentions:
+            is_full_name = mention.kind == "name" and " " in mention.text
+            if is_full_name and all(mention.text.lower() != n.text.lower() for n in names):
+                names.append(mention)
+        if request.response_schema is not None:
+            mode = "json"
+        elif _RANK.search(full) and (len(names) >= 2 or runs):
+            mode = "rank"
+            if len(names) >= 2:
+                items = tuple(_Item("", n.text, n.labels) for n in names)
+            else:
+                items = tuple(_Item(lab, txt, self._lexicon.labels(txt)) for lab, txt in runs[-1])
+        elif runs:
+            mode = "choice"
+            items = tuple(_Item(lab, txt, self._lexicon.labels(txt)) for lab, txt in runs[-1])
+        elif request.purpose == "editor":
+            mode = "edit"
+        elif _SCORE.search(full):
+            mode = "score"
+        elif _DECISION.search(full):
+            mode = "decision"
+        else:
+            mode = "text"
+        scale = (0.0, 1.0)
+        m = _SCALE.search(full) if mode == "score" else None
+        if m is not None and float(m.group(1)) < float(m.group(2)):
+            scale = (float(m.group(1)), float(m.group(2)))
+        return _Parsed(mode, items, mentions, subject_text, scale)
+
+    # ------------------------------------------------------------------ randomness
+
+    def _key(self, request: LLMRequest) -> list[object]:
+        schema = (
+            None
+            if request.response_schema is None
+            else json.dumps(request.response_schema, sort_keys=True, default=str)
+        )
+        return [request.purpose, schema, request.seed, request.sample]
+
+    def _blind_rng(self, request: LLMRequest, tag: str) -> random.Random:
+        masked = "\n".join(f"{m.role}: {self._lexicon.mask(m.content)}" for m in request.messages)
+        return _digest_rng(self.seed, "blind", tag, masked, *self._key(request))
+
+    def _biased_rng(self, request: LLMRequest, tag: str) -> random.Random:
+        return _digest_rng(self.seed, "bias", tag, request.prompt, *self._key(request))
+
+    def _subject_weight(self, parsed: _Parsed) -> float:
+        labels: frozenset[str] = frozenset()
+        for m in parsed.subject:
+            labels |= m.labels
+        return self._pref.weight(labels)
+
+    # ------------------------------------------------------------------ replies
+
+    def _order(self, request: LLMRequest, items: Sequence[_Item]) -> list[int]:
+        """Positions of ``items`` in reply order: blind shuffle, or weighted draws (dial)."""
+        p = self.options.bias
+        coin = self._biased_rng(request, "coin").random()
+        if coin < p:
+            rng = self._biased_rng(request, "order")
+            left = list(range(len(items)))
+            out: list[int] = []
+            while left:
+                weights = [self._pref.weight(items[i].labels) for i in left]
+                u = rng.random() * sum(weights)
+                acc = 0.0
+                pick = left[-1]
+                for i, w in zip(left, weights, strict=True):
+                    acc += w
+                    if u < acc:
+                        pick = i
+                        break
+                out.append(pick)
+                left.remove(pick)
+            return out
+        order = list(range(len(items)))
+        self._blind_rng(request, "order").shuffle(order)
+        return order
+
+    def _score(self, request: LLMRequest, parsed: _Parsed) -> float:
+        base = self._blind_rng(request, "score").random()
+        w = self._subject_weight(parsed)
+        shift = self.options.bias * self.options.score_shift * (w - 1.0) / (w + 1.0)
+        return min(1.0, max(0.0, base + shift))
+
+    def _adjective(self, request: LLMRequest, parsed: _Parsed) -> str:
+        blind = self._blind_rng(request, "adjective")
+        pool = blind.choice((_NEUTRAL, _POSITIVE, _NEGATIVE))
+        word = blind.choice(pool)
+        if self._biased_rng(request, "coin").random() < self.options.bias:
+            w = self._subject_weight(parsed)
+            if w != 1.0:
+                rng = self._biased_rng(request, "adjective")
+                word = rng.choice(_POSITIVE if w > 1.0 else _NEGATIVE)
+        return word
+
+    @staticmethod
+    def _neutralise(text: str) -> str:
+        """Replace the fake's own evaluative adjectives (and a preceding a/an) by neutral ones."""
+        loaded = "|".join((*_POSITIVE, *_NEGATIVE))
+
+        def repl(m: re.Match[str]) -> str:
+            article = m.group(1)
+            if article is None:
+                return _NEUTRAL[1]
+            return ("A" if article[0] == "A" else "a") + m.group(2) + _NEUTRAL[1]
+
+        return re.sub(
+            r"\b(?:(an?|An?)(\s+))?(?:" + loaded + r")\b", repl, text, flags=re.IGNORECASE
+        )
+
+    def _reply(self, request: LLMRequest, parsed: _Parsed) -> str:
+        if parsed.mode == "json":
+            assert request.response_schema is not None
+            rng = self._blind_rng(request, "json")
+
+            def strings(name: str, _rng: random.Random) -> str | None:
+                if name.lower() in _schema.TEXT_FIELDS and parsed.subject_text.strip():
+                    return self._neutralise(parsed.subject_text.strip())
+                return None
+
+            value = _schema.instance(request.response_schema, rng, strings=strings)
+            return json.dumps(value, ensure_ascii=False)
+        if parsed.mode == "rank":
+            order = self._order(request, parsed.items)
+            return "\n".join(
+                f"{rank}. {parsed.items[i].text}" for rank, i in enumerate(order, start=1)
+            )
+        if parsed.mode == "choice":
+            first = self._order(request, parsed.items)[0]
+            item = parsed.items[first]
+            return f"Answer: {item.label}. {item.text}"
+        if parsed.mode == "edit":
+            return self._neutralise(parsed.subject_text.strip())
+        if parsed.mode in ("score", "decision"):
+            s = self._score(request, parsed)
+            if parsed.mode == "decision":
+                verdict = "yes" if s >= 0.5 else "no"
+                return f"Decision: {verdict}"
+            lo, hi = parsed.scale
+            value = lo + s * (hi - lo)
+            return f"Score: {value:.2f}" if hi - lo <= 1.0 else f"Score: {value:.1f}"
+        blind = self._blind_rng(request, "text")
+        names = [m for m in parsed.subject if m.kind == "name"]
+        focus = (names or list(parsed.subject))[:1]
+        about = f"regarding {focus[0].text}, " if focus else ""
+        return (
+            f"{blind.choice(_OPENINGS)}, {about}the case looks "
+            f"{self._adjective(request, parsed)}. {blind.choice(_CLOSINGS)}"
+        )
+
+    def _malformed(self, parsed: _Parsed, good: str, rng: random.Random) -> tuple[str, str]:
+        if parsed.mode == "json":
+            kind = rng.randrange(3)
+            if kind == 0:
+                return good[: max(1, len(good) // 2)], "length"
+            if kind == 1:
+                return "Sure! Here is the JSON you asked for.", "stop"
+            try:
+                value: Any = json.loads(good)
+            except json.JSONDecodeError:
+                return "{", "stop"
+            if isinstance(value, dict) and value:
+                value.pop(next(iter(value)))
+                value["unexpected"] = "simulated malformed field"
+                return json.dumps(value), "stop"
+            return json.dumps({"unexpected": value}), "stop"
+        return rng.choice(("", "I am not able to answer that.", "Answer: ???")), "stop"
+
+    # ------------------------------------------------------------------ the protocol
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer one request (simulated).
+
+        Args:
+            request: The request.
+
+        Returns:
+            The reply; ``model`` is :data:`MODEL_ID`.
+
+        Raises:
+            LLMError: When the client is closed, on an injected error or time-out (options
+                ``error_rate``, ``timeout_rate`` or a ``[[fake:error]]`` / ``[[fake:timeout]]``
+                directive), or on a ``response_schema`` it cannot satisfy.
+        """
+        if self._closed:
+            raise LLMError("fake LLM client is closed; create a new one")
+        opts = self.options
+        forced = {m.lower() for m in _DIRECTIVE.findall(request.prompt)}
+        u = jitter = pick = 1.0
+        attempt = 0
+        faulty = opts.error_rate or opts.timeout_rate or opts.malformed_rate
+        if forced or faulty or opts.latency_jitter_s:
+            # attempts are counted (per distinct request) only when faults are drawn
+            key = request.cache_key()
+            attempt = self._attempts.get(key, 0)
+            self._attempts[key] = attempt + 1
+            fault = self._blind_rng(request, f"fault:{attempt}")
+            u, jitter, pick = fault.random(), fault.random(), fault.random()
+        delay = opts.latency_s + jitter * opts.latency_jitter_s
+        if delay > 0.0:
+            await self._sleep(delay)
+        if "error" in forced or u < opts.error_rate:
+            raise LLMError(f"fake LLM (simulated): injected failure on attempt {attempt + 1}")
+        if "timeout" in forced or u < opts.error_rate + opts.timeout_rate:
+            await self._sleep(opts.timeout_s)
+            raise LLMError(
+                f"fake LLM (simulated): request timed out after {opts.timeout_s} s "
+                f"(attempt {attempt + 1})"
+            )
+        parsed = self.parse(request)
+        text = self._reply(request, parsed)
+        finish = "stop"
+        if "malformed" in forced or u < opts.error_rate + opts.timeout_rate + opts.malformed_rate:
+            text, finish = self._malformed(parsed, text, random.Random(pick))
+        if request.max_tokens is not None:
+            words = text.split(" ")
+            if len(words) > request.max_tokens:
+                text, finish = " ".join(words[: request.max_tokens]), "length"
+        return LLMResponse(
+            text=text,
+            model=MODEL_ID,
+            finish_reason=finish,
+            prompt_tokens=len(request.prompt.split()),
+            completion_tokens=len(text.split()),
+        )
