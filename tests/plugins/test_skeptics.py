@@ -150,3 +150,74 @@ async def test_prompt_is_overridable_but_rules_stay(register_plugin, make_kernel
     assert system.startswith("You are terse.") and system.endswith(UNTRUSTED_RULES)
     other = kernel.build("skeptic", "empirical-auditor")
     assert other.system.startswith("You are the Empirical Auditor")
+
+
+# ------------------------------------------------------------------ with the project's fake LLM
+
+
+@pytest.fixture
+def fake_kernel(register_plugin, make_kernel):
+    import biasbreaker_plugins.aggregators as aggregators
+    import biasbreaker_plugins.llm_fake as llm_fake
+    import biasbreaker_plugins.skeptics as skeptics
+
+    register_plugin(llm_fake, name="llm-fake")
+    register_plugin(skeptics, name="skeptics")
+    register_plugin(aggregators, name="aggregators")
+
+    def make(directives, **intervention):
+        plugin = {"fake": {"timeout_s": 5.0}}
+        for kind, directive in directives.items():
+            plugin[kind] = {"prompt": f"{ROLE_PROMPTS[kind]} {directive}"}
+        return make_kernel(
+            {"intervention": {"skeptic_timeout_s": 0.2, **intervention}, "plugin": plugin}
+        )
+
+    return make
+
+
+LOADED = "Regarding John Smith, the case looks excellent."
+
+
+async def test_the_panel_over_the_fake_flags_its_bias_and_proposes_a_revision(fake_kernel):
+    from biasbreaker.intervention.panel import SkepticPanel
+
+    run = await SkepticPanel.from_context(fake_kernel({})).run(ReviewRequest(payload=LOADED))
+    assert run.ok and run.result.decision == "revise"
+    assert run.result.corrected == "Regarding John Smith, the case looks typical."
+
+
+@pytest.mark.parametrize(
+    ("directives", "failures"),
+    [
+        (
+            {"devils-advocate": "[[fake:error]]", "diversity-champion": "[[fake:malformed]]"},
+            {"devils-advocate": "error", "diversity-champion": "malformed"},
+        ),
+        (
+            {"empirical-auditor": "[[fake:timeout]]", "devils-advocate": "[[fake:malformed]]"},
+            {"empirical-auditor": "timeout", "devils-advocate": "malformed"},
+        ),
+    ],
+)
+async def test_skeptic_failures_from_the_fake_fail_the_panel_closed(
+    fake_kernel, directives, failures
+):
+    from biasbreaker.intervention.panel import SkepticPanel
+
+    run = await SkepticPanel.from_context(fake_kernel(directives)).run(
+        ReviewRequest(payload=LOADED)
+    )
+    assert not run.ok and run.result is None
+    assert {f.kind: f.failure for f in run.failures} == failures
+    assert len(run.verdicts) == 1
+    malformed = [f for f in run.failures if f.failure == "malformed"]
+    assert all("malformed twice" in f.reason for f in malformed)
+
+
+async def test_one_failed_skeptic_of_three_still_gives_a_result(fake_kernel):
+    from biasbreaker.intervention.panel import SkepticPanel
+
+    kernel = fake_kernel({"diversity-champion": "[[fake:malformed]]"})
+    run = await SkepticPanel.from_context(kernel).run(ReviewRequest(payload=LOADED))
+    assert run.ok and [f.kind for f in run.failures] == ["diversity-champion"]
