@@ -9,4 +9,29 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from biasbreaker.breaker import CircuitBreaker, freeze
+from biasbreaker.machine import ControlMachine, MachineConfig
+from biasbreaker.types import (
+    BreakerAction,
+    BreakerDecision,
+    BreakerState,
+    FrozenPayload,
+    InterventionContext,
+    InterventionResult,
+    Thresholds,
+)
+
+__all__ = [
+    "BreakerAction",
+    "BreakerDecision",
+    "BreakerState",
+    "CircuitBreaker",
+    "ControlMachine",
+    "FrozenPayload",
+    "InterventionContext",
+    "InterventionResult",
+    "MachineConfig",
+    "Thresholds",
+    "__version__",
+    "freeze",
+]

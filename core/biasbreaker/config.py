@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -182,22 +183,48 @@ class BreakerSettings(Section):
     """
 
     tau_enter: float = Field(
-        0.30, ge=0.0, le=1.0, description="Fast B_net at or above which the breaker trips."
+        0.30,
+        gt=0.0,
+        le=1.0,
+        description="Fast B_net (in [0, 1]) at or above which the breaker trips. A starting "
+        "point: calibrate it.",
     )
     tau_exit: float = Field(
-        0.20, ge=0.0, le=1.0, description="Fast B_net below which a recovery may complete."
+        0.20,
+        gt=0.0,
+        le=1.0,
+        description="Fast B_net (in [0, 1]) below which a recovery may complete; below "
+        "tau_enter. A starting point: calibrate it.",
     )
     tau_warn: float = Field(
-        0.15, ge=0.0, le=1.0, description="Slow B_net at or above which the state is WARNING."
+        0.15,
+        gt=0.0,
+        le=1.0,
+        description="Slow B_net (in [0, 1]) at or above which the state is WARNING. A "
+        "starting point: calibrate it.",
     )
     kappa: float = Field(
         0.05, gt=0.0, le=1.0, description="Width of the sigmoid mixing ratio, in B_net units."
     )
     cooldown_steps: int = Field(
-        3, ge=0, le=10_000, description="Steps spent in RECOVERY before NORMAL is possible."
+        3,
+        ge=0,
+        le=10_000,
+        description="Steps spent in RECOVERY before NORMAL is possible (at least one is "
+        "always spent).",
     )
     max_retries: int = Field(
-        2, ge=0, le=100, description="Failed interventions allowed before ESCALATED."
+        2,
+        ge=1,
+        le=100,
+        description="Interventions an episode may make; when the last one fails its re-check "
+        "the machine escalates (ESCALATED, terminal).",
+    )
+    history_steps: int = Field(
+        8,
+        ge=1,
+        le=10_000,
+        description="Per-node local-score history kept for the router, in steps.",
     )
 
     @model_validator(mode="after")
@@ -208,6 +235,20 @@ class BreakerSettings(Section):
                 "(the gap is the hysteresis dead-band)"
             )
         return self
+
+
+class ControlWindowSettings(Section):
+    """``[calibration.control]``: fast-B_net statistics of the control runs (the window's bands).
+
+    Written by ``biasbreaker calibrate``. The calibration window counts observations above
+    ``mean + 3·std`` and ``mean + 5·std``.
+    """
+
+    mean: float = Field(ge=0.0, le=1.0, description="Mean fast B_net over the control steps.")
+    std: float = Field(
+        gt=0.0, le=1.0, description="Standard deviation of fast B_net over the control steps."
+    )
+    n_steps: int = Field(ge=2, description="Control steps the statistics come from (count).")
 
 
 class CalibrationSettings(Section):
@@ -223,7 +264,27 @@ class CalibrationSettings(Section):
         description="Target share of control runs whose fast B_net ever reaches tau_enter.",
     )
     exit_ratio: float = Field(0.7, ge=0.6, le=0.8, description="tau_exit = exit_ratio * tau_enter.")
+    warn_ratio: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="tau_warn = warn_ratio * the slow-scale bound at the same target rate "
+        "(1: drift warnings on control runs at most as often as the target).",
+    )
     max_history: int = Field(32, ge=1, le=100_000, description="Calibration window W, in steps.")
+    control: ControlWindowSettings | None = Field(
+        None,
+        description="Control statistics for the calibration window; without them the machine "
+        "runs without a window (RECOVERY -> NORMAL does not wait for a clean window).",
+    )
+    calibrated_on: date | None = Field(
+        None, description="Date the thresholds were calibrated (set by `biasbreaker calibrate`)."
+    )
+    source_sha256: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 of the control trajectories the thresholds were calibrated on.",
+    )
 
 
 class InterventionSettings(Section):

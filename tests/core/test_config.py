@@ -198,7 +198,7 @@ finite = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
 @st.composite
 def settings_dicts(draw: st.DrawFn) -> dict[str, Any]:
-    exit_ = draw(st.floats(min_value=0.0, max_value=0.98, allow_nan=False))
+    exit_ = draw(st.floats(min_value=0.0, max_value=0.98, allow_nan=False, exclude_min=True))
     enter = draw(st.floats(min_value=exit_ + 0.01, max_value=1.0, allow_nan=False))
     names = st.from_regex(r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,5}){0,2}", fullmatch=True)
     return {
@@ -212,10 +212,10 @@ def settings_dicts(draw: st.DrawFn) -> dict[str, Any]:
         "breaker": {
             "tau_enter": enter,
             "tau_exit": exit_,
-            "tau_warn": draw(finite),
+            "tau_warn": draw(st.floats(0.0, 1.0, exclude_min=True)),
             "kappa": draw(st.floats(min_value=1e-6, max_value=1.0, allow_nan=False)),
             "cooldown_steps": draw(st.integers(0, 10_000)),
-            "max_retries": draw(st.integers(0, 100)),
+            "max_retries": draw(st.integers(1, 100)),
         },
         "intervention": {"aggregator": draw(names), "skeptics": draw(st.lists(names, max_size=4))},
         "plugin": draw(
@@ -230,7 +230,8 @@ def settings_dicts(draw: st.DrawFn) -> dict[str, Any]:
 def test_config_round_trips_through_toml(tmp_path_factory: Any, data: dict[str, Any]) -> None:
     original = Settings.model_validate(data)
     path = tmp_path_factory.mktemp("rt") / "biasbreaker.toml"
-    path.write_bytes(tomli_w.dumps(original.model_dump(mode="json")).encode())
+    # TOML has no null: optional settings left unset are simply absent from the file.
+    path.write_bytes(tomli_w.dumps(original.model_dump(mode="json", exclude_none=True)).encode())
     loaded = load_settings(path, cwd=path.parent.parent)
     assert loaded.settings == original
     for key, _, source in loaded.rows():

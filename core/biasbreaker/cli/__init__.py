@@ -19,6 +19,8 @@ COMMANDS: tuple[str, ...] = (
     "biasbreaker.cli.plugins",
     "biasbreaker.cli.config",
     "biasbreaker.cli.simulate",
+    "biasbreaker.cli.calibrate",
+    "biasbreaker.cli.verify",
 )
 """Modules whose ``register(app)`` adds a command, in ``--help`` order."""
 

@@ -1,13 +1,20 @@
-"""``biasbreaker simulate``: write a simulated DoT debate trajectory as JSON Lines.
+"""``biasbreaker simulate``: a simulated debate through the whole control loop.
 
-The trajectory comes from :func:`biasbreaker.dot.simulate_dot` (**simulated data**, labelled
-``"simulated": true`` in every record) with the ``[propagation]`` settings of the effective
-configuration applied (Katz attenuation or alpha, EWMA half-lives or smoothing factors).
+By default the command runs a simulated DoT debate (:mod:`biasbreaker.dot`, **simulated
+data**) through the control machine (:mod:`biasbreaker.dot_loop`) and writes the run trace
+(:mod:`biasbreaker.trace`), ready for ``biasbreaker verify``. ``--trajectory`` writes the raw
+simulated B_net trajectory instead (one DoT record per step, ``"simulated": true``).
+
+The ``[propagation]``, ``[breaker]`` and ``[calibration]`` settings of the effective
+configuration apply. The calibration window uses ``[calibration.control]`` when configured;
+otherwise its statistics come from 20 simulated control runs (the ``control`` preset, seeds
+10000-10019, same propagation settings), and the trace header says which.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -16,10 +23,20 @@ import typer
 from biasbreaker.cli._common import ConfigOption, fail, stderr
 from biasbreaker.config import load_settings
 from biasbreaker.dot import PRESETS, DotStep, iter_dot, write_jsonl
+from biasbreaker.dot_loop import (
+    CONTROL_FIRST_SEED,
+    LoopSummary,
+    run_dot_loop,
+    simulated_control_statistics,
+)
 from biasbreaker.errors import BiasbreakerError
+from biasbreaker.machine import MachineConfig
+from biasbreaker.trace import TraceWriter
+
+CONTROL_RUNS = 20
 
 
-def _summary(preset: str, seed: int, steps: list[DotStep], where: str) -> str:
+def _trajectory_summary(preset: str, seed: int, steps: list[DotStep], where: str) -> str:
     fast = [(s.fast, s.step) for s in steps if s.fast is not None]
     slow = [s.slow for s in steps if s.slow is not None]
     text = f"simulated DoT trajectory {preset!r} (seed {seed}, {len(steps)} steps) -> {where}"
@@ -27,6 +44,19 @@ def _summary(preset: str, seed: int, steps: list[DotStep], where: str) -> str:
         top, at = max(fast)
         text += f"; fast max {top:.3f} at step {at}, slow max {max(slow):.3f}"
     return text
+
+
+def _loop_summary(preset: str, seed: int, summary: LoopSummary, where: str) -> str:
+    text = (
+        f"simulated run {preset!r} (seed {seed}, {summary.steps} steps, {summary.guarded} "
+        f"guarded) -> {where}: {summary.interventions} intervention(s)"
+    )
+    if summary.first_trip is not None:
+        text += f", first trip at step {summary.first_trip}"
+    text += f", {summary.recoveries} recovery(ies)"
+    if summary.escalated_at is not None:
+        text += f", escalated at step {summary.escalated_at}"
+    return text + f"; final state {summary.final_state.value}"
 
 
 def simulate(
@@ -51,28 +81,65 @@ def simulate(
             help="JSON Lines file to write (replaced if it exists); default: standard output.",
         ),
     ] = None,
+    trajectory: Annotated[
+        bool,
+        typer.Option(
+            "--trajectory",
+            help="Write the raw simulated B_net trajectory instead of the run trace.",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
-    """Simulate a multi-agent debate (synthetic data) and write its B_net trajectory."""
+    """Simulate a multi-agent debate (synthetic data) through the control loop; write its trace."""
     if preset not in PRESETS:
         fail(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
+    to_stdout = out is None or str(out) == "-"
+    where = "stdout" if to_stdout else str(out)
     try:
         settings = load_settings(config).settings
-        cfg = PRESETS[preset].with_propagation(settings.propagation)
+        debate = PRESETS[preset].with_propagation(settings.propagation)
         run_seed = settings.seed if seed is None else seed
-        records = list(iter_dot(cfg, seed=run_seed, steps=steps))
-        if out is None or str(out) == "-":
-            write_jsonl(records, sys.stdout)
-            where = "stdout"
-        else:
+        if not to_stdout:
+            assert out is not None
             out.parent.mkdir(parents=True, exist_ok=True)
-            write_jsonl(records, out)
-            where = str(out)
+        if trajectory:
+            records = list(iter_dot(debate, seed=run_seed, steps=steps))
+            write_jsonl(records, sys.stdout if to_stdout else out)  # type: ignore[arg-type]
+            stderr().print(_trajectory_summary(preset, run_seed, records, where))
+            return
+        machine_config = MachineConfig.from_settings(settings)
+        window = "configured ([calibration.control])"
+        if machine_config.control is None:
+            machine_config = replace(
+                machine_config,
+                control=simulated_control_statistics(debate, runs=CONTROL_RUNS),
+            )
+            window = (
+                f"simulated: {CONTROL_RUNS} runs of the control preset, seeds "
+                f"{CONTROL_FIRST_SEED}-{CONTROL_FIRST_SEED + CONTROL_RUNS - 1}, 200 steps each"
+            )
+        header = machine_config.trace_header(
+            {
+                "simulated": True,
+                "source": "biasbreaker.dot",
+                "preset": preset,
+                "seed": run_seed,
+                "steps": steps,
+                "hook": "noop: no mitigation strategy installed, tripped runs escalate",
+                "window": window,
+            }
+        )
+        target = sys.stdout if to_stdout else out
+        assert target is not None
+        with TraceWriter(target, header, fsync=settings.trace.fsync) as writer:
+            _, summary = run_dot_loop(
+                debate, seed=run_seed, steps=steps, machine_config=machine_config, recorder=writer
+            )
     except BiasbreakerError as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {out}: {exc.strerror or exc}")
-    stderr().print(_summary(preset, run_seed, records, where))
+    stderr().print(_loop_summary(preset, run_seed, summary, where))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,5 +1,7 @@
 """Intervention (M4): repair a halted step instead of only stopping it.
 
+* :mod:`~biasbreaker.intervention.router`: routing a tripped step to a strategy
+  (``checked_route``).
 * :mod:`~biasbreaker.intervention.types`: verdicts, panel results, trust scores, track records,
   MADERA records.
 * :mod:`~biasbreaker.intervention.review`: fencing untrusted text and asking an LLM for a

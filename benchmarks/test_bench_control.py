@@ -1,0 +1,167 @@
+"""Cost of the control plane, against baselines measured in the same run.
+
+- ``control-check``: one ``CircuitBreaker.check`` and one ``ControlMachine.step`` against a
+  pybreaker call of a no-op function (goal for ``check``: at most 0.5 x pybreaker).
+- ``calibration-1M``: ``calibrate`` (validation, summary, percentile calibrator, kernel checks)
+  on 10,000 control runs of 100 steps, against the bare per-run maxima and mean over the same
+  one million steps.
+- ``verification-1M``: ``verify_trace`` (all five properties) on a one-million-step run trace,
+  against reading the same file and parsing each line with ``json.loads``.
+
+Goals are reported by the ratio table of ``benchmarks/conftest.py``, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pybreaker
+import pytest
+
+from biasbreaker.breaker import CircuitBreaker, freeze
+from biasbreaker.calibration import ControlStatistics, calibrate
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import ControlMachine, MachineConfig
+from biasbreaker.properties import verify_trace
+from biasbreaker.trace import TraceWriter
+from biasbreaker.types import InterventionContext, InterventionResult, Thresholds
+
+TH = Thresholds(0.5, 0.35, 0.25, 0.05)
+MILLION = 1_000_000
+
+
+def _noop() -> None:
+    return None
+
+
+@pytest.mark.benchmark(group="control-check")
+def test_pybreaker_noop_call_baseline(benchmark: Any) -> None:
+    breaker = pybreaker.CircuitBreaker(fail_max=5, reset_timeout=60)
+    benchmark.extra_info["per"] = "pybreaker.CircuitBreaker.call(no-op)"
+    benchmark(breaker.call, _noop)
+
+
+@pytest.mark.benchmark(group="control-check")
+def test_breaker_check_closed(benchmark: Any) -> None:
+    breaker = CircuitBreaker(TH.tau_enter, TH.tau_exit, TH.tau_warn, TH.kappa)
+    benchmark.extra_info.update(per="check(), closed (NORMAL)", goal_ratio=0.5)
+    decision = benchmark(breaker.check, 0.3, 0.1)
+    assert decision.state.value == "normal"
+
+
+@pytest.mark.benchmark(group="control-check")
+def test_breaker_check_tripped(benchmark: Any) -> None:
+    breaker = CircuitBreaker(TH.tau_enter, TH.tau_exit, TH.tau_warn, TH.kappa, tripped=True)
+    benchmark.extra_info.update(per="check(), tripped in the dead-band", goal_ratio=0.5)
+    decision = benchmark(breaker.check, 0.4, 0.1)
+    assert decision.state.value == "intervention"
+
+
+@pytest.mark.benchmark(group="control-check")
+def test_machine_step(benchmark: Any) -> None:
+    config = MachineConfig(TH, control=ControlStatistics(0.1, 0.05, 1000), max_history=32)
+    machine = ControlMachine(config)
+    benchmark.extra_info["per"] = "step(), NORMAL, with window, no trace"
+    decision = benchmark(machine.step, 0.3, 0.1)
+    assert decision.state.value == "normal"
+
+
+@pytest.mark.benchmark(group="control-check")
+def test_machine_step_with_scores_and_trace(benchmark: Any, tmp_path: Path) -> None:
+    config = MachineConfig(TH, control=ControlStatistics(0.1, 0.05, 1000), max_history=32)
+    with TraceWriter(tmp_path / "run.jsonl", config.trace_header()) as writer:
+        machine = ControlMachine(config, recorder=writer)
+        benchmark.extra_info["per"] = "step(), NORMAL, 3 node scores, trace flushed per record"
+        benchmark(machine.step, 0.3, 0.1, node="a1", local_scores={"a0": 0.2, "a1": 0.3, "a2": 0.1})
+
+
+# -- calibration on one million steps -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def control_runs() -> list[list[tuple[float, float]]]:
+    rng = random.Random(7)
+    runs = []
+    for _ in range(10_000):
+        fast = slow = 0.05
+        run = []
+        for _ in range(100):
+            x = min(1.0, max(0.0, rng.gauss(0.05, 0.02)))
+            fast, slow = 0.5 * fast + 0.5 * x, 0.95 * slow + 0.05 * x
+            run.append((fast, slow))
+        runs.append(run)
+    return runs
+
+
+@pytest.mark.benchmark(group="calibration-1M")
+def test_maxima_and_mean_baseline(benchmark: Any, control_runs: Any) -> None:
+    def bare() -> tuple[list[float], float]:
+        maxima = [max(f for f, _ in run) for run in control_runs]
+        return maxima, math.fsum(f for run in control_runs for f, _ in run) / MILLION
+
+    benchmark.extra_info["per"] = "1M steps: per-run max + mean, nothing else"
+    benchmark.pedantic(bare, rounds=3, iterations=1)
+
+
+@pytest.mark.benchmark(group="calibration-1M")
+def test_calibrate_one_million_steps(benchmark: Any, control_runs: Any, tmp_path: Path) -> None:
+    kernel = Kernel.load(cwd=tmp_path)
+    benchmark.extra_info["per"] = "1M steps: calibrate() with the percentile calibrator"
+    report = benchmark.pedantic(
+        calibrate,
+        args=(control_runs,),
+        kwargs={"target_false_halt_rate": 0.01, "kernel": kernel},
+        rounds=3,
+        iterations=1,
+    )
+    assert report.n_runs == 10_000
+    assert report.statistics.n_steps == MILLION
+    benchmark.extra_info["steps_per_second"] = round(MILLION / benchmark.stats.stats.mean)
+
+
+# -- verification on one million steps ------------------------------------------------------------
+
+
+def _repair(context: InterventionContext) -> InterventionResult:
+    return InterventionResult(freeze({"fixed": context.step}), True, "madera", (), 0.05)
+
+
+@pytest.fixture(scope="module")
+def million_step_trace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A real machine run: bursts over tau_enter every 1,000 steps, repaired, recovering."""
+    path = tmp_path_factory.mktemp("bench") / "run.jsonl"
+    config = MachineConfig(TH, control=ControlStatistics(0.1, 0.05, 1000), max_history=32)
+    rng = random.Random(3)
+    with TraceWriter(path, config.trace_header({"bench": "1M"})) as writer:
+        machine = ControlMachine(config, hook=_repair, recorder=writer)
+        for step in range(MILLION):
+            burst = step % 1000 < 40
+            fast = (0.6 if burst else 0.1) + rng.random() * 0.05
+            machine.step(fast, 0.1, node="a", local_scores={"a": fast})
+    yield path
+    path.unlink()
+
+
+@pytest.mark.benchmark(group="verification-1M")
+def test_read_and_parse_baseline(benchmark: Any, million_step_trace: Path) -> None:
+    def parse() -> int:
+        with million_step_trace.open("rb") as fh:
+            return sum(1 for line in fh if json.loads(line))
+
+    benchmark.extra_info["per"] = "1M steps: read the file, json.loads each line"
+    benchmark.pedantic(parse, rounds=2, iterations=1)
+
+
+@pytest.mark.benchmark(group="verification-1M")
+def test_verify_one_million_steps(benchmark: Any, million_step_trace: Path) -> None:
+    benchmark.extra_info["per"] = "1M steps: verify_trace(), five properties"
+    report = benchmark.pedantic(verify_trace, args=(million_step_trace,), rounds=2, iterations=1)
+    assert report.steps == MILLION
+    assert report.holds
+    assert report.rlb.recovery_transitions == 1000
+    benchmark.extra_info["steps_per_second"] = round(MILLION / benchmark.stats.stats.mean)

@@ -1,0 +1,125 @@
+"""``biasbreaker calibrate``: thresholds and window statistics from recorded control runs."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from biasbreaker.calibration import calibrate, read_control_trajectories, write_calibration_toml
+from biasbreaker.cli._common import (
+    ConfigOption,
+    JsonOption,
+    StrictOption,
+    fail,
+    load_kernel,
+    stdout,
+    warn,
+)
+from biasbreaker.errors import BiasbreakerError
+
+
+def _parse_date(value: str | None) -> date:
+    if value is None:
+        return date.today()
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        fail(f"--date {value!r} is not a date; use YYYY-MM-DD")
+
+
+def calibrate_command(
+    trajectories: Annotated[
+        Path,
+        typer.Argument(
+            help="JSON Lines control runs: run traces, or step records with fast, slow and a "
+            "run (or seed) key.",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ],
+    target_false_halt_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--target-false-halt-rate",
+            help="Share of control runs allowed to trip the breaker, in (0, 1); default "
+            "[calibration] target_false_halt_rate.",
+        ),
+    ] = None,
+    write_toml: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-toml",
+            dir_okay=False,
+            help="Write the thresholds and window statistics into this TOML file, marked as "
+            "calibrated with the date and the input's sha256 (other keys are kept, comments "
+            "are not).",
+        ),
+    ] = None,
+    on_date: Annotated[
+        str | None,
+        typer.Option("--date", help="Calibration date to record, YYYY-MM-DD; default today."),
+    ] = None,
+    config: ConfigOption = None,
+    strict: StrictOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Choose tau_enter, tau_exit and tau_warn from control runs at a per-run false-halt rate."""
+    kernel = load_kernel(config, strict)
+    calibrated_on = _parse_date(on_date)
+    try:
+        runs = read_control_trajectories(trajectories)
+        report = calibrate(runs.runs, target_false_halt_rate=target_false_halt_rate, kernel=kernel)
+        if write_toml is not None:
+            write_calibration_toml(
+                write_toml, report, calibrated_on=calibrated_on, source_sha256=runs.sha256
+            )
+    except BiasbreakerError as exc:
+        fail(str(exc))
+    if runs.skipped:
+        warn(f"skipped {runs.skipped} step(s) without a score yet (fast or slow null)")
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    **report.to_json(),
+                    "source_sha256": runs.sha256,
+                    "written_to": None if write_toml is None else str(write_toml),
+                },
+                indent=2,
+            )
+        )
+        return
+    tau_enter, tau_exit, tau_warn = report.thresholds
+    stats = report.statistics
+    out = stdout()
+    out.print(
+        f"calibrated from {report.n_runs} control runs ({stats.n_steps} steps) in "
+        f"{trajectories} (sha256 {runs.sha256}) with calibrator {report.calibrator!r}"
+    )
+    out.print(f"tau_enter = {tau_enter!r}")
+    out.print(f"tau_exit  = {tau_exit!r}")
+    out.print(f"tau_warn  = {tau_warn!r}")
+    out.print(
+        f"window: control fast B_net mean {stats.mean:.6g}, std {stats.std:.6g} "
+        f"(3σ band {stats.bound(3):.6g}, 5σ band {stats.bound(5):.6g})"
+    )
+    out.print(
+        f"per-run false-halt rate: target {report.target_false_halt_rate}, on these runs "
+        f"{report.empirical_false_halt_rate:.4g}"
+    )
+    out.print(
+        "These thresholds are a starting point for this deployment, valid for runs "
+        "exchangeable with the control runs; recalibrate when the graph, scorers or "
+        "model change."
+    )
+    if write_toml is not None:
+        out.print(f"written to {write_toml} (calibrated_on = {calibrated_on.isoformat()})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``calibrate`` command."""
+    app.command("calibrate")(calibrate_command)

@@ -1,0 +1,90 @@
+"""``biasbreaker verify``: check the control properties on a recorded run trace."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from biasbreaker.cli._common import JsonOption, fail, stdout, warn
+from biasbreaker.errors import BiasbreakerError
+from biasbreaker.properties import PropertyReport, VerificationReport, verify_trace
+from biasbreaker.trace import TraceTruncatedWarning
+
+SHOWN_VIOLATIONS = 5
+
+
+def _verdict(holds: bool) -> str:
+    return "HOLDS" if holds else "VIOLATED"
+
+
+def _print(report: VerificationReport) -> None:
+    out = stdout()
+    rlb = report.rlb
+    out.print(f"trace {report.path} (sha256 {report.trace_sha256}), {report.steps} steps")
+    first = "" if rlb.first_recovery_step is None else f", first at step {rlb.first_recovery_step}"
+    detail = (
+        f"(W={rlb.max_history}, {rlb.cycles_total} cycles, "
+        f"{rlb.recovery_transitions} recovery transition(s){first}, "
+        f"{rlb.violation_count} violation(s); ADR literal bound exceeded at "
+        f"{rlb.literal_bound_exceeded})"
+    )
+    if rlb.note:
+        detail += f"; {rlb.note}"
+    out.print(f"{rlb.property_version}: {_verdict(rlb.holds)} {detail}")
+    for violation in rlb.violations[:SHOWN_VIOLATIONS]:
+        out.print(f"  step {violation.step}: {violation.message}")
+    for prop in report.properties:
+        _print_property(prop)
+    out.print("all properties hold" if report.holds else "some properties are VIOLATED")
+
+
+def _print_property(prop: PropertyReport) -> None:
+    out = stdout()
+    note = f"; {prop.note}" if prop.note else ""
+    out.print(
+        f"{prop.name} {prop.version}: {_verdict(prop.holds)} ({prop.checked} checked, "
+        f"{prop.violation_count} violation(s){note})"
+    )
+    for violation in prop.violations[:SHOWN_VIOLATIONS]:
+        out.print(f"  step {violation.step}: {violation.message}")
+
+
+def verify(
+    trace: Annotated[
+        Path,
+        typer.Argument(
+            help="Run trace (JSON Lines) to verify.", dir_okay=False, show_default=False
+        ),
+    ],
+    max_history: Annotated[
+        int | None,
+        typer.Option(
+            "--max-history", min=1, help="Window length W for RLB-v1; default the trace header's."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Verify RLB-v1, anti-thrash, bounded retries, terminal escalation and the cool-down."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TraceTruncatedWarning)
+            report = verify_trace(trace, max_history=max_history)
+    except BiasbreakerError as exc:
+        fail(str(exc))
+    for item in caught:
+        warn(str(item.message))
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        _print(report)
+    if not report.holds:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``verify`` command."""
+    app.command("verify")(verify)

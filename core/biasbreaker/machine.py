@@ -1,0 +1,933 @@
+"""The control state machine (WP3): the breaker's full lifecycle, step by step.
+
+The machine follows the seed's R3 diagram::
+
+    NORMAL --slow>=tau_warn--> WARNING --fast>=tau_enter--> INTERVENTION
+       ^                          |                              |
+       |                    fast>=tau_enter                 (run mitigation hook)
+       |                          v                              v
+       +--B_net<tau_exit & cool-down elapsed & recheck OK-- RECOVERY
+                                                                |
+                                  max_retries exceeded ---------+--> ESCALATED (terminal)
+
+Every transition is one row of :data:`TRANSITIONS` with one guard function; on each step the
+first row whose source is the current state and whose guard holds is taken, otherwise the
+machine holds its state. A guard sees only :class:`GuardInputs` — the state, the counters,
+this step's fast and slow B_net and whether the calibration window is dirty — so transitions
+are a function of those alone.
+
+One step is one call of :meth:`ControlMachine.step` (or :meth:`ControlMachine.astep` for a
+coroutine hook); it takes at most one transition. The intervention hook runs inside the step
+that enters INTERVENTION; the next step moves to RECOVERY, where the cool-down counts steps.
+
+Source:
+    Phase 3 design (M3), R3 and WP3; ``docs/control.md`` (transition table).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Union
+
+from biasbreaker.breaker import freeze, mixing_ratio
+from biasbreaker.calibration import CalibrationWindow, ControlStatistics, WindowCounts
+from biasbreaker.errors import InputError
+from biasbreaker.trace import StepRecord, TraceHeader
+from biasbreaker.types import (
+    BreakerAction,
+    BreakerDecision,
+    BreakerState,
+    FrozenPayload,
+    InterventionContext,
+    InterventionResult,
+    JSONValue,
+    Thresholds,
+    check_score,
+)
+
+if TYPE_CHECKING:
+    from biasbreaker.config import Settings
+
+SNAPSHOT_VERSION: Final = 1
+
+InterventionHook = Callable[[InterventionContext], InterventionResult]
+"""A synchronous mitigation hook (seed R3): context in, result out."""
+
+AsyncInterventionHook = Callable[[InterventionContext], Awaitable[InterventionResult]]
+"""A coroutine mitigation hook, for :meth:`ControlMachine.astep`."""
+
+AnyHook = Union[InterventionHook, AsyncInterventionHook]  # noqa: UP007 (runtime alias, 3.10)
+
+
+def noop_hook(context: InterventionContext) -> InterventionResult:
+    """The default hook: repairs nothing, so the re-check fails and the machine escalates.
+
+    This is the honest default of the seed (R3): without a mitigation strategy installed, a
+    tripped run is retried ``max_retries`` times and then handed to human review.
+    """
+    return InterventionResult.noop()
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MachineConfig:
+    """Static configuration of a control machine.
+
+    Args:
+        thresholds: The breaker's thresholds (``tau_enter > tau_exit``, ``tau_warn``, ``kappa``).
+        cooldown_steps: Steps the machine stays in RECOVERY before it may leave it, >= 0 (it
+            always spends at least one step there).
+        max_retries: Interventions an episode may make, >= 1; when another one would be
+            needed, the machine escalates instead.
+        control: Control statistics for the calibration window, or ``None`` to run without a
+            window (then RECOVERY -> NORMAL does not wait for a clean window; the trace says so
+            by recording ``window: null``).
+        max_history: Calibration window length W, >= 1 (ignored without ``control``).
+        history_steps: Per-node score history kept for the router, >= 1 steps.
+        seed: Seed from which each intervention's seed is derived.
+
+    Raises:
+        InputError: If a counter is out of range or ``thresholds`` is not a Thresholds.
+    """
+
+    thresholds: Thresholds
+    cooldown_steps: int = 3
+    max_retries: int = 2
+    control: ControlStatistics | None = None
+    max_history: int = 32
+    history_steps: int = 8
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.thresholds, Thresholds):
+            raise InputError("MachineConfig.thresholds must be a Thresholds instance")
+        for name, minimum in (
+            ("cooldown_steps", 0),
+            ("max_retries", 1),
+            ("max_history", 1),
+            ("history_steps", 1),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise InputError(f"MachineConfig.{name}={value!r} must be an int >= {minimum}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InputError(f"MachineConfig.seed={self.seed!r} must be an int")
+        if self.control is not None and not isinstance(self.control, ControlStatistics):
+            raise InputError("MachineConfig.control must be ControlStatistics or None")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MachineConfig:
+        """Build the configuration from ``[breaker]``, ``[calibration]`` and ``seed``.
+
+        The calibration window is used when ``[calibration.control]`` is set (``biasbreaker
+        calibrate --write-toml`` writes it), with ``W = [calibration] max_history``.
+
+        Raises:
+            ThresholdError: If the configured thresholds are inconsistent.
+        """
+        breaker = settings.breaker
+        control = settings.calibration.control
+        return cls(
+            thresholds=Thresholds(
+                breaker.tau_enter, breaker.tau_exit, breaker.tau_warn, breaker.kappa
+            ),
+            cooldown_steps=breaker.cooldown_steps,
+            max_retries=breaker.max_retries,
+            control=None
+            if control is None
+            else ControlStatistics(control.mean, control.std, control.n_steps),
+            max_history=settings.calibration.max_history,
+            history_steps=breaker.history_steps,
+            seed=settings.seed,
+        )
+
+    def trace_header(self, meta: Mapping[str, JSONValue] | None = None) -> TraceHeader:
+        """Return the run-trace header describing this configuration."""
+        return TraceHeader(
+            thresholds=self.thresholds,
+            cooldown_steps=self.cooldown_steps,
+            max_retries=self.max_retries,
+            max_history=None if self.control is None else self.max_history,
+            control=self.control,
+            seed=self.seed,
+            meta=dict(meta or {}),
+        )
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """Return the configuration as plain JSON."""
+        return {
+            "thresholds": self.thresholds.to_json(),
+            "cooldown_steps": self.cooldown_steps,
+            "max_retries": self.max_retries,
+            "control": None if self.control is None else self.control.to_json(),
+            "max_history": self.max_history,
+            "history_steps": self.history_steps,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MachineConfig:
+        """Rebuild from :meth:`to_json` output.
+
+        Raises:
+            InputError: On a missing or bad field.
+            ThresholdError: On inconsistent thresholds or control statistics.
+        """
+        try:
+            control = data["control"]
+            return cls(
+                thresholds=Thresholds.from_json(data["thresholds"]),
+                cooldown_steps=data["cooldown_steps"],
+                max_retries=data["max_retries"],
+                control=None if control is None else ControlStatistics.from_json(control),
+                max_history=data["max_history"],
+                history_steps=data["history_steps"],
+                seed=data["seed"],
+            )
+        except KeyError as exc:
+            raise InputError(f"machine config is missing the field {exc.args[0]!r}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Guards and the transition table
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """The machine's control state: everything a transition may depend on besides the inputs.
+
+    Args:
+        state: Current state.
+        attempts: Interventions made in the current episode (0 outside an episode).
+        recovery_steps: Steps spent in RECOVERY since the last intervention.
+        recheck_ok: Whether the last intervention's repaired output passed its re-check.
+        hook_returned: Whether the current intervention's hook has returned (it always has
+            by the step after INTERVENTION is entered).
+    """
+
+    state: BreakerState
+    attempts: int = 0
+    recovery_steps: int = 0
+    recheck_ok: bool = False
+    hook_returned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GuardInputs:
+    """What a guard may look at: the counters, this step's inputs, and the configuration.
+
+    Args:
+        counters: The control state before this step.
+        fast: This step's fast-scale B_net.
+        slow: This step's slow-scale B_net.
+        window_dirty: Whether the calibration window, including this step, holds an outlier.
+        thresholds: The thresholds.
+        cooldown_steps: The cool-down length in steps.
+        max_retries: The retry budget.
+    """
+
+    counters: Counters
+    fast: float
+    slow: float
+    window_dirty: bool
+    thresholds: Thresholds
+    cooldown_steps: int
+    max_retries: int
+
+
+def spike(g: GuardInputs) -> bool:
+    """``fast >= tau_enter``: a spike that warrants halting (NORMAL/WARNING -> INTERVENTION)."""
+    return g.fast >= g.thresholds.tau_enter
+
+
+def drift(g: GuardInputs) -> bool:
+    """``slow >= tau_warn``: drift is building (NORMAL -> WARNING)."""
+    return g.slow >= g.thresholds.tau_warn
+
+
+def drift_subsided(g: GuardInputs) -> bool:
+    """``slow < tau_warn``: the drift subsided (WARNING -> NORMAL)."""
+    return g.slow < g.thresholds.tau_warn
+
+
+def hook_returned(g: GuardInputs) -> bool:
+    """The mitigation hook returned, successfully or not (INTERVENTION -> RECOVERY)."""
+    return g.counters.hook_returned
+
+
+def cooldown_elapsed(g: GuardInputs) -> bool:
+    """At least ``cooldown_steps`` steps were spent in RECOVERY (and at least one)."""
+    return g.counters.recovery_steps >= max(g.cooldown_steps, 1)
+
+
+def relapsed(g: GuardInputs) -> bool:
+    """The cool-down elapsed and the last intervention's repair failed its re-check.
+
+    A failed hook, the no-op hook, a strategy that did not converge, and a repair whose
+    re-check scored at or above ``tau_exit`` all fail the re-check.
+    """
+    return cooldown_elapsed(g) and not g.counters.recheck_ok
+
+
+def relapsed_budget_spent(g: GuardInputs) -> bool:
+    """Relapsed with ``max_retries`` interventions already made (RECOVERY -> ESCALATED)."""
+    return relapsed(g) and g.counters.attempts >= g.max_retries
+
+
+def relapsed_with_budget(g: GuardInputs) -> bool:
+    """Relapsed with interventions left in the budget (RECOVERY -> INTERVENTION, a retry)."""
+    return relapsed(g) and g.counters.attempts < g.max_retries
+
+
+def recovered(g: GuardInputs) -> bool:
+    """Cool-down elapsed, re-check OK, ``fast < tau_exit``, window clean (RECOVERY -> NORMAL)."""
+    return (
+        cooldown_elapsed(g)
+        and g.counters.recheck_ok
+        and g.fast < g.thresholds.tau_exit
+        and not g.window_dirty
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One row of the transition table.
+
+    Args:
+        name: Name recorded in the trace (``"trip"``, ``"retry"``…).
+        source: State the row applies to.
+        target: State it leads to.
+        guard: Predicate over :class:`GuardInputs`.
+    """
+
+    name: str
+    source: BreakerState
+    target: BreakerState
+    guard: Callable[[GuardInputs], bool]
+
+
+_S = BreakerState
+
+# fmt: off
+TRANSITIONS: Final[tuple[Transition, ...]] = (
+    #          name             source            target            guard
+    Transition("trip",          _S.NORMAL,        _S.INTERVENTION,  spike),
+    Transition("warn",          _S.NORMAL,        _S.WARNING,       drift),
+    Transition("trip",          _S.WARNING,       _S.INTERVENTION,  spike),
+    Transition("calm",          _S.WARNING,       _S.NORMAL,        drift_subsided),
+    Transition("recover-start", _S.INTERVENTION,  _S.RECOVERY,      hook_returned),
+    Transition("escalate",      _S.RECOVERY,      _S.ESCALATED,     relapsed_budget_spent),
+    Transition("retry",         _S.RECOVERY,      _S.INTERVENTION,  relapsed_with_budget),
+    Transition("recover",       _S.RECOVERY,      _S.NORMAL,        recovered),
+    # ESCALATED has no row: it is terminal.
+)
+# fmt: on
+"""The whole transition table, in priority order within each source state.
+
+Each step takes the first row whose ``source`` is the current state and whose guard holds;
+if none holds the state is kept (recorded as transition ``"hold"``). RECOVERY holds while
+cooling down, while fast is at or above ``tau_exit`` (the dead-band and above: a spike after a
+repair that passed its re-check does not start a new intervention, so an oscillation near
+``tau_enter`` enters INTERVENTION once), and while the calibration window is dirty.
+"""
+
+_BY_SOURCE: Final[Mapping[BreakerState, tuple[Transition, ...]]] = {
+    state: tuple(t for t in TRANSITIONS if t.source is state) for state in BreakerState
+}
+
+
+def select_transition(g: GuardInputs) -> Transition | None:
+    """Return the transition the table takes for ``g``, or ``None`` to hold the state.
+
+    A pure function of its argument: this is the machine's whole transition logic.
+    """
+    for transition in _BY_SOURCE[g.counters.state]:
+        if transition.guard(g):
+            return transition
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The machine
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A step computed but not yet committed (so a cancelled async hook changes nothing)."""
+
+    fast: float
+    slow: float
+    node: str | None
+    scores: Mapping[str, float]
+    ratio: float
+    window: WindowCounts | None
+    transition: Transition | None
+    counters: Counters
+    episode: int
+    frozen: FrozenPayload | None
+    history: Mapping[str, tuple[float, ...]]
+    context: InterventionContext | None
+
+
+def _derive_seed(seed: int, episode: int, attempt: int) -> int:
+    digest = hashlib.sha256(f"biasbreaker/{seed}/{episode}/{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class ControlMachine:
+    """The control plane's state machine: hysteresis, cool-down, retries, escalation.
+
+    Call :meth:`step` once per guarded step with the two scales of B_net (and, optionally,
+    the node, its scores and its output); act on the returned decision's ``action``. The
+    machine's whole state is plain data: :meth:`snapshot` returns it as versioned JSON and
+    :meth:`restore` continues from it identically.
+
+    Args:
+        config: The configuration (thresholds, cool-down, retry budget, window, seed).
+        hook: The mitigation hook, called with an :class:`InterventionContext` when the
+            machine enters INTERVENTION; default :func:`noop_hook` (the machine then
+            escalates after ``max_retries`` attempts). May be a coroutine function if you
+            drive the machine with :meth:`astep`. If the hook raises (any ``Exception``) or
+            returns something other than an :class:`InterventionResult`, the attempt fails
+            closed: the error is recorded in the decision's reason and the trace, the output
+            is halted, and the attempt counts against ``max_retries``.
+        recorder: Called with each step's :class:`~biasbreaker.trace.StepRecord` (e.g. a
+            :class:`~biasbreaker.trace.TraceWriter`), or ``None``. It is called after the step
+            is committed; if it raises, the exception propagates and the caller gets no
+            decision for that step (so nothing is promoted).
+    """
+
+    def __init__(
+        self,
+        config: MachineConfig,
+        *,
+        hook: AnyHook | None = None,
+        recorder: Callable[[StepRecord], None] | None = None,
+    ) -> None:
+        if not isinstance(config, MachineConfig):
+            raise InputError(
+                "ControlMachine needs a MachineConfig; build one with "
+                "MachineConfig(Thresholds(...), ...)"
+            )
+        self._config = config
+        self._hook: AnyHook = noop_hook if hook is None else hook
+        self._recorder = recorder
+        self._counters = Counters(BreakerState.NORMAL)
+        self._step = 0
+        self._episode = 0
+        self._frozen: FrozenPayload | None = None
+        self._result: InterventionResult | None = None
+        self._window = (
+            None
+            if config.control is None
+            else CalibrationWindow(config.control, config.max_history)
+        )
+        self._history: dict[str, deque[float]] = {}
+        self._last_record: StepRecord | None = None
+
+    # -- read-only views ---------------------------------------------------------------------
+
+    @property
+    def config(self) -> MachineConfig:
+        """The configuration."""
+        return self._config
+
+    @property
+    def state(self) -> BreakerState:
+        """The current state."""
+        return self._counters.state
+
+    @property
+    def counters(self) -> Counters:
+        """The current control counters."""
+        return self._counters
+
+    @property
+    def steps_taken(self) -> int:
+        """Number of steps taken so far (the next step's index)."""
+        return self._step
+
+    @property
+    def last_record(self) -> StepRecord | None:
+        """The trace record of the last step, or ``None`` before the first."""
+        return self._last_record
+
+    @property
+    def last_result(self) -> InterventionResult | None:
+        """The current episode's latest intervention result, or ``None``."""
+        return self._result
+
+    # -- stepping ----------------------------------------------------------------------------
+
+    def step(
+        self,
+        fast: float,
+        slow: float,
+        *,
+        node: str | None = None,
+        local_scores: Mapping[str, float] | None = None,
+        weights: Mapping[str, float] | None = None,
+        payload: object = None,
+    ) -> BreakerDecision:
+        """Advance the machine by one guarded step.
+
+        Args:
+            fast: Fast-scale B_net of this step, finite and >= 0.
+            slow: Slow-scale B_net of this step, finite and >= 0.
+            node: The guarded node whose output this step checks, or ``None``.
+            local_scores: Per-node local scores ``b_i`` at this step (node -> float >= 0);
+                recorded in the trace and the per-node history.
+            weights: Per-node Katz weights (node -> float >= 0), passed to the hook.
+            payload: The node's output (JSON-like). Frozen when this step starts an
+                intervention episode; otherwise not retained (on PROCEED the caller promotes
+                it, on HALT the caller keeps it staged).
+
+        Returns:
+            The decision for this step.
+
+        Raises:
+            ScoreError: If ``fast``, ``slow`` or a local score or weight is not a finite
+                number >= 0 (the machine's state is unchanged).
+            InputError: If ``payload`` is not JSON-like when it has to be frozen, or a node
+                name is invalid (state unchanged).
+        """
+        plan = self._plan(fast, slow, node, local_scores, weights, payload)
+        result: InterventionResult | None = None
+        if plan.context is not None:
+            result = self._call_hook(plan.context)
+        return self._commit(plan, result)
+
+    async def astep(
+        self,
+        fast: float,
+        slow: float,
+        *,
+        node: str | None = None,
+        local_scores: Mapping[str, float] | None = None,
+        weights: Mapping[str, float] | None = None,
+        payload: object = None,
+    ) -> BreakerDecision:
+        """Advance by one step, awaiting the hook if it returns an awaitable.
+
+        Same arguments, result and errors as :meth:`step`; use it when the hook is a
+        coroutine function (e.g. a skeptic panel run with asyncio) or when the caller runs
+        inside an event loop (LangGraph async nodes). If the awaiting task is cancelled, the
+        step is not committed: the machine is as before the call.
+        """
+        plan = self._plan(fast, slow, node, local_scores, weights, payload)
+        result: InterventionResult | None = None
+        if plan.context is not None:
+            result = await self._acall_hook(plan.context)
+        return self._commit(plan, result)
+
+    def _call_hook(self, context: InterventionContext) -> InterventionResult:
+        try:
+            outcome: object = self._hook(context)
+        except Exception as exc:
+            return InterventionResult.failed(f"intervention hook raised {_describe_error(exc)}")
+        if inspect.isawaitable(outcome):
+            close = getattr(outcome, "close", None)
+            if callable(close):
+                close()
+            return InterventionResult.failed(
+                "intervention hook returned an awaitable; drive the machine with astep() "
+                "for coroutine hooks"
+            )
+        return self._checked_result(outcome)
+
+    async def _acall_hook(self, context: InterventionContext) -> InterventionResult:
+        try:
+            outcome: object = self._hook(context)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except Exception as exc:
+            return InterventionResult.failed(f"intervention hook raised {_describe_error(exc)}")
+        return self._checked_result(outcome)
+
+    @staticmethod
+    def _checked_result(outcome: object) -> InterventionResult:
+        if isinstance(outcome, InterventionResult):
+            return outcome
+        return InterventionResult.failed(
+            f"intervention hook returned {type(outcome).__name__}, expected InterventionResult"
+        )
+
+    def _plan(
+        self,
+        fast: float,
+        slow: float,
+        node: str | None,
+        local_scores: Mapping[str, float] | None,
+        weights: Mapping[str, float] | None,
+        payload: object,
+    ) -> _Plan:
+        fast = check_score("fast", fast)
+        slow = check_score("slow", slow)
+        if node is not None and (not isinstance(node, str) or not node):
+            raise InputError(f"node={node!r} must be a non-empty str or None")
+        scores = {
+            name: check_score(f"local_scores[{name!r}]", value)
+            for name, value in sorted((local_scores or {}).items())
+        }
+        config = self._config
+        thresholds = config.thresholds
+        ratio = mixing_ratio(fast, thresholds.tau_enter, thresholds.kappa)
+        window = None if self._window is None else self._window.peek(fast)
+        counters = self._counters
+        transition = select_transition(
+            GuardInputs(
+                counters=counters,
+                fast=fast,
+                slow=slow,
+                window_dirty=window is not None and window.dirty,
+                thresholds=thresholds,
+                cooldown_steps=config.cooldown_steps,
+                max_retries=config.max_retries,
+            )
+        )
+        # Only the scored nodes' histories change; they are committed after the hook.
+        history = {
+            name: (*self._history.get(name, ()), value)[-config.history_steps :]
+            for name, value in scores.items()
+        }
+        episode, frozen, context = self._episode, self._frozen, None
+        target = counters.state if transition is None else transition.target
+
+        if transition is None:
+            if target is BreakerState.RECOVERY:
+                counters = Counters(
+                    target,
+                    counters.attempts,
+                    counters.recovery_steps + 1,
+                    counters.recheck_ok,
+                    counters.hook_returned,
+                )
+        elif target is BreakerState.INTERVENTION:
+            if not counters.state.tripped:
+                episode += 1
+                frozen = None if payload is None else freeze(payload)
+                attempts = 1
+            else:
+                attempts = counters.attempts + 1
+            context = InterventionContext(
+                step=self._step,
+                node=node,
+                state=counters.state,
+                fast=fast,
+                slow=slow,
+                mixing_ratio=ratio,
+                thresholds=thresholds,
+                local_scores=scores,
+                weights=dict(weights or {}),
+                history={
+                    **{name: tuple(values) for name, values in self._history.items()},
+                    **history,
+                },
+                attempt=attempts,
+                frozen_payload=frozen,
+                seed=_derive_seed(config.seed, episode, attempts),
+            )
+            counters = Counters(target, attempts, 0, False, False)
+        elif target is BreakerState.RECOVERY:
+            counters = Counters(target, counters.attempts, 1, counters.recheck_ok, True)
+        elif target is BreakerState.NORMAL and counters.state.tripped:
+            counters = Counters(target)
+        else:
+            counters = Counters(
+                target,
+                counters.attempts,
+                counters.recovery_steps,
+                counters.recheck_ok,
+                counters.hook_returned,
+            )
+        return _Plan(
+            fast,
+            slow,
+            node,
+            scores,
+            ratio,
+            window,
+            transition,
+            counters,
+            episode,
+            frozen,
+            history,
+            context,
+        )
+
+    def _commit(self, plan: _Plan, result: InterventionResult | None) -> BreakerDecision:
+        config = self._config
+        counters = plan.counters
+        state = counters.state
+        frozen = plan.frozen
+        transition = plan.transition
+        name = "hold" if transition is None else transition.name
+        if result is not None:
+            counters = Counters(
+                state,
+                counters.attempts,
+                counters.recovery_steps,
+                result.recheck_passes(config.thresholds.tau_exit),
+                True,
+            )
+            self._result = result
+        decision_payload: FrozenPayload | None = frozen if state.tripped else None
+        if state is BreakerState.INTERVENTION:
+            assert result is not None  # entering INTERVENTION always runs the hook
+            action = (
+                BreakerAction.REROUTE
+                if result.error is None and result.strategy != "none"
+                else BreakerAction.HALT
+            )
+        elif state is BreakerState.RECOVERY:
+            action = BreakerAction.HALT
+        elif state is BreakerState.ESCALATED:
+            action = BreakerAction.ESCALATE
+        else:
+            action = BreakerAction.PROCEED
+            if name == "recover":
+                # "recover" needs recheck_ok, which needs a converged result with a repair.
+                assert self._result is not None
+                assert self._result.repaired is not None
+                decision_payload = self._result.repaired
+        reason = self._reason(name, plan, counters, result)
+
+        # Commit: nothing above mutated the machine.
+        if plan.window is not None and self._window is not None:
+            self._window.observe(plan.fast)
+        for node_name, values in plan.history.items():
+            self._history[node_name] = deque(values, maxlen=config.history_steps)
+        self._counters = counters
+        self._episode = plan.episode
+        if state is BreakerState.NORMAL and name == "recover":
+            self._frozen = None
+            self._result = None
+        else:
+            self._frozen = frozen
+        decision = BreakerDecision(state, action, plan.ratio, plan.fast, reason, decision_payload)
+        record = StepRecord(
+            step=self._step,
+            node=plan.node,
+            scores=plan.scores,
+            fast=plan.fast,
+            slow=plan.slow,
+            window=plan.window,
+            state=state,
+            action=action,
+            mixing_ratio=plan.ratio,
+            reason=reason,
+            transition=name,
+            episode=plan.episode,
+            attempt=counters.attempts,
+            payload_sha256=None if decision_payload is None else decision_payload.sha256,
+            intervention=None if result is None else result.summary(),
+        )
+        self._step += 1
+        self._last_record = record
+        if self._recorder is not None:
+            self._recorder(record)
+        return decision
+
+    def _reason(
+        self, name: str, plan: _Plan, counters: Counters, result: InterventionResult | None
+    ) -> str:
+        th = self._config.thresholds
+        fast, slow = plan.fast, plan.slow
+        if name == "trip":
+            text = f"trip: fast {fast:.6g} >= tau_enter {th.tau_enter:.6g}"
+        elif name == "retry":
+            text = (
+                f"retry {counters.attempts}/{self._config.max_retries}: the last "
+                "intervention's repair failed its re-check"
+            )
+        elif name == "escalate":
+            text = (
+                f"escalate: {self._counters.attempts} intervention(s) made, max_retries "
+                f"{self._config.max_retries}; human review needed"
+            )
+        elif name == "recover-start":
+            text = "intervention returned; cool-down started"
+        elif name == "recover":
+            text = (
+                f"recovered: cool-down done, re-check passed, fast {fast:.6g} < tau_exit "
+                f"{th.tau_exit:.6g}, window clean"
+            )
+        elif name == "warn":
+            text = f"warn: slow {slow:.6g} >= tau_warn {th.tau_warn:.6g}"
+        elif name == "calm":
+            text = f"calm: slow {slow:.6g} < tau_warn {th.tau_warn:.6g}"
+        else:
+            text = self._hold_reason(plan, counters)
+        if result is not None:
+            if result.error is not None:
+                text += f"; intervention failed closed: {result.error}"
+            else:
+                text += (
+                    f"; intervention strategy {result.strategy!r}, converged "
+                    f"{str(result.converged).lower()}"
+                )
+        return text
+
+    def _hold_reason(self, plan: _Plan, counters: Counters) -> str:
+        state = counters.state
+        th = self._config.thresholds
+        if state is BreakerState.ESCALATED:
+            return "escalated: terminal, awaiting human review"
+        if state is BreakerState.RECOVERY:
+            if counters.recovery_steps <= max(self._config.cooldown_steps, 1):
+                return (
+                    f"cooling down: {counters.recovery_steps}/"
+                    f"{max(self._config.cooldown_steps, 1)} steps"
+                )
+            if plan.fast >= th.tau_exit:
+                return f"recovery holds: fast {plan.fast:.6g} >= tau_exit {th.tau_exit:.6g}"
+            return "recovery holds: calibration window dirty"
+        if state is BreakerState.WARNING:
+            return f"warning holds: slow {plan.slow:.6g} >= tau_warn {th.tau_warn:.6g}"
+        return "normal"
+
+    # -- snapshot ----------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, JSONValue]:
+        """Return the machine's whole state as versioned plain JSON.
+
+        The snapshot holds the configuration, state and counters, step and episode numbers,
+        the frozen payload and latest intervention result, the calibration window and the
+        per-node history: :meth:`restore` continues from it exactly as this machine would.
+        """
+        counters = self._counters
+        return {
+            "version": SNAPSHOT_VERSION,
+            "config": self._config.to_json(),
+            "state": counters.state.value,
+            "attempts": counters.attempts,
+            "recovery_steps": counters.recovery_steps,
+            "recheck_ok": counters.recheck_ok,
+            "hook_returned": counters.hook_returned,
+            "step": self._step,
+            "episode": self._episode,
+            "frozen_payload": None if self._frozen is None else self._frozen.to_json(),
+            "result": None if self._result is None else self._result.to_json(),
+            "window": None if self._window is None else list(self._window.levels()),
+            "history": {name: list(values) for name, values in sorted(self._history.items())},
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        snapshot: Mapping[str, Any],
+        *,
+        hook: AnyHook | None = None,
+        recorder: Callable[[StepRecord], None] | None = None,
+    ) -> ControlMachine:
+        """Rebuild a machine from :meth:`snapshot` output.
+
+        Args:
+            snapshot: The snapshot (e.g. loaded from a checkpoint).
+            hook: The mitigation hook (hooks are code, not state, so they are passed again).
+            recorder: The trace recorder, or ``None``.
+
+        Returns:
+            A machine whose next step behaves exactly as the snapshotted machine's would.
+
+        Raises:
+            InputError: On an unsupported version or a missing or malformed field.
+            ThresholdError: On inconsistent thresholds in the snapshot's configuration.
+        """
+        if not isinstance(snapshot, Mapping):
+            raise InputError("machine snapshot must be a JSON object")
+        version = snapshot.get("version")
+        if version != SNAPSHOT_VERSION:
+            raise InputError(
+                f"machine snapshot version {version!r} is not supported; this "
+                f"biasbreaker reads version {SNAPSHOT_VERSION}"
+            )
+        try:
+            config = MachineConfig.from_json(snapshot["config"])
+            machine = cls(config, hook=hook, recorder=recorder)
+            state = BreakerState(snapshot["state"])
+            machine._counters = Counters(
+                state=state,
+                attempts=_nonneg(snapshot["attempts"], "attempts"),
+                recovery_steps=_nonneg(snapshot["recovery_steps"], "recovery_steps"),
+                recheck_ok=_bool(snapshot["recheck_ok"], "recheck_ok"),
+                hook_returned=_bool(snapshot["hook_returned"], "hook_returned"),
+            )
+            machine._step = _nonneg(snapshot["step"], "step")
+            machine._episode = _nonneg(snapshot["episode"], "episode")
+            frozen = snapshot["frozen_payload"]
+            machine._frozen = None if frozen is None else FrozenPayload.from_json(frozen)
+            result = snapshot["result"]
+            machine._result = None if result is None else InterventionResult.from_json(result)
+            levels = snapshot["window"]
+            if (levels is None) != (config.control is None):
+                raise InputError(
+                    "machine snapshot: 'window' must be present exactly when the "
+                    "config has control statistics"
+                )
+            if config.control is not None:
+                machine._window = CalibrationWindow(config.control, config.max_history, levels)
+            history = snapshot["history"]
+            if not isinstance(history, Mapping):
+                raise InputError("machine snapshot: 'history' must be an object")
+            for name, values in history.items():
+                checked = [check_score(f"history[{name!r}]", v) for v in values]
+                machine._history[name] = deque(checked, maxlen=config.history_steps)
+        except KeyError as exc:
+            raise InputError(f"machine snapshot is missing the field {exc.args[0]!r}") from None
+        except ValueError as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"machine snapshot is invalid: {exc}") from exc
+        return machine
+
+
+def _nonneg(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"machine snapshot: {name}={value!r} must be an int >= 0")
+    return value
+
+
+def _bool(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"machine snapshot: {name}={value!r} must be a bool")
+    return value
+
+
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "TRANSITIONS",
+    "AsyncInterventionHook",
+    "ControlMachine",
+    "Counters",
+    "GuardInputs",
+    "InterventionHook",
+    "MachineConfig",
+    "Transition",
+    "cooldown_elapsed",
+    "drift",
+    "drift_subsided",
+    "hook_returned",
+    "noop_hook",
+    "recovered",
+    "relapsed",
+    "relapsed_budget_spent",
+    "relapsed_with_budget",
+    "select_transition",
+    "spike",
+]

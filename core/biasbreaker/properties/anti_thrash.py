@@ -1,0 +1,68 @@
+"""Anti-thrash: the breaker does not flip while fast B_net stays inside the dead-band.
+
+The breaker is *closed* in NORMAL and WARNING and *tripped* in INTERVENTION, RECOVERY and
+ESCALATED. Hysteresis allows a change between the two only on a threshold crossing: closed
+-> tripped needs ``fast >= tau_enter``, tripped -> closed needs ``fast < tau_exit``. So at a
+step whose fast B_net lies in the dead-band ``[tau_exit, tau_enter)`` the breaker cannot flip.
+NORMAL <-> WARNING (the slow scale) and changes among the tripped states (the re-check, the
+retry budget) are not flips of the breaker and are checked by other properties.
+
+``checked`` counts the steps whose fast B_net lies in the dead-band.
+
+Source:
+    Phase 3 design (M3), R2 and §3 "the breaker never flips state while B_net stays within
+    the [tau_exit, tau_enter] dead-band".
+"""
+
+from __future__ import annotations
+
+from biasbreaker.properties.report import PropertyReport, ViolationLog
+from biasbreaker.trace import StepRecord
+from biasbreaker.types import BreakerState, Thresholds
+
+
+class AntiThrashVerifier:
+    """Streaming verifier of the anti-thrash property (see the module docstring).
+
+    Args:
+        thresholds: The run's thresholds (from the trace header).
+    """
+
+    name = "anti-thrash"
+    version = "v1"
+
+    def __init__(self, thresholds: Thresholds) -> None:
+        self._enter = thresholds.tau_enter
+        self._exit = thresholds.tau_exit
+        self._previous = BreakerState.NORMAL
+        self._in_band = 0
+        self._log = ViolationLog()
+
+    def observe(self, record: StepRecord) -> None:
+        """Check one step against the previous one."""
+        fast = record.fast
+        was, now = self._previous.tripped, record.state.tripped
+        if self._exit <= fast < self._enter:
+            self._in_band += 1
+        if now and not was and fast < self._enter:
+            self._log.add(
+                record.step,
+                f"tripped ({self._previous.value} -> {record.state.value}) with fast "
+                f"{fast!r} below tau_enter {self._enter!r}",
+            )
+        elif was and not now and fast >= self._exit:
+            self._log.add(
+                record.step,
+                f"cleared ({self._previous.value} -> {record.state.value}) with fast "
+                f"{fast!r} not below tau_exit {self._exit!r}",
+            )
+        self._previous = record.state
+
+    def report(self) -> PropertyReport:
+        """Return the verdict."""
+        return PropertyReport(
+            self.name, self.version, self._in_band, self._log.count, tuple(self._log.kept)
+        )
+
+
+__all__ = ["AntiThrashVerifier"]

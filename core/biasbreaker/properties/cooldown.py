@@ -1,0 +1,65 @@
+"""Recovery only after the cool-down.
+
+A tripped breaker closes again only from RECOVERY, and only after at least
+``max(cooldown_steps, 1)`` consecutive RECOVERY steps immediately before the step that
+closes it. Closing straight from INTERVENTION or ESCALATED is a violation.
+
+``checked`` counts the recoveries (tripped -> closed changes).
+
+Source:
+    Phase 3 design (M3), R3 "RECOVERY -> NORMAL: cool-down elapsed and ...".
+"""
+
+from __future__ import annotations
+
+from biasbreaker.properties.report import PropertyReport, ViolationLog
+from biasbreaker.trace import StepRecord
+from biasbreaker.types import BreakerState
+
+
+class CooldownVerifier:
+    """Streaming verifier of the cool-down property.
+
+    Args:
+        cooldown_steps: The run's cool-down in steps (from the trace header), >= 0.
+    """
+
+    name = "recovery-after-cooldown"
+    version = "v1"
+
+    def __init__(self, cooldown_steps: int) -> None:
+        self._needed = max(cooldown_steps, 1)
+        self._previous = BreakerState.NORMAL
+        self._recovery_run = 0
+        self._recoveries = 0
+        self._log = ViolationLog()
+
+    def observe(self, record: StepRecord) -> None:
+        """Track the run of RECOVERY steps and check each recovery."""
+        state = record.state
+        if self._previous.tripped and not state.tripped:
+            self._recoveries += 1
+            if self._previous is not BreakerState.RECOVERY:
+                self._log.add(
+                    record.step,
+                    f"closed ({state.value}) straight from "
+                    f"{self._previous.value}, without RECOVERY",
+                )
+            elif self._recovery_run < self._needed:
+                self._log.add(
+                    record.step,
+                    f"recovered after {self._recovery_run} RECOVERY "
+                    f"step(s); the cool-down needs {self._needed}",
+                )
+        self._recovery_run = self._recovery_run + 1 if state is BreakerState.RECOVERY else 0
+        self._previous = state
+
+    def report(self) -> PropertyReport:
+        """Return the verdict."""
+        note = "" if self._recoveries else "vacuous: the breaker never recovered"
+        return PropertyReport(
+            self.name, self.version, self._recoveries, self._log.count, tuple(self._log.kept), note
+        )
+
+
+__all__ = ["CooldownVerifier"]

@@ -1,0 +1,174 @@
+"""The ``percentile`` calibrator: thresholds from a finite-sample (conformal) quantile.
+
+Given ``n`` control runs summarised by the maximum of their fast B_net, ``M_1 … M_n``, and a
+target per-run false-halt rate ``α``, it sets
+
+    k = ⌈(n + 1)(1 − α)⌉,    tau_enter = the smallest float above M_(k)
+
+(``M_(k)`` the k-th smallest maximum). **Guarantee:** if a new control run is exchangeable
+with the ``n`` calibration runs (e.g. all i.i.d.), then
+
+    P(max fast B_net of the new run >= tau_enter) <= (n + 1 − k) / (n + 1) <= α,
+
+the probability taken over the calibration runs and the new run together; so the expected
+false-halt rate of the chosen threshold on new control runs is at most ``α``. Proof sketch:
+the new run trips only if its maximum is strictly above ``M_(k)``, hence strictly above at
+least ``k`` of the other ``n`` maxima; among any ``n + 1`` values at most ``n + 1 − k`` are
+strictly above ``k`` others, and by exchangeability the new run is any one of the ``n + 1``
+with equal probability. Ties are harmless because ``tau_enter`` sits strictly above
+``M_(k)``. If the maxima have no ties the rate is also at least ``α − 1 / (n + 1)``, so the
+bound is tight.
+
+``k <= n`` needs ``n >= (1 − α) / α`` runs (99 for 1 %, 19 for 5 %); with fewer, no order
+statistic of the sample guarantees the target, and the calibrator says how many are needed.
+
+``tau_exit = exit_ratio · tau_enter``. ``tau_warn = warn_ratio ·`` the same conformal bound
+computed on the runs' slow-B_net maxima, so with ``warn_ratio = 1`` the per-run rate of drift
+warnings on control runs is also at most ``α``.
+
+Source:
+    Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, ch. 2
+    (conformal prediction); Angelopoulos & Bates (2021), "A Gentle Introduction to Conformal
+    Prediction and Distribution-Free Uncertainty Quantification", arXiv:2107.07511, §1 (the
+    conformal coverage guarantee, proved in the paper's appendix). Phase 3 design (M3), R6
+    and WP6.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+from biasbreaker.calibration import CalibratedThresholds, Trajectory
+from biasbreaker.errors import ThresholdError
+from biasbreaker.hookspecs import hookimpl
+from biasbreaker.registry import BuildContext, NoOptions, Register
+
+
+def _exact(alpha: float) -> Fraction:
+    # Use the decimal the user wrote (0.01 is 1/100), not the nearest binary float.
+    return Fraction(repr(alpha))
+
+
+def conformal_rank(n: int, alpha: float) -> int:
+    """Return ``k = ⌈(n + 1)(1 − α)⌉``, the rank of the conformal upper bound.
+
+    Args:
+        n: Number of calibration runs, >= 1.
+        alpha: Target rate, in (0, 1).
+
+    Returns:
+        ``k``, in 1..n+1 (``k = n + 1`` means the sample is too small).
+    """
+    return math.ceil((n + 1) * (1 - _exact(alpha)))
+
+
+def required_runs(alpha: float) -> int:
+    """Return the fewest calibration runs for which the conformal bound exists: ⌈(1 − α)/α⌉."""
+    exact = _exact(alpha)
+    return max(1, math.ceil((1 - exact) / exact))
+
+
+def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) -> float:
+    """Return the smallest float strictly above the conformal quantile of ``maxima``.
+
+    Args:
+        maxima: Per-run maxima, one float >= 0 per calibration run.
+        alpha: Target per-run exceedance rate, in (0, 1).
+        scale: ``"fast"`` or ``"slow"``, for error messages.
+
+    Returns:
+        The threshold: a new exchangeable run's maximum reaches it with probability <= alpha.
+
+    Raises:
+        ThresholdError: If there are too few runs for ``alpha`` (the message gives the number
+            needed), or the quantile is 0 (the runs never move on this scale).
+    """
+    n = len(maxima)
+    k = conformal_rank(n, alpha)
+    if k > n:
+        needed = required_runs(alpha)
+        raise ThresholdError(
+            f"{n} control runs are too few for a per-run false-halt rate of {alpha}: the "
+            f"conformal bound needs at least {needed} runs (⌈(1 − α)/α⌉); record "
+            f"{needed - n} more control runs, or raise the target to at least "
+            f"{1 / (n + 1):.4g}"
+        )
+    quantile = sorted(maxima)[k - 1]
+    if quantile <= 0.0:
+        raise ThresholdError(
+            f"the {k}-th smallest of the {n} control runs' {scale} B_net maxima is 0: the "
+            f"control runs (almost) never move on the {scale} scale, so any positive score "
+            "would already be unusual; check that the control runs exercise the probe"
+        )
+    return math.nextafter(quantile, math.inf)
+
+
+class PercentileCalibrator:
+    """Finite-sample conformal calibration of the breaker's thresholds (module docstring).
+
+    Args:
+        exit_ratio: ``tau_exit / tau_enter``, in [0.6, 0.8].
+        warn_ratio: Multiplier of the slow-scale bound, in (0, 1].
+
+    Raises:
+        ThresholdError: If a ratio is out of range.
+    """
+
+    def __init__(self, exit_ratio: float = 0.7, warn_ratio: float = 1.0) -> None:
+        if not 0.6 <= exit_ratio <= 0.8:
+            raise ThresholdError(f"exit_ratio={exit_ratio!r} must be in [0.6, 0.8]")
+        if not 0.0 < warn_ratio <= 1.0:
+            raise ThresholdError(f"warn_ratio={warn_ratio!r} must be in (0, 1]")
+        self.exit_ratio = exit_ratio
+        self.warn_ratio = warn_ratio
+
+    def calibrate(
+        self, trajectories: Sequence[Trajectory], *, target_false_halt_rate: float
+    ) -> CalibratedThresholds:
+        """Choose ``(tau_enter, tau_exit, tau_warn)`` from control runs.
+
+        Args:
+            trajectories: One sequence of ``(fast, slow)`` pairs per control run.
+            target_false_halt_rate: ``α``, the per-run false-halt rate to stay under, (0, 1).
+
+        Returns:
+            The thresholds.
+
+        Raises:
+            ThresholdError: If there are too few runs for ``α`` or a quantile is 0.
+        """
+        fast_maxima = [max(fast for fast, _ in run) for run in trajectories]
+        slow_maxima = [max(slow for _, slow in run) for run in trajectories]
+        tau_enter = conformal_upper_bound(fast_maxima, target_false_halt_rate, scale="fast")
+        tau_warn = self.warn_ratio * conformal_upper_bound(
+            slow_maxima, target_false_halt_rate, scale="slow"
+        )
+        return CalibratedThresholds(tau_enter, self.exit_ratio * tau_enter, tau_warn)
+
+
+def make_percentile(options: NoOptions, context: BuildContext) -> PercentileCalibrator:
+    """Factory: ``exit_ratio`` and ``warn_ratio`` come from ``[calibration]``."""
+    settings = context.settings.calibration
+    return PercentileCalibrator(settings.exit_ratio, settings.warn_ratio)
+
+
+@hookimpl
+def calibrator(register: Register[object]) -> None:
+    """Register the ``percentile`` calibrator."""
+    register(
+        "percentile",
+        make_percentile,
+        summary="conformal quantile of per-run maxima: P(new control run trips) <= target",
+    )
+
+
+__all__ = [
+    "PercentileCalibrator",
+    "calibrator",
+    "conformal_rank",
+    "conformal_upper_bound",
+    "make_percentile",
+    "required_runs",
+]

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tracegen import forge
+
+from biasbreaker.errors import InputError
+from biasbreaker.properties import verify_trace
+from biasbreaker.properties.report import MAX_KEPT_VIOLATIONS
+from biasbreaker.types import BreakerState
+
+N, IV, R = BreakerState.NORMAL, BreakerState.INTERVENTION, BreakerState.RECOVERY
+
+
+def test_report_covers_every_property_and_is_plain_json(tmp_path: Path) -> None:
+    path = forge(
+        tmp_path / "run.jsonl",
+        [(N, 0.1), (IV, 0.6), (R, 0.3), (R, 0.2), (R, 0.1), (R, 0.1), (N, 0.1)],
+    )
+    report = verify_trace(path)
+    assert report.holds
+    assert report.steps == 7
+    assert not report.truncated
+    assert [p.name for p in report.properties] == [
+        "anti-thrash",
+        "bounded-retries",
+        "escalation-terminal",
+        "recovery-after-cooldown",
+    ]
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["rlb"]["recovery_transitions"] == 1
+    assert data["trace_sha256"] == report.rlb.trace_sha256
+
+
+def test_any_violation_makes_the_report_fail(tmp_path: Path) -> None:
+    path = forge(tmp_path / "run.jsonl", [(N, 0.1), (IV, 0.6), (N, 0.1)])
+    report = verify_trace(path)
+    assert report.rlb.holds
+    assert not report.holds
+
+
+def test_violations_are_all_counted_but_only_the_first_kept(tmp_path: Path) -> None:
+    flips = [(N, 0.4), (IV, 0.4)] * (MAX_KEPT_VIOLATIONS + 10)
+    [anti] = [
+        p
+        for p in verify_trace(forge(tmp_path / "x.jsonl", flips)).properties
+        if p.name == "anti-thrash"
+    ]
+    assert anti.violation_count == 2 * (MAX_KEPT_VIOLATIONS + 10) - 1
+    assert len(anti.violations) == MAX_KEPT_VIOLATIONS
+
+
+def test_bad_max_history(tmp_path: Path) -> None:
+    path = forge(tmp_path / "run.jsonl", [(N, 0.1)])
+    with pytest.raises(InputError, match="max_history=0"):
+        verify_trace(path, max_history=0)

@@ -1,0 +1,67 @@
+"""Helpers to write real and forged run traces for the property verifiers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from biasbreaker.calibration import CalibrationWindow, ControlStatistics
+from biasbreaker.trace import StepRecord, TraceHeader, TraceWriter
+from biasbreaker.types import BreakerAction, BreakerState, Thresholds
+
+TH = Thresholds(0.5, 0.35, 0.25, 0.05)
+CONTROL = ControlStatistics(0.1, 0.05, 1000)  # over 3σ: > 0.25
+
+ACTION = {
+    BreakerState.NORMAL: BreakerAction.PROCEED,
+    BreakerState.WARNING: BreakerAction.PROCEED,
+    BreakerState.INTERVENTION: BreakerAction.HALT,
+    BreakerState.RECOVERY: BreakerAction.HALT,
+    BreakerState.ESCALATED: BreakerAction.ESCALATE,
+}
+
+
+def forge(
+    path: Path,
+    steps: Sequence[tuple[BreakerState, float]],
+    *,
+    cooldown_steps: int = 2,
+    max_retries: int = 2,
+    max_history: int | None = 3,
+    window_length: int | None = None,
+) -> Path:
+    """Write a trace with the given (state, fast) sequence, whatever a machine would do.
+
+    The window counts come from a real :class:`CalibrationWindow` of ``window_length`` (default
+    the header's ``max_history``), so a mismatch simulates a broken window builder.
+    """
+    control = CONTROL if max_history is not None else None
+    header = TraceHeader(TH, cooldown_steps, max_retries, max_history, control, seed=0)
+    window = (
+        None
+        if control is None or max_history is None
+        else CalibrationWindow(control, window_length or max_history)
+    )
+    with TraceWriter(path, header) as writer:
+        for index, (state, fast) in enumerate(steps):
+            counts = None if window is None else window.observe(fast)
+            writer.write(
+                StepRecord(
+                    step=index,
+                    node=None,
+                    scores={},
+                    fast=fast,
+                    slow=0.0,
+                    window=counts,
+                    state=state,
+                    action=ACTION[state],
+                    mixing_ratio=0.5,
+                    reason="forged",
+                    transition="forged",
+                    episode=0,
+                    attempt=0,
+                    payload_sha256=None,
+                    intervention=None,
+                )
+            )
+    return path

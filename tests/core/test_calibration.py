@@ -1,0 +1,353 @@
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+import random
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from biasbreaker.calibration import (
+    CalibrationWindow,
+    ControlStatistics,
+    calibrate,
+    calibrate_thresholds,
+    check_calibration,
+    false_halt_rate,
+    outlier_level,
+    read_control_trajectories,
+    summarise_control_runs,
+    write_calibration_toml,
+)
+from biasbreaker.config import load_settings
+from biasbreaker.errors import InputError, PluginError, ScoreError, ThresholdError
+from biasbreaker.hookspecs import hookimpl
+from biasbreaker.machine import ControlMachine, MachineConfig
+from biasbreaker.trace import TraceWriter
+from biasbreaker.types import Thresholds
+
+STATS = ControlStatistics(mean=0.1, std=0.05, n_steps=100)
+
+
+@dataclass
+class Step:
+    fast: float
+    slow: float
+
+
+def test_summary_accepts_pairs_mappings_and_objects_and_matches_statistics() -> None:
+    runs = [
+        [(0.1, 0.05), (0.3, 0.1), (0.2, 0.12)],
+        [{"fast": 0.05, "slow": 0.2, "extra": "ignored"}, {"fast": 0.15, "slow": 0.1}],
+        [Step(0.4, 0.3)],
+    ]
+    sample = summarise_control_runs(runs)
+    assert sample.fast_maxima == (0.3, 0.15, 0.4)
+    assert sample.slow_maxima == (0.12, 0.2, 0.3)
+    values = [0.1, 0.3, 0.2, 0.05, 0.15, 0.4]
+    assert sample.statistics.mean == pytest.approx(statistics.fmean(values), abs=1e-15)
+    assert sample.statistics.std == pytest.approx(statistics.stdev(values), abs=1e-15)
+    assert sample.statistics.n_steps == 6
+    assert sample.n_runs == 3
+
+
+@given(
+    st.lists(
+        st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=8),
+        min_size=2,
+        max_size=8,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_summary_does_not_depend_on_run_order(
+    runs: list[list[tuple[float, float]]], rng: random.Random
+) -> None:
+    try:
+        first = summarise_control_runs(runs)
+    except ThresholdError:
+        return  # no spread: covered below
+    shuffled = list(runs)
+    rng.shuffle(shuffled)
+    second = summarise_control_runs(shuffled)
+    assert sorted(first.fast_maxima) == sorted(second.fast_maxima)
+    assert first.statistics.mean == second.statistics.mean
+    assert first.statistics.std == pytest.approx(second.statistics.std, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("runs", "error", "match"),
+    [
+        ([], InputError, "no control runs"),
+        ([[]], InputError, "control run 0 has no steps"),
+        ([[(0.1, 0.1)], [(0.2, math.nan)]], ScoreError, r"control run 1 step 0\.slow=nan"),
+        ([[(0.1, 0.1), (-0.2, 0.0)]], ScoreError, r"control run 0 step 1\.fast=-0\.2"),
+        ([[(0.1, 0.1, 0.3)]], InputError, "a step is a"),
+        ([[{"fast": 0.1}]], InputError, "needs the keys 'fast' and 'slow'"),
+        ([[(0.2, 0.1), (0.2, 0.3)]], ThresholdError, "control std is 0"),
+    ],
+)
+def test_summary_errors_name_run_and_step(
+    runs: list[list[object]], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        summarise_control_runs(runs)
+
+
+def test_false_halt_rate_is_per_run_and_inclusive() -> None:
+    assert false_halt_rate([0.1, 0.5, 0.5, 0.9], 0.5) == 0.75
+    assert false_halt_rate([0.1, 0.2], 0.5) == 0.0
+    assert false_halt_rate([], 0.5) == 0.0
+
+
+# -- kernel checks around a calibrator ------------------------------------------------------------
+
+
+class FixedPlugin:
+    """A throwaway calibrator plugin returning a fixed result (or raising)."""
+
+    def __init__(self, result: object) -> None:
+        self.result = result
+
+    @hookimpl
+    def calibrator(self, register: Any) -> None:
+        register("fixed", lambda options, context: self)
+
+    def calibrate(self, trajectories: Any, *, target_false_halt_rate: float) -> object:
+        if isinstance(self.result, Exception):
+            raise self.result
+        return self.result
+
+
+# 100 one-step runs with fast maxima 0.00, 0.01, ..., 0.99
+RUNS = [[(i / 100, i / 200)] for i in range(100)]
+
+
+@pytest.fixture
+def fixed(register_plugin: Any, make_kernel: Any) -> Any:
+    def make(result: object, **calibration: object) -> Any:
+        register_plugin(FixedPlugin(result), name="fixed-calibrator")
+        return make_kernel({"calibration": {"calibrator": "fixed", **calibration}})
+
+    return make
+
+
+def test_calibrate_reports_the_empirical_rate(fixed: Any) -> None:
+    kernel = fixed((0.995, 0.7, 0.4))
+    report = calibrate(RUNS, target_false_halt_rate=0.01, kernel=kernel)
+    assert report.empirical_false_halt_rate == 0.0
+    assert report.thresholds == (0.995, 0.7, 0.4)
+    assert report.n_runs == 100 and report.calibrator == "fixed"
+    assert report.to_json()["control"]["n_steps"] == 100
+    assert calibrate_thresholds(RUNS, target_false_halt_rate=0.01, kernel=kernel) == (
+        0.995,
+        0.7,
+        0.4,
+    )
+
+
+def test_the_default_target_comes_from_the_configuration(fixed: Any) -> None:
+    kernel = fixed((0.95, 0.7, 0.4), target_false_halt_rate=0.06)
+    assert calibrate(RUNS, kernel=kernel).target_false_halt_rate == 0.06
+
+
+def test_a_calibrator_that_misses_the_target_fails_closed(fixed: Any) -> None:
+    with pytest.raises(
+        ThresholdError,
+        match=r"halts 0\.1000 of the control runs, above the "
+        r"target 0\.05",
+    ):
+        calibrate(RUNS, target_false_halt_rate=0.05, kernel=fixed((0.9, 0.6, 0.4)))
+
+
+@pytest.mark.parametrize(
+    ("result", "match"),
+    [
+        ((0.5, 0.6, 0.1), "invalid thresholds: tau_enter=0.5 must be greater"),
+        ((0.5, 0.3), "expected \\(tau_enter, tau_exit, tau_warn\\)"),
+        ((0.5, 0.3, -1.0), "invalid thresholds: tau_warn=-1.0"),
+        ("nope", "returned 'nope'"),
+        ((1.2, 0.8, 0.5), "tau_enter=1.2, above 1"),
+    ],
+)
+def test_inconsistent_results_are_threshold_errors(fixed: Any, result: object, match: str) -> None:
+    with pytest.raises(ThresholdError, match="calibrator 'fixed'.*" + match):
+        calibrate(RUNS, target_false_halt_rate=0.5, kernel=fixed(result))
+
+
+def test_a_raising_calibrator_is_a_plugin_error(fixed: Any) -> None:
+    with pytest.raises(PluginError, match="calibrator 'fixed' raised ZeroDivisionError"):
+        calibrate(RUNS, target_false_halt_rate=0.5, kernel=fixed(ZeroDivisionError("x")))
+
+
+def test_a_calibrator_threshold_error_passes_unchanged(fixed: Any) -> None:
+    with pytest.raises(ThresholdError, match="needs 7 more"):
+        calibrate(RUNS, target_false_halt_rate=0.5, kernel=fixed(ThresholdError("needs 7 more")))
+
+
+@pytest.mark.parametrize("target", [0.0, 1.0, -0.1, math.nan, True])
+def test_the_target_must_be_a_rate(fixed: Any, target: float) -> None:
+    with pytest.raises(ThresholdError, match="target_false_halt_rate=.* must be in \\(0, 1\\)"):
+        calibrate(RUNS, target_false_halt_rate=target, kernel=fixed((0.995, 0.7, 0.4)))
+
+
+def test_check_calibration_accepts_a_good_result() -> None:
+    sample = summarise_control_runs(RUNS)
+    assert check_calibration((0.995, 0.7, 0.4), sample, name="x", target_false_halt_rate=0.01) == (
+        0.995,
+        0.7,
+        0.4,
+    )
+
+
+# -- files --------------------------------------------------------------------------------------
+
+
+def test_read_control_trajectories_groups_steps_by_run(tmp_path: Path) -> None:
+    path = tmp_path / "control.jsonl"
+    lines = [
+        {"run": "a", "fast": 0.1, "slow": 0.05},
+        {"run": "b", "fast": 0.2, "slow": 0.1},
+        {"run": "a", "fast": 0.3, "slow": 0.06},
+        {"seed": 7, "fast": None, "slow": None},  # not scored yet: skipped
+        {"seed": 7, "fast": 0.4, "slow": 0.2, "extra": [1]},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n")
+    runs = read_control_trajectories(path)
+    assert runs.names == ("a", "b", "7")
+    assert runs.runs == (((0.1, 0.05), (0.3, 0.06)), ((0.2, 0.1),), ((0.4, 0.2),))
+    assert runs.skipped == 1
+    assert runs.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_read_control_trajectories_accepts_concatenated_run_traces(tmp_path: Path) -> None:
+    config = MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05))
+    path = tmp_path / "traces.jsonl"
+    with path.open("w") as out:
+        for run in range(3):
+            part = tmp_path / f"run{run}.jsonl"
+            with TraceWriter(part, config.trace_header()) as writer:
+                machine = ControlMachine(config, recorder=writer)
+                for step in range(4):
+                    machine.step(0.01 * (run + step), 0.001 * step)
+            out.write(part.read_text())
+    runs = read_control_trajectories(path)
+    assert runs.names == ("trace 1", "trace 2", "trace 3")
+    assert [max(f for f, _ in run) for run in runs.runs] == [0.03, 0.04, 0.05]
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "match"),
+    [
+        ('{"fast": 0.1, "slow": 0.1}\n', InputError, r":1: a step without a run"),
+        ('{"run": 1, "fast": 0.1, "slow": 0.1}\n{oops\n', InputError, r":2: not valid JSON"),
+        ("[1]\n", InputError, r":1: each line must be a JSON object"),
+        ('{"run": 1, "fast": -0.1, "slow": 0.1}\n', ScoreError, r":1: fast=-0\.1"),
+        ('{"run": 1, "fast": null, "slow": 0.1}\n', InputError, "no scored step found"),
+    ],
+)
+def test_read_control_trajectories_errors_name_file_and_line(
+    tmp_path: Path, text: str, error: type[Exception], match: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    with pytest.raises(error, match=match):
+        read_control_trajectories(path)
+
+
+def test_write_calibration_toml_marks_the_file_and_keeps_other_keys(tmp_path: Path) -> None:
+    path = tmp_path / "biasbreaker.toml"
+    path.write_text(
+        'seed = 3\n[breaker]\nkappa = 0.02\ntau_enter = 0.9\n[intervention]\nrouter = "heuristic"\n'
+    )
+    report = summarise_control_runs(RUNS)
+    from biasbreaker.calibration import CalibratedThresholds, CalibrationReport
+
+    calibration = CalibrationReport(
+        CalibratedThresholds(0.42, 0.3, 0.25), report.statistics, 100, 0.01, 0.0, "percentile"
+    )
+    write_calibration_toml(
+        path, calibration, calibrated_on=datetime.date(2026, 6, 1), source_sha256="ab" * 32
+    )
+    settings = load_settings(path, cwd=tmp_path).settings
+    assert settings.seed == 3 and settings.breaker.kappa == 0.02
+    assert (settings.breaker.tau_enter, settings.breaker.tau_exit, settings.breaker.tau_warn) == (
+        0.42,
+        0.3,
+        0.25,
+    )
+    assert settings.calibration.calibrated_on == datetime.date(2026, 6, 1)
+    assert settings.calibration.source_sha256 == "ab" * 32
+    assert settings.calibration.target_false_halt_rate == 0.01
+    assert settings.calibration.control is not None
+    assert settings.calibration.control.mean == report.statistics.mean
+    assert settings.intervention.router == "heuristic"
+    config = MachineConfig.from_settings(settings)
+    assert config.control == report.statistics
+    assert config.thresholds == Thresholds(0.42, 0.3, 0.25, 0.02)
+
+
+# -- the window -----------------------------------------------------------------------------------
+
+
+def test_outlier_level_is_one_sided_and_strict() -> None:
+    assert outlier_level(0.25, STATS) == 0  # exactly mean + 3σ is not beyond it
+    assert outlier_level(0.2500001, STATS) == 3
+    assert outlier_level(0.35, STATS) == 3
+    assert outlier_level(0.3500001, STATS) == 5
+    assert outlier_level(0.0, STATS) == 0  # far below the mean is not a bias event
+
+
+@given(st.integers(1, 8), st.lists(st.floats(0.0, 0.6), max_size=60))
+def test_window_counts_match_a_brute_force_recount(max_history: int, values: list[float]) -> None:
+    window = CalibrationWindow(STATS, max_history)
+    for index, value in enumerate(values):
+        peeked = window.peek(value)
+        counts = window.observe(value)
+        assert peeked == counts
+        recent = values[max(0, index + 1 - max_history) : index + 1]
+        assert counts.size == len(recent)
+        assert counts.beyond_3 == sum(1 for v in recent if v > 0.25)
+        assert counts.beyond_5 == sum(1 for v in recent if v > 0.35)
+        assert counts.dirty == any(v > 0.25 for v in recent)
+        assert window.counts == counts
+
+
+def test_window_peek_does_not_change_it_and_restores_from_levels() -> None:
+    window = CalibrationWindow(STATS, 3)
+    for value in [0.3, 0.1, 0.4]:
+        window.observe(value)
+    assert window.levels() == [3, 0, 5]
+    window.peek(0.9)
+    assert window.levels() == [3, 0, 5]
+    clone = CalibrationWindow(STATS, 3, window.levels())
+    assert clone.counts == window.counts
+    assert clone.observe(0.0) == window.observe(0.0)
+
+
+@pytest.mark.parametrize(
+    ("max_history", "levels", "match"),
+    [
+        (0, [], "max_history=0"),
+        (2, [0, 0, 0], "at most max_history=2"),
+        (3, [4], "each 0, 3 or 5"),
+    ],
+)
+def test_window_rejects_bad_arguments(max_history: int, levels: list[int], match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        CalibrationWindow(STATS, max_history, levels)
+
+
+def test_control_statistics_round_trip_and_validation() -> None:
+    assert ControlStatistics.from_json(STATS.to_json()) == STATS
+    assert STATS.bound(3) == pytest.approx(0.25)
+    with pytest.raises(ThresholdError, match="n_steps=1"):
+        ControlStatistics(0.1, 0.1, 1)
+    with pytest.raises(InputError, match="need 'mean'"):
+        ControlStatistics.from_json({"mean": 0.1})

@@ -1,0 +1,587 @@
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import warnings
+from collections.abc import Callable, Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from biasbreaker.breaker import freeze
+from biasbreaker.calibration import ControlStatistics
+from biasbreaker.errors import InputError, ScoreError
+from biasbreaker.machine import (
+    TRANSITIONS,
+    ControlMachine,
+    GuardInputs,
+    MachineConfig,
+    noop_hook,
+    select_transition,
+)
+from biasbreaker.trace import StepRecord
+from biasbreaker.types import (
+    BreakerAction,
+    BreakerDecision,
+    BreakerState,
+    InterventionContext,
+    InterventionResult,
+    Thresholds,
+)
+
+S = BreakerState
+A = BreakerAction
+TH = Thresholds(tau_enter=0.5, tau_exit=0.35, tau_warn=0.25, kappa=0.05)
+# Window bands: over 3σ above 0.25, over 5σ above 0.35.
+CONTROL = ControlStatistics(mean=0.1, std=0.05, n_steps=1000)
+
+
+def config(**changes: object) -> MachineConfig:
+    fields: dict[str, object] = dict(
+        thresholds=TH, cooldown_steps=3, max_retries=2, control=None, max_history=4, seed=7
+    )
+    fields.update(changes)
+    return MachineConfig(**fields)  # type: ignore[arg-type]
+
+
+def repairing(
+    recheck: float = 0.1, calls: list[InterventionContext] | None = None
+) -> Callable[[InterventionContext], InterventionResult]:
+    def hook(context: InterventionContext) -> InterventionResult:
+        if calls is not None:
+            calls.append(context)
+        return InterventionResult(
+            freeze({"repaired": True, "attempt": context.attempt}),
+            True,
+            "madera",
+            [{"event": "rewrite"}],
+            recheck,
+        )
+
+    return hook
+
+
+def run(
+    machine: ControlMachine, fasts: Sequence[float], slow: float = 0.0, **step_kwargs: object
+) -> list[tuple[BreakerDecision, StepRecord]]:
+    out = []
+    for fast in fasts:
+        decision = machine.step(fast, slow, **step_kwargs)  # type: ignore[arg-type]
+        assert machine.last_record is not None
+        out.append((decision, machine.last_record))
+    return out
+
+
+def states(steps: list[tuple[BreakerDecision, StepRecord]]) -> list[BreakerState]:
+    return [d.state for d, _ in steps]
+
+
+# -- the transition table -------------------------------------------------------------------------
+
+
+def test_transition_table_covers_every_edge_of_the_r3_diagram() -> None:
+    edges = {(t.source, t.target) for t in TRANSITIONS}
+    assert edges == {
+        (S.NORMAL, S.WARNING),
+        (S.WARNING, S.NORMAL),
+        (S.NORMAL, S.INTERVENTION),
+        (S.WARNING, S.INTERVENTION),
+        (S.INTERVENTION, S.RECOVERY),
+        (S.RECOVERY, S.NORMAL),
+        (S.RECOVERY, S.INTERVENTION),
+        (S.RECOVERY, S.ESCALATED),
+    }
+    assert not [t for t in TRANSITIONS if t.source is S.ESCALATED]
+
+
+# -- the WP3 lifecycle ----------------------------------------------------------------------------
+
+
+def test_enter_on_spike_freezes_payload_and_calls_the_hook_with_full_context() -> None:
+    calls: list[InterventionContext] = []
+    machine = ControlMachine(config(), hook=repairing(calls=calls))
+    run(machine, [0.1, 0.2], node="writer", local_scores={"writer": 0.1, "reader": 0.0})
+    payload = {"text": "biased output"}
+    decision = machine.step(
+        0.6,
+        0.1,
+        node="writer",
+        payload=payload,
+        local_scores={"writer": 0.9, "reader": 0.2},
+        weights={"writer": 0.6, "reader": 0.4},
+    )
+    payload["text"] = "mutated afterwards"
+    assert (decision.state, decision.action) == (S.INTERVENTION, A.REROUTE)
+    assert decision.frozen_payload is not None
+    assert decision.frozen_payload.thaw() == {"text": "biased output"}
+    assert decision.reason.startswith("trip: fast 0.6 >= tau_enter 0.5")
+    assert decision.mixing_ratio == pytest.approx(1 / (1 + math.exp(-2.0)))
+    [context] = calls
+    assert (context.step, context.node, context.state, context.attempt) == (
+        2,
+        "writer",
+        S.NORMAL,
+        1,
+    )
+    assert (context.fast, context.slow, context.thresholds) == (0.6, 0.1, TH)
+    assert context.history == {"writer": (0.1, 0.1, 0.9), "reader": (0.0, 0.0, 0.2)}
+    assert context.magnitudes == {"writer": 0.6 * 0.9, "reader": 0.4 * 0.2}
+    assert context.frozen_payload == decision.frozen_payload
+    record = machine.last_record
+    assert record is not None
+    assert record.transition == "trip"
+    assert record.episode == 1
+    assert record.attempt == 1
+    assert record.payload_sha256 == decision.frozen_payload.sha256
+    assert record.intervention is not None
+    assert record.intervention["strategy"] == "madera"
+
+
+@pytest.mark.parametrize("cooldown", [0, 1, 3, 5])
+def test_cooldown_gates_recovery_even_when_everything_else_is_fine(cooldown: int) -> None:
+    machine = ControlMachine(config(cooldown_steps=cooldown), hook=repairing())
+    steps = run(machine, [0.9] + [0.0] * 10)
+    recovery_steps = max(cooldown, 1)
+    assert states(steps) == (
+        [S.INTERVENTION] + [S.RECOVERY] * recovery_steps + [S.NORMAL] * (10 - recovery_steps)
+    )
+    recovered, record = steps[1 + recovery_steps]
+    assert record.transition == "recover"
+    assert recovered.action is A.PROCEED
+    assert recovered.frozen_payload is not None
+    assert recovered.frozen_payload.thaw() == {"repaired": True, "attempt": 1}
+
+
+def test_recovery_waits_for_fast_below_tau_exit_after_the_cooldown() -> None:
+    machine = ControlMachine(config(), hook=repairing())
+    steps = run(machine, [0.9, 0.6, 0.45, 0.4, 0.36, TH.tau_exit, 0.34, 0.1])
+    assert states(steps) == [S.INTERVENTION] + [S.RECOVERY] * 5 + [S.NORMAL] * 2
+    assert steps[5][0].reason == "recovery holds: fast 0.35 >= tau_exit 0.35"
+
+
+def test_retry_on_recheck_bad_then_recover() -> None:
+    calls: list[InterventionContext] = []
+    outcomes = iter([0.4, 0.05])  # first repair re-checks at 0.4 >= tau_exit, second passes
+
+    def hook(context: InterventionContext) -> InterventionResult:
+        calls.append(context)
+        return InterventionResult(
+            freeze({"try": context.attempt}), True, "skeptics", (), next(outcomes)
+        )
+
+    machine = ControlMachine(config(cooldown_steps=2), hook=hook)
+    steps = run(machine, [0.9] + [0.0] * 8, payload={"text": "x"})
+    assert states(steps) == [
+        S.INTERVENTION,
+        S.RECOVERY,
+        S.RECOVERY,
+        S.INTERVENTION,
+        S.RECOVERY,
+        S.RECOVERY,
+        S.NORMAL,
+        S.NORMAL,
+        S.NORMAL,
+    ]
+    assert [r.transition for _, r in steps[:7]] == [
+        "trip",
+        "recover-start",
+        "hold",
+        "retry",
+        "recover-start",
+        "hold",
+        "recover",
+    ]
+    assert [c.attempt for c in calls] == [1, 2]
+    assert calls[1].state is S.RECOVERY
+    assert calls[1].frozen_payload == calls[0].frozen_payload  # the retry repairs the same output
+    assert calls[0].seed != calls[1].seed
+    assert steps[3][0].reason.startswith("retry 2/2")
+    assert steps[6][0].frozen_payload is not None
+    assert steps[6][0].frozen_payload.thaw() == {"try": 2}
+
+
+def test_default_noop_hook_escalates_after_max_retries_and_stays_escalated() -> None:
+    machine = ControlMachine(config(cooldown_steps=2, max_retries=3))
+    steps = run(machine, [0.9] + [0.0] * 15, payload={"text": "frozen"})
+    expected = ([S.INTERVENTION, S.RECOVERY, S.RECOVERY] * 3) + [S.ESCALATED] * 7
+    assert states(steps) == expected
+    actions = [d.action for d, _ in steps]
+    assert actions[:3] == [A.HALT, A.HALT, A.HALT]  # the no-op routes nowhere: HALT, not REROUTE
+    assert actions[9:] == [A.ESCALATE] * 7
+    assert steps[9][1].transition == "escalate"
+    assert "3 intervention(s) made, max_retries 3" in steps[9][0].reason
+    for decision, _ in steps[9:]:
+        assert decision.frozen_payload is not None
+        assert decision.frozen_payload.thaw() == {"text": "frozen"}
+    assert A.PROCEED not in actions
+
+
+def test_escalated_is_terminal_whatever_the_inputs() -> None:
+    machine = ControlMachine(config(max_retries=1, cooldown_steps=0))
+    run(machine, [0.9, 0.0, 0.0])
+    assert machine.state is S.ESCALATED
+    for fast, slow in [(0.0, 0.0), (0.9, 0.9), (0.4, 0.1)]:
+        assert machine.step(fast, slow).state is S.ESCALATED
+
+
+def test_a_raising_hook_fails_closed_and_counts_as_an_attempt() -> None:
+    def hook(context: InterventionContext) -> InterventionResult:
+        raise ValueError("skeptic panel exploded")
+
+    machine = ControlMachine(config(cooldown_steps=1, max_retries=2), hook=hook)
+    steps = run(machine, [0.9, 0.0, 0.0, 0.0, 0.0, 0.0])
+    assert states(steps) == [
+        S.INTERVENTION,
+        S.RECOVERY,
+        S.INTERVENTION,
+        S.RECOVERY,
+        S.ESCALATED,
+        S.ESCALATED,
+    ]
+    decision, record = steps[0]
+    assert decision.action is A.HALT
+    assert (
+        "intervention failed closed: intervention hook raised ValueError: skeptic panel "
+        "exploded" in decision.reason
+    )
+    assert record.intervention is not None
+    assert record.intervention["error"] == (
+        "intervention hook raised ValueError: skeptic panel exploded"
+    )
+    assert all(d.action is not A.PROCEED for d, _ in steps)
+
+
+@pytest.mark.parametrize("returned", [None, {"repaired": True}, "ok"])
+def test_a_hook_returning_the_wrong_type_fails_closed(returned: object) -> None:
+    machine = ControlMachine(config(), hook=lambda context: returned)  # type: ignore[arg-type,return-value]
+    decision = machine.step(0.9, 0.0)
+    assert decision.action is A.HALT
+    assert "expected InterventionResult" in decision.reason
+
+
+def test_async_hook_with_astep() -> None:
+    async def hook(context: InterventionContext) -> InterventionResult:
+        await asyncio.sleep(0)
+        return InterventionResult(freeze("fixed"), True, "skeptics", (), 0.0)
+
+    async def drive() -> list[BreakerState]:
+        machine = ControlMachine(config(cooldown_steps=1), hook=hook)
+        return [(await machine.astep(f, 0.0)).state for f in [0.9, 0.0, 0.0]]
+
+    assert asyncio.run(drive()) == [S.INTERVENTION, S.RECOVERY, S.NORMAL]
+
+
+def test_sync_hook_also_works_with_astep() -> None:
+    async def drive() -> BreakerDecision:
+        return await ControlMachine(config(), hook=repairing()).astep(0.9, 0.0)
+
+    assert asyncio.run(drive()).action is A.REROUTE
+
+
+def test_coroutine_hook_driven_by_step_fails_closed_without_leaking_the_coroutine() -> None:
+    async def hook(context: InterventionContext) -> InterventionResult:
+        return InterventionResult.noop()
+
+    machine = ControlMachine(config(), hook=hook)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a never-awaited coroutine would warn
+        decision = machine.step(0.9, 0.0)
+    assert decision.action is A.HALT
+    assert "returned an awaitable; drive the machine with astep()" in decision.reason
+
+
+def test_cancelled_astep_leaves_the_machine_unchanged() -> None:
+    started = asyncio.Event()
+
+    async def hook(context: InterventionContext) -> InterventionResult:
+        started.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("not reached")
+
+    async def drive() -> tuple[object, object]:
+        machine = ControlMachine(config(control=CONTROL), hook=hook)
+        await machine.astep(0.1, 0.0, local_scores={"a": 0.1})
+        before = machine.snapshot()
+        task = asyncio.create_task(machine.astep(0.9, 0.0, local_scores={"a": 0.9}))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return before, machine.snapshot()
+
+    before, after = asyncio.run(drive())
+    assert before == after
+
+
+def test_a_dirty_calibration_window_blocks_recovery_until_w_steps_after_the_last_outlier() -> None:
+    machine = ControlMachine(
+        config(control=CONTROL, max_history=4, cooldown_steps=1), hook=repairing()
+    )
+    # 0.3 is below tau_exit (0.35) but above the control 3σ band (0.25): the window stays dirty.
+    fasts = [0.9, 0.3, 0.3, 0.3, 0.2, 0.2, 0.2, 0.2, 0.2]
+    steps = run(machine, fasts)
+    last_outlier = 3
+    assert states(steps)[: last_outlier + 4] == [S.INTERVENTION] + [S.RECOVERY] * 6
+    assert steps[last_outlier + 3][0].reason == "recovery holds: calibration window dirty"
+    assert states(steps)[last_outlier + 4] is S.NORMAL  # exactly W = 4 steps later
+    window = steps[last_outlier + 4][1].window
+    assert window is not None
+    assert not window.dirty
+
+
+def test_warning_follows_the_slow_scale_and_trip_from_warning() -> None:
+    calls: list[InterventionContext] = []
+    machine = ControlMachine(config(), hook=repairing(calls=calls))
+    assert machine.step(0.1, 0.3).state is S.WARNING
+    assert machine.step(0.1, 0.3).state is S.WARNING
+    calm = machine.step(0.1, 0.2)
+    assert calm.state is S.NORMAL
+    assert calm.reason.startswith("calm")
+    assert machine.step(0.1, 0.3).state is S.WARNING
+    assert machine.step(0.7, 0.3).state is S.INTERVENTION
+    assert calls[0].state is S.WARNING
+
+
+def test_invalid_inputs_raise_and_leave_the_machine_unchanged() -> None:
+    machine = ControlMachine(config(control=CONTROL))
+    machine.step(0.1, 0.0, local_scores={"a": 0.1})
+    before = machine.snapshot()
+    with pytest.raises(ScoreError, match="fast=nan"):
+        machine.step(math.nan, 0.0)
+    with pytest.raises(ScoreError, match="slow=-1"):
+        machine.step(0.1, -1)
+    with pytest.raises(ScoreError, match=r"local_scores\['a'\]"):
+        machine.step(0.1, 0.0, local_scores={"a": math.inf})
+    with pytest.raises(InputError, match=r"payload\['x'\].*set"):
+        machine.step(0.9, 0.0, payload={"x": {1}})
+    with pytest.raises(InputError, match="node="):
+        machine.step(0.1, 0.0, node="")
+    assert machine.snapshot() == before
+
+
+def test_history_keeps_the_last_history_steps_scores_per_node() -> None:
+    calls: list[InterventionContext] = []
+    machine = ControlMachine(config(history_steps=3), hook=repairing(calls=calls))
+    for score in [0.1, 0.2, 0.3, 0.4]:
+        machine.step(0.1, 0.0, local_scores={"a": score})
+    machine.step(0.9, 0.0, local_scores={"a": 0.5, "b": 0.6})
+    assert calls[0].history == {"a": (0.3, 0.4, 0.5), "b": (0.6,)}
+
+
+def test_intervention_seeds_are_deterministic_and_distinct_per_episode() -> None:
+    def seeds(seed: int) -> list[int]:
+        calls: list[InterventionContext] = []
+        machine = ControlMachine(config(seed=seed, cooldown_steps=1), hook=repairing(calls=calls))
+        run(machine, [0.9, 0.0, 0.0, 0.9, 0.0, 0.0])
+        return [c.seed for c in calls]
+
+    first = seeds(1)
+    assert len(first) == 2
+    assert first[0] != first[1]
+    assert seeds(1) == first
+    assert seeds(2) != first
+
+
+def test_seed_success_test_rise_oscillate_enter_once_no_flip_recover_after_cooldown() -> None:
+    """The seed's one-sentence success test, on a hand-written trajectory.
+
+    (The DoT-harness version lives with the simulate command's tests.)
+    """
+    rise = [0.1, 0.2, 0.3, 0.4, 0.48]
+    oscillation = [0.53, 0.47, 0.52, 0.46, 0.54, 0.45, 0.51, 0.49] * 3
+    fall = [0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1]
+    trajectory = rise + oscillation + fall
+
+    def once() -> list[tuple[BreakerDecision, StepRecord]]:
+        machine = ControlMachine(config(cooldown_steps=3), hook=repairing())
+        return run(machine, trajectory)
+
+    steps = once()
+    st_ = states(steps)
+    entries = [
+        i
+        for i in range(len(st_))
+        if st_[i] is S.INTERVENTION and (i == 0 or st_[i - 1] is not S.INTERVENTION)
+    ]
+    assert entries == [len(rise)]  # enters exactly once, at the breach
+    tripped = [s.tripped for s in st_]
+    band = range(len(rise), len(rise) + len(oscillation))
+    assert all(tripped[i] for i in band)  # no flip during the oscillation
+    first_normal = next(i for i in range(len(rise), len(st_)) if st_[i] is S.NORMAL)
+    assert trajectory[first_normal] < TH.tau_exit
+    assert st_[first_normal - 3 : first_normal] == [S.RECOVERY] * 3  # cool-down elapsed
+    single = [f >= TH.tau_enter for f in trajectory]
+    assert sum(a != b for a, b in itertools.pairwise(single)) > 20  # a single threshold thrashes
+    assert once() == steps  # deterministic
+
+
+# -- properties -----------------------------------------------------------------------------------
+
+OUTCOMES = st.sampled_from(["ok", "bad", "raise", "none"])
+
+
+def scripted_hook(plan: Sequence[str]) -> Callable[[InterventionContext], InterventionResult]:
+    """A hook whose behaviour is a pure function of the context (so restores agree)."""
+
+    def hook(context: InterventionContext) -> InterventionResult:
+        outcome = plan[(context.step + context.attempt) % len(plan)]
+        if outcome == "raise":
+            raise RuntimeError(f"scripted failure at step {context.step}")
+        if outcome == "none":
+            return InterventionResult.noop()
+        score = 0.05 if outcome == "ok" else 0.6
+        return InterventionResult(
+            freeze({"step": context.step}), True, "madera", [{"outcome": outcome}], score
+        )
+
+    return hook
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[MachineConfig, list[str], list[tuple[float, float]]]:
+    cfg = config(
+        cooldown_steps=draw(st.integers(0, 4)),
+        max_retries=draw(st.integers(1, 3)),
+        control=draw(st.sampled_from([None, CONTROL])),
+        max_history=draw(st.integers(1, 6)),
+        seed=draw(st.integers(0, 2**32)),
+    )
+    plan = draw(st.lists(OUTCOMES, min_size=1, max_size=5))
+    segments = draw(
+        st.lists(
+            st.tuples(st.sampled_from(["calm", "burst", "band", "any"]), st.integers(1, 10)),
+            min_size=1,
+            max_size=10,
+        )
+    )
+    ranges = {
+        "calm": (0.0, 0.2),
+        "burst": (0.5, 1.0),
+        "band": (TH.tau_exit, 0.4999),
+        "any": (0.0, 1.0),
+    }
+    steps = []
+    for kind, length in segments:
+        low, high = ranges[kind]
+        for _ in range(length):
+            steps.append((draw(st.floats(low, high)), draw(st.floats(0.0, 0.5))))
+    return cfg, plan, steps
+
+
+@given(scenarios())
+def test_property_anti_thrash_on_the_machine(
+    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+) -> None:
+    cfg, plan, steps = scenario
+    machine = ControlMachine(cfg, hook=scripted_hook(plan))
+    previous = S.NORMAL
+    for fast, slow in steps:
+        state = machine.step(fast, slow).state
+        if TH.tau_exit <= fast < TH.tau_enter:
+            assert state.tripped == previous.tripped
+        previous = state
+
+
+@given(scenarios())
+def test_property_transitions_are_a_function_of_state_inputs_counters_and_window(
+    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+) -> None:
+    cfg, plan, steps = scenario
+    machine = ControlMachine(cfg, hook=scripted_hook(plan))
+    for fast, slow in steps:
+        counters = machine.counters
+        window = machine._window.peek(fast) if machine._window is not None else None
+        expected = select_transition(
+            GuardInputs(
+                counters,
+                fast,
+                slow,
+                window is not None and window.dirty,
+                cfg.thresholds,
+                cfg.cooldown_steps,
+                cfg.max_retries,
+            )
+        )
+        state = machine.step(fast, slow).state
+        assert state is (counters.state if expected is None else expected.target)
+
+
+@given(scenarios(), st.integers(0, 10**6), st.integers(0, 50))
+def test_property_state_sequence_ignores_everything_but_state_counters_and_window(
+    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+    other_seed: int,
+    other_step: int,
+) -> None:
+    cfg, plan, steps = scenario
+    split = len(steps) // 2
+    machine = ControlMachine(cfg, hook=scripted_hook(plan))
+    for fast, slow in steps[:split]:
+        machine.step(fast, slow, local_scores={"a": fast})
+    snap = json.loads(json.dumps(machine.snapshot()))
+    altered = dict(
+        snap,
+        step=snap["step"] + other_step,
+        episode=snap["episode"] + 3,
+        history={"zzz": [0.9, 0.9]},
+        config=dict(snap["config"], seed=other_seed),
+        frozen_payload=freeze({"other": True}).to_json(),
+    )
+    # A hook that ignores the context, so only the machine's own logic differs.
+    fixed = scripted_hook(["ok"])
+    original = ControlMachine.restore(snap, hook=lambda c: fixed(c))
+    perturbed = ControlMachine.restore(altered, hook=lambda c: fixed(c))
+    first = [original.step(f, s).state for f, s in steps[split:]]
+    second = [perturbed.step(f, s).state for f, s in steps[split:]]
+    assert first == second
+
+
+@given(scenarios(), st.data())
+def test_property_snapshot_restore_continues_identically(
+    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]], data: st.DataObject
+) -> None:
+    cfg, plan, steps = scenario
+    split = data.draw(st.integers(0, len(steps)))
+    hook = scripted_hook(plan)
+    machine = ControlMachine(cfg, hook=hook)
+    for fast, slow in steps[:split]:
+        machine.step(fast, slow, payload={"f": fast}, local_scores={"a": fast, "b": slow})
+    snapshot = json.loads(json.dumps(machine.snapshot()))  # plain JSON all the way
+    clone = ControlMachine.restore(snapshot, hook=hook)
+    assert clone.snapshot() == machine.snapshot()
+    for fast, slow in steps[split:]:
+        kwargs = {"payload": {"f": fast}, "local_scores": {"a": fast, "b": slow}}
+        assert machine.step(fast, slow, **kwargs) == clone.step(fast, slow, **kwargs)
+        assert machine.last_record == clone.last_record
+
+
+def test_restore_rejects_unknown_versions_and_malformed_snapshots() -> None:
+    snap = ControlMachine(config(control=CONTROL)).snapshot()
+    with pytest.raises(InputError, match="version 99"):
+        ControlMachine.restore(dict(snap, version=99))
+    with pytest.raises(InputError, match="'attempts'"):
+        ControlMachine.restore({k: v for k, v in snap.items() if k != "attempts"})
+    with pytest.raises(InputError, match="attempts=-1"):
+        ControlMachine.restore(dict(snap, attempts=-1))
+    with pytest.raises(InputError, match="window levels"):
+        ControlMachine.restore(dict(snap, window=[7]))
+    with pytest.raises(InputError, match="'window' must be present"):
+        ControlMachine.restore(dict(snap, window=None))
+
+
+def test_default_hook_is_the_noop() -> None:
+    context = InterventionContext(
+        step=0, node=None, state=S.NORMAL, fast=0.9, slow=0.0, mixing_ratio=1.0, thresholds=TH
+    )
+    assert noop_hook(context).to_json() == InterventionResult.noop().to_json()
+
+
+def test_machine_config_validation() -> None:
+    with pytest.raises(InputError, match="max_retries=0"):
+        config(max_retries=0)
+    with pytest.raises(InputError, match="cooldown_steps=-1"):
+        config(cooldown_steps=-1)
+    with pytest.raises(InputError, match="MachineConfig"):
+        ControlMachine(TH)  # type: ignore[arg-type]

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import biasbreaker_plugins.calibrator_percentile as percentile_plugin
+from biasbreaker.calibration import calibrate, calibrate_thresholds, false_halt_rate
+from biasbreaker.errors import ThresholdError
+from biasbreaker_plugins.calibrator_percentile import (
+    PercentileCalibrator,
+    conformal_rank,
+    conformal_upper_bound,
+    required_runs,
+)
+
+
+def runs_with_maxima(fast: list[float], slow: list[float]) -> list[list[tuple[float, float]]]:
+    """One two-step control run per maximum (the other step is lower)."""
+    return [[(f / 2, s / 2), (f, s)] for f, s in zip(fast, slow, strict=True)]
+
+
+@pytest.mark.parametrize(
+    ("alpha", "runs"), [(0.01, 99), (0.05, 19), (0.1, 9), (0.3, 3), (0.5, 1), (0.001, 999)]
+)
+def test_required_runs(alpha: float, runs: int) -> None:
+    assert required_runs(alpha) == runs
+    assert conformal_rank(runs, alpha) <= runs
+    if runs > 1:
+        assert conformal_rank(runs - 1, alpha) > runs - 1
+
+
+def test_rank_uses_the_decimal_target() -> None:
+    # (n + 1)(1 - 0.01) = 99 exactly; a binary 0.01 would round it either way.
+    assert conformal_rank(99, 0.01) == 99
+    assert conformal_rank(199, 0.01) == 198
+
+
+def test_too_few_runs_says_how_many_are_needed() -> None:
+    runs = runs_with_maxima([i / 20 for i in range(1, 21)], [i / 40 for i in range(1, 21)])
+    with pytest.raises(ThresholdError) as info:
+        PercentileCalibrator().calibrate(runs, target_false_halt_rate=0.01)
+    message = str(info.value)
+    assert "20 control runs are too few for a per-run false-halt rate of 0.01" in message
+    assert "at least 99 runs" in message
+    assert "record 79 more" in message
+    assert "at least 0.04762" in message
+
+
+def test_thresholds_are_the_next_float_above_the_conformal_order_statistic() -> None:
+    fast = tuple(float(i) / 100 for i in range(1, 101))  # 0.01 .. 1.00, shuffled below
+    slow = tuple(v / 2 for v in fast)
+    rng = random.Random(3)
+    fast_list, slow_list = list(fast), list(slow)
+    rng.shuffle(fast_list)
+    rng.shuffle(slow_list)
+    result = PercentileCalibrator(exit_ratio=0.7, warn_ratio=0.8).calibrate(
+        runs_with_maxima(fast_list, slow_list), target_false_halt_rate=0.05
+    )
+    k = math.ceil(101 * 0.95)  # 96
+    assert result.tau_enter == math.nextafter(k / 100, math.inf)
+    assert result.tau_exit == 0.7 * result.tau_enter
+    assert result.tau_warn == 0.8 * math.nextafter(k / 200, math.inf)
+    assert false_halt_rate(fast, result.tau_enter) == 4 / 100
+
+
+def test_zero_quantile_is_an_error() -> None:
+    with pytest.raises(ThresholdError, match="fast B_net maxima is 0"):
+        conformal_upper_bound([0.0] * 50, 0.1, scale="fast")
+
+
+@given(
+    st.lists(st.floats(0.001, 10.0), min_size=1, max_size=300),
+    st.sampled_from([0.01, 0.02, 0.05, 0.1, 0.2, 0.5]),
+)
+def test_empirical_rate_on_the_calibration_runs_is_below_the_target(
+    maxima: list[float], alpha: float
+) -> None:
+    if len(maxima) < required_runs(alpha):
+        with pytest.raises(ThresholdError, match=f"at least {required_runs(alpha)} runs"):
+            conformal_upper_bound(maxima, alpha, scale="fast")
+        return
+    tau = conformal_upper_bound(maxima, alpha, scale="fast")
+    assert false_halt_rate(maxima, tau) <= alpha
+    assert tau > sorted(maxima)[conformal_rank(len(maxima), alpha) - 1]
+
+
+def _mean_rate_on_new_runs(
+    n: int, alpha: float, repeats: int, seed: int, *, steps: int, levels: int | None
+) -> float:
+    """Average, over repeated calibrations, of the exact false-halt rate on new runs.
+
+    Each control run has ``steps`` i.i.d. fast scores, uniform on [0, 1) (``levels=None``) or
+    uniform on {0, 1/levels, ..., 1} (ties). The exact probability that a new run's maximum
+    reaches tau is computed in closed form, so the only Monte Carlo error is over calibrations.
+    """
+    rng = random.Random(seed)
+
+    def score() -> float:
+        if levels is None:
+            return rng.random()
+        return rng.randint(0, levels) / levels
+
+    def p_new_run_trips(tau: float) -> float:
+        if levels is None:
+            return 1.0 - min(tau, 1.0) ** steps
+        below = sum(1 for j in range(levels + 1) if j / levels < tau) / (levels + 1)
+        return 1.0 - below**steps
+
+    total = 0.0
+    calibrator = PercentileCalibrator()
+    for _ in range(repeats):
+        runs = [[(score(), 0.5 + score()) for _ in range(steps)] for _ in range(n)]
+        thresholds = calibrator.calibrate(runs, target_false_halt_rate=alpha)
+        total += p_new_run_trips(thresholds.tau_enter)
+    return total / repeats
+
+
+@pytest.mark.parametrize(
+    ("n", "alpha", "levels"), [(99, 0.01, None), (40, 0.05, None), (30, 0.1, 20), (19, 0.05, 6)]
+)
+def test_conformal_guarantee_holds_on_simulated_exchangeable_runs(
+    n: int, alpha: float, levels: int | None
+) -> None:
+    repeats = 4000
+    rate = _mean_rate_on_new_runs(n, alpha, repeats, seed=n, steps=5, levels=levels)
+    # Exact expectation for continuous scores is (n + 1 - k) / (n + 1) <= alpha; allow 4
+    # standard errors of the mean over repeats (each term is a probability in [0, 1]).
+    assert rate <= alpha + 4 * math.sqrt(alpha * (1 - alpha) / repeats)
+    if levels is None:
+        k = conformal_rank(n, alpha)
+        assert rate == pytest.approx((n + 1 - k) / (n + 1), abs=4 * math.sqrt(alpha / repeats))
+
+
+def test_one_rank_lower_would_break_the_guarantee() -> None:
+    """The test above can fail: the (k-1)-th order statistic overshoots the target."""
+    n, alpha, repeats = 99, 0.01, 4000
+    rng = random.Random(5)
+    total = 0.0
+    for _ in range(repeats):
+        maxima = sorted(max(rng.random() for _ in range(5)) for _ in range(n))
+        tau = maxima[conformal_rank(n, alpha) - 2]
+        total += 1.0 - tau**5
+    assert total / repeats > alpha + 4 * math.sqrt(alpha * (1 - alpha) / repeats)
+
+
+@given(st.integers(0, 2**32), st.sampled_from([0.05, 0.1, 0.2]))
+def test_guarantee_property_over_seeds(seed: int, alpha: float) -> None:
+    repeats = 300
+    n = required_runs(alpha) + seed % 17
+    rate = _mean_rate_on_new_runs(n, alpha, repeats, seed=seed, steps=3, levels=None)
+    assert rate <= alpha + 5 * math.sqrt(alpha * (1 - alpha) / repeats)
+
+
+def test_ratios_are_validated() -> None:
+    with pytest.raises(ThresholdError, match=r"exit_ratio=0\.9"):
+        PercentileCalibrator(exit_ratio=0.9)
+    with pytest.raises(ThresholdError, match=r"warn_ratio=0\.0"):
+        PercentileCalibrator(warn_ratio=0.0)
+
+
+def test_registered_through_the_calibrator_hook_and_configured_from_calibration(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    register_plugin(percentile_plugin, name="calibrator-percentile")
+    kernel = make_kernel(
+        {"calibration": {"exit_ratio": 0.6, "warn_ratio": 0.5, "target_false_halt_rate": 0.05}}
+    )
+    built = kernel.build("calibrator")
+    assert isinstance(built, PercentileCalibrator)
+    assert (built.exit_ratio, built.warn_ratio) == (0.6, 0.5)
+    rng = random.Random(9)
+    runs = [[(rng.random() * 0.3, rng.random() * 0.1) for _ in range(10)] for _ in range(200)]
+    report = calibrate(runs, kernel=kernel)
+    assert report.calibrator == "percentile"
+    assert report.target_false_halt_rate == 0.05
+    assert report.empirical_false_halt_rate <= 0.05
+    assert report.thresholds.tau_exit == 0.6 * report.thresholds.tau_enter
+    assert calibrate_thresholds(
+        runs, target_false_halt_rate=0.01, kernel=kernel
+    ) == PercentileCalibrator(0.6, 0.5).calibrate(runs, target_false_halt_rate=0.01)
+    with pytest.raises(ThresholdError, match="needs at least 99 runs"):
+        calibrate_thresholds(runs[:20], target_false_halt_rate=0.01, kernel=kernel)
