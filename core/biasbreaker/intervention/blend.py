@@ -25,14 +25,9 @@ Source:
 from __future__ import annotations
 
 import math
-from typing import Union
 
 from biasbreaker.errors import InputError
-
-JSONValue = Union[  # noqa: UP007 (a recursive alias must stay evaluable on Python 3.10)
-    None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]
-]
-"""A plain JSON value as :func:`json.loads` returns it."""
+from biasbreaker.types import JSONValue
 
 CATEGORICAL_CUTOFF = 0.5
 """``m`` at or above which categorical values come from the corrected payload."""

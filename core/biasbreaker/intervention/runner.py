@@ -37,7 +37,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from biasbreaker.errors import InterventionError
 from biasbreaker.intervention.blend import blend
@@ -53,6 +53,7 @@ from biasbreaker.intervention.types import (
 )
 from biasbreaker.registry import BuildContext
 from biasbreaker.types import (
+    FrozenJSON,
     FrozenPayload,
     InterventionContext,
     InterventionResult,
@@ -65,6 +66,11 @@ Repair = Callable[[JSONValue], Awaitable[JSONValue]]
 """Applies a chosen repair to one output of the guarded node (used by the re-check)."""
 
 TrailEvent = dict[str, JSONValue]
+
+
+def _trail(events: list[TrailEvent]) -> tuple[Mapping[str, FrozenJSON], ...]:
+    """The trail as ``InterventionResult`` stores it (it deep-freezes the events itself)."""
+    return cast(tuple[Mapping[str, FrozenJSON], ...], tuple(events))
 
 
 def as_text(value: JSONValue) -> str:
@@ -275,7 +281,7 @@ class InterventionRunner:
             route = checked_route(self.router, context, name=self.router_name)
             trail.append({"event": "route", "route": route, "router": self.router_name})
             if route == "none":
-                return InterventionResult(strategy="none", trail=trail)
+                return InterventionResult(strategy="none", trail=_trail(trail))
             original = context.frozen_payload.thaw()
             request = self._request(context, original)
             if route == "skeptics":
@@ -284,7 +290,7 @@ class InterventionRunner:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             trail.append({"event": "failed", "error": error})
-            return InterventionResult(strategy=route, trail=trail, error=error)
+            return InterventionResult(strategy=route, trail=_trail(trail), error=error)
 
     def _request(self, context: InterventionContext, payload: JSONValue) -> ReviewRequest:
         task = None if context.step_input is None else context.step_input.thaw()
@@ -324,7 +330,7 @@ class InterventionRunner:
                 else "the panel's correction does not parse as the payload's JSON type"
             )
             trail.append({"event": "no-repair", "reason": why})
-            return InterventionResult(strategy="skeptics", trail=trail)
+            return InterventionResult(strategy="skeptics", trail=_trail(trail))
         m = context.mixing_ratio
         repaired = blend(original, corrected, m)
         trail.append({"event": "blend", "mixing_ratio": m})
@@ -341,8 +347,15 @@ class InterventionRunner:
 
         check = await self.rechecker.recheck(context, repair, repaired)
         passed = check.score < context.thresholds.tau_exit
-        trail.append({"event": "recheck", "score": check.score, "calls": check.calls,
-                      "detail": check.detail, "passes": passed})
+        trail.append(
+            {
+                "event": "recheck",
+                "score": check.score,
+                "calls": check.calls,
+                "detail": check.detail,
+                "passes": passed,
+            }
+        )
         if passed:
             for verdict in run.verdicts:
                 self.track_record = self.track_record.observe(
@@ -352,7 +365,7 @@ class InterventionRunner:
             repaired=FrozenPayload.of(repaired),
             converged=passed,
             strategy="skeptics",
-            trail=trail,
+            trail=_trail(trail),
             recheck_score=check.score,
         )
 
@@ -390,21 +403,32 @@ class InterventionRunner:
         )
         for attempt in result.attempts:
             check = details[attempt.round]
-            trail.append({
-                "event": "rewrite",
-                "round": attempt.round,
-                "attribute": attempt.diagnosis.attribute,
-                "query": attempt.diagnosis.query,
-                "evidence": list(attempt.evidence),
-                "score": attempt.score,
-                "recheck_calls": check.calls,
-            })
-        trail.append({"event": "madera-stop", "reason": result.stop_reason,
-                      "best_round": None if result.best is None else result.best.round})
+            trail.append(
+                {
+                    "event": "rewrite",
+                    "round": attempt.round,
+                    "attribute": attempt.diagnosis.attribute,
+                    "query": attempt.diagnosis.query,
+                    "evidence": list(attempt.evidence),
+                    "score": attempt.score,
+                    "recheck_calls": check.calls,
+                }
+            )
+        trail.append(
+            {
+                "event": "madera-stop",
+                "reason": result.stop_reason,
+                "best_round": None if result.best is None else result.best.round,
+            }
+        )
         if result.best is None:
-            trail.append({"event": "no-repair", "reason": "no counter-evidence found: payload "
-                          "kept (no evidence, no rewrite)"})
-            return InterventionResult(strategy="madera", trail=trail)
+            trail.append(
+                {
+                    "event": "no-repair",
+                    "reason": "no counter-evidence found: payload kept (no evidence, no rewrite)",
+                }
+            )
+            return InterventionResult(strategy="madera", trail=_trail(trail))
         best = parse_like(original, result.best.text)
         assert best is not None  # rescore rejected unparseable rewrites
         repaired = blend(original, best, m)
@@ -413,7 +437,7 @@ class InterventionRunner:
             repaired=FrozenPayload.of(repaired),
             converged=result.converged,
             strategy="madera",
-            trail=trail,
+            trail=_trail(trail),
             recheck_score=result.best.score,
         )
 
@@ -421,19 +445,35 @@ class InterventionRunner:
 def _panel_events(run: PanelRun) -> list[TrailEvent]:
     events: list[TrailEvent] = []
     for v in run.verdicts:
-        events.append({"event": "verdict", "kind": v.kind, "decision": v.decision,
-                       "confidence": v.confidence, "evidence": list(v.evidence),
-                       "attribute": v.attribute, "critique": v.critique[:500]})
+        events.append(
+            {
+                "event": "verdict",
+                "kind": v.kind,
+                "decision": v.decision,
+                "confidence": v.confidence,
+                "evidence": list(v.evidence),
+                "attribute": v.attribute,
+                "critique": v.critique[:500],
+            }
+        )
     for f in run.failures:
-        events.append({"event": "skeptic-failed", "kind": f.kind, "failure": f.failure,
-                       "reason": f.reason})
+        events.append(
+            {"event": "skeptic-failed", "kind": f.kind, "failure": f.failure, "reason": f.reason}
+        )
     if run.result is not None:
         for p in run.result.pruned:
-            events.append({"event": "pruned", "label": p.label, "reason": p.reason,
-                           "detail": p.detail})
-        events.append({"event": "panel", "aggregator": run.result.aggregator,
-                       "decision": run.result.decision, "confidence": run.result.confidence,
-                       "weights": dict(run.result.weights)})
+            events.append(
+                {"event": "pruned", "label": p.label, "reason": p.reason, "detail": p.detail}
+            )
+        events.append(
+            {
+                "event": "panel",
+                "aggregator": run.result.aggregator,
+                "decision": run.result.decision,
+                "confidence": run.result.confidence,
+                "weights": dict(run.result.weights),
+            }
+        )
     else:
         events.append({"event": "panel-closed", "reason": run.closed_reason})
     return events
