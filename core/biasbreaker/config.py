@@ -79,11 +79,20 @@ class Section(BaseModel):
 
 
 class ProbeSettings(Section):
-    """``[probe]``: counterfactual probing of guarded steps (M1)."""
+    """``[probe]``: counterfactual probing of guarded steps (M1).
+
+    The local score of a probed step is ``clip(D_cf - D_same, 0, 1)`` per scorer: the mean
+    divergence of ``k`` counterfactual outputs minus that of ``r`` same-group resamples (the
+    noise floor), combined over scorers (``combine``). See ``docs/detection.md``.
+    """
 
     k: int = Field(4, ge=1, le=64, description="Counterfactual variants per probed step.")
     r: int = Field(
-        2, ge=0, le=64, description="Same-group resamples per probed step (the noise floor)."
+        2,
+        ge=0,
+        le=64,
+        description="Same-group resamples per probed step (the noise floor); 0 only for "
+        "deterministic steps.",
     )
     probe_rate: float = Field(
         1.0, ge=0.0, le=1.0, description="Share of guarded steps probed, sampled from the seed."
@@ -93,6 +102,55 @@ class ProbeSettings(Section):
         min_length=1,
         description="Scorer implementations (`scorer` extension point) whose divergences "
         "make the local score.",
+    )
+    combine: Literal["max", "mean"] = Field(
+        "max",
+        description="How several scorers' local scores combine: the largest (fail-safe) or "
+        "the mean.",
+    )
+    axes: list[str] = Field(
+        default_factory=lambda: [
+            "gender",
+            "race",
+            "age",
+            "religion",
+            "sexual-orientation",
+            "disability",
+            "nationality",
+        ],
+        min_length=1,
+        description="Demographic axes swapped, in the order variants are drawn; an axis added "
+        "by a term file must be listed here to be used.",
+    )
+    term_files: list[Path] = Field(
+        default_factory=list,
+        description="Extra term files (JSON, schema in biasbreaker.probe.terms) extending an "
+        "axis, adding one, or adding person words.",
+    )
+    extra_terms: dict[str, list[dict[str, str]]] = Field(
+        default_factory=dict,
+        description="Inline extra rows per axis, e.g. {gender = [{male = 'knight', "
+        "female = 'dame'}]}.",
+    )
+    groups: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Restrict an axis to some of its groups, e.g. {religion = ['christian', "
+        "'muslim', 'jewish']}; the other groups' words are neither detected nor written.",
+    )
+    names: bool = Field(
+        True, description="Swap first and full names by gender and race (shipped name lists)."
+    )
+    bootstrap: int = Field(
+        1000,
+        ge=0,
+        le=100_000,
+        description="Bootstrap replicates for the local score's interval (0 disables it).",
+    )
+    confidence: float = Field(
+        0.95, gt=0.0, lt=1.0, description="Two-sided level of the bootstrap interval."
+    )
+    max_concurrency: int = Field(
+        8, ge=1, le=1024, description="Step calls of one probe in flight at once."
     )
 
 
@@ -219,6 +277,13 @@ class BreakerSettings(Section):
         le=100,
         description="Interventions an episode may make; when the last one fails its re-check "
         "the machine escalates (ESCALATED, terminal).",
+    )
+    probation: Literal["half-open", "hold"] = Field(
+        "half-open",
+        description="What RECOVERY does with new outputs after a repair passed its re-check: "
+        "'half-open' lets an output through when its own local score is below tau_exit and "
+        "intervenes on it otherwise (guarded pipelines need this); 'hold' holds every output "
+        "until the machine is NORMAL again (a stream whose held outputs are dropped).",
     )
     history_steps: int = Field(
         8,

@@ -31,7 +31,7 @@ import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Union
+from typing import TYPE_CHECKING, Any, Final, Literal, Union
 
 from biasbreaker.breaker import freeze, mixing_ratio
 from biasbreaker.calibration import CalibrationWindow, ControlStatistics, WindowCounts
@@ -53,6 +53,10 @@ if TYPE_CHECKING:
     from biasbreaker.config import Settings
 
 SNAPSHOT_VERSION: Final = 1
+
+Probation = Literal["hold", "half-open"]
+"""What RECOVERY does with new outputs once a repair has passed its re-check (see MachineConfig)."""
+PROBATION_MODES: Final = ("hold", "half-open")
 
 InterventionHook = Callable[[InterventionContext], InterventionResult]
 """A synchronous mitigation hook (seed R3): context in, result out."""
@@ -93,6 +97,19 @@ class MachineConfig:
         max_history: Calibration window length W, >= 1 (ignored without ``control``).
         history_steps: Per-node score history kept for the router, >= 1 steps.
         seed: Seed from which each intervention's seed is derived.
+        probation: What RECOVERY does with the outputs of new steps after the episode's
+            repair passed its re-check. ``"hold"`` (the seed's literal machine): every output
+            is held until RECOVERY -> NORMAL — right for a stream whose held outputs are simply
+            dropped (the DoT harness). ``"half-open"`` (what a guarded pipeline needs, since a
+            held output blocks everything downstream of it): RECOVERY is a probation in the
+            sense of a circuit breaker's half-open state. A step whose own local score
+            (``local_scores[node]``) is below ``tau_exit``, or that has none (not applicable),
+            proceeds; a step whose own score is at or above ``tau_exit`` fails probation and
+            the machine intervenes on *that* output (transition ``relapse``, a new attempt of
+            the same episode) or escalates when the budget is spent (``relapse-escalate``).
+            In half-open mode the caller promotes a repair that passed its re-check on the
+            INTERVENTION step itself (``last_result.repaired``), and the step that recovers
+            promotes its own output.
 
     Raises:
         InputError: If a counter is out of range or ``thresholds`` is not a Thresholds.
@@ -105,6 +122,7 @@ class MachineConfig:
     max_history: int = 32
     history_steps: int = 8
     seed: int = 0
+    probation: Probation = "hold"
 
     def __post_init__(self) -> None:
         if not isinstance(self.thresholds, Thresholds):
@@ -122,6 +140,10 @@ class MachineConfig:
             raise InputError(f"MachineConfig.seed={self.seed!r} must be an int")
         if self.control is not None and not isinstance(self.control, ControlStatistics):
             raise InputError("MachineConfig.control must be ControlStatistics or None")
+        if self.probation not in PROBATION_MODES:
+            raise InputError(
+                f"MachineConfig.probation={self.probation!r} must be 'hold' or 'half-open'"
+            )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MachineConfig:
@@ -147,6 +169,7 @@ class MachineConfig:
             max_history=settings.calibration.max_history,
             history_steps=breaker.history_steps,
             seed=settings.seed,
+            probation=breaker.probation,
         )
 
     def trace_header(self, meta: Mapping[str, JSONValue] | None = None) -> TraceHeader:
@@ -171,6 +194,7 @@ class MachineConfig:
             "max_history": self.max_history,
             "history_steps": self.history_steps,
             "seed": self.seed,
+            "probation": self.probation,
         }
 
     @classmethod
@@ -191,6 +215,7 @@ class MachineConfig:
                 max_history=data["max_history"],
                 history_steps=data["history_steps"],
                 seed=data["seed"],
+                probation=data.get("probation", "hold"),
             )
         except KeyError as exc:
             raise InputError(f"machine config is missing the field {exc.args[0]!r}") from None
@@ -233,6 +258,9 @@ class GuardInputs:
         thresholds: The thresholds.
         cooldown_steps: The cool-down length in steps.
         max_retries: The retry budget.
+        step_score: This step's own local score (``local_scores[node]``), or ``None`` when
+            the step has none (not applicable, or no node given).
+        half_open: Whether the machine runs with ``probation="half-open"``.
     """
 
     counters: Counters
@@ -242,6 +270,8 @@ class GuardInputs:
     thresholds: Thresholds
     cooldown_steps: int
     max_retries: int
+    step_score: float | None = None
+    half_open: bool = False
 
 
 def spike(g: GuardInputs) -> bool:
@@ -288,6 +318,30 @@ def relapsed_with_budget(g: GuardInputs) -> bool:
     return relapsed(g) and g.counters.attempts < g.max_retries
 
 
+def probation_failed(g: GuardInputs) -> bool:
+    """Half-open only: after a passed re-check, this step's own score is ``>= tau_exit``.
+
+    The step's output is direct evidence (unlike fast B_net, which still carries the
+    pre-repair scores), so it is acted on at once, cool-down or not.
+    """
+    return (
+        g.half_open
+        and g.counters.recheck_ok
+        and g.step_score is not None
+        and g.step_score >= g.thresholds.tau_exit
+    )
+
+
+def probation_failed_budget_spent(g: GuardInputs) -> bool:
+    """Failed probation with ``max_retries`` interventions made (RECOVERY -> ESCALATED)."""
+    return probation_failed(g) and g.counters.attempts >= g.max_retries
+
+
+def probation_failed_with_budget(g: GuardInputs) -> bool:
+    """Failed probation with budget left (RECOVERY -> INTERVENTION on this step's output)."""
+    return probation_failed(g) and g.counters.attempts < g.max_retries
+
+
 def recovered(g: GuardInputs) -> bool:
     """Cool-down elapsed, re-check OK, ``fast < tau_exit``, window clean (RECOVERY -> NORMAL)."""
     return (
@@ -327,6 +381,8 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     Transition("recover-start", _S.INTERVENTION,  _S.RECOVERY,      hook_returned),
     Transition("escalate",      _S.RECOVERY,      _S.ESCALATED,     relapsed_budget_spent),
     Transition("retry",         _S.RECOVERY,      _S.INTERVENTION,  relapsed_with_budget),
+    Transition("relapse-escalate", _S.RECOVERY,   _S.ESCALATED,     probation_failed_budget_spent),
+    Transition("relapse",       _S.RECOVERY,      _S.INTERVENTION,  probation_failed_with_budget),
     Transition("recover",       _S.RECOVERY,      _S.NORMAL,        recovered),
     # ESCALATED has no row: it is terminal.
 )
@@ -335,9 +391,11 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
 
 Each step takes the first row whose ``source`` is the current state and whose guard holds;
 if none holds the state is kept (recorded as transition ``"hold"``). RECOVERY holds while
-cooling down, while fast is at or above ``tau_exit`` (the dead-band and above: a spike after a
-repair that passed its re-check does not start a new intervention, so an oscillation near
-``tau_enter`` enters INTERVENTION once), and while the calibration window is dirty.
+cooling down, while fast is at or above ``tau_exit`` (the dead-band and above: a spike of fast
+B_net after a repair that passed its re-check does not start a new intervention, so an
+oscillation near ``tau_enter`` enters INTERVENTION once), and while the calibration window is
+dirty. ``relapse`` rows fire only with ``probation="half-open"``, on a step whose *own* score
+fails probation; they never fire in the default ``"hold"`` mode.
 """
 
 _BY_SOURCE: Final[Mapping[BreakerState, tuple[Transition, ...]]] = {
@@ -369,6 +427,7 @@ class _Plan:
     slow: float
     node: str | None
     scores: Mapping[str, float]
+    step_score: float | None
     ratio: float
     window: WindowCounts | None
     transition: Transition | None
@@ -596,6 +655,7 @@ class ControlMachine:
         ratio = mixing_ratio(fast, thresholds.tau_enter, thresholds.kappa)
         window = None if self._window is None else self._window.peek(fast)
         counters = self._counters
+        step_score = None if node is None else scores.get(node)
         transition = select_transition(
             GuardInputs(
                 counters=counters,
@@ -605,6 +665,8 @@ class ControlMachine:
                 thresholds=thresholds,
                 cooldown_steps=config.cooldown_steps,
                 max_retries=config.max_retries,
+                step_score=step_score,
+                half_open=config.probation == "half-open",
             )
         )
         # Only the scored nodes' histories change; they are committed after the hook.
@@ -633,6 +695,9 @@ class ControlMachine:
                 attempts = 1
             else:
                 attempts = counters.attempts + 1
+                if transition.name == "relapse" and payload is not None:
+                    # the output that failed probation is the one this attempt repairs
+                    frozen = freeze(payload)
             context = InterventionContext(
                 step=self._step,
                 node=node,
@@ -658,6 +723,8 @@ class ControlMachine:
         elif target is BreakerState.NORMAL and counters.state.tripped:
             counters = Counters(target)
         else:
+            if transition.name == "relapse-escalate" and payload is not None:
+                frozen = freeze(payload)  # the held output goes to human review
             counters = Counters(
                 target,
                 counters.attempts,
@@ -670,6 +737,7 @@ class ControlMachine:
             slow,
             node,
             scores,
+            step_score,
             ratio,
             window,
             transition,
@@ -706,13 +774,19 @@ class ControlMachine:
                 else BreakerAction.HALT
             )
         elif state is BreakerState.RECOVERY:
-            action = BreakerAction.HALT
+            if self._passes_probation(plan.step_score, counters):
+                action = BreakerAction.PROCEED  # half-open: this output is promoted
+                decision_payload = None
+            else:
+                action = BreakerAction.HALT
         elif state is BreakerState.ESCALATED:
             action = BreakerAction.ESCALATE
         else:
             action = BreakerAction.PROCEED
-            if name == "recover":
-                # "recover" needs recheck_ok, which needs a converged result with a repair.
+            if name == "recover" and config.probation == "hold":
+                # "recover" needs recheck_ok, which needs a converged result with a repair;
+                # held outputs are replaced by it. (Half-open: the repair was promoted on the
+                # INTERVENTION step, and the recovering step promotes its own output.)
                 assert self._result is not None
                 assert self._result.repaired is not None
                 decision_payload = self._result.repaired
@@ -756,6 +830,14 @@ class ControlMachine:
             self._recorder(record)
         return decision
 
+    def _passes_probation(self, step_score: float | None, counters: Counters) -> bool:
+        """Half-open only: the repair passed its re-check and this step's own score is clean."""
+        return (
+            self._config.probation == "half-open"
+            and counters.recheck_ok
+            and (step_score is None or step_score < self._config.thresholds.tau_exit)
+        )
+
     def _reason(
         self, name: str, plan: _Plan, counters: Counters, result: InterventionResult | None
     ) -> str:
@@ -773,6 +855,17 @@ class ControlMachine:
                 f"escalate: {self._counters.attempts} intervention(s) made, max_retries "
                 f"{self._config.max_retries}; human review needed"
             )
+        elif name == "relapse":
+            text = (
+                f"relapse {counters.attempts}/{self._config.max_retries}: on probation, this "
+                f"step's own score {plan.step_score:.6g} >= tau_exit {th.tau_exit:.6g}"
+            )
+        elif name == "relapse-escalate":
+            text = (
+                f"escalate: on probation, this step's own score {plan.step_score:.6g} >= "
+                f"tau_exit {th.tau_exit:.6g} with {self._counters.attempts} intervention(s) "
+                f"made, max_retries {self._config.max_retries}; human review needed"
+            )
         elif name == "recover-start":
             text = "intervention returned; cool-down started"
         elif name == "recover":
@@ -786,6 +879,12 @@ class ControlMachine:
             text = f"calm: slow {slow:.6g} < tau_warn {th.tau_warn:.6g}"
         else:
             text = self._hold_reason(plan, counters)
+        if (
+            name != "hold"
+            and counters.state is BreakerState.RECOVERY
+            and self._passes_probation(plan.step_score, counters)
+        ):
+            text += "; on probation: this step's own score is clean, output proceeds"
         if result is not None:
             if result.error is not None:
                 text += f"; intervention failed closed: {result.error}"
@@ -802,6 +901,12 @@ class ControlMachine:
         if state is BreakerState.ESCALATED:
             return "escalated: terminal, awaiting human review"
         if state is BreakerState.RECOVERY:
+            if self._passes_probation(plan.step_score, counters):
+                score = "none" if plan.step_score is None else f"{plan.step_score:.6g}"
+                return (
+                    f"on probation: this step's own score {score} < tau_exit "
+                    f"{th.tau_exit:.6g}, output proceeds; recovery step {counters.recovery_steps}"
+                )
             if counters.recovery_steps <= max(self._config.cooldown_steps, 1):
                 return (
                     f"cooling down: {counters.recovery_steps}/"
@@ -936,12 +1041,16 @@ __all__ = [
     "GuardInputs",
     "InterventionHook",
     "MachineConfig",
+    "Probation",
     "Transition",
     "cooldown_elapsed",
     "drift",
     "drift_subsided",
     "hook_returned",
     "noop_hook",
+    "probation_failed",
+    "probation_failed_budget_spent",
+    "probation_failed_with_budget",
     "recovered",
     "relapsed",
     "relapsed_budget_spent",

@@ -150,7 +150,7 @@ ALLOWED_ACTIONS: Final[Mapping[BreakerState, frozenset[BreakerAction]]] = Mappin
         BreakerState.NORMAL: frozenset({BreakerAction.PROCEED}),
         BreakerState.WARNING: frozenset({BreakerAction.PROCEED}),
         BreakerState.INTERVENTION: frozenset({BreakerAction.HALT, BreakerAction.REROUTE}),
-        BreakerState.RECOVERY: frozenset({BreakerAction.HALT}),
+        BreakerState.RECOVERY: frozenset({BreakerAction.HALT, BreakerAction.PROCEED}),
         BreakerState.ESCALATED: frozenset({BreakerAction.ESCALATE}),
     }
 )

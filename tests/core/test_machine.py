@@ -440,14 +440,27 @@ def scripted_hook(plan: Sequence[str]) -> Callable[[InterventionContext], Interv
     return hook
 
 
+Step = tuple[float, float, "float | None"]
+"""(fast, slow, the step's own local score or None for a step without one)."""
+
+
+def step_kwargs(own: float | None, **extra: object) -> dict[str, object]:
+    """Arguments giving the machine a step of node "n" with its own score (or none)."""
+    scores = dict(extra.pop("local_scores", {}))  # type: ignore[call-overload]
+    if own is not None:
+        scores["n"] = own
+    return {"node": "n", "local_scores": scores, **extra}
+
+
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[MachineConfig, list[str], list[tuple[float, float]]]:
+def scenarios(draw: st.DrawFn) -> tuple[MachineConfig, list[str], list[Step]]:
     cfg = config(
         cooldown_steps=draw(st.integers(0, 4)),
         max_retries=draw(st.integers(1, 3)),
         control=draw(st.sampled_from([None, CONTROL])),
         max_history=draw(st.integers(1, 6)),
         seed=draw(st.integers(0, 2**32)),
+        probation=draw(st.sampled_from(["hold", "half-open"])),
     )
     plan = draw(st.lists(OUTCOMES, min_size=1, max_size=5))
     segments = draw(
@@ -463,23 +476,24 @@ def scenarios(draw: st.DrawFn) -> tuple[MachineConfig, list[str], list[tuple[flo
         "band": (TH.tau_exit, 0.4999),
         "any": (0.0, 1.0),
     }
-    steps = []
+    steps: list[Step] = []
+    own_scores = st.one_of(st.none(), st.floats(0.0, 1.0))
     for kind, length in segments:
         low, high = ranges[kind]
         for _ in range(length):
-            steps.append((draw(st.floats(low, high)), draw(st.floats(0.0, 0.5))))
+            steps.append((draw(st.floats(low, high)), draw(st.floats(0.0, 0.5)), draw(own_scores)))
     return cfg, plan, steps
 
 
 @given(scenarios())
 def test_property_anti_thrash_on_the_machine(
-    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+    scenario: tuple[MachineConfig, list[str], list[Step]],
 ) -> None:
     cfg, plan, steps = scenario
     machine = ControlMachine(cfg, hook=scripted_hook(plan))
     previous = S.NORMAL
-    for fast, slow in steps:
-        state = machine.step(fast, slow).state
+    for fast, slow, own in steps:
+        state = machine.step(fast, slow, **step_kwargs(own)).state  # type: ignore[arg-type]
         if TH.tau_exit <= fast < TH.tau_enter:
             assert state.tripped == previous.tripped
         previous = state
@@ -487,11 +501,11 @@ def test_property_anti_thrash_on_the_machine(
 
 @given(scenarios())
 def test_property_transitions_are_a_function_of_state_inputs_counters_and_window(
-    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+    scenario: tuple[MachineConfig, list[str], list[Step]],
 ) -> None:
     cfg, plan, steps = scenario
     machine = ControlMachine(cfg, hook=scripted_hook(plan))
-    for fast, slow in steps:
+    for fast, slow, own in steps:
         counters = machine.counters
         window = machine._window.peek(fast) if machine._window is not None else None
         expected = select_transition(
@@ -503,23 +517,25 @@ def test_property_transitions_are_a_function_of_state_inputs_counters_and_window
                 cfg.thresholds,
                 cfg.cooldown_steps,
                 cfg.max_retries,
+                own,
+                cfg.probation == "half-open",
             )
         )
-        state = machine.step(fast, slow).state
+        state = machine.step(fast, slow, **step_kwargs(own)).state  # type: ignore[arg-type]
         assert state is (counters.state if expected is None else expected.target)
 
 
 @given(scenarios(), st.integers(0, 10**6), st.integers(0, 50))
 def test_property_state_sequence_ignores_everything_but_state_counters_and_window(
-    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]],
+    scenario: tuple[MachineConfig, list[str], list[Step]],
     other_seed: int,
     other_step: int,
 ) -> None:
     cfg, plan, steps = scenario
     split = len(steps) // 2
     machine = ControlMachine(cfg, hook=scripted_hook(plan))
-    for fast, slow in steps[:split]:
-        machine.step(fast, slow, local_scores={"a": fast})
+    for fast, slow, own in steps[:split]:
+        machine.step(fast, slow, **step_kwargs(own, local_scores={"a": fast}))  # type: ignore[arg-type]
     snap = json.loads(json.dumps(machine.snapshot()))
     altered = dict(
         snap,
@@ -533,27 +549,31 @@ def test_property_state_sequence_ignores_everything_but_state_counters_and_windo
     fixed = scripted_hook(["ok"])
     original = ControlMachine.restore(snap, hook=lambda c: fixed(c))
     perturbed = ControlMachine.restore(altered, hook=lambda c: fixed(c))
-    first = [original.step(f, s).state for f, s in steps[split:]]
-    second = [perturbed.step(f, s).state for f, s in steps[split:]]
+    first = [original.step(f, s, **step_kwargs(o)).state for f, s, o in steps[split:]]  # type: ignore[arg-type]
+    second = [perturbed.step(f, s, **step_kwargs(o)).state for f, s, o in steps[split:]]  # type: ignore[arg-type]
     assert first == second
 
 
 @given(scenarios(), st.data())
 def test_property_snapshot_restore_continues_identically(
-    scenario: tuple[MachineConfig, list[str], list[tuple[float, float]]], data: st.DataObject
+    scenario: tuple[MachineConfig, list[str], list[Step]], data: st.DataObject
 ) -> None:
     cfg, plan, steps = scenario
     split = data.draw(st.integers(0, len(steps)))
     hook = scripted_hook(plan)
     machine = ControlMachine(cfg, hook=hook)
-    for fast, slow in steps[:split]:
-        machine.step(fast, slow, payload={"f": fast}, local_scores={"a": fast, "b": slow})
+    for fast, slow, own in steps[:split]:
+        machine.step(
+            fast,
+            slow,
+            **step_kwargs(own, payload={"f": fast}, local_scores={"a": fast, "b": slow}),  # type: ignore[arg-type]
+        )
     snapshot = json.loads(json.dumps(machine.snapshot()))  # plain JSON all the way
     clone = ControlMachine.restore(snapshot, hook=hook)
     assert clone.snapshot() == machine.snapshot()
-    for fast, slow in steps[split:]:
-        kwargs = {"payload": {"f": fast}, "local_scores": {"a": fast, "b": slow}}
-        assert machine.step(fast, slow, **kwargs) == clone.step(fast, slow, **kwargs)
+    for fast, slow, own in steps[split:]:
+        kwargs = step_kwargs(own, payload={"f": fast}, local_scores={"a": fast, "b": slow})
+        assert machine.step(fast, slow, **kwargs) == clone.step(fast, slow, **kwargs)  # type: ignore[arg-type]
         assert machine.last_record == clone.last_record
 
 
@@ -585,3 +605,107 @@ def test_machine_config_validation() -> None:
         config(cooldown_steps=-1)
     with pytest.raises(InputError, match="MachineConfig"):
         ControlMachine(TH)  # type: ignore[arg-type]
+
+
+# -- half-open probation (guarded pipelines) ------------------------------------------------------
+
+
+def test_half_open_pipeline_repair_then_downstream_outputs_proceed_on_probation() -> None:
+    calls: list[InterventionContext] = []
+    machine = ControlMachine(config(probation="half-open"), hook=repairing(0.05, calls))
+    # the ranker trips the breaker: its output is frozen and repaired in the same step
+    trip = machine.step(0.6, 0.1, node="ranker", local_scores={"ranker": 0.6}, payload=["x"])
+    assert (trip.state, trip.action) == (S.INTERVENTION, A.REROUTE)
+    assert machine.last_result is not None
+    assert machine.last_result.recheck_passes(TH.tau_exit)
+    assert machine.last_result.repaired is not None  # the caller promotes this now
+    # downstream nodes run while the breaker is still tripped: clean outputs proceed
+    scores = {"ranker": 0.05}
+    first = machine.step(0.45, 0.1, node="reviewer", local_scores={**scores, "reviewer": 0.02})
+    assert (first.state, first.action, first.frozen_payload) == (S.RECOVERY, A.PROCEED, None)
+    assert "on probation" in first.reason
+    # a step without a score of its own (not applicable) proceeds too
+    second = machine.step(0.40, 0.1, node="formatter", local_scores=scores)
+    assert (second.state, second.action) == (S.RECOVERY, A.PROCEED)
+    third = machine.step(0.30, 0.1, node="decider", local_scores={**scores, "decider": 0.0})
+    assert (third.state, third.action) == (S.RECOVERY, A.PROCEED)
+    # cool-down done (3 steps) and fast < tau_exit: back to NORMAL; the recovering step
+    # promotes its own output, not the episode's repair
+    done = machine.step(0.2, 0.1, node="decider", local_scores={**scores, "decider": 0.0})
+    assert (done.state, done.action, done.frozen_payload) == (S.NORMAL, A.PROCEED, None)
+    assert len(calls) == 1
+
+
+def test_half_open_failed_probation_intervenes_on_that_output_then_escalates() -> None:
+    calls: list[InterventionContext] = []
+    machine = ControlMachine(
+        config(probation="half-open", max_retries=2), hook=repairing(0.05, calls)
+    )
+    machine.step(0.6, 0.1, node="ranker", local_scores={"ranker": 0.6}, payload={"out": "ranker"})
+    # a downstream output measured biased on its own fails probation: it is held on the step
+    # that leaves INTERVENTION, and the caller steps the held output again (the re-step
+    # protocol), which intervenes on it (attempt 2)
+    reviewer = {
+        "node": "reviewer",
+        "local_scores": {"reviewer": 0.4},
+        "payload": {"out": "reviewer"},
+    }
+    held = machine.step(0.5, 0.1, **reviewer)  # type: ignore[arg-type]
+    assert (held.state, held.action) == (S.RECOVERY, A.HALT)
+    relapse = machine.step(0.5, 0.1, **reviewer)  # type: ignore[arg-type]
+    assert (relapse.state, relapse.action) == (S.INTERVENTION, A.REROUTE)
+    assert machine.last_record is not None
+    assert machine.last_record.transition == "relapse"
+    assert calls[-1].attempt == 2
+    assert calls[-1].frozen_payload is not None
+    assert calls[-1].frozen_payload.thaw() == {"out": "reviewer"}
+    machine.step(0.5, 0.1, node="reviewer", local_scores={"reviewer": 0.01})  # recover-start
+    # the budget is spent: another failed probation escalates with that output for review
+    escalate = machine.step(
+        0.5, 0.1, node="decider", local_scores={"decider": 0.9}, payload={"out": "decider"}
+    )
+    assert (escalate.state, escalate.action) == (S.ESCALATED, A.ESCALATE)
+    assert machine.last_record.transition == "relapse-escalate"
+    assert escalate.frozen_payload is not None
+    assert escalate.frozen_payload.thaw() == {"out": "decider"}
+    assert len(calls) == 2
+
+
+def test_half_open_never_lets_output_through_after_a_failed_recheck() -> None:
+    machine = ControlMachine(config(probation="half-open"))  # no-op hook: re-check fails
+    steps = [machine.step(0.6, 0.1, node="n", local_scores={"n": 0.0})]
+    steps += [machine.step(0.1, 0.1, node="n", local_scores={"n": 0.0}) for _ in range(12)]
+    assert A.PROCEED not in [d.action for d in steps]
+    assert steps[-1].state is S.ESCALATED
+
+
+def test_hold_mode_keeps_holding_where_half_open_proceeds() -> None:
+    outputs = []
+    for mode in ("hold", "half-open"):
+        machine = ControlMachine(config(probation=mode), hook=repairing(0.05))
+        machine.step(0.6, 0.1, node="a", local_scores={"a": 0.6})
+        outputs.append(machine.step(0.45, 0.1, node="b", local_scores={"b": 0.0}).action)
+    assert outputs == [A.HALT, A.PROCEED]
+
+
+@given(scenarios())
+def test_property_tripped_outputs_proceed_only_on_probation_after_a_passed_recheck(
+    scenario: tuple[MachineConfig, list[str], list[Step]],
+) -> None:
+    cfg, plan, steps = scenario
+    machine = ControlMachine(cfg, hook=scripted_hook(plan))
+    entries = 0
+    for fast, slow, own in steps:
+        before = machine.counters
+        decision = machine.step(fast, slow, **step_kwargs(own))  # type: ignore[arg-type]
+        record = machine.last_record
+        assert record is not None
+        if before.state is S.ESCALATED:
+            assert decision.state is S.ESCALATED
+        if decision.state is S.RECOVERY and decision.action is A.PROCEED:
+            assert cfg.probation == "half-open"
+            assert machine.counters.recheck_ok
+            assert own is None or own < TH.tau_exit
+        if decision.state is S.INTERVENTION and before.state is not S.INTERVENTION:
+            entries = entries + 1 if before.state.tripped else 1
+            assert entries <= cfg.max_retries

@@ -1,0 +1,689 @@
+"""The counterfactual probe: the local bias score ``b_i`` of one guarded step, with a noise floor.
+
+Given a step (a sync or async callable ``input -> output``), the input it was called with and
+the output it produced, the probe
+
+1. decides from the seed whether this step is probed at all (``probe_rate``);
+2. draws ``k`` counterfactual variants of the input (:class:`CounterfactualGenerator`); an
+   input without protected mentions is *not applicable*, never "score 0";
+3. re-runs the step ``r`` more times on the original input (same-group resamples) and once on
+   every variant, concurrently (bounded by ``max_concurrency``), each distinct call once;
+4. maps each counterfactual output back to the original groups (for scorers that compare
+   neutralised text) and measures divergences with every scorer;
+5. reports, per scorer, ``b = clip(D_cf − D_same, 0, 1)``, combines the scorers (``max`` or
+   ``mean``), and adds a seeded bootstrap interval when ``k >= 2``.
+
+The estimator. Let ``y_0`` be the guarded output, ``y_1…y_r`` the same-group resamples and
+``c_1…c_k`` the mapped-back counterfactual outputs. Counterfactual ``j`` is paired with the
+resample ``t(j) = 1 + (j mod r)``: it runs with that resample's sample index, and is compared
+with the same *anchors*, the other same-group outputs ``A_j = {y_a : a ≠ t(j)}``:
+
+* ``D_cf`` = mean over ``j`` of mean over ``a ∈ A_j`` of ``d(y_a, c_j)``;
+* ``D_same`` = mean over ``j`` of mean over ``a ∈ A_j`` of ``d(y_a, y_t(j))``;
+* ``b = clip(D_cf − D_same, 0, 1)``.
+
+If the swap has no effect, ``c_j`` and ``y_t(j)`` are two draws of one output distribution,
+compared with the same anchors, so the excess has expectation 0 whatever the sampling
+temperature (a paired difference). A real LLM draws them independently; a seeded step that
+honours the sample index draws them with the same randomness (common random numbers), so for
+a group-blind seeded step ``c_j == y_t(j)`` after mapping back and the excess is exactly 0
+(Law & Kelton, *Simulation Modeling and Analysis*, §11.2, common random numbers). A real
+effect makes the counterfactual outputs farther from the anchors than their same-group twins.
+With ``r = 0`` there is no twin and no floor: ``D_cf`` = mean of ``d(y_0, c_j)``, ``D_same =
+0``. The need for a same-prompt baseline is detection-anchors §0.2/§5.2: LangFair's
+male/female pairs at temperature 1 have ROUGE-L ≈ 0.48 although only a pronoun changed.
+Clipping at 0 biases the mean score of an unbiased, independently sampled step slightly
+upwards; the unclipped ``excess`` is reported too.
+
+Telling the step which sample it is. During every call the probe sets :func:`current_sample`
+and, when the step's signature has a ``sample`` parameter, passes ``sample=`` as a keyword: 0
+is the guarded call itself, ``1…r`` the resamples, ``1 + (j mod r)`` counterfactual variant
+``j`` (0 when ``r = 0``). An LLM-calling step forwards it with :func:`with_current_sample` into
+:attr:`biasbreaker.llm.LLMRequest.sample`, so a seeded or cached client returns different
+draws for different resamples, as a real model at temperature > 0 does. A deterministic step
+that ignores the index gives ``D_same = 0``: its floor is zero, which is correct for it.
+
+The bootstrap interval resamples the ``k`` paired differences (variant and twin together),
+``bootstrap`` times, from a seed derived from the probe's seed and the step id (percentile
+interval, Efron & Tibshirani 1993).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import hashlib
+import inspect
+import random
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from biasbreaker.errors import ConfigError, ProbeError
+from biasbreaker.llm import LLMRequest
+from biasbreaker.metrics.stats import bootstrap_interval, mean
+from biasbreaker.probe.counterfactual import (
+    CounterfactualGenerator,
+    CounterfactualMapping,
+    payload_digest,
+)
+from biasbreaker.probe.scoring import (
+    Combine,
+    Scorer,
+    as_text,
+    check_divergences,
+    check_scorer,
+    combine,
+)
+from biasbreaker.probe.terms import TermSet
+
+if TYPE_CHECKING:
+    from biasbreaker.registry import BuildContext
+
+__all__ = [
+    "Probe",
+    "ProbeResult",
+    "ScorerParts",
+    "Step",
+    "VariantOutcome",
+    "build_probe",
+    "current_sample",
+    "with_current_sample",
+]
+
+Step = Callable[..., Any] | Callable[..., Awaitable[Any]]
+"""A guarded step: ``step(input) -> output`` or ``async step(input) -> output``; it may also
+take a keyword ``sample: int``."""
+
+_SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("biasbreaker_probe_sample", default=0)
+
+
+def current_sample() -> int:
+    """The sample index of the step call in progress.
+
+    0 outside the probe and for the original call, ``1…r`` for same-group resamples,
+    ``1 + (j mod r)`` for counterfactual variant ``j`` (0 when ``r = 0``).
+    """
+    return _SAMPLE.get()
+
+
+def with_current_sample(request: LLMRequest) -> LLMRequest:
+    """Return ``request`` with ``sample`` set to :func:`current_sample`.
+
+    Use it in an LLM-calling step so the probe's resamples reach the client::
+
+        async def step(prompt: str) -> str:
+            req = with_current_sample(LLMRequest.chat(prompt, temperature=0.7))
+            return (await client.complete(req)).text
+    """
+    return dataclasses.replace(request, sample=current_sample())
+
+
+@dataclass(frozen=True)
+class ScorerParts:
+    """One scorer's part of a local score.
+
+    Args:
+        counterfactual: ``D_cf``: mean divergence of the counterfactual outputs from their
+            anchors, in [0, 1].
+        same_group: ``D_same``: mean divergence of the paired same-group resamples from the
+            same anchors (the noise floor), in [0, 1]; 0 when ``r = 0``.
+        excess: ``counterfactual − same_group``, in [−1, 1] (unclipped).
+        score: ``clip(excess, 0, 1)``.
+    """
+
+    counterfactual: float
+    same_group: float
+    excess: float
+    score: float
+
+
+@dataclass(frozen=True)
+class VariantOutcome:
+    """What one counterfactual variant did.
+
+    Args:
+        axis: The swapped axis.
+        groups: ``(from, to)`` group pairs.
+        names: ``(original, replacement)`` names.
+        draw: Which draw of this mapping (0 first).
+        sample: The sample index the step ran with.
+        divergences: Scorer name → ``(cf, twin)``: mean divergence of this variant's output
+            from its anchors, and of its same-group twin from the same anchors.
+    """
+
+    axis: str
+    groups: tuple[tuple[str, str], ...]
+    names: tuple[tuple[str, str], ...]
+    draw: int
+    sample: int
+    divergences: Mapping[str, tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The probe's verdict on one step; frozen and JSON-serialisable (:meth:`to_dict`).
+
+    Args:
+        status: ``"scored"``, ``"not_applicable"`` (no protected mention in the input:
+            fairness through unawareness, not "unbiased") or ``"not_sampled"`` (skipped by
+            ``probe_rate``).
+        step: The step's name.
+        step_id: The id used for sampling and seeding.
+        score: The local score ``b_i`` in [0, 1], or ``None`` unless scored.
+        ci: Bootstrap interval ``(low, high)`` of ``score`` at ``confidence``, or ``None``
+            (``k < 2`` or bootstrap disabled).
+        confidence: The interval's two-sided level.
+        parts: Scorer name → its parts (counterfactual, same-group, excess, score).
+        combine: How the scorers' scores were combined.
+        k: Counterfactual variants run.
+        r: Same-group resamples run.
+        calls: Step invocations made (cache hits not counted).
+        cache_hits: Calls answered from the per-run cache.
+        axes: Axes of the variants.
+        variants: Per-variant outcomes.
+        reason: Why not scored (empty when scored).
+    """
+
+    status: Literal["scored", "not_applicable", "not_sampled"]
+    step: str
+    step_id: str
+    score: float | None = None
+    ci: tuple[float, float] | None = None
+    confidence: float = 0.95
+    parts: Mapping[str, ScorerParts] = field(default_factory=dict)
+    combine: Combine = "max"
+    k: int = 0
+    r: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    axes: tuple[str, ...] = ()
+    variants: tuple[VariantOutcome, ...] = ()
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-compatible data (round-trips through :meth:`from_dict`)."""
+        return {
+            "status": self.status,
+            "step": self.step,
+            "step_id": self.step_id,
+            "score": self.score,
+            "ci": list(self.ci) if self.ci is not None else None,
+            "confidence": self.confidence,
+            "parts": {k: dataclasses.asdict(v) for k, v in self.parts.items()},
+            "combine": self.combine,
+            "k": self.k,
+            "r": self.r,
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "axes": list(self.axes),
+            "variants": [
+                {
+                    "axis": v.axis,
+                    "groups": [list(p) for p in v.groups],
+                    "names": [list(p) for p in v.names],
+                    "draw": v.draw,
+                    "sample": v.sample,
+                    "divergences": {s: list(p) for s, p in v.divergences.items()},
+                }
+                for v in self.variants
+            ],
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProbeResult:
+        """Rebuild a result from :meth:`to_dict` output.
+
+        Raises:
+            KeyError: A field is missing.
+        """
+        return cls(
+            status=data["status"],
+            step=data["step"],
+            step_id=data["step_id"],
+            score=data["score"],
+            ci=tuple(data["ci"]) if data["ci"] is not None else None,
+            confidence=data["confidence"],
+            parts={k: ScorerParts(**v) for k, v in data["parts"].items()},
+            combine=data["combine"],
+            k=data["k"],
+            r=data["r"],
+            calls=data["calls"],
+            cache_hits=data["cache_hits"],
+            axes=tuple(data["axes"]),
+            variants=tuple(
+                VariantOutcome(
+                    axis=v["axis"],
+                    groups=tuple((a, b) for a, b in v["groups"]),
+                    names=tuple((a, b) for a, b in v["names"]),
+                    draw=v["draw"],
+                    sample=v["sample"],
+                    divergences={s: (p[0], p[1]) for s, p in v["divergences"].items()},
+                )
+                for v in data["variants"]
+            ),
+            reason=data["reason"],
+        )
+
+
+@dataclass(frozen=True)
+class _Call:
+    key: tuple[str, str, int]
+    payload: Any
+    sample: int
+    what: str
+
+
+class Probe:
+    """Counterfactual probe of guarded steps.
+
+    One probe serves one run: its cache of step calls lives as long as it does.
+
+    Args:
+        scorers: One or more scorers (the ``scorer`` extension point).
+        generator: The counterfactual generator (default: all shipped axes, ``seed``).
+        k: Counterfactual variants per probed step, >= 1.
+        r: Same-group resamples per probed step, >= 0 (0 disables the noise floor: only
+            right for deterministic steps).
+        probe_rate: Share of steps probed, in [0, 1], decided per ``step_id`` from the seed.
+        seed: Seed of the sampling decision, the variants and the bootstrap.
+        combine: ``"max"`` or ``"mean"`` over scorers.
+        bootstrap: Bootstrap replicates for the interval (0 disables it).
+        confidence: Two-sided level of the interval, in (0, 1).
+        max_concurrency: Step calls in flight at once, >= 1.
+        cache_size: Step outputs kept in the per-run cache (least recently used evicted).
+
+    Raises:
+        ValueError: An argument is out of range (the message names it).
+    """
+
+    def __init__(
+        self,
+        scorers: Scorer | Sequence[Scorer],
+        *,
+        generator: CounterfactualGenerator | None = None,
+        k: int = 4,
+        r: int = 2,
+        probe_rate: float = 1.0,
+        seed: int = 0,
+        combine: Combine = "max",
+        bootstrap: int = 1000,
+        confidence: float = 0.95,
+        max_concurrency: int = 8,
+        cache_size: int = 4096,
+    ) -> None:
+        self.scorers: tuple[Scorer, ...] = (
+            (scorers,) if isinstance(scorers, Scorer) else tuple(scorers)
+        )
+        if not self.scorers:
+            raise ValueError("scorers is empty; give at least one scorer")
+        names = [s.name for s in self.scorers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"scorer names {names!r} repeat; each scorer needs its own name")
+        _check_range("k", k, 1, None)
+        _check_range("r", r, 0, None)
+        _check_range("bootstrap", bootstrap, 0, None)
+        _check_range("max_concurrency", max_concurrency, 1, None)
+        _check_range("cache_size", cache_size, 0, None)
+        if not 0.0 <= probe_rate <= 1.0:
+            raise ValueError(f"probe_rate={probe_rate!r} must be in [0, 1]")
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"confidence={confidence!r} must be in (0, 1)")
+        if combine not in ("max", "mean"):
+            raise ValueError(f"combine={combine!r} must be 'max' or 'mean'")
+        self.generator = generator if generator is not None else CounterfactualGenerator(seed=seed)
+        self.k, self.r = k, r
+        self.probe_rate = probe_rate
+        self.seed = seed
+        self.combine: Combine = combine
+        self.bootstrap = bootstrap
+        self.confidence = confidence
+        self.max_concurrency = max_concurrency
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
+        self._counter = 0
+        self._accepts_sample: dict[int, bool] = {}
+
+    # ------------------------------------------------------------------ sampling
+    def should_probe(self, step_id: str) -> bool:
+        """Whether the step with this id is probed: ``u(seed, step_id) < probe_rate``.
+
+        ``u`` is the first 64 bits of ``sha256(f"{seed}:{step_id}")`` over 2**64, so the
+        decision is a pure function of the seed and the id.
+        """
+        if self.probe_rate >= 1.0:
+            return True
+        digest = hashlib.sha256(f"{self.seed}:{step_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.probe_rate
+
+    def clear_cache(self) -> None:
+        """Forget every cached step output (start of a new run)."""
+        self._cache.clear()
+
+    # ------------------------------------------------------------------ probing
+    def probe_sync(
+        self,
+        step: Step,
+        input: Any,
+        output: Any,
+        *,
+        step_id: str | None = None,
+        step_name: str | None = None,
+    ) -> ProbeResult:
+        """:meth:`probe` from synchronous code (runs its own event loop).
+
+        Raises:
+            RuntimeError: Called inside a running event loop (``await probe(...)`` there).
+            ProbeError: As :meth:`probe`.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(
+                self.probe(step, input, output, step_id=step_id, step_name=step_name)
+            )
+        raise RuntimeError("probe_sync() was called inside a running event loop; await probe()")
+
+    async def probe(
+        self,
+        step: Step,
+        input: Any,
+        output: Any,
+        *,
+        step_id: str | None = None,
+        step_name: str | None = None,
+    ) -> ProbeResult:
+        """Score one step.
+
+        Args:
+            step: The guarded step (sync or async; see :data:`Step`).
+            input: The input it was called with (``str`` or JSON-like).
+            output: The output it produced (sample 0).
+            step_id: Stable id of this step occurrence (e.g. ``"node:writer/step:12"``) for
+                ``probe_rate`` sampling and seeding; default ``"{step_name}#{n}"`` with ``n``
+                counting this probe's calls.
+            step_name: Name for results and the cache key; default the callable's qualified
+                name.
+
+        Returns:
+            The result (``scored``, ``not_applicable`` or ``not_sampled``).
+
+        Raises:
+            ProbeError: The step or a scorer failed or misbehaved; never a low score instead.
+        """
+        name = step_name or str(getattr(step, "__qualname__", type(step).__name__))
+        sid = step_id if step_id is not None else f"{name}#{self._counter}"
+        self._counter += 1
+        if not self.should_probe(sid):
+            return ProbeResult(
+                status="not_sampled",
+                step=name,
+                step_id=sid,
+                confidence=self.confidence,
+                combine=self.combine,
+                reason=f"not sampled (probe_rate = {self.probe_rate})",
+            )
+        cf_set = self.generator.generate(input, self.k)
+        if cf_set.status == "not_applicable":
+            return ProbeResult(
+                status="not_applicable",
+                step=name,
+                step_id=sid,
+                confidence=self.confidence,
+                combine=self.combine,
+                reason=cf_set.reason,
+            )
+        variants = cf_set.variants
+        original_text = as_text(output)
+        self._remember((name, payload_digest(input), 0), output)
+
+        calls: list[_Call] = []
+        resample_keys = []
+        for s in range(1, self.r + 1):
+            key = (name, payload_digest(input), s)
+            resample_keys.append(key)
+            calls.append(_Call(key, input, s, f"same-group resample {s}"))
+        variant_keys = []
+        variant_samples = []
+        for j, v in enumerate(variants):
+            s = 1 + (j % self.r) if self.r > 0 else 0
+            key = (name, payload_digest(v.payload), s)
+            variant_keys.append(key)
+            variant_samples.append(s)
+            calls.append(
+                _Call(key, v.payload, s, f"counterfactual variant {j} (axis {v.mapping.axis})")
+            )
+        made, hits = await self._run(step, name, calls)
+
+        same_texts = [original_text] + [as_text(self._cache_get(key)) for key in resample_keys]
+        mapped_texts, raw_texts = [], []
+        for key, v in zip(variant_keys, variants, strict=True):
+            out = self._cache_get(key)
+            raw_texts.append(as_text(out))
+            mapped_texts.append(as_text(self._map_back(out, v.mapping, name)))
+
+        k, n_same = len(variants), len(same_texts)
+        twins = variant_samples
+        anchors = [[a for a in range(n_same) if a != twins[j]] if self.r else [0] for j in range(k)]
+        floor_pairs = sorted(
+            {(a, twins[j]) for j in range(k) for a in anchors[j]} if self.r else []
+        )
+        rows: dict[str, list[float]] = {}
+        floors: dict[str, list[float]] = {}
+        for scorer in self.scorers:
+            cf_texts = mapped_texts if scorer.compares_neutralised else raw_texts
+            lefts = [same_texts[a] for j in range(k) for a in anchors[j]]
+            rights = [cf_texts[j] for j in range(k) for _ in anchors[j]]
+            lefts += [same_texts[a] for a, _ in floor_pairs]
+            rights += [same_texts[t] for _, t in floor_pairs]
+            try:
+                values = scorer.divergence(lefts, rights)
+            except ProbeError:
+                raise
+            except Exception as exc:
+                raise ProbeError(
+                    f"scorer {scorer.name!r} raised {exc!r} while scoring step {name!r}; the "
+                    "probe fails closed"
+                ) from exc
+            checked = check_divergences(scorer.name, values, len(lefts))
+            n_between = sum(len(a) for a in anchors)
+            floor_d = dict(zip(floor_pairs, checked[n_between:], strict=True))
+            row, floor, pos = [], [], 0
+            for j in range(k):
+                row.append(mean(checked[pos : pos + len(anchors[j])]))
+                pos += len(anchors[j])
+                floor.append(mean([floor_d[(a, twins[j])] for a in anchors[j]]) if self.r else 0.0)
+            rows[scorer.name] = row
+            floors[scorer.name] = floor
+
+        parts = {sname: _parts(rows[sname], floors[sname]) for sname in rows}
+        score = combine({s: p.score for s, p in parts.items()}, self.combine)
+        ci = None
+        if k >= 2 and self.bootstrap > 0:
+            ci = self._interval(rows, floors, sid)
+        outcomes = tuple(
+            VariantOutcome(
+                axis=v.mapping.axis,
+                groups=v.mapping.groups,
+                names=v.mapping.names,
+                draw=v.draw,
+                sample=variant_samples[j],
+                divergences={s: (rows[s][j], floors[s][j]) for s in rows},
+            )
+            for j, v in enumerate(variants)
+        )
+        return ProbeResult(
+            status="scored",
+            step=name,
+            step_id=sid,
+            score=score,
+            ci=ci,
+            confidence=self.confidence,
+            parts=parts,
+            combine=self.combine,
+            k=k,
+            r=self.r,
+            calls=made,
+            cache_hits=hits,
+            axes=tuple(dict.fromkeys(v.mapping.axis for v in variants)),
+            variants=outcomes,
+        )
+
+    # ------------------------------------------------------------------ internals
+    def _interval(
+        self, rows: Mapping[str, Sequence[float]], floors: Mapping[str, Sequence[float]], sid: str
+    ) -> tuple[float, float]:
+        diffs = {s: [c - f for c, f in zip(v, floors[s], strict=True)] for s, v in rows.items()}
+        k = len(next(iter(diffs.values())))
+
+        def statistic(sample: Sequence[Sequence[float]]) -> float:
+            picked = sample[0]
+            scores = {
+                s: min(1.0, max(0.0, sum(d[int(i)] for i in picked) / len(picked)))
+                for s, d in diffs.items()
+            }
+            return combine(scores, self.combine)
+
+        rng = random.Random(f"{self.seed}:{sid}:bootstrap")
+        return bootstrap_interval(
+            [list(range(k))],
+            statistic,
+            replicates=self.bootstrap,
+            confidence=self.confidence,
+            rng=rng,
+        )
+
+    def _map_back(self, output: Any, mapping: CounterfactualMapping, name: str) -> Any:
+        try:
+            return self.generator.map_back(output, mapping)
+        except ValueError as exc:
+            raise ProbeError(f"cannot map the output of step {name!r} back: {exc}") from exc
+
+    def _accepts(self, step: Step) -> bool:
+        key = id(step)
+        if key not in self._accepts_sample:
+            try:
+                params = inspect.signature(step).parameters
+            except (TypeError, ValueError):
+                params = {}  # type: ignore[assignment]
+            p = params.get("sample")
+            self._accepts_sample[key] = p is not None and p.kind in (
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                inspect.Parameter.KEYWORD_ONLY,
+            )
+        return self._accepts_sample[key]
+
+    async def _run(self, step: Step, name: str, calls: Sequence[_Call]) -> tuple[int, int]:
+        """Run the distinct uncached calls concurrently; return (calls made, cache hits)."""
+        pending: dict[tuple[str, str, int], _Call] = {}
+        hits = 0
+        for c in calls:
+            if c.key in self._cache or c.key in pending:
+                hits += 1
+            else:
+                pending[c.key] = c
+        if not pending:
+            return 0, hits
+        accepts = self._accepts(step)
+        limit = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(c: _Call) -> Any:
+            async with limit:
+                token = _SAMPLE.set(c.sample)
+                try:
+                    result = step(c.payload, sample=c.sample) if accepts else step(c.payload)
+                    if inspect.isawaitable(result):
+                        result = await result
+                    return result
+                finally:
+                    _SAMPLE.reset(token)
+
+        todo = list(pending.values())
+        results = await asyncio.gather(*(one(c) for c in todo), return_exceptions=True)
+        for c, res in zip(todo, results, strict=True):
+            if isinstance(res, BaseException):
+                if not isinstance(res, Exception):
+                    raise res
+                raise ProbeError(
+                    f"step {name!r} raised {res!r} on its {c.what} (sample {c.sample}); the "
+                    "probe fails closed"
+                ) from res
+        for c, res in zip(todo, results, strict=True):
+            self._remember(c.key, res)
+        return len(todo), hits
+
+    def _remember(self, key: tuple[str, str, int], value: Any) -> None:
+        self._cache[key] = value
+        self._cache.move_to_end(key)
+        while len(self._cache) > max(self.cache_size, 1 + self.k + self.r):
+            self._cache.popitem(last=False)
+
+    def _cache_get(self, key: tuple[str, str, int]) -> Any:
+        self._cache.move_to_end(key)
+        return self._cache[key]
+
+
+def _parts(cf_rows: Sequence[float], floor_rows: Sequence[float]) -> ScorerParts:
+    d_cf = mean(cf_rows)
+    d_same = mean(floor_rows)
+    excess = d_cf - d_same
+    return ScorerParts(
+        counterfactual=d_cf,
+        same_group=d_same,
+        excess=excess,
+        score=min(1.0, max(0.0, excess)),
+    )
+
+
+def _check_range(name: str, value: int, lo: int, hi: int | None) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < lo
+        or (hi is not None and value > hi)
+    ):
+        bound = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ValueError(f"{name}={value!r} must be an integer {bound}")
+
+
+def build_probe(context: BuildContext) -> Probe:
+    """Build the probe the configuration describes (``[probe]`` and the selected scorers).
+
+    Args:
+        context: The kernel (a :class:`~biasbreaker.registry.BuildContext`).
+
+    Returns:
+        The probe, seeded with the run's seed.
+
+    Raises:
+        ConfigError: A term file or axis in ``[probe]`` is invalid.
+        PluginError: A selected scorer fails to build or is not a scorer.
+    """
+    cfg = context.settings.probe
+    scorers = [check_scorer(context.build("scorer", n), n) for n in cfg.scorers]
+    try:
+        terms = TermSet.load(
+            axes=cfg.axes,
+            extra_files=cfg.term_files,
+            inline={axis: [dict(row) for row in rows] for axis, rows in cfg.extra_terms.items()},
+            groups=cfg.groups,
+            names=cfg.names,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"[probe] term lists: {exc}") from exc
+    generator = CounterfactualGenerator(terms, seed=context.seed)
+    return Probe(
+        scorers,
+        generator=generator,
+        k=cfg.k,
+        r=cfg.r,
+        probe_rate=cfg.probe_rate,
+        seed=context.seed,
+        combine=cfg.combine,
+        bootstrap=cfg.bootstrap,
+        confidence=cfg.confidence,
+        max_concurrency=cfg.max_concurrency,
+    )

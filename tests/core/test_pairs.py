@@ -1,0 +1,134 @@
+"""Scoring pre-computed pairs: the JSONL format, its errors, neutralisation modes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from biasbreaker.errors import InputError
+from biasbreaker.probe import ResponsePair, read_pairs, score_pairs
+
+
+class Exact:
+    name = "exact"
+    compares_neutralised = True
+
+    def divergence(self, a: Sequence[str], b: Sequence[str]) -> list[float]:
+        return [0.0 if x == y else 1.0 for x, y in zip(a, b, strict=True)]
+
+    def report(self, a: Sequence[str], b: Sequence[str]) -> Mapping[str, float]:
+        return {"identical share": sum(x == y for x, y in zip(a, b, strict=True)) / len(a)}
+
+
+class RawExact(Exact):
+    name = "raw"
+    compares_neutralised = False
+
+
+def write(tmp_path: Path, lines: list[object]) -> Path:
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def test_read_pairs(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        [
+            {"original": "He is fit.", "counterfactual": "She is fit.", "id": 7},
+            "",
+            {
+                "original": "a",
+                "counterfactual": "b",
+                "axis": "gender",
+                "groups": [["male", "female"], ["female", "male"]],
+            },
+        ],
+    )
+    pairs = read_pairs(path)
+    assert pairs[0] == ResponsePair("He is fit.", "She is fit.", id="7")
+    assert pairs[1].groups == (("male", "female"), ("female", "male"))
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", r"pairs.jsonl:2: not valid JSON"),
+        ("[1, 2]", r"pairs.jsonl:2: expected a JSON object"),
+        ({"original": "x"}, r"pairs.jsonl:2: field 'counterfactual' = None must be a string"),
+        (
+            {"original": "x", "counterfactual": "y", "orignal": "z"},
+            r"pairs.jsonl:2: unknown key\(s\) \['orignal'\]",
+        ),
+        (
+            {"original": "x", "counterfactual": "y", "axis": "gender"},
+            r"pairs.jsonl:2: give 'axis' and 'groups'",
+        ),
+        (
+            {"original": "x", "counterfactual": "y", "axis": "gender", "groups": ["male"]},
+            r"pairs.jsonl:2: 'axis' must",
+        ),
+        (
+            {"original": "x", "counterfactual": "y", "resample": 3},
+            r"pairs.jsonl:2: field 'resample'",
+        ),
+    ],
+)
+def test_bad_lines_name_file_and_line(tmp_path: Path, line: object, message: str) -> None:
+    path = write(tmp_path, [{"original": "ok", "counterfactual": "ok"}, line])
+    with pytest.raises(InputError, match=message):
+        read_pairs(path)
+
+
+def test_resamples_on_all_lines_or_none(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        [
+            {"original": "a", "counterfactual": "b", "resample": "c"},
+            {"original": "a", "counterfactual": "b"},
+        ],
+    )
+    with pytest.raises(InputError, match="1 of 2 lines have 'resample'"):
+        read_pairs(path)
+
+
+def test_empty_and_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no pairs"):
+        read_pairs(write(tmp_path, [""]))
+    with pytest.raises(InputError, match="cannot read"):
+        read_pairs(tmp_path / "absent.jsonl")
+
+
+def test_neutralisation_modes() -> None:
+    pair = ResponsePair(
+        "He thanked his wife.",
+        "She thanked her husband.",
+        resample="He thanked his wife!",
+        axis="gender",
+        groups=(("male", "female"), ("female", "male")),
+    )
+    for mode, expected in (("auto", 0.0), ("map-back", 0.0), ("mask", 0.0), ("none", 1.0)):
+        report = score_pairs([pair], [Exact(), RawExact()], neutralisation=mode, bootstrap=0)
+        exact, raw = report.scorers
+        assert exact.counterfactual == expected, mode
+        assert raw.counterfactual == 1.0  # raw scorers always see the raw text
+        assert exact.same_group == 1.0
+        assert exact.excess == expected - 1.0
+        assert exact.reported == {"identical share": 1.0 - expected}
+
+
+def test_map_back_needs_groups() -> None:
+    with pytest.raises(InputError, match="needs 'axis' and 'groups'"):
+        score_pairs([ResponsePair("a", "b")], [Exact()], neutralisation="map-back")
+
+
+def test_report_is_json_and_has_intervals() -> None:
+    pairs = [ResponsePair(f"He won {i}.", f"She won {i % 3}.") for i in range(30)]
+    report = score_pairs(pairs, [Exact()], neutralisation="mask", seed=3)
+    data = json.loads(json.dumps(report.to_dict()))
+    ci = data["scorers"][0]["counterfactual_ci"]
+    assert ci[0] <= data["scorers"][0]["counterfactual"] <= ci[1]
+    assert data["with_resamples"] is False
