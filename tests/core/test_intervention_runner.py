@@ -273,3 +273,40 @@ def test_the_machine_recovers_with_the_runner_and_escalates_with_a_noop_repair()
     states = drive(machine, [0.1, 0.5] + [0.1] * 10)
     assert states[-1] is BreakerState.ESCALATED
     assert states.count(BreakerState.INTERVENTION) == 2  # max_retries attempts, then escalate
+
+
+class StubProbe:
+    def __init__(self, status="scored", score=0.0):
+        self.status, self.score, self.seen = status, score, []
+
+    async def probe(self, step, value, output, *, step_id, step_name):
+        self.seen.append((await step(value, sample=1), output, step_id))
+        from types import SimpleNamespace
+
+        return SimpleNamespace(
+            status=self.status, score=self.score, k=2, r=1, calls=3, reason="no protected term"
+        )
+
+
+async def test_probe_rechecker_probes_repair_after_node_on_the_frozen_input():
+    from biasbreaker.errors import InterventionError
+    from biasbreaker.intervention.runner import ProbeRechecker
+
+    async def node(value, sample=0):
+        return f"{value}/{sample}"
+
+    async def repair(output):
+        return output.upper()
+
+    probe = StubProbe(score=0.05)
+    check = await ProbeRechecker(probe, {"writer": node}).recheck(context(), repair, "R")
+    assert check.score == 0.05 and check.calls == 2
+    assert probe.seen[0][0] == "RANK JOHN AND EMILY./1" and probe.seen[0][1] == "R"
+    with pytest.raises(InterventionError, match="no guarded step"):
+        await ProbeRechecker(probe, {}).recheck(context(), repair, "R")
+    with pytest.raises(InterventionError, match="no step input"):
+        await ProbeRechecker(probe, {"writer": node}).recheck(context(step_input=None), repair, "R")
+    with pytest.raises(InterventionError, match="not_applicable"):
+        await ProbeRechecker(StubProbe("not_applicable", None), {"writer": node}).recheck(
+            context(), repair, "R"
+        )
