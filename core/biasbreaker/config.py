@@ -33,7 +33,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -362,6 +369,34 @@ class InterventionSettings(Section):
     max_rewrites: int = Field(
         3, ge=1, le=50, description="MADERA rewrite rounds per intervention attempt."
     )
+    evidence_top_k: int = Field(
+        3, ge=1, le=100, description="Counter-evidence items MADERA's editor gets per round."
+    )
+    skeptic_timeout_s: float = Field(
+        30.0,
+        gt=0.0,
+        le=3600.0,
+        description="Time-out of each skeptic's review, in seconds; a late skeptic fails.",
+    )
+    overconfidence: float = Field(
+        0.9,
+        gt=0.5,
+        le=1.0,
+        description="Certainty at or above which an evidence-free verdict is overconfident "
+        "(the only ground on which an aggregator may prune it), in (0.5, 1].",
+    )
+
+    @field_validator("skeptics")
+    @classmethod
+    def _panel(cls, names: list[str]) -> list[str]:
+        if len(names) < 2:
+            raise ValueError(
+                f"a skeptic panel needs at least 2 skeptics of distinct kinds, got {names!r}; "
+                'e.g. ["empirical-auditor", "devils-advocate", "diversity-champion"]'
+            )
+        if len(set(names)) != len(names):
+            raise ValueError(f"skeptics {names!r} lists a skeptic twice; list each once")
+        return names
 
 
 class AdapterSettings(Section):

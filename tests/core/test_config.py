@@ -217,7 +217,11 @@ def settings_dicts(draw: st.DrawFn) -> dict[str, Any]:
             "cooldown_steps": draw(st.integers(0, 10_000)),
             "max_retries": draw(st.integers(1, 100)),
         },
-        "intervention": {"aggregator": draw(names), "skeptics": draw(st.lists(names, max_size=4))},
+        "intervention": {
+            "aggregator": draw(names),
+            # a panel is at least two distinct skeptics (InterventionSettings rejects fewer)
+            "skeptics": draw(st.lists(names, min_size=2, max_size=4, unique=True)),
+        },
         "plugin": draw(
             st.dictionaries(
                 names, st.dictionaries(names, st.integers(-5, 5), max_size=3), max_size=3

@@ -81,8 +81,8 @@ def test_plugin_raising_at_import_is_reported_and_does_not_hide_others(
     assert "definitely_not_installed_module_xyz" in str(failure)
     assert "bb-broken 0.9" in str(failure)
     assert "broken" in caplog.text
-    # the working plugin is still there
-    assert host.build_registry().names("aggregator") == ["good"]
+    # the working plugin is still there (next to the first-party aggregators)
+    assert "good" in host.build_registry().names("aggregator")
 
 
 def test_strict_makes_a_load_failure_fatal(fake_plugin_dist: Any) -> None:
@@ -110,7 +110,7 @@ def test_plugin_disabled_by_env_is_never_imported(
     assert host.failures == []
     assert host.infos["loud"].status == "disabled"
     assert host.infos["bb_agg_x"].status == "disabled"
-    assert host.build_registry().names("aggregator") == []
+    assert "x" not in host.build_registry().names("aggregator")
 
 
 def test_duplicate_names_are_an_error_naming_both_distributions(fake_plugin_dist: Any) -> None:
