@@ -145,12 +145,12 @@ def test_unknown_name_mentions_plugins_that_failed_to_load(
     fake_plugin_dist: Any, isolated_config: Any
 ) -> None:
     fake_plugin_dist(
-        "bb-retriever-bm25",
-        entry_points={"bm25": "bb_bm25_missing"},
-        modules={"bb_bm25_missing": "import numpy_that_is_missing\n"},
+        "bb-retriever-zz",
+        entry_points={"zz-missing": "bb_zz_missing"},
+        modules={"bb_zz_missing": "import numpy_that_is_missing\n"},
     )
     host = PluginHost(disabled=frozenset())
-    kernel = Kernel(load_settings(overrides={"intervention": {"retriever": "bm25"}}), host)
+    kernel = Kernel(load_settings(overrides={"intervention": {"retriever": "zz-missing"}}), host)
     with pytest.raises(UnknownImplementationError, match="failed to load.*numpy_that_is_missing"):
         kernel.build("retriever")
 
