@@ -1,0 +1,880 @@
+"""The guard of one LangGraph graph: probe, propagate, decide, stage, promote, repair, review.
+
+One :class:`GraphGuard` serves one guarded graph (every thread run on it). A guarded node's
+task does, in order (docs/langgraph.md §3):
+
+1. run the user's node and split its return value into the state update and its ``Command``
+   destinations; nothing is written yet;
+2. probe it (:class:`biasbreaker.probe.Probe`): re-run the node on counterfactual variants of
+   the application's part of its input state, and on same-group resamples, concurrently;
+3. *inline* nodes fold the local score into ``bb_local_scores``, compute B_net
+   (:func:`biasbreaker.propagation.network_score` with the graph's Katz weights) and the EWMAs,
+   and preview the control machine's step: if the step would *not* start an intervention it
+   is committed (snapshot to ``bb_breaker``, trace record) and, on ``PROCEED``, the update is
+   returned together with the ``bb_`` keys: promoted in the node's own task. Otherwise the
+   update is staged in ``bb_unverified_output`` and the node returns :class:`Halt` rerouting to
+   ``bb_mitigate`` (trip or held) or ``bb_review`` (escalated); its edges do not fire;
+4. *queued* nodes (reachable from a fan-out) stage their update and score and reroute to
+   ``bb_breaker``, which takes the staged outputs one after another (step 3 for each).
+
+``bb_mitigate`` takes one machine step per super-step (so each transition is checkpointed
+before the next starts): the pending step with the real intervention hook, then the re-step
+protocol of docs/control.md §3a with the same held output and the same fast and slow B_net,
+until the output is promoted (probation passed, or a repair that passed its re-check), or
+escalated to ``bb_review``. ``bb_review`` pauses with ``interrupt()``; resuming with a
+:class:`~biasbreaker_plugins.langgraph.review.ReviewDecision` promotes, edits or drops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config, get_store, get_stream_writer
+from langgraph.runtime import get_runtime
+from langgraph.types import Command, Send, interrupt
+
+from biasbreaker.errors import ConfigError
+from biasbreaker.intervention.router import route_intervention
+from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig, noop_hook
+from biasbreaker.probe import Probe, build_probe
+from biasbreaker.propagation import NetworkEwma, network_score
+from biasbreaker.registry import BuildContext
+from biasbreaker.types import (
+    BreakerAction,
+    BreakerDecision,
+    BreakerState,
+    FrozenPayload,
+    InterventionContext,
+    canonical_json,
+)
+from biasbreaker_plugins.langgraph._internals import Halt, Promote
+from biasbreaker_plugins.langgraph._machines import (
+    Handle,
+    Machines,
+    Traces,
+    commit_records,
+    run_sync,
+)
+from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
+from biasbreaker_plugins.langgraph.state import BB_KEYS, user_part
+
+if TYPE_CHECKING:
+    from langgraph.graph import StateGraph
+
+    from biasbreaker_plugins.langgraph.graph import GuardedStateGraph
+    from biasbreaker_plugins.langgraph_plugin import LangGraphOptions
+
+BREAKER: Final = "bb_breaker"
+MITIGATE: Final = "bb_mitigate"
+REVIEW: Final = "bb_review"
+SKEPTIC: Final = "bb_skeptic"
+AGGREGATE: Final = "bb_aggregate"
+ADDED_NODES: Final = (BREAKER, MITIGATE, REVIEW, SKEPTIC, AGGREGATE)
+"""Names of the nodes ``guard()`` adds (the Send panel's two only with ``panel = "send"``)."""
+PROMOTERS: Final = (BREAKER, MITIGATE, REVIEW, AGGREGATE)
+
+INJECTABLE: Final = ("config", "runtime", "writer", "store")
+Mode = Literal["inline", "queued"]
+
+
+@dataclass(frozen=True)
+class GuardedNode:
+    """A guarded node.
+
+    Args:
+        name: The node's name in the graph.
+        fn: The user's function (sync or async), as written.
+        is_async: Whether ``fn`` is a coroutine function.
+        probe: Whether the node is probed (``guard_node(probe=False)`` turns it off).
+        mode: ``"inline"`` (checked in its own task) or ``"queued"`` (checked by
+            ``bb_breaker``, because it may run in parallel with another guarded node).
+        first: Name of ``fn``'s first parameter (the state).
+        inject: The LangGraph-injected parameters ``fn`` accepts (config, runtime, writer,
+            store).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+    probe: bool
+    mode: Mode
+    first: str
+    inject: tuple[str, ...]
+
+
+@dataclass
+class _Call:
+    """One guarded call in progress."""
+
+    node: GuardedNode
+    state: Mapping[str, Any]
+    update: dict[str, Any]
+    goto: list[Any]
+    command: Command[Any] | None
+    key: str
+    step_id: str
+    thread: str
+    lg_step: int
+    probe_input: dict[str, Any]
+    sampled: bool = False
+    score: float | None = None
+    probe_error: str | None = None
+    probe_summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Command[Any] | None]:
+    """A node's return value as (update dict, Command destinations, the Command or None)."""
+    if out is None:
+        return {}, [], None
+    if isinstance(out, dict):
+        return dict(out), [], None
+    if isinstance(out, Command):
+        if out.graph is not None:
+            raise ConfigError(
+                f"guarded node {node!r} returned Command(graph={out.graph!r}); a guarded node's "
+                "output must stay in its graph (guard the parent graph's node instead)"
+            )
+        if out.resume is not None:
+            raise ConfigError(f"guarded node {node!r} returned Command(resume=...); not allowed")
+        update: dict[str, Any] = {}
+        raw = out.update
+        if isinstance(raw, dict):
+            update = dict(raw)
+        elif isinstance(raw, (list, tuple)):
+            for pair in raw:
+                if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                    raise ConfigError(
+                        f"guarded node {node!r} returned Command(update={raw!r}); give a dict"
+                    )
+                if pair[0] in update:
+                    raise ConfigError(
+                        f"guarded node {node!r} writes {pair[0]!r} twice in one Command; "
+                        "return a dict update"
+                    )
+                update[pair[0]] = pair[1]
+        elif raw is not None:
+            raise ConfigError(
+                f"guarded node {node!r} returned Command(update=<{type(raw).__name__}>); give "
+                "a dict"
+            )
+        goto = out.goto
+        targets: list[Any] = (
+            [goto] if isinstance(goto, (str, Send)) else list(goto) if goto else []
+        )
+        return update, targets, out
+    raise ConfigError(
+        f"guarded node {node!r} returned {type(out).__name__}; a guarded node returns a dict "
+        "update, a Command or None"
+    )
+
+
+def _goto_json(node: str, goto: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for target in goto:
+        if isinstance(target, str):
+            out.append(target)
+        elif isinstance(target, Send):
+            out.append({"send": target.node, "arg": target.arg})
+        else:
+            raise ConfigError(f"guarded node {node!r}: Command goto {target!r} is not supported")
+    return out
+
+
+def _goto_from_json(goto: Sequence[Any]) -> list[Any]:
+    return [t if isinstance(t, str) else Send(t["send"], t["arg"]) for t in goto]
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _thread_of(config: Mapping[str, Any] | None) -> str:
+    conf = (config or {}).get("configurable") or {}
+    return str(conf.get("thread_id", "default"))
+
+
+def _task_of(config: Mapping[str, Any] | None) -> tuple[int, str]:
+    """(super-step, push suffix) of the running task, from LangGraph's run metadata."""
+    meta = (config or {}).get("metadata") or {}
+    step = int(meta.get("langgraph_step", 0))
+    path = meta.get("langgraph_path") or ()
+    suffix = ""
+    if path and path[0] == "__pregel_push":
+        suffix = "#" + ".".join(str(p) for p in path[1:])
+    return step, suffix
+
+
+class GraphGuard:
+    """The runtime of one guarded graph (shared by every run and thread of it).
+
+    Args:
+        adapter: The adapter (kernel, options, machine configuration).
+        nodes: The guarded nodes by name.
+        weights: Katz influence weights of every node of the user's graph (sum to 1).
+        hook: The intervention hook for ``bb_mitigate``.
+    """
+
+    def __init__(
+        self,
+        adapter: LangGraphAdapter,
+        nodes: Mapping[str, GuardedNode],
+        weights: Mapping[str, float],
+        hook: AnyHook,
+    ) -> None:
+        self.adapter = adapter
+        self.nodes = dict(nodes)
+        self.weights = dict(weights)
+        self.hook = hook
+        self.machines = Machines(adapter.machine_config)
+        self.traces = Traces(
+            adapter.options.trace_path, fsync=adapter.context.settings.trace.fsync
+        )
+        self.probes: dict[str, Probe] = {
+            name: build_probe(adapter.context) for name, spec in self.nodes.items() if spec.probe
+        }
+        self.steps: dict[str, Callable[..., Any]] = {
+            name: self._probe_step(spec) for name, spec in self.nodes.items()
+        }
+
+    # ------------------------------------------------------------------ the wrapper
+
+    def wrap(self, spec: GuardedNode) -> Callable[..., Any]:
+        """The function LangGraph runs for a guarded node (same name, signature and hints).
+
+        ``functools.wraps`` keeps ``__name__``, ``__annotations__`` and ``__wrapped__``, so
+        LangGraph infers the same input schema and ``Command`` destinations and resolves
+        string annotations in the function's own module. ``__signature__`` is the function's
+        plus a keyword-only ``config`` if it lacks one, so LangGraph injects the run config
+        the guard needs; the function receives exactly the arguments it declares.
+        """
+        fn = spec.fn
+        wants_config = "config" in spec.inject
+
+        if spec.is_async:
+
+            @functools.wraps(fn)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                config = kwargs["config"] if wants_config else kwargs.pop("config", None)
+                out = await fn(*args, **kwargs)
+                call = self._begin(spec, args, kwargs, out, config)
+                if call.sampled:
+                    await self._probe(call)
+                return self._finish(call)
+
+            wrapper: Callable[..., Any] = guarded_async
+        else:
+
+            @functools.wraps(fn)
+            def guarded_sync(*args: Any, **kwargs: Any) -> Any:
+                config = kwargs["config"] if wants_config else kwargs.pop("config", None)
+                out = fn(*args, **kwargs)
+                call = self._begin(spec, args, kwargs, out, config)
+                if call.sampled:
+                    run_sync(self._probe(call))
+                return self._finish(call)
+
+            wrapper = guarded_sync
+        signature = inspect.signature(fn)
+        if not wants_config:
+            params = list(signature.parameters.values())
+            position = len(params)
+            if params and params[-1].kind is inspect.Parameter.VAR_KEYWORD:
+                position -= 1
+            params.insert(
+                position,
+                inspect.Parameter(
+                    "config", inspect.Parameter.KEYWORD_ONLY, annotation=RunnableConfig
+                ),
+            )
+            signature = signature.replace(parameters=params)
+        wrapper.__signature__ = signature  # type: ignore[attr-defined]
+        return wrapper
+
+    def _begin(
+        self,
+        spec: GuardedNode,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        out: Any,
+        config: Mapping[str, Any] | None,
+    ) -> _Call:
+        state = args[0] if args else kwargs[spec.first]
+        if not isinstance(state, Mapping):
+            raise ConfigError(
+                f"guarded node {spec.name!r} received a {type(state).__name__} state; the "
+                "biasbreaker adapter guards graphs whose state is a dict (a TypedDict schema)"
+            )
+        update, goto, command = _split_output(spec.name, out)
+        if config is None:
+            config = get_config()
+        lg_step, suffix = _task_of(config)
+        key = f"{spec.name}@{lg_step}{suffix}"
+        call = _Call(
+            node=spec,
+            state=state,
+            update=update,
+            goto=goto,
+            command=command,
+            key=key,
+            step_id=key,
+            thread=_thread_of(config),
+            lg_step=lg_step,
+            probe_input=user_part(dict(state)),
+        )
+        probe = self.probes.get(spec.name)
+        call.sampled = probe is not None and probe.should_probe(call.step_id)
+        return call
+
+    async def _probe(self, call: _Call) -> None:
+        probe = self.probes[call.node.name]
+        try:
+            result = await probe.probe(
+                self.steps[call.node.name],
+                call.probe_input,
+                call.update,
+                step_id=call.step_id,
+                step_name=call.node.name,
+            )
+        except Exception as exc:  # the probe fails closed: the output goes to human review
+            call.probe_error = f"{type(exc).__name__}: {exc}"
+            return
+        if result.status == "not_sampled":
+            call.sampled = False
+            return
+        call.score = result.score
+        call.probe_summary = {
+            "status": result.status,
+            "score": result.score,
+            "k": result.k,
+            "r": result.r,
+            "calls": result.calls,
+            "reason": result.reason,
+        }
+
+    def _probe_step(self, spec: GuardedNode) -> Callable[..., Any]:
+        """The step the probe re-runs: the user's function on a variant of the state.
+
+        It takes the application's keys of the state (the probe's payload), calls the function
+        with the LangGraph objects it declares resolved for the running task, and returns the
+        state update. A sync function runs in a worker thread, so the probe's calls overlap.
+        """
+        fn = spec.fn
+        inject = spec.inject
+
+        def injected() -> dict[str, Any]:
+            values: dict[str, Any] = {}
+            for name in inject:
+                if name == "config":
+                    values[name] = get_config()
+                elif name == "runtime":
+                    values[name] = get_runtime()
+                elif name == "writer":
+                    values[name] = get_stream_writer()
+                else:
+                    values[name] = get_store()
+            return values
+
+        async def step(payload: Any, sample: int = 0) -> dict[str, Any]:
+            kwargs = injected()
+            if spec.is_async:
+                out = await fn(payload, **kwargs)
+            else:
+                out = await asyncio.to_thread(fn, payload, **kwargs)
+            update, _, _ = _split_output(spec.name, out)
+            return update
+
+        return step
+
+    # ------------------------------------------------------------------ deciding
+
+    def _fold(
+        self, state: Mapping[str, Any], scores: dict[str, float | None], call: _Call
+    ) -> tuple[dict[str, Any], float, float, float | None]:
+        """Fold the call's score into the latest scores; B_net and the EWMAs after it.
+
+        Returns:
+            (new EWMA state, fast, slow, B_net or None); ``scores`` is updated in place.
+        """
+        if call.sampled:
+            scores[call.node.name] = call.score
+        net = network_score(self.weights, scores)
+        raw = state.get("bb_network_ewma")
+        ewma = (
+            NetworkEwma.from_dict(raw)
+            if raw
+            else self.adapter.context.settings.propagation.network_ewma()
+        )
+        ewma = ewma.update(net.b_net)
+        fast = ewma.fast.value if ewma.fast.value is not None else 0.0
+        slow = ewma.slow.value if ewma.slow.value is not None else 0.0
+        return ewma.to_dict(), fast, slow, net.b_net
+
+    def _entry(self, call: _Call, status: str, **extra: Any) -> dict[str, Any]:
+        staged_input = call.probe_input if _jsonable(call.probe_input) else None
+        entry: dict[str, Any] = {
+            "node": call.node.name,
+            "key": call.key,
+            "order": [call.lg_step, call.key],
+            "status": status,
+            "update": call.update,
+            "goto": _goto_json(call.node.name, call.goto),
+            "input": staged_input,
+            "sampled": call.sampled,
+            "score": call.score,
+            "probe": call.probe_summary,
+            "step": None,
+            "reason": "",
+        }
+        entry.update(extra)
+        return entry
+
+    def _preview(
+        self, handle: Handle, entry: Mapping[str, Any], step: Mapping[str, Any]
+    ) -> tuple[BreakerDecision | None, InterventionContext | None]:
+        """Step the machine with a capturing hook: the decision, or the context it would repair.
+
+        When the step would call the hook the machine is left dirty: the caller drops it.
+        """
+        handle.dispatch.target = None
+        handle.dispatch.captured = None
+        decision = self._machine_step(handle.machine, entry, step)
+        captured = handle.dispatch.captured
+        if captured is not None:
+            return None, captured
+        return decision, None
+
+    def _machine_step(
+        self, machine: ControlMachine, entry: Mapping[str, Any], step: Mapping[str, Any]
+    ) -> BreakerDecision:
+        scores = {n: s for n, s in step["scores"].items() if s is not None}
+        return machine.step(
+            step["fast"],
+            step["slow"],
+            node=entry["node"],
+            local_scores=scores,
+            weights=self.weights,
+            payload=entry["update"],
+        )
+
+    async def _machine_astep(
+        self, machine: ControlMachine, entry: Mapping[str, Any], step: Mapping[str, Any]
+    ) -> BreakerDecision:
+        scores = {n: s for n, s in step["scores"].items() if s is not None}
+        return await machine.astep(
+            step["fast"],
+            step["slow"],
+            node=entry["node"],
+            local_scores=scores,
+            weights=self.weights,
+            payload=entry["update"],
+        )
+
+    def _commit(self, handle: Handle, thread: str, by: str) -> dict[str, Any]:
+        """Snapshot the handle's machine, write its trace records, cache it; the state value."""
+        value = {"machine": handle.machine.snapshot(), "by": by}
+        commit_records(self.traces, thread, handle)
+        self.machines.release(handle, value)
+        return value
+
+    def _finish(self, call: _Call) -> Any:
+        """Decide what the guarded node returns (see the module docstring, steps 3 and 4)."""
+        name = call.node.name
+        state = call.state
+        if call.probe_error is not None:
+            entry = self._entry(
+                call, "escalated", reason=f"probe failed, output held: {call.probe_error}"
+            )
+            return Halt(
+                goto=REVIEW,
+                update={
+                    "bb_unverified_output": {call.key: entry},
+                    "bb_audit_trail": [
+                        {"event": "probe-failed", "key": call.key, "error": call.probe_error}
+                    ],
+                },
+            )
+        if call.node.mode == "queued":
+            return Halt(
+                goto=BREAKER,
+                update={"bb_unverified_output": {call.key: self._entry(call, "queued")}},
+            )
+        scores = dict(state.get("bb_local_scores") or {})
+        ewma, fast, slow, b_net = self._fold(state, scores, call)
+        step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": scores}
+        entry = self._entry(call, "tripped", step=step)
+        bb: dict[str, Any] = {"bb_network_ewma": ewma}
+        if call.sampled:
+            bb["bb_local_scores"] = {name: call.score}
+        if state.get("bb_katz_weights") != self.weights:
+            bb["bb_katz_weights"] = self.weights
+        handle = self.machines.acquire(state.get("bb_breaker"))
+        decision, captured = self._preview(handle, entry, step)
+        if decision is None:
+            # The step starts an intervention: bb_mitigate runs it with the real hook.
+            assert captured is not None
+            return Halt(goto=MITIGATE, update={**bb, "bb_unverified_output": {call.key: entry}})
+        bb["bb_breaker"] = self._commit(handle, call.thread, call.key)
+        if decision.action is BreakerAction.PROCEED:
+            if call.command is not None:
+                return Command(update={**call.update, **bb}, goto=call.command.goto)
+            return {**call.update, **bb}
+        entry = {**entry, "status": _held_status(decision), "reason": decision.reason}
+        bb["bb_unverified_output"] = {call.key: entry}
+        bb.update(self._freeze_record(call.key, name, decision, handle.machine))
+        return Halt(goto=_route_for(decision), update=bb)
+
+    # ------------------------------------------------------------------ records
+
+    def _freeze_record(
+        self, key: str, node: str, decision: BreakerDecision, machine: ControlMachine
+    ) -> dict[str, Any]:
+        payload = decision.frozen_payload
+        if payload is None:
+            return {}
+        record = {
+            "node": node,
+            "payload": payload.to_json(),
+            "status": "frozen",
+            "step": machine.steps_taken - 1,
+            "state": decision.state.value,
+            "reason": decision.reason,
+        }
+        return {
+            "bb_frozen": {key: record},
+            "bb_audit_trail": [
+                {"event": "freeze", "key": key, "node": node, "sha256": payload.sha256}
+            ],
+        }
+
+    # ------------------------------------------------------------------ breaker nodes
+
+    def _staged(self, state: Mapping[str, Any], *statuses: str) -> list[dict[str, Any]]:
+        staged = state.get("bb_unverified_output") or {}
+        chosen = [e for e in staged.values() if e["status"] in statuses]
+        return sorted(chosen, key=lambda e: (e["order"][0], e["order"][1]))
+
+    def _promotion(
+        self,
+        entry: Mapping[str, Any],
+        update: Mapping[str, Any],
+        pairs: list[tuple[str, Any]],
+        promoted: list[str],
+        goto: list[Any],
+    ) -> None:
+        pairs.extend(update.items())
+        pairs.append(("bb_unverified_output", {entry["key"]: None}))
+        promoted.append(entry["node"])
+        goto.extend(_goto_from_json(entry["goto"]))
+
+    def breaker_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
+        """``bb_breaker``: check the queued outputs one after another, promoting the clean ones.
+
+        Stops at the first output that is not promoted (it goes to ``bb_mitigate`` or
+        ``bb_review``); the rest wait until that one is resolved.
+        """
+        thread = _thread_of(config)
+        lg_step, _ = _task_of(config)
+        scores = dict(state.get("bb_local_scores") or {})
+        running = dict(state)
+        pairs: list[tuple[str, Any]] = []
+        promoted: list[str] = []
+        goto: list[Any] = []
+        breaker_value = state.get("bb_breaker")
+        for entry in self._staged(state, "queued"):
+            if entry["status"] != "queued":
+                continue
+            call_like = _Call(
+                node=self.nodes[entry["node"]],
+                state=running,
+                update=entry["update"],
+                goto=[],
+                command=None,
+                key=entry["key"],
+                step_id=entry["key"],
+                thread=thread,
+                lg_step=lg_step,
+                probe_input={},
+                sampled=entry["sampled"],
+                score=entry["score"],
+            )
+            ewma, fast, slow, b_net = self._fold(running, scores, call_like)
+            running["bb_network_ewma"] = ewma
+            pairs.append(("bb_network_ewma", ewma))
+            if entry["sampled"]:
+                pairs.append(("bb_local_scores", {entry["node"]: entry["score"]}))
+            step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": dict(scores)}
+            handle = self.machines.acquire(breaker_value)
+            decision, _ = self._preview(handle, entry, step)
+            if decision is None:
+                tripped = {**entry, "status": "tripped", "step": step}
+                pairs.append(("bb_unverified_output", {entry["key"]: tripped}))
+                goto.append(MITIGATE)
+                break
+            breaker_value = self._commit(handle, thread, f"{BREAKER}@{lg_step}:{entry['key']}")
+            pairs.append(("bb_breaker", breaker_value))
+            if decision.action is BreakerAction.PROCEED:
+                self._promotion(entry, entry["update"], pairs, promoted, goto)
+                continue
+            held = {**entry, "status": _held_status(decision), "step": step}
+            held["reason"] = decision.reason
+            pairs.append(("bb_unverified_output", {entry["key"]: held}))
+            pairs.extend(
+                self._freeze_record(entry["key"], entry["node"], decision, handle.machine).items()
+            )
+            goto.append(_route_for(decision))
+            break
+        pairs = _coalesce(pairs)
+        if state.get("bb_katz_weights") != self.weights:
+            pairs.append(("bb_katz_weights", self.weights))
+        return Promote(update=pairs, goto=goto, promoted=tuple(dict.fromkeys(promoted)))
+
+    def mitigate_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
+        """``bb_mitigate``: one machine step for the first tripped or held output.
+
+        A tripped output's pending step runs with the intervention hook; a held output is
+        stepped again with the same inputs (the re-step protocol, docs/control.md §3a).
+        """
+        pending = self._staged(state, "tripped", "held")
+        if not pending:
+            return {}
+        entry = pending[0]
+        thread = _thread_of(config)
+        lg_step, _ = _task_of(config)
+        handle = self.machines.acquire(state.get("bb_breaker"))
+        handle.dispatch.target = self.hook
+        decision = run_sync(self._machine_astep(handle.machine, entry, entry["step"]))
+        result = handle.machine.last_result
+        value = self._commit(handle, thread, f"{MITIGATE}@{lg_step}:{entry['key']}")
+        bb: list[tuple[str, Any]] = [("bb_breaker", value)]
+        bb.extend(self._freeze_record(entry["key"], entry["node"], decision, handle.machine).items())
+        ran_hook = handle.machine.last_record is not None and (
+            handle.machine.last_record.intervention is not None
+        )
+        if ran_hook and result is not None:
+            bb.append(
+                (
+                    "bb_audit_trail",
+                    [{"event": "intervention", "key": entry["key"], **result.summary()}],
+                )
+            )
+        return self._resolve(state, entry, decision, handle.machine, bb, ran_hook)
+
+    def _resolve(
+        self,
+        state: Mapping[str, Any],
+        entry: Mapping[str, Any],
+        decision: BreakerDecision,
+        machine: ControlMachine,
+        bb: list[tuple[str, Any]],
+        ran_hook: bool,
+    ) -> Any:
+        """Act on a committed decision for a held output: promote, repair, re-step or review."""
+        key = entry["key"]
+        pairs = list(bb)
+        promoted: list[str] = []
+        goto: list[Any] = []
+        tau_exit = machine.config.thresholds.tau_exit
+        result = machine.last_result
+        repaired = None
+        if (
+            ran_hook
+            and decision.state is BreakerState.INTERVENTION
+            and result is not None
+            and result.recheck_passes(tau_exit)
+            and result.repaired is not None
+        ):
+            repaired = self._usable_repair(entry, result.repaired)
+        if decision.action is BreakerAction.PROCEED:
+            self._promotion(entry, entry["update"], pairs, promoted, goto)
+        elif repaired is not None:
+            assert result is not None and result.recheck_score is not None
+            self._promotion(entry, repaired, pairs, promoted, goto)
+            pairs.append(("bb_local_scores", {entry["node"]: result.recheck_score}))
+            frozen = dict((state.get("bb_frozen") or {}).get(key) or {})
+            for name, value in pairs:
+                if name == "bb_frozen" and key in value:
+                    frozen = dict(value[key])
+            if frozen:
+                frozen["status"] = "repaired"
+                frozen["repaired"] = repaired
+                pairs.append(("bb_frozen", {key: frozen}))
+        else:
+            held = {**entry, "status": _held_status(decision), "reason": decision.reason}
+            pairs.append(("bb_unverified_output", {key: held}))
+            return Command(update=_coalesce(pairs), goto=_route_for(decision))
+        if self._staged(state, "queued"):
+            goto.append(BREAKER)
+        return Promote(update=_coalesce(pairs), goto=goto, promoted=tuple(promoted))
+
+    def _usable_repair(self, entry: Mapping[str, Any], repaired: FrozenPayload) -> Any:
+        """The repaired payload as an update of the node's keys, or ``None`` if unusable."""
+        value = repaired.thaw()
+        if not isinstance(value, dict):
+            return None
+        if set(value) - set(entry["update"]) or any(k in BB_KEYS for k in value):
+            return None
+        return value
+
+    def review_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
+        """``bb_review``: pause with ``interrupt()`` for the first escalated output.
+
+        Everything before ``interrupt()`` only reads the state, so re-running the node from its
+        top on resume (LangGraph's rule) has no side effect.
+        """
+        pending = self._staged(state, "escalated")
+        if not pending:
+            return {}
+        entry = pending[0]
+        key = entry["key"]
+        snapshot = (state.get("bb_breaker") or {}).get("machine") or {}
+        result = snapshot.get("result") or {}
+        step = entry.get("step") or {}
+        request = ReviewRequest(
+            key=key,
+            node=entry["node"],
+            held=entry["update"],
+            frozen=((state.get("bb_frozen") or {}).get(key) or {}).get("payload"),
+            reason=entry.get("reason", ""),
+            breaker_state=str(snapshot.get("state", "normal")),
+            local_scores=dict(state.get("bb_local_scores") or {}),
+            fast=step.get("fast"),
+            slow=step.get("slow"),
+            trail=list(result.get("trail") or []),
+        )
+        answer = interrupt(request.model_dump(mode="json"))
+        try:
+            decision = ReviewDecision.model_validate(answer)
+        except ValueError as exc:
+            raise ConfigError(
+                f"review of {key!r}: the resume value {answer!r} is not a ReviewDecision "
+                f"({exc}); resume with Command(resume={{'action': 'approve' | 'edit' | "
+                "'reject', ...}})"
+            ) from exc
+        record = {
+            "key": key,
+            "node": entry["node"],
+            "action": decision.action,
+            "reviewer": decision.reviewer,
+            "note": decision.note,
+        }
+        pairs: list[tuple[str, Any]] = [
+            ("bb_reviews", [record]),
+            ("bb_audit_trail", [{"event": "review", **record}]),
+        ]
+        frozen = dict((state.get("bb_frozen") or {}).get(key) or {})
+        promoted: list[str] = []
+        goto: list[Any] = []
+        if decision.action == "reject":
+            pairs.append(("bb_unverified_output", {key: None}))
+            if frozen:
+                pairs.append(("bb_frozen", {key: {**frozen, "status": "rejected"}}))
+            return Command(update=pairs, goto=[])
+        update = entry["update"] if decision.action == "approve" else dict(decision.update or {})
+        bad = sorted(k for k in update if k in BB_KEYS)
+        if bad:
+            raise ConfigError(f"review of {key!r}: an edit may not write the breaker keys {bad}")
+        self._promotion(entry, update, pairs, promoted, goto)
+        status = "approved" if decision.action == "approve" else "edited"
+        pairs.append(
+            ("bb_frozen", {key: {**frozen, "node": entry["node"], "status": status}})
+        )
+        if self._staged(state, "queued"):
+            goto.append(BREAKER)
+        return Promote(update=_coalesce(pairs), goto=goto, promoted=tuple(promoted))
+
+
+def _held_status(decision: BreakerDecision) -> str:
+    return "escalated" if decision.action is BreakerAction.ESCALATE else "held"
+
+
+def _route_for(decision: BreakerDecision) -> str:
+    return REVIEW if decision.action is BreakerAction.ESCALATE else MITIGATE
+
+
+def _coalesce(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Merge repeated writes of the ``bb_`` mapping keys (one write per key per task).
+
+    Reducer keys accept several writes in one task, but the breaker's own reducer rejects
+    two snapshots in one step, so every ``bb_`` key is written once with the merged value
+    (mappings merged in order, lists concatenated, otherwise the last value).
+    """
+    merged: dict[str, Any] = {}
+    order: list[str] = []
+    rest: list[tuple[str, Any]] = []
+    for name, value in pairs:
+        if name not in BB_KEYS:
+            rest.append((name, value))
+            continue
+        if name not in merged:
+            order.append(name)
+            merged[name] = value
+        elif isinstance(value, dict) and isinstance(merged[name], dict) and name not in (
+            "bb_breaker",
+            "bb_network_ewma",
+            "bb_katz_weights",
+        ):
+            merged[name] = {**merged[name], **value}
+        elif isinstance(value, list) and isinstance(merged[name], list):
+            merged[name] = merged[name] + value
+        else:
+            merged[name] = value
+    return rest + [(name, merged[name]) for name in order]
+
+
+class LangGraphAdapter:
+    """The ``langgraph`` framework adapter: builds guarded graphs for one kernel.
+
+    Args:
+        options: ``[plugin.langgraph]``.
+        context: The kernel (settings, seed, plugins).
+    """
+
+    def __init__(self, options: LangGraphOptions, context: BuildContext) -> None:
+        self.options = options
+        self.context = context
+        settings = context.settings
+        self.machine_config = MachineConfig.from_settings(settings)
+
+    def default_hook(self) -> AnyHook:
+        """The configured intervention: the no-op hook (the machine escalates after
+        ``max_retries``) until an intervention runner is installed."""
+        return noop_hook
+
+    def guard(
+        self,
+        builder: StateGraph[Any, Any, Any, Any],
+        *,
+        nodes: Sequence[str] | None = None,
+        hook: AnyHook | None = None,
+        concurrent: Sequence[str] = (),
+    ) -> GuardedStateGraph:
+        """Return a guarded copy of ``builder`` (see :func:`biasbreaker_plugins.langgraph.guard`)."""
+        from biasbreaker_plugins.langgraph.graph import build_guarded
+
+        return build_guarded(self, builder, nodes=nodes, hook=hook, concurrent=concurrent)
+
+
+__all__ = [
+    "ADDED_NODES",
+    "AGGREGATE",
+    "BREAKER",
+    "MITIGATE",
+    "PROMOTERS",
+    "REVIEW",
+    "SKEPTIC",
+    "GraphGuard",
+    "GuardedNode",
+    "LangGraphAdapter",
+    "route_intervention",
+]
