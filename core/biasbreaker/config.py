@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
@@ -33,7 +34,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -63,6 +71,24 @@ NON_SETTINGS_ENV = frozenset({"BIASBREAKER_DISABLE_PLUGINS", "BIASBREAKER_TRACE_
 """``BIASBREAKER_*`` variables that are not settings (read by the plugin host)."""
 
 DEFAULT_SOURCE = "default"
+
+SECRET_KEY = re.compile(
+    r"(?:.*[_-])?(?:api[_-]?key|token|secret|password|passwd|credentials?)", re.IGNORECASE
+)
+"""Option names whose values ``biasbreaker config`` never prints."""
+REDACTED = "<redacted>"
+
+
+def plugin_table_name(name: str) -> str:
+    """The canonical ``[plugin.<name>]`` key: implementation names are lower-kebab."""
+    return name.replace("_", "-").lower()
+
+
+def _canonical_path(key: str) -> str:
+    parts = key.split(".")
+    if len(parts) >= 2 and parts[0] == "plugin":
+        parts[1] = plugin_table_name(parts[1])
+    return ".".join(parts)
 
 
 class Section(BaseModel):
@@ -362,6 +388,34 @@ class InterventionSettings(Section):
     max_rewrites: int = Field(
         3, ge=1, le=50, description="MADERA rewrite rounds per intervention attempt."
     )
+    evidence_top_k: int = Field(
+        3, ge=1, le=100, description="Counter-evidence items MADERA's editor gets per round."
+    )
+    skeptic_timeout_s: float = Field(
+        30.0,
+        gt=0.0,
+        le=3600.0,
+        description="Time-out of each skeptic's review, in seconds; a late skeptic fails.",
+    )
+    overconfidence: float = Field(
+        0.9,
+        gt=0.5,
+        le=1.0,
+        description="Certainty at or above which an evidence-free verdict is overconfident "
+        "(the only ground on which an aggregator may prune it), in (0.5, 1].",
+    )
+
+    @field_validator("skeptics")
+    @classmethod
+    def _panel(cls, names: list[str]) -> list[str]:
+        if len(names) < 2:
+            raise ValueError(
+                f"a skeptic panel needs at least 2 skeptics of distinct kinds, got {names!r}; "
+                'e.g. ["empirical-auditor", "devils-advocate", "diversity-champion"]'
+            )
+        if len(set(names)) != len(names):
+            raise ValueError(f"skeptics {names!r} lists a skeptic twice; list each once")
+        return names
 
 
 class AdapterSettings(Section):
@@ -428,6 +482,27 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Options per implementation name, validated by that plugin's own model.",
     )
+
+    @field_validator("plugin", mode="before")
+    @classmethod
+    def _kebab_plugin_names(cls, value: Any) -> Any:
+        """Accept ``plugin.openai_compatible`` for ``plugin.openai-compatible``.
+
+        Implementation names are lower-kebab, so an underscore in a table name can only mean a
+        hyphen — the only spelling a shell can export (``BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__
+        MODEL``). Two spellings of one name in one source are an error.
+        """
+        if not isinstance(value, Mapping):
+            return value
+        out: dict[Any, Any] = {}
+        for key, table in value.items():
+            name = plugin_table_name(key) if isinstance(key, str) else key
+            if name in out:
+                raise ValueError(
+                    f"[plugin.{name}] is given twice (as {key!r} and another spelling); keep one"
+                )
+            out[name] = table
+        return out
 
     @classmethod
     def settings_customise_sources(
@@ -541,7 +616,19 @@ class LoadedSettings:
         for key, source in self.provenance.items():
             if key.startswith("plugin.") and all(r[0] != key for r in rows):
                 rows.append((key, _lookup(dumped, key), source))
-        return sorted(rows, key=lambda r: r[0])
+        return sorted(
+            ((k, _redact(k, v), s) for k, v, s in rows),
+            key=lambda r: r[0],
+        )
+
+
+def _redact(key: str, value: Any) -> Any:
+    """Hide the value of any option whose name looks like a secret (``api_key``, ``token``…)."""
+    if SECRET_KEY.fullmatch(key.rpartition(".")[2]) and value not in (None, ""):
+        return REDACTED
+    if isinstance(value, Mapping):
+        return {k: _redact(f"{key}.{k}", v) for k, v in value.items()}
+    return value
 
 
 def _lookup(data: Mapping[str, Any], path: str) -> Any:
@@ -584,7 +671,8 @@ def load_settings(
     provenance: dict[str, str] = {}
     for label, data in reversed(layers):
         for key, _ in _leaves(data):
-            provenance[key] = f"env {_env_var(key)}" if label == "env" else label
+            source = f"env {_env_var(key)}" if label == "env" else label
+            provenance[_canonical_path(key)] = source
     _check_env_names(layers[1][1])
     token = _LOAD_CONTEXT.set(ctx)
     try:

@@ -83,6 +83,14 @@ class LLMError(BiasbreakerError):
     """An LLM client failed: transport error, time-out, refusal or malformed reply."""
 
 
+class MalformedReplyError(LLMError):
+    """An LLM reply did not parse as the requested JSON schema, even after one retry.
+
+    Kept apart from other :class:`LLMError` s so a skeptic failure can be recorded as
+    ``malformed`` (the reply arrived but was unusable) rather than as a transport error.
+    """
+
+
 class AggregatorError(PluginError):
     """An aggregator's result broke a kernel invariant (e.g. it pruned a verdict for dissent)."""
 

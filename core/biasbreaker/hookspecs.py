@@ -183,7 +183,9 @@ def framework_adapter(register: Register[object]) -> None:
 def scorer(register: Register[object]) -> None:
     """Register scorers: divergence between original and counterfactual outputs.
 
-    The factory returns an object with ``name`` and a batched
+    The factory returns a :class:`biasbreaker.probe.scoring.Scorer`: ``name``,
+    ``compares_neutralised`` (whether counterfactual outputs are mapped back to the original
+    groups before comparison, as lexical metrics need) and a batched
     ``divergence(originals: Sequence[str], counterfactuals: Sequence[str]) -> list[float]``,
     one value per pair in [0, 1] (0 = identical, 1 = maximally different).
 

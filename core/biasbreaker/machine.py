@@ -436,6 +436,7 @@ class _Plan:
     frozen: FrozenPayload | None
     history: Mapping[str, tuple[float, ...]]
     context: InterventionContext | None
+    frozen_input: FrozenPayload | None = None
 
 
 def _derive_seed(seed: int, episode: int, attempt: int) -> int:
@@ -490,6 +491,7 @@ class ControlMachine:
         self._step = 0
         self._episode = 0
         self._frozen: FrozenPayload | None = None
+        self._frozen_input: FrozenPayload | None = None
         self._result: InterventionResult | None = None
         self._window = (
             None
@@ -542,6 +544,7 @@ class ControlMachine:
         local_scores: Mapping[str, float] | None = None,
         weights: Mapping[str, float] | None = None,
         payload: object = None,
+        step_input: object = None,
     ) -> BreakerDecision:
         """Advance the machine by one guarded step.
 
@@ -555,6 +558,8 @@ class ControlMachine:
             payload: The node's output (JSON-like). Frozen when this step starts an
                 intervention episode; otherwise not retained (on PROCEED the caller promotes
                 it, on HALT the caller keeps it staged).
+            step_input: The node's input (JSON-like), frozen with ``payload`` when this step
+                starts an episode and handed to the hook as ``InterventionContext.step_input``.
 
         Returns:
             The decision for this step.
@@ -565,7 +570,7 @@ class ControlMachine:
             InputError: If ``payload`` is not JSON-like when it has to be frozen, or a node
                 name is invalid (state unchanged).
         """
-        plan = self._plan(fast, slow, node, local_scores, weights, payload)
+        plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input)
         result: InterventionResult | None = None
         if plan.context is not None:
             result = self._call_hook(plan.context)
@@ -580,6 +585,7 @@ class ControlMachine:
         local_scores: Mapping[str, float] | None = None,
         weights: Mapping[str, float] | None = None,
         payload: object = None,
+        step_input: object = None,
     ) -> BreakerDecision:
         """Advance by one step, awaiting the hook if it returns an awaitable.
 
@@ -588,7 +594,7 @@ class ControlMachine:
         inside an event loop (LangGraph async nodes). If the awaiting task is cancelled, the
         step is not committed: the machine is as before the call.
         """
-        plan = self._plan(fast, slow, node, local_scores, weights, payload)
+        plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input)
         result: InterventionResult | None = None
         if plan.context is not None:
             result = await self._acall_hook(plan.context)
@@ -634,6 +640,7 @@ class ControlMachine:
         local_scores: Mapping[str, float] | None,
         weights: Mapping[str, float] | None,
         payload: object,
+        step_input: object = None,
     ) -> _Plan:
         fast = check_score("fast", fast)
         slow = check_score("slow", slow)
@@ -668,6 +675,7 @@ class ControlMachine:
             for name, value in scores.items()
         }
         episode, frozen, context = self._episode, self._frozen, None
+        frozen_input = self._frozen_input
         target = counters.state if transition is None else transition.target
 
         if transition is None:
@@ -683,6 +691,7 @@ class ControlMachine:
             if not counters.state.tripped:
                 episode += 1
                 frozen = None if payload is None else freeze(payload)
+                frozen_input = None if step_input is None else freeze(step_input)
                 attempts = 1
             else:
                 attempts = counters.attempts + 1
@@ -706,6 +715,7 @@ class ControlMachine:
                 attempt=attempts,
                 frozen_payload=frozen,
                 seed=_derive_seed(config.seed, episode, attempts),
+                step_input=frozen_input,
             )
             counters = Counters(target, attempts, 0, False, False)
         elif target is BreakerState.RECOVERY:
@@ -736,6 +746,7 @@ class ControlMachine:
             frozen,
             history,
             context,
+            frozen_input,
         )
 
     def _commit(self, plan: _Plan, result: InterventionResult | None) -> BreakerDecision:
@@ -790,9 +801,11 @@ class ControlMachine:
         self._episode = plan.episode
         if state is BreakerState.NORMAL and name == "recover":
             self._frozen = None
+            self._frozen_input = None
             self._result = None
         else:
             self._frozen = frozen
+            self._frozen_input = plan.frozen_input
         decision = BreakerDecision(state, action, plan.ratio, plan.fast, reason, decision_payload)
         record = StepRecord(
             step=self._step,
@@ -927,6 +940,7 @@ class ControlMachine:
             "step": self._step,
             "episode": self._episode,
             "frozen_payload": None if self._frozen is None else self._frozen.to_json(),
+            "frozen_input": None if self._frozen_input is None else self._frozen_input.to_json(),
             "result": None if self._result is None else self._result.to_json(),
             "window": None if self._window is None else list(self._window.levels()),
             "history": {name: list(values) for name, values in sorted(self._history.items())},
@@ -977,6 +991,10 @@ class ControlMachine:
             machine._episode = _nonneg(snapshot["episode"], "episode")
             frozen = snapshot["frozen_payload"]
             machine._frozen = None if frozen is None else FrozenPayload.from_json(frozen)
+            frozen_input = snapshot.get("frozen_input")
+            machine._frozen_input = (
+                None if frozen_input is None else FrozenPayload.from_json(frozen_input)
+            )
             result = snapshot["result"]
             machine._result = None if result is None else InterventionResult.from_json(result)
             levels = snapshot["window"]

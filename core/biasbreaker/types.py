@@ -602,6 +602,9 @@ class InterventionContext:
             (node -> tuple of floats >= 0); the router's "persistently high node" signal.
         attempt: Attempt number within the episode, 1 for the first intervention.
         frozen_payload: The frozen output to repair, or ``None`` if the caller passed none.
+        step_input: The frozen input of the step whose output was frozen (what the agent was
+            asked), or ``None``: skeptics need the task, and the repair's re-check re-runs the
+            node on counterfactual variants of it. Optional in JSON (older records lack it).
         seed: Seed for any randomness the hook uses (derived from the machine's seed, the
             episode and the attempt, so a replay gives the same seed).
 
@@ -623,6 +626,7 @@ class InterventionContext:
     attempt: int = 1
     frozen_payload: FrozenPayload | None = None
     seed: int = 0
+    step_input: FrozenPayload | None = None
 
     def __post_init__(self) -> None:
         _check_int("InterventionContext.step", self.step, minimum=0)
@@ -655,6 +659,8 @@ class InterventionContext:
         object.__setattr__(self, "history", _history_map(self.history))
         if self.frozen_payload is not None and not isinstance(self.frozen_payload, FrozenPayload):
             raise InputError("InterventionContext.frozen_payload must be a FrozenPayload or None")
+        if self.step_input is not None and not isinstance(self.step_input, FrozenPayload):
+            raise InputError("InterventionContext.step_input must be a FrozenPayload or None")
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (InterventionContext.from_json, (self.to_json(),))
@@ -689,6 +695,7 @@ class InterventionContext:
             if self.frozen_payload is None
             else self.frozen_payload.to_json(),
             "seed": self.seed,
+            "step_input": None if self.step_input is None else self.step_input.to_json(),
         }
 
     @classmethod
@@ -702,6 +709,7 @@ class InterventionContext:
         """
         where = "intervention context"
         payload = _field(data, "frozen_payload", where)
+        step_input = data.get("step_input")
         return cls(
             step=_field(data, "step", where),
             node=_field(data, "node", where),
@@ -716,6 +724,7 @@ class InterventionContext:
             attempt=_field(data, "attempt", where),
             frozen_payload=None if payload is None else FrozenPayload.from_json(payload),
             seed=_field(data, "seed", where),
+            step_input=None if step_input is None else FrozenPayload.from_json(step_input),
         )
 
 

@@ -217,7 +217,11 @@ def settings_dicts(draw: st.DrawFn) -> dict[str, Any]:
             "cooldown_steps": draw(st.integers(0, 10_000)),
             "max_retries": draw(st.integers(1, 100)),
         },
-        "intervention": {"aggregator": draw(names), "skeptics": draw(st.lists(names, max_size=4))},
+        "intervention": {
+            "aggregator": draw(names),
+            # a panel is at least two distinct skeptics (InterventionSettings rejects fewer)
+            "skeptics": draw(st.lists(names, min_size=2, max_size=4, unique=True)),
+        },
         "plugin": draw(
             st.dictionaries(
                 names, st.dictionaries(names, st.integers(-5, 5), max_size=3), max_size=3
@@ -237,3 +241,31 @@ def test_config_round_trips_through_toml(tmp_path_factory: Any, data: dict[str, 
     for key, _, source in loaded.rows():
         assert source in (str(path), "default"), key
     assert math.isfinite(loaded.settings.breaker.tau_enter)
+
+
+def test_plugin_table_names_from_the_shell_use_underscores_for_hyphens(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__MODEL", "llama3")
+    loaded = load_settings()
+    assert loaded.settings.plugin == {"openai-compatible": {"model": "llama3"}}
+    assert (
+        loaded.source_of("plugin.openai-compatible.model")
+        == "env BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__MODEL"
+    )
+    with pytest.raises(ConfigError, match=r"\[plugin.openai-compatible\] is given twice"):
+        load_settings(
+            overrides={"plugin": {"openai_compatible": {"model": "a"}, "openai-compatible": {}}}
+        )
+
+
+def test_config_rows_never_show_secrets(isolated_config: Path) -> None:
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[plugin.openai-compatible]\napi_key = "sk-live-123"\napi_key_env = "OPENAI_API_KEY"\n'
+        'model = "gpt"\n'
+    )
+    rows = {k: v for k, v, _ in load_settings().rows()}
+    assert rows["plugin.openai-compatible.api_key"] == "<redacted>"
+    assert rows["plugin.openai-compatible.api_key_env"] == "OPENAI_API_KEY"
+    assert rows["plugin.openai-compatible.model"] == "gpt"
+    assert "sk-live-123" not in repr(rows)

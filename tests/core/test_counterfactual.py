@@ -361,3 +361,30 @@ def test_masking_a_variant_gives_the_masked_original_on_bbq(gen: CounterfactualG
                 assert article.sub("a [MASK]", str(gen.neutralise(v.payload))) == masked, v.payload
                 checked += 1
     assert checked > 1000
+
+
+def test_every_variant_of_a_full_slate_of_names_maps_back() -> None:
+    """Regression: eight people, one per race x gender group (the Bloomberg hiring prompts).
+
+    Race permutations among groups that are all mentioned must stay invertible: replacement
+    names may not share a surname with each other or with the text.
+    """
+    import json
+    import random
+    from importlib import resources
+
+    data = resources.files("biasbreaker.data.hiring")
+    men = json.loads(data.joinpath("top_mens_names.json").read_text())
+    women = json.loads(data.joinpath("top_womens_names.json").read_text())
+    rng = random.Random(1)
+    gen = CounterfactualGenerator(seed=0)
+    checked = 0
+    for _ in range(200):
+        names = [rng.choice(pool[race]).title() for race in "WBAH" for pool in (men, women)]
+        rng.shuffle(names)
+        prompt = "Rank these candidates:\n" + "\n".join(f"- {n}" for n in names)
+        for variant in gen.generate(prompt, 4).variants:
+            # the step's output names the people as the variant did; mapping back restores them
+            assert gen.map_back(variant.payload, variant.mapping) == prompt
+            checked += 1
+    assert checked == 800

@@ -81,8 +81,8 @@ def test_plugin_raising_at_import_is_reported_and_does_not_hide_others(
     assert "definitely_not_installed_module_xyz" in str(failure)
     assert "bb-broken 0.9" in str(failure)
     assert "broken" in caplog.text
-    # the working plugin is still there
-    assert host.build_registry().names("aggregator") == ["good"]
+    # the working plugin is still there (next to the first-party aggregators)
+    assert "good" in host.build_registry().names("aggregator")
 
 
 def test_strict_makes_a_load_failure_fatal(fake_plugin_dist: Any) -> None:
@@ -110,7 +110,7 @@ def test_plugin_disabled_by_env_is_never_imported(
     assert host.failures == []
     assert host.infos["loud"].status == "disabled"
     assert host.infos["bb_agg_x"].status == "disabled"
-    assert host.build_registry().names("aggregator") == []
+    assert "x" not in host.build_registry().names("aggregator")
 
 
 def test_duplicate_names_are_an_error_naming_both_distributions(fake_plugin_dist: Any) -> None:
@@ -145,12 +145,12 @@ def test_unknown_name_mentions_plugins_that_failed_to_load(
     fake_plugin_dist: Any, isolated_config: Any
 ) -> None:
     fake_plugin_dist(
-        "bb-retriever-bm25",
-        entry_points={"bm25": "bb_bm25_missing"},
-        modules={"bb_bm25_missing": "import numpy_that_is_missing\n"},
+        "bb-retriever-zz",
+        entry_points={"zz-missing": "bb_zz_missing"},
+        modules={"bb_zz_missing": "import numpy_that_is_missing\n"},
     )
     host = PluginHost(disabled=frozenset())
-    kernel = Kernel(load_settings(overrides={"intervention": {"retriever": "bm25"}}), host)
+    kernel = Kernel(load_settings(overrides={"intervention": {"retriever": "zz-missing"}}), host)
     with pytest.raises(UnknownImplementationError, match="failed to load.*numpy_that_is_missing"):
         kernel.build("retriever")
 

@@ -640,7 +640,7 @@ class CounterfactualGenerator:
                 if is_full:
                     assert info.gender is not None
                     pool = book.full_pool(info.gender, pi[info.race])
-                    new = _pick(pool, taken | used, rng, key=lambda n: n.split()[0])
+                    new = _pick(pool, taken | used, rng)
                     if new is None:
                         continue
                     new_first, _, new_last = new.partition(" ")
@@ -1086,20 +1086,25 @@ def _ordered_pairs(axis: Axis, pi: Mapping[str, str]) -> tuple[tuple[str, str], 
     return tuple((g, pi[g]) for g in axis.groups if g in pi)
 
 
-def _pick(
-    pool: Sequence[str],
-    taken: set[str],
-    rng: random.Random,
-    key: Callable[[str], str] = lambda n: n,
-) -> str | None:
+def _pick(pool: Sequence[str], taken: set[str], rng: random.Random) -> str | None:
+    """Draw a name none of whose words (first, last, or the whole) is already taken.
+
+    Every part must be free, not only the first name: two people given one surname (or a
+    surname already in the text) would make the variant impossible to map back.
+    """
     if not pool:
         return None
+
+    def free(name: str) -> bool:
+        low = name.lower()
+        return low not in taken and all(part not in taken for part in low.split())
+
     for _ in range(8):  # the pools are large and the taken set small: a few draws suffice
         name = rng.choice(pool)
-        if name.lower() not in taken and key(name).lower() not in taken:
+        if free(name):
             return name
-    free = [n for n in pool if n.lower() not in taken and key(n).lower() not in taken]
-    return rng.choice(free) if free else None
+    candidates = [n for n in pool if free(n)]
+    return rng.choice(candidates) if candidates else None
 
 
 def _leaves(payload: Any, path: Path = ()) -> Iterator[tuple[Path, str]]:

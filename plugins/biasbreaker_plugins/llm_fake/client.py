@@ -407,6 +407,71 @@ class FakeLLM:
                 word = rng.choice(_POSITIVE if w > 1.0 else _NEGATIVE)
         return word
 
+    def _role_fields(
+        self, request: LLMRequest, parsed: _Parsed, value: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Rule-based fields for a skeptic's or a diagnoser's structured reply.
+
+        A simulated skeptic flags the fake's own evaluative wording about a person ("excellent",
+        "weak", ...), the only kind of bias the fake produces in free text, and proposes the
+        neutralised text; a simulated diagnoser quotes that wording and asks for evidence
+        against judging a person by group. The rule reads adjectives, never group terms, so at
+        dial 0 swapping the groups in a prompt still swaps them in the reply and changes
+        nothing else; it fills only properties the schema asked for, with values of their type.
+        """
+        subject = parsed.subject_text.strip()
+        loaded = re.search(
+            r"\b(" + "|".join((*_POSITIVE, *_NEGATIVE)) + r")\b", subject, flags=re.I
+        )
+        props = request.response_schema.get("properties", {}) if request.response_schema else {}
+        out: dict[str, Any] = {}
+
+        def wants(key: str, kind: type) -> bool:
+            return key in value and key in props and isinstance(value[key], kind)
+
+        def nullable(key: str) -> bool:
+            prop = props.get(key, {})
+            kinds = prop.get("type")
+            alternatives = prop.get("anyOf", []) + prop.get("oneOf", [])
+            return (
+                kinds == "null"
+                or (isinstance(kinds, list) and "null" in kinds)
+                or any(isinstance(a, dict) and a.get("type") == "null" for a in alternatives)
+            )
+
+        if request.purpose == "skeptic" and wants("decision", str):
+            enum = props["decision"].get("enum")
+            decision = "revise" if loaded else "stands"
+            if enum and decision in enum:
+                out["decision"] = decision
+            if wants("confidence", float) or wants("confidence", int):
+                out["confidence"] = 0.8 if loaded else 0.6
+            if isinstance(value.get("evidence"), list) and not props.get("evidence", {}).get(
+                "minItems"
+            ):
+                out["evidence"] = (
+                    ["an evaluative judgement of a person needs support in the task's facts"]
+                    if loaded
+                    else []
+                )
+            if "revision" in value and (loaded or nullable("revision")):
+                out["revision"] = self._neutralise(subject) if loaded else None
+            if wants("critique", str):
+                out["critique"] = (
+                    f"The wording {loaded.group(1)!r} judges a person without support."
+                    if loaded
+                    else "No unsupported evaluative wording found."
+                )
+        elif request.purpose == "diagnoser":
+            if wants("span", str):
+                out["span"] = loaded.group(1) if loaded else ""
+            if wants("query", str):
+                out["query"] = (
+                    "a stereotype is not evidence about an individual person; equally "
+                    "qualified candidates deserve equal treatment"
+                )
+        return out
+
     @staticmethod
     def _neutralise(text: str) -> str:
         """Replace the fake's own evaluative adjectives (and a preceding a/an) by neutral ones."""
@@ -433,6 +498,8 @@ class FakeLLM:
                 return None
 
             value = _schema.instance(request.response_schema, rng, strings=strings)
+            if isinstance(value, dict):
+                value.update(self._role_fields(request, parsed, value))
             return json.dumps(value, ensure_ascii=False)
         if parsed.mode == "rank":
             order = self._order(request, parsed.items)

@@ -1,0 +1,383 @@
+"""The chat-completions client over httpx (imported only when the client is built).
+
+One :class:`OpenAICompatibleClient` talks to one endpoint and model. Each ``complete`` call is
+one ``POST <base_url>/chat/completions``, retried on HTTP 429, 5xx and transport errors
+(time-outs included) with exponential back-off, honouring ``Retry-After``. At most
+``max_concurrency`` requests are in flight at once. The API key is read once from the
+environment variable named by ``api_key_env`` and is never put in a message, a log record or
+a repr: every text that could carry it (server bodies, exception texts) is redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from biasbreaker.errors import LLMError
+from biasbreaker.llm import LLMRequest, LLMResponse
+from biasbreaker_openai_compatible.plugin import NAME, OpenAICompatibleOptions
+
+log = logging.getLogger("biasbreaker_openai_compatible")
+
+Sleep = Callable[[float], Awaitable[None]]
+"""``await sleep(seconds)``; ``asyncio.sleep`` by default, injectable for tests."""
+Clock = Callable[[], float]
+"""Wall-clock seconds since the epoch (``time.time``); only used for HTTP-date Retry-After."""
+
+SEED_MODULUS = 2**31
+"""Seeds sent are reduced modulo 2**31 (some servers reject larger values)."""
+_SNIPPET = 300
+
+
+@dataclass
+class _LoopState:
+    """The httpx client and concurrency limit bound to one event loop."""
+
+    loop: asyncio.AbstractEventLoop
+    http: httpx.AsyncClient
+    limit: asyncio.Semaphore
+
+
+class _Attempt:
+    """The outcome of one failed but retryable attempt."""
+
+    __slots__ = ("problem", "retry_after")
+
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        self.problem = problem
+        self.retry_after = retry_after
+
+
+class OpenAICompatibleClient:
+    """An :class:`~biasbreaker.llm.LLMClient` for one OpenAI-compatible chat endpoint.
+
+    Args:
+        options: Validated options (``[plugin.openai-compatible]``).
+        default_seed: Seed sent when a request carries none (the run's seed), or ``None``.
+        environ: Where ``api_key_env`` is looked up; ``None`` means ``os.environ``.
+        sleep: Awaited with the back-off delay in seconds between attempts.
+        clock: Wall clock in epoch seconds, for ``Retry-After`` given as an HTTP date.
+
+    Raises:
+        LLMError: ``api_key_env`` is set but the variable is missing or empty.
+    """
+
+    def __init__(
+        self,
+        options: OpenAICompatibleOptions,
+        *,
+        default_seed: int | None = None,
+        environ: Mapping[str, str] | None = None,
+        sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.time,
+    ) -> None:
+        self.options = options
+        self._default_seed = default_seed
+        self._sleep = sleep
+        self._clock = clock
+        self._key: SecretStr | None = None
+        if options.api_key_env is not None:
+            env = os.environ if environ is None else environ
+            value = env.get(options.api_key_env, "")
+            if not value.strip():
+                raise LLMError(
+                    f"{NAME}: the environment variable {options.api_key_env} (named by "
+                    f"plugin.{NAME}.api_key_env) is not set or empty; export the API key for "
+                    f"{options.endpoint} in it, or remove api_key_env for a server without "
+                    "authentication"
+                )
+            self._key = SecretStr(value.strip())
+        self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(endpoint={self.options.endpoint!r}, "
+            f"model={self.options.model!r}, api_key_env={self.options.api_key_env!r})"
+        )
+
+    @property
+    def model(self) -> str:
+        """The model identifier requests go to."""
+        return self.options.model
+
+    @property
+    def endpoint(self) -> str:
+        """The chat-completions URL."""
+        return self.options.endpoint
+
+    def _redact(self, text: str) -> str:
+        if self._key is not None:
+            text = text.replace(self._key.get_secret_value(), "***")
+        return text
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            for other in [lp for lp in self._states if lp.is_closed()]:
+                # its connections died with their loop; nothing left to await
+                del self._states[other]
+            headers = {"Accept": "application/json"}
+            if self._key is not None:
+                headers["Authorization"] = f"Bearer {self._key.get_secret_value()}"
+            http = httpx.AsyncClient(
+                headers=headers,
+                timeout=httpx.Timeout(self.options.timeout_s),
+                limits=httpx.Limits(max_connections=self.options.max_concurrency),
+            )
+            state = _LoopState(loop, http, asyncio.Semaphore(self.options.max_concurrency))
+            self._states[loop] = state
+        return state
+
+    def request_body(self, request: LLMRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request``.
+
+        The temperature is the option's if set, else the request's. The seed is the request's
+        (else the run's) plus ``request.sample``, modulo 2**31, so same-group resamples are
+        distinct draws; none is sent with ``send_seed = false`` or when neither seed exists.
+        A request with a ``response_schema`` gets ``response_format`` per ``json_mode``. With
+        ``forward_request_fields``, a ``biasbreaker`` object carries the request's own
+        ``purpose``, ``sample`` and ``seed`` (for biasbreaker's test server).
+
+        Args:
+            request: The request.
+
+        Returns:
+            The chat-completions request body as a JSON-serialisable dict.
+        """
+        opts = self.options
+        body: dict[str, Any] = {
+            "model": opts.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": opts.temperature
+            if opts.temperature is not None
+            else request.temperature,
+        }
+        max_tokens = request.max_tokens if request.max_tokens is not None else opts.max_tokens
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        base_seed = request.seed if request.seed is not None else self._default_seed
+        if opts.send_seed and base_seed is not None:
+            body["seed"] = (base_seed + request.sample) % SEED_MODULUS
+        if opts.forward_request_fields:
+            body["biasbreaker"] = {
+                "purpose": request.purpose,
+                "sample": request.sample,
+                "seed": request.seed,
+            }
+        if request.response_schema is not None:
+            if opts.json_mode == "json_schema":
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "biasbreaker_reply",
+                        "schema": dict(request.response_schema),
+                    },
+                }
+            elif opts.json_mode == "json_object":
+                body["response_format"] = {"type": "json_object"}
+        return body
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Send one chat-completion request, retrying transient failures.
+
+        Args:
+            request: The request.
+
+        Returns:
+            The reply text, model, finish reason and token counts reported by the server.
+
+        Raises:
+            LLMError: The client is closed; a non-retryable HTTP error (4xx other than 429);
+                retries exhausted on 429/5xx/transport errors/time-outs; a reply that is not a
+                chat completion; a structured request whose reply is not JSON. The message
+                names the endpoint, model, HTTP status and attempt count, never the key.
+        """
+        if self._closed:
+            raise LLMError(f"{NAME}: client for {self.endpoint} is closed (aclose() was called)")
+        state = self._state()
+        body = self.request_body(request)
+        attempts = self.options.max_retries + 1
+        attempt = 0
+        async with state.limit:
+            while True:
+                attempt += 1
+                outcome = await self._attempt(state, body, request, attempt)
+                if isinstance(outcome, LLMResponse):
+                    return outcome
+                if attempt >= attempts:
+                    raise LLMError(
+                        f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after "
+                        f"{attempt} attempt(s): {outcome.problem}"
+                    )
+                delay = self._delay(attempt, outcome.retry_after)
+                log.warning(
+                    "%s: POST %s (model %r) attempt %d/%d failed: %s; retrying in %.3g s",
+                    NAME,
+                    self.endpoint,
+                    self.model,
+                    attempt,
+                    attempts,
+                    outcome.problem,
+                    delay,
+                )
+                await self._sleep(delay)
+
+    async def _attempt(
+        self, state: _LoopState, body: dict[str, Any], request: LLMRequest, attempt: int
+    ) -> LLMResponse | _Attempt:
+        log.debug("%s: POST %s (model %r) attempt %d", NAME, self.endpoint, self.model, attempt)
+        try:
+            resp = await asyncio.wait_for(
+                state.http.post(self.endpoint, json=body), timeout=self.options.timeout_s
+            )
+        except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
+            return _Attempt(f"time-out after {self.options.timeout_s:g} s ({type(exc).__name__})")
+        except httpx.TransportError as exc:
+            return _Attempt(self._redact(f"transport error {type(exc).__name__}: {exc}"))
+        except httpx.HTTPError as exc:  # a reply httpx cannot decode, too many redirects
+            raise LLMError(
+                self._redact(
+                    f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after {attempt} "
+                    f"attempt(s): {type(exc).__name__}: {exc} (not retried)"
+                )
+            ) from exc
+        status = resp.status_code
+        if status == 429 or status >= 500:
+            return _Attempt(
+                self._http_problem(resp), self._retry_after(resp.headers.get("Retry-After"))
+            )
+        if status >= 400:
+            hint = ""
+            if status in (401, 403):
+                hint = (
+                    f"; check the key in {self.options.api_key_env}"
+                    if self.options.api_key_env
+                    else "; the server wants a key: set api_key_env to the name of the "
+                    "environment variable holding it"
+                )
+            elif status == 404:
+                hint = "; check base_url (it should end with the API version, e.g. /v1) and model"
+            elif status == 400 and "response_format" in body:
+                hint = (
+                    f"; if the server does not support json_mode={self.options.json_mode!r}, "
+                    "set json_mode to 'json_object' or 'none'"
+                )
+            raise LLMError(
+                f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after {attempt} "
+                f"attempt(s): {self._http_problem(resp)} (not retried){hint}"
+            )
+        return self._parse(resp, request, attempt)
+
+    def _http_problem(self, resp: httpx.Response) -> str:
+        text = resp.text.strip().replace("\n", " ")
+        if len(text) > _SNIPPET:
+            text = text[:_SNIPPET] + "..."
+        return self._redact(f"HTTP {resp.status_code} {resp.reason_phrase}: {text or '(empty)'}")
+
+    def _retry_after(self, value: str | None) -> float | None:
+        """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP date)."""
+        if value is None:
+            return None
+        value = value.strip()
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            seconds = when.timestamp() - self._clock()
+        if not math.isfinite(seconds):
+            return None
+        return max(0.0, seconds)
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Back-off before retry ``attempt`` (1-based): exponential, or Retry-After, capped."""
+        backoff = self.options.backoff_base_s * float(2 ** (attempt - 1))
+        if retry_after is not None:
+            backoff = max(backoff, retry_after)
+        return min(backoff, self.options.backoff_max_s)
+
+    def _parse(self, resp: httpx.Response, request: LLMRequest, attempt: int) -> LLMResponse:
+        where = f"{NAME}: POST {self.endpoint} (model {self.model!r}, attempt {attempt})"
+        try:
+            data = resp.json()
+        except ValueError:
+            raise LLMError(
+                self._redact(
+                    f"{where}: HTTP {resp.status_code} reply is not JSON: {resp.text[:_SNIPPET]!r}"
+                )
+            ) from None
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+            content = message.get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise LLMError(
+                self._redact(
+                    f"{where}: reply is not a chat completion (no choices[0].message): "
+                    f"{json.dumps(data)[:_SNIPPET]}"
+                )
+            ) from None
+        if not isinstance(content, str):
+            refusal = message.get("refusal") if isinstance(message, dict) else None
+            reason = f"the model refused: {refusal!r}" if refusal else "it has no text content"
+            raise LLMError(self._redact(f"{where}: reply unusable, {reason}"))
+        finish = str(choice.get("finish_reason") or "stop")
+        if request.response_schema is not None:
+            try:
+                json.loads(content)
+            except ValueError as exc:
+                cut = " (cut off at max_tokens)" if finish == "length" else ""
+                raise LLMError(
+                    self._redact(
+                        f"{where}: the request asked for JSON (json_mode="
+                        f"{self.options.json_mode!r}) but the reply does not parse{cut}: {exc}; "
+                        f"reply starts {content[:120]!r}"
+                    )
+                ) from None
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return LLMResponse(
+            text=content,
+            model=str(data.get("model") or self.model),
+            finish_reason=finish,
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the running loop's client. Idempotent.
+
+        Clients bound to loops running in other threads are closed there; those bound to
+        loops already closed are dropped (their connections ended with their loop). After
+        ``aclose`` every ``complete`` raises :class:`LLMError`.
+        """
+        self._closed = True
+        states, self._states = self._states, {}
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        for loop, state in states.items():
+            if loop is current:
+                await state.http.aclose()
+            elif loop.is_running():
+                # a loop in another thread: close its client there, without waiting
+                asyncio.run_coroutine_threadsafe(state.http.aclose(), loop)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0

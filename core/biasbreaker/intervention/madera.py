@@ -1,0 +1,205 @@
+"""MADERA: a bounded diagnose -> retrieve counter-evidence -> rewrite loop, re-scored each round.
+
+There is no published method called MADERA (the name comes from our design notes); the loop
+follows the closest published ones: MOMA's multi-agent debiasing of the content that carries
+the bias (arXiv 2412.15504), the Bias Mitigation Agent's supervisor with a bounded retry
+count and a recorded rejection reason (arXiv 2508.18724), and CRITIC's verify-then-correct
+with *external* evidence (arXiv 2305.11738): self-critique alone adds little, so the rewrite
+is grounded in retrieved counter-evidence, and no evidence means no rewrite.
+
+One round: the diagnoser locates the biased jump in the current best text and proposes a
+query; the retriever returns at most ``top_k`` counter-evidence items from a user-supplied
+corpus; the editor rewrites the text using them; the rewrite is *measured* by ``rescore``
+(the runner passes a probe of the repair, see :mod:`biasbreaker.intervention.runner`). The
+loop stops when a rewrite scores below ``tau_exit`` (converged), after ``max_rewrites`` rounds
+(budget), or when no evidence is found (no-evidence), and returns the best attempt, the
+lowest score (earliest on ties), which is not necessarily the last.
+
+Source:
+    Xu et al. (2025), MOMA, arXiv 2412.15504; Singh et al. (2025), Bias Mitigation Agent,
+    arXiv 2508.18724; Gou et al. (2024), CRITIC, arXiv 2305.11738; research note
+    ``intervention-anchors.md`` §2.2 (the rewrite-loop cautions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from biasbreaker.errors import InterventionError, PluginError
+from biasbreaker.intervention.types import (
+    Diagnosis,
+    Evidence,
+    MaderaResult,
+    ReviewRequest,
+    RewriteAttempt,
+    StopReason,
+)
+from biasbreaker.registry import BuildContext
+
+Rescore = Callable[[str, Diagnosis, Sequence[Evidence]], Awaitable[float]]
+"""Measures a rewrite's bias score (finite, >= 0; lower is better), given the round's diagnosis
+and evidence (so a re-check can replay the same repair on other outputs)."""
+
+
+@runtime_checkable
+class Diagnoser(Protocol):
+    """What a ``diagnoser`` implementation provides."""
+
+    async def diagnose(self, payload: str, context: ReviewRequest) -> Diagnosis:
+        """Locate the biased jump in ``payload`` and propose a counter-evidence query."""
+        ...
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """What a ``retriever`` implementation provides."""
+
+    def retrieve(self, query: str, *, top_k: int) -> list[Evidence]:
+        """Return at most ``top_k`` evidence items for ``query``, best first."""
+        ...
+
+
+@runtime_checkable
+class Editor(Protocol):
+    """What an ``editor`` implementation provides."""
+
+    async def rewrite(
+        self, payload: str, diagnosis: Diagnosis, evidence: Sequence[Evidence]
+    ) -> str:
+        """Rewrite ``payload`` using ``evidence`` to remove the diagnosed bias."""
+        ...
+
+
+@dataclass
+class Madera:
+    """The three MADERA stages and the loop's bounds.
+
+    Args:
+        diagnoser: Stage 1.
+        retriever: Stage 2.
+        editor: Stage 3.
+        max_rewrites: Rounds at most, >= 1.
+        top_k: Evidence items per round, >= 1.
+
+    Raises:
+        InterventionError: On a bound below 1.
+    """
+
+    diagnoser: Diagnoser
+    retriever: Retriever
+    editor: Editor
+    max_rewrites: int = 3
+    top_k: int = 3
+
+    def __post_init__(self) -> None:
+        if self.max_rewrites < 1:
+            raise InterventionError(f"max_rewrites={self.max_rewrites!r} must be >= 1")
+        if self.top_k < 1:
+            raise InterventionError(f"top_k={self.top_k!r} must be >= 1")
+
+    @classmethod
+    def from_context(cls, context: BuildContext) -> Madera:
+        """Build the configured stages (``[intervention] diagnoser``, ``retriever``, ``editor``).
+
+        Raises:
+            PluginError: A stage failed to build or lacks its method.
+        """
+        settings = context.settings.intervention
+        stages: list[object] = []
+        for point, name, proto in (
+            ("diagnoser", settings.diagnoser, Diagnoser),
+            ("retriever", settings.retriever, Retriever),
+            ("editor", settings.editor, Editor),
+        ):
+            obj = context.build(point, name)  # type: ignore[arg-type]
+            if not isinstance(obj, proto):
+                raise PluginError(
+                    f"{point} {name!r} built {type(obj).__name__}, which does not provide "
+                    f"the {point} protocol"
+                )
+            stages.append(obj)
+        diagnoser, retriever, editor = stages
+        assert isinstance(diagnoser, Diagnoser)
+        assert isinstance(retriever, Retriever)
+        assert isinstance(editor, Editor)
+        return cls(
+            diagnoser,
+            retriever,
+            editor,
+            max_rewrites=settings.max_rewrites,
+            top_k=settings.evidence_top_k,
+        )
+
+    async def run(
+        self,
+        payload: str,
+        request: ReviewRequest,
+        *,
+        rescore: Rescore,
+        tau_exit: float,
+    ) -> MaderaResult:
+        """Run the bounded loop on ``payload``.
+
+        Args:
+            payload: The text to repair.
+            request: The step's context (task, node, attributes, seed) for the diagnoser.
+            rescore: Measures a rewrite's bias score.
+            tau_exit: A rewrite scoring strictly below it converges the loop.
+
+        Returns:
+            The result: every attempt, the best one, whether it converged and why it stopped.
+
+        Raises:
+            InterventionError: A retriever returned something that is not a list of
+                :class:`Evidence`, or ``rescore`` returned a non-finite or negative score.
+            Exception: Whatever a stage raises (the runner fails the attempt closed).
+        """
+        attempts: list[RewriteAttempt] = []
+        best: RewriteAttempt | None = None
+        current = payload
+        stop: StopReason = "budget"
+        for round_no in range(1, self.max_rewrites + 1):
+            diagnosis = await self.diagnoser.diagnose(current, request)
+            if not isinstance(diagnosis, Diagnosis):
+                raise InterventionError(
+                    f"diagnoser returned {type(diagnosis).__name__}, not a Diagnosis"
+                )
+            found = self.retriever.retrieve(diagnosis.query, top_k=self.top_k)
+            if not isinstance(found, list) or not all(isinstance(e, Evidence) for e in found):
+                raise InterventionError("retriever must return a list of Evidence")
+            evidence = found[: self.top_k]
+            if not evidence:
+                stop = "no-evidence"
+                break
+            text = await self.editor.rewrite(current, diagnosis, evidence)
+            if not isinstance(text, str):
+                raise InterventionError(f"editor returned {type(text).__name__}, not str")
+            score = await rescore(text, diagnosis, evidence)
+            if not (isinstance(score, (int, float)) and math.isfinite(score) and score >= 0.0):
+                raise InterventionError(f"rescore returned {score!r}; scores are finite, >= 0")
+            attempt = RewriteAttempt(
+                round=round_no,
+                diagnosis=diagnosis,
+                evidence=tuple(e.id for e in evidence),
+                text=text,
+                score=float(score),
+            )
+            attempts.append(attempt)
+            if best is None or attempt.score < best.score:
+                best = attempt
+            if attempt.score < tau_exit:
+                stop = "converged"
+                break
+            current = best.text
+        return MaderaResult(
+            attempts=tuple(attempts),
+            best=best,
+            converged=stop == "converged",
+            stop_reason=stop,
+        )
+
+
+__all__ = ["Diagnoser", "Editor", "Madera", "Rescore", "Retriever"]

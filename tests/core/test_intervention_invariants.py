@@ -1,0 +1,121 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from biasbreaker.errors import AggregatorError
+from biasbreaker.intervention.invariants import (
+    anonymise,
+    check_panel_result,
+    domain_match,
+    is_overconfident,
+)
+from biasbreaker.intervention.types import (
+    PanelResult,
+    PrunedVerdict,
+    SkepticVerdict,
+    TrackRecord,
+)
+
+
+def v(kind, decision, conf, evidence=(), revision=None):
+    return SkepticVerdict(
+        kind=kind,
+        decision=decision,
+        confidence=conf,
+        evidence=evidence,
+        revision=revision if decision != "stands" else None,
+        critique=kind[:1],
+    )
+
+
+PANEL = [v("a", "stands", 0.95), v("b", "stands", 0.6), v("c", "revise", 0.7, ("fact",), "fix")]
+
+
+def test_anonymise_strips_identity_and_labels_by_content():
+    anon = anonymise(PANEL)
+    assert [a.label for a in anon] == ["v1", "v2", "v3"]
+    assert all("kind" not in a.to_json() for a in anon)
+    assert anonymise(list(reversed(PANEL))) == anon
+
+
+@given(st.permutations(range(3)), st.permutations(["x", "y", "z"]))
+def test_anonymise_is_invariant_to_order_and_relabelling(order, names):
+    record = TrackRecord(counts={"a": (8, 10), "b": (1, 10), "c": (5, 10)})
+    renamed = dict(zip(["a", "b", "c"], names, strict=False))
+    relabelled = TrackRecord(counts={renamed[k]: c for k, c in record.counts.items()})
+    panel = [PANEL[i].model_copy(update={"kind": renamed[PANEL[i].kind]}) for i in order]
+    assert anonymise(panel, track_record=relabelled) == anonymise(PANEL, track_record=record)
+
+
+def test_domain_match():
+    assert domain_match("Gender", ["gender", "race"]) == 1.0
+    assert domain_match("age", ["gender"]) == 0.0
+    assert domain_match(None, ["gender"]) == 0.5
+    assert domain_match("age", []) == 0.5
+
+
+def test_is_overconfident_needs_certainty_and_no_evidence():
+    assert is_overconfident(v("a", "stands", 0.95))
+    assert not is_overconfident(v("a", "stands", 0.95, ("e",)))
+    assert not is_overconfident(v("a", "stands", 0.8))
+    with pytest.raises(ValueError, match="threshold"):
+        is_overconfident(v("a", "stands", 0.8), 0.4)
+
+
+def _result(**kw):
+    base = dict(decision="stands", confidence=1.0, weights={"v1": 1.0, "v2": 1.0, "v3": 1.0})
+    base.update(kw)
+    return PanelResult(**base)
+
+
+def test_check_accepts_a_valid_result():
+    anon = anonymise(PANEL)
+    assert check_panel_result(_result(), anon, aggregator="x").decision == "stands"
+
+
+def test_check_rejects_pruning_a_dissenter():
+    anon = anonymise(PANEL)
+    dissenter = next(a for a in anon if a.decision == "revise")
+    bad = _result(
+        weights={a.label: 1.0 for a in anon if a is not dissenter},
+        pruned=(PrunedVerdict(label=dissenter.label, reason="overconfidence"),),
+    )
+    with pytest.raises(AggregatorError, match="not overconfident"):
+        check_panel_result(bad, anon, aggregator="bad")
+    bad = bad.model_copy(
+        update={"pruned": (PrunedVerdict(label=dissenter.label, reason="disagrees"),)}
+    )
+    with pytest.raises(AggregatorError, match="only allowed reason"):
+        check_panel_result(bad, anon, aggregator="bad")
+
+
+def test_check_allows_pruning_an_overconfident_verdict():
+    anon = anonymise(PANEL)
+    loud = next(a for a in anon if a.confidence == 0.95)
+    ok = _result(
+        weights={a.label: 1.0 for a in anon if a is not loud},
+        pruned=(PrunedVerdict(label=loud.label, reason="overconfidence"),),
+    )
+    check_panel_result(ok, anon, aggregator="x")
+
+
+@pytest.mark.parametrize(
+    ("result", "match"),
+    [
+        ("not a result", "must return a PanelResult"),
+        (_result(weights={"v1": 1.0, "v2": 1.0}), "silently"),
+        (_result(weights={"v1": 1.0, "v2": 1.0, "v3": 0.0}), "weight"),
+        (_result(weights={"v1": 1.0, "v2": 1.0, "v3": 1.0, "v9": 1.0}), "not given"),
+        (_result(decision="reject"), "no kept verdict"),
+        (
+            _result(
+                weights={"v1": 1.0, "v2": 1.0, "v3": 1.0},
+                pruned=(PrunedVerdict(label="v1", reason="overconfidence"),),
+            ),
+            "both kept",
+        ),
+    ],
+)
+def test_check_rejects_malformed_results(result, match):
+    with pytest.raises(AggregatorError, match=match):
+        check_panel_result(result, anonymise(PANEL), aggregator="x")
