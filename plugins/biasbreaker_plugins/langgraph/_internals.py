@@ -47,7 +47,7 @@ from biasbreaker.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Halt(Command):  # type: ignore[type-arg]
+class Halt(Command):  # type: ignore[misc, type-arg]
     """What a guarded node returns when its output is held: only ``bb_`` keys, a reroute.
 
     Its static and conditional successors do not run.
@@ -55,7 +55,7 @@ class Halt(Command):  # type: ignore[type-arg]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Promote(Command):  # type: ignore[type-arg]
+class Promote(Command):  # type: ignore[misc, type-arg]
     """What a breaker node returns when it lets held outputs through.
 
     Args:

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from biasbreaker.errors import TraceError
 from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig
@@ -67,6 +67,11 @@ class Dispatch:
             self.captured = context
             return InterventionResult.noop()
         return self.target(context)
+
+    def take(self) -> InterventionContext | None:
+        """The context captured by the last preview step (and forget it)."""
+        captured, self.captured = self.captured, None
+        return captured
 
 
 @dataclass
@@ -119,10 +124,12 @@ class Machines:
         records: list[StepRecord] = []
         if value:
             machine = ControlMachine.restore(
-                value["machine"], hook=dispatch, recorder=records.append
+                value["machine"], hook=cast(AnyHook, dispatch), recorder=records.append
             )
         else:
-            machine = ControlMachine(self.config, hook=dispatch, recorder=records.append)
+            machine = ControlMachine(
+                self.config, hook=cast(AnyHook, dispatch), recorder=records.append
+            )
         return Handle(machine, dispatch, records, value)
 
     def release(self, handle: Handle, value: Mapping[str, Any]) -> None:

@@ -28,9 +28,9 @@ escalated to ``bb_review``. ``bb_review`` pauses with ``interrupt()``; resuming 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -41,8 +41,11 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send, interrupt
 
 from biasbreaker.errors import ConfigError
-from biasbreaker.intervention.router import route_intervention
-from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig, noop_hook
+from biasbreaker.intervention.panel import SkepticPanel
+from biasbreaker.intervention.router import checked_route
+from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker, as_text
+from biasbreaker.intervention.types import ReviewRequest as SkepticRequest
+from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig
 from biasbreaker.probe import Probe, build_probe
 from biasbreaker.propagation import NetworkEwma, network_score
 from biasbreaker.registry import BuildContext
@@ -61,6 +64,12 @@ from biasbreaker_plugins.langgraph._machines import (
     Traces,
     commit_records,
     run_sync,
+)
+from biasbreaker_plugins.langgraph._panel import (
+    ReplayPanel,
+    outcome_from_json,
+    outcome_to_json,
+    review_one,
 )
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
 from biasbreaker_plugins.langgraph.state import BB_KEYS, user_part
@@ -165,9 +174,7 @@ def _split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comma
                 "a dict"
             )
         goto = out.goto
-        targets: list[Any] = (
-            [goto] if isinstance(goto, (str, Send)) else list(goto) if goto else []
-        )
+        targets: list[Any] = [goto] if isinstance(goto, (str, Send)) else list(goto) if goto else []
         return update, targets, out
     raise ConfigError(
         f"guarded node {node!r} returned {type(out).__name__}; a guarded node returns a dict "
@@ -230,22 +237,44 @@ class GraphGuard:
         adapter: LangGraphAdapter,
         nodes: Mapping[str, GuardedNode],
         weights: Mapping[str, float],
-        hook: AnyHook,
+        hook: AnyHook | None,
     ) -> None:
         self.adapter = adapter
         self.nodes = dict(nodes)
         self.weights = dict(weights)
-        self.hook = hook
+        self.panel_mode = adapter.options.panel
         self.machines = Machines(adapter.machine_config)
-        self.traces = Traces(
-            adapter.options.trace_path, fsync=adapter.context.settings.trace.fsync
-        )
-        self.probes: dict[str, Probe] = {
-            name: build_probe(adapter.context) for name, spec in self.nodes.items() if spec.probe
-        }
+        self.traces = Traces(adapter.options.trace_path, fsync=adapter.context.settings.trace.fsync)
+        self.base_probe = build_probe(adapter.context)
         self.steps: dict[str, Callable[..., Any]] = {
             name: self._probe_step(spec) for name, spec in self.nodes.items()
         }
+        self.runner: InterventionRunner | None = None
+        if hook is None:
+            self.runner = InterventionRunner.from_context(
+                adapter.context,
+                rechecker=ProbeRechecker(_FreshProbes(self.base_probe), self.steps),
+                attributes=self._attributes,
+            )
+            hook = self.runner.ahook
+        elif self.panel_mode == "send":
+            raise ConfigError(
+                "[plugin.langgraph] panel = 'send' runs the configured intervention runner's "
+                "skeptics as Send branches; it cannot be combined with guard(hook=...)"
+            )
+        self.hook: AnyHook = hook
+
+    def _attributes(self, task: Any) -> list[str]:
+        """The demographic axes a step's input mentions (the panel's domain-match input)."""
+        return sorted({d.axis for d in self.base_probe.generator.detect(task)})
+
+    def new_probe(self) -> Probe:
+        """A fresh probe with the configured scorers and generator (one per probed call).
+
+        A probe's call cache is per instance; a fresh one per call keeps concurrent calls (Send
+        branches of one node, threads of several runs) from sharing it.
+        """
+        return _clone(self.base_probe)
 
     # ------------------------------------------------------------------ the wrapper
 
@@ -332,12 +361,11 @@ class GraphGuard:
             lg_step=lg_step,
             probe_input=user_part(dict(state)),
         )
-        probe = self.probes.get(spec.name)
-        call.sampled = probe is not None and probe.should_probe(call.step_id)
+        call.sampled = spec.probe and self.base_probe.should_probe(call.step_id)
         return call
 
     async def _probe(self, call: _Call) -> None:
-        probe = self.probes[call.node.name]
+        probe = self.new_probe()
         try:
             result = await probe.probe(
                 self.steps[call.node.name],
@@ -449,7 +477,7 @@ class GraphGuard:
         handle.dispatch.target = None
         handle.dispatch.captured = None
         decision = self._machine_step(handle.machine, entry, step)
-        captured = handle.dispatch.captured
+        captured = handle.dispatch.take()
         if captured is not None:
             return None, captured
         return decision, None
@@ -465,6 +493,7 @@ class GraphGuard:
             local_scores=scores,
             weights=self.weights,
             payload=entry["update"],
+            step_input=entry["input"],
         )
 
     async def _machine_astep(
@@ -478,6 +507,7 @@ class GraphGuard:
             local_scores=scores,
             weights=self.weights,
             payload=entry["update"],
+            step_input=entry["input"],
         )
 
     def _commit(self, handle: Handle, thread: str, by: str) -> dict[str, Any]:
@@ -643,21 +673,39 @@ class GraphGuard:
         """``bb_mitigate``: one machine step for the first tripped or held output.
 
         A tripped output's pending step runs with the intervention hook; a held output is
-        stepped again with the same inputs (the re-step protocol, docs/control.md §3a).
+        stepped again with the same inputs (the re-step protocol, docs/control.md §3a). With
+        ``panel = "send"``, a step that would run the skeptic panel is not taken here: the
+        panel's reviews are sent to ``bb_skeptic`` branches and ``bb_aggregate`` takes it.
         """
         pending = self._staged(state, "tripped", "held")
         if not pending:
             return {}
         entry = pending[0]
+        if self.panel_mode == "send" and self.runner is not None:
+            fanout = self._fan_out(state, entry)
+            if fanout is not None:
+                return fanout
+        return self._step_with_hook(state, entry, self.hook, config)
+
+    def _step_with_hook(
+        self,
+        state: Mapping[str, Any],
+        entry: Mapping[str, Any],
+        hook: AnyHook,
+        config: RunnableConfig,
+        node: str = MITIGATE,
+    ) -> Any:
         thread = _thread_of(config)
         lg_step, _ = _task_of(config)
         handle = self.machines.acquire(state.get("bb_breaker"))
-        handle.dispatch.target = self.hook
+        handle.dispatch.target = hook
         decision = run_sync(self._machine_astep(handle.machine, entry, entry["step"]))
         result = handle.machine.last_result
-        value = self._commit(handle, thread, f"{MITIGATE}@{lg_step}:{entry['key']}")
+        value = self._commit(handle, thread, f"{node}@{lg_step}:{entry['key']}")
         bb: list[tuple[str, Any]] = [("bb_breaker", value)]
-        bb.extend(self._freeze_record(entry["key"], entry["node"], decision, handle.machine).items())
+        bb.extend(
+            self._freeze_record(entry["key"], entry["node"], decision, handle.machine).items()
+        )
         ran_hook = handle.machine.last_record is not None and (
             handle.machine.last_record.intervention is not None
         )
@@ -669,6 +717,88 @@ class GraphGuard:
                 )
             )
         return self._resolve(state, entry, decision, handle.machine, bb, ran_hook)
+
+    def _fan_out(self, state: Mapping[str, Any], entry: Mapping[str, Any]) -> Any:
+        """Send the skeptic reviews as branches if this step would run the skeptic panel.
+
+        Returns ``None`` when the step does not call the hook, or the router does not choose
+        the skeptics (the caller then takes the step in process).
+        """
+        runner = self.runner
+        assert runner is not None
+        handle = self.machines.acquire(state.get("bb_breaker"))
+        _, context = self._preview(handle, entry, entry["step"])
+        if context is None:
+            # No intervention at this step: the machine just moved; take it again in process.
+            return None
+        if context.frozen_payload is None or runner.panel is None:
+            return None
+        route = checked_route(runner.router, context, name=runner.router_name)
+        if route != "skeptics":
+            return None
+        request = self._panel_request(runner, context)
+        fan = {"request": request.model_dump(mode="json"), "attempt": context.attempt}
+        sends = [
+            Send(SKEPTIC, {"key": entry["key"], "kind": skeptic.kind, **fan})
+            for skeptic in runner.panel.skeptics
+        ]
+        staged = {**entry, "fanout": fan}
+        return Command(update={"bb_unverified_output": {entry["key"]: staged}}, goto=sends)
+
+    def _panel_request(
+        self, runner: InterventionRunner, context: InterventionContext
+    ) -> SkepticRequest:
+        """The request the runner's panel reviews for ``context`` (as the runner builds it)."""
+        assert context.frozen_payload is not None
+        original = context.frozen_payload.thaw()
+        task = None if context.step_input is None else context.step_input.thaw()
+        attributes: tuple[str, ...] = ()
+        if runner.attributes is not None and task is not None:
+            attributes = tuple(sorted(set(runner.attributes(task))))
+        return SkepticRequest(
+            payload=as_text(original),
+            task=None if task is None else as_text(task),
+            node=context.node,
+            attributes=attributes,
+            seed=context.seed,
+        )
+
+    def _send_panel(self) -> tuple[InterventionRunner, SkepticPanel]:
+        runner = self.runner
+        if runner is None or runner.panel is None:
+            raise ConfigError("the Send panel needs the configured intervention runner's panel")
+        return runner, runner.panel
+
+    def skeptic_node(self, branch: dict[str, Any]) -> Any:
+        """``bb_skeptic``: one skeptic's review (a ``Send`` branch), written to ``bb_verdicts``."""
+        _, panel = self._send_panel()
+        request = SkepticRequest.model_validate(branch["request"])
+        outcome = run_sync(review_one(panel, branch["kind"], request))
+        slot = f"{branch['key']}/{branch['attempt']}/{branch['kind']}"
+        return {"bb_verdicts": {slot: outcome_to_json(outcome)}}
+
+    def aggregate_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
+        """``bb_aggregate``: take the machine's step with the branches' verdicts replayed."""
+        runner, panel = self._send_panel()
+        pending = [e for e in self._staged(state, "tripped", "held") if e.get("fanout")]
+        if not pending:
+            return {}
+        entry = pending[0]
+        fan = entry["fanout"]
+        request = SkepticRequest.model_validate(fan["request"])
+        prefix = f"{entry['key']}/{fan['attempt']}/"
+        verdicts = state.get("bb_verdicts") or {}
+        outcomes = {
+            slot[len(prefix) :]: outcome_from_json(value)
+            for slot, value in verdicts.items()
+            if slot.startswith(prefix)
+        }
+        replay = dataclasses.replace(runner, panel=ReplayPanel.of(panel, request, outcomes))
+        plain = {k: v for k, v in entry.items() if k != "fanout"}
+        out = self._step_with_hook(state, plain, replay.ahook, config, node=AGGREGATE)
+        runner.track_record = replay.track_record
+        clear = {slot: None for slot in verdicts if slot.startswith(prefix)}
+        return _with_update(out, [("bb_verdicts", clear)])
 
     def _resolve(
         self,
@@ -687,6 +817,7 @@ class GraphGuard:
         tau_exit = machine.config.thresholds.tau_exit
         result = machine.last_result
         repaired = None
+        recheck = None
         if (
             ran_hook
             and decision.state is BreakerState.INTERVENTION
@@ -695,12 +826,12 @@ class GraphGuard:
             and result.repaired is not None
         ):
             repaired = self._usable_repair(entry, result.repaired)
+            recheck = result.recheck_score
         if decision.action is BreakerAction.PROCEED:
             self._promotion(entry, entry["update"], pairs, promoted, goto)
         elif repaired is not None:
-            assert result is not None and result.recheck_score is not None
             self._promotion(entry, repaired, pairs, promoted, goto)
-            pairs.append(("bb_local_scores", {entry["node"]: result.recheck_score}))
+            pairs.append(("bb_local_scores", {entry["node"]: recheck}))
             frozen = dict((state.get("bb_frozen") or {}).get(key) or {})
             for name, value in pairs:
                 if name == "bb_frozen" and key in value:
@@ -786,12 +917,52 @@ class GraphGuard:
             raise ConfigError(f"review of {key!r}: an edit may not write the breaker keys {bad}")
         self._promotion(entry, update, pairs, promoted, goto)
         status = "approved" if decision.action == "approve" else "edited"
-        pairs.append(
-            ("bb_frozen", {key: {**frozen, "node": entry["node"], "status": status}})
-        )
+        pairs.append(("bb_frozen", {key: {**frozen, "node": entry["node"], "status": status}}))
         if self._staged(state, "queued"):
             goto.append(BREAKER)
         return Promote(update=_coalesce(pairs), goto=goto, promoted=tuple(promoted))
+
+
+class _FreshProbes:
+    """Anything-with-``probe``: a fresh probe per call (for the runner's re-check)."""
+
+    def __init__(self, base: Probe) -> None:
+        self.base = base
+
+    async def probe(self, *args: Any, **kwargs: Any) -> Any:
+        return await _clone(self.base).probe(*args, **kwargs)
+
+
+def _clone(base: Probe) -> Probe:
+    return Probe(
+        base.scorers,
+        generator=base.generator,
+        k=base.k,
+        r=base.r,
+        probe_rate=base.probe_rate,
+        seed=base.seed,
+        combine=base.combine,
+        bootstrap=base.bootstrap,
+        confidence=base.confidence,
+        max_concurrency=base.max_concurrency,
+        cache_size=base.cache_size,
+    )
+
+
+def _pairs(update: Any) -> list[tuple[str, Any]]:
+    if isinstance(update, dict):
+        return list(update.items())
+    return list(update or [])
+
+
+def _with_update(out: Any, pairs: list[tuple[str, Any]]) -> Any:
+    """``out`` (a dict or Command) with more ``bb_`` writes."""
+    if isinstance(out, Promote):
+        merged = _coalesce([*_pairs(out.update), *pairs])
+        return Promote(update=merged, goto=out.goto, promoted=out.promoted)
+    if isinstance(out, Command):
+        return Command(update=_coalesce([*_pairs(out.update), *pairs]), goto=out.goto)
+    return {**out, **dict(pairs)}
 
 
 def _held_status(decision: BreakerDecision) -> str:
@@ -819,10 +990,15 @@ def _coalesce(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
         if name not in merged:
             order.append(name)
             merged[name] = value
-        elif isinstance(value, dict) and isinstance(merged[name], dict) and name not in (
-            "bb_breaker",
-            "bb_network_ewma",
-            "bb_katz_weights",
+        elif (
+            isinstance(value, dict)
+            and isinstance(merged[name], dict)
+            and name
+            not in (
+                "bb_breaker",
+                "bb_network_ewma",
+                "bb_katz_weights",
+            )
         ):
             merged[name] = {**merged[name], **value}
         elif isinstance(value, list) and isinstance(merged[name], list):
@@ -846,11 +1022,6 @@ class LangGraphAdapter:
         settings = context.settings
         self.machine_config = MachineConfig.from_settings(settings)
 
-    def default_hook(self) -> AnyHook:
-        """The configured intervention: the no-op hook (the machine escalates after
-        ``max_retries``) until an intervention runner is installed."""
-        return noop_hook
-
     def guard(
         self,
         builder: StateGraph[Any, Any, Any, Any],
@@ -859,7 +1030,7 @@ class LangGraphAdapter:
         hook: AnyHook | None = None,
         concurrent: Sequence[str] = (),
     ) -> GuardedStateGraph:
-        """Return a guarded copy of ``builder`` (see :func:`biasbreaker_plugins.langgraph.guard`)."""
+        """A guarded copy of ``builder``; see :func:`biasbreaker_plugins.langgraph.guard`."""
         from biasbreaker_plugins.langgraph.graph import build_guarded
 
         return build_guarded(self, builder, nodes=nodes, hook=hook, concurrent=concurrent)
@@ -876,5 +1047,4 @@ __all__ = [
     "GraphGuard",
     "GuardedNode",
     "LangGraphAdapter",
-    "route_intervention",
 ]

@@ -30,11 +30,13 @@ from biasbreaker_plugins.langgraph._internals import (
 )
 from biasbreaker_plugins.langgraph.adapter import (
     ADDED_NODES,
+    AGGREGATE,
     BREAKER,
     INJECTABLE,
     MITIGATE,
     PROMOTERS,
     REVIEW,
+    SKEPTIC,
     GraphGuard,
     GuardedNode,
     LangGraphAdapter,
@@ -78,22 +80,16 @@ def _topology(builder: StateGraph[Any, Any, Any, Any], names: list[str]) -> Topo
     branches: dict[str, dict[str, tuple[tuple[str, ...] | None, bool]]] = {}
     for source, by_name in builder.branches.items():
         for branch_name, branch in by_name.items():
-            ends = tuple(branch.ends.values()) if branch.ends is not None else None
+            targets = tuple(branch.ends.values()) if branch.ends is not None else None
             path = branch.path
             func = getattr(path, "func", None) or getattr(path, "afunc", None)
-            branches.setdefault(source, {})[branch_name] = (ends, single_destination(func))
-    ends: dict[str, tuple[str, ...]] = {}
+            branches.setdefault(source, {})[branch_name] = (targets, single_destination(func))
+    declared_ends: dict[str, tuple[str, ...]] = {}
     for name in names:
         declared = builder.nodes[name].ends
         if declared:
-            ends[name] = tuple(declared.keys() if isinstance(declared, dict) else declared)
-    return read_topology(
-        names,
-        builder.edges,
-        builder.waiting_edges,
-        branches,
-        ends,
-    )
+            declared_ends[name] = tuple(declared.keys() if isinstance(declared, dict) else declared)
+    return read_topology(names, builder.edges, builder.waiting_edges, branches, declared_ends)
 
 
 def _injected(fn: Any) -> tuple[str, tuple[str, ...]]:
@@ -187,7 +183,7 @@ def build_guarded(
         adapter,
         specs,
         dict(influence.weights),
-        hook if hook is not None else adapter.default_hook(),
+        hook,
     )
 
     guarded = copy.copy(builder)
@@ -203,9 +199,17 @@ def build_guarded(
     guarded.compiled = False
     for name, spec in specs.items():
         guarded.nodes[name].runnable = as_node_runnable(runtime.wrap(spec), name)
-    guarded.add_node(BREAKER, runtime.breaker_node)
-    guarded.add_node(MITIGATE, runtime.mitigate_node)
-    guarded.add_node(REVIEW, runtime.review_node)
+    added: list[tuple[str, Any]] = [
+        (BREAKER, runtime.breaker_node),
+        (MITIGATE, runtime.mitigate_node),
+        (REVIEW, runtime.review_node),
+    ]
+    if runtime.panel_mode == "send":
+        added += [(SKEPTIC, runtime.skeptic_node), (AGGREGATE, runtime.aggregate_node)]
+    for name, action in added:
+        guarded.add_node(name, action)
+    if runtime.panel_mode == "send":
+        guarded.add_edge(SKEPTIC, AGGREGATE)
     assert isinstance(guarded, GuardedStateGraph)
     guarded.guard = runtime
     guarded.guarded_nodes = tuple(specs)

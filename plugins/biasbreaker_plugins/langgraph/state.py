@@ -11,17 +11,23 @@ value is plain JSON (``dict``/``list``/``str``/``float``/``int``/``bool``/``None
 checkpointer stores it, including with ``LANGGRAPH_STRICT_MSGPACK=true`` and LangGraph
 Server's orjson. Nothing here imports LangGraph: the reducers are plain functions.
 
-| key | what it holds | written by |
-|---|---|---|
-| ``bb_local_scores`` | node -> latest local bias score ``b_i`` in [0, 1], ``None`` = not applicable | the step that probed the node |
-| ``bb_katz_weights`` | node -> Katz influence weight (sums to 1), from the graph's edges | every breaker step (constant) |
-| ``bb_network_ewma`` | the fast and slow EWMAs of B_net (``NetworkEwma.to_dict()``) | every breaker step |
-| ``bb_breaker`` | ``{"machine": ControlMachine.snapshot(), "by": "<node>@<step>"}`` | the task that stepped the machine |
-| ``bb_unverified_output`` | the staging buffer: key -> staged output (see below), ``None`` deletes | guarded nodes, the breaker nodes |
-| ``bb_frozen`` | key -> a frozen payload record ``{node, payload, status, step, reason}`` | the breaker nodes |
-| ``bb_audit_trail`` | events (freeze, intervention summary, review), oldest first; M5 builds on it | the breaker nodes |
-| ``bb_verdicts`` | skeptic verdicts of the ``Send`` fan-out, key -> verdict | the skeptic branches |
-| ``bb_reviews`` | human review decisions, oldest first | the review node |
+* ``bb_local_scores``: node -> latest local bias score ``b_i`` in [0, 1] (``None`` = not
+  applicable); written by the step that probed the node.
+* ``bb_katz_weights``: node -> Katz influence weight (they sum to 1), from the graph's edges;
+  constant, written by the breaker steps.
+* ``bb_network_ewma``: the fast and slow EWMAs of B_net (``NetworkEwma.to_dict()``); written by
+  every breaker step.
+* ``bb_breaker``: ``{"machine": ControlMachine.snapshot(), "by": "<node>@<step>"}``; written
+  by the task that stepped the machine.
+* ``bb_unverified_output``: the staging buffer, key -> staged output (see below); ``None``
+  deletes an entry. Written by guarded nodes and the breaker nodes.
+* ``bb_frozen``: key -> frozen payload record ``{node, payload, status, step, reason}``;
+  written by the breaker nodes.
+* ``bb_audit_trail``: events (freeze, intervention summary, review), oldest first; M5 builds on
+  it.
+* ``bb_verdicts``: skeptic outcomes of the ``Send`` fan-out, slot -> outcome (``None``
+  deletes); written by the skeptic branches, cleared by ``bb_aggregate``.
+* ``bb_reviews``: human review decisions, oldest first; written by the review node.
 
 A staged output (``bb_unverified_output[key]``) is ``{"node", "key", "status", "update",
 "goto", "input", "score", "step"}``: the node's update held back from the application's keys
@@ -140,7 +146,7 @@ class BiasState(TypedDict, total=False):
     bb_unverified_output: Annotated[dict[str, Any], merge_staged]
     bb_frozen: Annotated[dict[str, Any], merge_mapping]
     bb_audit_trail: Annotated[list[dict[str, Any]], operator.add]
-    bb_verdicts: Annotated[dict[str, Any], merge_mapping]
+    bb_verdicts: Annotated[dict[str, Any], merge_staged]
     bb_reviews: Annotated[list[dict[str, Any]], operator.add]
 
 

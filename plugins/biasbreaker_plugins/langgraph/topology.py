@@ -7,7 +7,8 @@ Two questions are answered from a ``StateGraph`` builder's own edges, before com
    edge (its ``path_map``, or the ``Literal`` return type of its path function; without either
    LangGraph itself assumes the branch may go to any node, and so do we), and every declared
    ``Command`` destination of a node (``Command[Literal[...]]`` return type or
-   ``destinations=``). Katz weights over it come from :func:`biasbreaker.propagation.katz_influence`.
+   ``destinations=``). Katz weights over it come from
+   :func:`biasbreaker.propagation.katz_influence`.
 2. **Concurrency**: the control machine is sequential, so two guarded nodes must never step it
    in one super-step. A *fan-out source* is ``START`` or a node that can trigger two or more
    tasks at once: two or more static or waiting edges out of it, a static edge and a
@@ -20,9 +21,9 @@ Two questions are answered from a ``StateGraph`` builder's own edges, before com
    super-step.
 
 A ``Command(goto=[a, b])`` or ``Send`` returned by a node at run time is a fan-out the builder
-does not show; a guarded node that does it is detected at run time and its targets queued
-(the state's ``bb_breaker`` reducer also rejects, fail closed, any super-step in which two
-tasks stepped the breaker).
+does not show: list its targets in ``guard(..., concurrent=[...])``. If it is missed, the
+state's ``bb_breaker`` reducer rejects, fail closed, the super-step in which two tasks stepped
+the breaker (LangGraph then applies none of that step's writes).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def read_topology(
     triggers: dict[str, int] = {src: 0 for src in (START, *names)}
 
     def link(u: str, v: str) -> None:
-        if v == END or v == START:
+        if v in (END, START):
             return
         successors.setdefault(u, set()).add(v)
         if u != START and u in known and v in known:
