@@ -561,16 +561,28 @@ class GraphGuard:
             return {**call.update, **bb}
         entry = {**entry, "status": _held_status(decision), "reason": decision.reason}
         bb["bb_unverified_output"] = {call.key: entry}
-        bb.update(self._freeze_record(call.key, name, decision, handle.machine))
+        bb.update(self._freeze_record(state, call.key, name, call.update, decision, handle.machine))
         return Halt(goto=_route_for(decision), update=bb)
 
     # ------------------------------------------------------------------ records
 
     def _freeze_record(
-        self, key: str, node: str, decision: BreakerDecision, machine: ControlMachine
+        self,
+        state: Mapping[str, Any],
+        key: str,
+        node: str,
+        update: Any,
+        decision: BreakerDecision,
+        machine: ControlMachine,
     ) -> dict[str, Any]:
+        """The ``bb_frozen`` record and audit event when ``decision`` froze this output."""
         payload = decision.frozen_payload
-        if payload is None:
+        if payload is None or payload != FrozenPayload.of(update):
+            # None, or the machine's frozen payload is an earlier output (a later output held
+            # while ESCALATED): this output was not frozen by this step.
+            return {}
+        known = (state.get("bb_frozen") or {}).get(key)
+        if known is not None and known["payload"]["sha256"] == payload.sha256:
             return {}
         record = {
             "node": node,
@@ -660,7 +672,9 @@ class GraphGuard:
             held["reason"] = decision.reason
             pairs.append(("bb_unverified_output", {entry["key"]: held}))
             pairs.extend(
-                self._freeze_record(entry["key"], entry["node"], decision, handle.machine).items()
+                self._freeze_record(
+                    running, entry["key"], entry["node"], entry["update"], decision, handle.machine
+                ).items()
             )
             goto.append(_route_for(decision))
             break
@@ -704,7 +718,9 @@ class GraphGuard:
         value = self._commit(handle, thread, f"{node}@{lg_step}:{entry['key']}")
         bb: list[tuple[str, Any]] = [("bb_breaker", value)]
         bb.extend(
-            self._freeze_record(entry["key"], entry["node"], decision, handle.machine).items()
+            self._freeze_record(
+                state, entry["key"], entry["node"], entry["update"], decision, handle.machine
+            ).items()
         )
         ran_hook = handle.machine.last_record is not None and (
             handle.machine.last_record.intervention is not None
@@ -883,15 +899,21 @@ class GraphGuard:
             slow=step.get("slow"),
             trail=list(result.get("trail") or []),
         )
-        answer = interrupt(request.model_dump(mode="json"))
-        try:
-            decision = ReviewDecision.model_validate(answer)
-        except ValueError as exc:
-            raise ConfigError(
-                f"review of {key!r}: the resume value {answer!r} is not a ReviewDecision "
-                f"({exc}); resume with Command(resume={{'action': 'approve' | 'edit' | "
-                "'reject', ...}})"
-            ) from exc
+        payload = request.model_dump(mode="json")
+        answer = interrupt(payload)
+        while True:
+            try:
+                decision = ReviewDecision.model_validate(answer)
+                break
+            except ValueError as exc:
+                # Ask again: LangGraph matches resume values to this node's interrupts in
+                # order, so the next resume answers this second interrupt.
+                error = (
+                    f"the resume value {answer!r} is not a ReviewDecision: "
+                    f"{_first_error(exc)}; resume with {{'action': 'approve' | 'edit' | "
+                    "'reject', ...}"
+                )
+                answer = interrupt({**payload, "error": error})
         record = {
             "key": key,
             "node": entry["node"],
@@ -963,6 +985,15 @@ def _with_update(out: Any, pairs: list[tuple[str, Any]]) -> Any:
     if isinstance(out, Command):
         return Command(update=_coalesce([*_pairs(out.update), *pairs]), goto=out.goto)
     return {**out, **dict(pairs)}
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "value"
+        return f"{where}: {first.get('msg', exc)}"
+    return str(exc)
 
 
 def _held_status(decision: BreakerDecision) -> str:

@@ -12,6 +12,9 @@ the same fields works too):
 * ``{"action": "reject"}`` drops the output: its successors never run, and the run ends at
   this branch.
 
+A resume value that is not a valid decision pauses the run again, with the same request and
+an ``error`` saying what was wrong; resume once more with a valid one.
+
 Escalation is terminal for the control machine: after a review, every later guarded output of
 the run goes to review too (with its own scores), until the thread is started afresh.
 """
@@ -72,6 +75,8 @@ class ReviewRequest(BaseModel):
         slow: Slow B_net at the step.
         trail: The latest intervention's trail events, oldest first.
         actions: The accepted ``action`` values.
+        error: Set when the previous resume value was not a valid :class:`ReviewDecision`:
+            what was wrong (the run paused again; resume once more).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -87,6 +92,7 @@ class ReviewRequest(BaseModel):
     slow: float | None
     trail: list[dict[str, Any]]
     actions: list[str] = Field(default_factory=lambda: ["approve", "edit", "reject"])
+    error: str | None = None
 
 
 __all__ = ["ReviewDecision", "ReviewRequest"]
