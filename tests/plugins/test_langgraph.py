@@ -307,11 +307,8 @@ def test_the_compiled_structure_shows_the_users_edges_unchanged(kernel: Kernel) 
         plain = make().compile()
         guarded = guard(make(), kernel).compile()
         assert structure(guarded) == structure(plain)
-        assert {n for n in guarded.get_graph().nodes} - {n for n in plain.get_graph().nodes} == {
-            "bb_breaker",
-            "bb_mitigate",
-            "bb_review",
-        }
+        added = set(guarded.get_graph().nodes) - set(plain.get_graph().nodes)
+        assert added == {"bb_breaker", "bb_review"}
     out = guard(branching_builder(), kernel).compile().invoke({})
     assert out["done"] == "LNone"  # the conditional edge routed as written
 

@@ -2,14 +2,19 @@
 
 The in-process panel (:class:`biasbreaker.intervention.panel.SkepticPanel`) reviews a payload
 with every skeptic concurrently under asyncio. With ``panel = "send"`` the adapter runs the
-same reviews as graph branches: ``bb_mitigate`` previews the machine's step, and when the
-router chooses ``"skeptics"`` it returns one ``Send("bb_skeptic", ...)`` per skeptic; each
-branch runs :meth:`SkepticPanel._one <biasbreaker.intervention.panel.SkepticPanel>` for its
-skeptic (the panel's own time-out and failure rules) and writes the outcome to ``bb_verdicts``;
-``bb_aggregate`` then runs the machine's step with the intervention runner, whose panel is a
-:class:`ReplayPanel`: for the reviewed request it hands back the branches' outcomes, so the
-panel's anonymisation, aggregation and kernel checks run unchanged; any other request (the
-runner's re-check reviews each counterfactual output) is reviewed in process.
+same reviews as graph branches: ``bb_breaker`` previews the machine's step, and when the
+router chooses ``"skeptics"`` it returns one ``Send("bb_skeptic", ...)`` per skeptic instead
+of taking the step. Each branch runs the panel's per-skeptic review (``SkepticPanel._one``:
+the panel's own time-out and failure rules) and writes the outcome to ``bb_verdicts``.
+``bb_aggregate`` joins the branches and runs :meth:`SkepticPanel.run` on a
+:class:`ReplayPanel` that hands back those outcomes, so anonymisation, the configured
+aggregator and the kernel's checks are the panel's own; the resulting panel run is stored.
+``bb_breaker`` then takes the machine's step with the intervention runner, whose panel replays
+the stored run for the reviewed request; any other request (the runner's re-check reviews
+each counterfactual output) is reviewed in process.
+
+``SkepticPanel._one`` is a private method of the kernel's panel: this module is the only
+place that relies on it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from biasbreaker.intervention.panel import Skeptic, SkepticPanel
-from biasbreaker.intervention.types import ReviewRequest, SkepticFailure, SkepticVerdict
+from biasbreaker.intervention.types import (
+    PanelRun,
+    ReviewRequest,
+    SkepticFailure,
+    SkepticVerdict,
+    TrackRecord,
+)
 
 Outcome = SkepticVerdict | SkepticFailure
 
@@ -39,19 +50,26 @@ def outcome_from_json(data: Mapping[str, Any]) -> Outcome:
 
 @dataclass
 class ReplayPanel(SkepticPanel):
-    """A panel that answers one request with outcomes gathered elsewhere (the Send branches).
+    """A panel that answers one request with results gathered elsewhere (the Send branches).
 
     Args:
         request: The request the branches reviewed.
-        outcomes: Skeptic kind -> its outcome for ``request``.
+        outcomes: Skeptic kind -> its outcome for ``request`` (used by :meth:`run`'s reviews).
+        recorded: The whole panel run for ``request``, returned by :meth:`run` as it is.
     """
 
     request: ReviewRequest | None = None
     outcomes: Mapping[str, Outcome] = field(default_factory=dict)
+    recorded: PanelRun | None = None
 
     @classmethod
     def of(
-        cls, panel: SkepticPanel, request: ReviewRequest, outcomes: Mapping[str, Outcome]
+        cls,
+        panel: SkepticPanel,
+        request: ReviewRequest,
+        *,
+        outcomes: Mapping[str, Outcome] | None = None,
+        recorded: PanelRun | None = None,
     ) -> ReplayPanel:
         """A replay of ``panel`` (same skeptics, aggregator and rules) for ``request``."""
         return cls(
@@ -61,8 +79,17 @@ class ReplayPanel(SkepticPanel):
             timeout_s=panel.timeout_s,
             overconfidence=panel.overconfidence,
             request=request,
-            outcomes=dict(outcomes),
+            outcomes=dict(outcomes or {}),
+            recorded=recorded,
         )
+
+    async def run(
+        self, request: ReviewRequest, *, track_record: TrackRecord | None = None
+    ) -> PanelRun:
+        """The recorded run for the replayed request; any other request is reviewed afresh."""
+        if self.recorded is not None and request == self.request:
+            return self.recorded
+        return await super().run(request, track_record=track_record)
 
     async def _one(self, skeptic: Skeptic, request: ReviewRequest) -> Outcome:
         if request == self.request and skeptic.kind in self.outcomes:

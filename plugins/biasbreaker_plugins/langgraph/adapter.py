@@ -1,7 +1,7 @@
 """The guard of one LangGraph graph: probe, propagate, decide, stage, promote, repair, review.
 
 One :class:`GraphGuard` serves one guarded graph (every thread run on it). A guarded node's
-task does, in order (docs/langgraph.md §3):
+task does, in order (docs/langgraph.md):
 
 1. run the user's node and split its return value into the state update and its ``Command``
    destinations; nothing is written yet;
@@ -13,16 +13,19 @@ task does, in order (docs/langgraph.md §3):
    is committed (snapshot to ``bb_breaker``, trace record) and, on ``PROCEED``, the update is
    returned together with the ``bb_`` keys: promoted in the node's own task. Otherwise the
    update is staged in ``bb_unverified_output`` and the node returns :class:`Halt` rerouting to
-   ``bb_mitigate`` (trip or held) or ``bb_review`` (escalated); its edges do not fire;
-4. *queued* nodes (reachable from a fan-out) stage their update and score and reroute to
-   ``bb_breaker``, which takes the staged outputs one after another (step 3 for each).
+   ``bb_breaker`` (trip or held) or ``bb_review`` (escalated); its edges do not fire;
+4. *queued* nodes (those that may run in parallel with another guarded node) stage their
+   update and score and reroute to ``bb_breaker``, which checks the staged outputs one after
+   another (step 3 for each).
 
-``bb_mitigate`` takes one machine step per super-step (so each transition is checkpointed
-before the next starts): the pending step with the real intervention hook, then the re-step
-protocol of docs/control.md §3a with the same held output and the same fast and slow B_net,
-until the output is promoted (probation passed, or a repair that passed its re-check), or
-escalated to ``bb_review``. ``bb_review`` pauses with ``interrupt()``; resuming with a
-:class:`~biasbreaker_plugins.langgraph.review.ReviewDecision` promotes, edits or drops it.
+``bb_breaker`` is the only node that steps the machine for held outputs, one step per
+super-step (so each transition is checkpointed before the next starts): the pending step with
+the real intervention hook, then the re-step protocol of docs/control.md §3a with the same held
+output and the same fast and slow B_net, until the output is let through (probation passed,
+or a repair that passed its re-check) or escalated to ``bb_review``. ``bb_review`` pauses with
+``interrupt()``; resuming with a :class:`~biasbreaker_plugins.langgraph.review.ReviewDecision`
+lets the output through, edits it or drops it. Outputs let through by ``bb_breaker`` or
+``bb_review`` are promoted with the other outputs of their super-step (:class:`_Work`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from biasbreaker.errors import ConfigError
 from biasbreaker.intervention.panel import SkepticPanel
 from biasbreaker.intervention.router import checked_route
 from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker, as_text
+from biasbreaker.intervention.types import PanelRun
 from biasbreaker.intervention.types import ReviewRequest as SkepticRequest
 from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig
 from biasbreaker.probe import Probe, build_probe
@@ -81,13 +85,12 @@ if TYPE_CHECKING:
     from biasbreaker_plugins.langgraph_plugin import LangGraphOptions
 
 BREAKER: Final = "bb_breaker"
-MITIGATE: Final = "bb_mitigate"
 REVIEW: Final = "bb_review"
 SKEPTIC: Final = "bb_skeptic"
 AGGREGATE: Final = "bb_aggregate"
-ADDED_NODES: Final = (BREAKER, MITIGATE, REVIEW, SKEPTIC, AGGREGATE)
+ADDED_NODES: Final = (BREAKER, REVIEW, SKEPTIC, AGGREGATE)
 """Names of the nodes ``guard()`` adds (the Send panel's two only with ``panel = "send"``)."""
-PROMOTERS: Final = (BREAKER, MITIGATE, REVIEW, AGGREGATE)
+PROMOTERS: Final = (BREAKER, REVIEW)
 
 INJECTABLE: Final = ("config", "runtime", "writer", "store")
 Mode = Literal["inline", "queued"]
@@ -229,7 +232,7 @@ class GraphGuard:
         adapter: The adapter (kernel, options, machine configuration).
         nodes: The guarded nodes by name.
         weights: Katz influence weights of every node of the user's graph (sum to 1).
-        hook: The intervention hook for ``bb_mitigate``.
+        hook: The intervention hook, or ``None`` for the configured intervention runner.
     """
 
     def __init__(
@@ -549,11 +552,10 @@ class GraphGuard:
         if state.get("bb_katz_weights") != self.weights:
             bb["bb_katz_weights"] = self.weights
         handle = self.machines.acquire(state.get("bb_breaker"))
-        decision, captured = self._preview(handle, entry, step)
+        decision, _ = self._preview(handle, entry, step)
         if decision is None:
-            # The step starts an intervention: bb_mitigate runs it with the real hook.
-            assert captured is not None
-            return Halt(goto=MITIGATE, update={**bb, "bb_unverified_output": {call.key: entry}})
+            # The step starts an intervention: bb_breaker takes it with the real hook.
+            return Halt(goto=BREAKER, update={**bb, "bb_unverified_output": {call.key: entry}})
         bb["bb_breaker"] = self._commit(handle, call.thread, call.key)
         if decision.action is BreakerAction.PROCEED:
             if call.command is not None:
@@ -599,43 +601,104 @@ class GraphGuard:
             ],
         }
 
-    # ------------------------------------------------------------------ breaker nodes
-
-    def _staged(self, state: Mapping[str, Any], *statuses: str) -> list[dict[str, Any]]:
-        staged = state.get("bb_unverified_output") or {}
-        chosen = [e for e in staged.values() if e["status"] in statuses]
-        return sorted(chosen, key=lambda e: (e["order"][0], e["order"][1]))
-
-    def _promotion(
-        self,
-        entry: Mapping[str, Any],
-        update: Mapping[str, Any],
-        pairs: list[tuple[str, Any]],
-        promoted: list[str],
-        goto: list[Any],
-    ) -> None:
-        pairs.extend(update.items())
-        pairs.append(("bb_unverified_output", {entry["key"]: None}))
-        promoted.append(entry["node"])
-        goto.extend(_goto_from_json(entry["goto"]))
+    # ------------------------------------------------------------------ breaker node
 
     def breaker_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
-        """``bb_breaker``: check the queued outputs one after another, promoting the clean ones.
+        """``bb_breaker``: the breaker and mitigation node (the one stepping held outputs).
 
-        Stops at the first output that is not promoted (it goes to ``bb_mitigate`` or
-        ``bb_review``); the rest wait until that one is resolved.
+        In order of priority, one action per run:
+
+        1. the earliest *tripped* output: its pending step, with the intervention hook (with
+           ``panel = "send"``, a step that would run the skeptic panel fans the reviews out to
+           ``bb_skeptic`` branches instead);
+        2. the earliest *held* output: a re-step with the same output and the same fast and
+           slow B_net (docs/control.md §3a);
+        3. an output whose Send panel has been aggregated: its step, replaying the panel;
+        4. otherwise the *queued* outputs of parallel branches, one after another, until one
+           is not let through.
+
+        Each of 1-3 takes one machine step, so with ``durability="sync"`` every transition is
+        checkpointed before the next. Outputs let through are promoted together with the other
+        outputs of their super-step (so their successors run together, as without the guard).
         """
-        thread = _thread_of(config)
-        lg_step, _ = _task_of(config)
-        scores = dict(state.get("bb_local_scores") or {})
-        running = dict(state)
-        pairs: list[tuple[str, Any]] = []
-        promoted: list[str] = []
-        goto: list[Any] = []
-        breaker_value = state.get("bb_breaker")
-        for entry in self._staged(state, "queued"):
-            if entry["status"] != "queued":
-                continue
+        work = _Work(state, config)
+        pending = work.entries("tripped", "held", "fanout")
+        if pending:
+            entry = pending[0]
+            if entry["status"] == "fanout":
+                ready = self._aggregated(state, entry)
+                if ready is None:
+                    return work.result(self)  # the Send branches are still running
+                self._take_step(work, entry, self._replay_hook(entry, ready), clear_fan=True)
+            elif self.panel_mode == "send" and self.runner is not None:
+                sends = self._fan_out(work, entry)
+                if sends is not None:
+                    return work.result(self, sends=sends)
+                self._take_step(work, entry, self.hook)
+            else:
+                self._take_step(work, entry, self.hook)
+        else:
+            self._run_queue(work)
+        return work.result(self)
+
+    def _take_step(
+        self,
+        work: _Work,
+        entry: dict[str, Any],
+        hook: AnyHook,
+        *,
+        clear_fan: bool = False,
+    ) -> None:
+        """One machine step for a tripped or held output, with ``hook``; record the outcome."""
+        handle = self.machines.acquire(work.breaker)
+        handle.dispatch.target = hook
+        decision = run_sync(self._machine_astep(handle.machine, entry, entry["step"]))
+        machine = handle.machine
+        result = machine.last_result
+        work.set_breaker(
+            self._commit(handle, work.thread, f"{BREAKER}@{work.lg_step}:{entry['key']}")
+        )
+        work.extend(
+            self._freeze_record(
+                work.state, entry["key"], entry["node"], entry["update"], decision, machine
+            ).items()
+        )
+        ran_hook = machine.last_record is not None and machine.last_record.intervention is not None
+        if ran_hook and result is not None:
+            event = {"event": "intervention", "key": entry["key"], **result.summary()}
+            work.pairs.append(("bb_audit_trail", [event]))
+        entry = {k: v for k, v in entry.items() if k != "fanout"} if clear_fan else entry
+        repaired = None
+        tau_exit = machine.config.thresholds.tau_exit
+        if (
+            ran_hook
+            and decision.state is BreakerState.INTERVENTION
+            and result is not None
+            and result.recheck_passes(tau_exit)
+            and result.repaired is not None
+        ):
+            repaired = self._usable_repair(entry, result.repaired)
+        if decision.action is BreakerAction.PROCEED:
+            work.clear(entry, entry["update"])
+        elif repaired is not None and result is not None:
+            work.clear(entry, repaired)
+            work.pairs.append(("bb_local_scores", {entry["node"]: result.recheck_score}))
+            frozen = dict(work.frozen(entry["key"]))
+            if frozen:
+                work.pairs.append(
+                    (
+                        "bb_frozen",
+                        {entry["key"]: {**frozen, "status": "repaired", "repaired": repaired}},
+                    )
+                )
+        else:
+            work.put({**entry, "status": _held_status(decision), "reason": decision.reason})
+
+    def _run_queue(self, work: _Work) -> None:
+        """Check the queued outputs in order; stop at the first that is not let through."""
+        scores = dict(work.state.get("bb_local_scores") or {})
+        running = dict(work.state)
+        for entry in work.entries("queued"):
             call_like = _Call(
                 node=self.nodes[entry["node"]],
                 state=running,
@@ -644,129 +707,81 @@ class GraphGuard:
                 command=None,
                 key=entry["key"],
                 step_id=entry["key"],
-                thread=thread,
-                lg_step=lg_step,
+                thread=work.thread,
+                lg_step=work.lg_step,
                 probe_input={},
                 sampled=entry["sampled"],
                 score=entry["score"],
             )
             ewma, fast, slow, b_net = self._fold(running, scores, call_like)
             running["bb_network_ewma"] = ewma
-            pairs.append(("bb_network_ewma", ewma))
+            work.pairs.append(("bb_network_ewma", ewma))
             if entry["sampled"]:
-                pairs.append(("bb_local_scores", {entry["node"]: entry["score"]}))
+                work.pairs.append(("bb_local_scores", {entry["node"]: entry["score"]}))
+            if work.state.get("bb_katz_weights") != self.weights:
+                work.pairs.append(("bb_katz_weights", self.weights))
             step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": dict(scores)}
-            handle = self.machines.acquire(breaker_value)
+            handle = self.machines.acquire(work.breaker)
             decision, _ = self._preview(handle, entry, step)
             if decision is None:
-                tripped = {**entry, "status": "tripped", "step": step}
-                pairs.append(("bb_unverified_output", {entry["key"]: tripped}))
-                goto.append(MITIGATE)
-                break
-            breaker_value = self._commit(handle, thread, f"{BREAKER}@{lg_step}:{entry['key']}")
-            pairs.append(("bb_breaker", breaker_value))
+                work.put({**entry, "status": "tripped", "step": step})
+                return
+            work.set_breaker(
+                self._commit(handle, work.thread, f"{BREAKER}@{work.lg_step}:{entry['key']}")
+            )
             if decision.action is BreakerAction.PROCEED:
-                self._promotion(entry, entry["update"], pairs, promoted, goto)
+                work.clear({**entry, "step": step}, entry["update"])
                 continue
             held = {**entry, "status": _held_status(decision), "step": step}
-            held["reason"] = decision.reason
-            pairs.append(("bb_unverified_output", {entry["key"]: held}))
-            pairs.extend(
+            work.put({**held, "reason": decision.reason})
+            work.extend(
                 self._freeze_record(
                     running, entry["key"], entry["node"], entry["update"], decision, handle.machine
                 ).items()
             )
-            goto.append(_route_for(decision))
-            break
-        pairs = _coalesce(pairs)
-        if state.get("bb_katz_weights") != self.weights:
-            pairs.append(("bb_katz_weights", self.weights))
-        return Promote(update=pairs, goto=goto, promoted=tuple(dict.fromkeys(promoted)))
+            return
 
-    def mitigate_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
-        """``bb_mitigate``: one machine step for the first tripped or held output.
+    def _usable_repair(self, entry: Mapping[str, Any], repaired: FrozenPayload) -> Any:
+        """The repaired payload as an update of the node's keys, or ``None`` if unusable."""
+        value = repaired.thaw()
+        if not isinstance(value, dict):
+            return None
+        if set(value) - set(entry["update"]) or any(k in BB_KEYS for k in value):
+            return None
+        return value
 
-        A tripped output's pending step runs with the intervention hook; a held output is
-        stepped again with the same inputs (the re-step protocol, docs/control.md §3a). With
-        ``panel = "send"``, a step that would run the skeptic panel is not taken here: the
-        panel's reviews are sent to ``bb_skeptic`` branches and ``bb_aggregate`` takes it.
-        """
-        pending = self._staged(state, "tripped", "held")
-        if not pending:
-            return {}
-        entry = pending[0]
-        if self.panel_mode == "send" and self.runner is not None:
-            fanout = self._fan_out(state, entry)
-            if fanout is not None:
-                return fanout
-        return self._step_with_hook(state, entry, self.hook, config)
+    # ------------------------------------------------------------------ the Send panel
 
-    def _step_with_hook(
-        self,
-        state: Mapping[str, Any],
-        entry: Mapping[str, Any],
-        hook: AnyHook,
-        config: RunnableConfig,
-        node: str = MITIGATE,
-    ) -> Any:
-        thread = _thread_of(config)
-        lg_step, _ = _task_of(config)
-        handle = self.machines.acquire(state.get("bb_breaker"))
-        handle.dispatch.target = hook
-        decision = run_sync(self._machine_astep(handle.machine, entry, entry["step"]))
-        result = handle.machine.last_result
-        value = self._commit(handle, thread, f"{node}@{lg_step}:{entry['key']}")
-        bb: list[tuple[str, Any]] = [("bb_breaker", value)]
-        bb.extend(
-            self._freeze_record(
-                state, entry["key"], entry["node"], entry["update"], decision, handle.machine
-            ).items()
-        )
-        ran_hook = handle.machine.last_record is not None and (
-            handle.machine.last_record.intervention is not None
-        )
-        if ran_hook and result is not None:
-            bb.append(
-                (
-                    "bb_audit_trail",
-                    [{"event": "intervention", "key": entry["key"], **result.summary()}],
-                )
-            )
-        return self._resolve(state, entry, decision, handle.machine, bb, ran_hook)
+    def _fan_out(self, work: _Work, entry: dict[str, Any]) -> list[Send] | None:
+        """The ``Send`` branches of the skeptic panel if this step would run it, else ``None``.
 
-    def _fan_out(self, state: Mapping[str, Any], entry: Mapping[str, Any]) -> Any:
-        """Send the skeptic reviews as branches if this step would run the skeptic panel.
-
-        Returns ``None`` when the step does not call the hook, or the router does not choose
-        the skeptics (the caller then takes the step in process).
+        Previews the step: when it would call the hook and the router chooses ``"skeptics"``,
+        the step is not taken; the panel's request goes to one branch per skeptic and the entry
+        waits (status ``"fanout"``). Otherwise the caller takes the step in process.
         """
         runner = self.runner
-        assert runner is not None
-        handle = self.machines.acquire(state.get("bb_breaker"))
-        _, context = self._preview(handle, entry, entry["step"])
-        if context is None:
-            # No intervention at this step: the machine just moved; take it again in process.
+        if runner is None or runner.panel is None:
             return None
-        if context.frozen_payload is None or runner.panel is None:
+        handle = self.machines.acquire(work.breaker)
+        _, context = self._preview(handle, entry, entry["step"])
+        if context is None or context.frozen_payload is None:
             return None
         route = checked_route(runner.router, context, name=runner.router_name)
         if route != "skeptics":
             return None
         request = self._panel_request(runner, context)
         fan = {"request": request.model_dump(mode="json"), "attempt": context.attempt}
-        sends = [
+        work.put({**entry, "status": "fanout", "fanout": {**fan, "from": entry["status"]}})
+        return [
             Send(SKEPTIC, {"key": entry["key"], "kind": skeptic.kind, **fan})
             for skeptic in runner.panel.skeptics
         ]
-        staged = {**entry, "fanout": fan}
-        return Command(update={"bb_unverified_output": {entry["key"]: staged}}, goto=sends)
 
     def _panel_request(
         self, runner: InterventionRunner, context: InterventionContext
     ) -> SkepticRequest:
         """The request the runner's panel reviews for ``context`` (as the runner builds it)."""
-        assert context.frozen_payload is not None
-        original = context.frozen_payload.thaw()
+        original = context.frozen_payload.thaw() if context.frozen_payload is not None else None
         task = None if context.step_input is None else context.step_input.thaw()
         attributes: tuple[str, ...] = ()
         if runner.attributes is not None and task is not None:
@@ -793,85 +808,59 @@ class GraphGuard:
         slot = f"{branch['key']}/{branch['attempt']}/{branch['kind']}"
         return {"bb_verdicts": {slot: outcome_to_json(outcome)}}
 
-    def aggregate_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
-        """``bb_aggregate``: take the machine's step with the branches' verdicts replayed."""
+    def aggregate_node(self, state: dict[str, Any]) -> Any:
+        """``bb_aggregate``: join the skeptic branches and aggregate their verdicts.
+
+        The panel's own code runs on the branches' outcomes (anonymisation, the configured
+        aggregator, the kernel's checks; fewer than two valid verdicts fail it closed); the
+        panel run is stored and ``bb_breaker`` takes the machine's step with it.
+        """
         runner, panel = self._send_panel()
-        pending = [e for e in self._staged(state, "tripped", "held") if e.get("fanout")]
-        if not pending:
+        pending = [e for e in self._staged(state, "fanout")]
+        updates: dict[str, Any] = {}
+        for entry in pending:
+            fan = entry["fanout"]
+            prefix = f"{entry['key']}/{fan['attempt']}/"
+            slots = state.get("bb_verdicts") or {}
+            if prefix + "panel" in slots:
+                continue
+            kinds = {s.kind for s in panel.skeptics}
+            outcomes = {
+                slot[len(prefix) :]: outcome_from_json(value)
+                for slot, value in slots.items()
+                if slot.startswith(prefix) and slot[len(prefix) :] in kinds
+            }
+            if set(outcomes) != kinds:
+                continue
+            request = SkepticRequest.model_validate(fan["request"])
+            replay = ReplayPanel.of(panel, request, outcomes=outcomes)
+            run = run_sync(replay.run(request, track_record=runner.track_record))
+            updates[prefix + "panel"] = run.model_dump(mode="json")
+        if not updates:
             return {}
-        entry = pending[0]
+        return Command(update={"bb_verdicts": updates}, goto=BREAKER)
+
+    def _aggregated(self, state: Mapping[str, Any], entry: Mapping[str, Any]) -> Any:
         fan = entry["fanout"]
-        request = SkepticRequest.model_validate(fan["request"])
-        prefix = f"{entry['key']}/{fan['attempt']}/"
-        verdicts = state.get("bb_verdicts") or {}
-        outcomes = {
-            slot[len(prefix) :]: outcome_from_json(value)
-            for slot, value in verdicts.items()
-            if slot.startswith(prefix)
-        }
-        replay = dataclasses.replace(runner, panel=ReplayPanel.of(panel, request, outcomes))
-        plain = {k: v for k, v in entry.items() if k != "fanout"}
-        out = self._step_with_hook(state, plain, replay.ahook, config, node=AGGREGATE)
-        runner.track_record = replay.track_record
-        clear = {slot: None for slot in verdicts if slot.startswith(prefix)}
-        return _with_update(out, [("bb_verdicts", clear)])
+        slot = f"{entry['key']}/{fan['attempt']}/panel"
+        return (state.get("bb_verdicts") or {}).get(slot)
 
-    def _resolve(
-        self,
-        state: Mapping[str, Any],
-        entry: Mapping[str, Any],
-        decision: BreakerDecision,
-        machine: ControlMachine,
-        bb: list[tuple[str, Any]],
-        ran_hook: bool,
-    ) -> Any:
-        """Act on a committed decision for a held output: promote, repair, re-step or review."""
-        key = entry["key"]
-        pairs = list(bb)
-        promoted: list[str] = []
-        goto: list[Any] = []
-        tau_exit = machine.config.thresholds.tau_exit
-        result = machine.last_result
-        repaired = None
-        recheck = None
-        if (
-            ran_hook
-            and decision.state is BreakerState.INTERVENTION
-            and result is not None
-            and result.recheck_passes(tau_exit)
-            and result.repaired is not None
-        ):
-            repaired = self._usable_repair(entry, result.repaired)
-            recheck = result.recheck_score
-        if decision.action is BreakerAction.PROCEED:
-            self._promotion(entry, entry["update"], pairs, promoted, goto)
-        elif repaired is not None:
-            self._promotion(entry, repaired, pairs, promoted, goto)
-            pairs.append(("bb_local_scores", {entry["node"]: recheck}))
-            frozen = dict((state.get("bb_frozen") or {}).get(key) or {})
-            for name, value in pairs:
-                if name == "bb_frozen" and key in value:
-                    frozen = dict(value[key])
-            if frozen:
-                frozen["status"] = "repaired"
-                frozen["repaired"] = repaired
-                pairs.append(("bb_frozen", {key: frozen}))
-        else:
-            held = {**entry, "status": _held_status(decision), "reason": decision.reason}
-            pairs.append(("bb_unverified_output", {key: held}))
-            return Command(update=_coalesce(pairs), goto=_route_for(decision))
-        if self._staged(state, "queued"):
-            goto.append(BREAKER)
-        return Promote(update=_coalesce(pairs), goto=goto, promoted=tuple(promoted))
+    def _replay_hook(self, entry: Mapping[str, Any], recorded: Mapping[str, Any]) -> AnyHook:
+        """The runner's hook with the Send panel's aggregated run replayed for its request."""
+        runner, panel = self._send_panel()
+        request = SkepticRequest.model_validate(entry["fanout"]["request"])
+        replay = dataclasses.replace(
+            runner, panel=ReplayPanel.of(panel, request, recorded=PanelRun.model_validate(recorded))
+        )
 
-    def _usable_repair(self, entry: Mapping[str, Any], repaired: FrozenPayload) -> Any:
-        """The repaired payload as an update of the node's keys, or ``None`` if unusable."""
-        value = repaired.thaw()
-        if not isinstance(value, dict):
-            return None
-        if set(value) - set(entry["update"]) or any(k in BB_KEYS for k in value):
-            return None
-        return value
+        async def hook(context: InterventionContext) -> Any:
+            result = await replay.ahook(context)
+            runner.track_record = replay.track_record
+            return result
+
+        return hook
+
+    # ------------------------------------------------------------------ review
 
     def review_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
         """``bb_review``: pause with ``interrupt()`` for the first escalated output.
@@ -879,7 +868,8 @@ class GraphGuard:
         Everything before ``interrupt()`` only reads the state, so re-running the node from its
         top on resume (LangGraph's rule) has no side effect.
         """
-        pending = self._staged(state, "escalated")
+        work = _Work(state, config)
+        pending = work.entries("escalated")
         if not pending:
             return {}
         entry = pending[0]
@@ -891,7 +881,7 @@ class GraphGuard:
             key=key,
             node=entry["node"],
             held=entry["update"],
-            frozen=((state.get("bb_frozen") or {}).get(key) or {}).get("payload"),
+            frozen=work.frozen(key).get("payload"),
             reason=entry.get("reason", ""),
             breaker_state=str(snapshot.get("state", "normal")),
             local_scores=dict(state.get("bb_local_scores") or {}),
@@ -921,28 +911,102 @@ class GraphGuard:
             "reviewer": decision.reviewer,
             "note": decision.note,
         }
-        pairs: list[tuple[str, Any]] = [
-            ("bb_reviews", [record]),
-            ("bb_audit_trail", [{"event": "review", **record}]),
-        ]
-        frozen = dict((state.get("bb_frozen") or {}).get(key) or {})
-        promoted: list[str] = []
-        goto: list[Any] = []
+        work.pairs.append(("bb_reviews", [record]))
+        work.pairs.append(("bb_audit_trail", [{"event": "review", **record}]))
+        frozen = dict(work.frozen(key))
         if decision.action == "reject":
-            pairs.append(("bb_unverified_output", {key: None}))
+            work.drop(key)
             if frozen:
-                pairs.append(("bb_frozen", {key: {**frozen, "status": "rejected"}}))
-            return Command(update=pairs, goto=[])
+                work.pairs.append(("bb_frozen", {key: {**frozen, "status": "rejected"}}))
+            return work.result(self)
         update = entry["update"] if decision.action == "approve" else dict(decision.update or {})
         bad = sorted(k for k in update if k in BB_KEYS)
         if bad:
             raise ConfigError(f"review of {key!r}: an edit may not write the breaker keys {bad}")
-        self._promotion(entry, update, pairs, promoted, goto)
+        work.clear(entry, update)
         status = "approved" if decision.action == "approve" else "edited"
-        pairs.append(("bb_frozen", {key: {**frozen, "node": entry["node"], "status": status}}))
-        if self._staged(state, "queued"):
-            goto.append(BREAKER)
-        return Promote(update=_coalesce(pairs), goto=goto, promoted=tuple(promoted))
+        work.pairs.append(("bb_frozen", {key: {**frozen, "node": entry["node"], "status": status}}))
+        return work.result(self)
+
+    def _staged(self, state: Mapping[str, Any], *statuses: str) -> list[dict[str, Any]]:
+        staged = state.get("bb_unverified_output") or {}
+        chosen = [e for e in staged.values() if e["status"] in statuses]
+        return sorted(chosen, key=_order)
+
+
+def _order(entry: Mapping[str, Any]) -> tuple[int, str]:
+    return int(entry["order"][0]), str(entry["order"][1])
+
+
+class _Work:
+    """The writes one breaker-node task accumulates, over a working copy of the buffer.
+
+    Outputs let through are *cleared* (status ``"cleared"``, final update kept) and promoted
+    together once no output of the same super-step (``order[0]``) is still undecided.
+    """
+
+    def __init__(self, state: Mapping[str, Any], config: RunnableConfig) -> None:
+        self.state = state
+        self.thread = _thread_of(config)
+        self.lg_step, _ = _task_of(config)
+        self.staged: dict[str, dict[str, Any]] = dict(state.get("bb_unverified_output") or {})
+        self.breaker: Mapping[str, Any] | None = state.get("bb_breaker")
+        self.pairs: list[tuple[str, Any]] = []
+
+    def entries(self, *statuses: str) -> list[dict[str, Any]]:
+        """The staged outputs with one of ``statuses``, earliest first."""
+        return sorted((e for e in self.staged.values() if e["status"] in statuses), key=_order)
+
+    def frozen(self, key: str) -> Mapping[str, Any]:
+        """The frozen record of ``key`` as written so far (this task's writes included)."""
+        record: Mapping[str, Any] = (self.state.get("bb_frozen") or {}).get(key) or {}
+        for name, value in self.pairs:
+            if name == "bb_frozen" and key in value:
+                record = value[key]
+        return record
+
+    def set_breaker(self, value: Mapping[str, Any]) -> None:
+        self.breaker = value
+        self.pairs.append(("bb_breaker", value))
+
+    def extend(self, pairs: Any) -> None:
+        self.pairs.extend(pairs)
+
+    def put(self, entry: dict[str, Any]) -> None:
+        self.staged[entry["key"]] = entry
+        self.pairs.append(("bb_unverified_output", {entry["key"]: entry}))
+
+    def drop(self, key: str) -> None:
+        self.staged.pop(key, None)
+        self.pairs.append(("bb_unverified_output", {key: None}))
+
+    def clear(self, entry: Mapping[str, Any], update: Mapping[str, Any]) -> None:
+        """Let ``entry`` through with ``update`` (promoted with the rest of its super-step)."""
+        self.put({**entry, "status": "cleared", "final": dict(update)})
+
+    def result(self, guard: GraphGuard, *, sends: Sequence[Send] = ()) -> Any:
+        """The task's return value: promotions, writes and where to go next."""
+        promoted: list[str] = []
+        goto: list[Any] = list(sends)
+        batches = sorted({_order(e)[0] for e in self.staged.values()})
+        for batch in batches:
+            members = [e for e in self.staged.values() if _order(e)[0] == batch]
+            if not all(e["status"] == "cleared" for e in members):
+                continue
+            for entry in sorted(members, key=_order):
+                self.pairs.extend(entry["final"].items())
+                self.drop(entry["key"])
+                promoted.append(entry["node"])
+                goto.extend(_goto_from_json(entry["goto"]))
+        if not sends:
+            if self.entries("tripped", "held", "queued"):
+                goto.append(BREAKER)
+            elif self.entries("escalated"):
+                goto.append(REVIEW)
+        pairs = _coalesce(self.pairs)
+        if promoted:
+            return Promote(update=pairs, goto=goto, promoted=tuple(dict.fromkeys(promoted)))
+        return Command(update=pairs, goto=goto)
 
 
 class _FreshProbes:
@@ -971,22 +1035,6 @@ def _clone(base: Probe) -> Probe:
     )
 
 
-def _pairs(update: Any) -> list[tuple[str, Any]]:
-    if isinstance(update, dict):
-        return list(update.items())
-    return list(update or [])
-
-
-def _with_update(out: Any, pairs: list[tuple[str, Any]]) -> Any:
-    """``out`` (a dict or Command) with more ``bb_`` writes."""
-    if isinstance(out, Promote):
-        merged = _coalesce([*_pairs(out.update), *pairs])
-        return Promote(update=merged, goto=out.goto, promoted=out.promoted)
-    if isinstance(out, Command):
-        return Command(update=_coalesce([*_pairs(out.update), *pairs]), goto=out.goto)
-    return {**out, **dict(pairs)}
-
-
 def _first_error(exc: ValueError) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):
@@ -1001,7 +1049,7 @@ def _held_status(decision: BreakerDecision) -> str:
 
 
 def _route_for(decision: BreakerDecision) -> str:
-    return REVIEW if decision.action is BreakerAction.ESCALATE else MITIGATE
+    return REVIEW if decision.action is BreakerAction.ESCALATE else BREAKER
 
 
 def _coalesce(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
@@ -1071,7 +1119,6 @@ __all__ = [
     "ADDED_NODES",
     "AGGREGATE",
     "BREAKER",
-    "MITIGATE",
     "PROMOTERS",
     "REVIEW",
     "SKEPTIC",

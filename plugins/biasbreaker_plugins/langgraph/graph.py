@@ -2,10 +2,11 @@
 
 The copy keeps every node, edge, conditional edge, schema and node policy of the original
 (which is left untouched, so the unguarded graph stays available); its guarded nodes run
-:meth:`GraphGuard.wrap` instead of the user's function, and it has the breaker nodes
-``bb_breaker``, ``bb_mitigate`` and ``bb_review`` (plus ``bb_skeptic`` and ``bb_aggregate``
-with ``panel = "send"``). Its :meth:`GuardedStateGraph.compile` gates the guarded nodes' edges
-(:mod:`._internals`), so a held output's successors never run.
+:meth:`GraphGuard.wrap` instead of the user's function, and it has the breaker node
+``bb_breaker`` (breaker and mitigation) and the review node ``bb_review`` (plus
+``bb_skeptic`` and ``bb_aggregate`` with ``panel = "send"``). Its
+:meth:`GuardedStateGraph.compile` gates the guarded nodes' edges (:mod:`._internals`), so a
+held output's successors never run.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from biasbreaker_plugins.langgraph.adapter import (
     AGGREGATE,
     BREAKER,
     INJECTABLE,
-    MITIGATE,
     PROMOTERS,
     REVIEW,
     SKEPTIC,
@@ -201,7 +201,6 @@ def build_guarded(
         guarded.nodes[name].runnable = as_node_runnable(runtime.wrap(spec), name)
     added: list[tuple[str, Any]] = [
         (BREAKER, runtime.breaker_node),
-        (MITIGATE, runtime.mitigate_node),
         (REVIEW, runtime.review_node),
     ]
     if runtime.panel_mode == "send":
