@@ -126,8 +126,8 @@ def screening_graph(
 class StandInRepair:
     """Test double of the intervention hook: "repairs" to a fixed answer, re-check score 0.
 
-    Records the contexts it is called with. ``fail_first`` attempts return a failed repair
-    first (no repair), to exercise retries.
+    Every key of the frozen update gets ``answer``. Records the contexts it is called with.
+    ``fail_first`` attempts return a failed repair first (no repair), to exercise retries.
     """
 
     def __init__(self, answer: str = NEUTRAL, *, fail_first: int = 0) -> None:
@@ -139,8 +139,10 @@ class StandInRepair:
         self.contexts.append(context)
         if len(self.contexts) <= self.fail_first:
             return InterventionResult.failed("StandInRepair: failing on purpose")
+        frozen = context.frozen_payload.thaw() if context.frozen_payload is not None else {}
+        keys = sorted(frozen) if isinstance(frozen, dict) else ["answer"]
         return InterventionResult(
-            repaired=freeze({"answer": self.answer}),
+            repaired=freeze({key: self.answer for key in keys}),
             converged=True,
             strategy="skeptics",
             trail=({"event": "stand-in", "attempt": context.attempt},),

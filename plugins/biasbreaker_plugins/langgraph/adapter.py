@@ -630,6 +630,10 @@ class GraphGuard:
                 if ready is None:
                     return work.result(self)  # the Send branches are still running
                 self._take_step(work, entry, self._replay_hook(entry, ready), clear_fan=True)
+                prefix = f"{entry['key']}/{entry['fanout']['attempt']}/"
+                slots = state.get("bb_verdicts") or {}
+                done = {slot: None for slot in slots if slot.startswith(prefix)}
+                work.pairs.append(("bb_verdicts", done))
             elif self.panel_mode == "send" and self.runner is not None:
                 sends = self._fan_out(work, entry)
                 if sends is not None:
