@@ -34,17 +34,25 @@ from biasbreaker.types import InterventionContext, InterventionResult
 T = TypeVar("T")
 
 
+_LOOPS = threading.local()
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion from synchronous code.
 
     In a thread without a running event loop (a LangGraph sync node, or an async graph's
-    executor thread) it uses ``asyncio.run``; inside a running loop it runs the coroutine on
-    a fresh loop in a helper thread and waits.
+    executor thread) it runs the coroutine on that thread's own event loop, created on first
+    use and reused (``asyncio.run`` would build and tear down a loop per call); inside a
+    running loop it runs the coroutine with ``asyncio.run`` in a helper thread and waits.
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        loop: asyncio.AbstractEventLoop | None = getattr(_LOOPS, "loop", None)
+        if loop is None or loop.is_closed():
+            loop = asyncio.new_event_loop()
+            _LOOPS.loop = loop
+        return loop.run_until_complete(coro)
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
 

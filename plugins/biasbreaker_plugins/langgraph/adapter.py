@@ -31,10 +31,12 @@ lets the output through, edits it or drops it. Outputs let through by ``bb_break
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -134,11 +136,18 @@ class _Call:
     step_id: str
     thread: str
     lg_step: int
-    probe_input: dict[str, Any]
+    given_input: dict[str, Any] | None = None
     sampled: bool = False
     score: float | None = None
     probe_error: str | None = None
     probe_summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def probe_input(self) -> dict[str, Any]:
+        """The application's part of the input state (what the probe varies), computed once."""
+        if self.given_input is None:
+            self.given_input = user_part(dict(self.state))
+        return self.given_input
 
 
 def _split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Command[Any] | None]:
@@ -249,6 +258,10 @@ class GraphGuard:
         self.machines = Machines(adapter.machine_config)
         self.traces = Traces(adapter.options.trace_path, fsync=adapter.context.settings.trace.fsync)
         self.base_probe = build_probe(adapter.context)
+        self.pool = ThreadPoolExecutor(
+            max_workers=adapter.context.settings.probe.max_concurrency,
+            thread_name_prefix="biasbreaker-probe",
+        )
         self.steps: dict[str, Callable[..., Any]] = {
             name: self._probe_step(spec) for name, spec in self.nodes.items()
         }
@@ -362,9 +375,12 @@ class GraphGuard:
             step_id=key,
             thread=_thread_of(config),
             lg_step=lg_step,
-            probe_input=user_part(dict(state)),
         )
-        call.sampled = spec.probe and self.base_probe.should_probe(call.step_id)
+        call.sampled = (
+            spec.probe
+            and self.base_probe.probe_rate > 0.0
+            and self.base_probe.should_probe(call.step_id)
+        )
         return call
 
     async def _probe(self, call: _Call) -> None:
@@ -421,7 +437,11 @@ class GraphGuard:
             if spec.is_async:
                 out = await fn(payload, **kwargs)
             else:
-                out = await asyncio.to_thread(fn, payload, **kwargs)
+                # like asyncio.to_thread (context copied), on the guard's long-lived pool
+                call = functools.partial(
+                    contextvars.copy_context().run, functools.partial(fn, payload, **kwargs)
+                )
+                out = await asyncio.get_running_loop().run_in_executor(self.pool, call)
             update, _, _ = _split_output(spec.name, out)
             return update
 
@@ -439,17 +459,21 @@ class GraphGuard:
         """
         if call.sampled:
             scores[call.node.name] = call.score
-        net = network_score(self.weights, scores)
+        b_net = network_score(self.weights, scores).b_net if scores else None
         raw = state.get("bb_network_ewma")
+        if b_net is None and raw:
+            # No evidence this step: the EWMAs do not move (NetworkEwma.update(None)).
+            fast, slow = raw["fast"]["value"], raw["slow"]["value"]
+            return raw, fast or 0.0, slow or 0.0, None
         ewma = (
             NetworkEwma.from_dict(raw)
             if raw
             else self.adapter.context.settings.propagation.network_ewma()
         )
-        ewma = ewma.update(net.b_net)
+        ewma = ewma.update(b_net)
         fast = ewma.fast.value if ewma.fast.value is not None else 0.0
         slow = ewma.slow.value if ewma.slow.value is not None else 0.0
-        return ewma.to_dict(), fast, slow, net.b_net
+        return ewma.to_dict(), fast, slow, b_net
 
     def _entry(self, call: _Call, status: str, **extra: Any) -> dict[str, Any]:
         staged_input = call.probe_input if _jsonable(call.probe_input) else None
@@ -471,7 +495,12 @@ class GraphGuard:
         return entry
 
     def _preview(
-        self, handle: Handle, entry: Mapping[str, Any], step: Mapping[str, Any]
+        self,
+        handle: Handle,
+        node: str,
+        update: Mapping[str, Any],
+        step_input: Any,
+        step: Mapping[str, Any],
     ) -> tuple[BreakerDecision | None, InterventionContext | None]:
         """Step the machine with a capturing hook: the decision, or the context it would repair.
 
@@ -479,25 +508,20 @@ class GraphGuard:
         """
         handle.dispatch.target = None
         handle.dispatch.captured = None
-        decision = self._machine_step(handle.machine, entry, step)
+        scores = {n: v for n, v in step["scores"].items() if v is not None}
+        decision = handle.machine.step(
+            step["fast"],
+            step["slow"],
+            node=node,
+            local_scores=scores,
+            weights=self.weights,
+            payload=update,
+            step_input=step_input,
+        )
         captured = handle.dispatch.take()
         if captured is not None:
             return None, captured
         return decision, None
-
-    def _machine_step(
-        self, machine: ControlMachine, entry: Mapping[str, Any], step: Mapping[str, Any]
-    ) -> BreakerDecision:
-        scores = {n: s for n, s in step["scores"].items() if s is not None}
-        return machine.step(
-            step["fast"],
-            step["slow"],
-            node=entry["node"],
-            local_scores=scores,
-            weights=self.weights,
-            payload=entry["update"],
-            step_input=entry["input"],
-        )
 
     async def _machine_astep(
         self, machine: ControlMachine, entry: Mapping[str, Any], step: Mapping[str, Any]
@@ -543,25 +567,29 @@ class GraphGuard:
                 update={"bb_unverified_output": {call.key: self._entry(call, "queued")}},
             )
         scores = dict(state.get("bb_local_scores") or {})
+        raw_ewma = state.get("bb_network_ewma")
         ewma, fast, slow, b_net = self._fold(state, scores, call)
         step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": scores}
-        entry = self._entry(call, "tripped", step=step)
-        bb: dict[str, Any] = {"bb_network_ewma": ewma}
+        bb: dict[str, Any] = {}
+        if ewma is not raw_ewma:
+            bb["bb_network_ewma"] = ewma
         if call.sampled:
             bb["bb_local_scores"] = {name: call.score}
-        if state.get("bb_katz_weights") != self.weights:
+        weights = state.get("bb_katz_weights")
+        if weights is not self.weights and weights != self.weights:
             bb["bb_katz_weights"] = self.weights
         handle = self.machines.acquire(state.get("bb_breaker"))
-        decision, _ = self._preview(handle, entry, step)
+        decision, _ = self._preview(handle, name, call.update, None, step)
         if decision is None:
             # The step starts an intervention: bb_breaker takes it with the real hook.
+            entry = self._entry(call, "tripped", step=step)
             return Halt(goto=BREAKER, update={**bb, "bb_unverified_output": {call.key: entry}})
         bb["bb_breaker"] = self._commit(handle, call.thread, call.key)
         if decision.action is BreakerAction.PROCEED:
             if call.command is not None:
                 return Command(update={**call.update, **bb}, goto=call.command.goto)
             return {**call.update, **bb}
-        entry = {**entry, "status": _held_status(decision), "reason": decision.reason}
+        entry = self._entry(call, _held_status(decision), step=step, reason=decision.reason)
         bb["bb_unverified_output"] = {call.key: entry}
         bb.update(self._freeze_record(state, call.key, name, call.update, decision, handle.machine))
         return Halt(goto=_route_for(decision), update=bb)
@@ -713,7 +741,7 @@ class GraphGuard:
                 step_id=entry["key"],
                 thread=work.thread,
                 lg_step=work.lg_step,
-                probe_input={},
+                given_input={},
                 sampled=entry["sampled"],
                 score=entry["score"],
             )
@@ -726,7 +754,7 @@ class GraphGuard:
                 work.pairs.append(("bb_katz_weights", self.weights))
             step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": dict(scores)}
             handle = self.machines.acquire(work.breaker)
-            decision, _ = self._preview(handle, entry, step)
+            decision, _ = self._preview(handle, entry["node"], entry["update"], None, step)
             if decision is None:
                 work.put({**entry, "status": "tripped", "step": step})
                 return
@@ -767,7 +795,9 @@ class GraphGuard:
         if runner is None or runner.panel is None:
             return None
         handle = self.machines.acquire(work.breaker)
-        _, context = self._preview(handle, entry, entry["step"])
+        _, context = self._preview(
+            handle, entry["node"], entry["update"], entry["input"], entry["step"]
+        )
         if context is None or context.frozen_payload is None:
             return None
         route = checked_route(runner.router, context, name=runner.router_name)
