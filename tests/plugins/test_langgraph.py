@@ -368,6 +368,12 @@ def test_a_state_without_the_biasstate_keys_is_refused(kernel: Kernel) -> None:
         guard(builder, kernel)
 
 
+def test_hold_probation_is_refused(tmp_path: Path) -> None:
+    kernel = Kernel.load(cwd=tmp_path, overrides={**SETTINGS, "breaker": {"probation": "hold"}})
+    with pytest.raises(ConfigError, match="needs 'half-open'"):
+        guard(screening_graph(0.0, Received("answer")), kernel)
+
+
 def test_unknown_or_unguardable_nodes_are_refused(kernel: Kernel) -> None:
     builder = screening_graph(0.0, Received("answer"))
     with pytest.raises(ConfigError, match=r"unknown nodes \['nope'\]"):

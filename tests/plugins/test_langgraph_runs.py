@@ -205,6 +205,66 @@ def test_the_real_intervention_runner_repairs_the_biased_node(tmp_path: Path) ->
     assert out["bb_local_scores"]["assessor"] == summary["recheck_score"]
 
 
+@pytest.fixture
+def first_party(register_plugin: Any, make_kernel: Any) -> Any:
+    """A kernel on the first-party plugins (the fake's skeptics) and an always-skeptics router."""
+    import biasbreaker_plugins.aggregators as aggregators
+    import biasbreaker_plugins.langgraph_plugin as langgraph_plugin
+    import biasbreaker_plugins.llm_fake as llm_fake
+    import biasbreaker_plugins.madera as madera
+    import biasbreaker_plugins.scorers as scorers
+    import biasbreaker_plugins.skeptics as skeptics
+
+    for name, module in [
+        ("llm-fake", llm_fake),
+        ("scorers", scorers),
+        ("skeptics", skeptics),
+        ("aggregators", aggregators),
+        ("madera", madera),
+        ("langgraph", langgraph_plugin),
+    ]:
+        register_plugin(module, name=name)
+
+    class Router:
+        def route(self, context: InterventionContext) -> str:
+            return "skeptics"
+
+    class AlwaysSkeptics:
+        @staticmethod
+        @hookimpl
+        def classify_route(register: Any) -> None:
+            register("always-skeptics", lambda options, context: Router())
+
+    register_plugin(AlwaysSkeptics, name="undo-always-skeptics")
+
+    def make(panel: str) -> Kernel:
+        settings = {
+            **ASSESS_SETTINGS,
+            "intervention": {"router": "always-skeptics"},
+            "plugin": {**ASSESS_SETTINGS["plugin"], "langgraph": {"panel": panel}},
+        }
+        return make_kernel(settings)
+
+    return make
+
+
+@pytest.mark.parametrize("panel", ["in-process", "send"])
+def test_the_real_runner_repairs_with_the_fakes_skeptics(first_party: Any, panel: str) -> None:
+    received = Received("assessment")
+    app = guard(assessment_graph(1.0, received), first_party(panel))
+    out = asyncio.run(app.compile(checkpointer=InMemorySaver()).ainvoke({}, thread(panel)))
+    record = out["bb_frozen"]["assessor@2"]
+    biased = record["payload"]["value"]["assessment"]
+    assert record["status"] == "repaired" and out["assessment"] != biased
+    assert received.guarded_call == [out["assessment"]] and biased not in received.values
+    trail = out["bb_breaker"]["machine"]["result"]["trail"]
+    kinds = sorted(e["kind"] for e in trail if e["event"] == "verdict")
+    assert kinds == ["devils-advocate", "diversity-champion", "empirical-auditor"]
+    summary = [e for e in out["bb_audit_trail"] if e["event"] == "intervention"][-1]
+    assert summary["strategy"] == "skeptics" and summary["converged"]
+    assert summary["recheck_score"] < 0.2
+
+
 def test_the_real_runner_leaves_a_clean_run_alone(tmp_path: Path) -> None:
     kernel = Kernel.load(cwd=tmp_path, overrides=ASSESS_SETTINGS)
     received = Received("assessment")

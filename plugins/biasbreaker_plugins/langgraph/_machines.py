@@ -34,6 +34,17 @@ from biasbreaker.types import InterventionContext, InterventionResult
 T = TypeVar("T")
 
 
+class _ThreadLoop:
+    """A thread's own event loop, closed when the thread ends (its thread-local is dropped)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        if not self.loop.is_closed() and not self.loop.is_running():
+            self.loop.close()
+
+
 _LOOPS = threading.local()
 
 
@@ -48,11 +59,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        loop: asyncio.AbstractEventLoop | None = getattr(_LOOPS, "loop", None)
-        if loop is None or loop.is_closed():
-            loop = asyncio.new_event_loop()
-            _LOOPS.loop = loop
-        return loop.run_until_complete(coro)
+        holder: _ThreadLoop | None = getattr(_LOOPS, "holder", None)
+        if holder is None or holder.loop.is_closed():
+            holder = _ThreadLoop()
+            _LOOPS.holder = holder
+        return holder.loop.run_until_complete(coro)
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
 

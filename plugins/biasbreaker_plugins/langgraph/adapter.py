@@ -1127,12 +1127,22 @@ class LangGraphAdapter:
     Args:
         options: ``[plugin.langgraph]``.
         context: The kernel (settings, seed, plugins).
+
+    Raises:
+        ConfigError: ``[breaker] probation`` is not ``"half-open"``.
     """
 
     def __init__(self, options: LangGraphOptions, context: BuildContext) -> None:
         self.options = options
         self.context = context
         settings = context.settings
+        if settings.breaker.probation != "half-open":
+            raise ConfigError(
+                f"[breaker] probation = {settings.breaker.probation!r}: a guarded LangGraph "
+                "graph needs 'half-open' (in 'hold' mode every output after a repair is held "
+                "until the machine is NORMAL again, so nothing downstream could ever run); "
+                "set [breaker] probation = 'half-open' (the default)"
+            )
         self.machine_config = MachineConfig.from_settings(settings)
 
     def guard(
