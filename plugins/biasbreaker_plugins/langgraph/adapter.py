@@ -909,8 +909,9 @@ class GraphGuard:
         entry = pending[0]
         key = entry["key"]
         snapshot = (state.get("bb_breaker") or {}).get("machine") or {}
-        result = snapshot.get("result") or {}
         step = entry.get("step") or {}
+        # the machine's last intervention belongs to this output only if the machine held it
+        result = (snapshot.get("result") or {}) if entry.get("step") else {}
         request = ReviewRequest(
             key=key,
             node=entry["node"],
@@ -958,8 +959,9 @@ class GraphGuard:
         if bad:
             raise ConfigError(f"review of {key!r}: an edit may not write the breaker keys {bad}")
         work.clear(entry, update)
-        status = "approved" if decision.action == "approve" else "edited"
-        work.pairs.append(("bb_frozen", {key: {**frozen, "node": entry["node"], "status": status}}))
+        if frozen:
+            status = "approved" if decision.action == "approve" else "edited"
+            work.pairs.append(("bb_frozen", {key: {**frozen, "status": status}}))
         return work.result(self)
 
     def _staged(self, state: Mapping[str, Any], *statuses: str) -> list[dict[str, Any]]:
