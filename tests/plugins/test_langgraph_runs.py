@@ -441,3 +441,26 @@ def test_the_run_trace_records_every_guarded_step_and_its_properties_hold(
     assert [r.step for r in trace.records] == list(range(len(trace.records)))
     report = verify_trace(tmp_path / "a" / "run0.jsonl")
     assert report.holds, report
+
+
+def test_a_trace_ahead_of_the_checkpoint_is_cut_back_on_resume(tmp_path: Path) -> None:
+    from biasbreaker.machine import ControlMachine, MachineConfig
+    from biasbreaker.types import Thresholds
+    from biasbreaker_plugins.langgraph._machines import Traces
+
+    config = MachineConfig(Thresholds(0.3, 0.2, 0.15, 0.05), probation="half-open")
+    records: list[Any] = []
+    machine = ControlMachine(config, recorder=records.append)
+    for fast in (0.0, 0.1, 0.05, 0.02):
+        machine.step(fast, 0.0, node="n")
+    first = Traces(str(tmp_path / "{thread_id}.jsonl"))
+    first.write("t", machine, records)  # the crashed process wrote steps 0..3
+    first.close()
+    # the checkpoint only had steps 0..1: a fresh process re-executes step 2 and goes on
+    resumed = Traces(str(tmp_path / "{thread_id}.jsonl"))
+    again = [records[2].__class__.from_json({**records[2].to_json(), "reason": "re-run"})]
+    resumed.write("t", machine, again)
+    resumed.close()
+    trace = read_trace(tmp_path / "t.jsonl")
+    assert [r.step for r in trace.records] == [0, 1, 2]
+    assert trace.records[2].reason == "re-run"
