@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,10 +90,8 @@ def _fields(text: str) -> dict[str, object] | None:
     return doc
 
 
-def _is_ranking(value: object) -> bool:
-    return (
-        isinstance(value, list) and len(value) >= 2 and all(isinstance(x, str) for x in value)
-    )
+def _is_ranking(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and len(value) >= 2 and all(isinstance(x, str) for x in value)
 
 
 class DecisionScorer:
@@ -132,10 +130,7 @@ class DecisionScorer:
         if isinstance(a, dict) and isinstance(b, dict):
             return self._fields_change(a, b)
         if _is_ranking(a) and _is_ranking(b):
-            return rank_change(
-                [normalise_label(x) for x in a],  # type: ignore[union-attr]
-                [normalise_label(x) for x in b],  # type: ignore[union-attr]
-            )
+            return rank_change([normalise_label(x) for x in a], [normalise_label(x) for x in b])
         same = json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
         return 0.0 if same else 1.0
 
