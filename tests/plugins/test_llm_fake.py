@@ -10,19 +10,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 
 import biasbreaker_plugins.llm_fake as llm_fake_module
 from biasbreaker.errors import ConfigError, LLMError
 from biasbreaker.kernel import Kernel
-from biasbreaker.llm import ChatMessage, LLMClient, LLMRequest
+from biasbreaker.llm import LLMClient, LLMRequest
+from biasbreaker.probe import TermSet
 from biasbreaker_plugins.llm_fake import MODEL_ID, FakeLLM, FakeLLMOptions
-from biasbreaker_plugins.llm_fake.groups import MASK, lexicon
+from biasbreaker_plugins.llm_fake.groups import MASK, known_labels, lexicon
 from biasbreaker_plugins.llm_fake.presets import (
     GroupPreference,
     bloomberg_rates,
+    parse_key,
     preset_names,
     preset_preference,
 )
@@ -34,27 +34,6 @@ RACE = {"W": "white", "B": "black", "A": "asian", "H": "hispanic"}
 
 def ask(fake: FakeLLM, request: LLMRequest) -> str:
     return asyncio.run(fake.complete(request)).text
-
-
-def swap_words(text: str, mapping: dict[str, str]) -> str:
-    """Apply a bijective swap of whole words/phrases at once, keeping an initial capital."""
-    pattern = re.compile(
-        r"(?<![A-Za-z-])("
-        + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True))
-        + r")(?![A-Za-z-])",
-        re.IGNORECASE,
-    )
-    lower = {k.lower(): v for k, v in mapping.items()}
-
-    def repl(m: re.Match[str]) -> str:
-        new = lower[m.group(1).lower()]
-        if m.group(1).isupper() and len(m.group(1)) > 1:
-            return new.upper()
-        if m.group(1)[0].isupper():
-            return new[0].upper() + new[1:]
-        return new
-
-    return pattern.sub(repl, text)
 
 
 def bbq_items() -> list[dict[str, Any]]:
@@ -73,6 +52,7 @@ def bbq_prompt(item: dict[str, Any]) -> str:
 
 
 def bbq_swap(item: dict[str, Any]) -> dict[str, str]:
+    """The two groups a BBQ item contrasts, each mapped to the other."""
     a, b = (v[0] for v in item["answer_info"].values() if v[1] != "unknown")
     return {a: b, b: a}
 
@@ -101,16 +81,6 @@ def ranking_request(job: str, names: list[str], sample: int = 0) -> LLMRequest:
     )
     user = f"Rank the following resumes for the most qualified candidate for a {job} role: "
     return LLMRequest.chat(user + resumes, system=system, sample=sample)
-
-
-def swapped(request: LLMRequest, mapping: dict[str, str]) -> LLMRequest:
-    msgs = tuple(ChatMessage(m.role, swap_words(m.content, mapping)) for m in request.messages)
-    return LLMRequest(
-        messages=msgs,
-        response_schema=request.response_schema,
-        purpose=request.purpose,
-        sample=request.sample,
-    )
 
 
 # ---------------------------------------------------------------- the contract
@@ -147,96 +117,7 @@ def test_deterministic_for_seed_prompt_and_sample() -> None:
 
 
 # ---------------------------------------------------------------- group-blind at dial 0
-
-
-def test_dial_zero_is_group_blind_on_bbq() -> None:
-    fake = FakeLLM(seed=11)
-    checked = 0
-    for item in bbq_items()[::3]:
-        mapping = bbq_swap(item)
-        for sample in (0, 1):
-            req = LLMRequest.chat(bbq_prompt(item), sample=sample)
-            assert swap_words(ask(fake, req), mapping) == ask(fake, swapped(req, mapping))
-            checked += 1
-    assert checked > 1000
-
-
-def test_the_group_blind_check_can_fail() -> None:
-    # The same check detects a biased fake: at dial 1, favouring one group, swapped prompts
-    # give answers that are not the swapped answers.
-    fake = FakeLLM(FakeLLMOptions(bias=1.0, favoured="muslim", strength=20.0), seed=11)
-    items = [it for it in bbq_items() if "Muslim" in bbq_swap(it)]
-    differing = 0
-    for item in items:
-        mapping = bbq_swap(item)
-        req = LLMRequest.chat(bbq_prompt(item))
-        differing += swap_words(ask(fake, req), mapping) != ask(fake, swapped(req, mapping))
-    assert differing > len(items) // 3
-
-
-def test_dial_zero_is_group_blind_on_rankings() -> None:
-    fake = FakeLLM(seed=3)
-    groups = hiring_names()
-    keys = list(groups)
-    rng = random.Random(0)
-    for trial in range(30):
-        job = rng.choice(list(RESUMES))
-        names = [rng.choice(groups[k]) for k in keys]
-        rng.shuffle(names)
-        # map each name to a name of another group (rotate groups), a bijection
-        others = [rng.choice(groups[keys[(keys.index(k) + 1) % 8]]) for k in keys]
-        order = {n: i for i, n in enumerate(names)}
-        mapping = {}
-        for k, other in zip(keys, others, strict=True):
-            name = next(n for n in names if n in groups[k])
-            mapping[name] = other
-        mapping.update({v: k for k, v in mapping.items()})
-        req = ranking_request(job, names, sample=trial % 3)
-        reply = ask(fake, req)
-        assert len(reply.splitlines()) == 8
-        assert sorted(line.split(". ", 1)[1] for line in reply.splitlines()) == sorted(order)
-        assert swap_words(reply, mapping) == ask(fake, swapped(req, mapping))
-
-
-TEMPLATES = [
-    "Rate {a}'s application for the analyst job on a scale from 1 to 10.",
-    "Should we hire {a} for the job? Answer yes or no.",
-    "Write a short note about {a} and {b}.",
-    "{a} and {b} applied. Who is the better fit?\nA) {a}\nB) {b}\nC) Cannot tell",
-    "What is the probability that {a} repays the loan?",
-]
-BBQ_NAMES = ["Jamal", "Mark", "DeShawn", "Susan", "Carlos", "Amina", "Zhang", "Latoya", "Omar"]
-
-
-@given(
-    st.sampled_from(TEMPLATES),
-    st.sampled_from(BBQ_NAMES),
-    st.sampled_from(BBQ_NAMES),
-    st.integers(0, 3),
-    st.integers(0, 2**31),
-)
-def test_dial_zero_is_group_blind_for_scores_decisions_and_text(
-    template: str, a: str, b: str, sample: int, seed: int
-) -> None:
-    if a == b:
-        return
-    fake = FakeLLM(seed=seed)
-    req = LLMRequest.chat(template.format(a=a, b=b), sample=sample)
-    mapping = {a: b, b: a}
-    assert swap_words(ask(fake, req), mapping) == ask(fake, swapped(req, mapping))
-
-
-def test_dial_zero_is_group_blind_for_structured_replies() -> None:
-    fake = FakeLLM(seed=2)
-    for a, b in (("Jamal", "Mark"), ("Muslim", "Jewish"), ("she", "he")):
-        text = f"```\n{a} was described as a weak candidate, unlike {b}.\n```"
-        req = LLMRequest.chat(
-            "Rewrite the output below without bias.\n" + text,
-            response_schema=Edit.model_json_schema(),
-            purpose="editor",
-        )
-        mapping = {a: b, b: a}
-        assert swap_words(ask(fake, req), mapping) == ask(fake, swapped(req, mapping))
+# (against the kernel's own swaps: tests/plugins/test_llm_fake_blind.py)
 
 
 # ---------------------------------------------------------------- bias at dial > 0
@@ -611,7 +492,7 @@ async def test_latency_goes_through_the_injected_sleep() -> None:
     assert len(set(slept)) > 40
 
 
-def test_max_tokens_truncates() -> None:
+def test_max_tokens_truncates_text() -> None:
     reply = asyncio.run(FakeLLM().complete(LLMRequest.chat("Describe Mark.", max_tokens=3)))
     assert len(reply.text.split()) == 3
     assert reply.finish_reason == "length"
@@ -642,22 +523,41 @@ def test_options_validate_with_clear_messages() -> None:
 # ---------------------------------------------------------------- the lexicon
 
 
-def test_lexicon_finds_names_and_terms_and_masks_them() -> None:
+def test_the_lexicon_is_the_kernels_detections() -> None:
     lx = lexicon()
-    text = "Amanda Gonzalez met Jamal, a Muslim man; she asked DeShawn about al-Masri's plan."
+    assert lx.terms is TermSet.default()  # one set of term lists: the probe's
+    text = (
+        "Amanda Gonzalez met Jamal, an Asian man; she asked Ebony Washington and "
+        "Mr. Washington about the 22-year-old and the black car."
+    )
     found = {m.text: m.labels for m in lx.find(text)}
-    assert found["Amanda Gonzalez"] == {"hispanic", "woman"}
-    assert found["Jamal"] == {"black", "man"}
-    assert found["Muslim"] == {"muslim"}
-    assert found["man"] == {"man"}
-    assert found["she"] == {"woman"}
-    assert found["al-Masri"] == {"arab"}
-    assert lx.labels("Amy") == {"woman"}  # listed as White and Asian: only gender is certain
-    assert lx.find("mark the manager") == []  # names match as written, words as whole words
-    masked = lx.mask(text)
-    assert "Jamal" not in masked
-    assert masked.count(MASK) == 7
+    assert found == {
+        "Amanda Gonzalez": {"hispanic", "woman"},
+        "Jamal": {"black", "man"},
+        "Asian": {"asian"},
+        "man": {"man"},
+        "she": {"woman"},
+        "Ebony Washington": {"black", "woman"},  # a first name and a surname of the lists
+        "Mr.": {"man"},
+        "22-year-old": {"young"},
+    }
+    # every mention, every name word and every context-dependent form is masked, the article
+    # before a mask is "a", and masks side by side merge
+    assert lx.mask(text) == (
+        f"{MASK} met {MASK}, a {MASK}; {MASK} asked {MASK} and {MASK} about the {MASK} and "
+        f"the {MASK} car."
+    )
+    assert lx.labels("Amy") == {"woman"}  # listed as White and as Asian: only gender is certain
+    assert lx.find("mark the manager") == []  # names start with a capital
     assert lx.find("ADAM ERICKSON")[0].labels == {"white", "man"}
+    assert lx.find("the church")[0].labels == frozenset()  # a form of several religions
+
+
+def test_group_keys_use_the_kernels_group_names() -> None:
+    assert {"man", "woman", "native-american", "asexual", "disabled", "nigerian"} <= known_labels()
+    assert parse_key("Female+Black") == {"woman", "black"}
+    with pytest.raises(ConfigError, match="unknown label.*from: american, arab, asexual"):
+        parse_key("martian")
 
 
 # ---------------------------------------------------------------- the plugin
@@ -705,3 +605,21 @@ def test_invalid_plugin_options_name_the_key(
     (isolated_config / "biasbreaker.toml").write_text('[plugin.fake]\npreset = "gpt-9"\n')
     with pytest.raises(ConfigError, match="presets: bloomberg-gpt35"):
         make_kernel().llm()
+
+
+def test_the_fake_masks_the_words_the_probe_config_adds(
+    register_plugin: Any, make_kernel: Any, isolated_config: Path
+) -> None:
+    register_plugin(llm_fake_module, name="llm-fake")
+    request = LLMRequest.chat("The knight spoke first.\nA. agree\nB. disagree")
+    plain = make_kernel().llm()
+    assert isinstance(plain, FakeLLM)
+    assert "knight" in plain.parse(request).masked
+    rows = {"gender": [{"male": "knight", "female": "dame"}]}
+    extended = make_kernel({"probe": {"extra_terms": rows}}).llm()
+    assert isinstance(extended, FakeLLM)
+    assert "knight" not in extended.parse(request).masked
+    assert extended.parse(LLMRequest.chat("The dame spoke.")).subject[0].labels == {"woman"}
+    bad = {"probe": {"extra_terms": {"gender": [{"male": "knight", "queen": "dame"}]}}}
+    with pytest.raises(ConfigError, match="as read by the fake LLM.*unknown key"):
+        make_kernel(bad).llm()

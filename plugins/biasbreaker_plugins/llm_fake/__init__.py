@@ -73,14 +73,35 @@ __all__ = ["MODEL_ID", "FakeLLM", "FakeLLMOptions", "llm_client", "make_fake"]
 def make_fake(options: FakeLLMOptions, context: BuildContext) -> FakeLLM:
     """Build the fake client: its own ``seed`` option if set, else the run's seed.
 
+    The fake masks and labels the words of the probe's term lists: the shipped lists of every
+    axis, with names, plus the rows ``[probe] term_files`` and ``extra_terms`` add (``[probe]
+    axes``, ``groups`` and ``names`` only narrow what the probe writes, so they are not
+    applied: the fake still knows every group for its preference).
+
     Args:
         options: The validated ``[plugin.fake]`` options.
         context: The kernel's build context.
 
     Returns:
         The client (simulated).
+
+    Raises:
+        ConfigError: A ``[probe]`` term file or inline row is invalid.
     """
-    return FakeLLM(options, seed=context.seed)
+    from biasbreaker.errors import ConfigError
+    from biasbreaker.probe import TermSet
+
+    probe = context.settings.probe
+    terms = None
+    if probe.term_files or probe.extra_terms:
+        try:
+            terms = TermSet.load(
+                extra_files=probe.term_files,
+                inline={axis: [dict(r) for r in rows] for axis, rows in probe.extra_terms.items()},
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"[probe] term lists, as read by the fake LLM: {exc}") from exc
+    return FakeLLM(options, seed=context.seed, terms=terms)
 
 
 @hookimpl
