@@ -3,7 +3,8 @@
 For every kind of prompt the fake answers, every counterfactual variant drawn by the kernel's
 ``CounterfactualGenerator`` gets the reply of the original prompt with the swap applied:
 ``map_back(reply(variant)) == reply(original)`` for the same ``sample``. So the probe's dial-0
-score is exactly 0. The same check fails on a biased fake.
+score is exactly 0. The same check fails on a biased fake, and at any dial a counterfactual and
+its same-group twin share their noise (common random numbers).
 """
 
 from __future__ import annotations
@@ -339,3 +340,32 @@ def test_the_blind_check_fails_on_a_biased_fake() -> None:
     fake = FakeLLM(FakeLLMOptions(bias=1.0, weights={"muslim": 20.0, "gay": 0.05}), seed=11)
     tally = check_variants(fake, bbq_prompts(8), k=3)
     assert len(tally.failures) > tally.checked // 5
+
+
+# ---------------------------------------------------------------- any dial: common randomness
+
+
+def test_a_counterfactual_and_its_twin_differ_only_through_the_weights() -> None:
+    """With CRN the biased fake changes a reply only where the swap changes the weights.
+
+    The preference here weighs religion only: a variant swapping gender or race changes no
+    weight, so even at dial 1 its reply maps back exactly to its twin's; a variant swapping
+    religion keeps the twin's reply whenever the weights of the options it moved tie.
+    """
+    fake = FakeLLM(FakeLLMOptions(bias=1.0, weights={"muslim": 6.0, "hindu": 0.2}), seed=4)
+    prompts = [p for p in template_prompts(300, seed=11) if fake.parse(chat(p, 0)).mode != "json"]
+    same = moved = 0
+    for prompt in prompts:
+        for v in GEN.generate(prompt, 4).variants:
+            if GEN.map_back(v.payload, v.mapping) != prompt:
+                continue
+            twin = reply(fake, chat(prompt, 1))
+            counter = GEN.map_back(reply(fake, chat(v.payload, 1)), v.mapping)
+            touched = {g for pair in v.mapping.groups for g in pair} & {"muslim", "hindu"}
+            if v.mapping.axis != "religion" or not touched:
+                assert counter == twin, v.payload
+                same += 1
+            else:
+                moved += counter != twin
+    assert same > 500
+    assert moved > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -261,15 +262,25 @@ def _option_runs(text: str) -> list[list[tuple[str, str, int]]]:
     return runs
 
 
+def _gumbel(rng: random.Random) -> float:
+    """A standard Gumbel draw, ``-log(-log U)`` with ``U`` uniform on (0, 1)."""
+    u = rng.random()
+    while u == 0.0:
+        u = rng.random()
+    return -math.log(-math.log(u))
+
+
 class FakeLLM:
     """A seeded, **simulated** LLM with a bias dial, for tests, studies and the offline demo.
 
     Deterministic: the reply is a function of (seed, request messages, ``response_schema``,
     ``purpose``, ``seed`` and ``sample`` of the request) and the options. Every draw comes from
     the prompt with every demographic mention masked (the kernel's detections, see
-    :mod:`.groups`), and choices are made by position, except the dial's coin and weighted
-    draws. So at dial 0, swapping the groups in a prompt as the probe does swaps them in the
-    reply and changes nothing else. See the package docstring for the prompt conventions.
+    :mod:`.groups`), and choices are made by position; the group preference enters only
+    through the weights of the items (scaled by the dial). So at dial 0, swapping the groups in
+    a prompt as the probe does swaps them in the reply and changes nothing else, and at any
+    dial a counterfactual prompt and its same-group twin (same ``sample``) share their noise:
+    they differ only through the bias. See the package docstring for the prompt conventions.
 
     Args:
         options: The options (defaults: group-blind, no latency, no failures).
@@ -366,7 +377,7 @@ class FakeLLM:
     # ------------------------------------------------------------------ randomness
 
     def _rng(self, request: LLMRequest, parsed: _Parsed, tag: str) -> random.Random:
-        """A blind draw: keyed on the masked prompt (never on a group), the seed and the sample."""
+        """A draw keyed on the masked prompt (never on a group), the seed and the sample."""
         schema = (
             None
             if request.response_schema is None
@@ -391,52 +402,48 @@ class FakeLLM:
 
     # ------------------------------------------------------------------ replies
 
-    def _biased_rng(self, request: LLMRequest, tag: str) -> random.Random:
-        return _digest_rng(
-            self.seed, "bias", tag, request.prompt, request.purpose, request.seed, request.sample
-        )
-
     def _order(self, request: LLMRequest, parsed: _Parsed) -> list[int]:
-        """Positions of the items in reply order: blind shuffle, or weighted draws (dial)."""
-        items = parsed.items
+        """Positions of the items in reply order, best first (Gumbel-top-k).
+
+        Item ``i`` (by position) gets the key ``p * log(w_i) + g_i``: ``w_i`` the weight of the
+        groups it names, ``p`` the dial, ``g_i`` a standard Gumbel draw keyed on the masked
+        prompt, the seed, the sample and the position. Sorting by key is Plackett-Luce sampling
+        with weights ``w_i ** p`` (Gumbel-max trick); the first item is chosen with probability
+        ``w_i ** p / sum_j w_j ** p``. At ``p = 0`` the order is the blind positional one.
+
+        Source:
+            Gumbel-max trick: Gumbel (1954); Plackett-Luce by Gumbel-top-k: Yellott (1977),
+            "The relationship between Luce's choice axiom, Thurstone's theory of comparative
+            judgment, and the double exponential distribution"; Kool et al. (2019),
+            "Stochastic beams and where to find them", sec. 2.
+        """
         p = self.options.bias
-        coin = self._biased_rng(request, "coin").random()
-        if coin < p:
-            rng = self._biased_rng(request, "order")
-            left = list(range(len(items)))
-            out: list[int] = []
-            while left:
-                weights = [self._pref.weight(items[i].labels) for i in left]
-                u = rng.random() * sum(weights)
-                acc = 0.0
-                pick = left[-1]
-                for i, w in zip(left, weights, strict=True):
-                    acc += w
-                    if u < acc:
-                        pick = i
-                        break
-                out.append(pick)
-                left.remove(pick)
-            return out
-        order = list(range(len(items)))
-        self._rng(request, parsed, "order").shuffle(order)
-        return order
+        rng = self._rng(request, parsed, "order")
+        keys = []
+        for item in parsed.items:
+            g = _gumbel(rng)
+            keys.append(p * math.log(self._pref.weight(item.labels)) + g)
+        return sorted(range(len(keys)), key=lambda i: (-keys[i], i))
 
     def _score(self, request: LLMRequest, parsed: _Parsed) -> float:
+        """A blind score in [0, 1] shifted by ``p * score_shift * (w - 1) / (w + 1)``."""
         base = self._rng(request, parsed, "score").random()
         w = self._subject_weight(parsed)
         shift = self.options.bias * self.options.score_shift * (w - 1.0) / (w + 1.0)
         return min(1.0, max(0.0, base + shift))
 
     def _adjective(self, request: LLMRequest, parsed: _Parsed) -> str:
+        """A blind adjective; if a blind coin falls below ``p``, one that follows the weight.
+
+        The coin and the word are drawn from the masked prompt, so a counterfactual and its
+        twin toss the same coin and differ only when their subjects' weights do.
+        """
         blind = self._rng(request, parsed, "adjective")
-        pool = blind.choice((_NEUTRAL, _POSITIVE, _NEGATIVE))
-        word = blind.choice(pool)
-        if self._biased_rng(request, "coin").random() < self.options.bias:
-            w = self._subject_weight(parsed)
-            if w != 1.0:
-                rng = self._biased_rng(request, "adjective")
-                word = rng.choice(_POSITIVE if w > 1.0 else _NEGATIVE)
+        word = blind.choice(blind.choice((_NEUTRAL, _POSITIVE, _NEGATIVE)))
+        coin, pick = blind.random(), blind.randrange(len(_POSITIVE))
+        w = self._subject_weight(parsed)
+        if coin < self.options.bias and w != 1.0:
+            word = (_POSITIVE if w > 1.0 else _NEGATIVE)[pick]
         return word
 
     def _role_fields(
