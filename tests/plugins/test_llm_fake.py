@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import re
@@ -548,6 +549,27 @@ def test_max_tokens_truncates_text() -> None:
     reply = asyncio.run(FakeLLM().complete(LLMRequest.chat("Describe Mark.", max_tokens=3)))
     assert len(reply.text.split()) == 3
     assert reply.finish_reason == "length"
+
+
+def test_a_structured_reply_longer_than_max_tokens_is_an_error() -> None:
+    # The LLMRequest contract: text that parses as JSON matching the schema, or LLMError.
+    fake = FakeLLM(seed=3)
+    schema = Verdict.model_json_schema()
+    full = ask(fake, LLMRequest.chat("Judge: ```Jamal is weak.```", response_schema=schema))
+    words = len(full.split(" "))
+    fits = LLMRequest.chat("Judge: ```Jamal is weak.```", response_schema=schema, max_tokens=words)
+    assert ask(fake, fits) == full
+    short = dataclasses.replace(fits, max_tokens=words - 1)
+    with pytest.raises(LLMError, match=rf"needs {words} words, more than max_tokens={words - 1}"):
+        ask(fake, short)
+    # an injected malformed reply is still cut, on purpose: that is the injection's job
+    injected = LLMRequest.chat(
+        "Judge: ```Jamal is weak.``` [[fake:malformed]]", response_schema=schema, max_tokens=2
+    )
+    reply = asyncio.run(fake.complete(injected))
+    assert len(reply.text.split(" ")) <= 2
+    with pytest.raises(ValidationError):
+        Verdict.model_validate_json(reply.text)
 
 
 # ---------------------------------------------------------------- options

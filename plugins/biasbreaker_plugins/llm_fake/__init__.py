@@ -58,7 +58,9 @@ an injectable ``sleep``; with probabilities ``error_rate``, ``timeout_rate`` and
 property; an empty or unparseable answer otherwise). The draw is seeded per request and per
 attempt, so a retry of the same request can succeed, reproducibly. The directives
 ``[[fake:error]]``, ``[[fake:timeout]]`` and ``[[fake:malformed]]`` in a prompt force one.
-``max_tokens`` truncates the reply to that many words (``finish_reason = "length"``).
+``max_tokens`` truncates a text reply to that many words (``finish_reason = "length"``); a
+structured reply longer than that raises ``LLMError`` instead, as the ``LLMRequest`` contract
+asks (a cut JSON document would not parse), unless a malformed reply was injected.
 
 See ``docs/fake-llm.md``.
 """

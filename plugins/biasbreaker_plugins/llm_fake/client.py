@@ -599,7 +599,9 @@ class FakeLLM:
         Raises:
             LLMError: When the client is closed, on an injected error or time-out (options
                 ``error_rate``, ``timeout_rate`` or a ``[[fake:error]]`` / ``[[fake:timeout]]``
-                directive), or on a ``response_schema`` it cannot satisfy.
+                directive), on a ``response_schema`` it cannot satisfy, or when a structured
+                reply is longer than ``max_tokens`` words (a cut JSON document would not
+                parse; an injected malformed reply is still cut, on purpose).
         """
         if self._closed:
             raise LLMError("fake LLM client is closed; create a new one")
@@ -629,11 +631,21 @@ class FakeLLM:
             )
         text = self._reply(request, parsed)
         finish = "stop"
-        if "malformed" in forced or u < opts.error_rate + opts.timeout_rate + opts.malformed_rate:
+        malformed = "malformed" in forced or u < (
+            opts.error_rate + opts.timeout_rate + opts.malformed_rate
+        )
+        if malformed:
             text, finish = self._malformed(parsed, text, random.Random(pick))
         if request.max_tokens is not None:
             words = text.split(" ")
             if len(words) > request.max_tokens:
+                if parsed.mode == "json" and not malformed:
+                    # The LLMRequest contract: a structured reply parses, or the client raises.
+                    raise LLMError(
+                        f"fake LLM (simulated): the structured reply needs {len(words)} words, "
+                        f"more than max_tokens={request.max_tokens}, and a cut JSON document "
+                        "would not parse; raise max_tokens or leave it unset"
+                    )
                 text, finish = " ".join(words[: request.max_tokens]), "length"
         return LLMResponse(
             text=text,
