@@ -13,8 +13,8 @@ Masking (:meth:`GroupLexicon.mask`) covers everything a counterfactual swap may 
   context-dependent form wherever it stands (``old``, ``straight``, ``blind``: a swap may write
   one where the detector would not count it, ``the elderly engineer`` -> ``the youthful
   engineer``);
-* every capitalised word of the name lists outside a detection (``Mr. Washington``: a swap of
-  ``Jamal Washington`` to another race also swaps the standalone surname) becomes :data:`MASK`;
+* every capitalised word of the name lists outside a detection (``Mr. Robinson``: a swap of
+  ``Malik Robinson`` to another race also swaps the standalone surname) becomes :data:`MASK`;
 * ``a``/``an`` before a mask becomes ``a`` (``A`` when capitalised): a swap corrects the
   article (``an Asian man`` -> ``a white man``);
 * masks separated only by whitespace merge into one (a full name, or a first name the swap
