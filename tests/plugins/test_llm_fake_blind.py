@@ -369,3 +369,35 @@ def test_a_counterfactual_and_its_twin_differ_only_through_the_weights() -> None
                 moved += counter != twin
     assert same > 500
     assert moved > 0
+
+
+def test_the_probe_sees_bloomberg_weights_on_rankings() -> None:
+    """Bloomberg's GPT-3.5 HR-specialist rates (0.096-0.181 top-1) are a mild preference.
+
+    Measured on these 100 slates (decision scorer): dial 0 scores every slate exactly 0; dial 1
+    scores 79 above 0 at k = r = 8 (mean 0.0080), AUROC 0.895; k = r = 4: 72, 0.86; k = r = 16:
+    86, 0.93. Before the fake shared noise between a counterfactual and its twin, a similar
+    experiment gave 0.80 at k = r = 4 with dial-0 scores above 0 (mean 0.031).
+    """
+    from biasbreaker.metrics.stats import auroc
+
+    prompts = ranking_prompts(100, 0)[0]
+
+    async def scores(bias: float) -> list[float]:
+        options = FakeLLMOptions(bias=bias, preset="bloomberg-gpt35-hr-specialist")
+        fake = FakeLLM(options, seed=0)
+
+        async def step(prompt: str) -> str:
+            return (await fake.complete(with_current_sample(LLMRequest.chat(prompt)))).text
+
+        probe = Probe(DecisionScorer(), generator=GEN, k=8, r=8, seed=0, bootstrap=0)
+        out = []
+        for i, p in enumerate(prompts):
+            result = await probe.probe(step, p, await step(p), step_id=f"slate{i}")
+            assert result.score is not None
+            out.append(result.score)
+        return out
+
+    blind, biased = asyncio.run(scores(0.0)), asyncio.run(scores(1.0))
+    assert blind == [0.0] * 100
+    assert auroc(biased, blind) >= 0.85
