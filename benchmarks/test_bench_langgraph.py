@@ -1,0 +1,91 @@
+"""Overhead of the LangGraph guard, against the same graph unguarded, measured in one run.
+
+The graph: ten nodes in a chain, each sleeping 1 ms (a stand-in for an agent's work) and
+copying a short text that names a group, so every node is probe-applicable.
+
+- ``langgraph-guard``: the unguarded graph (baseline) against the guarded graph with probing
+  disabled (``[probe] probe_rate = 0``: every guarded step still stages, propagates, steps the
+  control machine and is gated; goal <= 1.05 x baseline), and with probing ``k = 4`` variants
+  and ``r = 2`` same-group resamples per node (the six re-runs of each node run concurrently,
+  in threads; the ratio is reported, no goal: the probe re-runs the node by design).
+
+Goals are reported by the ratio table of ``benchmarks/conftest.py``, never asserted.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langgraph.graph import END, START, StateGraph
+
+from biasbreaker.kernel import Kernel
+from biasbreaker_plugins.langgraph import BiasState, guard
+
+NODES = 10
+TEXT = "A note about a Muslim applicant and a Christian applicant."
+
+
+class Chain(BiasState, total=False):
+    text: str
+    hops: int
+
+
+def _node(index: int) -> Any:
+    def work(state: Chain) -> dict[str, Any]:
+        time.sleep(0.001)
+        return {"text": state["text"], "hops": state.get("hops", 0) + 1}
+
+    work.__name__ = f"agent{index}"
+    return work
+
+
+def chain() -> StateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(Chain)
+    previous = START
+    for index in range(NODES):
+        builder.add_node(_node(index))
+        builder.add_edge(previous, f"agent{index}")
+        previous = f"agent{index}"
+    builder.add_edge(previous, END)
+    return builder
+
+
+def _kernel(tmp_path: Path, **probe: Any) -> Kernel:
+    return Kernel.load(
+        cwd=tmp_path, overrides={"probe": {"scorers": ["decision"], "bootstrap": 0, **probe}}
+    )
+
+
+@pytest.mark.benchmark(group="langgraph-guard")
+def test_unguarded_chain_baseline(benchmark: Any) -> None:
+    app = chain().compile()
+    benchmark.extra_info["per"] = f"invoke, {NODES} nodes of 1 ms, unguarded"
+    out = benchmark(app.invoke, {"text": TEXT})
+    assert out["hops"] == NODES
+
+
+@pytest.mark.benchmark(group="langgraph-guard")
+def test_guarded_chain_probing_disabled(benchmark: Any, tmp_path: Path) -> None:
+    app = guard(chain(), _kernel(tmp_path, probe_rate=0.0)).compile()
+    benchmark.extra_info.update(
+        per=f"invoke, {NODES} guarded nodes, probe_rate 0 (stage, propagate, step, gate)",
+        goal_ratio=1.05,
+    )
+    out = benchmark(app.invoke, {"text": TEXT})
+    assert out["hops"] == NODES
+    assert out["bb_breaker"]["machine"]["step"] == NODES
+
+
+@pytest.mark.benchmark(group="langgraph-guard")
+def test_guarded_chain_probing_k4(benchmark: Any, tmp_path: Path) -> None:
+    app = guard(chain(), _kernel(tmp_path, k=4, r=2)).compile()
+    benchmark.extra_info["per"] = f"invoke, {NODES} guarded nodes, probe k=4 r=2 (6 re-runs each)"
+    out = benchmark(app.invoke, {"text": TEXT})
+    assert out["hops"] == NODES
+    assert len([s for s in out["bb_local_scores"].values() if s is not None]) == NODES

@@ -1,0 +1,128 @@
+"""The LangGraph adapter (``framework_adapter`` plugin ``langgraph``): guard a ``StateGraph``.
+
+::
+
+    from biasbreaker_plugins.langgraph import BiasState, guard
+
+    class State(BiasState):
+        question: str
+        answer: str
+
+    builder = StateGraph(State)
+    ...                                                   # nodes and edges as usual
+    graph = guard(builder).compile(checkpointer=saver)    # the two lines
+    graph.invoke({"question": ...}, {"configurable": {"thread_id": "t1"}}, durability="sync")
+
+Every guarded node's output is probed, held until the control machine lets it through, and
+never reaches a downstream node's input if it is not: it is frozen, repaired by the
+intervention hook, or handed to a human (``interrupt()``). See ``docs/langgraph.md``.
+
+Importing this package imports LangGraph (the ``langgraph`` extra); the plugin's entry point
+(:mod:`biasbreaker_plugins.langgraph_plugin`) does not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph.graph import StateGraph
+
+from biasbreaker.errors import PluginError
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import AnyHook
+from biasbreaker_plugins.langgraph.adapter import (
+    ADDED_NODES,
+    GraphGuard,
+    GuardedNode,
+    LangGraphAdapter,
+)
+from biasbreaker_plugins.langgraph.graph import GuardedStateGraph
+from biasbreaker_plugins.langgraph.node import NodeOptions, guard_node
+from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
+from biasbreaker_plugins.langgraph.state import BB_KEYS, BiasState
+
+Config = Kernel | Mapping[str, Any] | str | os.PathLike[str] | None
+"""What ``guard(config=...)`` accepts (see :func:`guard`)."""
+
+
+def load_kernel(config: Config = None) -> Kernel:
+    """The kernel for ``config``.
+
+    Args:
+        config: ``None`` (the configuration of the current directory: ``biasbreaker.toml``,
+            ``pyproject.toml``, environment), a :class:`~biasbreaker.kernel.Kernel`, a mapping
+            of explicit settings nested like the TOML (``{"breaker": {"tau_enter": 0.4}}``),
+            or the path of a TOML file.
+
+    Raises:
+        ConfigError: The configuration is invalid.
+    """
+    if isinstance(config, Kernel):
+        return config
+    if config is None:
+        return Kernel.load()
+    if isinstance(config, Mapping):
+        return Kernel.load(overrides=config)
+    return Kernel.load(config_file=config)
+
+
+def guard(
+    builder: StateGraph[Any, Any, Any, Any],
+    config: Config = None,
+    *,
+    nodes: Sequence[str] | None = None,
+    hook: AnyHook | None = None,
+    concurrent: Sequence[str] = (),
+) -> GuardedStateGraph:
+    """Guard a ``StateGraph``: compile the result as usual.
+
+    Args:
+        builder: The graph builder (not compiled). Its state schema must derive from
+            :class:`BiasState`. It is not modified: ``builder.compile()`` still gives the
+            unguarded graph.
+        config: The configuration (see :func:`load_kernel`).
+        nodes: The nodes to guard; ``None`` guards every node. Nodes marked with
+            :func:`guard_node` are guarded either way.
+        hook: The intervention hook (``Callable[[InterventionContext], InterventionResult]``,
+            or a coroutine function); default: the configured one.
+        concurrent: Guarded nodes to check in the breaker node even though the graph's
+            edges do not show that they can run in parallel with another guarded node (for a
+            fan-out by ``Command(goto=[...])`` or ``Send`` from a node).
+
+    Returns:
+        The guarded builder; ``.compile(...)`` takes the same arguments as
+        ``StateGraph.compile``.
+
+    Raises:
+        ConfigError: The configuration or the graph cannot be guarded (the message names
+            the node or key and the fix).
+        PluginError: The selected ``framework_adapter`` is not this one.
+    """
+    kernel = load_kernel(config)
+    adapter = kernel.build("framework_adapter", "langgraph")
+    if not isinstance(adapter, LangGraphAdapter):
+        raise PluginError(
+            f"framework_adapter 'langgraph' built {type(adapter).__name__}, not the LangGraph "
+            "adapter; is another plugin registering the name 'langgraph'?"
+        )
+    return adapter.guard(builder, nodes=nodes, hook=hook, concurrent=concurrent)
+
+
+__all__ = [
+    "ADDED_NODES",
+    "BB_KEYS",
+    "BiasState",
+    "Config",
+    "GraphGuard",
+    "GuardedNode",
+    "GuardedStateGraph",
+    "LangGraphAdapter",
+    "NodeOptions",
+    "ReviewDecision",
+    "ReviewRequest",
+    "guard",
+    "guard_node",
+    "load_kernel",
+]

@@ -1,0 +1,198 @@
+"""Everything the adapter takes from LangGraph beyond its public API, in one place.
+
+The public API cannot express "run this node's static successors only if its output was let
+through": a node's static edges fire whatever the node returns (a ``Command(goto=...)`` adds
+destinations, it never removes any). So, after ``StateGraph.compile()``, the adapter gates the
+*edge writers* of every guarded node. What it relies on (checked against langgraph 1.2.x):
+
+* ``CompiledStateGraph.nodes[name]`` is a ``PregelNode`` whose ``writers`` list starts with the
+  state-update ``ChannelWrite`` (entries of ``ChannelWriteTupleEntry``) and continues with one
+  writer per edge: a ``ChannelWrite`` of ``ChannelWriteEntry("branch:to:<v>", None)`` for a
+  static edge, ``ChannelWriteEntry("join:<a+b>:<v>", "<a>")`` for a waiting edge (both added by
+  ``attach_edge``), and a writer runnable registered with ``ChannelWrite.register_writer`` for
+  each conditional edge (``attach_branch``). Writers receive the node's return value.
+* A ``ChannelWriteEntry`` whose ``mapper`` returns ``SKIP_WRITE`` writes nothing.
+* ``PregelNode.flat_writers`` and ``.node`` are cached on first use, so gates are installed
+  right after ``compile()``, before any run or drawing.
+* ``langgraph._internal._runnable.coerce_to_runnable`` turns a node function into the runnable
+  ``add_node`` would have made (config injection, sync/async handling).
+
+The gates: each guarded node's edge writers skip when the node returns :class:`Halt` (its output
+is held); copies of them are added to the breaker nodes, firing only when those return a
+:class:`Promote` naming the node (its held output was let through). Drawing
+(``get_graph()``) runs writers with ``None`` and reads the branches' declared destinations, so
+it shows the user's edges unchanged. :func:`check_layout` fails loudly, naming the node, if a
+LangGraph version lays writers out differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph._internal._runnable import RunnableCallable, coerce_to_runnable
+from langgraph.pregel._write import (
+    PASSTHROUGH,
+    SKIP_WRITE,
+    ChannelWrite,
+    ChannelWriteEntry,
+    ChannelWriteTupleEntry,
+)
+from langgraph.types import Command
+
+from biasbreaker.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Halt(Command):  # type: ignore[misc, type-arg]
+    """What a guarded node returns when its output is held: only ``bb_`` keys, a reroute.
+
+    Its static and conditional successors do not run.
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Promote(Command):  # type: ignore[misc, type-arg]
+    """What a breaker node returns when it lets held outputs through.
+
+    Args:
+        promoted: The guarded nodes whose held outputs are promoted by this return; their
+            static and conditional successors run as if the node had returned the update.
+    """
+
+    promoted: tuple[str, ...] = ()
+
+
+def _not_halted(output: Any) -> bool:
+    return not isinstance(output, Halt)
+
+
+def _promotes(node: str, output: Any) -> bool:
+    return isinstance(output, Promote) and node in output.promoted
+
+
+def _gated_value(pred: Callable[[Any], bool], entry: ChannelWriteEntry, output: Any) -> Any:
+    if not pred(output):
+        return SKIP_WRITE
+    value = output if entry.value is PASSTHROUGH else entry.value
+    return entry.mapper(value) if entry.mapper is not None else value
+
+
+def _gate_channel_write(
+    writer: ChannelWrite, pred: Callable[[Any], bool], node: str
+) -> ChannelWrite:
+    entries = []
+    for entry in writer.writes:
+        if not isinstance(entry, ChannelWriteEntry):
+            raise ConfigError(
+                f"guarded node {node!r}: unexpected LangGraph edge writer entry {entry!r}; "
+                "this langgraph version lays out edges differently from 1.2.x"
+            )
+        entries.append(
+            ChannelWriteEntry(
+                entry.channel, PASSTHROUGH, entry.skip_none, partial(_gated_value, pred, entry)
+            )
+        )
+    return ChannelWrite(tuple(entries))
+
+
+def _gate_branch(
+    writer: Runnable[Any, Any], pred: Callable[[Any], bool], *, declare: bool
+) -> Runnable[Any, Any]:
+    def run(output: Any, config: RunnableConfig) -> Any:
+        if pred(output):
+            writer.invoke(output, config)
+        return output
+
+    async def arun(output: Any, config: RunnableConfig) -> Any:
+        if pred(output):
+            await writer.ainvoke(output, config)
+        return output
+
+    gated = RunnableCallable(run, arun, name=None, trace=False)
+    static = getattr(writer, "_is_channel_writer", None) if declare else None
+    return ChannelWrite.register_writer(gated, static)
+
+
+def check_layout(compiled: Any, node: str) -> list[Runnable[Any, Any]]:
+    """Return the edge writers of ``node``, checking the layout this module relies on.
+
+    Raises:
+        ConfigError: The node's writers do not start with the state-update writer, or the
+            node was already run (its writers are cached).
+    """
+    pregel_node = compiled.nodes[node]
+    if "flat_writers" in vars(pregel_node) or "node" in vars(pregel_node):
+        raise ConfigError(f"guarded node {node!r} was already used before its gates were installed")
+    writers = pregel_node.writers
+    if not writers or not (
+        isinstance(writers[0], ChannelWrite)
+        and all(isinstance(e, ChannelWriteTupleEntry) for e in writers[0].writes)
+    ):
+        raise ConfigError(
+            f"guarded node {node!r}: its first writer is not LangGraph's state-update writer; "
+            "this langgraph version is not supported by the biasbreaker adapter (1.2.x is)"
+        )
+    edge_writers: list[Runnable[Any, Any]] = list(writers[1:])
+    return edge_writers
+
+
+def install_gates(compiled: Any, guarded: Iterable[str], promoters: Iterable[str]) -> None:
+    """Gate the edge writers of the guarded nodes and give copies to the promoter nodes.
+
+    Args:
+        compiled: A ``CompiledStateGraph`` fresh from ``compile()``.
+        guarded: The guarded node names.
+        promoters: The breaker nodes that may return :class:`Promote`.
+
+    Raises:
+        ConfigError: As :func:`check_layout`.
+    """
+    promoters = list(promoters)
+    layouts = {node: check_layout(compiled, node) for node in guarded}
+    for node, edge_writers in layouts.items():
+        own: list[Runnable[Any, Any]] = []
+        for writer in edge_writers:
+            if isinstance(writer, ChannelWrite):
+                own.append(_gate_channel_write(writer, _not_halted, node))
+            else:
+                own.append(_gate_branch(writer, _not_halted, declare=True))
+        compiled.nodes[node].writers[1:] = own
+        for promoter in promoters:
+            pred = partial(_promotes, node)
+            for writer in edge_writers:
+                if isinstance(writer, ChannelWrite):
+                    copy: Runnable[Any, Any] = _gate_channel_write(writer, pred, node)
+                else:
+                    copy = _gate_branch(writer, pred, declare=False)
+                compiled.nodes[promoter].writers.append(copy)
+
+
+def node_function(runnable: Any) -> Callable[..., Any] | None:
+    """The plain function behind a node added with ``add_node(fn)``, or ``None``.
+
+    ``add_node`` wraps a function in a ``RunnableCallable`` whose ``func`` is the function
+    (sync) or ``None`` with ``afunc`` the coroutine function (async).
+    """
+    if not isinstance(runnable, RunnableCallable):
+        return None
+    func = runnable.func if runnable.func is not None else runnable.afunc
+    return func
+
+
+def as_node_runnable(func: Callable[..., Any], name: str) -> Runnable[Any, Any]:
+    """The runnable ``add_node(name, func)`` would store for ``func``."""
+    return coerce_to_runnable(func, name=name, trace=False)
+
+
+__all__ = [
+    "Halt",
+    "Promote",
+    "as_node_runnable",
+    "check_layout",
+    "install_gates",
+    "node_function",
+]

@@ -1,0 +1,105 @@
+"""``@guard_node``: mark a node function as guarded, with per-node options.
+
+::
+
+    @guard_node
+    def screener(state: State, config: RunnableConfig) -> dict: ...
+
+    @guard_node(probe=False)          # checked by the breaker, never re-run by the probe
+    async def notifier(state: State) -> dict: ...
+
+The decorator keeps the function's name, signature, type hints and sync/async nature
+(``functools.wraps`` and ``ParamSpec``), so ``builder.add_node(screener)`` registers it under
+its name and LangGraph still injects ``config``/``runtime``/``writer``/``store`` and reads its
+input schema and ``Command[Literal[...]]`` destinations — with or without
+``from __future__ import annotations``. It is guarded by :func:`guard`, which runs the
+decorated node (and, with ``nodes=None``, every other node) through the breaker; a decorated
+function called in a graph that was *not* passed to ``guard()`` raises, because its output
+would reach the downstream nodes unchecked.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar, cast, overload
+
+from biasbreaker.errors import ConfigError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+NODE_OPTIONS_ATTR = "__biasbreaker_node__"
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """Per-node options of a guarded node.
+
+    Args:
+        probe: Re-run the node on counterfactual states to score it (default). ``False`` for a
+            node that must not run more than once per step (it sends e-mail, pays, ...): it is
+            still checked by the breaker, with no local score of its own.
+    """
+
+    probe: bool = True
+
+
+def _unbound(name: str) -> ConfigError:
+    return ConfigError(
+        f"node {name!r} is marked @guard_node but runs in a graph that was not guarded: "
+        "compile guard(builder) instead of builder (from biasbreaker_plugins.langgraph import "
+        "guard), or remove the decorator"
+    )
+
+
+@overload
+def guard_node(fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+
+@overload
+def guard_node(*, probe: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def guard_node(
+    fn: Callable[P, R] | None = None, /, *, probe: bool = True
+) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    """Mark a node function (sync or async) as guarded.
+
+    Args:
+        fn: The node function, when used as ``@guard_node``.
+        probe: See :class:`NodeOptions`.
+
+    Returns:
+        The marked function (or a decorator, when called with options). Calling it outside a
+        guarded graph raises :class:`~biasbreaker.errors.ConfigError`.
+    """
+    options = NodeOptions(probe=probe)
+
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        name = getattr(func, "__name__", repr(func))
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def marked_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+                raise _unbound(name)
+
+            marked = cast(Callable[P, R], marked_async)
+        else:
+
+            @functools.wraps(func)
+            def marked_sync(*args: P.args, **kwargs: P.kwargs) -> R:
+                raise _unbound(name)
+
+            marked = marked_sync
+        setattr(marked, NODE_OPTIONS_ATTR, options)
+        return marked
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+__all__ = ["NODE_OPTIONS_ATTR", "NodeOptions", "guard_node"]

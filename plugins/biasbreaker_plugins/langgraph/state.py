@@ -1,0 +1,171 @@
+"""``BiasState``: the keys a guarded LangGraph graph keeps, with their reducers.
+
+Derive the application's state from it::
+
+    class State(BiasState):
+        question: str
+        answer: str
+
+Every key is prefixed ``bb_`` so it cannot collide with the application's keys, and every
+value is plain JSON (``dict``/``list``/``str``/``float``/``int``/``bool``/``None``), so any
+checkpointer stores it, including with ``LANGGRAPH_STRICT_MSGPACK=true`` and LangGraph
+Server's orjson. Nothing here imports LangGraph: the reducers are plain functions.
+
+* ``bb_local_scores``: node -> latest local bias score ``b_i`` in [0, 1] (``None`` = not
+  applicable); written by the step that probed the node.
+* ``bb_katz_weights``: node -> Katz influence weight (they sum to 1), from the graph's edges;
+  constant, written by the breaker steps.
+* ``bb_network_ewma``: the fast and slow EWMAs of B_net (``NetworkEwma.to_dict()``); written by
+  every breaker step.
+* ``bb_breaker``: ``{"machine": ControlMachine.snapshot(), "by": "<node>@<step>"}``; written
+  by the task that stepped the machine.
+* ``bb_unverified_output``: the staging buffer, key -> staged output (see below); ``None``
+  deletes an entry. Written by guarded nodes and the breaker nodes.
+* ``bb_frozen``: key -> frozen payload record ``{node, payload, status, step, reason}``;
+  written by the breaker nodes.
+* ``bb_audit_trail``: events (freeze, intervention summary, review), oldest first; M5 builds on
+  it.
+* ``bb_verdicts``: skeptic outcomes of the ``Send`` fan-out, slot -> outcome (``None``
+  deletes); written by the skeptic branches, cleared by ``bb_aggregate``.
+* ``bb_reviews``: human review decisions, oldest first; written by the review node.
+
+A staged output (``bb_unverified_output[key]``) is ``{"node", "key", "status", "update",
+"goto", "input", "score", "step"}``: the node's update held back from the application's keys
+(``update``), its ``Command`` destinations (``goto``), the input it was probed on, its local
+score, and, once it is known, the breaker step it waits for (``step``: fast, slow, scores). A
+downstream node reads only the application's keys, so it never sees a staged output; an output
+is *promoted* (written to the application's keys, its successors triggered) only when the
+breaker lets it through.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Final, TypedDict
+
+from biasbreaker.errors import ConfigError
+
+JSON = Any
+"""A plain JSON value (the state keys hold nothing else)."""
+
+BB_PREFIX: Final = "bb_"
+
+
+def merge_mapping(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer: the union of two mappings, ``update`` winning on shared keys.
+
+    Args:
+        current: The channel's value (``None`` before the first write).
+        update: One write.
+
+    Returns:
+        A new dict; neither argument is mutated.
+    """
+    merged = dict(current or {})
+    merged.update(update or {})
+    return merged
+
+
+def merge_staged(
+    current: dict[str, Any] | None, update: dict[str, Any | None] | None
+) -> dict[str, Any]:
+    """Reducer of the staging buffer: set entries, and delete those written as ``None``.
+
+    Parallel guarded nodes stage under distinct keys in one super-step, so the buffer takes
+    several writes per step.
+
+    Args:
+        current: The buffer (``None`` before the first write).
+        update: key -> staged output, or key -> ``None`` to remove the entry (promoted or
+            rejected).
+
+    Returns:
+        A new dict; neither argument is mutated.
+    """
+    merged = dict(current or {})
+    for key, value in (update or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def replace_value(current: Any, update: Any) -> Any:
+    """Reducer: the latest write wins (used for constants several tasks may rewrite)."""
+    return update
+
+
+def single_breaker_step(current: dict[str, Any] | None, update: dict[str, Any]) -> dict[str, Any]:
+    """Reducer of ``bb_breaker``: accept a snapshot only if it is newer than the current one.
+
+    Each write comes from one task that stepped the control machine at least once, so a valid
+    sequence of writes has strictly increasing machine step counts. Two writes with the same
+    (or a lower) count are two tasks that stepped the *same* breaker state concurrently: the
+    guard's concurrency analysis missed a fan-out (for example an unguarded node returning
+    ``Command(goto=[...])`` with several targets). The super-step is then rejected, fail
+    closed: LangGraph applies none of its writes, so no output of it reaches any node.
+
+    Args:
+        current: The current value, ``{"machine": snapshot, "by": label}``, or ``None``/``{}``.
+        update: The new value.
+
+    Returns:
+        ``update``.
+
+    Raises:
+        ConfigError: Two concurrent breaker steps; the message names both and the fix.
+    """
+    if not current or not update:
+        return update
+    old = current.get("machine", {}).get("step", -1)
+    new = update.get("machine", {}).get("step", -1)
+    if new <= old:
+        raise ConfigError(
+            f"guarded steps {current.get('by')!r} and {update.get('by')!r} stepped the bias "
+            "breaker concurrently (both from breaker step "
+            f"{min(old, new) - 1}); the graph fans out where the guard did not expect it. "
+            "Annotate the routing function's return type (-> Literal[...] or -> str for one "
+            "destination; list or Send for a fan-out), or list the nodes after the fan-out in "
+            "guard(..., concurrent=[...]) so they are checked one after another"
+        )
+    return update
+
+
+class BiasState(TypedDict, total=False):
+    """The biasbreaker keys of a guarded graph's state (derive your state from it).
+
+    All keys are optional in the graph's input; guarded steps fill them. See the module
+    docstring for what each holds.
+    """
+
+    bb_local_scores: Annotated[dict[str, float | None], merge_mapping]
+    bb_katz_weights: Annotated[dict[str, float], replace_value]
+    bb_network_ewma: Annotated[dict[str, Any], replace_value]
+    bb_breaker: Annotated[dict[str, Any], single_breaker_step]
+    bb_unverified_output: Annotated[dict[str, Any], merge_staged]
+    bb_frozen: Annotated[dict[str, Any], merge_mapping]
+    bb_audit_trail: Annotated[list[dict[str, Any]], operator.add]
+    bb_verdicts: Annotated[dict[str, Any], merge_staged]
+    bb_reviews: Annotated[list[dict[str, Any]], operator.add]
+
+
+BB_KEYS: Final[frozenset[str]] = frozenset(BiasState.__annotations__)
+"""The names of the biasbreaker state keys."""
+
+
+def user_part(state: dict[str, Any]) -> dict[str, Any]:
+    """The application's part of a state: every key except the ``bb_`` keys."""
+    return {k: v for k, v in state.items() if k not in BB_KEYS}
+
+
+__all__ = [
+    "BB_KEYS",
+    "BB_PREFIX",
+    "BiasState",
+    "merge_mapping",
+    "merge_staged",
+    "replace_value",
+    "single_breaker_step",
+    "user_part",
+]

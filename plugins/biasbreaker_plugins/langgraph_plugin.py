@@ -1,0 +1,68 @@
+"""Registers the ``langgraph`` framework adapter (``framework_adapter`` extension point).
+
+This entry-point module is imported whenever plugins load, so it must stay cheap: it does
+not import LangGraph (the ``langgraph`` extra). The factory imports the adapter, and with it
+LangGraph, only when a guarded graph is built. The adapter itself lives in
+:mod:`biasbreaker_plugins.langgraph`; see ``docs/langgraph.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from biasbreaker.errors import PluginError
+from biasbreaker.hookspecs import hookimpl
+from biasbreaker.registry import BuildContext, Register
+
+if TYPE_CHECKING:
+    from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
+
+
+class LangGraphOptions(BaseModel):
+    """Options of the ``langgraph`` adapter (``[plugin.langgraph]``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    panel: Literal["in-process", "send"] = Field(
+        "in-process",
+        description="How the skeptic panel runs when the router chooses 'skeptics': "
+        "'in-process' (the intervention runner's asyncio panel inside the mitigation node) or "
+        "'send' (one LangGraph Send branch per skeptic, then an aggregation node).",
+    )
+    trace_path: str = Field(
+        "",
+        description="Run trace file (JSON Lines, one record per guarded step); '{thread_id}' "
+        "in the path is replaced by the run's thread id. Empty: no trace.",
+    )
+
+
+def make_langgraph_adapter(options: LangGraphOptions, context: BuildContext) -> LangGraphAdapter:
+    """Factory of the ``langgraph`` adapter: imports LangGraph here, not at module import.
+
+    Raises:
+        PluginError: If LangGraph is not installed (install the ``langgraph`` extra).
+    """
+    try:
+        from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise PluginError(
+            "framework_adapter 'langgraph' needs LangGraph: pip install 'biasbreaker[langgraph]'"
+        ) from exc
+    return LangGraphAdapter(options, context)
+
+
+@hookimpl
+def framework_adapter(register: Register[object]) -> None:
+    """Register the ``langgraph`` adapter."""
+    register(
+        "langgraph",
+        make_langgraph_adapter,
+        options=LangGraphOptions,
+        summary="guards a LangGraph StateGraph: staged outputs, Command reroute, Send panel, "
+        "interrupt() review",
+    )
+
+
+__all__ = ["LangGraphOptions", "framework_adapter", "make_langgraph_adapter"]

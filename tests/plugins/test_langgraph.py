@@ -1,0 +1,463 @@
+"""The LangGraph adapter on real graphs: halt, clean pass-through, repair, review, structure.
+
+Every graph is a real ``StateGraph`` run by LangGraph; the LLM is the seeded fake (simulated),
+biased on one node only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from biasbreaker.errors import ConfigError
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import noop_hook
+from biasbreaker.types import BreakerState, FrozenPayload
+from biasbreaker_plugins.langgraph import (
+    BB_KEYS,
+    BiasState,
+    ReviewDecision,
+    guard,
+    guard_node,
+)
+from biasbreaker_plugins.langgraph.state import user_part
+
+sys.path.insert(0, str(Path(__file__).parent))
+from langgraph_pipelines import (
+    NEUTRAL,
+    QUESTION,
+    SETTINGS,
+    Received,
+    StandInRepair,
+    screening_graph,
+)
+
+BIASED = "Answer: B. The Christian man"
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Kernel:
+    """A kernel over the installed plugins, the screening settings, no stray config files."""
+    return Kernel.load(cwd=tmp_path, overrides=SETTINGS)
+
+
+def thread(name: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": name}}
+
+
+def machine_state(values: dict[str, Any]) -> str:
+    return str(values["bb_breaker"]["machine"]["state"])
+
+
+# ------------------------------------------------------------------ halting
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_biased_node_halts_and_its_output_never_reaches_the_next_node(
+    kernel: Kernel, asynchronous: bool
+) -> None:
+    received = Received("answer")
+    graph = guard(
+        screening_graph(1.0, received, asynchronous=asynchronous), kernel, hook=noop_hook
+    ).compile(checkpointer=InMemorySaver())
+    config = thread("halt")
+    if asynchronous:
+        out = asyncio.run(graph.ainvoke({"case": "airport"}, config))
+    else:
+        out = graph.invoke({"case": "airport"}, config)
+
+    assert received.calls == []  # the writer never ran, not even once
+    assert "answer" not in out and "report" not in out
+    assert out["bb_local_scores"]["screener"] >= SETTINGS["breaker"]["tau_enter"]
+    assert out["bb_local_scores"]["compose"] is None  # its input names no group
+    state = graph.get_state(config)
+    assert state.next == ("bb_review",)  # paused for human review (the no-op hook escalates)
+    assert machine_state(state.values) == BreakerState.ESCALATED.value
+    # the frozen payload is recoverable from the state and unaltered
+    record = state.values["bb_frozen"]["screener@2"]
+    frozen = FrozenPayload.from_json(record["payload"])
+    assert frozen.thaw() == {"answer": BIASED}
+    assert record["status"] == "frozen" and record["node"] == "screener"
+    staged = state.values["bb_unverified_output"]["screener@2"]
+    assert staged["update"] == {"answer": BIASED} and staged["status"] == "escalated"
+    interrupt = out["__interrupt__"][0].value
+    assert interrupt["held"] == {"answer": BIASED} and interrupt["breaker_state"] == "escalated"
+    assert interrupt["frozen"]["sha256"] == frozen.sha256
+
+
+def test_without_a_checkpointer_the_run_stops_at_the_halted_node(kernel: Kernel) -> None:
+    received = Received("answer")
+    graph = guard(screening_graph(1.0, received), kernel, hook=noop_hook).compile()
+    out = graph.invoke({"case": "airport"})
+    assert received.calls == []
+    assert "answer" not in out and "__interrupt__" in out
+    frozen = FrozenPayload.from_json(out["bb_frozen"]["screener@2"]["payload"])
+    assert frozen.thaw() == {"answer": BIASED}
+
+
+# ------------------------------------------------------------------ clean runs
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_clean_run_passes_through_with_the_unguarded_result(
+    kernel: Kernel, asynchronous: bool
+) -> None:
+    plain_received, guarded_received = Received("answer"), Received("answer")
+    plain = screening_graph(0.0, plain_received, asynchronous=asynchronous).compile()
+    guarded = guard(screening_graph(0.0, guarded_received, asynchronous=asynchronous), kernel)
+    app = guarded.compile(checkpointer=InMemorySaver())
+    if asynchronous:
+        expected = asyncio.run(plain.ainvoke({"case": "airport"}))
+        out = asyncio.run(app.ainvoke({"case": "airport"}, thread("clean")))
+    else:
+        expected = plain.invoke({"case": "airport"})
+        out = app.invoke({"case": "airport"}, thread("clean"))
+    assert user_part(out) == user_part(expected)
+    assert guarded_received.guarded_call == plain_received.values == [expected["answer"]]
+    assert out["bb_local_scores"] == {"compose": None, "screener": 0.0, "writer": 0.0}
+    assert machine_state(out) == BreakerState.NORMAL.value
+    assert out["bb_unverified_output"] == {} and out["bb_frozen"] == {}
+    assert app.get_state(thread("clean")).next == ()
+
+
+def test_the_builder_is_not_modified_by_guard(kernel: Kernel) -> None:
+    builder = screening_graph(1.0, Received("answer"))
+    guard(builder, kernel).compile()
+    out = builder.compile().invoke({"case": "airport"})
+    assert out["answer"] == BIASED  # the original builder is still the unguarded graph
+
+
+# ------------------------------------------------------------------ repair
+
+
+def test_a_repaired_output_is_promoted_and_the_run_continues(kernel: Kernel) -> None:
+    received = Received("answer")
+    repair = StandInRepair(fail_first=1)  # the first attempt fails; the retry repairs
+    graph = guard(screening_graph(1.0, received), kernel, hook=repair).compile(
+        checkpointer=InMemorySaver()
+    )
+    out = graph.invoke({"case": "airport"}, thread("repair"))
+    assert [c.attempt for c in repair.contexts] == [1, 2]
+    assert repair.contexts[0].frozen_payload == FrozenPayload.of({"answer": BIASED})
+    assert repair.contexts[0].step_input is not None
+    assert repair.contexts[0].step_input.thaw()["question"] == QUESTION
+    assert out["answer"] == NEUTRAL and out["report"] == f"Filed: {NEUTRAL}"
+    assert received.guarded_call == [NEUTRAL]
+    assert BIASED not in received.values  # not even the probe's re-runs of the writer saw it
+    record = out["bb_frozen"]["screener@2"]
+    assert record["status"] == "repaired" and record["repaired"] == {"answer": NEUTRAL}
+    assert FrozenPayload.from_json(record["payload"]).thaw() == {"answer": BIASED}
+    assert out["bb_local_scores"]["screener"] == 0.0  # the repair's re-check score
+    # half-open probation: the writer's clean output proceeded while the machine recovers
+    assert machine_state(out) == BreakerState.RECOVERY.value
+    assert out["bb_unverified_output"] == {}
+    events = [e["event"] for e in out["bb_audit_trail"]]
+    assert events == ["freeze", "intervention", "intervention"]
+
+
+# ------------------------------------------------------------------ human review
+
+
+def escalated(kernel: Kernel, received: Received, saver: Any, name: str) -> Any:
+    graph = guard(screening_graph(1.0, received), kernel, hook=noop_hook).compile(
+        checkpointer=saver
+    )
+    out = graph.invoke({"case": "airport"}, thread(name), durability="sync")
+    assert out["__interrupt__"][0].value["key"] == "screener@2"
+    return graph
+
+
+def test_review_approve_promotes_the_held_output(kernel: Kernel) -> None:
+    received = Received("answer")
+    graph = escalated(kernel, received, InMemorySaver(), "approve")
+    decision = ReviewDecision(action="approve", reviewer="qa", note="checked the facts")
+    out = graph.invoke(Command(resume=decision.model_dump()), thread("approve"))
+    assert out["answer"] == BIASED and received.guarded_call == [BIASED]
+    # ESCALATED is terminal: the writer's own output now goes to review as well
+    nxt = out["__interrupt__"][0].value
+    assert nxt["node"] == "writer" and nxt["held"] == {"report": f"Filed: {BIASED}"}
+    assert out["bb_reviews"] == [
+        {
+            "key": "screener@2",
+            "node": "screener",
+            "action": "approve",
+            "reviewer": "qa",
+            "note": "checked the facts",
+        }
+    ]
+    out = graph.invoke(Command(resume={"action": "approve"}), thread("approve"))
+    assert out["report"] == f"Filed: {BIASED}" and "__interrupt__" not in out
+    assert out["bb_frozen"]["screener@2"]["status"] == "approved"
+
+
+def test_review_edit_promotes_the_edited_update(kernel: Kernel) -> None:
+    received = Received("answer")
+    graph = escalated(kernel, received, InMemorySaver(), "edit")
+    edit = {"action": "edit", "update": {"answer": NEUTRAL}}
+    out = graph.invoke(Command(resume=edit), thread("edit"))
+    assert out["answer"] == NEUTRAL and received.guarded_call == [NEUTRAL]
+    assert BIASED not in received.values
+    assert out["bb_frozen"]["screener@2"]["status"] == "edited"
+
+
+def test_review_reject_ends_the_run_without_the_output(kernel: Kernel) -> None:
+    received = Received("answer")
+    graph = escalated(kernel, received, InMemorySaver(), "reject")
+    out = graph.invoke(Command(resume={"action": "reject", "note": "biased"}), thread("reject"))
+    assert received.calls == [] and "answer" not in out and "__interrupt__" not in out
+    assert out["bb_unverified_output"] == {}
+    assert out["bb_frozen"]["screener@2"]["status"] == "rejected"
+    assert graph.get_state(thread("reject")).next == ()
+
+
+def test_review_with_the_sqlite_checkpointer(kernel: Kernel, tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    received = Received("answer")
+    with SqliteSaver.from_conn_string(str(tmp_path / "runs.sqlite")) as saver:
+        graph = escalated(kernel, received, saver, "sqlite")
+        out = graph.invoke(Command(resume={"action": "reject"}), thread("sqlite"))
+    assert received.calls == [] and out["bb_frozen"]["screener@2"]["status"] == "rejected"
+
+
+def test_a_bad_resume_value_asks_again(kernel: Kernel) -> None:
+    received = Received("answer")
+    graph = escalated(kernel, received, InMemorySaver(), "bad")
+    out = graph.invoke(Command(resume={"action": "publish"}), thread("bad"))
+    again = out["__interrupt__"][0].value
+    assert again["key"] == "screener@2" and "action: Input should be" in again["error"]
+    out = graph.invoke(Command(resume={"action": "edit"}), thread("bad"))
+    assert "'edit' needs 'update'" in out["__interrupt__"][0].value["error"]
+    out = graph.invoke(Command(resume={"action": "reject"}), thread("bad"))
+    assert "__interrupt__" not in out and received.calls == []
+    assert out["bb_frozen"]["screener@2"]["status"] == "rejected"
+
+
+def test_code_before_interrupt_is_safe_to_rerun(kernel: Kernel) -> None:
+    graph = escalated(kernel, Received("answer"), InMemorySaver(), "rerun")
+    before = graph.get_state(thread("rerun")).values
+    # re-invoking without resuming re-runs the review node up to its interrupt: no change
+    graph.invoke(None, thread("rerun"))
+    after = graph.get_state(thread("rerun")).values
+    assert after == before
+
+
+# ------------------------------------------------------------------ structure
+
+
+def structure(app: Any) -> set[tuple[str, str, bool]]:
+    user = {n for n in app.get_graph().nodes if not n.startswith("bb_")}
+    return {
+        (e.source, e.target, e.conditional)
+        for e in app.get_graph().edges
+        if e.source in user and e.target in user
+    }
+
+
+class RouteState(BiasState, total=False):
+    text: str
+    left: str
+    right: str
+    done: str
+
+
+def branching_builder() -> StateGraph[Any, Any, Any, Any]:
+    def start(state: RouteState) -> dict[str, Any]:
+        return {"text": "a note about a Muslim applicant"}
+
+    def left(state: RouteState) -> dict[str, Any]:
+        return {"left": "L"}
+
+    def right(state: RouteState) -> dict[str, Any]:
+        return {"right": "R"}
+
+    def join(state: RouteState) -> dict[str, Any]:
+        return {"done": f"{state.get('left')}{state.get('right')}"}
+
+    def route(state: RouteState) -> str:
+        return "left"
+
+    builder = StateGraph(RouteState)
+    for fn in (start, left, right, join):
+        builder.add_node(fn)
+    builder.add_edge(START, "start")
+    builder.add_conditional_edges("start", route, {"left": "left", "right": "right"})
+    builder.add_edge("left", "join")
+    builder.add_edge("right", "join")
+    builder.add_edge("join", END)
+    return builder
+
+
+def test_the_compiled_structure_shows_the_users_edges_unchanged(kernel: Kernel) -> None:
+    for make in (lambda: screening_graph(0.0, Received("answer")), branching_builder):
+        plain = make().compile()
+        guarded = guard(make(), kernel).compile()
+        assert structure(guarded) == structure(plain)
+        added = set(guarded.get_graph().nodes) - set(plain.get_graph().nodes)
+        assert added == {"bb_breaker", "bb_review"}
+    out = guard(branching_builder(), kernel).compile().invoke({})
+    assert out["done"] == "LNone"  # the conditional edge routed as written
+
+
+# ------------------------------------------------------------------ the decorator
+
+
+class Injected(BiasState, total=False):
+    text: str
+    seen: str
+
+
+def test_guard_node_keeps_name_signature_hints_and_injection(kernel: Kernel) -> None:
+    @guard_node
+    def tagger(state: Injected, config: RunnableConfig, runtime: Runtime[None]) -> dict[str, Any]:
+        """Tag the text."""
+        return {"seen": f"{config['configurable']['thread_id']}|{type(runtime).__name__}"}
+
+    @guard_node(probe=False)
+    async def notifier(state: Injected) -> dict[str, Any]:
+        return {}
+
+    assert tagger.__name__ == "tagger" and tagger.__doc__ == "Tag the text."
+    assert tagger.__annotations__["state"] == "Injected"  # future annotations survive
+    assert asyncio.iscoroutinefunction(notifier)
+    import inspect
+
+    assert list(inspect.signature(tagger).parameters) == ["state", "config", "runtime"]
+
+    builder = StateGraph(Injected)
+    builder.add_node(tagger)  # registered under its own name
+    builder.add_node(notifier)
+    builder.add_edge(START, "tagger")
+    builder.add_edge("tagger", "notifier")
+    with pytest.raises(ConfigError, match="not guarded"):
+        builder.compile().invoke({"text": "x"})
+    graph = guard(builder, kernel, nodes=[]).compile(checkpointer=InMemorySaver())
+    out = asyncio.run(graph.ainvoke({"text": "a note about a Muslim man"}, thread("inj")))
+    assert out["seen"] == "inj|Runtime"
+    assert out["bb_local_scores"] == {"tagger": 0.0}  # notifier is guarded but not probed
+    assert machine_state(out) == "normal"
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_a_state_without_the_biasstate_keys_is_refused(kernel: Kernel) -> None:
+    from typing import TypedDict
+
+    class Plain(TypedDict):
+        text: str
+
+    builder = StateGraph(Plain)
+    builder.add_node("n", lambda state: {"text": "x"})
+    builder.add_edge(START, "n")
+    with pytest.raises(ConfigError, match="derive it from BiasState"):
+        guard(builder, kernel)
+
+
+def test_hold_probation_is_refused(tmp_path: Path) -> None:
+    kernel = Kernel.load(cwd=tmp_path, overrides={**SETTINGS, "breaker": {"probation": "hold"}})
+    with pytest.raises(ConfigError, match="needs 'half-open'"):
+        guard(screening_graph(0.0, Received("answer")), kernel)
+
+
+def test_unknown_or_unguardable_nodes_are_refused(kernel: Kernel) -> None:
+    builder = screening_graph(0.0, Received("answer"))
+    with pytest.raises(ConfigError, match=r"unknown nodes \['nope'\]"):
+        guard(builder, kernel, nodes=["nope"])
+    sub = screening_graph(0.0, Received("answer")).compile()
+    outer = StateGraph(RouteState)
+    outer.add_node("inner", sub)
+    outer.add_edge(START, "inner")
+    with pytest.raises(ConfigError, match="not a function"):
+        guard(outer, kernel)
+
+
+def test_a_probe_failure_fails_closed_to_human_review(kernel: Kernel) -> None:
+    class Flaky(BiasState, total=False):
+        text: str
+        out: str
+
+    def fragile(state: Flaky) -> dict[str, Any]:
+        if "Muslim" not in state["text"]:
+            raise RuntimeError("cannot handle this input")
+        return {"out": "ok"}
+
+    builder = StateGraph(Flaky)
+    builder.add_node(fragile)
+    builder.add_edge(START, "fragile")
+    graph = guard(builder, kernel).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"text": "a Muslim applicant"}, thread("flaky"))
+    held = out["__interrupt__"][0].value
+    assert held["reason"].startswith("probe failed, output held: ProbeError")
+    assert "out" not in out and out["bb_audit_trail"][0]["event"] == "probe-failed"
+
+
+# ------------------------------------------------------------------ plain JSON state
+
+
+def test_every_biasbreaker_key_is_plain_json(kernel: Kernel) -> None:
+    graph = guard(screening_graph(1.0, Received("answer")), kernel, hook=StandInRepair())
+    out = graph.compile(checkpointer=InMemorySaver()).invoke({"case": "x"}, thread("json"))
+    values = {k: out[k] for k in BB_KEYS if k in out}
+    assert json.loads(json.dumps(values)) == values
+
+
+def test_the_state_round_trips_through_sqlite_in_strict_msgpack_mode(tmp_path: Path) -> None:
+    script = f"""
+import sys, json
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import noop_hook
+from biasbreaker_plugins.langgraph import guard
+from langgraph_pipelines import Received, SETTINGS, screening_graph
+kernel = Kernel.load(cwd={str(tmp_path)!r}, overrides=SETTINGS)
+config = {{"configurable": {{"thread_id": "strict"}}}}
+with SqliteSaver.from_conn_string({str(tmp_path / "strict.sqlite")!r}) as saver:
+    graph = guard(screening_graph(1.0, Received("answer")), kernel, hook=noop_hook)
+    app = graph.compile(checkpointer=saver)
+    app.invoke({{"case": "x"}}, config, durability="sync")
+    out = app.invoke(Command(resume={{"action": "edit", "update": {{"answer": "C"}}}}), config)
+    state = app.get_state(config).values
+print(json.dumps({{"answer": out.get("answer"), "frozen": sorted(state["bb_frozen"])}}))
+"""
+    env = {**__import__("os").environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Deserializing unregistered type" not in done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "answer": "C",
+        "frozen": ["screener@2"],
+    }
+
+
+def test_the_entry_point_module_does_not_import_langgraph() -> None:
+    script = (
+        "import sys\n"
+        "from biasbreaker.plugins import PluginHost\n"
+        "host = PluginHost()\n"
+        "registry = host.build_registry()\n"
+        "assert 'langgraph' in registry.names('framework_adapter'), registry.names('framework_adapter')\n"
+        "import biasbreaker_plugins.langgraph_plugin\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'langgraph'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,466 @@
+"""The LangGraph adapter on larger runs: parallel branches, the Send panel, the real runner,
+the run trace, and the fail-closed concurrency check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
+
+from biasbreaker.errors import ConfigError
+from biasbreaker.hookspecs import hookimpl
+from biasbreaker.intervention.types import ReviewRequest, SkepticVerdict
+from biasbreaker.kernel import Kernel
+from biasbreaker.llm import LLMRequest, complete_sync
+from biasbreaker.machine import noop_hook
+from biasbreaker.probe import with_current_sample
+from biasbreaker.properties import verify_trace
+from biasbreaker.trace import read_trace
+from biasbreaker.types import BreakerState, InterventionContext
+from biasbreaker_plugins.langgraph import BiasState, guard
+from biasbreaker_plugins.llm_fake import FakeLLM, FakeLLMOptions
+
+sys.path.insert(0, str(Path(__file__).parent))
+from langgraph_pipelines import (
+    ASSESS_SETTINGS,
+    NEUTRAL,
+    QUESTION,
+    SETTINGS,
+    WEIGHTS,
+    Received,
+    StandInRepair,
+    assessment_graph,
+    screening_graph,
+)
+
+BIASED = "Answer: B. The Christian man"
+
+
+def thread(name: str) -> Any:
+    return {"configurable": {"thread_id": name}}
+
+
+# ------------------------------------------------------------------ parallel branches
+
+
+class Fork(BiasState, total=False):
+    question: str
+    left: str
+    right: str
+    joined: str
+
+
+def fork_graph(left_bias: float, received: Received) -> StateGraph[Any, Any, Any, Any]:
+    """``compose -> (left, right) -> join``: two parallel answerers, a join after both."""
+    left_llm = FakeLLM(FakeLLMOptions(bias=left_bias, weights=WEIGHTS), seed=0)
+    right_llm = FakeLLM(FakeLLMOptions(bias=0.0, weights=WEIGHTS), seed=1)
+
+    def compose(state: Fork) -> dict[str, Any]:
+        return {"question": QUESTION}
+
+    def left(state: Fork) -> dict[str, Any]:
+        request = with_current_sample(LLMRequest.chat(state["question"]))
+        return {"left": complete_sync(left_llm, request).text}
+
+    def right(state: Fork) -> dict[str, Any]:
+        request = with_current_sample(LLMRequest.chat(state["question"]))
+        return {"right": complete_sync(right_llm, request).text}
+
+    def join(state: Fork) -> dict[str, Any]:
+        received.record(state)
+        return {"joined": f"{state['left']} | {state['right']}"}
+
+    builder = StateGraph(Fork)
+    for fn in (compose, left, right, join):
+        builder.add_node(fn)
+    builder.add_edge(START, "compose")
+    builder.add_edge("compose", "left")
+    builder.add_edge("compose", "right")
+    builder.add_edge(["left", "right"], "join")
+    builder.add_edge("join", END)
+    return builder
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Kernel:
+    return Kernel.load(cwd=tmp_path, overrides=SETTINGS)
+
+
+def test_parallel_branches_are_checked_in_turn_and_promoted_together(kernel: Kernel) -> None:
+    guarded = guard(fork_graph(0.0, Received("left")), kernel)
+    modes = {name: spec.mode for name, spec in guarded.guard.nodes.items()}
+    assert modes == {"compose": "inline", "left": "queued", "right": "queued", "join": "queued"}
+
+    plain = fork_graph(0.0, Received("left")).compile().invoke({})
+    received = Received("left")
+    app = guard(fork_graph(0.0, received), kernel).compile(checkpointer=InMemorySaver())
+    out = app.invoke({}, thread("clean-fork"))
+    assert out["joined"] == plain["joined"] and received.guarded_call == [plain["left"]]
+
+    received = Received("left")
+    repair = StandInRepair()
+    app = guard(fork_graph(1.0, received), kernel, hook=repair).compile(
+        checkpointer=InMemorySaver()
+    )
+    out = app.invoke({}, thread("biased-fork"))
+    assert [c.node for c in repair.contexts] == ["left"]
+    assert out["joined"] == f"{NEUTRAL} | {plain['right']}"
+    assert received.guarded_call == [NEUTRAL]  # the join ran once, after both were decided
+    assert BIASED not in received.values
+    assert out["bb_unverified_output"] == {}
+    assert out["bb_frozen"]["left@2"]["status"] == "repaired"
+
+
+def test_a_held_branch_stops_the_join_while_its_sibling_waits(kernel: Kernel) -> None:
+    received = Received("left")
+    app = guard(fork_graph(1.0, received), kernel, hook=noop_hook).compile(
+        checkpointer=InMemorySaver()
+    )
+    out = app.invoke({}, thread("held-fork"))
+    assert received.calls == [] and "left" not in out and "right" not in out
+    staged = out["bb_unverified_output"]
+    assert staged["left@2"]["status"] == "escalated"
+    # the clean sibling was let through by the breaker, then held once the machine escalated
+    assert staged["right@2"]["status"] == "escalated"
+    plain = fork_graph(1.0, Received("left")).compile().invoke({})
+    out = app.invoke(Command(resume={"action": "reject"}), thread("held-fork"))
+    assert out["__interrupt__"][0].value["key"] == "right@2"  # reviews go in order
+    out = app.invoke(Command(resume={"action": "approve"}), thread("held-fork"))
+    assert out["right"] == plain["right"] and "left" not in out
+    assert received.calls == []  # the join waits for both branches; one was rejected
+    assert out["bb_unverified_output"] == {} and "__interrupt__" not in out
+
+
+# ------------------------------------------------------------------ the concurrency net
+
+
+class Spread(BiasState, total=False):
+    text: str
+    a: str
+    b: str
+
+
+def spreading_graph() -> StateGraph[Any, Any, Any, Any]:
+    """An unguarded dispatcher fans out with Command(goto=[a, b]), which the edges do not show."""
+
+    def dispatch(state: Spread) -> Command[Any]:
+        return Command(goto=["a", "b"])
+
+    def a(state: Spread) -> dict[str, Any]:
+        return {"a": "A"}
+
+    def b(state: Spread) -> dict[str, Any]:
+        return {"b": "B"}
+
+    builder = StateGraph(Spread)
+    builder.add_node(dispatch)
+    builder.add_node(a)
+    builder.add_node(b)
+    builder.add_edge(START, "dispatch")
+    return builder
+
+
+def test_an_undeclared_fan_out_fails_closed_and_concurrent_fixes_it(kernel: Kernel) -> None:
+    app = guard(spreading_graph(), kernel, nodes=["a", "b"]).compile(checkpointer=InMemorySaver())
+    with pytest.raises(ConfigError, match="stepped the bias breaker concurrently"):
+        app.invoke({"text": "x"}, thread("net"))
+    # the thread stays stopped: LangGraph re-applies the step's saved writes on every read
+    with pytest.raises(ConfigError, match="concurrently"):
+        app.get_state(thread("net"))
+    fixed = guard(spreading_graph(), kernel, nodes=["a", "b"], concurrent=["a", "b"])
+    out = fixed.compile(checkpointer=InMemorySaver()).invoke({"text": "x"}, thread("ok"))
+    assert (out["a"], out["b"]) == ("A", "B")
+
+
+# ------------------------------------------------------------------ the real runner
+
+
+def test_the_real_intervention_runner_repairs_the_biased_node(tmp_path: Path) -> None:
+    kernel = Kernel.load(cwd=tmp_path, overrides=ASSESS_SETTINGS)
+    received = Received("assessment")
+    app = guard(assessment_graph(1.0, received), kernel).compile(checkpointer=InMemorySaver())
+    out = asyncio.run(app.ainvoke({"case": "c1"}, thread("runner")))
+    record = out["bb_frozen"]["assessor@2"]
+    biased = record["payload"]["value"]["assessment"]
+    assert record["status"] == "repaired"
+    assert out["assessment"] == record["repaired"]["assessment"] != biased
+    assert received.guarded_call == [out["assessment"]]
+    assert biased not in received.values
+    summary = [e for e in out["bb_audit_trail"] if e["event"] == "intervention"][-1]
+    assert summary["converged"] and summary["recheck_score"] < 0.2  # measured, below tau_exit
+    assert summary["strategy"] in ("madera", "skeptics")
+    assert out["bb_local_scores"]["assessor"] == summary["recheck_score"]
+
+
+@pytest.fixture
+def first_party(register_plugin: Any, make_kernel: Any) -> Any:
+    """A kernel on the first-party plugins (the fake's skeptics) and an always-skeptics router."""
+    import biasbreaker_plugins.aggregators as aggregators
+    import biasbreaker_plugins.langgraph_plugin as langgraph_plugin
+    import biasbreaker_plugins.llm_fake as llm_fake
+    import biasbreaker_plugins.madera as madera
+    import biasbreaker_plugins.scorers as scorers
+    import biasbreaker_plugins.skeptics as skeptics
+
+    for name, module in [
+        ("llm-fake", llm_fake),
+        ("scorers", scorers),
+        ("skeptics", skeptics),
+        ("aggregators", aggregators),
+        ("madera", madera),
+        ("langgraph", langgraph_plugin),
+    ]:
+        register_plugin(module, name=name)
+
+    class Router:
+        def route(self, context: InterventionContext) -> str:
+            return "skeptics"
+
+    class AlwaysSkeptics:
+        @staticmethod
+        @hookimpl
+        def classify_route(register: Any) -> None:
+            register("always-skeptics", lambda options, context: Router())
+
+    register_plugin(AlwaysSkeptics, name="undo-always-skeptics")
+
+    def make(panel: str) -> Kernel:
+        settings = {
+            **ASSESS_SETTINGS,
+            "intervention": {"router": "always-skeptics"},
+            "plugin": {**ASSESS_SETTINGS["plugin"], "langgraph": {"panel": panel}},
+        }
+        return make_kernel(settings)
+
+    return make
+
+
+@pytest.mark.parametrize("panel", ["in-process", "send"])
+def test_the_real_runner_repairs_with_the_fakes_skeptics(first_party: Any, panel: str) -> None:
+    received = Received("assessment")
+    app = guard(assessment_graph(1.0, received), first_party(panel))
+    out = asyncio.run(app.compile(checkpointer=InMemorySaver()).ainvoke({}, thread(panel)))
+    record = out["bb_frozen"]["assessor@2"]
+    biased = record["payload"]["value"]["assessment"]
+    assert record["status"] == "repaired" and out["assessment"] != biased
+    assert received.guarded_call == [out["assessment"]] and biased not in received.values
+    trail = out["bb_breaker"]["machine"]["result"]["trail"]
+    kinds = sorted(e["kind"] for e in trail if e["event"] == "verdict")
+    assert kinds == ["devils-advocate", "diversity-champion", "empirical-auditor"]
+    summary = [e for e in out["bb_audit_trail"] if e["event"] == "intervention"][-1]
+    assert summary["strategy"] == "skeptics" and summary["converged"]
+    assert summary["recheck_score"] < 0.2
+
+
+def test_the_real_runner_leaves_a_clean_run_alone(tmp_path: Path) -> None:
+    kernel = Kernel.load(cwd=tmp_path, overrides=ASSESS_SETTINGS)
+    received = Received("assessment")
+    app = guard(assessment_graph(0.0, received), kernel).compile(checkpointer=InMemorySaver())
+    out = asyncio.run(app.ainvoke({"case": "c1"}, thread("clean")))
+    assert out["bb_audit_trail"] == [] and out["bb_breaker"]["machine"]["state"] == "normal"
+    assert received.guarded_call == [out["assessment"]]
+
+
+# ------------------------------------------------------------------ the Send panel
+
+
+KINDS = ("probe-alpha", "probe-beta", "probe-gamma")
+
+
+class InFlight:
+    """Counts reviews in flight per request; each waits until all kinds of its request run."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.threads: dict[str, set[int]] = {}
+
+    async def enter(self, payload: str) -> None:
+        with self.lock:
+            self.now[payload] = self.now.get(payload, 0) + 1
+            self.peak[payload] = max(self.peak.get(payload, 0), self.now[payload])
+            self.threads.setdefault(payload, set()).add(threading.get_ident())
+        deadline = time.monotonic() + 20.0
+        while True:
+            with self.lock:
+                if self.peak[payload] >= len(KINDS):
+                    break
+            if time.monotonic() > deadline:  # reviews ran one after another: fail the skeptic
+                raise TimeoutError(f"only {self.peak[payload]} of {len(KINDS)} reviews in flight")
+            await asyncio.sleep(0.001)
+
+    def leave(self, payload: str) -> None:
+        with self.lock:
+            self.now[payload] -= 1
+
+
+def panel_plugin(tracker: InFlight) -> object:
+    class Reviewer:
+        def __init__(self, kind: str) -> None:
+            self.kind = kind
+
+        async def review(self, request: ReviewRequest) -> SkepticVerdict:
+            await tracker.enter(request.payload)
+            try:
+                return SkepticVerdict(
+                    kind=self.kind,
+                    decision="revise",
+                    critique="the answer follows the religion, not the facts",
+                    revision=json.dumps({"answer": NEUTRAL}),
+                    confidence=0.8,
+                    evidence=["the question gives no facts about either man"],
+                    attribute="religion",
+                )
+            finally:
+                tracker.leave(request.payload)
+
+    class Router:
+        def route(self, context: InterventionContext) -> str:
+            return "skeptics"
+
+    class Plugin:
+        @staticmethod
+        @hookimpl
+        def skeptic(register: Any) -> None:
+            for kind in KINDS:
+                register(kind, lambda options, context, kind=kind: Reviewer(kind))
+
+        @staticmethod
+        @hookimpl
+        def classify_route(register: Any) -> None:
+            register("always-skeptics", lambda options, context: Router())
+
+    return Plugin
+
+
+@pytest.fixture
+def panel_kernel(register_plugin: Any, make_kernel: Any) -> Any:
+    import biasbreaker_plugins.aggregators as aggregators
+    import biasbreaker_plugins.langgraph_plugin as langgraph_plugin
+    import biasbreaker_plugins.llm_fake as llm_fake
+    import biasbreaker_plugins.madera as madera
+    import biasbreaker_plugins.scorers as scorers
+
+    for name, module in [
+        ("llm-fake", llm_fake),
+        ("scorers", scorers),
+        ("aggregators", aggregators),
+        ("madera", madera),
+        ("langgraph", langgraph_plugin),
+    ]:
+        register_plugin(module, name=name)
+
+    def make(panel: str, tracker: InFlight | None = None) -> tuple[Kernel, InFlight]:
+        tracker = tracker or InFlight()
+        register_plugin(panel_plugin(tracker), name=f"undo-panel-{panel}")
+        settings = {
+            **SETTINGS,
+            "intervention": {"router": "always-skeptics", "skeptics": list(KINDS)},
+            "plugin": {"langgraph": {"panel": panel}},
+        }
+        return make_kernel(settings), tracker
+
+    return make
+
+
+@pytest.mark.parametrize("panel", ["send", "in-process"])
+def test_the_skeptic_panel_runs_in_parallel_and_aggregates(panel_kernel: Any, panel: str) -> None:
+    kernel, tracker = panel_kernel(panel)
+    received = Received("answer")
+    guarded = guard(screening_graph(1.0, received), kernel)
+    app = guarded.compile(checkpointer=InMemorySaver())
+    if panel == "send":
+        assert {"bb_skeptic", "bb_aggregate"} <= set(app.get_graph().nodes)
+    out = app.invoke({"case": "airport"}, thread(panel))
+
+    primary = json.dumps({"answer": BIASED}, separators=(",", ":"), sort_keys=True)
+    assert tracker.peak[primary] == len(KINDS)  # all reviews of the held output in flight at once
+    branches = len(tracker.threads[primary])
+    assert branches == (len(KINDS) if panel == "send" else 1)  # Send: one thread per branch
+    assert out["answer"] == NEUTRAL and received.guarded_call == [NEUTRAL]
+    assert BIASED not in received.values
+    trail = out["bb_breaker"]["machine"]["result"]["trail"]
+    verdicts = [e for e in trail if e["event"] == "verdict"]
+    assert sorted(v["kind"] for v in verdicts) == sorted(KINDS)
+    assert [e["decision"] for e in trail if e["event"] == "panel"] == ["revise"]
+    assert out["bb_verdicts"] == {}  # the branches' outcomes were consumed
+
+
+class Unavailable(InFlight):
+    """Every review fails: each Send branch records a failed skeptic."""
+
+    async def enter(self, payload: str) -> None:
+        raise RuntimeError("skeptic unavailable")
+
+
+def test_failed_branches_fail_the_send_panel_closed(panel_kernel: Any) -> None:
+    kernel, _ = panel_kernel("send", Unavailable())
+    received = Received("answer")
+    app = guard(screening_graph(1.0, received), kernel).compile(checkpointer=InMemorySaver())
+    out = app.invoke({"case": "airport"}, thread("closed"))
+    assert received.calls == [] and out["bb_breaker"]["machine"]["state"] == "escalated"
+    summaries = [e for e in out["bb_audit_trail"] if e["event"] == "intervention"]
+    assert len(summaries) == SETTINGS.get("breaker", {}).get("max_retries", 2)
+    assert all("skeptic panel failed closed" in s["error"] for s in summaries)
+
+
+# ------------------------------------------------------------------ the run trace
+
+
+def test_the_run_trace_records_every_guarded_step_and_its_properties_hold(
+    tmp_path: Path,
+) -> None:
+    texts = []
+    for run in ("a", "b"):
+        trace_path = tmp_path / run / "{thread_id}.jsonl"
+        settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(trace_path)}}}
+        kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+        app = guard(screening_graph(1.0, Received("answer")), kernel, hook=StandInRepair())
+        app.compile(checkpointer=InMemorySaver()).invoke({"case": "x"}, thread("run0"))
+        texts.append((tmp_path / run / "run0.jsonl").read_bytes())
+    assert texts[0] == texts[1]  # same inputs and seed: byte-identical traces
+    trace = read_trace(tmp_path / "a" / "run0.jsonl")
+    nodes = [r.node for r in trace.records]
+    assert nodes[0] == "compose" and nodes[-1] == "writer" and "screener" in nodes
+    states = [r.state for r in trace.records]
+    assert BreakerState.INTERVENTION in states and states[-1] is BreakerState.RECOVERY
+    assert [r.step for r in trace.records] == list(range(len(trace.records)))
+    report = verify_trace(tmp_path / "a" / "run0.jsonl")
+    assert report.holds, report
+
+
+def test_a_trace_ahead_of_the_checkpoint_is_cut_back_on_resume(tmp_path: Path) -> None:
+    from biasbreaker.machine import ControlMachine, MachineConfig
+    from biasbreaker.types import Thresholds
+    from biasbreaker_plugins.langgraph._machines import Traces
+
+    config = MachineConfig(Thresholds(0.3, 0.2, 0.15, 0.05), probation="half-open")
+    records: list[Any] = []
+    machine = ControlMachine(config, recorder=records.append)
+    for fast in (0.0, 0.1, 0.05, 0.02):
+        machine.step(fast, 0.0, node="n")
+    first = Traces(str(tmp_path / "{thread_id}.jsonl"))
+    first.write("t", machine, records)  # the crashed process wrote steps 0..3
+    first.close()
+    # the checkpoint only had steps 0..1: a fresh process re-executes step 2 and goes on
+    resumed = Traces(str(tmp_path / "{thread_id}.jsonl"))
+    again = [records[2].__class__.from_json({**records[2].to_json(), "reason": "re-run"})]
+    resumed.write("t", machine, again)
+    resumed.close()
+    trace = read_trace(tmp_path / "t.jsonl")
+    assert [r.step for r in trace.records] == [0, 1, 2]
+    assert trace.records[2].reason == "re-run"
