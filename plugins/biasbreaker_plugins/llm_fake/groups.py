@@ -49,6 +49,7 @@ _GENDER_LABELS = {"male": "man", "female": "woman"}
 _ARTICLE = re.compile(r"(?<![\w'’-])([Aa][Nn]?)(\s+)$")
 _MERGE = re.compile(re.escape(MASK) + r"(?:\s+" + re.escape(MASK) + r")+")
 _TOKEN = re.compile(r"(?<![\w'’-])[\w'’-]+")
+_CACHED = 1024  # texts whose mentions and mask a lexicon keeps
 
 Kind = Literal["term", "name", "age"]
 
@@ -114,6 +115,9 @@ class GroupLexicon:
             ),
         )
         self._mask_gen = CounterfactualGenerator(anywhere)
+        # The probe sends one prompt several times (resamples differ only in `sample`).
+        self._find_cached = functools.lru_cache(maxsize=_CACHED)(self._find)
+        self._mask_cached = functools.lru_cache(maxsize=_CACHED)(self._mask)
         words: set[str] = set()
         book = self.terms.names
         if book is not None:
@@ -139,8 +143,8 @@ class GroupLexicon:
                 return pos + cut
         return None
 
-    def find(self, text: str) -> list[Mention]:
-        """All mentions in ``text``, left to right, without overlaps.
+    def find(self, text: str) -> tuple[Mention, ...]:
+        """All mentions in ``text``, left to right, without overlaps (cached per text).
 
         A one-word name followed on its line by a capitalised word of the name lists is
         extended over it (``Ebony Washington``, ``Khadijah Hamza``), so a person named in full
@@ -154,6 +158,9 @@ class GroupLexicon:
         Returns:
             The mentions, in order of position.
         """
+        return self._find_cached(text)
+
+    def _find(self, text: str) -> tuple[Mention, ...]:
         spans: dict[tuple[int, int], tuple[set[str], Kind]] = {}
         for d in self._gen.detect(text):
             labels, _ = spans.setdefault((d.start, d.end), (set(), d.kind))
@@ -177,10 +184,10 @@ class GroupLexicon:
                     end = tail  # a surname that is also a first name: Khadijah Hamza
                     i += 1
             out.append(Mention(start, end, text[start:end], frozenset(labels), kind))
-        return out
+        return tuple(out)
 
     def mask(self, text: str) -> str:
-        """``text`` with every mention, and every name word, replaced by :data:`MASK`.
+        """``text`` with every mention, and every name word, replaced by :data:`MASK` (cached).
 
         See the module docstring for the rules (name words, articles, merged masks).
 
@@ -190,6 +197,9 @@ class GroupLexicon:
         Returns:
             The masked text.
         """
+        return self._mask_cached(text)
+
+    def _mask(self, text: str) -> str:
         spans = sorted({(d.start, d.end) for d in self._mask_gen.detect(text)})
         covered = iter(spans)
         block = next(covered, None)
