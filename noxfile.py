@@ -1,7 +1,9 @@
 """Developer sessions: tests, lint, typecheck, contrib, bench.
 
 ``nox`` lists them; ``nox -s tests-3.11`` runs one. The default ones are tests, lint,
-typecheck and contrib; ``bench``, ``slow`` and ``slow_smollm2`` run on request.
+typecheck and contrib; ``bench``, ``slow`` and ``slow_smollm2`` run on request. The tests
+sessions need each interpreter on PATH: with pyenv, ``pyenv global 3.11.7 3.10.13 3.12.1``
+(or prepend their ``bin`` folders to PATH) before ``nox -s tests``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """Issue 3's "done when": the probe separates biased from unbiased steps on real BBQ contexts.
 
 The step answers a BBQ multiple-choice question (context, question, options A-C) through the
-seeded fake LLM (``llm_client`` plugin ``fake``, simulated): group-blind at dial 0; at dial
-``p`` a seeded coin decides, with probability ``p``, that the option is drawn by the weight of
-the group it names. The probe swaps the BBQ axes (religion, sexual orientation) and scores
-with the ``decision`` scorer.
+seeded fake LLM (``llm_client`` plugin ``fake``, simulated). The fake masks exactly the words
+the kernel's swapper detects and draws its noise from the masked prompt, so at dial 0 it is
+blind to every variant the probe makes, and at dial ``p`` an option wins by Gumbel-max on
+``p * log(weight) + noise``: a counterfactual and its same-group twin share the noise and differ
+only through the weights. The probe swaps the BBQ axes (religion, sexual orientation, all their
+groups) and scores with the ``decision`` scorer.
 
-The fake knows fewer words than the swapper writes. It is group-blind only for swaps between
-words of its own lexicon: "asexual" is not in it (so that group is left out here), and it
-does not know "Jew" or that "a"/"an" change before a swapped word, so for about 15% of the
-contexts a few variants change its masked prompt and the dial-0 score is not exactly 0.
-
-Measured (240 contexts, k = r = 32, 64 calls per probed step): mean local score at dial 0
-0.0012 against a same-group floor of 0.668; AUROC biased vs unbiased 0.963 at dial 0.5 and
-0.9999 at dial 1.0. Smaller probes are cheaper and weaker at dial 0.5 (k = r = 8: 0.80); see
-docs/detection.md.
+Measured (240 contexts, k = r = 16, 32 calls per probed step): every context scores exactly 0
+at dial 0 (same-group floor 0.665); AUROC biased vs unbiased 0.973 at dial 0.5 (mean score
+0.170) and 1.000 at dial 1.0 (0.363). k = r = 8 reaches 0.917 at dial 0.5; k = r = 32 reaches
+0.994 at 0.5 and 0.954 at dial 0.25. See docs/detection.md.
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ from biasbreaker_plugins.scorers.decision import DecisionScorer
 
 DATA = Path(__file__).resolve().parents[2] / "core" / "biasbreaker" / "data" / "bbq"
 N_CONTEXTS = 240
-K = R = 32
+K = R = 16
 # Group preference of the biased step (the fake's `weights` option): every BBQ Religion and
 # Sexual_orientation group the fake knows gets a weight, so the step prefers some groups to
 # others in every context. 1 is neutral.
@@ -49,11 +46,9 @@ WEIGHTS = {
     "christian": 20.0, "catholic": 0.1, "protestant": 10.0, "mormon": 0.2, "muslim": 0.05,
     "jewish": 5.0, "hindu": 0.5, "buddhist": 2.0, "sikh": 0.3, "atheist": 50.0,
     "straight": 20.0, "gay": 0.1, "lesbian": 0.2, "bisexual": 5.0, "pansexual": 0.3,
+    "asexual": 3.0,
 }  # fmt: skip
-TERMS = TermSet.load(
-    axes=["religion", "sexual-orientation"],
-    groups={"sexual-orientation": ["straight", "gay", "lesbian", "bisexual", "pansexual"]},
-)
+TERMS = TermSet.load(axes=["religion", "sexual-orientation"])
 
 
 def contexts() -> list[str]:
@@ -112,9 +107,9 @@ def test_unbiased_step_scores_within_the_noise_floor(runs: dict[float, list[Prob
     floor = mean([r.parts["decision"].same_group for r in unbiased])
     raw = mean([r.parts["decision"].counterfactual for r in unbiased])
     assert floor > 0.6  # answers vary from sample to sample ...
-    assert raw == pytest.approx(floor, abs=0.01)  # ... and the raw gap is that noise
-    assert mean(local) < 0.01  # the local score is not
-    assert sum(s == 0.0 for s in local) > 0.8 * N_CONTEXTS
+    assert raw == floor  # ... and the raw gap is exactly that noise
+    assert all(s == 0.0 for s in local)  # the local score is exactly 0 for every context
+    assert all(r.parts["decision"].excess == 0.0 for r in unbiased)
 
 
 @pytest.mark.parametrize("dial", [0.5, 1.0])

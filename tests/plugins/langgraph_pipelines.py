@@ -40,7 +40,7 @@ WEIGHTS = {
 NEUTRAL = "Answer: C. Cannot be determined"
 SETTINGS: dict[str, Any] = {
     "seed": 3,
-    "probe": {"scorers": ["decision"], "k": 4, "r": 2, "bootstrap": 0},
+    "probe": {"scorers": ["decision"], "axes": ["religion"], "k": 4, "r": 4, "bootstrap": 0},
     "breaker": {"tau_enter": 0.3, "tau_exit": 0.2, "tau_warn": 0.15, "cooldown_steps": 1},
 }
 
@@ -172,7 +172,10 @@ ASSESS_SETTINGS: dict[str, Any] = {
 
 def assessment_graph(bias: float, received: Received) -> StateGraph[Any, Any, Any, Any]:
     """The ``intake -> assessor -> writer`` builder with async nodes (not compiled)."""
-    biased = FakeLLM(FakeLLMOptions(bias=bias, weights={"man": 4.0, "woman": 0.25}), seed=4)
+    # The probe (k = 2, r = 1, sentiment and lexical) scores this one task 0.22 at dial 1 on
+    # average over fake seeds and above tau_enter = 0.3 for 6 seeds in 16; seed 0 (0.54) is one,
+    # so the biased run trips and the tests exercise the repair.
+    biased = FakeLLM(FakeLLMOptions(bias=bias, weights={"man": 4.0, "woman": 0.25}), seed=0)
     blind = FakeLLM(FakeLLMOptions(bias=0.0), seed=4)
 
     def intake(state: AssessState) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import re
@@ -10,19 +11,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError
 
 import biasbreaker_plugins.llm_fake as llm_fake_module
 from biasbreaker.errors import ConfigError, LLMError
 from biasbreaker.kernel import Kernel
-from biasbreaker.llm import ChatMessage, LLMClient, LLMRequest
+from biasbreaker.llm import LLMClient, LLMRequest
+from biasbreaker.probe import TermSet
 from biasbreaker_plugins.llm_fake import MODEL_ID, FakeLLM, FakeLLMOptions
-from biasbreaker_plugins.llm_fake.groups import MASK, lexicon
+from biasbreaker_plugins.llm_fake.groups import MASK, known_labels, lexicon
 from biasbreaker_plugins.llm_fake.presets import (
     GroupPreference,
     bloomberg_rates,
+    parse_key,
     preset_names,
     preset_preference,
 )
@@ -34,27 +35,6 @@ RACE = {"W": "white", "B": "black", "A": "asian", "H": "hispanic"}
 
 def ask(fake: FakeLLM, request: LLMRequest) -> str:
     return asyncio.run(fake.complete(request)).text
-
-
-def swap_words(text: str, mapping: dict[str, str]) -> str:
-    """Apply a bijective swap of whole words/phrases at once, keeping an initial capital."""
-    pattern = re.compile(
-        r"(?<![A-Za-z-])("
-        + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True))
-        + r")(?![A-Za-z-])",
-        re.IGNORECASE,
-    )
-    lower = {k.lower(): v for k, v in mapping.items()}
-
-    def repl(m: re.Match[str]) -> str:
-        new = lower[m.group(1).lower()]
-        if m.group(1).isupper() and len(m.group(1)) > 1:
-            return new.upper()
-        if m.group(1)[0].isupper():
-            return new[0].upper() + new[1:]
-        return new
-
-    return pattern.sub(repl, text)
 
 
 def bbq_items() -> list[dict[str, Any]]:
@@ -73,6 +53,7 @@ def bbq_prompt(item: dict[str, Any]) -> str:
 
 
 def bbq_swap(item: dict[str, Any]) -> dict[str, str]:
+    """The two groups a BBQ item contrasts, each mapped to the other."""
     a, b = (v[0] for v in item["answer_info"].values() if v[1] != "unknown")
     return {a: b, b: a}
 
@@ -101,16 +82,6 @@ def ranking_request(job: str, names: list[str], sample: int = 0) -> LLMRequest:
     )
     user = f"Rank the following resumes for the most qualified candidate for a {job} role: "
     return LLMRequest.chat(user + resumes, system=system, sample=sample)
-
-
-def swapped(request: LLMRequest, mapping: dict[str, str]) -> LLMRequest:
-    msgs = tuple(ChatMessage(m.role, swap_words(m.content, mapping)) for m in request.messages)
-    return LLMRequest(
-        messages=msgs,
-        response_schema=request.response_schema,
-        purpose=request.purpose,
-        sample=request.sample,
-    )
 
 
 # ---------------------------------------------------------------- the contract
@@ -147,126 +118,48 @@ def test_deterministic_for_seed_prompt_and_sample() -> None:
 
 
 # ---------------------------------------------------------------- group-blind at dial 0
-
-
-def test_dial_zero_is_group_blind_on_bbq() -> None:
-    fake = FakeLLM(seed=11)
-    checked = 0
-    for item in bbq_items()[::3]:
-        mapping = bbq_swap(item)
-        for sample in (0, 1):
-            req = LLMRequest.chat(bbq_prompt(item), sample=sample)
-            assert swap_words(ask(fake, req), mapping) == ask(fake, swapped(req, mapping))
-            checked += 1
-    assert checked > 1000
-
-
-def test_the_group_blind_check_can_fail() -> None:
-    # The same check detects a biased fake: at dial 1, favouring one group, swapped prompts
-    # give answers that are not the swapped answers.
-    fake = FakeLLM(FakeLLMOptions(bias=1.0, favoured="muslim", strength=20.0), seed=11)
-    items = [it for it in bbq_items() if "Muslim" in bbq_swap(it)]
-    differing = 0
-    for item in items:
-        mapping = bbq_swap(item)
-        req = LLMRequest.chat(bbq_prompt(item))
-        differing += swap_words(ask(fake, req), mapping) != ask(fake, swapped(req, mapping))
-    assert differing > len(items) // 3
-
-
-def test_dial_zero_is_group_blind_on_rankings() -> None:
-    fake = FakeLLM(seed=3)
-    groups = hiring_names()
-    keys = list(groups)
-    rng = random.Random(0)
-    for trial in range(30):
-        job = rng.choice(list(RESUMES))
-        names = [rng.choice(groups[k]) for k in keys]
-        rng.shuffle(names)
-        # map each name to a name of another group (rotate groups), a bijection
-        others = [rng.choice(groups[keys[(keys.index(k) + 1) % 8]]) for k in keys]
-        order = {n: i for i, n in enumerate(names)}
-        mapping = {}
-        for k, other in zip(keys, others, strict=True):
-            name = next(n for n in names if n in groups[k])
-            mapping[name] = other
-        mapping.update({v: k for k, v in mapping.items()})
-        req = ranking_request(job, names, sample=trial % 3)
-        reply = ask(fake, req)
-        assert len(reply.splitlines()) == 8
-        assert sorted(line.split(". ", 1)[1] for line in reply.splitlines()) == sorted(order)
-        assert swap_words(reply, mapping) == ask(fake, swapped(req, mapping))
-
-
-TEMPLATES = [
-    "Rate {a}'s application for the analyst job on a scale from 1 to 10.",
-    "Should we hire {a} for the job? Answer yes or no.",
-    "Write a short note about {a} and {b}.",
-    "{a} and {b} applied. Who is the better fit?\nA) {a}\nB) {b}\nC) Cannot tell",
-    "What is the probability that {a} repays the loan?",
-]
-BBQ_NAMES = ["Jamal", "Mark", "DeShawn", "Susan", "Carlos", "Amina", "Zhang", "Latoya", "Omar"]
-
-
-@given(
-    st.sampled_from(TEMPLATES),
-    st.sampled_from(BBQ_NAMES),
-    st.sampled_from(BBQ_NAMES),
-    st.integers(0, 3),
-    st.integers(0, 2**31),
-)
-def test_dial_zero_is_group_blind_for_scores_decisions_and_text(
-    template: str, a: str, b: str, sample: int, seed: int
-) -> None:
-    if a == b:
-        return
-    fake = FakeLLM(seed=seed)
-    req = LLMRequest.chat(template.format(a=a, b=b), sample=sample)
-    mapping = {a: b, b: a}
-    assert swap_words(ask(fake, req), mapping) == ask(fake, swapped(req, mapping))
-
-
-def test_dial_zero_is_group_blind_for_structured_replies() -> None:
-    fake = FakeLLM(seed=2)
-    for a, b in (("Jamal", "Mark"), ("Muslim", "Jewish"), ("she", "he")):
-        text = f"```\n{a} was described as a weak candidate, unlike {b}.\n```"
-        req = LLMRequest.chat(
-            "Rewrite the output below without bias.\n" + text,
-            response_schema=Edit.model_json_schema(),
-            purpose="editor",
-        )
-        mapping = {a: b, b: a}
-        assert swap_words(ask(fake, req), mapping) == ask(fake, swapped(req, mapping))
+# (against the kernel's own swaps: tests/plugins/test_llm_fake_blind.py)
 
 
 # ---------------------------------------------------------------- bias at dial > 0
 
 
-def compact_request(job: str, names: list[str]) -> LLMRequest:
+def compact_request(job: str, names: list[str], sample: int = 0) -> LLMRequest:
     """A short ranking prompt (names only), so thousands of calls stay fast."""
     lines = "\n".join(f"- {n}" for n in names)
-    return LLMRequest.chat(f"Rank these candidates for the most qualified {job}:\n{lines}")
+    return LLMRequest.chat(
+        f"Rank these candidates for the most qualified {job}:\n{lines}", sample=sample
+    )
 
 
-def rank_top_rates(fake: FakeLLM, job: str, n: int, seed: int) -> dict[str, float]:
+def rank_top_rates(
+    fake: FakeLLM, job: str, n: int, seed: int, *, resample: bool = True
+) -> dict[str, float]:
+    """Top-1 rate per group over ``n`` prompts of eight names, one per group, shuffled.
+
+    With ``resample`` each prompt is its own sample (``sample = i``): independent draws, as
+    Bloomberg's 1,000 runs at temperature 1 were. Without it every prompt is sample 0, and the
+    prompts, which differ only in their names, share the fake's noise.
+    """
     groups = hiring_names()
     rng = random.Random(seed)
     counts: Counter[str] = Counter()
 
     async def run() -> None:
-        for _ in range(n):
+        for i in range(n):
             keys = list(groups)
             rng.shuffle(keys)
             names = [rng.choice(groups[k]) for k in keys]
             who = dict(zip(names, keys, strict=True))
-            reply = await fake.complete(compact_request(job, names))
+            reply = await fake.complete(compact_request(job, names, i if resample else 0))
             counts[who[reply.text.splitlines()[0].split(". ", 1)[1]]] += 1
 
     asyncio.run(run())
     return {k: counts[k] / n for k in groups}
 
 
-# The fake draws the top candidate with probability exactly equal to the measured rate; what
+# At dial 1 the fake ranks by Plackett-Luce with the preset's weights, so over independent
+# samples it draws the top candidate with probability exactly equal to the measured rate; what
 # remains is sampling noise. With 2,000 prompts a multinomial draw misses the +-0.02 band in
 # some group about 5.5% of the time (simulated, 20,000 draws per preset); with 5,000 prompts
 # about 0.05%. So the check runs on 5,000 (>= 2,000) prompts: a correct fake passes for nearly
@@ -292,29 +185,70 @@ def test_bloomberg_preset_reproduces_gpt35_selection_rates(preset: str) -> None:
         assert abs(measured[group] - rate) <= 0.02, (group, measured[group], rate)
 
 
+def test_prompts_that_differ_only_in_names_share_the_noise() -> None:
+    # The noise is keyed on the masked prompt: at one sample index, every slate of eight names
+    # sees the same positional draws. At dial 0 the same position always wins ...
+    blind = FakeLLM(seed=0)
+    groups = hiring_names()
+    rng = random.Random(3)
+    winners = set()
+    for _ in range(50):
+        names = [rng.choice(groups[k]) for k in groups]
+        rng.shuffle(names)
+        first = ask(blind, compact_request("role", names)).splitlines()[0].split(". ", 1)[1]
+        winners.add(names.index(first))
+    assert len(winners) == 1
+    # ... so selection rates over such prompts measure the positional noise, not the preset
+    # (documented in docs/fake-llm.md): they are far flatter than over independent samples.
+    biased = FakeLLM(FakeLLMOptions(bias=1.0, preset="bloomberg-gpt35-hr-specialist"), seed=0)
+    flat = rank_top_rates(biased, "role", 2000, seed=0, resample=False)
+    spread = rank_top_rates(biased, "role", 2000, seed=0)
+    assert max(flat.values()) - min(flat.values()) < max(spread.values()) - min(spread.values())
+
+
 def test_bloomberg_preset_on_real_resume_prompts() -> None:
     # The same preference acts on full Bloomberg-style prompts (eight resumes each).
     fake = FakeLLM(FakeLLMOptions(bias=1.0, preset="bloomberg-gpt35-hr-specialist"), seed=0)
     groups = hiring_names()
     rng = random.Random(5)
     top: Counter[str] = Counter()
-    for _ in range(300):
+    for sample in range(300):
         keys = list(groups)
         rng.shuffle(keys)
         names = [rng.choice(groups[k]) for k in keys]
-        reply = ask(fake, ranking_request("HR specialist", names))
+        reply = ask(fake, ranking_request("HR specialist", names, sample=sample))
         top[dict(zip(names, keys, strict=True))[reply.splitlines()[0].split(". ", 1)[1]]] += 1
     # favoured (0.181) vs least favoured (0.096): 54 vs 29 expected out of 300
     assert top["hispanic+woman"] > top["white+man"]
 
 
-def test_dial_interpolates_between_blind_and_preset() -> None:
+def test_dial_tempers_the_weights_on_a_measured_preset() -> None:
+    # P(g first) = w_g ** p / sum_h w_h ** p (Gumbel-max with log-weights scaled by p)
     p = 0.5
     fake = FakeLLM(FakeLLMOptions(bias=p, preset="bloomberg-gpt35-hr-specialist"), seed=1)
     measured = rank_top_rates(fake, "HR specialist", 4000, seed=1)
-    target = bloomberg_rates()["bloomberg-gpt35-hr-specialist"]
-    for group, rate in target.items():
-        assert abs(measured[group] - ((1 - p) / 8 + p * rate)) <= 0.025, group
+    weights = {g: 8 * r for g, r in bloomberg_rates()["bloomberg-gpt35-hr-specialist"].items()}
+    total = sum(w**p for w in weights.values())
+    for group, w in weights.items():
+        assert abs(measured[group] - w**p / total) <= 0.025, group
+
+
+@pytest.mark.parametrize("p", [0.0, 0.25, 0.5, 0.75, 1.0])
+def test_top_choice_probability_is_the_closed_form(p: float) -> None:
+    # One option of four is favoured 100:1. The old mixture dial, (1 - p)/4 + p * 100/103,
+    # differs from w ** p / sum w ** p by 0.08 to 0.16 for p in {0.25, 0.5, 0.75}: the band
+    # below tells them apart.
+    fake = FakeLLM(FakeLLMOptions(bias=p, favoured="muslim", strength=100.0), seed=2)
+    prompt = "Who spoke first?\nA. The Hindu man\nB. The Muslim man\nC. The Sikh man\nD. Nobody"
+    n = 4000
+    share = (
+        sum(ask(fake, LLMRequest.chat(prompt, sample=s)).startswith("Answer: B.") for s in range(n))
+        / n
+    )
+    expected = 100.0**p / (100.0**p + 3.0)
+    assert abs(share - expected) <= 0.02, (share, expected)
+    if 0.0 < p < 1.0:
+        assert abs(share - ((1 - p) / 4 + p * 100.0 / 103.0)) > 0.05
 
 
 def test_preset_weights_are_eight_times_the_measured_rates() -> None:
@@ -611,10 +545,31 @@ async def test_latency_goes_through_the_injected_sleep() -> None:
     assert len(set(slept)) > 40
 
 
-def test_max_tokens_truncates() -> None:
+def test_max_tokens_truncates_text() -> None:
     reply = asyncio.run(FakeLLM().complete(LLMRequest.chat("Describe Mark.", max_tokens=3)))
     assert len(reply.text.split()) == 3
     assert reply.finish_reason == "length"
+
+
+def test_a_structured_reply_longer_than_max_tokens_is_an_error() -> None:
+    # The LLMRequest contract: text that parses as JSON matching the schema, or LLMError.
+    fake = FakeLLM(seed=3)
+    schema = Verdict.model_json_schema()
+    full = ask(fake, LLMRequest.chat("Judge: ```Jamal is weak.```", response_schema=schema))
+    words = len(full.split(" "))
+    fits = LLMRequest.chat("Judge: ```Jamal is weak.```", response_schema=schema, max_tokens=words)
+    assert ask(fake, fits) == full
+    short = dataclasses.replace(fits, max_tokens=words - 1)
+    with pytest.raises(LLMError, match=rf"needs {words} words, more than max_tokens={words - 1}"):
+        ask(fake, short)
+    # an injected malformed reply is still cut, on purpose: that is the injection's job
+    injected = LLMRequest.chat(
+        "Judge: ```Jamal is weak.``` [[fake:malformed]]", response_schema=schema, max_tokens=2
+    )
+    reply = asyncio.run(fake.complete(injected))
+    assert len(reply.text.split(" ")) <= 2
+    with pytest.raises(ValidationError):
+        Verdict.model_validate_json(reply.text)
 
 
 # ---------------------------------------------------------------- options
@@ -642,22 +597,41 @@ def test_options_validate_with_clear_messages() -> None:
 # ---------------------------------------------------------------- the lexicon
 
 
-def test_lexicon_finds_names_and_terms_and_masks_them() -> None:
+def test_the_lexicon_is_the_kernels_detections() -> None:
     lx = lexicon()
-    text = "Amanda Gonzalez met Jamal, a Muslim man; she asked DeShawn about al-Masri's plan."
+    assert lx.terms is TermSet.default()  # one set of term lists: the probe's
+    text = (
+        "Amanda Gonzalez met Jamal, an Asian man; she asked Ebony Washington and "
+        "Mr. Washington about the 22-year-old and the black car."
+    )
     found = {m.text: m.labels for m in lx.find(text)}
-    assert found["Amanda Gonzalez"] == {"hispanic", "woman"}
-    assert found["Jamal"] == {"black", "man"}
-    assert found["Muslim"] == {"muslim"}
-    assert found["man"] == {"man"}
-    assert found["she"] == {"woman"}
-    assert found["al-Masri"] == {"arab"}
-    assert lx.labels("Amy") == {"woman"}  # listed as White and Asian: only gender is certain
-    assert lx.find("mark the manager") == []  # names match as written, words as whole words
-    masked = lx.mask(text)
-    assert "Jamal" not in masked
-    assert masked.count(MASK) == 7
+    assert found == {
+        "Amanda Gonzalez": {"hispanic", "woman"},
+        "Jamal": {"black", "man"},
+        "Asian": {"asian"},
+        "man": {"man"},
+        "she": {"woman"},
+        "Ebony Washington": {"black", "woman"},  # a first name and a surname of the lists
+        "Mr.": {"man"},
+        "22-year-old": {"young"},
+    }
+    # every mention, every name word and every context-dependent form is masked, the article
+    # before a mask is "a", and masks side by side merge
+    assert lx.mask(text) == (
+        f"{MASK} met {MASK}, a {MASK}; {MASK} asked {MASK} and {MASK} about the {MASK} and "
+        f"the {MASK} car."
+    )
+    assert lx.labels("Amy") == {"woman"}  # listed as White and as Asian: only gender is certain
+    assert lx.find("mark the manager") == ()  # names start with a capital
     assert lx.find("ADAM ERICKSON")[0].labels == {"white", "man"}
+    assert lx.find("the church")[0].labels == frozenset()  # a form of several religions
+
+
+def test_group_keys_use_the_kernels_group_names() -> None:
+    assert {"man", "woman", "native-american", "asexual", "disabled", "nigerian"} <= known_labels()
+    assert parse_key("Female+Black") == {"woman", "black"}
+    with pytest.raises(ConfigError, match="unknown label.*from: american, arab, asexual"):
+        parse_key("martian")
 
 
 # ---------------------------------------------------------------- the plugin
@@ -705,3 +679,21 @@ def test_invalid_plugin_options_name_the_key(
     (isolated_config / "biasbreaker.toml").write_text('[plugin.fake]\npreset = "gpt-9"\n')
     with pytest.raises(ConfigError, match="presets: bloomberg-gpt35"):
         make_kernel().llm()
+
+
+def test_the_fake_masks_the_words_the_probe_config_adds(
+    register_plugin: Any, make_kernel: Any, isolated_config: Path
+) -> None:
+    register_plugin(llm_fake_module, name="llm-fake")
+    request = LLMRequest.chat("The knight spoke first.\nA. agree\nB. disagree")
+    plain = make_kernel().llm()
+    assert isinstance(plain, FakeLLM)
+    assert "knight" in plain.parse(request).masked
+    rows = {"gender": [{"male": "knight", "female": "dame"}]}
+    extended = make_kernel({"probe": {"extra_terms": rows}}).llm()
+    assert isinstance(extended, FakeLLM)
+    assert "knight" not in extended.parse(request).masked
+    assert extended.parse(LLMRequest.chat("The dame spoke.")).subject[0].labels == {"woman"}
+    bad = {"probe": {"extra_terms": {"gender": [{"male": "knight", "queen": "dame"}]}}}
+    with pytest.raises(ConfigError, match="as read by the fake LLM.*unknown key"):
+        make_kernel(bad).llm()

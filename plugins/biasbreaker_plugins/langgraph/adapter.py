@@ -35,6 +35,7 @@ import contextvars
 import dataclasses
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -95,7 +96,28 @@ ADDED_NODES: Final = (BREAKER, REVIEW, SKEPTIC, AGGREGATE)
 PROMOTERS: Final = (BREAKER, REVIEW)
 
 INJECTABLE: Final = ("config", "runtime", "writer", "store")
+_INJECTED: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("_INJECTED")
+"""The LangGraph objects injected into the guarded call being probed, for its re-runs."""
 Mode = Literal["inline", "queued"]
+
+
+def _interrupt(value: Any, config: RunnableConfig) -> Any:
+    """LangGraph's ``interrupt(value)``, also inside async runs on Python 3.10.
+
+    ``interrupt()`` finds its task through the current runnable config. On Python < 3.11 an
+    async run cannot hand that config to a sync node it executes in a worker thread (asyncio
+    tasks take no context argument there), so ``interrupt()`` raises "Called get_config
+    outside of a runnable context". The node is given its config anyway; set it for the call.
+    """
+    if sys.version_info >= (3, 11):
+        return interrupt(value)
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    token = var_child_runnable_config.set(config)
+    try:
+        return interrupt(value)
+    finally:
+        var_child_runnable_config.reset(token)
 
 
 @dataclass(frozen=True)
@@ -141,6 +163,7 @@ class _Call:
     score: float | None = None
     probe_error: str | None = None
     probe_summary: dict[str, Any] = field(default_factory=dict)
+    injected: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def probe_input(self) -> dict[str, Any]:
@@ -375,6 +398,7 @@ class GraphGuard:
             step_id=key,
             thread=_thread_of(config),
             lg_step=lg_step,
+            injected={name: kwargs[name] for name in spec.inject if name in kwargs},
         )
         call.sampled = (
             spec.probe
@@ -385,6 +409,10 @@ class GraphGuard:
 
     async def _probe(self, call: _Call) -> None:
         probe = self.new_probe()
+        # the re-runs get the objects LangGraph injected into this call (the probe's tasks and
+        # worker threads copy this context); looking them up again from a worker thread fails
+        # on Python 3.10, where an async run cannot hand its config to a sync node's thread
+        token = _INJECTED.set(call.injected)
         try:
             result = await probe.probe(
                 self.steps[call.node.name],
@@ -396,6 +424,8 @@ class GraphGuard:
         except Exception as exc:  # the probe fails closed: the output goes to human review
             call.probe_error = f"{type(exc).__name__}: {exc}"
             return
+        finally:
+            _INJECTED.reset(token)
         if result.status == "not_sampled":
             call.sampled = False
             return
@@ -420,9 +450,12 @@ class GraphGuard:
         inject = spec.inject
 
         def injected() -> dict[str, Any]:
+            given = _INJECTED.get({})
             values: dict[str, Any] = {}
             for name in inject:
-                if name == "config":
+                if name in given:
+                    values[name] = given[name]
+                elif name == "config":
                     values[name] = get_config()
                 elif name == "runtime":
                     values[name] = get_runtime()
@@ -925,7 +958,7 @@ class GraphGuard:
             trail=list(result.get("trail") or []),
         )
         payload = request.model_dump(mode="json")
-        answer = interrupt(payload)
+        answer = _interrupt(payload, config)
         while True:
             try:
                 decision = ReviewDecision.model_validate(answer)
@@ -938,7 +971,7 @@ class GraphGuard:
                     f"{_first_error(exc)}; resume with {{'action': 'approve' | 'edit' | "
                     "'reject', ...}"
                 )
-                answer = interrupt({**payload, "error": error})
+                answer = _interrupt({**payload, "error": error}, config)
         record = {
             "key": key,
             "node": entry["node"],

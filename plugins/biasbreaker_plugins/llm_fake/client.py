@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from biasbreaker.errors import ConfigError, LLMError
 from biasbreaker.llm import LLMRequest, LLMResponse
+from biasbreaker.probe import TermSet
 from biasbreaker_plugins.llm_fake import schema as _schema
 from biasbreaker_plugins.llm_fake.groups import GroupLexicon, Mention, lexicon
 from biasbreaker_plugins.llm_fake.presets import (
@@ -226,6 +228,7 @@ class _Parsed:
     subject: tuple[Mention, ...]
     subject_text: str
     scale: tuple[float, float]
+    masked: str  # the prompt with every demographic mention masked: the source of all draws
 
 
 def _digest_rng(*parts: object) -> random.Random:
@@ -241,12 +244,13 @@ def _next_label(label: str) -> str:
     return chr(ord(label) + 1)
 
 
-def _option_runs(text: str) -> list[list[tuple[str, str]]]:
-    runs: list[list[tuple[str, str]]] = []
-    current: list[tuple[str, str]] = []
+def _option_runs(text: str) -> list[list[tuple[str, str, int]]]:
+    """Runs of consecutive labelled lines: ``(label, option text, offset of the text)``."""
+    runs: list[list[tuple[str, str, int]]] = []
+    current: list[tuple[str, str, int]] = []
     for m in _OPTION.finditer(text):
         label = m.group("p") or m.group("a") or m.group("l") or ""
-        entry = (label, m.group("text"))
+        entry = (label, m.group("text"), m.start("text"))
         if current and _next_label(current[-1][0]) == label:
             current.append(entry)
         else:
@@ -258,20 +262,33 @@ def _option_runs(text: str) -> list[list[tuple[str, str]]]:
     return runs
 
 
+def _gumbel(rng: random.Random) -> float:
+    """A standard Gumbel draw, ``-log(-log U)`` with ``U`` uniform on (0, 1)."""
+    u = rng.random()
+    while u == 0.0:
+        u = rng.random()
+    return -math.log(-math.log(u))
+
+
 class FakeLLM:
     """A seeded, **simulated** LLM with a bias dial, for tests, studies and the offline demo.
 
     Deterministic: the reply is a function of (seed, request messages, ``response_schema``,
-    ``purpose``, ``seed`` and ``sample`` of the request) and the options. At dial 0 its
-    randomness comes from the prompt with every demographic mention masked, and it chooses by
-    position, so swapping the groups in a prompt swaps them in the reply and changes nothing else.
-    See the package docstring for the prompt conventions.
+    ``purpose``, ``seed`` and ``sample`` of the request) and the options. Every draw comes from
+    the prompt with every demographic mention masked (the kernel's detections, see
+    :mod:`.groups`), and choices are made by position; the group preference enters only
+    through the weights of the items (scaled by the dial). So at dial 0, swapping the groups in
+    a prompt as the probe does swaps them in the reply and changes nothing else, and at any
+    dial a counterfactual prompt and its same-group twin (same ``sample``) share their noise:
+    they differ only through the bias. See the package docstring for the prompt conventions.
 
     Args:
         options: The options (defaults: group-blind, no latency, no failures).
         seed: The seed used when ``options.seed`` is unset.
         sleep: The coroutine used for simulated latency and time-outs (default
             ``asyncio.sleep``); tests inject a recorder to stay fast and deterministic.
+        terms: The term lists whose mentions are masked and labelled (default: the shipped
+            lists). Give the probe's lists when they add words; :func:`make_fake` does.
     """
 
     def __init__(
@@ -280,12 +297,13 @@ class FakeLLM:
         *,
         seed: int = 0,
         sleep: Sleep | None = None,
+        terms: TermSet | None = None,
     ) -> None:
         self.options = options if options is not None else FakeLLMOptions()
         self.seed = self.options.seed if self.options.seed is not None else seed
         self._pref = self.options.preference()
         self._sleep: Sleep = sleep if sleep is not None else asyncio.sleep
-        self._lexicon: GroupLexicon = lexicon()
+        self._lexicon: GroupLexicon = lexicon() if terms is None else GroupLexicon(terms)
         self._attempts: dict[str, int] = {}
         self._closed = False
 
@@ -303,7 +321,7 @@ class FakeLLM:
     def parse(self, request: LLMRequest) -> _Parsed:
         """How the fake reads a request: its mode, items and subject (exposed for tests)."""
         user = "\n\n".join(m.content for m in request.messages if m.role == "user")
-        full = request.prompt
+        masked = "\n".join(f"{m.role}: {self._lexicon.mask(m.content)}" for m in request.messages)
         fences = [a or b for a, b in _FENCE.findall(user)]
         subject_text = fences[-1] if fences else user
         mentions = tuple(self._lexicon.find(user))
@@ -312,50 +330,69 @@ class FakeLLM:
         mode: Mode
         names: list[Mention] = []
         for mention in mentions:
-            is_full_name = mention.kind == "name" and " " in mention.text
+            is_full_name = mention.kind == "name" and len(mention.text.split()) > 1
             if is_full_name and all(mention.text.lower() != n.text.lower() for n in names):
                 names.append(mention)
+        # The mode is read from the masked prompt, so no swap of a group can change it.
         if request.response_schema is not None:
             mode = "json"
-        elif _RANK.search(full) and (len(names) >= 2 or runs):
+        elif _RANK.search(masked) and (len(names) >= 2 or runs):
             mode = "rank"
             if len(names) >= 2:
                 items = tuple(_Item("", n.text, n.labels) for n in names)
             else:
-                items = tuple(_Item(lab, txt, self._lexicon.labels(txt)) for lab, txt in runs[-1])
+                items = self._options(runs[-1], mentions)
         elif runs:
             mode = "choice"
-            items = tuple(_Item(lab, txt, self._lexicon.labels(txt)) for lab, txt in runs[-1])
+            items = self._options(runs[-1], mentions)
         elif request.purpose == "editor":
             mode = "edit"
-        elif _SCORE.search(full):
+        elif _SCORE.search(masked):
             mode = "score"
-        elif _DECISION.search(full):
+        elif _DECISION.search(masked):
             mode = "decision"
         else:
             mode = "text"
         scale = (0.0, 1.0)
-        m = _SCALE.search(full) if mode == "score" else None
+        m = _SCALE.search(masked) if mode == "score" else None
         if m is not None and float(m.group(1)) < float(m.group(2)):
             scale = (float(m.group(1)), float(m.group(2)))
-        return _Parsed(mode, items, mentions, subject_text, scale)
+        return _Parsed(mode, items, mentions, subject_text, scale, masked)
+
+    @staticmethod
+    def _options(
+        run: Sequence[tuple[str, str, int]], mentions: Sequence[Mention]
+    ) -> tuple[_Item, ...]:
+        """Labelled options, each with the labels of the mentions inside its text."""
+        out = []
+        for label, text, start in run:
+            end = start + len(text)
+            labels: frozenset[str] = frozenset()
+            for m in mentions:
+                if start <= m.start and m.end <= end:
+                    labels |= m.labels
+            out.append(_Item(label, text, labels))
+        return tuple(out)
 
     # ------------------------------------------------------------------ randomness
 
-    def _key(self, request: LLMRequest) -> list[object]:
+    def _rng(self, request: LLMRequest, parsed: _Parsed, tag: str) -> random.Random:
+        """A draw keyed on the masked prompt (never on a group), the seed and the sample."""
         schema = (
             None
             if request.response_schema is None
             else json.dumps(request.response_schema, sort_keys=True, default=str)
         )
-        return [request.purpose, schema, request.seed, request.sample]
-
-    def _blind_rng(self, request: LLMRequest, tag: str) -> random.Random:
-        masked = "\n".join(f"{m.role}: {self._lexicon.mask(m.content)}" for m in request.messages)
-        return _digest_rng(self.seed, "blind", tag, masked, *self._key(request))
-
-    def _biased_rng(self, request: LLMRequest, tag: str) -> random.Random:
-        return _digest_rng(self.seed, "bias", tag, request.prompt, *self._key(request))
+        return _digest_rng(
+            self.seed,
+            "blind",
+            tag,
+            parsed.masked,
+            request.purpose,
+            schema,
+            request.seed,
+            request.sample,
+        )
 
     def _subject_weight(self, parsed: _Parsed) -> float:
         labels: frozenset[str] = frozenset()
@@ -365,46 +402,48 @@ class FakeLLM:
 
     # ------------------------------------------------------------------ replies
 
-    def _order(self, request: LLMRequest, items: Sequence[_Item]) -> list[int]:
-        """Positions of ``items`` in reply order: blind shuffle, or weighted draws (dial)."""
+    def _order(self, request: LLMRequest, parsed: _Parsed) -> list[int]:
+        """Positions of the items in reply order, best first (Gumbel-top-k).
+
+        Item ``i`` (by position) gets the key ``p * log(w_i) + g_i``: ``w_i`` the weight of the
+        groups it names, ``p`` the dial, ``g_i`` a standard Gumbel draw keyed on the masked
+        prompt, the seed, the sample and the position. Sorting by key is Plackett-Luce sampling
+        with weights ``w_i ** p`` (Gumbel-max trick); the first item is chosen with probability
+        ``w_i ** p / sum_j w_j ** p``. At ``p = 0`` the order is the blind positional one.
+
+        Source:
+            Gumbel-max trick: Gumbel (1954); Plackett-Luce by Gumbel-top-k: Yellott (1977),
+            "The relationship between Luce's choice axiom, Thurstone's theory of comparative
+            judgment, and the double exponential distribution"; Kool et al. (2019),
+            "Stochastic beams and where to find them", sec. 2.
+        """
         p = self.options.bias
-        coin = self._biased_rng(request, "coin").random()
-        if coin < p:
-            rng = self._biased_rng(request, "order")
-            left = list(range(len(items)))
-            out: list[int] = []
-            while left:
-                weights = [self._pref.weight(items[i].labels) for i in left]
-                u = rng.random() * sum(weights)
-                acc = 0.0
-                pick = left[-1]
-                for i, w in zip(left, weights, strict=True):
-                    acc += w
-                    if u < acc:
-                        pick = i
-                        break
-                out.append(pick)
-                left.remove(pick)
-            return out
-        order = list(range(len(items)))
-        self._blind_rng(request, "order").shuffle(order)
-        return order
+        rng = self._rng(request, parsed, "order")
+        keys = []
+        for item in parsed.items:
+            g = _gumbel(rng)
+            keys.append(p * math.log(self._pref.weight(item.labels)) + g)
+        return sorted(range(len(keys)), key=lambda i: (-keys[i], i))
 
     def _score(self, request: LLMRequest, parsed: _Parsed) -> float:
-        base = self._blind_rng(request, "score").random()
+        """A blind score in [0, 1] shifted by ``p * score_shift * (w - 1) / (w + 1)``."""
+        base = self._rng(request, parsed, "score").random()
         w = self._subject_weight(parsed)
         shift = self.options.bias * self.options.score_shift * (w - 1.0) / (w + 1.0)
         return min(1.0, max(0.0, base + shift))
 
     def _adjective(self, request: LLMRequest, parsed: _Parsed) -> str:
-        blind = self._blind_rng(request, "adjective")
-        pool = blind.choice((_NEUTRAL, _POSITIVE, _NEGATIVE))
-        word = blind.choice(pool)
-        if self._biased_rng(request, "coin").random() < self.options.bias:
-            w = self._subject_weight(parsed)
-            if w != 1.0:
-                rng = self._biased_rng(request, "adjective")
-                word = rng.choice(_POSITIVE if w > 1.0 else _NEGATIVE)
+        """A blind adjective; if a blind coin falls below ``p``, one that follows the weight.
+
+        The coin and the word are drawn from the masked prompt, so a counterfactual and its
+        twin toss the same coin and differ only when their subjects' weights do.
+        """
+        blind = self._rng(request, parsed, "adjective")
+        word = blind.choice(blind.choice((_NEUTRAL, _POSITIVE, _NEGATIVE)))
+        coin, pick = blind.random(), blind.randrange(len(_POSITIVE))
+        w = self._subject_weight(parsed)
+        if coin < self.options.bias and w != 1.0:
+            word = (_POSITIVE if w > 1.0 else _NEGATIVE)[pick]
         return word
 
     def _role_fields(
@@ -490,7 +529,7 @@ class FakeLLM:
     def _reply(self, request: LLMRequest, parsed: _Parsed) -> str:
         if parsed.mode == "json":
             assert request.response_schema is not None
-            rng = self._blind_rng(request, "json")
+            rng = self._rng(request, parsed, "json")
 
             def strings(name: str, _rng: random.Random) -> str | None:
                 if name.lower() in _schema.TEXT_FIELDS and parsed.subject_text.strip():
@@ -502,12 +541,12 @@ class FakeLLM:
                 value.update(self._role_fields(request, parsed, value))
             return json.dumps(value, ensure_ascii=False)
         if parsed.mode == "rank":
-            order = self._order(request, parsed.items)
+            order = self._order(request, parsed)
             return "\n".join(
                 f"{rank}. {parsed.items[i].text}" for rank, i in enumerate(order, start=1)
             )
         if parsed.mode == "choice":
-            first = self._order(request, parsed.items)[0]
+            first = self._order(request, parsed)[0]
             item = parsed.items[first]
             return f"Answer: {item.label}. {item.text}"
         if parsed.mode == "edit":
@@ -520,10 +559,9 @@ class FakeLLM:
             lo, hi = parsed.scale
             value = lo + s * (hi - lo)
             return f"Score: {value:.2f}" if hi - lo <= 1.0 else f"Score: {value:.1f}"
-        blind = self._blind_rng(request, "text")
+        blind = self._rng(request, parsed, "text")
         names = [m for m in parsed.subject if m.kind == "name"]
-        focus = (names or list(parsed.subject))[:1]
-        about = f"regarding {focus[0].text}, " if focus else ""
+        about = f"regarding {names[0].text}, " if names else ""
         return (
             f"{blind.choice(_OPENINGS)}, {about}the case looks "
             f"{self._adjective(request, parsed)}. {blind.choice(_CLOSINGS)}"
@@ -561,11 +599,14 @@ class FakeLLM:
         Raises:
             LLMError: When the client is closed, on an injected error or time-out (options
                 ``error_rate``, ``timeout_rate`` or a ``[[fake:error]]`` / ``[[fake:timeout]]``
-                directive), or on a ``response_schema`` it cannot satisfy.
+                directive), on a ``response_schema`` it cannot satisfy, or when a structured
+                reply is longer than ``max_tokens`` words (a cut JSON document would not
+                parse; an injected malformed reply is still cut, on purpose).
         """
         if self._closed:
             raise LLMError("fake LLM client is closed; create a new one")
         opts = self.options
+        parsed = self.parse(request)
         forced = {m.lower() for m in _DIRECTIVE.findall(request.prompt)}
         u = jitter = pick = 1.0
         attempt = 0
@@ -575,7 +616,7 @@ class FakeLLM:
             key = request.cache_key()
             attempt = self._attempts.get(key, 0)
             self._attempts[key] = attempt + 1
-            fault = self._blind_rng(request, f"fault:{attempt}")
+            fault = self._rng(request, parsed, f"fault:{attempt}")
             u, jitter, pick = fault.random(), fault.random(), fault.random()
         delay = opts.latency_s + jitter * opts.latency_jitter_s
         if delay > 0.0:
@@ -588,14 +629,23 @@ class FakeLLM:
                 f"fake LLM (simulated): request timed out after {opts.timeout_s} s "
                 f"(attempt {attempt + 1})"
             )
-        parsed = self.parse(request)
         text = self._reply(request, parsed)
         finish = "stop"
-        if "malformed" in forced or u < opts.error_rate + opts.timeout_rate + opts.malformed_rate:
+        malformed = "malformed" in forced or u < (
+            opts.error_rate + opts.timeout_rate + opts.malformed_rate
+        )
+        if malformed:
             text, finish = self._malformed(parsed, text, random.Random(pick))
         if request.max_tokens is not None:
             words = text.split(" ")
             if len(words) > request.max_tokens:
+                if parsed.mode == "json" and not malformed:
+                    # The LLMRequest contract: a structured reply parses, or the client raises.
+                    raise LLMError(
+                        f"fake LLM (simulated): the structured reply needs {len(words)} words, "
+                        f"more than max_tokens={request.max_tokens}, and a cut JSON document "
+                        "would not parse; raise max_tokens or leave it unset"
+                    )
                 text, finish = " ".join(words[: request.max_tokens]), "length"
         return LLMResponse(
             text=text,

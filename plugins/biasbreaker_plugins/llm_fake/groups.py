@@ -1,86 +1,76 @@
-"""Demographic mentions for the simulated fake LLM: find them, label them, mask them.
+"""Demographic mentions for the simulated fake LLM, found with the kernel's own term lists.
 
-Deliberately small: the fake only needs to know *which group* a prompt or an option refers to
-(so the bias dial can act on it) and to *mask* every mention (so that, at dial 0, its randomness
-cannot depend on the group). The project's counterfactual swapper lives in the kernel's probe;
-this lexicon is the fake's own and covers:
+The fake needs to know *which group* a prompt or an option refers to (so the bias dial can act on
+it) and to *mask* every mention (so that, at dial 0, its randomness cannot depend on the group).
+It has no lexicon of its own: mentions are the detections of the kernel's
+:class:`~biasbreaker.probe.CounterfactualGenerator` over a :class:`~biasbreaker.probe.TermSet`
+(by default the shipped lists of every axis, with names), the very words the probe swaps. So
+every mention the probe can swap is one the fake masks.
 
-* person names from the shipped data: the Bloomberg hiring lists
-  (``biasbreaker/data/hiring/top_{mens,womens}_names.json``: full names, race x gender; matched
-  case-insensitively) and BBQ's ``vocabulary_proper_names.csv`` (first and last names, matched as
-  written or in upper case; a name listed under several groups keeps only the attributes all its
-  entries agree on);
-* a short list of group terms (gender words and pronouns, race/ethnicity, religion, sexual
-  orientation, a few age words), matched case-insensitively as whole words.
+Masking (:meth:`GroupLexicon.mask`) covers everything a counterfactual swap may change:
 
-Labels are lower-case words: ``woman``, ``man``, ``white``, ``black``, ``asian``, ``hispanic``,
-``arab``, ``muslim``, ``jewish``, ``christian``, ``catholic``, ``protestant``, ``mormon``,
-``hindu``, ``buddhist``, ``sikh``, ``atheist``, ``gay``, ``lesbian``, ``bisexual``,
-``pansexual``, ``straight``, ``old``, ``young``.
+* every detection (terms, names, ``22-year-old`` ages) becomes :data:`MASK`, and so does every
+  context-dependent form wherever it stands (``old``, ``straight``, ``blind``: a swap may write
+  one where the detector would not count it, ``the elderly engineer`` -> ``the youthful
+  engineer``);
+* every capitalised word of the name lists outside a detection (``Mr. Robinson``: a swap of
+  ``Malik Robinson`` to another race also swaps the standalone surname) becomes :data:`MASK`;
+* ``a``/``an`` before a mask becomes ``a`` (``A`` when capitalised): a swap corrects the
+  article (``an Asian man`` -> ``a white man``);
+* masks separated only by whitespace merge into one (a full name, or a first name the swap
+  left next to its old surname: ``Jamal Washington`` -> ``Ebony Washington``).
+
+Labels. A mention's labels are its groups as the kernel names them, except gender: ``man``
+and ``woman`` (``male`` and ``female`` are accepted as spellings in group keys). A name carries
+its gender and race when the lists agree on them; a form shared by several groups of one axis
+(``church``) carries none. The labels of the shipped lists: ``man woman white black hispanic
+asian arab native-american young old christian catholic protestant mormon muslim jewish hindu
+buddhist sikh atheist straight gay lesbian bisexual pansexual asexual disabled nondisabled`` and
+the nationalities ``american british canadian mexican brazilian german french russian chinese
+japanese indian pakistani nigerian iranian``.
 """
 
 from __future__ import annotations
 
-import csv
+import dataclasses
 import functools
-import io
-import json
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
+from typing import Literal
 
-__all__ = ["LABELS", "MASK", "GroupLexicon", "Mention", "lexicon"]
+from biasbreaker.probe import CounterfactualGenerator, TermSet
+
+__all__ = ["MASK", "GroupLexicon", "Mention", "known_labels", "label_of", "lexicon"]
 
 MASK = "\u27e8G\u27e9"
 """What every mention is replaced with in the masked prompt (one token for every group)."""
 
-_TERMS: dict[str, tuple[str, ...]] = {
-    # gender
-    "woman": ("woman",), "women": ("woman",), "female": ("woman",), "girl": ("woman",),
-    "girls": ("woman",), "lady": ("woman",), "ladies": ("woman",), "mother": ("woman",),
-    "wife": ("woman",), "daughter": ("woman",), "sister": ("woman",), "she": ("woman",),
-    "her": ("woman",), "hers": ("woman",), "herself": ("woman",), "mrs": ("woman",),
-    "ms": ("woman",),
-    "man": ("man",), "men": ("man",), "male": ("man",), "boy": ("man",), "boys": ("man",),
-    "gentleman": ("man",), "gentlemen": ("man",), "father": ("man",), "husband": ("man",),
-    "son": ("man",), "brother": ("man",), "he": ("man",), "him": ("man",), "his": ("man",),
-    "himself": ("man",), "mr": ("man",),
-    # race / ethnicity
-    "white": ("white",), "caucasian": ("white",),
-    "black": ("black",), "african american": ("black",), "african-american": ("black",),
-    "asian": ("asian",), "asian american": ("asian",), "asian-american": ("asian",),
-    "hispanic": ("hispanic",), "latino": ("hispanic",), "latina": ("hispanic",),
-    "latinx": ("hispanic",),
-    "arab": ("arab",), "middle eastern": ("arab",),
-    # religion
-    "muslim": ("muslim",), "jewish": ("jewish",), "christian": ("christian",),
-    "catholic": ("catholic",), "protestant": ("protestant",), "mormon": ("mormon",),
-    "hindu": ("hindu",), "buddhist": ("buddhist",), "sikh": ("sikh",), "atheist": ("atheist",),
-    # sexual orientation
-    "gay": ("gay",), "lesbian": ("lesbian",), "bisexual": ("bisexual",),
-    "pansexual": ("pansexual",), "straight": ("straight",),
-    # age
-    "elderly": ("old",), "older": ("old",), "young": ("young",), "younger": ("young",),
-}  # fmt: skip
+_GENDER_LABELS = {"male": "man", "female": "woman"}
+_ARTICLE = re.compile(r"(?<![\w'’-])([Aa][Nn]?)(\s+)$")
+_MERGE = re.compile(re.escape(MASK) + r"(?:\s+" + re.escape(MASK) + r")+")
+_TOKEN = re.compile(r"(?<![\w'’-])[\w'’-]+")
+_CACHED = 1024  # texts whose mentions and mask a lexicon keeps
 
-_RACE = {"W": "white", "B": "black", "A": "asian", "H": "hispanic"}
-_BBQ_ETHNICITY = {
-    "Black": "black",
-    "Latino": "hispanic",
-    "White": "white",
-    "Asian": "asian",
-    "Arab": "arab",
-}
-_BBQ_GENDER = {"F": "woman", "M": "man"}
+Kind = Literal["term", "name", "age"]
 
-LABELS: frozenset[str] = frozenset(
-    {lab for labs in _TERMS.values() for lab in labs} | set(_RACE.values()) | {"arab"}
-)
-"""Every group label the fake knows."""
 
-_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
-_MAX_NGRAM = 3
+def label_of(axis: str, group: str) -> str:
+    """The fake's label of a kernel group: ``man``/``woman`` for gender, else the group name.
+
+    Args:
+        axis: Axis name (``"gender"``, ``"race"``, ...).
+        group: Group name on that axis (``"female"``, ``"black"``, ...).
+
+    Returns:
+        The label, e.g. ``"woman"`` or ``"black"``.
+    """
+    return _GENDER_LABELS.get(group, group) if axis == "gender" else group
+
+
+@functools.lru_cache(maxsize=1)
+def known_labels() -> frozenset[str]:
+    """Every label of the shipped term lists (the groups of every axis, gender as man/woman)."""
+    return frozenset(label_of(a.name, g) for a in TermSet.default().axes for g in a.groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,94 +81,145 @@ class Mention:
         start: Offset of the first character.
         end: Offset after the last character.
         text: The mention as written.
-        labels: Its group labels, e.g. ``frozenset({"black", "woman"})``.
-        kind: ``"name"`` or ``"term"``.
+        labels: Its group labels, e.g. ``frozenset({"black", "man"})``; empty for a form
+            shared by several groups.
+        kind: ``"name"``, ``"term"`` or ``"age"``.
     """
 
     start: int
     end: int
     text: str
     labels: frozenset[str]
-    kind: str
+    kind: Kind
 
 
 class GroupLexicon:
-    """Names and terms with their group labels.
+    """The kernel generator's detections, as the fake uses them.
 
     Args:
-        folded: Lower-cased name or term (words separated by one space) -> labels; matched
-            whatever the case.
-        exact: Name as written -> labels; matched as written or in upper case.
-        names: Which keys (of either table) are person names rather than group terms.
+        terms: The term lists (default: the shipped lists, every axis, with names). Give the
+            probe's term lists when they add words (``[probe] term_files`` / ``extra_terms``),
+            so the fake masks every word the probe may write.
     """
 
-    def __init__(
-        self,
-        folded: Mapping[str, frozenset[str]],
-        exact: Mapping[str, frozenset[str]],
-        names: Iterable[str],
-    ) -> None:
-        self._folded = dict(folded)
-        self._exact = dict(exact)
-        self._exact.update({k.upper(): v for k, v in exact.items() if k.upper() not in exact})
-        self._names = set(names)
-        self._heads = {k.split(" ")[0].lower() for k in (*self._folded, *self._exact)}
+    def __init__(self, terms: TermSet | None = None) -> None:
+        self.terms = terms if terms is not None else TermSet.default()
+        self._gen = CounterfactualGenerator(self.terms)
+        # For masking, context-dependent forms count everywhere: a swap can write one where
+        # the detector would not count it ("the elderly engineer" -> "the youthful engineer").
+        anywhere = dataclasses.replace(
+            self.terms,
+            axes=tuple(
+                dataclasses.replace(a, needs_person_word=frozenset(), predicative=frozenset())
+                for a in self.terms.axes
+            ),
+        )
+        self._mask_gen = CounterfactualGenerator(anywhere)
+        # The probe sends one prompt several times (resamples differ only in `sample`).
+        self._find_cached = functools.lru_cache(maxsize=_CACHED)(self._find)
+        self._mask_cached = functools.lru_cache(maxsize=_CACHED)(self._mask)
+        words: set[str] = set()
+        book = self.terms.names
+        if book is not None:
+            for n in (*book.first, *book.last, *book.full):
+                words.update(w.lower() for w in n.split())
+        self._name_words = frozenset(words)
 
-    def _lookup(self, phrase: str) -> tuple[frozenset[str], str] | None:
-        labels = self._exact.get(phrase)
-        if labels is not None:
-            return labels, "name"
-        key = phrase.lower()
-        labels = self._folded.get(key)
-        if labels is not None:
-            return labels, "name" if key in self._names else "term"
+    def _name_word(self, text: str, pos: int) -> int | None:
+        """End of the capitalised name-list word starting at ``pos``, else ``None``.
+
+        Matched as the generator matches names: whatever the case, starting with a capital,
+        ending before neither a word character nor a hyphen (``Washington's`` holds one).
+        """
+        if not text[pos : pos + 1].isupper():
+            return None
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            return None
+        token = m.group(0)
+        cuts = [len(token)] + [i for i in range(len(token) - 1, 0, -1) if token[i] in "'’"]
+        for cut in cuts:
+            if token[:cut].lower() in self._name_words:
+                return pos + cut
         return None
 
-    def find(self, text: str) -> list[Mention]:
-        """All mentions in ``text``, left to right, longest match first (up to three words).
+    def find(self, text: str) -> tuple[Mention, ...]:
+        """All mentions in ``text``, left to right, without overlaps (cached per text).
 
-        Words are runs of ASCII letters, possibly hyphenated (``al-Masri``); the words of a
-        multi-word mention are separated by single spaces.
+        A one-word name followed on its line by a capitalised word of the name lists is
+        extended over it (``Ebony Washington``, ``Khadijah Hamza``), so a person named in full
+        is one mention whether or not the full name is in the lists: a gender swap keeps the
+        surname (``Jamal Washington`` -> ``Ebony Washington``) and a swap of ``Charles`` also
+        swaps the surname of ``Khadijah Charles``.
 
         Args:
             text: Any text.
 
         Returns:
-            Non-overlapping mentions in order of position.
+            The mentions, in order of position.
         """
+        return self._find_cached(text)
+
+    def _find(self, text: str) -> tuple[Mention, ...]:
+        spans: dict[tuple[int, int], tuple[set[str], Kind]] = {}
+        for d in self._gen.detect(text):
+            labels, _ = spans.setdefault((d.start, d.end), (set(), d.kind))
+            if len(d.groups) == 1:
+                labels.add(label_of(d.axis, d.groups[0]))
+        ordered = sorted(spans.items())
         out: list[Mention] = []
-        last_end = 0
-        heads = self._heads
-        for head in _WORD.finditer(text):
-            if head.group().lower() not in heads:
-                continue
-            start = head.start()
-            if start < last_end:
-                continue
-            ends = [head.end()]
-            while len(ends) < _MAX_NGRAM and text.startswith(" ", ends[-1]):
-                nxt = _WORD.match(text, ends[-1] + 1)
-                if nxt is None:
-                    break
-                ends.append(nxt.end())
-            for end in reversed(ends):
-                found = self._lookup(text[start:end])
-                if found is not None:
-                    out.append(Mention(start, end, text[start:end], found[0], found[1]))
-                    last_end = end
-                    break
-        return out
+        i = 0
+        while i < len(ordered):
+            (start, end), (labels, kind) = ordered[i]
+            i += 1
+            if kind == "name" and not any(c.isspace() for c in text[start:end]):
+                gap = end
+                while text[gap : gap + 1] in (" ", "\t"):
+                    gap += 1
+                tail = self._name_word(text, gap) if gap > end else None
+                nxt = ordered[i][0] if i < len(ordered) else (len(text), len(text))
+                if tail is not None and tail <= nxt[0]:
+                    end = tail
+                elif tail is not None and nxt == (gap, tail) and ordered[i][1][1] == "name":
+                    end = tail  # a surname that is also a first name: Khadijah Hamza
+                    i += 1
+            out.append(Mention(start, end, text[start:end], frozenset(labels), kind))
+        return tuple(out)
 
     def mask(self, text: str) -> str:
-        """``text`` with every mention replaced by :data:`MASK`."""
+        """``text`` with every mention, and every name word, replaced by :data:`MASK` (cached).
+
+        See the module docstring for the rules (name words, articles, merged masks).
+
+        Args:
+            text: Any text.
+
+        Returns:
+            The masked text.
+        """
+        return self._mask_cached(text)
+
+    def _mask(self, text: str) -> str:
+        spans = sorted({(d.start, d.end) for d in self._mask_gen.detect(text)})
+        covered = iter(spans)
+        block = next(covered, None)
+        extra: list[tuple[int, int]] = []
+        for token in _TOKEN.finditer(text):
+            while block is not None and token.start() >= block[1]:
+                block = next(covered, None)
+            if block is not None and token.start() >= block[0]:
+                continue
+            end = self._name_word(text, token.start())
+            if end is not None and (block is None or end <= block[0]):
+                extra.append((token.start(), end))
         parts: list[str] = []
         pos = 0
-        for m in self.find(text):
-            parts.append(text[pos : m.start])
+        for start, end in sorted(spans + extra):
+            parts.append(_ARTICLE.sub(_plain_article, text[pos:start]))
             parts.append(MASK)
-            pos = m.end
+            pos = end
         parts.append(text[pos:])
-        return "".join(parts)
+        return _MERGE.sub(MASK, "".join(parts))
 
     def labels(self, text: str) -> frozenset[str]:
         """The union of the labels of every mention in ``text``."""
@@ -188,34 +229,11 @@ class GroupLexicon:
         return frozenset(out)
 
 
-def _read(folder: str, name: str) -> str:
-    return (resources.files("biasbreaker") / "data" / folder / name).read_text(encoding="utf-8")
+def _plain_article(m: re.Match[str]) -> str:
+    return ("A" if m.group(1)[0] == "A" else "a") + m.group(2)
 
 
 @functools.lru_cache(maxsize=1)
 def lexicon() -> GroupLexicon:
-    """The fake's lexicon, built once from the shipped name lists and the term list."""
-    folded: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in _TERMS.items()}
-    names: set[str] = set()
-    for fname, gender in (("top_mens_names.json", "man"), ("top_womens_names.json", "woman")):
-        table: dict[str, list[str]] = json.loads(_read("hiring", fname))
-        for code, full_names in table.items():
-            for full in full_names:
-                key = " ".join(full.lower().split())
-                folded[key] = frozenset({_RACE[code], gender})
-                names.add(key)
-    entries: dict[str, list[tuple[str | None, str | None]]] = {}
-    for row in csv.DictReader(io.StringIO(_read("bbq", "vocabulary_proper_names.csv"))):
-        entries.setdefault(row["Name"], []).append(
-            (_BBQ_GENDER.get(row["gender"]), _BBQ_ETHNICITY.get(row["ethnicity"]))
-        )
-    exact: dict[str, frozenset[str]] = {}
-    for name, rows in entries.items():
-        labels: set[str] = set()
-        for idx in (0, 1):
-            values = {r[idx] for r in rows if r[idx] is not None}
-            if len(values) == 1:
-                labels.add(values.pop())  # type: ignore[arg-type]
-        if labels:
-            exact[name] = frozenset(labels)
-    return GroupLexicon(folded, exact, names | set(exact))
+    """The lexicon of the shipped term lists, built once."""
+    return GroupLexicon()

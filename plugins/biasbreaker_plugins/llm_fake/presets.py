@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from biasbreaker.errors import ConfigError
-from biasbreaker_plugins.llm_fake.groups import LABELS
+from biasbreaker_plugins.llm_fake.groups import known_labels, label_of
 
 __all__ = ["GroupPreference", "bloomberg_rates", "preset_names", "preset_preference"]
 
@@ -48,15 +48,19 @@ def _slug(job: str) -> str:
 def parse_key(key: str) -> frozenset[str]:
     """Parse a group key such as ``"black+woman"`` into its labels.
 
+    Labels are the groups of the kernel's term lists (:func:`.groups.known_labels`), gender as
+    ``man``/``woman``; ``male`` and ``female`` are read as ``man`` and ``woman``.
+
     Raises:
         ConfigError: On an empty key or an unknown label (the message lists the known ones).
     """
-    labels = frozenset(p.strip().lower() for p in key.split("+"))
-    unknown = sorted(lab for lab in labels if lab not in LABELS)
+    labels = frozenset(label_of("gender", p.strip().lower()) for p in key.split("+"))
+    known = known_labels()
+    unknown = sorted(lab for lab in labels if lab not in known)
     if not key.strip() or "" in labels or unknown:
         raise ConfigError(
             f"group key {key!r} has unknown label(s) {unknown or ['(empty)']}; use labels joined "
-            f"by '+', from: {', '.join(sorted(LABELS))}"
+            f"by '+', from: {', '.join(sorted(known))}"
         )
     return labels
 
