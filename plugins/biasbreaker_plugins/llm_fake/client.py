@@ -150,6 +150,16 @@ class FakeLLMOptions(BaseModel):
         le=1.0,
         description="Probability in [0, 1] that a call returns malformed output.",
     )
+    prompt_sensitivity: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=10.0,
+        description="Standard deviation, in [0, 10], of a perturbation of each ranked or "
+        "chosen item's key (log-weight units) drawn from the exact prompt: a change of wording, "
+        "a name of the same group included, can then reorder items whose keys are close, as a "
+        "greedy model's answer changes with its input tokens. 0 = a group swap changes nothing "
+        "but what the bias dial puts in.",
+    )
     timeout_s: float = Field(
         default=30.0, gt=0.0, le=600.0, description="Simulated time-out in seconds, (0, 600]."
     )
@@ -405,11 +415,13 @@ class FakeLLM:
     def _order(self, request: LLMRequest, parsed: _Parsed) -> list[int]:
         """Positions of the items in reply order, best first (Gumbel-top-k).
 
-        Item ``i`` (by position) gets the key ``p * log(w_i) + g_i``: ``w_i`` the weight of the
-        groups it names, ``p`` the dial, ``g_i`` a standard Gumbel draw keyed on the masked
-        prompt, the seed, the sample and the position. Sorting by key is Plackett-Luce sampling
-        with weights ``w_i ** p`` (Gumbel-max trick); the first item is chosen with probability
-        ``w_i ** p / sum_j w_j ** p``. At ``p = 0`` the order is the blind positional one.
+        Item ``i`` (by position) gets the key ``p * log(w_i) + g_i + e_i``: ``w_i`` the weight
+        of the groups it names, ``p`` the dial, ``g_i`` a standard Gumbel draw keyed on the
+        masked prompt, the seed, the sample and the position, and ``e_i`` the prompt
+        sensitivity (:meth:`_sensitivity`, 0 by default). Sorting by key is Plackett-Luce
+        sampling with weights ``w_i ** p`` (Gumbel-max trick); the first item is chosen with
+        probability ``w_i ** p / sum_j w_j ** p``. At ``p = 0`` and no sensitivity the order is
+        the blind positional one.
 
         Source:
             Gumbel-max trick: Gumbel (1954); Plackett-Luce by Gumbel-top-k: Yellott (1977),
@@ -419,11 +431,33 @@ class FakeLLM:
         """
         p = self.options.bias
         rng = self._rng(request, parsed, "order")
+        noise = self._sensitivity(request, len(parsed.items))
         keys = []
-        for item in parsed.items:
+        for item, e in zip(parsed.items, noise, strict=True):
             g = _gumbel(rng)
-            keys.append(p * math.log(self._pref.weight(item.labels)) + g)
+            keys.append(p * math.log(self._pref.weight(item.labels)) + g + e)
         return sorted(range(len(keys)), key=lambda i: (-keys[i], i))
+
+    def _sensitivity(self, request: LLMRequest, n: int) -> list[float]:
+        """``n`` perturbations ``N(0, prompt_sensitivity**2)`` keyed on the *exact* prompt.
+
+        Unlike every other draw they are keyed on the unmasked prompt (with the seed, purpose,
+        request seed and sample), so a counterfactual and its same-group twin get independent
+        perturbations, and so does a prompt with a same-group name changed: the sampling noise
+        a real model has even at temperature 0. All zero when the option is 0.
+        """
+        sd = self.options.prompt_sensitivity
+        if sd <= 0.0:
+            return [0.0] * n
+        rng = _digest_rng(
+            self.seed,
+            "sensitivity",
+            request.prompt,
+            request.purpose,
+            request.seed,
+            request.sample,
+        )
+        return [rng.gauss(0.0, sd) for _ in range(n)]
 
     def _score(self, request: LLMRequest, parsed: _Parsed) -> float:
         """A blind score in [0, 1] shifted by ``p * score_shift * (w - 1) / (w + 1)``."""
