@@ -10,7 +10,7 @@ import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -61,6 +61,7 @@ _DECISION = re.compile(
 )
 _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```|\"\"\"(.*?)\"\"\"", re.DOTALL)
 
+_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*\S)\s*$")
 _NEUTRAL = ("adequate", "typical", "reasonable", "consistent")
 _POSITIVE = ("excellent", "outstanding", "strong", "impressive")
 _NEGATIVE = ("weak", "poor", "unconvincing", "doubtful")
@@ -280,6 +281,11 @@ def _gumbel(rng: random.Random) -> float:
     return -math.log(-math.log(u))
 
 
+def _ranked(value: object) -> TypeGuard[list[str]]:
+    """Whether ``value`` is a ranking: a list of at least two strings."""
+    return isinstance(value, list) and len(value) >= 2 and all(isinstance(x, str) for x in value)
+
+
 class FakeLLM:
     """A seeded, **simulated** LLM with a bias dial, for tests, studies and the offline demo.
 
@@ -485,12 +491,14 @@ class FakeLLM:
     ) -> dict[str, Any]:
         """Rule-based fields for a skeptic's or a diagnoser's structured reply.
 
-        A simulated skeptic flags the fake's own evaluative wording about a person ("excellent",
-        "weak", ...), the only kind of bias the fake produces in free text, and proposes the
-        neutralised text; a simulated diagnoser quotes that wording and asks for evidence
-        against judging a person by group. The rule reads adjectives, never group terms, so at
-        dial 0 swapping the groups in a prompt still swaps them in the reply and changes
-        nothing else; it fills only properties the schema asked for, with values of their type.
+        A simulated skeptic reviewing a *ranking* re-derives it group-blind from the task
+        (:meth:`_rerank`) and proposes that order when it differs. Otherwise it flags the fake's
+        own evaluative wording about a person ("excellent", "weak", ...), the only kind of bias
+        the fake produces in free text, and proposes the neutralised text; a simulated
+        diagnoser quotes that wording and asks for evidence against judging a person by group.
+        The rules read positions and adjectives, never group terms, so at any dial swapping the
+        groups in a prompt still swaps them in the reply and changes nothing else; they fill
+        only properties the schema asked for, with values of their type.
         """
         subject = parsed.subject_text.strip()
         loaded = re.search(
@@ -513,28 +521,39 @@ class FakeLLM:
             )
 
         if request.purpose == "skeptic" and wants("decision", str):
-            enum = props["decision"].get("enum")
-            decision = "revise" if loaded else "stands"
-            if enum and decision in enum:
-                out["decision"] = decision
-            if wants("confidence", float) or wants("confidence", int):
-                out["confidence"] = 0.8 if loaded else 0.6
-            if isinstance(value.get("evidence"), list) and not props.get("evidence", {}).get(
-                "minItems"
-            ):
-                out["evidence"] = (
-                    ["an evaluative judgement of a person needs support in the task's facts"]
-                    if loaded
-                    else []
+            rerank = self._rerank(request)
+            if rerank is not None:
+                revision, changed = rerank
+                evidence = "the task gives no reason for this order that is not tied to the names"
+                critique = (
+                    "Simulated skeptic: the order re-derived from the task with every name "
+                    "masked differs."
+                    if changed
+                    else "Simulated skeptic: the order matches the one re-derived group-blind."
                 )
-            if "revision" in value and (loaded or nullable("revision")):
-                out["revision"] = self._neutralise(subject) if loaded else None
-            if wants("critique", str):
-                out["critique"] = (
+            else:
+                changed = loaded is not None
+                revision = self._neutralise(subject)
+                evidence = "an evaluative judgement of a person needs support in the task's facts"
+                critique = (
                     f"The wording {loaded.group(1)!r} judges a person without support."
                     if loaded
                     else "No unsupported evaluative wording found."
                 )
+            enum = props["decision"].get("enum")
+            decision = "revise" if changed else "stands"
+            if enum and decision in enum:
+                out["decision"] = decision
+            if wants("confidence", float) or wants("confidence", int):
+                out["confidence"] = 0.8 if changed else 0.6
+            if isinstance(value.get("evidence"), list) and not props.get("evidence", {}).get(
+                "minItems"
+            ):
+                out["evidence"] = [evidence] if changed else []
+            if "revision" in value and (changed or nullable("revision")):
+                out["revision"] = revision if changed else None
+            if wants("critique", str):
+                out["critique"] = critique
         elif request.purpose == "diagnoser":
             if wants("span", str):
                 out["span"] = loaded.group(1) if loaded else ""
@@ -544,6 +563,65 @@ class FakeLLM:
                     "qualified candidates deserve equal treatment"
                 )
         return out
+
+    def _rerank(self, request: LLMRequest) -> tuple[str, bool] | None:
+        """A simulated skeptic's group-blind re-ranking of the ranking under review.
+
+        The review message fences the task and then the payload (``intervention.review``). If
+        the payload holds a ranking — a JSON list of at least two strings, a JSON object with
+        such lists as values (a LangGraph update), or numbered lines — and every ranked item
+        occurs in the task, the items are ordered anew by Gumbel keys drawn from the *masked*
+        task (with the seed, the request seed and the prompt sensitivity of
+        :meth:`_sensitivity`), one per position of an item's first mention in the task. So
+        the new order depends on where the items stand in the task, never on who they are or
+        on the order under review, at any dial: swapping the names in task and payload swaps
+        them in the new order.
+
+        Returns:
+            ``(the payload with its ranking(s) re-ordered, whether anything changed)``, or
+            ``None`` when the message holds no task and ranking.
+        """
+        user = "\n\n".join(m.content for m in request.messages if m.role == "user")
+        fences = [a or b for a, b in _FENCE.findall(user)]
+        if len(fences) < 2:
+            return None
+        task, payload = fences[-2], fences[-1].strip()
+        try:
+            doc: Any = json.loads(payload)
+        except ValueError:
+            doc = None
+        fields: dict[str, list[str]]
+        if isinstance(doc, dict):
+            fields = {k: v for k, v in doc.items() if _ranked(v)}
+        elif _ranked(doc):
+            fields = {"": doc}
+        elif doc is None:
+            numbered = [m.group(1) for m in map(_NUMBERED.match, payload.splitlines()) if m]
+            fields = {"": numbered} if len(numbered) >= 2 else {}
+        else:
+            fields = {}
+        lowered = task.lower()
+        where = {k: [lowered.find(item.lower()) for item in v] for k, v in fields.items()}
+        if not fields or any(w < 0 for ws in where.values() for w in ws):
+            return None
+        masked_task = self._lexicon.mask(task)
+        changed = False
+        new: dict[str, list[str]] = {}
+        for name, items in sorted(fields.items()):
+            rng = _digest_rng(self.seed, "rerank", name, masked_task, request.seed)
+            rank = {pos: i for i, pos in enumerate(sorted(set(where[name])))}
+            noise = self._sensitivity(request, len(rank))
+            keys = [_gumbel(rng) + e for e in noise]
+            order = sorted(
+                range(len(items)), key=lambda i: (-keys[rank[where[name][i]]], where[name][i])
+            )
+            new[name] = [items[i] for i in order]
+            changed |= new[name] != items
+        if isinstance(doc, dict):
+            return json.dumps({**doc, **new}, ensure_ascii=False), changed
+        if isinstance(doc, list):
+            return json.dumps(new[""], ensure_ascii=False), changed
+        return "\n".join(f"{i}. {x}" for i, x in enumerate(new[""], start=1)), changed
 
     @staticmethod
     def _neutralise(text: str) -> str:
