@@ -485,6 +485,14 @@ class DemoSettings(Section):
         description="BBQ items (count) the question-answering panel answers in the bbq "
         "scenario, half Religion, half Sexual orientation.",
     )
+    bbq_control_runs: int = Field(
+        400,
+        ge=2,
+        le=100_000,
+        description="Control runs (count) of the bbq scenario, for calibration and again, "
+        "fresh, after it: the panel on disambiguated items, which rarely moves, so it needs "
+        "more runs than hiring.",
+    )
     workers: int = Field(
         0,
         ge=0,

@@ -193,3 +193,53 @@ def test_another_seed_gives_other_traces(demo_runs: tuple[Path, Path, str], tmp_
     run_demo(tmp_path / "c", "--seed", "7")
     rel = Path("traces/guarded/posting-0000.jsonl")
     assert (a / rel).read_bytes() != (tmp_path / "c" / rel).read_bytes()
+
+
+def test_bbq_replays_real_answers_and_its_counterfactual_is_the_data(tmp_path: Path) -> None:
+    from biasbreaker.metrics.bbq import bbq_scores
+    from biasbreaker.probe.counterfactual import CounterfactualGenerator
+    from biasbreaker.probe.terms import TermSet
+    from biasbreaker_plugins.demo.bbq import (
+        CATEGORIES,
+        UNPAIRED_AXIS,
+        exchanged,
+        index,
+        items,
+        make_cases,
+        replayed_answer,
+    )
+
+    # no BBQ item of the two categories mentions the axis unpaired items are probed on
+    detector = CounterfactualGenerator(TermSet.load(axes=[UNPAIRED_AXIS], names=False))
+    for category in CATEGORIES:
+        for item in items(category):
+            assert not detector.detect([item.context, item.question, *item.answers])
+    cases = make_cases(200, 0)
+    paired = [c for c in cases if c.paired]
+    assert 100 < len(paired) < 200
+    for case in paired[:40]:
+        twin = exchanged(case.item.context, case.item.question, case.axis, case.groups)
+        other = index(case.item.category)[(twin["context"], twin["question"])]
+        assert other.example_id != case.item.example_id  # a different, real BBQ item
+        assert replayed_answer(case.item.category, case.graph_input())  # a recorded answer
+
+    out = tmp_path / "bbq"
+    result = CliRunner().invoke(app, ["demo", "--scenario", "bbq", "--quick", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text(encoding="utf-8")
+    rows = {row[0]: row for row in table(report, "Guarded runs, from their traces")}
+    for phase, row in rows.items():
+        c = recount(out, phase)
+        assert (int(row[1]), int(row[5]), int(row[9])) == (c["runs"], c["trips"], c["escalated"])
+    assert recount(out, "guarded")["trips"] > 0  # real UnifiedQA answers flip under the swap
+    results = lines(out / "results.jsonl")
+    by_id = {cat: {i.example_id: i for i in items(cat)} for cat in CATEGORIES}
+    released = [r for r in results if r["phase"] == "guarded" and r["status"] == "done"]
+    religion = [r for r in released if r["category"] == "Religion"]
+    scores = bbq_scores(
+        [by_id["Religion"][r["example_id"]] for r in religion], [r["answer"] for r in religion]
+    )
+    bbq_rows = table(report, "UnifiedQA's real answers")
+    row = next(r for r in bbq_rows if r[0] == "Religion" and r[1] == "guarded")
+    assert row[2] == str(len(religion)) and row[3] == f"{scores.accuracy_ambiguous:.3f}"
+    assert "RLB-v1: HOLDS" in result.output

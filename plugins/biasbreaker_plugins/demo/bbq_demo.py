@@ -44,7 +44,7 @@ from biasbreaker_plugins.demo.phases import (
 )
 from biasbreaker_plugins.langgraph import BiasState, guard
 
-QUICK_SIZES = (24, 20, 12)
+QUICK_SIZES = (24, 100, 100)
 """``--quick``: items, control runs, fresh control runs."""
 
 LETTERS = "ABC"

@@ -9,9 +9,11 @@ Calibration (:func:`calibrate_from_traces`) reads the control runs' traces and h
 ``(fast, slow)`` trajectories to :func:`biasbreaker.calibration.calibrate` (the report form of
 :func:`~biasbreaker.calibration.calibrate_thresholds`: the same thresholds, plus the control
 statistics of the calibration window). Control runs are recorded with the breaker at
-``tau_enter = 1`` (:data:`RECORD_ONLY`): B_net never exceeds 1, and reaches it only if every
-scored agent has a local score of exactly 1, so the recording run never trips and its B_net
-trajectory is exactly what a guarded run would see until its first trip.
+``tau_enter = 1`` (:data:`RECORD_ONLY`): B_net never exceeds 1, so a recording run trips only
+when fast B_net reaches 1 (every scored agent at a local score of 1: in the bbq scenario, a
+replayed answer that flips on the run's first step), and its fast maximum, 1, is recorded
+exactly whatever the intervention does afterwards. Until such a trip the B_net trajectory is
+exactly what a guarded run would see.
 """
 
 from __future__ import annotations
