@@ -161,6 +161,7 @@ def _phase(
     fake_seed: int | None = None,
 ) -> Phase:
     start = time.perf_counter()
+    advance(name, 0)
     folder = out / "traces" / name
     by_pair: dict[tuple[str, str], list[Case]] = {}
     for case in cases:

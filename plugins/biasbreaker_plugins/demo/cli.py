@@ -64,9 +64,17 @@ def _progress(phases: dict[str, int | None]) -> Iterator[Any]:
         console=stderr(),
         transient=False,
     )
-    tasks = {name: bar.add_task(name, total=total) for name, total in phases.items()}
+    tasks = {name: bar.add_task(name, total=total, start=False) for name, total in phases.items()}
+
+    def advance(phase: str, n: int) -> None:
+        """Advance ``phase`` by ``n`` inputs; its clock starts at its first call (n may be 0)."""
+        task = tasks[phase]
+        if not bar.tasks[task].started:
+            bar.start_task(task)
+        bar.advance(task, n)
+
     with bar:
-        yield lambda phase, n: bar.advance(tasks[phase], n)
+        yield advance
 
 
 def print_table(table: Table) -> None:

@@ -257,6 +257,7 @@ def _phase(
     advance: Advance,
 ) -> Phase:
     start = time.perf_counter()
+    advance(spec.name, 0)
     chunks = [postings[i : i + CHUNK] for i in range(0, len(postings), CHUNK)]
     records: list[dict[str, Any]] = []
     calls = 0
