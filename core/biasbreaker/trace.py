@@ -283,13 +283,17 @@ def _int(value: object, name: str) -> int:
 
 
 def _score(value: object, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0.0 <= value < math.inf
-    ):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TraceError(f"{name}={value!r} must be a finite number >= 0")
-    return float(value)
+    try:
+        as_float = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise TraceError(
+            f"{name}=<an integer beyond the float range> must be a finite number >= 0"
+        ) from None
+    if not 0.0 <= as_float < math.inf:
+        raise TraceError(f"{name}={value!r} must be a finite number >= 0")
+    return as_float
 
 
 def _scores(value: object) -> Mapping[str, float]:
