@@ -167,7 +167,7 @@ def test_the_report_matches_the_traces_and_results(demo_runs: tuple[Path, Path, 
         assert leans[label][1] == str(len(means))
         assert leans[label][2] == f"{sum(means) / len(means):.4f}"
     assert "RLB-v1: HOLDS" in output and "RLB-v1: HOLDS" in report
-    assert re.search(r"^anti-thrash v1: HOLDS", output, flags=re.M)
+    assert re.search(r"^anti-thrash v\d+: HOLDS", output, flags=re.M)
     assert (out / "figures" / "bnet.png").stat().st_size > 10_000
     assert (out / "figures" / "selection.png").stat().st_size > 10_000
     assert "Simulated LLM" in output and "simulated" in report.lower()

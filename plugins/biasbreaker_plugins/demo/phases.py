@@ -166,7 +166,13 @@ def calibrate_from_traces(traces: Sequence[Trace], kernel: Kernel) -> Calibratio
     Raises:
         ThresholdError: Too few runs for the target, or control B_net that never varies.
     """
-    runs = [[(r.fast, r.slow) for r in trace.records] for trace in traces if trace.records]
+    # each step's own score too: with node trips on, the statistic that trips a run is the
+    # larger of fast B_net and the guarded step's own score, so that is what is calibrated
+    runs = [
+        [(r.fast, r.slow, None if r.node is None else r.scores.get(r.node)) for r in trace.records]
+        for trace in traces
+        if trace.records
+    ]
     return calibrate(runs, kernel=kernel)
 
 

@@ -230,7 +230,7 @@ class PropertyTotal:
     """One property's verdict over many traces.
 
     Args:
-        name: The property line's name (``RLB-v1``, ``anti-thrash v1`` ...).
+        name: The property line's name (``RLB-v1``, ``anti-thrash v2`` ...).
         traces: Traces verified.
         holding: Traces on which it holds.
         checked: Instances checked, summed (for RLB-v1: recovery transitions).
