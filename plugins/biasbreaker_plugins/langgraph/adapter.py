@@ -334,6 +334,7 @@ class GraphGuard:
             @functools.wraps(fn)
             async def guarded_async(*args: Any, **kwargs: Any) -> Any:
                 config = kwargs["config"] if wants_config else kwargs.pop("config", None)
+                self._check_trace(spec, args, kwargs, config)
                 out = await fn(*args, **kwargs)
                 call = self._begin(spec, args, kwargs, out, config)
                 if call.sampled:
@@ -346,6 +347,7 @@ class GraphGuard:
             @functools.wraps(fn)
             def guarded_sync(*args: Any, **kwargs: Any) -> Any:
                 config = kwargs["config"] if wants_config else kwargs.pop("config", None)
+                self._check_trace(spec, args, kwargs, config)
                 out = fn(*args, **kwargs)
                 call = self._begin(spec, args, kwargs, out, config)
                 if call.sampled:
@@ -368,6 +370,25 @@ class GraphGuard:
             signature = signature.replace(parameters=params)
         wrapper.__signature__ = signature  # type: ignore[attr-defined]
         return wrapper
+
+    def _check_trace(
+        self,
+        spec: GuardedNode,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        config: Mapping[str, Any] | None,
+    ) -> None:
+        """Before a thread's first breaker step: refuse to overwrite another run's trace.
+
+        Raises:
+            TraceError: The thread has no breaker state yet (a new run, not a resume) but its
+                trace file already holds records.
+        """
+        if not self.traces.template:
+            return
+        state = args[0] if args else kwargs.get(spec.first)
+        if isinstance(state, Mapping) and not state.get("bb_breaker"):
+            self.traces.check_new_run(_thread_of(config if config is not None else get_config()))
 
     def _begin(
         self,
