@@ -184,6 +184,7 @@ def build_guarded(
         specs,
         dict(influence.weights),
         hook,
+        channels=builder.channels,
     )
 
     guarded = copy.copy(builder)
