@@ -23,9 +23,10 @@ pytest.importorskip("langgraph")
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
-from pydantic import ValidationError
+from langgraph.types import Command, interrupt
+from pydantic import BaseModel, ValidationError
 
+from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
 from biasbreaker_plugins.langgraph import BB_KEYS, BiasState, ReviewDecision, guard, guard_node
@@ -283,3 +284,59 @@ def test_a_counterfactual_re_run_returning_nan_fails_the_probe_closed(
     assert "counterfactual variant 0" in reason and "is nan" in reason
     assert mail.seen == [] and "first" not in out.get("bb_local_scores", {})
     strict_json(out)
+
+
+# ------------------------------------------------------------------ nodes the probe cannot re-run
+
+
+def test_a_probed_node_calling_interrupt_says_to_mark_it_probe_false(kernel: Kernel) -> None:
+    def asks(state: Case) -> dict[str, Any]:
+        answer = interrupt(f"decide on {state['candidate']}")
+        return {"decision": str(answer)}
+
+    mail = Mailroom([])
+    app = pipeline(kernel, asks, mail)
+    out = run(app, CANDIDATE, "ask", False)
+    assert out["__interrupt__"][0].value == "decide on John Smith"  # the node's own question
+    out = run(app, Command(resume="yes"), "ask", False)
+    reason = review(out)["reason"]
+    assert "GraphInterrupt" in reason and "mark it @guard_node(probe=False)" in reason
+    assert mail.seen == []
+
+
+def test_a_node_marked_probe_false_may_call_interrupt(kernel: Kernel) -> None:
+    @guard_node(probe=False)
+    def asks(state: Case) -> dict[str, Any]:
+        return {"decision": str(interrupt(f"decide on {state['candidate']}"))}
+
+    mail = Mailroom([])
+    app = pipeline(kernel, asks, mail)
+    assert run(app, CANDIDATE, "ask", False)["__interrupt__"][0].value == "decide on John Smith"
+    out = run(app, Command(resume="yes"), "ask", False)
+    assert "__interrupt__" not in out and mail.seen == [{"decision": "yes", "score": None}]
+    assert out["bb_breaker"]["machine"]["state"] == "normal"  # checked by the breaker
+
+
+# ------------------------------------------------------------------ state schemas
+
+
+class PydanticState(BaseModel):
+    candidate: str = ""
+
+
+@dataclass
+class DataclassState:
+    candidate: str = ""
+
+
+@pytest.mark.parametrize(
+    ("schema", "kind"), [(PydanticState, "pydantic model"), (DataclassState, "dataclass")]
+)
+def test_a_model_state_is_refused_with_what_is_supported(
+    kernel: Kernel, schema: Any, kind: str
+) -> None:
+    builder = StateGraph(schema)
+    builder.add_node("n", lambda state: {"candidate": "x"})
+    builder.add_edge(START, "n")
+    with pytest.raises(ConfigError, match=f"is a {kind}; .*TypedDict derived from BiasState"):
+        guard(builder, kernel)

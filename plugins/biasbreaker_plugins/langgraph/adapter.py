@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config, get_store, get_stream_writer
+from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send, interrupt
 
@@ -245,6 +246,18 @@ def _jsonable(value: Any) -> bool:
 def _short(value: Any, limit: int = 300) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` or its cause chain is LangGraph's interrupt (``interrupt()`` called)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, GraphInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _thread_of(config: Mapping[str, Any] | None) -> str:
@@ -458,6 +471,13 @@ class GraphGuard:
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
             call.probe_error = f"{type(exc).__name__}: {exc}"
+            if _interrupted(exc):
+                call.probe_error += (
+                    f"; node {call.node.name!r} calls interrupt(), which cannot answer the "
+                    "probe's re-runs on counterfactual states: mark it "
+                    "@guard_node(probe=False) (from biasbreaker_plugins.langgraph import "
+                    "guard_node), or leave it out of guard(nodes=...)"
+                )
             return
         finally:
             _INJECTED.reset(token)
