@@ -87,7 +87,8 @@ class ReviewRequest(BaseModel):
     Args:
         key: The held output's key in ``bb_unverified_output``.
         node: The guarded node that produced it.
-        held: The held update, as the node returned it.
+        held: The held update, as the node returned it; a value that is not JSON is replaced by
+            a marker text ``"<not JSON: TYPE REPR>"`` (and ``approve`` is refused for it).
         frozen: The frozen payload record (canonical JSON and sha256) when the machine froze
             it, else ``None``.
         reason: Why it is held (the machine's reason, or the probe's error).
