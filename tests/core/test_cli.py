@@ -118,3 +118,33 @@ def test_config_reports_a_toml_syntax_error(isolated_config: Path) -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.startswith("biasbreaker ")
+
+
+def test_a_plugin_adds_a_command_through_the_commands_group(fake_plugin_dist: Any) -> None:
+    import typer
+
+    from biasbreaker.cli import COMMAND_GROUP, load_plugin_commands
+
+    fake_plugin_dist(
+        "biasbreaker-hello",
+        group=COMMAND_GROUP,
+        entry_points={"hello": "bb_hello:register", "broken": "bb_hello:missing"},
+        modules={
+            "bb_hello": """
+                def register(app):
+                    @app.command("hello")
+                    def hello(name: str = "world") -> None:
+                        print(f"hello {name}")
+                """
+        },
+    )
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """Root."""
+
+    failures = load_plugin_commands(app)
+    assert len(failures) == 1 and "'broken'" in failures[0]  # left out, the others work
+    result = CliRunner().invoke(app, ["hello", "--name", "plugins"])
+    assert result.exit_code == 0 and result.output == "hello plugins\n"

@@ -269,3 +269,14 @@ def test_config_rows_never_show_secrets(isolated_config: Path) -> None:
     assert rows["plugin.openai-compatible.api_key_env"] == "OPENAI_API_KEY"
     assert rows["plugin.openai-compatible.model"] == "gpt"
     assert "sk-live-123" not in repr(rows)
+
+
+def test_the_demo_section_validates_its_sizes_and_preset(isolated_config: Path) -> None:
+    settings = load_settings().settings
+    assert settings.demo.postings == 240 and settings.demo.fake_preset == "bloomberg-gpt35"
+    (isolated_config / "biasbreaker.toml").write_text("[demo]\npostings = 100\nworkers = 1\n")
+    assert load_settings().settings.demo.postings == 100
+    for bad in ("postings = 3", 'fake_preset = "bloomberg-gpt5"', "fake_bias = 1.5"):
+        (isolated_config / "biasbreaker.toml").write_text(f"[demo]\n{bad}\n")
+        with pytest.raises(ConfigError, match=r"demo\."):
+            load_settings()
