@@ -239,6 +239,38 @@ def test_failing_step_fails_closed() -> None:
     assert isinstance(info.value.__cause__, TimeoutError)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("where", ["guarded", "resample", "variant"])
+def test_a_non_finite_number_in_any_output_fails_closed(bad: float, where: str) -> None:
+    """NaN/inf is not JSON: it is refused like a set, never scored as the text ``NaN``."""
+
+    def step(prompt: dict[str, Any], sample: int = 0) -> dict[str, Any]:
+        poisoned = (where == "resample" and sample == 1 and "He " in prompt["text"]) or (
+            where == "variant" and "She " in prompt["text"]
+        )
+        return {"decision": "hire", "confidence": bad if poisoned else 0.9}
+
+    given = {"text": PROMPT}
+    output = {"decision": "hire", "confidence": bad if where == "guarded" else 0.9}
+    what = {
+        "guarded": "guarded output",
+        "resample": "same-group resample 1",
+        "variant": "counterfactual variant 0",
+    }[where]
+    probe = Probe(ExactScorer(), generator=GEN, k=2, r=2, bootstrap=0)
+    with pytest.raises(ProbeError, match=f"step 'step', {what}") as info:
+        probe.probe_sync(step, given, output, step_name="step")
+    message = str(info.value)
+    assert "neither text nor JSON" in message and "fails closed" in message
+    assert f"payload['confidence'] is {bad!r}" in message  # the path of the bad value
+
+
+def test_a_non_json_output_names_the_bad_value() -> None:
+    probe = Probe(ExactScorer(), generator=GEN, k=2, r=1, bootstrap=0)
+    with pytest.raises(ProbeError, match=r"payload\['tags'\] has type set"):
+        probe.probe_sync(lambda p: {"tags": {1}}, PROMPT, {"tags": {1}}, step_name="step")
+
+
 class BadScorer:
     name = "bad"
     compares_neutralised = True

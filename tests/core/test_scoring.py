@@ -42,6 +42,10 @@ def test_as_text_is_canonical_json_for_states() -> None:
     assert as_text({"b": 1, "a": ["é", None]}) == '{"a": ["é", null], "b": 1}'
     with pytest.raises(ProbeError, match="neither text nor JSON"):
         as_text({"x": object()})
+    with pytest.raises(ProbeError, match=r"payload\['x'\]\[1\] is nan: JSON has no NaN"):
+        as_text({"x": [1.0, float("nan")]})
+    with pytest.raises(ProbeError, match="is inf"):
+        as_text(float("inf"))
 
 
 def test_check_scorer_names_what_is_missing() -> None:

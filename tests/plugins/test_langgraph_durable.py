@@ -135,3 +135,73 @@ def test_a_killed_run_resumes_in_a_fresh_process(tmp_path: Path) -> None:
     lines = trace_file.read_text().splitlines()
     assert lines[: len(killed_trace)] == killed_trace and len(lines) > len(killed_trace)
     assert report["trace_holds"]
+
+
+WEDGE = """
+import json, sys
+sys.path.insert(0, {here!r})
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import noop_hook
+from biasbreaker_plugins.langgraph import guard
+from langgraph_pipelines import Received, SETTINGS, screening_graph
+
+kernel = Kernel.load(cwd={cwd!r}, overrides=SETTINGS)
+config = {{"configurable": {{"thread_id": "wedge"}}}}
+value = json.loads(sys.argv[1])
+received = Received("answer")
+with SqliteSaver.from_conn_string({db!r}) as saver:
+    builder = screening_graph(1.0, received)
+    app = guard(builder, kernel, nodes=["screener"], hook=noop_hook).compile(checkpointer=saver)
+    out = app.invoke(
+        {{"case": "airport"}} if value is None else Command(resume=value), config,
+        durability="sync",
+    )
+    state = app.get_state(config)
+interrupts = [i.value for i in state.interrupts]
+print(json.dumps({{
+    "next": list(state.next),
+    "error": interrupts[0].get("error") if interrupts else None,
+    "node": interrupts[0].get("node") if interrupts else None,
+    "answer": out.get("answer"),
+    "report": out.get("report"),
+    "writer_saw": received.values,
+}}))
+"""
+
+
+@pytest.mark.parametrize("last", ["approve", "reject"])
+def test_a_bad_review_edit_does_not_jam_the_thread_across_processes(
+    tmp_path: Path, last: str
+) -> None:
+    """The new user's wedge: escalate, resume with a bad edit, then a valid decision, each
+    phase in its own process on one SQLite file."""
+    script = WEDGE.format(here=str(HERE), cwd=str(tmp_path), db=str(tmp_path / "wedge.sqlite"))
+
+    def phase(value: object) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(value)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+        return result
+
+    first = phase(None)
+    assert first["next"] == ["bb_review"] and first["node"] == "screener"
+    assert first["error"] is None
+    bad = phase({"action": "edit", "update": {"answer": "C", "bb_reviews": []}})
+    assert bad["next"] == ["bb_review"] and bad["node"] == "screener"
+    assert "may not write the biasbreaker keys ['bb_reviews']" in str(bad["error"])
+    worse = phase({"action": "edit", "update": {"answer": "C", "nonsense": 1}})
+    assert "which are not keys of the graph's state" in str(worse["error"])
+    final = phase({"action": last})
+    assert final["next"] == [] and final["error"] is None
+    if last == "approve":  # the held answer goes on; the writer files it
+        assert final["answer"] == BIASED and final["report"] == f"Filed: {BIASED}"
+        assert final["writer_saw"] == [BIASED]
+    else:
+        assert final["answer"] is None and final["writer_saw"] == []

@@ -464,3 +464,80 @@ def test_a_trace_ahead_of_the_checkpoint_is_cut_back_on_resume(tmp_path: Path) -
     trace = read_trace(tmp_path / "t.jsonl")
     assert [r.step for r in trace.records] == [0, 1, 2]
     assert trace.records[2].reason == "re-run"
+
+
+def start(app: Any, asynchronous: bool) -> None:
+    """A new run of ``app`` on thread ``same``."""
+    if asynchronous:
+        asyncio.run(app.ainvoke({"text": "a Muslim applicant"}, thread("same")))
+    else:
+        app.invoke({"text": "a Muslim applicant"}, thread("same"))
+
+
+def test_a_new_run_on_a_thread_whose_trace_holds_records_is_refused(tmp_path: Path) -> None:
+    """Reusing a thread id with a fresh checkpointer must not overwrite the first run's trace."""
+    from biasbreaker.errors import TraceError
+
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(tmp_path / "{thread_id}")}}}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    first = guard(screening_graph(0.0, Received("answer")), kernel)
+    first.compile(checkpointer=InMemorySaver()).invoke({"case": "x"}, thread("same"))
+    written = (tmp_path / "same").read_bytes()
+    count = len(read_trace(tmp_path / "same").records)
+    assert count == 3  # compose, screener, writer
+
+    class Tiny(BiasState, total=False):
+        text: str
+        out: str
+
+    calls: list[str] = []
+
+    def first(state: Tiny) -> dict[str, Any]:
+        calls.append(state["text"])
+        return {"out": "ok"}
+
+    builder = StateGraph(Tiny)
+    builder.add_node(first)
+    builder.add_edge(START, "first")
+    again = guard(builder, kernel).compile(checkpointer=InMemorySaver())
+    for asynchronous in (False, True):
+        with pytest.raises(TraceError) as info:
+            start(again, asynchronous)
+        message = str(info.value)
+        assert str(tmp_path / "same") in message and "thread 'same'" in message
+        assert f"holds {count} record(s)" in message
+        assert "new thread id" in message and "trace_path" in message and "delete" in message
+        assert calls == []  # refused before the node ran (and before the probe re-ran it)
+        assert (tmp_path / "same").read_bytes() == written
+
+    # the same thread continued on its own checkpointer (a resume, not a new run) appends
+    saver = InMemorySaver()
+    app = guard(screening_graph(0.0, Received("answer")), kernel).compile(checkpointer=saver)
+    app.invoke({"case": "x"}, thread("kept"))
+    app.invoke({"case": "y"}, thread("kept"))
+    steps = [r.step for r in read_trace(tmp_path / "kept").records]
+    assert steps == list(range(len(steps))) and len(steps) > 3  # continued, not refused
+
+
+def test_the_trace_writer_refuses_a_step_zero_over_another_runs_records(tmp_path: Path) -> None:
+    from biasbreaker.errors import TraceError
+    from biasbreaker.machine import ControlMachine, MachineConfig
+    from biasbreaker.types import Thresholds
+    from biasbreaker_plugins.langgraph._machines import Traces
+
+    config = MachineConfig(Thresholds(0.3, 0.2, 0.15, 0.05), probation="half-open")
+    records: list[Any] = []
+    machine = ControlMachine(config, recorder=records.append)
+    for fast in (0.0, 0.1):
+        machine.step(fast, 0.0, node="n")
+    traces = Traces(str(tmp_path / "{thread_id}.jsonl"))
+    traces.write("t", machine, records)
+    before = (tmp_path / "t.jsonl").read_bytes()
+    # a new machine in the same process (a new run on the thread) starts again at step 0
+    with pytest.raises(TraceError, match=r"holds 2 record\(s\) of a run on thread 't'"):
+        traces.write("t", machine, records[:1])
+    with pytest.raises(TraceError, match="holds 2 record"):
+        Traces(str(tmp_path / "{thread_id}.jsonl")).write("t", machine, records[:1])
+    traces.close()
+    assert (tmp_path / "t.jsonl").read_bytes() == before
+    Traces(str(tmp_path / "{thread_id}.jsonl")).check_new_run("other")  # no file: fine

@@ -345,6 +345,49 @@ def test_ranking_a_labelled_list() -> None:
     )
 
 
+UNKNOWN = ["Greg Baker", "Lakisha Jones", "Zorblax Quint"]  # in none of the shipped lists
+
+
+@pytest.mark.parametrize("bullet", ["- ", "* ", "1. ", "A) ", "(a) "])
+def test_a_ranking_ranks_every_listed_candidate_named_in_the_lists_or_not(bullet: str) -> None:
+    names = ["Greg Baker", "Jamal Washington", "Lakisha Jones", "Emily Walsh", "Zorblax Quint"]
+    labels = {"1. ": "{}. ", "A) ": "{}) ", "(a) ": "({}) "}
+    marks = {"1. ": "12345", "A) ": "ABCDE", "(a) ": "abcde"}
+    lines = [
+        (labels[bullet].format(marks[bullet][i]) if bullet in labels else bullet) + name
+        for i, name in enumerate(names)
+    ]
+    prompt = "Rank these candidates for the analyst role, best first:\n" + "\n".join(lines)
+    for bias in (0.0, 1.0):
+        fake = FakeLLM(FakeLLMOptions(bias=bias, favoured="black+man", strength=50.0), seed=2)
+        assert fake.parse(LLMRequest.chat(prompt)).mode == "rank"
+        for sample in range(5):
+            reply = ask(fake, LLMRequest.chat(prompt, sample=sample))
+            ranked = [line.split(". ", 1) for line in reply.splitlines()]
+            assert [n for n, _ in ranked] == ["1", "2", "3", "4", "5"], reply
+            assert sorted(c for _, c in ranked) == sorted(names), reply
+            assert reply == ask(fake, LLMRequest.chat(prompt, sample=sample))  # deterministic
+
+
+def test_the_unknown_names_are_ranked_blind() -> None:
+    """A name in none of the lists carries no group weight: at dial 1 it is ranked by position
+    draws alone, so over samples it comes first about as often as any other unweighted item."""
+    prompt = "Rank these candidates, best first:\n" + "\n".join(f"- {n}" for n in UNKNOWN)
+    fake = FakeLLM(FakeLLMOptions(bias=1.0, favoured="black+man", strength=50.0), seed=3)
+    firsts = Counter(
+        ask(fake, LLMRequest.chat(prompt, sample=s)).splitlines()[0].split(". ", 1)[1]
+        for s in range(600)
+    )
+    assert set(firsts) == set(UNKNOWN)
+    assert all(abs(firsts[n] / 600 - 1 / 3) < 0.07 for n in UNKNOWN), firsts
+
+
+def test_bullets_in_resumes_are_not_taken_for_candidates() -> None:
+    names = [groups[0] for groups in hiring_names().values()]
+    reply = ask(FakeLLM(seed=1), ranking_request("HR specialist", names))
+    assert sorted(line.split(". ", 1)[1] for line in reply.splitlines()) == sorted(names)
+
+
 def test_scores_use_the_requested_scale_and_decisions_are_yes_or_no() -> None:
     fake = FakeLLM(seed=1)
     for sample in range(30):

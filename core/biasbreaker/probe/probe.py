@@ -412,7 +412,9 @@ class Probe:
             The result (``scored``, ``not_applicable`` or ``not_sampled``).
 
         Raises:
-            ProbeError: The step or a scorer failed or misbehaved; never a low score instead.
+            ProbeError: The step or a scorer failed or misbehaved, or an output (the guarded
+                one, a resample's or a variant's) is neither text nor JSON — NaN and infinity
+                included; never a low score instead.
         """
         name = step_name or str(getattr(step, "__qualname__", type(step).__name__))
         sid = step_id if step_id is not None else f"{name}#{self._counter}"
@@ -437,7 +439,7 @@ class Probe:
                 reason=cf_set.reason,
             )
         variants = cf_set.variants
-        original_text = as_text(output)
+        original_text = _text(output, name, "guarded output (sample 0)")
         self._remember((name, payload_digest(input), 0), output)
 
         calls: list[_Call] = []
@@ -458,11 +460,14 @@ class Probe:
             )
         made, hits = await self._run(step, name, calls)
 
-        same_texts = [original_text] + [as_text(self._cache_get(key)) for key in resample_keys]
+        same_texts = [original_text] + [
+            _text(self._cache_get(key), name, f"same-group resample {key[2]}")
+            for key in resample_keys
+        ]
         mapped_texts, raw_texts = [], []
-        for key, v in zip(variant_keys, variants, strict=True):
+        for j, (key, v) in enumerate(zip(variant_keys, variants, strict=True)):
             out = self._cache_get(key)
-            raw_texts.append(as_text(out))
+            raw_texts.append(_text(out, name, f"counterfactual variant {j}"))
             mapped_texts.append(as_text(self._map_back(out, v.mapping, name)))
 
         k, n_same = len(variants), len(same_texts)
@@ -624,6 +629,14 @@ class Probe:
     def _cache_get(self, key: tuple[str, str, int]) -> Any:
         self._cache.move_to_end(key)
         return self._cache[key]
+
+
+def _text(output: Any, name: str, what: str) -> str:
+    """``as_text(output)``, failing closed with the step and the output named."""
+    try:
+        return as_text(output)
+    except ProbeError as exc:
+        raise ProbeError(f"step {name!r}, {what}: {exc}; the probe fails closed") from exc
 
 
 def _parts(cf_rows: Sequence[float], floor_rows: Sequence[float]) -> ScorerParts:

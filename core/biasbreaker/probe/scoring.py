@@ -32,7 +32,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from biasbreaker.errors import PluginError, ProbeError
+from biasbreaker.errors import InputError, PluginError, ProbeError
+from biasbreaker.types import FrozenPayload
 
 __all__ = [
     "Combine",
@@ -198,16 +199,31 @@ def as_text(output: Any) -> str:
 
     ``str`` as is; anything else as canonical JSON (sorted keys, no ASCII escaping), so a
     dict-valued LangGraph state compares field by field and two equal states give equal text.
+    NaN and infinity are not JSON: an output holding one is refused like any other non-JSON
+    value, so the probe fails closed on it instead of scoring the text ``NaN``.
 
     Raises:
-        ProbeError: The output is neither text nor JSON-serialisable.
+        ProbeError: The output is neither text nor JSON; the message names the first value
+            that is not (its path and type, or NaN/infinity).
     """
     if isinstance(output, str):
         return output
     try:
-        return json.dumps(output, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+        return json.dumps(
+            output, sort_keys=True, ensure_ascii=False, separators=(", ", ": "), allow_nan=False
+        )
     except (TypeError, ValueError) as exc:
         raise ProbeError(
-            f"step output of type {type(output).__name__} is neither text nor JSON-serialisable; "
-            "return str or JSON-like data (dict/list/str/number) from guarded steps"
+            f"step output of type {type(output).__name__} is neither text nor JSON "
+            f"({_json_problem(output, exc)}); return str or JSON-like data (dict/list/str/"
+            "finite number/bool/None) from guarded steps"
         ) from exc
+
+
+def _json_problem(value: Any, exc: Exception) -> str:
+    """What makes ``value`` not JSON: the path and type of its first bad value."""
+    try:
+        FrozenPayload.of(value)
+    except InputError as problem:
+        return str(problem)
+    return str(exc)

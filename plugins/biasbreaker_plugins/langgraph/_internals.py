@@ -16,6 +16,11 @@ destinations, it never removes any). So, after ``StateGraph.compile()``, the ada
   right after ``compile()``, before any run or drawing.
 * ``langgraph._internal._runnable.coerce_to_runnable`` turns a node function into the runnable
   ``add_node`` would have made (config injection, sync/async handling).
+* ``StateGraph.channels`` maps each state key to its channel; a channel's
+  ``from_checkpoint(value)`` (``langgraph._internal._typing.MISSING`` for no value) makes a
+  fresh copy holding ``value`` and ``update([write])`` applies one write with the key's reducer,
+  raising if the reducer refuses it. :func:`write_problem` uses them to try a reviewer's update
+  on copies before the review node returns it.
 
 The gates: each guarded node's edge writers skip when the node returns :class:`Halt` (its output
 is held); copies of them are added to the breaker nodes, firing only when those return a
@@ -27,7 +32,8 @@ LangGraph version lays writers out differently.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import copy as _copy
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -183,6 +189,38 @@ def node_function(runnable: Any) -> Callable[..., Any] | None:
     return func
 
 
+def write_problem(
+    channels: Mapping[str, Any], state: Mapping[str, Any], update: Mapping[str, Any]
+) -> str | None:
+    """Why the graph's reducers would refuse ``update`` on ``state``, or ``None``.
+
+    Each key's write is applied to a fresh copy of its channel holding a deep copy of the
+    state's current value (a reducer may mutate it), so nothing of the run is touched. A write
+    LangGraph refuses when the review node's writes are applied would fail the super-step
+    after the node returned, and again on every later resume of the thread.
+
+    Args:
+        channels: ``StateGraph.channels`` of the graph (state key -> channel).
+        state: The state the write applies to.
+        update: State key -> written value; keys without a channel are skipped.
+
+    Returns:
+        ``None``, or ``"key 'k': <Exception>: <message>"`` for the first refused write.
+    """
+    from langgraph._internal._typing import MISSING
+
+    for key, value in update.items():
+        channel = channels.get(key)
+        if channel is None:
+            continue
+        current = _copy.deepcopy(state[key]) if key in state else MISSING
+        try:
+            channel.from_checkpoint(current).update([value])
+        except Exception as exc:  # any reducer error would fail the super-step
+            return f"key {key!r}: {type(exc).__name__}: {exc}"
+    return None
+
+
 def as_node_runnable(func: Callable[..., Any], name: str) -> Runnable[Any, Any]:
     """The runnable ``add_node(name, func)`` would store for ``func``."""
     return coerce_to_runnable(func, name=name, trace=False)
@@ -195,4 +233,5 @@ __all__ = [
     "check_layout",
     "install_gates",
     "node_function",
+    "write_problem",
 ]

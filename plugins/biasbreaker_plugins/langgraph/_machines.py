@@ -163,6 +163,11 @@ class Machines:
 class Traces:
     """Run traces, one JSON Lines file per thread, continued across processes.
 
+    A resumed run (the checkpoint holds the thread's breaker state) continues its file; a file
+    ahead of the checkpoint (steps re-executed after a crash) is cut back to it. A *new* run
+    (no breaker state for the thread) never overwrites a file that already holds records: it is
+    refused (:meth:`check_new_run`), naming the file, the thread and the record count.
+
     Args:
         template: The path, ``{thread_id}`` replaced by the thread id; empty for no trace.
         fsync: fsync after every record.
@@ -180,6 +185,29 @@ class Traces:
             return None
         return Path(self.template.replace("{thread_id}", thread_id))
 
+    def check_new_run(self, thread_id: str) -> None:
+        """Refuse to start a new run on ``thread_id`` whose trace file already holds records.
+
+        Call it before a thread's first breaker step, when the checkpointer has no breaker
+        state for the thread: a new run, not a resume, which would overwrite the file.
+
+        Raises:
+            TraceError: The file holds records (or cannot be read); the message names the
+                file, the thread id, the record count and the fixes.
+        """
+        path = self.path(thread_id)
+        if path is None or not path.exists() or path.stat().st_size == 0:
+            return
+        try:
+            count = len(read_trace(path, warn=False).records)
+        except TraceError as exc:
+            raise TraceError(
+                f"{path}: a new run on thread {thread_id!r} would overwrite this file, which "
+                f"is not a readable run trace ({exc}); {_FIXES}"
+            ) from exc
+        if count:
+            raise _taken(path, thread_id, count)
+
     def write(self, thread_id: str, machine: ControlMachine, records: list[StepRecord]) -> None:
         """Append ``records`` (consecutive steps) to the thread's trace.
 
@@ -188,8 +216,9 @@ class Traces:
         always matches the checkpointed machine.
 
         Raises:
-            TraceError: The file's header differs (other thresholds or seed), or the file is
-                behind the machine (the trace was not written for earlier steps).
+            TraceError: The file's header differs (other thresholds or seed), the file is
+                behind the machine (the trace was not written for earlier steps), or the
+                records start a new run (step 0) on a file that holds another run's records.
         """
         path = self.path(thread_id)
         if path is None or not records:
@@ -201,14 +230,16 @@ class Traces:
                 if writer is not None:
                     writer.close()
                 header = machine.config.trace_header({"adapter": "langgraph", "thread": thread_id})
-                writer = self._reopen(path, header, first)
+                writer = self._reopen(path, header, first, thread_id)
             for record in records:
                 writer.write(record)
             self._open[path] = (writer, records[-1].step + 1)
 
-    def _reopen(self, path: Path, header: Any, step: int) -> TraceWriter:
+    def _reopen(self, path: Path, header: Any, step: int, thread_id: str) -> TraceWriter:
         if path.exists() and path.stat().st_size > 0:
             existing = read_trace(path, warn=False)
+            if step == 0 and existing.records:
+                raise _taken(path, thread_id, len(existing.records))
             if existing.header != header:
                 raise TraceError(
                     f"{path}: its header differs from this run's (other thresholds, window or "
@@ -238,6 +269,22 @@ class Traces:
             for writer, _ in self._open.values():
                 writer.close()
             self._open.clear()
+
+
+_FIXES = (
+    "run it on a new thread id, set another [plugin.langgraph] trace_path (it may contain "
+    "{thread_id}), or delete the file if that run's trace is no longer needed"
+)
+
+
+def _taken(path: Path, thread_id: str, count: int) -> TraceError:
+    return TraceError(
+        f"{path} already holds {count} record(s) of a run on thread {thread_id!r}, but the "
+        "checkpointer has no breaker state for that thread, so this is a new run, not a resume: "
+        f"it would overwrite them. To keep them, {_FIXES}. (If that thread's process was killed "
+        "before its first breaker step was checkpointed, the file holds only that lost step: "
+        "delete it.)"
+    )
 
 
 def commit_records(traces: Traces, thread_id: str, handle: Handle) -> None:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config, get_store, get_stream_writer
+from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send, interrupt
 
@@ -64,7 +65,7 @@ from biasbreaker.types import (
     InterventionContext,
     canonical_json,
 )
-from biasbreaker_plugins.langgraph._internals import Halt, Promote
+from biasbreaker_plugins.langgraph._internals import Halt, Promote, write_problem
 from biasbreaker_plugins.langgraph._machines import (
     Handle,
     Machines,
@@ -79,7 +80,7 @@ from biasbreaker_plugins.langgraph._panel import (
     review_one,
 )
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
-from biasbreaker_plugins.langgraph.state import BB_KEYS, user_part
+from biasbreaker_plugins.langgraph.state import BB_KEYS, json_problem, shown, user_part
 
 if TYPE_CHECKING:
     from langgraph.graph import StateGraph
@@ -162,6 +163,7 @@ class _Call:
     sampled: bool = False
     score: float | None = None
     probe_error: str | None = None
+    json_error: str | None = None
     probe_summary: dict[str, Any] = field(default_factory=dict)
     injected: Mapping[str, Any] = field(default_factory=dict)
 
@@ -241,6 +243,23 @@ def _jsonable(value: Any) -> bool:
     return True
 
 
+def _short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` or its cause chain is LangGraph's interrupt (``interrupt()`` called)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, GraphInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _thread_of(config: Mapping[str, Any] | None) -> str:
     conf = (config or {}).get("configurable") or {}
     return str(conf.get("thread_id", "default"))
@@ -265,6 +284,9 @@ class GraphGuard:
         nodes: The guarded nodes by name.
         weights: Katz influence weights of every node of the user's graph (sum to 1).
         hook: The intervention hook, or ``None`` for the configured intervention runner.
+        channels: The graph's channels (``StateGraph.channels``, state key -> channel): a
+            reviewer's update may write only the application's keys among them, with values
+            their reducers accept. ``None``: only the ``bb_`` keys are refused.
     """
 
     def __init__(
@@ -273,8 +295,11 @@ class GraphGuard:
         nodes: Mapping[str, GuardedNode],
         weights: Mapping[str, float],
         hook: AnyHook | None,
+        channels: Mapping[str, Any] | None = None,
     ) -> None:
         self.adapter = adapter
+        self.channels = dict(channels or {})
+        self.state_keys = None if channels is None else tuple(sorted(set(channels) - BB_KEYS))
         self.nodes = dict(nodes)
         self.weights = dict(weights)
         self.panel_mode = adapter.options.panel
@@ -334,6 +359,7 @@ class GraphGuard:
             @functools.wraps(fn)
             async def guarded_async(*args: Any, **kwargs: Any) -> Any:
                 config = kwargs["config"] if wants_config else kwargs.pop("config", None)
+                self._check_trace(spec, args, kwargs, config)
                 out = await fn(*args, **kwargs)
                 call = self._begin(spec, args, kwargs, out, config)
                 if call.sampled:
@@ -346,6 +372,7 @@ class GraphGuard:
             @functools.wraps(fn)
             def guarded_sync(*args: Any, **kwargs: Any) -> Any:
                 config = kwargs["config"] if wants_config else kwargs.pop("config", None)
+                self._check_trace(spec, args, kwargs, config)
                 out = fn(*args, **kwargs)
                 call = self._begin(spec, args, kwargs, out, config)
                 if call.sampled:
@@ -368,6 +395,25 @@ class GraphGuard:
             signature = signature.replace(parameters=params)
         wrapper.__signature__ = signature  # type: ignore[attr-defined]
         return wrapper
+
+    def _check_trace(
+        self,
+        spec: GuardedNode,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        config: Mapping[str, Any] | None,
+    ) -> None:
+        """Before a thread's first breaker step: refuse to overwrite another run's trace.
+
+        Raises:
+            TraceError: The thread has no breaker state yet (a new run, not a resume) but its
+                trace file already holds records.
+        """
+        if not self.traces.template:
+            return
+        state = args[0] if args else kwargs.get(spec.first)
+        if isinstance(state, Mapping) and not state.get("bb_breaker"):
+            self.traces.check_new_run(_thread_of(config if config is not None else get_config()))
 
     def _begin(
         self,
@@ -400,8 +446,10 @@ class GraphGuard:
             lg_step=lg_step,
             injected={name: kwargs[name] for name in spec.inject if name in kwargs},
         )
+        call.json_error = json_problem(update)
         call.sampled = (
-            spec.probe
+            call.json_error is None
+            and spec.probe
             and self.base_probe.probe_rate > 0.0
             and self.base_probe.should_probe(call.step_id)
         )
@@ -423,6 +471,13 @@ class GraphGuard:
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
             call.probe_error = f"{type(exc).__name__}: {exc}"
+            if _interrupted(exc):
+                call.probe_error += (
+                    f"; node {call.node.name!r} calls interrupt(), which cannot answer the "
+                    "probe's re-runs on counterfactual states: mark it "
+                    "@guard_node(probe=False) (from biasbreaker_plugins.langgraph import "
+                    "guard_node), or leave it out of guard(nodes=...)"
+                )
             return
         finally:
             _INJECTED.reset(token)
@@ -581,6 +636,23 @@ class GraphGuard:
         """Decide what the guarded node returns (see the module docstring, steps 3 and 4)."""
         name = call.node.name
         state = call.state
+        if call.json_error is not None:
+            reason = (
+                f"output is not JSON, held: {call.json_error}; a guarded node returns JSON-like "
+                "data (dict/list/str/finite number/bool/None)"
+            )
+            entry = self._entry(call, "escalated", reason=reason)
+            entry["update"] = shown(call.update)
+            entry["not_json"] = call.json_error
+            return Halt(
+                goto=REVIEW,
+                update={
+                    "bb_unverified_output": {call.key: entry},
+                    "bb_audit_trail": [
+                        {"event": "not-json", "key": call.key, "error": call.json_error}
+                    ],
+                },
+            )
         if call.probe_error is not None:
             entry = self._entry(
                 call, "escalated", reason=f"probe failed, output held: {call.probe_error}"
@@ -960,18 +1032,13 @@ class GraphGuard:
         payload = request.model_dump(mode="json")
         answer = _interrupt(payload, config)
         while True:
-            try:
-                decision = ReviewDecision.model_validate(answer)
+            decision, error = self._decision(state, entry, answer)
+            if decision is not None:
                 break
-            except ValueError as exc:
-                # Ask again: LangGraph matches resume values to this node's interrupts in
-                # order, so the next resume answers this second interrupt.
-                error = (
-                    f"the resume value {answer!r} is not a ReviewDecision: "
-                    f"{_first_error(exc)}; resume with {{'action': 'approve' | 'edit' | "
-                    "'reject', ...}"
-                )
-                answer = _interrupt({**payload, "error": error}, config)
+            # Ask again, never raise: LangGraph replays a thread's resume values into this
+            # node's interrupts in order on every resume, so a raise here would repeat on
+            # every later resume. The next resume value answers this second interrupt.
+            answer = _interrupt({**payload, "error": error}, config)
         record = {
             "key": key,
             "node": entry["node"],
@@ -988,14 +1055,57 @@ class GraphGuard:
                 work.pairs.append(("bb_frozen", {key: {**frozen, "status": "rejected"}}))
             return work.result(self)
         update = entry["update"] if decision.action == "approve" else dict(decision.update or {})
-        bad = sorted(k for k in update if k in BB_KEYS)
-        if bad:
-            raise ConfigError(f"review of {key!r}: an edit may not write the breaker keys {bad}")
         work.clear(entry, update)
         if frozen:
             status = "approved" if decision.action == "approve" else "edited"
             work.pairs.append(("bb_frozen", {key: {**frozen, "status": status}}))
         return work.result(self)
+
+    def _decision(
+        self, state: Mapping[str, Any], entry: Mapping[str, Any], answer: Any
+    ) -> tuple[ReviewDecision | None, str]:
+        """The reviewer's decision on ``entry``, or ``None`` and what is wrong with ``answer``.
+
+        Refused: a value that is not a :class:`ReviewDecision` (wrong action, missing or extra
+        field, an edit writing ``bb_`` keys or values that are not JSON, NaN and infinity
+        included), an edit writing keys the graph's state does not have, and ``approve`` of an
+        output that is not JSON (it was held for that reason; edit or reject it), and an update
+        the state's reducers refuse (a list reducer given a number): LangGraph would fail the
+        super-step after this node returned, again on every resume.
+        """
+        hint = "resume with {'action': 'approve' | 'edit' | 'reject', ...}"
+        try:
+            decision = ReviewDecision.model_validate(answer)
+        except (ValueError, TypeError) as exc:
+            return None, (
+                f"the resume value {_short(answer)} is not a ReviewDecision: "
+                f"{_first_error(exc)}; {hint}"
+            )
+        if decision.action == "approve" and entry.get("not_json"):
+            return None, (
+                f"approve would promote the output of {entry['node']!r}, which is not JSON "
+                f"({entry['not_json']}); resume with 'edit' and a JSON update, or 'reject'"
+            )
+        if decision.action == "edit" and self.state_keys is not None:
+            unknown = sorted(set(decision.update or {}) - set(self.state_keys))
+            if unknown:
+                return None, (
+                    f"the edit writes {unknown}, which are not keys of the graph's state "
+                    f"(keys: {list(self.state_keys)}); LangGraph would drop them silently"
+                )
+        update = entry["update"] if decision.action == "approve" else decision.update
+        if decision.action != "reject" and update:
+            refused = write_problem(self.channels, state, update)
+            if refused is not None:
+                return None, (
+                    f"the state's reducer refuses the {decision.action}'s update ({refused}); "
+                    + (
+                        "resume with 'edit' and an update it accepts, or 'reject'"
+                        if decision.action == "approve"
+                        else "give a value of the key's type"
+                    )
+                )
+        return decision, ""
 
     def _staged(self, state: Mapping[str, Any], *statuses: str) -> list[dict[str, Any]]:
         staged = state.get("bb_unverified_output") or {}
@@ -1104,7 +1214,7 @@ def _clone(base: Probe) -> Probe:
     )
 
 
-def _first_error(exc: ValueError) -> str:
+def _first_error(exc: Exception) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):
         first = errors()[0]

@@ -20,6 +20,7 @@ from typing import Any
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel
 
 from biasbreaker.errors import ConfigError
 from biasbreaker.machine import AnyHook
@@ -92,6 +93,15 @@ def _topology(builder: StateGraph[Any, Any, Any, Any], names: list[str]) -> Topo
     return read_topology(names, builder.edges, builder.waiting_edges, branches, declared_ends)
 
 
+def _model_kind(schema: Any) -> str | None:
+    """``"pydantic model"`` or ``"dataclass"`` for such a state schema, else ``None``."""
+    if dataclasses.is_dataclass(schema):
+        return "dataclass"
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return "pydantic model"
+    return None
+
+
 def _injected(fn: Any) -> tuple[str, tuple[str, ...]]:
     try:
         params = inspect.signature(fn).parameters
@@ -123,6 +133,16 @@ def build_guarded(
     if not isinstance(builder, StateGraph):
         raise ConfigError(
             f"guard() takes a StateGraph builder (before compile()), got {type(builder).__name__}"
+        )
+    schema = builder.state_schema
+    kind = _model_kind(schema)
+    if kind is not None:
+        raise ConfigError(
+            f"the state schema {getattr(schema, '__name__', schema)} is a {kind}; the biasbreaker "
+            "adapter guards graphs whose state is a dict: declare it as a TypedDict derived "
+            "from BiasState with the same fields, `class State(BiasState, total=False): ...` "
+            "(from biasbreaker_plugins.langgraph import BiasState), and read it as "
+            "state['field'] in the nodes"
         )
     missing = sorted(BB_KEYS - set(builder.channels))
     if missing:
@@ -184,6 +204,7 @@ def build_guarded(
         specs,
         dict(influence.weights),
         hook,
+        channels=builder.channels,
     )
 
     guarded = copy.copy(builder)

@@ -39,9 +39,13 @@ class NodeOptions:
     """Per-node options of a guarded node.
 
     Args:
-        probe: Re-run the node on counterfactual states to score it (default). ``False`` for a
-            node that must not run more than once per step (it sends e-mail, pays, ...): it is
-            still checked by the breaker, with no local score of its own.
+        probe: Re-run the node on counterfactual states to score it (default: ``k + r`` more
+            calls per step, side effects included). ``False`` for a node that must not run more
+            than once per step (it sends e-mail, pays, ...) or that calls ``interrupt()``: its
+            output is still checked by the breaker, with no local score of its own, but what
+            the node *did* has happened before the check. A side effect that must wait for the
+            check belongs in an unguarded node downstream of a guarded one
+            (docs/langgraph.md §8).
     """
 
     probe: bool = True

@@ -13,7 +13,11 @@ the same fields works too):
   this branch.
 
 A resume value that is not a valid decision pauses the run again, with the same request and
-an ``error`` saying what was wrong; resume once more with a valid one.
+an ``error`` saying what was wrong; resume once more with a valid one. Invalid are: a value that
+is not a mapping, an unknown ``action``, a missing or extra field, an ``edit`` whose update
+writes a ``bb_`` key, a key the graph's state does not have or a value that is not JSON (NaN
+and infinity included), and ``approve`` of an output that was held because it is not JSON. The
+review node never raises on a bad resume value, so one bad value cannot jam the thread.
 
 Escalation is terminal for the control machine: after a review, every later guarded output of
 the run goes to review too (with its own scores), until the thread is started afresh.
@@ -23,7 +27,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from biasbreaker_plugins.langgraph.state import BB_KEYS, json_problem
 
 
 class ReviewDecision(BaseModel):
@@ -37,8 +43,9 @@ class ReviewDecision(BaseModel):
         note: Why (free text, recorded).
 
     Raises:
-        pydantic.ValidationError: On an unknown action, or ``update`` missing for ``"edit"``
-            or given for another action.
+        pydantic.ValidationError: On an unknown action, ``update`` missing for ``"edit"`` or
+            given for another action, an ``update`` writing a ``bb_`` key, or an ``update``
+            value that is not JSON (a set, an object, NaN or infinity).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -49,6 +56,21 @@ class ReviewDecision(BaseModel):
     )
     reviewer: str = Field("", max_length=200, description="Who decided.")
     note: str = Field("", max_length=4000, description="Why.")
+
+    @field_validator("update")
+    @classmethod
+    def _application_json(cls, update: dict[str, Any] | None) -> dict[str, Any] | None:
+        if update is None:
+            return None
+        bad = sorted(key for key in update if key in BB_KEYS)
+        if bad:
+            raise ValueError(
+                f"an edit may not write the biasbreaker keys {bad}; give application keys only"
+            )
+        problem = json_problem(update, "update")
+        if problem is not None:
+            raise ValueError(f"the edit is not JSON: {problem}")
+        return update
 
     @model_validator(mode="after")
     def _update_only_for_edit(self) -> ReviewDecision:
@@ -65,7 +87,8 @@ class ReviewRequest(BaseModel):
     Args:
         key: The held output's key in ``bb_unverified_output``.
         node: The guarded node that produced it.
-        held: The held update, as the node returned it.
+        held: The held update, as the node returned it; a value that is not JSON is replaced by
+            a marker text ``"<not JSON: TYPE REPR>"`` (and ``approve`` is refused for it).
         frozen: The frozen payload record (canonical JSON and sha256) when the machine froze
             it, else ``None``.
         reason: Why it is held (the machine's reason, or the probe's error).

@@ -32,7 +32,10 @@ Server's orjson. Nothing here imports LangGraph: the reducers are plain function
 A staged output (``bb_unverified_output[key]``) is ``{"node", "key", "status", "update",
 "goto", "input", "score", "step"}``: the node's update held back from the application's keys
 (``update``), its ``Command`` destinations (``goto``), the input it was probed on, its local
-score, and, once it is known, the breaker step it waits for (``step``: fast, slow, scores). A
+score, and, once it is known, the breaker step it waits for (``step``: fast, slow, scores). An
+update that is not JSON (:func:`json_problem`: a ``set``, an object, NaN or infinity) is held
+for review as :func:`shown` renders it, with ``not_json`` saying why; it can be edited or
+rejected, never approved, so the staging buffer holds plain JSON only. A
 downstream node reads only the application's keys, so it never sees a staged output; an output
 is *promoted* (written to the application's keys, its successors triggered) only when the
 breaker lets it through.
@@ -40,10 +43,13 @@ breaker lets it through.
 
 from __future__ import annotations
 
+import math
 import operator
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, TypedDict
 
-from biasbreaker.errors import ConfigError
+from biasbreaker.errors import ConfigError, InputError
+from biasbreaker.types import FrozenPayload
 
 JSON = Any
 """A plain JSON value (the state keys hold nothing else)."""
@@ -159,13 +165,88 @@ def user_part(state: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in state.items() if k not in BB_KEYS}
 
 
+_isfinite: Final = math.isfinite
+
+
+def _plain_json(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is plain JSON of exact builtin types (:func:`json_problem`'s fast path).
+
+    ``False`` also for nesting deeper than 64 (and so for a reference cycle), which
+    :func:`json_problem` then checks the slow way.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return _isfinite(value)
+    if depth > 64:
+        return False
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not _plain_json(item, depth + 1):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        return all(_plain_json(item, depth + 1) for item in value)
+    return False
+
+
+def json_problem(value: Any, name: str = "output") -> str | None:
+    """Why ``value`` cannot be frozen (is not JSON), or ``None`` if it can.
+
+    JSON here is what :func:`biasbreaker.breaker.freeze` accepts: ``None``, bool, int, finite
+    float, str, lists/tuples and dicts with ``str`` keys of these. NaN and infinity are not
+    JSON.
+
+    Args:
+        value: The value to check.
+        name: What the message calls the value (its path starts with it).
+
+    Returns:
+        ``None``, or the path and type of the first bad value, e.g. ``"output value at
+        output['score'] is nan: JSON has no NaN or infinity; ..."``.
+    """
+    if _plain_json(value):
+        return None
+    try:
+        FrozenPayload.of(value)
+    except InputError as exc:
+        # FrozenPayload calls the value "payload": "payload value at payload['x'] ..."
+        return str(exc).replace("payload", name, 2)
+    return None
+
+
+def shown(value: Any, _active: frozenset[int] = frozenset()) -> Any:
+    """``value`` as plain JSON for a review request: every non-JSON leaf becomes a marker text.
+
+    A value that is not JSON is written as ``"<not JSON: TYPE REPR>"`` (the repr cut at 120
+    characters); a reference cycle as ``"<not JSON: a reference cycle>"``.
+    """
+    if _plain_json(value):
+        return value
+    if id(value) in _active:
+        return "<not JSON: a reference cycle>"
+    inner = _active | {id(value)}
+    if isinstance(value, Mapping):
+        return {str(key): shown(item, inner) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shown(item, inner) for item in value]
+    if json_problem(value) is None:
+        return FrozenPayload.of(value).thaw()
+    text = repr(value)
+    text = text if len(text) <= 120 else text[:117] + "..."
+    return f"<not JSON: {type(value).__name__} {text}>"
+
+
 __all__ = [
     "BB_KEYS",
     "BB_PREFIX",
     "BiasState",
+    "json_problem",
     "merge_mapping",
     "merge_staged",
     "replace_value",
+    "shown",
     "single_breaker_step",
     "user_part",
 ]

@@ -29,7 +29,12 @@ Prompt conventions (the first that applies decides the reply):
    group-blind at every dial.
 2. *Ranking*: the prompt asks to rank, order, shortlist, sort, or find the most qualified / best
    candidate, and names at least two people in full (a first name of the shipped lists and a
-   surname: Bloomberg-style resumes), or lists items as labelled lines. Reply: one ``N.
+   surname: Bloomberg-style resumes), or lists items as labelled (``1.``, ``A)``, ``(a)``) or
+   bulleted (``-``, ``*``, ``•``) lines. Every line of the list is a candidate, named in the
+   shipped lists or not (an unknown name carries no group weight: it is ranked blind); with
+   two or more people named in full the list is the last one in which two lines or more name
+   one of them, else the names themselves are ranked (names written inline, not as lines, are
+   ranked only if the lists know them). Reply: one ``N.
    <candidate as written>`` line per candidate, best first. Dial ``p``: candidates are sorted by
    ``p * log(w_i) + g_i`` (Gumbel-top-k), ``w_i`` the weight of the groups candidate ``i``
    names, ``g_i`` a Gumbel draw per position from the masked prompt. That is Plackett-Luce with

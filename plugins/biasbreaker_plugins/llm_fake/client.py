@@ -42,6 +42,7 @@ _OPTION = re.compile(
     r"|(?P<l>[A-Za-z]|\d{1,2})[.)])[ \t]+(?P<text>\S.*?)[ \t]*$",
     re.MULTILINE,
 )
+_BULLET = re.compile(r"^[ \t]*[-*\u2022][ \t]+(?P<text>\S.*?)[ \t]*$", re.MULTILINE)
 _RANK = re.compile(
     r"\brank(?:s|ed|ing)?\b|\border of\b|\bshortlist|\bsort\b|\bmost qualified\b|"
     r"\bbest candidate\b",
@@ -273,6 +274,51 @@ def _option_runs(text: str) -> list[list[tuple[str, str, int]]]:
     return runs
 
 
+def _bullet_runs(text: str) -> list[list[tuple[str, str, int]]]:
+    """Runs of two or more bulleted lines (``-``, ``*``, ``\u2022``) on consecutive lines.
+
+    Entries as in :func:`_option_runs`: ``(label, text, offset of the text)``, label ``""``.
+    """
+    runs: list[list[tuple[str, str, int]]] = []
+    current: list[tuple[str, str, int]] = []
+    line_end = -2
+    for m in _BULLET.finditer(text):
+        entry = ("", m.group("text"), m.start("text"))
+        if current and m.start() == line_end + 1:
+            current.append(entry)
+        else:
+            if len(current) >= 2:
+                runs.append(current)
+            current = [entry]
+        line_end = m.end()
+    if len(current) >= 2:
+        runs.append(current)
+    return runs
+
+
+def _listing(
+    runs: Sequence[list[tuple[str, str, int]]], full_names: Sequence[Mention]
+) -> list[tuple[str, str, int]] | None:
+    """The run of listed lines that holds the candidates to rank, or ``None``.
+
+    With two or more people named in full in the prompt it is the last run in which two lines
+    or more name one of them (``None`` if there is none: the names themselves are ranked, as
+    in a Bloomberg prompt of resumes, whose bullet points are not candidates); otherwise the
+    last run. Every line of the run is a candidate, named in the lists or not.
+    """
+    ordered = sorted(runs, key=lambda run: run[0][2])
+    if len({m.text.lower() for m in full_names}) < 2:
+        return ordered[-1] if ordered else None
+    for run in reversed(ordered):
+        naming = sum(
+            any(start <= m.start and m.end <= start + len(text) for m in full_names)
+            for _, text, start in run
+        )
+        if naming >= 2:
+            return run
+    return None
+
+
 def _gumbel(rng: random.Random) -> float:
     """A standard Gumbel draw, ``-log(-log U)`` with ``U`` uniform on (0, 1)."""
     u = rng.random()
@@ -342,6 +388,7 @@ class FakeLLM:
         subject_text = fences[-1] if fences else user
         mentions = tuple(self._lexicon.find(user))
         runs = _option_runs(user)
+        bullets = _bullet_runs(user)
         items: tuple[_Item, ...] = ()
         mode: Mode
         names: list[Mention] = []
@@ -352,12 +399,14 @@ class FakeLLM:
         # The mode is read from the masked prompt, so no swap of a group can change it.
         if request.response_schema is not None:
             mode = "json"
-        elif _RANK.search(masked) and (len(names) >= 2 or runs):
+        elif _RANK.search(masked) and (len(names) >= 2 or runs or bullets):
             mode = "rank"
-            if len(names) >= 2:
-                items = tuple(_Item("", n.text, n.labels) for n in names)
+            full = [m for m in mentions if m.kind == "name" and len(m.text.split()) > 1]
+            listed = _listing(runs + bullets, full)
+            if listed is not None:  # every listed line, named in the lists or not
+                items = self._options(listed, mentions)
             else:
-                items = self._options(runs[-1], mentions)
+                items = tuple(_Item("", n.text, n.labels) for n in names)
         elif runs:
             mode = "choice"
             items = self._options(runs[-1], mentions)

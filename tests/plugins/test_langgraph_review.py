@@ -1,0 +1,342 @@
+"""Human review on real LangGraph graphs: bad resume values, and outputs that are not JSON.
+
+A resume value that is not a valid decision, of any kind, pauses the review again with an
+``error`` field; it never raises from the review node, which LangGraph would replay on every
+later resume of the thread. An output that cannot be frozen (NaN, infinity, a set) goes to
+review with the reason, never a score and never an exception out of ``invoke``; a reviewer's
+edit that is not JSON never reaches the next node. Sync and async runs alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import operator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from pydantic import BaseModel, ValidationError
+
+from biasbreaker.errors import ConfigError
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import noop_hook
+from biasbreaker_plugins.langgraph import BB_KEYS, BiasState, ReviewDecision, guard, guard_node
+
+SETTINGS: dict[str, Any] = {
+    "seed": 1,
+    "probe": {"scorers": ["decision"], "axes": ["gender"], "k": 2, "r": 1, "bootstrap": 0},
+}
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Kernel:
+    return Kernel.load(cwd=tmp_path, overrides=SETTINGS)
+
+
+class Case(BiasState, total=False):
+    candidate: str
+    decision: str
+    score: float
+    notes: Annotated[list[str], operator.add]
+    letter: str
+
+
+def hires_men(state: Case) -> dict[str, Any]:
+    """Biased: yes for a man's name, no otherwise (the probe's gender swap flips it)."""
+    return {"decision": "yes" if state["candidate"].startswith("John") else "no"}
+
+
+@dataclass
+class Mailroom:
+    """The unguarded letter node downstream: records every state it receives."""
+
+    seen: list[dict[str, Any]]
+
+    def node(self, asynchronous: bool) -> Any:
+        def letter(state: Case) -> dict[str, Any]:
+            self.seen.append({k: state.get(k) for k in ("decision", "score")})
+            return {"letter": f"outcome {state.get('decision')} {state.get('score')}"}
+
+        if not asynchronous:
+            return letter
+
+        async def aletter(state: Case) -> dict[str, Any]:
+            return letter(state)
+
+        return aletter
+
+
+def asynced(fn: Any) -> Any:
+    """An async node doing what ``fn`` does, marked ``@guard_node(probe=False)`` like it."""
+    plain = getattr(fn, "__wrapped__", fn)
+
+    async def node(state: Case) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        result: dict[str, Any] = plain(state)
+        return result
+
+    node.__name__ = fn.__name__
+    return guard_node(probe=False)(node) if hasattr(fn, "__biasbreaker_node__") else node
+
+
+def pipeline(
+    kernel: Kernel, first: Any, mail: Mailroom, *, asynchronous: bool = False, hook: Any = None
+) -> Any:
+    """``first -> letter``: only ``first`` is guarded (the letter runs once it is let through)."""
+    node = asynced(first) if asynchronous and not asyncio.iscoroutinefunction(first) else first
+    builder = StateGraph(Case)
+    builder.add_node("first", node)
+    builder.add_node("letter", mail.node(asynchronous))
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "letter")
+    builder.add_edge("letter", END)
+    app = guard(builder, kernel, nodes=["first"], hook=hook)
+    return app.compile(checkpointer=InMemorySaver())
+
+
+def run(app: Any, value: Any, name: str, asynchronous: bool) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": name}}
+    if asynchronous:
+        out: dict[str, Any] = asyncio.run(app.ainvoke(value, config, durability="sync"))
+    else:
+        out = app.invoke(value, config, durability="sync")
+    return out
+
+
+def review(out: dict[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = out["__interrupt__"][0].value
+    return value
+
+
+def strict_json(values: dict[str, Any]) -> None:
+    """The biasbreaker keys are plain JSON, without NaN or infinity."""
+    bb = {k: values[k] for k in BB_KEYS if k in values}
+    assert json.loads(json.dumps(bb, allow_nan=False)) == bb
+
+
+# ------------------------------------------------------------------ bad resume values
+
+BAD_RESUMES = [
+    ({"action": "edit", "update": {"bb_reviews": []}}, "may not write the biasbreaker keys"),
+    ({"action": "edit", "update": {"decision": "no", "bb_breaker": {}}}, r"\['bb_breaker'\]"),
+    ({"action": "edit", "update": {"score": NAN}}, r"update\['score'\] is nan: JSON has no NaN"),
+    ({"action": "edit", "update": {"score": -INF}}, r"update\['score'\] is -inf"),
+    ({"action": "edit", "update": {"decision": {"yes"}}}, r"update\['decision'\] has type set"),
+    ({"action": "edit", "update": {"nope": "x"}}, r"writes \['nope'\], which are not keys"),
+    ({"action": "edit", "update": {"notes": 5}}, "reducer refuses the edit's update .*TypeError"),
+    ({"action": "publish"}, "action: Input should be 'approve', 'edit' or 'reject'"),
+    ({"action": "edit"}, "'edit' needs 'update'"),
+    ({"action": "approve", "update": {"decision": "no"}}, "'approve' takes no 'update'"),
+    ({"action": "approve", "colour": "red"}, "colour: Extra inputs are not permitted"),
+    ("approve", "Input should be a valid dictionary"),
+    ([{"action": "approve"}], "Input should be a valid dictionary"),
+]
+
+
+@pytest.mark.parametrize(("bad", "message"), BAD_RESUMES)
+def test_a_bad_resume_value_pauses_again_and_a_valid_one_continues(
+    kernel: Kernel, bad: Any, message: str
+) -> None:
+    mail = Mailroom([])
+    app = pipeline(kernel, hires_men, mail, hook=noop_hook)
+    out = run(app, {"candidate": "John Smith", "notes": []}, "bad", False)
+    first = review(out)
+    assert first["node"] == "first" and first["error"] is None
+
+    out = run(app, Command(resume=bad), "bad", False)  # never raises
+    again = review(out)
+    assert again["key"] == first["key"] and again["held"] == {"decision": "yes"}
+    assert again["error"] is not None
+    assert __import__("re").search(message, again["error"]), again["error"]
+    assert mail.seen == [] and "decision" not in out
+    strict_json(out)
+
+    # the thread is not jammed: a valid decision continues the run
+    out = run(app, Command(resume={"action": "edit", "update": {"decision": "no"}}), "bad", False)
+    assert "__interrupt__" not in out and out["letter"] == "outcome no None"
+    assert mail.seen == [{"decision": "no", "score": None}]
+    assert [r["action"] for r in out["bb_reviews"]] == ["edit"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_bad_values_in_a_row_each_ask_again_then_reject_ends_the_run(
+    kernel: Kernel, asynchronous: bool
+) -> None:
+    mail = Mailroom([])
+    app = pipeline(kernel, hires_men, mail, asynchronous=asynchronous, hook=noop_hook)
+    run(app, {"candidate": "John Smith"}, "row", asynchronous)
+    errors = []
+    for bad, _ in BAD_RESUMES[:4]:
+        errors.append(review(run(app, Command(resume=bad), "row", asynchronous))["error"])
+    assert all(errors) and len(set(errors)) == 4
+    out = run(app, Command(resume={"action": "reject"}), "row", asynchronous)
+    assert "__interrupt__" not in out and mail.seen == [] and "decision" not in out
+    assert out["bb_frozen"]["first@1"]["status"] == "rejected"
+
+
+def test_review_decision_refuses_breaker_keys_and_values_that_are_not_json() -> None:
+    with pytest.raises(ValidationError, match="may not write the biasbreaker keys"):
+        ReviewDecision(action="edit", update={"bb_frozen": {}})
+    with pytest.raises(ValidationError, match=r"update\['x'\]\[0\] is inf"):
+        ReviewDecision(action="edit", update={"x": [INF]})
+    assert ReviewDecision(action="edit", update={"x": [1.5, None]}).update == {"x": [1.5, None]}
+
+
+# ------------------------------------------------------------------ outputs that are not JSON
+
+
+def nan_score(state: Case) -> dict[str, Any]:
+    """Group-blind, but its score is NaN."""
+    return {"decision": "yes", "score": NAN}
+
+
+def biased_inf(state: Case) -> dict[str, Any]:
+    return {**hires_men(state), "score": INF}
+
+
+def no_group_nan(state: Case) -> dict[str, Any]:
+    return {"decision": "yes", "score": NAN}
+
+
+@guard_node(probe=False)
+def unprobed_set(state: Case) -> dict[str, Any]:
+    return {"decision": "yes", "notes": {"a"}}  # type: ignore[dict-item]
+
+
+CANDIDATE = {"candidate": "John Smith"}
+NO_GROUP = {"candidate": "applicant 42"}  # no protected term: the probe is not applicable
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize(
+    ("node", "given", "path"),
+    [
+        (nan_score, CANDIDATE, "output['score'] is nan"),
+        (biased_inf, CANDIDATE, "output['score'] is inf"),
+        (no_group_nan, NO_GROUP, "output['score'] is nan"),
+        (unprobed_set, CANDIDATE, "output['notes'] has type set"),
+    ],
+)
+def test_an_output_that_cannot_be_frozen_goes_to_review_with_the_reason(
+    kernel: Kernel, node: Any, given: dict[str, Any], path: str, asynchronous: bool
+) -> None:
+    mail = Mailroom([])
+    app = pipeline(kernel, node, mail, asynchronous=asynchronous)
+    out = run(app, given, "nan", asynchronous)  # no InputError out of invoke
+    request = review(out)
+    assert request["reason"].startswith("output is not JSON, held: output value at ")
+    assert path in request["reason"]
+    assert mail.seen == [] and "score" not in out and "decision" not in out
+    assert "first" not in out.get("bb_local_scores", {})  # never a score
+    assert any(str(v).startswith("<not JSON: ") for v in request["held"].values())
+    assert out["bb_audit_trail"][0]["event"] == "not-json"
+    strict_json(out)
+
+    # approve would pass it on: refused; an edit with JSON values goes through
+    out = run(app, Command(resume={"action": "approve"}), "nan", asynchronous)
+    assert "which is not JSON" in review(out)["error"] and mail.seen == []
+    edit = {"action": "edit", "update": {"decision": "yes", "score": 0.5}}
+    out = run(app, Command(resume=edit), "nan", asynchronous)
+    assert mail.seen == [{"decision": "yes", "score": 0.5}]
+    assert "__interrupt__" not in out
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_nan_edit_never_reaches_the_next_node(kernel: Kernel, asynchronous: bool) -> None:
+    mail = Mailroom([])
+    app = pipeline(kernel, hires_men, mail, asynchronous=asynchronous, hook=noop_hook)
+    run(app, CANDIDATE, "edit", asynchronous)
+    out = run(
+        app,
+        Command(resume={"action": "edit", "update": {"decision": "no", "score": NAN}}),
+        "edit",
+        asynchronous,
+    )
+    assert "is nan" in review(out)["error"] and mail.seen == []
+    out = run(app, Command(resume={"action": "approve"}), "edit", asynchronous)
+    assert mail.seen == [{"decision": "yes", "score": None}]
+    assert not any(isinstance(v, float) and math.isnan(v) for v in out.values())
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_counterfactual_re_run_returning_nan_fails_the_probe_closed(
+    kernel: Kernel, asynchronous: bool
+) -> None:
+    def shaky(state: Case) -> dict[str, Any]:
+        # fine on the given input; NaN on the probe's swapped name
+        return {"decision": "yes", "score": 0.7 if state["candidate"].startswith("John") else NAN}
+
+    mail = Mailroom([])
+    app = pipeline(kernel, shaky, mail, asynchronous=asynchronous)
+    out = run(app, CANDIDATE, "cf", asynchronous)
+    reason = review(out)["reason"]
+    assert reason.startswith("probe failed, output held: ProbeError: step 'first', ")
+    assert "counterfactual variant 0" in reason and "is nan" in reason
+    assert mail.seen == [] and "first" not in out.get("bb_local_scores", {})
+    strict_json(out)
+
+
+# ------------------------------------------------------------------ nodes the probe cannot re-run
+
+
+def test_a_probed_node_calling_interrupt_says_to_mark_it_probe_false(kernel: Kernel) -> None:
+    def asks(state: Case) -> dict[str, Any]:
+        answer = interrupt(f"decide on {state['candidate']}")
+        return {"decision": str(answer)}
+
+    mail = Mailroom([])
+    app = pipeline(kernel, asks, mail)
+    out = run(app, CANDIDATE, "ask", False)
+    assert out["__interrupt__"][0].value == "decide on John Smith"  # the node's own question
+    out = run(app, Command(resume="yes"), "ask", False)
+    reason = review(out)["reason"]
+    assert "GraphInterrupt" in reason and "mark it @guard_node(probe=False)" in reason
+    assert mail.seen == []
+
+
+def test_a_node_marked_probe_false_may_call_interrupt(kernel: Kernel) -> None:
+    @guard_node(probe=False)
+    def asks(state: Case) -> dict[str, Any]:
+        return {"decision": str(interrupt(f"decide on {state['candidate']}"))}
+
+    mail = Mailroom([])
+    app = pipeline(kernel, asks, mail)
+    assert run(app, CANDIDATE, "ask", False)["__interrupt__"][0].value == "decide on John Smith"
+    out = run(app, Command(resume="yes"), "ask", False)
+    assert "__interrupt__" not in out and mail.seen == [{"decision": "yes", "score": None}]
+    assert out["bb_breaker"]["machine"]["state"] == "normal"  # checked by the breaker
+
+
+# ------------------------------------------------------------------ state schemas
+
+
+class PydanticState(BaseModel):
+    candidate: str = ""
+
+
+@dataclass
+class DataclassState:
+    candidate: str = ""
+
+
+@pytest.mark.parametrize(
+    ("schema", "kind"), [(PydanticState, "pydantic model"), (DataclassState, "dataclass")]
+)
+def test_a_model_state_is_refused_with_what_is_supported(
+    kernel: Kernel, schema: Any, kind: str
+) -> None:
+    builder = StateGraph(schema)
+    builder.add_node("n", lambda state: {"candidate": "x"})
+    builder.add_edge(START, "n")
+    with pytest.raises(ConfigError, match=f"is a {kind}; .*TypedDict derived from BiasState"):
+        guard(builder, kernel)
