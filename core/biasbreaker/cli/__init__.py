@@ -10,6 +10,7 @@ One module per command; each defines ``register(app)`` and is listed in :data:`C
 from __future__ import annotations
 
 import importlib
+import logging
 
 import typer
 
@@ -54,5 +55,12 @@ for _module in COMMANDS:
 
 
 def main() -> None:
-    """Entry point of the ``biasbreaker`` console script."""
+    """Entry point of the ``biasbreaker`` console script.
+
+    The commands report plugin load failures and notices themselves (``warning: …``), so the
+    library's log records are not printed a second time: a ``NullHandler`` on the
+    ``biasbreaker`` logger stops Python's last-resort handler. ``BIASBREAKER_TRACE_PLUGINS=1``
+    still configures logging and shows every record.
+    """
+    logging.getLogger("biasbreaker").addHandler(logging.NullHandler())
     app()
