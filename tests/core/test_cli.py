@@ -309,3 +309,16 @@ def test_a_plugin_load_failure_is_printed_once(tmp_path: Path, isolated_config: 
         assert done.returncode == 0, done.stderr
         assert done.stderr.count("needs numpy 9") == 1, done.stderr
         assert done.stderr.startswith("warning: plugin 'broken-once'"), done.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["plugins"], ["config"], ["simulate"], ["calibrate"], ["verify"], ["score"]]
+)
+def test_help_shows_no_type_placeholders_and_keeps_brackets(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.stdout
+    assert "<list[str]>" not in result.stdout
+    if command == ["score"]:
+        assert "[probe] scorers" in result.stdout  # not swallowed as markup
+        assert "-s, --scorer NAME" in result.stdout

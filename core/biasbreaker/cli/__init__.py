@@ -32,6 +32,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: rich help panels print a type placeholder such as `<bool>` after every
+    # flag and read `[probe]` in a help text as markup, dropping it.
+    rich_markup_mode=None,
 )
 
 

@@ -20,6 +20,7 @@ ConfigOption = Annotated[
     typer.Option(
         "--config",
         "-c",
+        metavar="FILE",
         help="TOML configuration file (below arguments and environment, above "
         "./biasbreaker.toml and pyproject.toml).",
         dir_okay=False,
