@@ -85,7 +85,7 @@ def test_selected_by_toml_and_answers_through_the_kernel(
         base_url = "{openai_server.base_url}"
         model = "tiny"
         api_key_env = "BB_TEST_KEY"
-        max_retries = "2"
+        max_retries = 2
         """,
     )
     kernel = Kernel.load(config)
