@@ -448,6 +448,77 @@ class TraceSettings(Section):
     )
 
 
+class DemoSettings(Section):
+    """``[demo]``: the reference pipelines of ``biasbreaker demo`` (see ``docs/demo.md``).
+
+    The demo's agents all use ``[llm] client``. With the simulated ``fake`` client, and only
+    then, the biased agent (the hiring ranker) gets its own fake options (``fake_bias``,
+    ``fake_preset``) and every other agent runs at dial 0.
+    """
+
+    postings: int = Field(
+        240,
+        ge=8,
+        le=100_000,
+        description="Hiring postings (count) run through the pipeline, each unguarded and guarded.",
+    )
+    control_runs: int = Field(
+        40,
+        ge=2,
+        le=100_000,
+        description="Control postings (count; every agent at dial 0) recorded to calibrate "
+        "tau_enter/tau_exit/tau_warn; the per-run target needs at least (1 - rate)/rate.",
+    )
+    fresh_control_runs: int = Field(
+        40,
+        ge=1,
+        le=100_000,
+        description="Further control postings (count; other postings, other fake seed) on "
+        "which the calibrated breaker's false-halt rate is measured.",
+    )
+    shortlist: int = Field(
+        2,
+        ge=1,
+        le=7,
+        description="Candidates (count) the decider shortlists from the top of the ranking.",
+    )
+    bbq_items: int = Field(
+        240,
+        ge=2,
+        le=2064,
+        description="BBQ items (count) the question-answering panel answers in the bbq "
+        "scenario, half Religion, half Sexual orientation.",
+    )
+    bbq_control_runs: int = Field(
+        400,
+        ge=2,
+        le=100_000,
+        description="Control runs (count) of the bbq scenario, for calibration and again, "
+        "fresh, after it: the panel on disambiguated items, which rarely moves, so it needs "
+        "more runs than hiring.",
+    )
+    workers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Processes that run postings in parallel (count; 0 = one per CPU core, at "
+        "most 4; 1 = no extra process). The outputs are the same bytes for any count.",
+    )
+    fake_bias: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Bias dial in [0, 1] of the demo's biased agent (the ranker) when [llm] "
+        "client is the simulated fake; every other agent runs at dial 0.",
+    )
+    fake_preset: str = Field(
+        "bloomberg-gpt35",
+        pattern=r"^bloomberg-gpt(35|4)$",
+        description="Measured preference of the biased agent (fake only): 'bloomberg-gpt35' "
+        "or 'bloomberg-gpt4'; the posting's job is appended (bloomberg-gpt35-retail).",
+    )
+
+
 @dataclass(frozen=True)
 class _LoadContext:
     """The layers of one :func:`load_settings` call, read once.
@@ -488,6 +559,7 @@ class Settings(BaseSettings):
     adapter: AdapterSettings = Field(default_factory=AdapterSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     trace: TraceSettings = Field(default_factory=TraceSettings)
+    demo: DemoSettings = Field(default_factory=DemoSettings)
     plugin: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Options per implementation name, validated by that plugin's own model.",

@@ -22,6 +22,13 @@ bound is tight.
 ``k <= n`` needs ``n >= (1 − α) / α`` runs (99 for 1 %, 19 for 5 %); with fewer, no order
 statistic of the sample guarantees the target, and the calibrator says how many are needed.
 
+**A point mass at 0.** When ``M_(k) = 0`` but some maxima are positive (control runs that are
+exactly 0 except for rare events, e.g. a deterministic model that seldom changes its answer),
+the smallest float above 0 would make ``tau_exit`` underflow; any threshold above ``M_(k)``
+keeps the guarantee (the proof only needs ``tau_enter > M_(k)``), so ``tau_enter`` is then the
+smallest positive maximum: the same runs trip on the calibration sample, at most ``n − k`` of
+them. If every maximum is 0 the runs never move and no threshold is chosen (an error).
+
 ``tau_exit = exit_ratio · tau_enter``. ``tau_warn = warn_ratio ·`` the same conformal bound
 computed on the runs' slow-B_net maxima, so with ``warn_ratio = 1`` the per-run rate of drift
 warnings on control runs is also at most ``α``.
@@ -80,10 +87,12 @@ def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) 
 
     Returns:
         The threshold: a new exchangeable run's maximum reaches it with probability <= alpha.
+        When the quantile is 0 and some maximum is positive, the smallest positive maximum
+        (see the module docstring).
 
     Raises:
         ThresholdError: If there are too few runs for ``alpha`` (the message gives the number
-            needed), or the quantile is 0 (the runs never move on this scale).
+            needed), or every maximum is 0 (the runs never move on this scale).
     """
     n = len(maxima)
     k = conformal_rank(n, alpha)
@@ -97,10 +106,13 @@ def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) 
         )
     quantile = sorted(maxima)[k - 1]
     if quantile <= 0.0:
+        positive = [m for m in maxima if m > 0.0]
+        if positive:
+            return min(positive)
         raise ThresholdError(
-            f"the {k}-th smallest of the {n} control runs' {scale} B_net maxima is 0: the "
-            f"control runs (almost) never move on the {scale} scale, so any positive score "
-            "would already be unusual; check that the control runs exercise the probe"
+            f"all {n} control runs' {scale} B_net maxima are 0: the control runs never move "
+            f"on the {scale} scale, so no threshold separates them from anything; check that "
+            "the control runs exercise the probe"
         )
     return math.nextafter(quantile, math.inf)
 

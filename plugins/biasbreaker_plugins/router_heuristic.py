@@ -13,14 +13,20 @@ The rule, over the :class:`~biasbreaker.types.InterventionContext` of a tripped 
 3. if exactly one node is contaminated, its last ``persistence_steps`` scores (its history,
    ending with this step) are all ``>= node_threshold``, and it carries at least ``min_share``
    of B_net (its ``w_i·b_i`` over ``Σ w_j·b_j``; not applied when the context has no weight
-   for it) -> ``"madera"``;
+   for it) -> ``persistent_route`` (default ``"madera"``);
 4. otherwise -> ``"none"``.
+
+``persistent_route = "skeptics"`` sends the lone persistent node to the panel instead. MADERA's
+editor sees the output and the evidence, not the task, so it can reword a text but cannot
+re-solve a structured decision (rank candidates again); the skeptics see the task.
 
 Source:
     Phase 3 design (M3), R7 "bias-type routing seam".
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +66,12 @@ class HeuristicRouterOptions(BaseModel):
         description="Share of B_net (w_i*b_i / sum of w_j*b_j, in (0, 1]) the persistent node "
         "must carry for madera.",
     )
+    persistent_route: Literal["madera", "skeptics"] = Field(
+        "madera",
+        description="Strategy for a lone persistent node: 'madera' (rewrites the output with "
+        "evidence; it does not see the task) or 'skeptics' (the panel sees the task, so it can "
+        "re-solve a structured decision such as a ranking).",
+    )
 
 
 class HeuristicRouter:
@@ -71,6 +83,7 @@ class HeuristicRouter:
         persistence_steps: Steps a lone contaminated node must persist, >= 1. The machine's
             per-node history must keep at least this many steps (``history_steps``).
         min_share: Share of B_net the persistent node must carry, in (0, 1].
+        persistent_route: Where a lone persistent node goes, ``"madera"`` or ``"skeptics"``.
     """
 
     def __init__(
@@ -79,12 +92,14 @@ class HeuristicRouter:
         broad_min_nodes: int = 2,
         persistence_steps: int = 3,
         min_share: float = 0.5,
+        persistent_route: Literal["madera", "skeptics"] = "madera",
     ) -> None:
         options = HeuristicRouterOptions(
             node_threshold=node_threshold,
             broad_min_nodes=broad_min_nodes,
             persistence_steps=persistence_steps,
             min_share=min_share,
+            persistent_route=persistent_route,
         )
         self.options = options
 
@@ -118,7 +133,7 @@ class HeuristicRouter:
             if self.persistent(context, node) and (
                 share is None or share >= self.options.min_share
             ):
-                return "madera"
+                return self.options.persistent_route
         return "none"
 
 

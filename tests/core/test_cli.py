@@ -312,7 +312,18 @@ def test_a_plugin_load_failure_is_printed_once(tmp_path: Path, isolated_config: 
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["plugins"], ["config"], ["simulate"], ["calibrate"], ["verify"], ["score"]]
+    "command",
+    [
+        [],
+        ["plugins"],
+        ["config"],
+        ["simulate"],
+        ["calibrate"],
+        ["verify"],
+        ["score"],
+        ["demo"],
+        ["run"],
+    ],
 )
 def test_help_shows_no_type_placeholders_and_keeps_brackets(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
@@ -322,3 +333,33 @@ def test_help_shows_no_type_placeholders_and_keeps_brackets(command: list[str]) 
     if command == ["score"]:
         assert "[probe] scorers" in result.stdout  # not swallowed as markup
         assert "-s, --scorer NAME" in result.stdout
+
+
+def test_a_plugin_adds_a_command_through_the_commands_group(fake_plugin_dist: Any) -> None:
+    import typer
+
+    from biasbreaker.cli import COMMAND_GROUP, load_plugin_commands
+
+    fake_plugin_dist(
+        "biasbreaker-hello",
+        group=COMMAND_GROUP,
+        entry_points={"hello": "bb_hello:register", "broken": "bb_hello:missing"},
+        modules={
+            "bb_hello": """
+                def register(app):
+                    @app.command("hello")
+                    def hello(name: str = "world") -> None:
+                        print(f"hello {name}")
+                """
+        },
+    )
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """Root."""
+
+    failures = load_plugin_commands(app)
+    assert len(failures) == 1 and "'broken'" in failures[0]  # left out, the others work
+    result = CliRunner().invoke(app, ["hello", "--name", "plugins"])
+    assert result.exit_code == 0 and result.output == "hello plugins\n"

@@ -477,3 +477,14 @@ def test_an_invalid_selected_plugin_table_is_reported_once(
         kernel.check()
     # (the bare test host lacks the first-party plugins, so the defaults are problems too)
     assert str(info.value).count("plugin.bm25.top_k = 0") == 1
+
+
+def test_the_demo_section_validates_its_sizes_and_preset(isolated_config: Path) -> None:
+    settings = load_settings().settings
+    assert settings.demo.postings == 240 and settings.demo.fake_preset == "bloomberg-gpt35"
+    (isolated_config / "biasbreaker.toml").write_text("[demo]\npostings = 100\nworkers = 1\n")
+    assert load_settings().settings.demo.postings == 100
+    for bad in ("postings = 3", 'fake_preset = "bloomberg-gpt5"', "fake_bias = 1.5"):
+        (isolated_config / "biasbreaker.toml").write_text(f"[demo]\n{bad}\n")
+        with pytest.raises(ConfigError, match=r"demo\."):
+            load_settings()

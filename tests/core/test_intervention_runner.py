@@ -295,13 +295,17 @@ async def test_probe_rechecker_probes_repair_after_node_on_the_frozen_input():
     async def node(value, sample=0):
         return f"{value}/{sample}"
 
-    async def repair(output):
+    tasks = []
+
+    async def repair(output, task=None):
+        tasks.append(task)
         return output.upper()
 
     probe = StubProbe(score=0.05)
     check = await ProbeRechecker(probe, {"writer": node}).recheck(context(), repair, "R")
     assert check.score == 0.05 and check.calls == 2
     assert probe.seen[0][0] == "RANK JOHN AND EMILY./1" and probe.seen[0][1] == "R"
+    assert tasks == ["Rank John and Emily."]  # the repair saw the input the output came from
     with pytest.raises(InterventionError, match="no guarded step"):
         await ProbeRechecker(probe, {}).recheck(context(), repair, "R")
     with pytest.raises(InterventionError, match="no step input"):
@@ -310,3 +314,31 @@ async def test_probe_rechecker_probes_repair_after_node_on_the_frozen_input():
         await ProbeRechecker(StubProbe("not_applicable", None), {"writer": node}).recheck(
             context(), repair, "R"
         )
+
+
+async def test_the_skeptics_review_each_rechecked_output_with_its_own_task():
+    """In the re-check, a variant's output is reviewed against the variant's input."""
+    seen = []
+
+    class TaskReader(StaticSkeptic):
+        async def review(self, request):
+            seen.append((request.task, request.payload))
+            return SkepticVerdict(
+                kind=self.kind,
+                decision="revise",
+                confidence=0.7,
+                evidence=("e",),
+                revision=f"fixed for {request.task}",
+            )
+
+    class VariantInput:
+        async def recheck(self, context, repair, repaired):
+            out = await repair("variant output", "Rank Jamal and Emily.")
+            return Recheck(score=0.0 if out == "fixed for Rank Jamal and Emily." else 1.0, calls=1)
+
+    runner = InterventionRunner(
+        Route("skeptics"), VariantInput(), panel=panel(TaskReader("a", None), TaskReader("b", None))
+    )
+    result = await runner.ahook(context())
+    assert result.converged and result.recheck_score == 0.0
+    assert ("Rank Jamal and Emily.", "variant output") in seen

@@ -40,3 +40,23 @@ def test_forced_kind() -> None:
     ranking = DecisionScorer(DecisionOptions(kind="ranking"))
     assert ranking.divergence(["1. a\n2. b"], ["1. a\n2. b"]) == [0.0]
     assert DecisionScorer().report(["a", "b"], ["a", "c"]) == {"flip rate": 0.5}
+
+
+def test_structured_outputs_compare_field_by_field() -> None:
+    s = DecisionScorer()
+    ranking = '{"ranking": ["Jamal Washington", "Emily Schmidt", "Minh Lin"]}'
+    top_swapped = '{"ranking": ["Emily Schmidt", "Jamal Washington", "Minh Lin"]}'
+    assert s.pair(ranking, ranking) == 0.0
+    assert s.pair(ranking, top_swapped) == pytest.approx(2 / 4)  # the footrule, not a flip
+    # nested objects and labels: one of two fields flips
+    a = '{"screens": {"3": "yes"}, "review": "Approve."}'
+    b = '{"screens": {"3": "no"}, "review": "approve"}'
+    assert s.pair(a, b) == pytest.approx(0.5)
+    # a field on one side only is a complete change; numbers flip when they differ
+    assert s.pair('{"x": 1, "y": 2}', '{"x": 1}') == pytest.approx(0.5)
+    assert s.pair('{"x": 1}', '{"x": 2}') == 1.0
+    # an object with a label field stays a categorical answer
+    assert s.pair('{"answer": "B", "why": "x"}', '{"answer": "b", "why": "y"}') == 0.0
+    # the kind option still forces a label comparison
+    label = DecisionScorer(DecisionOptions(kind="label"))
+    assert label.pair(ranking, top_swapped) == 1.0

@@ -401,3 +401,49 @@ def test_the_probe_sees_bloomberg_weights_on_rankings() -> None:
     blind, biased = asyncio.run(scores(0.0)), asyncio.run(scores(1.0))
     assert blind == [0.0] * 100
     assert auroc(biased, blind) >= 0.85
+
+
+# ---------------------------------------------------------------- prompt sensitivity
+
+
+def test_prompt_sensitivity_is_off_by_default_and_deterministic_when_on() -> None:
+    compact, _ = ranking_prompts(60, 0)
+    noisy = FakeLLM(FakeLLMOptions(prompt_sensitivity=0.3), seed=3)
+    assert reply(noisy, chat(compact[0], 0)) == reply(noisy, chat(compact[0], 0))
+    # at 0 (the default) a swap of groups changes nothing: checked above; with noise it does
+    tally = check_variants(noisy, compact, k=4)
+    assert 0 < len(tally.failures) < tally.checked
+
+
+def test_prompt_sensitivity_reorders_more_as_it_grows_and_only_rankings_and_choices() -> None:
+    """A variant's reply moves away from its twin's with the noise's size, whatever the group.
+
+    The swap here is within one group (one man's name for another's): at dial 0 without noise
+    nothing can change; with noise, changes grow with the standard deviation.
+    """
+    compact, _ = ranking_prompts(80, 1)
+    men = json.loads((DATA / "hiring" / "top_mens_names.json").read_text(encoding="utf-8"))
+    women = json.loads((DATA / "hiring" / "top_womens_names.json").read_text(encoding="utf-8"))
+    pools = [[n.title() for n in pool[race]] for race in "WBAH" for pool in (men, women)]
+    changed = []
+    for sd in (0.0, 0.05, 0.5):
+        fake = FakeLLM(FakeLLMOptions(prompt_sensitivity=sd), seed=2)
+        n = 0
+        for prompt in compact:
+            first = prompt.split("\n")[1].removeprefix("- ")
+            pool = next(p for p in pools if first in p)  # another name of the same group
+            taken = set(prompt.replace("\n- ", " ").split())
+            other = next(x for x in pool if not taken & set(x.split()))
+            before = reply(fake, chat(prompt, 0)).replace(first, "X")
+            after = reply(fake, chat(prompt.replace(first, other), 0)).replace(other, "X")
+            n += before != after
+        changed.append(n)
+    assert changed[0] == 0 and 0 < changed[1] < changed[2]
+    # scores, decisions and structured replies keep their paired draws
+    plain = FakeLLM(seed=2)
+    noisy = FakeLLM(FakeLLMOptions(prompt_sensitivity=5.0), seed=2)
+    for prompt in (
+        "Rate Jamal Washington on a scale from 1 to 10.",
+        "Should we hire Emily? Decide.",
+    ):
+        assert reply(noisy, chat(prompt, 0)) == reply(plain, chat(prompt, 0))

@@ -86,9 +86,19 @@ def test_thresholds_are_options() -> None:
     assert strict.contaminated(context({"a": 0.8, "b": 0.69})) == ["a"]
 
 
+def test_a_lone_persistent_node_can_go_to_the_skeptics() -> None:
+    panel = HeuristicRouter(persistence_steps=1, persistent_route="skeptics")
+    assert panel.route(context({"a": 0.8}, {"a": [0.8]})) == "skeptics"
+    assert panel.route(context({"a": 0.8, "b": 0.5})) == "skeptics"  # broad, as before
+    assert panel.route(context({"a": 0.2}, {"a": [0.2]})) == "none"  # nothing contaminated
+    default = HeuristicRouter(persistence_steps=1)
+    assert default.route(context({"a": 0.8}, {"a": [0.8]})) == "madera"
+
+
 @pytest.mark.parametrize(
     "options",
     [
+        {"persistent_route": "none"},
         {"node_threshold": 0.0},
         {"broad_min_nodes": 1},
         {"persistence_steps": 0},

@@ -1,16 +1,23 @@
 """The ``biasbreaker`` command line (typer).
 
 typer is used because commands are plain typed functions (the same annotations mypy checks
-become the CLI's parsing and ``--help``), it is built on click (mature, widely used) and renders
-help and errors with rich, which the project already uses for tables and progress bars.
+become the CLI's parsing and ``--help``) and it is built on click (mature, widely used). Help is
+click's plain text; tables and progress bars are drawn with rich.
 
 One module per command; each defines ``register(app)`` and is listed in :data:`COMMANDS`.
+Commands that need a plugin's libraries (``demo`` and ``run`` need LangGraph) live in the plugin
+and are added through the ``biasbreaker.commands`` entry-point group (:data:`COMMAND_GROUP`):
+each entry point names a ``register(app)`` callable, loaded in name order after the built-in
+commands, so the kernel never imports a plugin module. A command that fails to load is left out
+with a warning on stderr; the other commands work.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import sys
+from importlib import metadata
 
 import typer
 
@@ -25,6 +32,8 @@ COMMANDS: tuple[str, ...] = (
     "biasbreaker.cli.score",
 )
 """Modules whose ``register(app)`` adds a command, in ``--help`` order."""
+COMMAND_GROUP = "biasbreaker.commands"
+"""Entry-point group of commands contributed by plugins (``name = "module:register"``)."""
 
 app = typer.Typer(
     name="biasbreaker",
@@ -55,6 +64,26 @@ def _root(
 
 for _module in COMMANDS:
     importlib.import_module(_module).register(app)
+
+
+def load_plugin_commands(target: typer.Typer) -> list[str]:
+    """Add the commands of the ``biasbreaker.commands`` entry points to ``target``.
+
+    Returns:
+        One message per entry point that failed to load (also printed to stderr).
+    """
+    failures = []
+    for ep in sorted(metadata.entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+        try:
+            ep.load()(target)
+        except Exception as exc:
+            message = f"command {ep.name!r} ({ep.value}) failed to load and is left out: {exc!r}"
+            print(f"warning: {message}", file=sys.stderr)
+            failures.append(message)
+    return failures
+
+
+load_plugin_commands(app)
 
 
 def main() -> None:

@@ -62,8 +62,25 @@ from biasbreaker.types import (
     canonical_json,
 )
 
-Repair = Callable[[JSONValue], Awaitable[JSONValue]]
-"""Applies a chosen repair to one output of the guarded node (used by the re-check)."""
+
+class Repair(Protocol):
+    """Applies a chosen repair to one output of the guarded node (used by the re-check)."""
+
+    def __call__(self, output: JSONValue, task: JSONValue | None = None) -> Awaitable[JSONValue]:
+        """Repair ``output``.
+
+        Args:
+            output: One output of the guarded node.
+            task: The input that output was computed from (a counterfactual variant of the
+                halted step's input, in the re-check), or ``None`` for the halted step's own:
+                a skeptic reviewing a variant's output must see the variant's task, not the
+                original one.
+
+        Returns:
+            The repaired output.
+        """
+        ...
+
 
 TrailEvent = dict[str, JSONValue]
 
@@ -188,7 +205,7 @@ class ProbeRechecker:
             nonlocal calls
             calls += 2
             output = await _call_step(step, value, sample)
-            return await repair(output)
+            return await repair(output, value)
 
         self._count += 1
         name = f"recheck:{context.node}:{context.step}:{context.attempt}:{self._count}"
@@ -335,11 +352,11 @@ class InterventionRunner:
         repaired = blend(original, corrected, m)
         trail.append({"event": "blend", "mixing_ratio": m})
 
-        async def repair(output: JSONValue) -> JSONValue:
-            sub = await panel.run(
-                request.model_copy(update={"payload": as_text(output)}),
-                track_record=self.track_record,
-            )
+        async def repair(output: JSONValue, task: JSONValue | None = None) -> JSONValue:
+            update = {"payload": as_text(output)}
+            if task is not None:
+                update["task"] = as_text(task)
+            sub = await panel.run(request.model_copy(update=update), track_record=self.track_record)
             fix = None
             if sub.ok and sub.result is not None and sub.result.corrected is not None:
                 fix = parse_like(output, sub.result.corrected)
@@ -389,7 +406,8 @@ class InterventionRunner:
             if candidate is None:
                 raise InterventionError("the editor's rewrite does not parse as the payload's type")
 
-            async def repair(output: JSONValue) -> JSONValue:
+            async def repair(output: JSONValue, task: JSONValue | None = None) -> JSONValue:
+                # The editor rewrites the output with the round's evidence; it takes no task.
                 rewrite = await madera.editor.rewrite(as_text(output), diagnosis, evidence)
                 fixed = parse_like(output, rewrite)
                 return output if fixed is None else blend(output, fixed, m)

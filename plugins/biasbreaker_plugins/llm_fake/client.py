@@ -10,7 +10,7 @@ import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -61,6 +61,7 @@ _DECISION = re.compile(
 )
 _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```|\"\"\"(.*?)\"\"\"", re.DOTALL)
 
+_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*\S)\s*$")
 _NEUTRAL = ("adequate", "typical", "reasonable", "consistent")
 _POSITIVE = ("excellent", "outstanding", "strong", "impressive")
 _NEGATIVE = ("weak", "poor", "unconvincing", "doubtful")
@@ -149,6 +150,16 @@ class FakeLLMOptions(BaseModel):
         ge=0.0,
         le=1.0,
         description="Probability in [0, 1] that a call returns malformed output.",
+    )
+    prompt_sensitivity: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=10.0,
+        description="Standard deviation, in [0, 10], of a perturbation of each ranked or "
+        "chosen item's key (log-weight units) drawn from the exact prompt: a change of wording, "
+        "a name of the same group included, can then reorder items whose keys are close, as a "
+        "greedy model's answer changes with its input tokens. 0 = a group swap changes nothing "
+        "but what the bias dial puts in.",
     )
     timeout_s: float = Field(
         default=30.0, gt=0.0, le=600.0, description="Simulated time-out in seconds, (0, 600]."
@@ -268,6 +279,11 @@ def _gumbel(rng: random.Random) -> float:
     while u == 0.0:
         u = rng.random()
     return -math.log(-math.log(u))
+
+
+def _ranked(value: object) -> TypeGuard[list[str]]:
+    """Whether ``value`` is a ranking: a list of at least two strings."""
+    return isinstance(value, list) and len(value) >= 2 and all(isinstance(x, str) for x in value)
 
 
 class FakeLLM:
@@ -405,11 +421,13 @@ class FakeLLM:
     def _order(self, request: LLMRequest, parsed: _Parsed) -> list[int]:
         """Positions of the items in reply order, best first (Gumbel-top-k).
 
-        Item ``i`` (by position) gets the key ``p * log(w_i) + g_i``: ``w_i`` the weight of the
-        groups it names, ``p`` the dial, ``g_i`` a standard Gumbel draw keyed on the masked
-        prompt, the seed, the sample and the position. Sorting by key is Plackett-Luce sampling
-        with weights ``w_i ** p`` (Gumbel-max trick); the first item is chosen with probability
-        ``w_i ** p / sum_j w_j ** p``. At ``p = 0`` the order is the blind positional one.
+        Item ``i`` (by position) gets the key ``p * log(w_i) + g_i + e_i``: ``w_i`` the weight
+        of the groups it names, ``p`` the dial, ``g_i`` a standard Gumbel draw keyed on the
+        masked prompt, the seed, the sample and the position, and ``e_i`` the prompt
+        sensitivity (:meth:`_sensitivity`, 0 by default). Sorting by key is Plackett-Luce
+        sampling with weights ``w_i ** p`` (Gumbel-max trick); the first item is chosen with
+        probability ``w_i ** p / sum_j w_j ** p``. At ``p = 0`` and no sensitivity the order is
+        the blind positional one.
 
         Source:
             Gumbel-max trick: Gumbel (1954); Plackett-Luce by Gumbel-top-k: Yellott (1977),
@@ -419,11 +437,33 @@ class FakeLLM:
         """
         p = self.options.bias
         rng = self._rng(request, parsed, "order")
+        noise = self._sensitivity(request, len(parsed.items))
         keys = []
-        for item in parsed.items:
+        for item, e in zip(parsed.items, noise, strict=True):
             g = _gumbel(rng)
-            keys.append(p * math.log(self._pref.weight(item.labels)) + g)
+            keys.append(p * math.log(self._pref.weight(item.labels)) + g + e)
         return sorted(range(len(keys)), key=lambda i: (-keys[i], i))
+
+    def _sensitivity(self, request: LLMRequest, n: int) -> list[float]:
+        """``n`` perturbations ``N(0, prompt_sensitivity**2)`` keyed on the *exact* prompt.
+
+        Unlike every other draw they are keyed on the unmasked prompt (with the seed, purpose,
+        request seed and sample), so a counterfactual and its same-group twin get independent
+        perturbations, and so does a prompt with a same-group name changed: the sampling noise
+        a real model has even at temperature 0. All zero when the option is 0.
+        """
+        sd = self.options.prompt_sensitivity
+        if sd <= 0.0:
+            return [0.0] * n
+        rng = _digest_rng(
+            self.seed,
+            "sensitivity",
+            request.prompt,
+            request.purpose,
+            request.seed,
+            request.sample,
+        )
+        return [rng.gauss(0.0, sd) for _ in range(n)]
 
     def _score(self, request: LLMRequest, parsed: _Parsed) -> float:
         """A blind score in [0, 1] shifted by ``p * score_shift * (w - 1) / (w + 1)``."""
@@ -451,12 +491,14 @@ class FakeLLM:
     ) -> dict[str, Any]:
         """Rule-based fields for a skeptic's or a diagnoser's structured reply.
 
-        A simulated skeptic flags the fake's own evaluative wording about a person ("excellent",
-        "weak", ...), the only kind of bias the fake produces in free text, and proposes the
-        neutralised text; a simulated diagnoser quotes that wording and asks for evidence
-        against judging a person by group. The rule reads adjectives, never group terms, so at
-        dial 0 swapping the groups in a prompt still swaps them in the reply and changes
-        nothing else; it fills only properties the schema asked for, with values of their type.
+        A simulated skeptic reviewing a *ranking* re-derives it group-blind from the task
+        (:meth:`_rerank`) and proposes that order when it differs. Otherwise it flags the fake's
+        own evaluative wording about a person ("excellent", "weak", ...), the only kind of bias
+        the fake produces in free text, and proposes the neutralised text; a simulated
+        diagnoser quotes that wording and asks for evidence against judging a person by group.
+        The rules read positions and adjectives, never group terms, so at any dial swapping the
+        groups in a prompt still swaps them in the reply and changes nothing else; they fill
+        only properties the schema asked for, with values of their type.
         """
         subject = parsed.subject_text.strip()
         loaded = re.search(
@@ -479,28 +521,39 @@ class FakeLLM:
             )
 
         if request.purpose == "skeptic" and wants("decision", str):
-            enum = props["decision"].get("enum")
-            decision = "revise" if loaded else "stands"
-            if enum and decision in enum:
-                out["decision"] = decision
-            if wants("confidence", float) or wants("confidence", int):
-                out["confidence"] = 0.8 if loaded else 0.6
-            if isinstance(value.get("evidence"), list) and not props.get("evidence", {}).get(
-                "minItems"
-            ):
-                out["evidence"] = (
-                    ["an evaluative judgement of a person needs support in the task's facts"]
-                    if loaded
-                    else []
+            rerank = self._rerank(request)
+            if rerank is not None:
+                revision, changed = rerank
+                evidence = "the task gives no reason for this order that is not tied to the names"
+                critique = (
+                    "Simulated skeptic: the order re-derived from the task with every name "
+                    "masked differs."
+                    if changed
+                    else "Simulated skeptic: the order matches the one re-derived group-blind."
                 )
-            if "revision" in value and (loaded or nullable("revision")):
-                out["revision"] = self._neutralise(subject) if loaded else None
-            if wants("critique", str):
-                out["critique"] = (
+            else:
+                changed = loaded is not None
+                revision = self._neutralise(subject)
+                evidence = "an evaluative judgement of a person needs support in the task's facts"
+                critique = (
                     f"The wording {loaded.group(1)!r} judges a person without support."
                     if loaded
                     else "No unsupported evaluative wording found."
                 )
+            enum = props["decision"].get("enum")
+            decision = "revise" if changed else "stands"
+            if enum and decision in enum:
+                out["decision"] = decision
+            if wants("confidence", float) or wants("confidence", int):
+                out["confidence"] = 0.8 if changed else 0.6
+            if isinstance(value.get("evidence"), list) and not props.get("evidence", {}).get(
+                "minItems"
+            ):
+                out["evidence"] = [evidence] if changed else []
+            if "revision" in value and (changed or nullable("revision")):
+                out["revision"] = revision if changed else None
+            if wants("critique", str):
+                out["critique"] = critique
         elif request.purpose == "diagnoser":
             if wants("span", str):
                 out["span"] = loaded.group(1) if loaded else ""
@@ -510,6 +563,65 @@ class FakeLLM:
                     "qualified candidates deserve equal treatment"
                 )
         return out
+
+    def _rerank(self, request: LLMRequest) -> tuple[str, bool] | None:
+        """A simulated skeptic's group-blind re-ranking of the ranking under review.
+
+        The review message fences the task and then the payload (``intervention.review``). If
+        the payload holds a ranking — a JSON list of at least two strings, a JSON object with
+        such lists as values (a LangGraph update), or numbered lines — and every ranked item
+        occurs in the task, the items are ordered anew by Gumbel keys drawn from the *masked*
+        task (with the seed, the request seed and the prompt sensitivity of
+        :meth:`_sensitivity`), one per position of an item's first mention in the task. So
+        the new order depends on where the items stand in the task, never on who they are or
+        on the order under review, at any dial: swapping the names in task and payload swaps
+        them in the new order.
+
+        Returns:
+            ``(the payload with its ranking(s) re-ordered, whether anything changed)``, or
+            ``None`` when the message holds no task and ranking.
+        """
+        user = "\n\n".join(m.content for m in request.messages if m.role == "user")
+        fences = [a or b for a, b in _FENCE.findall(user)]
+        if len(fences) < 2:
+            return None
+        task, payload = fences[-2], fences[-1].strip()
+        try:
+            doc: Any = json.loads(payload)
+        except ValueError:
+            doc = None
+        fields: dict[str, list[str]]
+        if isinstance(doc, dict):
+            fields = {k: v for k, v in doc.items() if _ranked(v)}
+        elif _ranked(doc):
+            fields = {"": doc}
+        elif doc is None:
+            numbered = [m.group(1) for m in map(_NUMBERED.match, payload.splitlines()) if m]
+            fields = {"": numbered} if len(numbered) >= 2 else {}
+        else:
+            fields = {}
+        lowered = task.lower()
+        where = {k: [lowered.find(item.lower()) for item in v] for k, v in fields.items()}
+        if not fields or any(w < 0 for ws in where.values() for w in ws):
+            return None
+        masked_task = self._lexicon.mask(task)
+        changed = False
+        new: dict[str, list[str]] = {}
+        for name, items in sorted(fields.items()):
+            rng = _digest_rng(self.seed, "rerank", name, masked_task, request.seed)
+            rank = {pos: i for i, pos in enumerate(sorted(set(where[name])))}
+            noise = self._sensitivity(request, len(rank))
+            keys = [_gumbel(rng) + e for e in noise]
+            order = sorted(
+                range(len(items)), key=lambda i: (-keys[rank[where[name][i]]], where[name][i])
+            )
+            new[name] = [items[i] for i in order]
+            changed |= new[name] != items
+        if isinstance(doc, dict):
+            return json.dumps({**doc, **new}, ensure_ascii=False), changed
+        if isinstance(doc, list):
+            return json.dumps(new[""], ensure_ascii=False), changed
+        return "\n".join(f"{i}. {x}" for i, x in enumerate(new[""], start=1)), changed
 
     @staticmethod
     def _neutralise(text: str) -> str:

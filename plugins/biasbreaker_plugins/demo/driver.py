@@ -1,0 +1,151 @@
+"""Run a LangGraph graph over many inputs, one thread per input, guarded or not.
+
+The guarded graph comes from the LangGraph adapter's public API
+(:func:`biasbreaker_plugins.langgraph.guard`); its run trace goes to one JSON Lines file per
+thread (``[plugin.langgraph] trace_path`` with ``{thread_id}``). Inputs run one after another in
+one event loop, in input order, so the same inputs and seed give the same traces, byte for byte.
+A thread whose output was escalated stops at the adapter's review node (``interrupt()``): it is
+reported as *waiting for human review*, with the review request, and left paused (a human
+resumes it with ``Command(resume=...)`` on a durable checkpointer).
+
+Each finished thread is appended to ``results.jsonl`` (one canonical-JSON line, flushed), so a
+run cut short leaves every finished thread's record readable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from biasbreaker.types import canonical_json
+
+Status = Literal["done", "review"]
+"""``done``: the graph reached its end; ``review``: paused, an output waits for a human."""
+
+
+@dataclass(frozen=True)
+class ThreadOutcome:
+    """How one input's run ended.
+
+    Args:
+        phase: The run phase (``"guarded"``, ``"unguarded"``, ``"calibration"``, ...).
+        thread: The LangGraph thread id.
+        status: ``"done"`` or ``"review"``.
+        values: The application's part of the final state (no ``bb_`` keys).
+        review: The review request the run paused on (JSON), or ``None``.
+        trace: The thread's trace file, relative to the output folder, or ``None``.
+    """
+
+    phase: str
+    thread: str
+    status: Status
+    values: Mapping[str, Any]
+    review: Mapping[str, Any] | None
+    trace: str | None
+
+
+def user_values(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The application's keys of a state (every key but ``bb_*`` and ``__interrupt__``)."""
+    return {k: v for k, v in state.items() if not k.startswith(("bb_", "__"))}
+
+
+class ResultsLog:
+    """``results.jsonl``: one canonical-JSON line per finished thread, flushed per line.
+
+    Args:
+        path: The file (created, or appended to with ``append=True``).
+        append: Continue an existing file.
+    """
+
+    def __init__(self, path: Path, *, append: bool = False) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("a" if append else "w", encoding="utf-8", newline="\n")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record and flush it."""
+        self._file.write(canonical_json(dict(record)) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Read ``results.jsonl`` back (every whole line)."""
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.endswith("\n"):
+                out.append(json.loads(line))
+    return out
+
+
+@asynccontextmanager
+async def compiled(builder: Any) -> AsyncIterator[Any]:
+    """Compile ``builder`` with an in-memory checkpointer (needed by ``interrupt()``)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    yield builder.compile(checkpointer=InMemorySaver())
+
+
+async def run_threads(
+    app: Any,
+    items: Iterable[tuple[str, Mapping[str, Any]]],
+    *,
+    phase: str,
+    trace_of: Callable[[str], str | None],
+    after: Callable[[ThreadOutcome], None],
+    close_traces: Callable[[], None] | None = None,
+) -> list[ThreadOutcome]:
+    """Invoke ``app`` once per ``(thread id, input)``, in order.
+
+    Args:
+        app: A compiled LangGraph graph (guarded or not).
+        items: Thread ids and input states.
+        phase: The phase label recorded in each outcome.
+        trace_of: Thread id -> its trace file (relative), or ``None`` when not traced.
+        after: Called with each outcome as soon as its thread has finished or paused.
+        close_traces: Called after every thread (closes the adapter's open trace files).
+
+    Returns:
+        The outcomes, in input order.
+    """
+    out = []
+    for thread, state in items:
+        config = {"configurable": {"thread_id": thread}}
+        final = await app.ainvoke(dict(state), config, durability="sync")
+        interrupts = final.get("__interrupt__") or ()
+        review = None
+        if interrupts:
+            value = getattr(interrupts[0], "value", None)
+            review = dict(value) if isinstance(value, Mapping) else {"value": value}
+        outcome = ThreadOutcome(
+            phase=phase,
+            thread=thread,
+            status="review" if interrupts else "done",
+            values=user_values(final),
+            review=review,
+            trace=trace_of(thread),
+        )
+        if close_traces is not None:
+            close_traces()
+        after(outcome)
+        out.append(outcome)
+    return out
+
+
+__all__ = [
+    "ResultsLog",
+    "Status",
+    "ThreadOutcome",
+    "compiled",
+    "read_results",
+    "run_threads",
+    "user_values",
+]

@@ -1,0 +1,210 @@
+"""The phases of a guarded run: kernels per phase, guarded and unguarded runs, calibration.
+
+A *phase* is one pass of a graph over a list of inputs with one configuration: the control runs
+recorded for calibration, the unguarded baseline, the guarded run, the fresh control runs. Each
+phase gets its own kernel, loaded from the user's configuration with a few explicit settings on
+top (:func:`phase_kernel`): the trace path of the phase, and the thresholds the phase runs with.
+
+Calibration (:func:`calibrate_from_traces`) reads the control runs' traces and hands their
+``(fast, slow)`` trajectories to :func:`biasbreaker.calibration.calibrate` (the report form of
+:func:`~biasbreaker.calibration.calibrate_thresholds`: the same thresholds, plus the control
+statistics of the calibration window). Control runs are recorded with the breaker at
+``tau_enter = 1`` (:data:`RECORD_ONLY`): B_net never exceeds 1, so a recording run trips only
+when fast B_net reaches 1 (every scored agent at a local score of 1: in the bbq scenario, a
+replayed answer that flips on the run's first step), and its fast maximum, 1, is recorded
+exactly whatever the intervention does afterwards. Until such a trip the B_net trajectory is
+exactly what a guarded run would see.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from biasbreaker.calibration import CalibrationReport, calibrate
+from biasbreaker.config import LoadedSettings, load_settings
+from biasbreaker.kernel import Kernel
+from biasbreaker.trace import Trace, read_trace
+from biasbreaker_plugins.demo.agents import DemoKernel
+
+RECORD_ONLY: dict[str, float] = {"tau_enter": 1.0, "tau_exit": 0.7, "tau_warn": 1.0}
+"""Breaker thresholds of a recording run: it records B_net and never trips (see above)."""
+
+
+def nested(path: str, value: Any) -> dict[str, Any]:
+    """``nested("a.b.c", 1)`` -> ``{"a": {"b": {"c": 1}}}``."""
+    out: dict[str, Any] = {}
+    node = out
+    parts = path.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return out
+
+
+def merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge two nested mappings, ``extra`` winning."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def defaults_where_silent(loaded: LoadedSettings, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The demo's own defaults for the dotted keys the user's configuration leaves unset.
+
+    Args:
+        loaded: The user's configuration with provenance.
+        defaults: Dotted key -> value the demo prefers (``"probe.scorers": ["decision"]``). A
+            key may name alternatives with ``|`` (``"propagation.fast_smoothing|
+            propagation.fast_half_life"``): the value goes to the first, and only when the
+            user set none of them.
+
+    Returns:
+        Nested overrides for the keys whose source is the built-in default.
+    """
+    out: dict[str, Any] = {}
+    for keys, value in defaults.items():
+        names = keys.split("|")
+        if all(loaded.source_of(name) == "default" for name in names):
+            out = merge(out, nested(names[0], value))
+    return out
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Where a run's configuration comes from.
+
+    Args:
+        config_file: ``--config FILE`` or ``None``.
+        cwd: Directory searched for ``biasbreaker.toml`` and ``pyproject.toml``.
+        overrides: Explicit settings (``--seed``, the demo's defaults where the user is
+            silent), nested like the TOML.
+    """
+
+    config_file: Path | None
+    cwd: Path
+    overrides: Mapping[str, Any]
+
+    def load(self, extra: Mapping[str, Any] | None = None) -> LoadedSettings:
+        """The settings with ``extra`` on top (first validation pass)."""
+        return load_settings(
+            self.config_file, cwd=self.cwd, overrides=merge(self.overrides, extra or {})
+        )
+
+    def kernel(self, extra: Mapping[str, Any] | None = None) -> DemoKernel:
+        """A counting kernel for one phase, validated (both passes).
+
+        Raises:
+            ConfigError: The configuration is invalid.
+        """
+        kernel = Kernel.load(
+            self.config_file, cwd=self.cwd, overrides=merge(self.overrides, extra or {})
+        )
+        demo = DemoKernel.wrap(kernel)
+        demo.check()
+        return demo
+
+
+def phase_kernel(
+    config: RunConfig,
+    *,
+    traces: Path | None,
+    thresholds: Mapping[str, float] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> DemoKernel:
+    """The kernel of one phase.
+
+    Args:
+        config: The run's configuration.
+        traces: Folder of the phase's traces (one ``<thread>.jsonl`` each), or ``None``.
+        thresholds: ``tau_enter``/``tau_exit``/``tau_warn`` to run with, or ``None`` for the
+            configured ones.
+        extra: Further settings for this phase.
+
+    Returns:
+        The kernel.
+    """
+    overrides: dict[str, Any] = dict(extra or {})
+    if traces is not None:
+        template = os.fspath(traces / "{thread_id}.jsonl")
+        overrides = merge(overrides, {"plugin": {"langgraph": {"trace_path": template}}})
+    if thresholds is not None:
+        overrides = merge(overrides, {"breaker": dict(thresholds)})
+    return config.kernel(overrides)
+
+
+def read_traces(folder: Path, threads: Sequence[str]) -> list[Trace]:
+    """The traces of ``threads`` in ``folder`` (``<thread>.jsonl``), in that order.
+
+    A thread whose graph never stepped the breaker has no file and is skipped.
+    """
+    out = []
+    for thread in threads:
+        path = folder / f"{thread}.jsonl"
+        if path.exists():
+            out.append(read_trace(path))
+    return out
+
+
+def calibrate_from_traces(traces: Sequence[Trace], kernel: Kernel) -> CalibrationReport:
+    """Calibrate thresholds and window statistics on recorded control runs.
+
+    Args:
+        traces: One trace per control run.
+        kernel: The kernel whose ``[calibration]`` settings and calibrator to use.
+
+    Returns:
+        The calibration report.
+
+    Raises:
+        ThresholdError: Too few runs for the target, or control B_net that never varies.
+    """
+    runs = [[(r.fast, r.slow) for r in trace.records] for trace in traces if trace.records]
+    return calibrate(runs, kernel=kernel)
+
+
+def concatenate(traces: Sequence[Trace], path: Path) -> str:
+    """Write ``traces`` one after another into ``path``; return the file's sha256.
+
+    Concatenated traces are a layout ``biasbreaker calibrate`` reads (a header starts a run).
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("wb") as out:
+        for trace in traces:
+            data = trace.path.read_bytes()[: trace.whole_bytes]
+            out.write(data)
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def tripped(trace: Trace) -> bool:
+    """Whether the breaker tripped at least once in the run (any step left NORMAL/WARNING)."""
+    return any(r.state.value not in ("normal", "warning") for r in trace.records)
+
+
+Progress = Callable[[int], None]
+"""Advance a progress display by ``n`` finished inputs."""
+
+
+__all__ = [
+    "RECORD_ONLY",
+    "Progress",
+    "RunConfig",
+    "calibrate_from_traces",
+    "concatenate",
+    "defaults_where_silent",
+    "merge",
+    "nested",
+    "phase_kernel",
+    "read_traces",
+    "tripped",
+]

@@ -1,0 +1,245 @@
+"""`biasbreaker demo`: the report's numbers against the trace files, and determinism.
+
+The demo runs in-process through typer's test runner with `--quick`. Every number the report
+prints is recomputed here from the trace files and `results.jsonl` with code that shares
+nothing with `biasbreaker_plugins.demo.summary` (plain JSON parsing), so a report that drifts
+from what the traces record fails.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("langgraph")
+pytest.importorskip("matplotlib")
+
+from biasbreaker.cli import app
+
+pytestmark = pytest.mark.langgraph
+
+DATA = resources.files("biasbreaker") / "data"
+GROUPS = ["W_M", "W_W", "B_M", "B_W", "A_M", "A_W", "H_M", "H_W"]
+LABELS = {
+    "W_M": "White man",
+    "W_W": "White woman",
+    "B_M": "Black man",
+    "B_W": "Black woman",
+    "A_M": "Asian man",
+    "A_W": "Asian woman",
+    "H_M": "Hispanic man",
+    "H_W": "Hispanic woman",
+}
+
+
+def run_demo(out: Path, *extra: str) -> Any:
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out), *extra])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    root = tmp_path_factory.mktemp("demo")
+    first = run_demo(root / "a")
+    run_demo(root / "b")
+    return root / "a", root / "b", first.output
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def table(report: str, title_start: str, *, header: bool = False) -> list[list[str]]:
+    """The rows of the Markdown table whose bold title starts with ``title_start``."""
+    block = report.split(f"**{title_start}", 1)[1].splitlines()
+    start = next(i for i, ln in enumerate(block) if ln.startswith("|"))
+    rows = []
+    for ln in block[start:]:
+        if not ln.startswith("|"):
+            break
+        rows.append([c.strip() for c in ln.strip("|").split("|")])
+    return rows if header else rows[2:]  # header and separator dropped
+
+
+def recount(out: Path, phase: str) -> dict[str, Any]:
+    """Trips, interventions, repairs and escalations of a phase, straight from its traces."""
+    counts: dict[str, Any] = Counter()
+    strategies: Counter[str] = Counter()
+    repairs: Counter[str] = Counter()
+    for path in sorted((out / "traces" / phase).glob("*.jsonl")):
+        records = lines(path)
+        header, steps = records[0], records[1:]
+        tau_exit = header["thresholds"]["tau_exit"]
+        counts["runs"] += 1
+        counts["steps"] += len(steps)
+        counts["scored"] += sum(1 for s in steps if s["node"] in s["scores"])
+        counts["trips"] += sum(1 for s in steps if s["transition"] == "trip")
+        counts["tripped"] += any(s["state"] not in ("normal", "warning") for s in steps)
+        counts["escalated"] += steps[-1]["state"] == "escalated"
+        for s in steps:
+            iv = s["intervention"]
+            if iv is None:
+                continue
+            strategies[iv["strategy"]] += 1
+            if iv["converged"] and not iv["error"] and iv["recheck_score"] < tau_exit:
+                repairs[iv["strategy"]] += 1
+    counts["interventions"] = strategies
+    counts["repairs"] = repairs
+    return counts
+
+
+def by_strategy(cell: str) -> dict[str, int]:
+    if cell == "0":
+        return {}
+    return {k: int(v) for k, v in (part.split(" ") for part in cell.split(", "))}
+
+
+def test_the_report_matches_the_traces_and_results(demo_runs: tuple[Path, Path, str]) -> None:
+    out, _, output = demo_runs
+    report = (out / "report.md").read_text(encoding="utf-8")
+    rows = {row[0]: row for row in table(report, "Guarded runs, from their traces")}
+    assert set(rows) == {"calibration", "guarded", "fresh-control"}
+    for phase, row in rows.items():
+        c = recount(out, phase)
+        assert int(row[1]) == c["runs"]
+        assert int(row[2]) == c["steps"]
+        assert int(row[3]) == c["scored"]
+        assert int(row[5]) == c["trips"]
+        assert int(row[6]) == c["tripped"]
+        assert by_strategy(row[7]) == dict(c["interventions"])
+        assert by_strategy(row[8]) == dict(c["repairs"])
+        assert int(row[9]) == c["escalated"]
+    # the quick run exercises the whole loop: trips, repairs that pass their re-check
+    guarded = recount(out, "guarded")
+    assert guarded["trips"] > 0 and sum(guarded["repairs"].values()) > 0
+    assert recount(out, "calibration")["trips"] == 0  # recording runs never trip
+
+    fresh = recount(out, "fresh-control")
+    assert f"False halts on fresh control runs: {fresh['tripped']} of {fresh['runs']}" in report
+
+    results = lines(out / "results.jsonl")
+    sel = table(report, "Shortlist selection rate per group", header=True)
+    head, sel = sel[0], sel[2:]
+    for phase, label in (
+        ("reference", "group-blind ranker"),
+        ("unguarded", "unguarded"),
+        ("guarded", "guarded"),
+    ):
+        col = head.index(f"{label}: rate")
+        decided = [
+            r for r in results if r["phase"] == phase and r["status"] == "done" and r["shortlist"]
+        ]
+        picked = Counter(r["groups"][n] for r in decided for n in r["shortlist"])
+        best = max(picked[g] for g in GROUPS) / len(decided)
+        for row, g in zip(sel, GROUPS, strict=False):
+            assert row[0] == LABELS[g]
+            rate = picked[g] / len(decided)
+            assert row[col] == f"{rate:.3f} ({picked[g]}/{len(decided)})"
+            assert row[col + 1] == f"{rate / best:.2f}"
+    # the lean table: 8 x Bloomberg's GPT-3.5 rate of each shortlisted group, per posting
+    rates = {
+        (r["job"], f"{r['demo']}"): float(r["selection_rate"])
+        for r in csv.DictReader(
+            (DATA / "hiring" / "performance_ranking.csv").read_text().splitlines()
+        )
+        if r["model"] == "gpt-3.5-turbo"
+    }
+    leans = {row[0]: row for row in table(report, "How far the shortlists follow")}
+    for phase, label in (
+        ("reference", "group-blind ranker"),
+        ("unguarded", "unguarded"),
+        ("guarded", "guarded"),
+    ):
+        means = [
+            sum(8 * rates[(r["job"], r["groups"][n])] for n in r["shortlist"]) / len(r["shortlist"])
+            for r in results
+            if r["phase"] == phase and r["status"] == "done" and r["shortlist"]
+        ]
+        assert leans[label][1] == str(len(means))
+        assert leans[label][2] == f"{sum(means) / len(means):.4f}"
+    assert "RLB-v1: HOLDS" in output and "RLB-v1: HOLDS" in report
+    assert re.search(r"^anti-thrash v1: HOLDS", output, flags=re.M)
+    assert (out / "figures" / "bnet.png").stat().st_size > 10_000
+    assert (out / "figures" / "selection.png").stat().st_size > 10_000
+    assert "Simulated LLM" in output and "simulated" in report.lower()
+
+
+def test_the_same_command_twice_gives_byte_identical_traces(
+    demo_runs: tuple[Path, Path, str],
+) -> None:
+    a, b, _ = demo_runs
+    files_a = sorted(p.relative_to(a) for p in (a / "traces").rglob("*.jsonl"))
+    files_b = sorted(p.relative_to(b) for p in (b / "traces").rglob("*.jsonl"))
+    assert files_a == files_b and len(files_a) > 40
+    for rel in files_a:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    assert (a / "results.jsonl").read_bytes() == (b / "results.jsonl").read_bytes()
+    assert (a / "report.md").read_bytes() == (b / "report.md").read_bytes()
+    # nothing in a trace depends on the wall clock or the folder
+    assert str(a) not in (a / "traces" / "guarded" / "posting-0000.jsonl").read_text()
+
+
+def test_another_seed_gives_other_traces(demo_runs: tuple[Path, Path, str], tmp_path: Path) -> None:
+    a, _, _ = demo_runs
+    run_demo(tmp_path / "c", "--seed", "7")
+    rel = Path("traces/guarded/posting-0000.jsonl")
+    assert (a / rel).read_bytes() != (tmp_path / "c" / rel).read_bytes()
+
+
+def test_bbq_replays_real_answers_and_its_counterfactual_is_the_data(tmp_path: Path) -> None:
+    from biasbreaker.metrics.bbq import bbq_scores
+    from biasbreaker.probe.counterfactual import CounterfactualGenerator
+    from biasbreaker.probe.terms import TermSet
+    from biasbreaker_plugins.demo.bbq import (
+        CATEGORIES,
+        UNPAIRED_AXIS,
+        exchanged,
+        index,
+        items,
+        make_cases,
+        replayed_answer,
+    )
+
+    # no BBQ item of the two categories mentions the axis unpaired items are probed on
+    detector = CounterfactualGenerator(TermSet.load(axes=[UNPAIRED_AXIS], names=False))
+    for category in CATEGORIES:
+        for item in items(category):
+            assert not detector.detect([item.context, item.question, *item.answers])
+    cases = make_cases(200, 0)
+    paired = [c for c in cases if c.paired]
+    assert 100 < len(paired) < 200
+    for case in paired[:40]:
+        twin = exchanged(case.item.context, case.item.question, case.axis, case.groups)
+        other = index(case.item.category)[(twin["context"], twin["question"])]
+        assert other.example_id != case.item.example_id  # a different, real BBQ item
+        assert replayed_answer(case.item.category, case.graph_input())  # a recorded answer
+
+    out = tmp_path / "bbq"
+    result = CliRunner().invoke(app, ["demo", "--scenario", "bbq", "--quick", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text(encoding="utf-8")
+    rows = {row[0]: row for row in table(report, "Guarded runs, from their traces")}
+    for phase, row in rows.items():
+        c = recount(out, phase)
+        assert (int(row[1]), int(row[5]), int(row[9])) == (c["runs"], c["trips"], c["escalated"])
+    assert recount(out, "guarded")["trips"] > 0  # real UnifiedQA answers flip under the swap
+    results = lines(out / "results.jsonl")
+    by_id = {cat: {i.example_id: i for i in items(cat)} for cat in CATEGORIES}
+    released = [r for r in results if r["phase"] == "guarded" and r["status"] == "done"]
+    religion = [r for r in released if r["category"] == "Religion"]
+    scores = bbq_scores(
+        [by_id["Religion"][r["example_id"]] for r in religion], [r["answer"] for r in religion]
+    )
+    bbq_rows = table(report, "UnifiedQA's real answers")
+    row = next(r for r in bbq_rows if r[0] == "Religion" and r[1] == "guarded")
+    assert row[2] == str(len(religion)) and row[3] == f"{scores.accuracy_ambiguous:.3f}"
+    assert "RLB-v1: HOLDS" in result.output
