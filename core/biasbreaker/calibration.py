@@ -2,12 +2,15 @@
 
 Two things are learnt from *control* runs (pipelines run without injected bias):
 
-1. **Thresholds.** :func:`calibrate_thresholds` summarises each control run by the maximum of
-   its fast (and slow) B_net and hands the summaries to the configured ``calibrator`` plugin
-   (first-party: ``percentile``, a finite-sample conformal quantile). The false-halt rate is
-   *per run*: the share of control runs whose fast B_net ever reaches ``tau_enter``. The
-   kernel checks whatever a calibrator returns: consistent thresholds, and an empirical
-   per-run false-halt rate on the given control runs at most the target.
+1. **Thresholds.** :func:`calibrate_thresholds` hands the control runs to the configured
+   ``calibrator`` plugin (first-party: ``percentile``, a finite-sample conformal quantile of
+   the per-run maxima). The false-halt rate is *per run*: the share of control runs that ever
+   trip the breaker. What trips is the *trip statistic* of a step: fast B_net, or, with node
+   trips on (``[breaker] node_trip``), the larger of fast B_net and the guarded step's own
+   local score — the calibrator sees that statistic, so the threshold bounds the trigger the
+   machine actually uses. The kernel checks whatever a calibrator returns: consistent
+   thresholds, and an empirical per-run false-halt rate on the given control runs at most the
+   target.
 2. **The calibration window** (the history of ADR-0034, RLB-v1): the mean and standard
    deviation of fast B_net over all control steps (:class:`ControlStatistics`), and online a
    sliding window of the last ``W`` observations (``max_history``) counting those beyond 3σ
@@ -27,14 +30,17 @@ import json
 import math
 import os
 import sys
+import tempfile
+import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
-from biasbreaker.errors import InputError, ThresholdError
+from biasbreaker.dot import SCHEMA as DOT_SCHEMA
+from biasbreaker.errors import InputError, ScoreError, ThresholdError
 from biasbreaker.types import JSONValue, Thresholds, check_score
 
 if TYPE_CHECKING:
@@ -45,30 +51,98 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------------------------
 
 
-def _step_pair(step: object, where: str) -> tuple[float, float]:
-    if type(step) is tuple and len(step) == 2:
-        fast, slow = step
-        if (
-            type(fast) is float
-            and type(slow) is float
-            and 0.0 <= fast < math.inf
-            and 0.0 <= slow < math.inf
-        ):
-            return step  # the common case, already valid
+class ControlStep(NamedTuple):
+    """One step of a control run, as the calibration reads it.
+
+    Attributes:
+        fast: Fast-scale B_net, in [0, 1].
+        slow: Slow-scale B_net, in [0, 1].
+        own: The guarded step's own local score (``local_scores[node]``) in [0, 1], or
+            ``None`` when the step has none (no node, not applicable, or not recorded).
+    """
+
+    fast: float
+    slow: float
+    own: float | None = None
+
+    def trip(self, node_trip: bool) -> float:
+        """The statistic that trips the breaker at this step.
+
+        ``fast``, or with ``node_trip`` the larger of ``fast`` and ``own``: the machine trips
+        when this is ``>= tau_enter`` (see :func:`biasbreaker.machine.spike`).
+        """
+        if node_trip and self.own is not None and self.own > self.fast:
+            return self.own
+        return self.fast
+
+
+def unit_score(name: str, value: object) -> float:
+    """Validate a B_net value or a local score: a finite number in [0, 1].
+
+    Args:
+        name: The field's name (with its place, e.g. ``"control run 2 step 5.fast"``).
+        value: The candidate.
+
+    Returns:
+        ``value`` as a float.
+
+    Raises:
+        ScoreError: If ``value`` is not a number, is NaN, infinite, negative, or above 1 (B_net
+            is an average of local scores, each in [0, 1]).
+    """
+    score = check_score(name, value)
+    if score > 1.0:
+        raise ScoreError(
+            f"{name}={value!r} is above 1: B_net and local bias scores lie in [0, 1]; check "
+            "what wrote this value"
+        )
+    return score
+
+
+def _own_of(step: object) -> object:
+    """The step's own score: ``own``, else ``scores[node]`` (None if it has neither)."""
+    if isinstance(step, Mapping):
+        if "own" in step:
+            return step["own"]
+        node, scores = step.get("node"), step.get("scores")
+    else:
+        if hasattr(step, "own"):
+            return step.own
+        node, scores = getattr(step, "node", None), getattr(step, "scores", None)
+    if isinstance(node, str) and isinstance(scores, Mapping):
+        return scores.get(node)
+    return None
+
+
+StepTuple = tuple[float, float, float | None]
+"""A validated control step, a plain ``(fast, slow, own)`` tuple (a :class:`ControlStep` is one)."""
+
+
+def _control_step(step: object, where: str) -> ControlStep:
+    fast: object
+    slow: object
+    own: object = None
     if isinstance(step, Mapping):
         if "fast" not in step or "slow" not in step:
-            raise InputError(f"{where} needs the keys 'fast' and 'slow'")
-        fast, slow = step["fast"], step["slow"]
+            raise InputError(f"{where} needs the keys 'fast' and 'slow' (and optionally 'own')")
+        fast, slow, own = step["fast"], step["slow"], _own_of(step)
     elif hasattr(step, "fast") and hasattr(step, "slow"):
-        fast, slow = step.fast, step.slow
-    elif isinstance(step, Sequence) and not isinstance(step, str) and len(step) == 2:
-        fast, slow = step
+        fast, slow, own = step.fast, step.slow, _own_of(step)
+    elif isinstance(step, Sequence) and not isinstance(step, str) and len(step) in (2, 3):
+        fast, slow, *rest = step
+        own = rest[0] if rest else None
     else:
         raise InputError(
-            f"{where} is a {type(step).__name__}; a step is a (fast, slow) pair, a mapping with "
-            "'fast' and 'slow', or an object with .fast and .slow"
+            f"{where} is a {type(step).__name__}; a step is a (fast, slow) pair, a (fast, slow, "
+            "own) triple, a mapping with 'fast', 'slow' and optionally 'own' (or 'node' and "
+            "'scores'), or an object with .fast and .slow (and optionally .own, or .node and "
+            ".scores)"
         )
-    return check_score(f"{where}.fast", fast), check_score(f"{where}.slow", slow)
+    return ControlStep(
+        unit_score(f"{where}.fast", fast),
+        unit_score(f"{where}.slow", slow),
+        None if own is None else unit_score(f"{where}.own", own),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,15 +201,28 @@ class ControlSample:
     """Summary of control runs: per-run maxima, and step statistics.
 
     Args:
-        fast_maxima: For each control run, the maximum of its fast B_net (one float >= 0 per
-            run, in input order).
+        fast_maxima: For each control run, the maximum of its fast B_net (one float in [0, 1]
+            per run, in input order).
         slow_maxima: For each control run, the maximum of its slow B_net.
-        statistics: Mean and std of fast B_net over all control steps.
+        statistics: Mean and std of fast B_net over all control steps (the window's bands:
+            the window observes fast B_net, whatever trips the breaker).
+        trip_maxima: For each control run, the maximum of its trip statistic
+            (:meth:`ControlStep.trip`); equal to ``fast_maxima`` without node trips. Default
+            ``fast_maxima``.
+        node_trip: Whether the trip statistic includes the steps' own scores.
+        own_scores: Steps that carried an own score.
     """
 
     fast_maxima: tuple[float, ...]
     slow_maxima: tuple[float, ...]
     statistics: ControlStatistics
+    trip_maxima: tuple[float, ...] | None = None
+    node_trip: bool = False
+    own_scores: int = 0
+
+    def __post_init__(self) -> None:
+        if self.trip_maxima is None:
+            object.__setattr__(self, "trip_maxima", self.fast_maxima)
 
     @property
     def n_runs(self) -> int:
@@ -143,13 +230,17 @@ class ControlSample:
         return len(self.fast_maxima)
 
 
-def summarise_control_runs(control_trajectories: Iterable[Iterable[object]]) -> ControlSample:
+def summarise_control_runs(
+    control_trajectories: Iterable[Iterable[object]], *, node_trip: bool = False
+) -> ControlSample:
     """Reduce control runs to per-run maxima and the mean/std of fast B_net.
 
     Args:
-        control_trajectories: One iterable per control run; each step is a ``(fast, slow)``
-            pair, a mapping with ``"fast"`` and ``"slow"``, or an object with ``.fast`` and
-            ``.slow`` (e.g. a DoT harness step). Scores are finite and >= 0.
+        control_trajectories: One iterable per control run; each step as
+            :func:`normalise_control_runs` accepts it (a ``(fast, slow)`` pair, a ``(fast,
+            slow, own)`` triple, a mapping, or an object such as a DoT harness step or a
+            trace :class:`~biasbreaker.trace.StepRecord`). Values are finite, in [0, 1].
+        node_trip: Whether the trip statistic includes the steps' own scores.
 
     Returns:
         The summary. Mean and std use :func:`math.fsum`, so the result does not depend on the
@@ -157,16 +248,22 @@ def summarise_control_runs(control_trajectories: Iterable[Iterable[object]]) -> 
 
     Raises:
         InputError: If there is no run, a run is empty, or a step is malformed.
-        ScoreError: If a score is NaN, infinite or negative (the message names run and step).
+        ScoreError: If a value is NaN, infinite, negative or above 1 (the message names run
+            and step).
         ThresholdError: If fast B_net has no spread over the control steps.
     """
-    return _summarise(normalise_control_runs(control_trajectories))
+    return _summarise(normalise_control_runs(control_trajectories), node_trip=node_trip)
 
 
-def _summarise(runs: Sequence[Sequence[tuple[float, float]]]) -> ControlSample:
-    fast_maxima = [max(fast for fast, _ in run) for run in runs]
-    slow_maxima = [max(slow for _, slow in run) for run in runs]
-    values = [fast for run in runs for fast, _ in run]
+def _summarise(runs: Sequence[Sequence[StepTuple]], *, node_trip: bool) -> ControlSample:
+    fast_maxima = [max(fast for fast, _, _ in run) for run in runs]
+    slow_maxima = [max(slow for _, slow, _ in run) for run in runs]
+    owns = [max((own for _, _, own in run if own is not None), default=None) for run in runs]
+    trip_maxima = [
+        fast if not node_trip or own is None or own <= fast else own
+        for fast, own in zip(fast_maxima, owns, strict=True)
+    ]  # max over steps of max(fast, own) = max(max fast, max own)
+    values = [fast for run in runs for fast, _, _ in run]
     if len(values) < 2:
         raise InputError("control runs have fewer than 2 steps in total; record more")
     mean = math.fsum(values) / len(values)
@@ -175,27 +272,35 @@ def _summarise(runs: Sequence[Sequence[tuple[float, float]]]) -> ControlSample:
         tuple(fast_maxima),
         tuple(slow_maxima),
         ControlStatistics(mean, math.sqrt(variance), len(values)),
+        tuple(trip_maxima),
+        node_trip,
+        sum(1 for run in runs for _, _, own in run if own is not None),
     )
 
 
-def false_halt_rate(fast_maxima: Sequence[float], tau_enter: float) -> float:
-    """Return the per-run false-halt rate: the share of runs whose fast B_net reaches ``tau_enter``.
+def false_halt_rate(trip_maxima: Sequence[float], tau_enter: float) -> float:
+    """Return the per-run false-halt rate: the share of runs whose maximum reaches ``tau_enter``.
 
     Args:
-        fast_maxima: Per-run maxima of fast B_net.
+        trip_maxima: Per-run maxima of the trip statistic (fast B_net, or with node trips the
+            larger of fast B_net and the step's own score).
         tau_enter: The trip threshold.
 
     Returns:
         A float in [0, 1] (0 for no runs).
     """
-    if not fast_maxima:
+    if not trip_maxima:
         return 0.0
-    return sum(1 for m in fast_maxima if m >= tau_enter) / len(fast_maxima)
+    return sum(1 for m in trip_maxima if m >= tau_enter) / len(trip_maxima)
 
 
 # --------------------------------------------------------------------------------------------
 # Calibrators
 # --------------------------------------------------------------------------------------------
+
+
+class CalibrationWarning(UserWarning):
+    """The calibration ran, but covers less than asked (e.g. node trips without own scores)."""
 
 
 class CalibratedThresholds(NamedTuple):
@@ -207,7 +312,11 @@ class CalibratedThresholds(NamedTuple):
 
 
 Trajectory = Sequence[tuple[float, float]]
-"""One control run: its ``(fast, slow)`` B_net pairs in step order."""
+"""One control run as a calibrator sees it: ``(trip statistic, slow B_net)`` pairs in step order.
+
+The trip statistic is fast B_net, or with node trips on the larger of fast B_net and the
+step's own local score (:meth:`ControlStep.trip`): the value the machine compares with
+``tau_enter``."""
 
 
 class Calibrator(Protocol):
@@ -219,8 +328,9 @@ class Calibrator(Protocol):
         """Choose thresholds from control runs.
 
         Args:
-            trajectories: One sequence of ``(fast, slow)`` pairs per control run (validated by
-                the kernel: finite, >= 0, every run non-empty).
+            trajectories: One sequence of ``(trip statistic, slow)`` pairs per control run
+                (see :data:`Trajectory`; validated by the kernel: in [0, 1], every run
+                non-empty). ``tau_enter`` bounds the first, ``tau_warn`` the second.
             target_false_halt_rate: Per-run false-halt rate to stay under, in (0, 1).
 
         Returns:
@@ -242,9 +352,13 @@ class CalibrationReport:
         statistics: Mean and std of fast B_net over the control steps (the window's bands).
         n_runs: Number of control runs.
         target_false_halt_rate: The requested per-run rate.
-        empirical_false_halt_rate: Share of the given control runs whose fast B_net reaches
-            ``tau_enter`` (always at most the target; the kernel checks it).
+        empirical_false_halt_rate: Share of the given control runs whose trip statistic
+            reaches ``tau_enter`` (always at most the target; the kernel checks it).
         calibrator: Name of the calibrator used.
+        node_trip: Whether the calibrated trigger includes the steps' own scores (the
+            machine's ``node_trip``).
+        own_scores: Control steps that carried an own score (with ``node_trip`` and none,
+            the thresholds bound fast-B_net trips only).
     """
 
     thresholds: CalibratedThresholds
@@ -253,6 +367,8 @@ class CalibrationReport:
     target_false_halt_rate: float
     empirical_false_halt_rate: float
     calibrator: str
+    node_trip: bool = False
+    own_scores: int = 0
 
     def to_json(self) -> dict[str, JSONValue]:
         """Return the report as plain JSON."""
@@ -265,6 +381,8 @@ class CalibrationReport:
             "target_false_halt_rate": self.target_false_halt_rate,
             "empirical_false_halt_rate": self.empirical_false_halt_rate,
             "calibrator": self.calibrator,
+            "node_trip": self.node_trip,
+            "own_scores": self.own_scores,
         }
 
 
@@ -279,29 +397,60 @@ def _check_target(value: object) -> float:
 
 def normalise_control_runs(
     control_trajectories: Iterable[Iterable[object]],
-) -> tuple[tuple[tuple[float, float], ...], ...]:
-    """Validate control runs into tuples of ``(fast, slow)`` float pairs.
+) -> tuple[tuple[StepTuple, ...], ...]:
+    """Validate control runs into tuples of ``(fast, slow, own)`` steps.
 
     Args:
-        control_trajectories: One iterable per run; each step a ``(fast, slow)`` pair, a
-            mapping with ``"fast"`` and ``"slow"``, or an object with ``.fast`` and ``.slow``.
+        control_trajectories: One iterable per run; each step is
+
+            - a ``(fast, slow)`` pair or a ``(fast, slow, own)`` triple;
+            - a mapping with ``"fast"``, ``"slow"`` and optionally ``"own"`` (or ``"node"``
+              and ``"scores"``, the own score being ``scores[node]``);
+            - an object with ``.fast`` and ``.slow`` and optionally ``.own`` (or ``.node`` and
+              ``.scores``: a DoT harness step, a trace :class:`~biasbreaker.trace.StepRecord`).
+
+            ``own`` is the guarded step's own local score, or ``None`` when it has none.
 
     Returns:
-        The runs as nested tuples.
+        The runs as nested tuples: each step a ``(fast, slow, own)`` tuple of floats (``own``
+        may be ``None``); a valid triple given as a tuple is kept as it is, any other shape
+        becomes a :class:`ControlStep`.
 
     Raises:
         InputError: If there is no run, a run is empty, or a step is malformed.
-        ScoreError: If a score is NaN, infinite or negative (the message names run and step).
+        ScoreError: If a value is not a finite number in [0, 1] (the message names run and
+            step).
     """
     runs = []
     for run_index, run in enumerate(control_trajectories):
-        pairs = tuple(
-            _step_pair(step, f"control run {run_index} step {step_index}")
-            for step_index, step in enumerate(run)
-        )
-        if not pairs:
+        checked: list[StepTuple] = []
+        for step_index, step in enumerate(run):
+            # The common case inline (a million steps in a fraction of a second): float pairs
+            # or triples, or steps read from a file, already in range.
+            if type(step) is tuple or type(step) is ControlStep:
+                size = len(step)
+                if size == 3:
+                    fast, slow, own = valid = step
+                elif size == 2:
+                    fast, slow = step
+                    own = None
+                    valid = (fast, slow, None)
+                else:
+                    fast = None  # not a float: the full check below explains
+                if (
+                    type(fast) is float
+                    and type(slow) is float
+                    and 0.0 <= fast <= 1.0
+                    and 0.0 <= slow <= 1.0
+                    and (own is None or (type(own) is float and 0.0 <= own <= 1.0))
+                ):
+                    checked.append(valid)
+                    continue
+            checked.append(_control_step(step, f"control run {run_index} step {step_index}"))
+        steps = tuple(checked)
+        if not steps:
             raise InputError(f"control run {run_index} has no steps")
-        runs.append(pairs)
+        runs.append(steps)
     if not runs:
         raise InputError("no control runs given; calibration needs recorded control runs")
     return tuple(runs)
@@ -342,7 +491,8 @@ def check_calibration(
                 "control runs reach the top of the scale, so no threshold separates them; check "
                 "the control runs (are they really unbiased?)"
             )
-    rate = false_halt_rate(sample.fast_maxima, checked.tau_enter)
+    assert sample.trip_maxima is not None
+    rate = false_halt_rate(sample.trip_maxima, checked.tau_enter)
     if rate > target_false_halt_rate:
         raise ThresholdError(
             f"calibrator {name!r} chose tau_enter={checked.tau_enter!r}, which halts "
@@ -357,11 +507,17 @@ def calibrate(
     *,
     target_false_halt_rate: float | None = None,
     kernel: Kernel | None = None,
+    node_trip: bool | None = None,
 ) -> CalibrationReport:
     """Calibrate thresholds and the window statistics from control runs, with a full report.
 
     Dispatches to the configured ``calibrator`` plugin (``[calibration] calibrator``, default
-    ``percentile``) and checks its result (see :func:`check_calibration`).
+    ``percentile``) and checks its result (see :func:`check_calibration`). The calibrator gets
+    each step's *trip statistic* (:meth:`ControlStep.trip`): fast B_net, or with node trips
+    the larger of fast B_net and the step's own score, so ``tau_enter`` bounds the trigger
+    the machine uses. With node trips on and no own score in the control runs, the thresholds
+    bound fast-B_net trips only (the report's ``own_scores`` is 0 and a
+    :class:`CalibrationWarning` says so).
 
     Args:
         control_trajectories: Control runs (see :func:`normalise_control_runs`).
@@ -370,13 +526,15 @@ def calibrate(
         kernel: The kernel whose configuration and plugins to use; default
             :meth:`Kernel.load() <biasbreaker.kernel.Kernel.load>` (configuration of the
             current directory, installed plugins).
+        node_trip: Whether the machine the thresholds are for trips on own scores too;
+            default ``[breaker] node_trip``.
 
     Returns:
         The report: thresholds, control statistics, run count, target and empirical rate.
 
     Raises:
         InputError: On malformed runs.
-        ScoreError: On invalid scores.
+        ScoreError: On invalid scores (not finite, or outside [0, 1]).
         ThresholdError: If the target is out of range, the runs cannot support it, or the
             calibrator's result fails the kernel's checks.
         PluginError: If the calibrator cannot be built or raises something else.
@@ -393,12 +551,32 @@ def calibrate(
         if target_false_halt_rate is None
         else target_false_halt_rate
     )
+    if node_trip is None:
+        node_trip = kernel.settings.breaker.node_trip
+    elif not isinstance(node_trip, bool):
+        raise InputError(f"node_trip={node_trip!r} must be a bool or None")
     runs = normalise_control_runs(control_trajectories)
-    sample = _summarise(runs)
+    sample = _summarise(runs, node_trip=node_trip)
+    if node_trip and sample.own_scores == 0:
+        warnings.warn(
+            "node trips are on ([breaker] node_trip) but no control step carries its own "
+            "score: the thresholds bound fast-B_net trips only, not node trips; record the "
+            "control runs as run traces (they carry node and scores) or add 'own' to the "
+            "step records, or set [breaker] node_trip = false",
+            CalibrationWarning,
+            stacklevel=2,
+        )
+    trajectories = [
+        [
+            (fast if not node_trip or own is None or own <= fast else own, slow)
+            for fast, slow, own in run
+        ]
+        for run in runs
+    ]  # ControlStep.trip, inlined: a million steps
     name = settings.calibrator
     calibrator = kernel.build("calibrator", name)
     try:
-        result = calibrator.calibrate(runs, target_false_halt_rate=target)  # type: ignore[attr-defined]
+        result = calibrator.calibrate(trajectories, target_false_halt_rate=target)  # type: ignore[attr-defined]
     except BiasbreakerError:
         raise
     except Exception as exc:
@@ -411,8 +589,10 @@ def calibrate(
         statistics=sample.statistics,
         n_runs=sample.n_runs,
         target_false_halt_rate=target,
-        empirical_false_halt_rate=false_halt_rate(sample.fast_maxima, thresholds.tau_enter),
+        empirical_false_halt_rate=false_halt_rate(sample.trip_maxima or (), thresholds.tau_enter),
         calibrator=name,
+        node_trip=node_trip,
+        own_scores=sample.own_scores,
     )
 
 
@@ -421,20 +601,25 @@ def calibrate_thresholds(
     *,
     target_false_halt_rate: float | None = None,
     kernel: Kernel | None = None,
+    node_trip: bool | None = None,
 ) -> CalibratedThresholds:
     """Choose ``(tau_enter, tau_exit, tau_warn)`` from control runs at a per-run false-halt rate.
 
-    The false-halt rate is per run: the share of control runs whose fast B_net ever reaches
-    ``tau_enter``. With the first-party ``percentile`` calibrator, a new control run
-    exchangeable with the given ones trips with probability at most the target (the conformal
-    guarantee; see :mod:`biasbreaker_plugins.calibrator_percentile`). The result is a starting
-    point for this deployment, not a validated constant.
+    The false-halt rate is per run: the share of control runs that ever trip the breaker,
+    i.e. whose trip statistic (fast B_net, or with node trips the larger of fast B_net and the
+    guarded step's own score) ever reaches ``tau_enter``. With the first-party ``percentile``
+    calibrator, a new control run exchangeable with the given ones trips — by either trigger
+    when node trips are on and the runs carry own scores — with probability at most the target
+    (the conformal guarantee; see :mod:`biasbreaker_plugins.calibrator_percentile`). The
+    result is a starting point for this deployment, not a validated constant.
 
     Args:
         control_trajectories: Control runs (see :func:`normalise_control_runs`).
         target_false_halt_rate: Per-run false-halt rate in (0, 1); default from the
             configuration.
         kernel: The kernel to use; default ``Kernel.load()``.
+        node_trip: Whether to calibrate the node-trip trigger too; default ``[breaker]
+            node_trip``.
 
     Returns:
         The thresholds, a named tuple.
@@ -444,7 +629,10 @@ def calibrate_thresholds(
             99 runs").
     """
     return calibrate(
-        control_trajectories, target_false_halt_rate=target_false_halt_rate, kernel=kernel
+        control_trajectories,
+        target_false_halt_rate=target_false_halt_rate,
+        kernel=kernel,
+        node_trip=node_trip,
     ).thresholds
 
 
@@ -453,35 +641,197 @@ def calibrate_thresholds(
 # --------------------------------------------------------------------------------------------
 
 
+STEP_RECORD_KEYS: Final = ("fast", "own", "run", "seed", "slow")
+"""The keys a step record (a line of a control-trajectory file without ``"kind"``) may have."""
+
+
 @dataclass(frozen=True, slots=True)
 class ControlRuns:
     """Control runs read from a file.
 
     Args:
-        runs: One tuple of ``(fast, slow)`` pairs per run, in order of first appearance.
-        names: Each run's name (its ``run``/``seed`` value, or ``trace N`` for run traces).
+        runs: One tuple of :class:`ControlStep` per run, in order of first appearance.
+        names: Each run's name: ``trace N`` for the N-th run trace, ``run=<value>`` or
+            ``seed=<value>`` for step records (the value as JSON, so ``run=3`` and
+            ``run="3"`` are different runs), ``dot <preset> seed=<seed>`` for DoT records.
         sha256: SHA-256 of the file's bytes.
         skipped: Steps skipped because they had no score yet (``fast`` or ``slow`` null).
+        truncated: Whether a cut last line (no newline, not valid JSON) was ignored.
     """
 
-    runs: tuple[tuple[tuple[float, float], ...], ...]
+    runs: tuple[tuple[ControlStep, ...], ...]
     names: tuple[str, ...]
     sha256: str
     skipped: int
+    truncated: bool = False
+
+
+class _FileRuns:
+    """The state of one pass over a control-trajectory file (see read_control_trajectories)."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.runs: dict[str, list[ControlStep]] = {}
+        self.trace: str | None = None  # the run trace whose steps follow, if any
+        self.next_step = 0
+        self.traces = 0
+        self.skipped = 0
+        self.run_key: tuple[str, int] | None = None  # ("run" or "seed", first line)
+
+    def fail(self, number: int, message: str) -> InputError:
+        return InputError(f"{self.file}:{number}: {message}")
+
+    def value(self, number: int, name: str, value: object) -> float:
+        try:
+            return unit_score(name, value)
+        except ScoreError as exc:
+            raise self.fail(number, str(exc)) from None
+
+    def record(self, number: int, record: dict[str, Any]) -> None:
+        kind = record.get("kind")
+        if kind == "header":
+            self.header(number, record)
+        elif kind == "step":
+            self.trace_step(number, record)
+        elif kind is not None:
+            raise self.fail(
+                number, f"unknown kind {kind!r}; a run trace has 'header' and 'step' lines"
+            )
+        elif record.get("schema") == DOT_SCHEMA:
+            self.dot_step(number, record)
+        else:
+            self.step_record(number, record)
+
+    def header(self, number: int, record: dict[str, Any]) -> None:
+        from biasbreaker.errors import TraceError
+        from biasbreaker.trace import TraceHeader
+
+        try:
+            TraceHeader.from_json(record)
+        except TraceError as exc:
+            raise self.fail(number, str(exc)) from None
+        self.traces += 1
+        self.trace = f"trace {self.traces}"
+        self.runs[self.trace] = []
+        self.next_step = 0
+
+    def trace_step(self, number: int, record: dict[str, Any]) -> None:
+        from biasbreaker.errors import TraceError
+        from biasbreaker.trace import StepRecord
+
+        if self.trace is None:
+            raise self.fail(
+                number, "a run-trace step before any header line; put each trace's header first"
+            )
+        try:
+            step = StepRecord.from_json(record)
+        except TraceError as exc:
+            raise self.fail(number, str(exc)) from None
+        if step.step != self.next_step:
+            raise self.fail(
+                number,
+                f"step {step.step} of {self.trace} is out of order; expected step "
+                f"{self.next_step} (is a trace cut short before the next header?)",
+            )
+        self.next_step += 1
+        for node, score in step.scores.items():
+            self.value(number, f"scores[{node!r}]", score)
+        own = None if step.node is None else step.scores.get(step.node)
+        self.runs[self.trace].append(
+            ControlStep(
+                self.value(number, "fast", step.fast), self.value(number, "slow", step.slow), own
+            )
+        )
+
+    def dot_step(self, number: int, record: dict[str, Any]) -> None:
+        seed, preset, node, scores = (record.get(k) for k in ("seed", "preset", "node", "scores"))
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise self.fail(number, f"DoT record seed={seed!r} must be an integer")
+        if not isinstance(preset, str) or not isinstance(node, str):
+            raise self.fail(number, "DoT record needs a string 'preset' and 'node'")
+        if not isinstance(scores, dict):
+            raise self.fail(number, "DoT record needs 'scores', an object of node -> score")
+        checked = {n: self.value(number, f"scores[{n!r}]", v) for n, v in scores.items()}
+        self.add(number, f"dot {preset} seed={seed}", record, checked.get(node))
+
+    def step_record(self, number: int, record: dict[str, Any]) -> None:
+        unknown = sorted(set(record) - set(STEP_RECORD_KEYS))
+        if unknown:
+            raise self.fail(
+                number,
+                f"unknown key(s) {', '.join(map(repr, unknown))} in a step record; allowed: "
+                f"{', '.join(STEP_RECORD_KEYS)} ('run' or 'seed' names the run, 'own' is the "
+                "guarded step's own local score, optional); run traces start with a header line",
+            )
+        keys = [key for key in ("run", "seed") if key in record]
+        if not keys:
+            raise self.fail(
+                number,
+                "a step without a run: add a 'run' (or 'seed') key, or put the steps of each "
+                "run after its run-trace header",
+            )
+        if len(keys) == 2:
+            raise self.fail(
+                number, "a step record has both 'run' and 'seed'; name its run with one of them"
+            )
+        [key] = keys
+        if self.run_key is None:
+            self.run_key = (key, number)
+        elif self.run_key[0] != key:
+            first, line = self.run_key
+            raise self.fail(
+                number,
+                f"this step record names its run by {key!r}, but line {line} named its run by "
+                f"{first!r}; a file names runs one way (run 3 and seed 3 are not the same run): "
+                "rename the key, or split the file",
+            )
+        value = record[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, str))
+            or (key == "seed" and not isinstance(value, int))
+        ):
+            allowed = "an integer" if key == "seed" else "a string or an integer"
+            raise self.fail(number, f"{key}={value!r} must be {allowed}")
+        own = record.get("own")
+        self.add(
+            number,
+            f"{key}={json.dumps(value)}",
+            record,
+            None if own is None else self.value(number, "own", own),
+        )
+
+    def add(self, number: int, name: str, record: dict[str, Any], own: float | None) -> None:
+        fast, slow = record.get("fast"), record.get("slow")
+        if fast is None or slow is None:
+            if "fast" not in record or "slow" not in record:
+                raise self.fail(number, "a step record needs 'fast' and 'slow' (null: not scored)")
+            self.skipped += 1
+            return
+        step = ControlStep(self.value(number, "fast", fast), self.value(number, "slow", slow), own)
+        self.runs.setdefault(name, []).append(step)
 
 
 def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
     """Read control runs from a JSON Lines file.
 
-    Two layouts are accepted, and may be concatenated:
+    Three layouts are accepted, and may be concatenated:
 
     - **run traces** (``biasbreaker simulate`` or a guarded run): a ``"kind": "header"`` line
-      starts a new run; its ``"kind": "step"`` lines follow;
-    - **step records** with a run key (e.g. DoT harness output): each line has ``fast``,
-      ``slow`` and ``run`` (or, without ``run``, ``seed``) naming the run it belongs to;
-      lines of different runs may interleave.
+      starts a new run; its ``"kind": "step"`` lines follow (validated as trace records, steps
+      numbered from 0). A step's own score is ``scores[node]``;
+    - **step records**: each line has ``fast``, ``slow``, a run key and optionally ``own`` (the
+      guarded step's own local score, for node trips) and nothing else. The run key is
+      ``run`` (a string or an integer) or ``seed`` (an integer), the same key throughout the
+      file: a file mixing them is refused rather than merging ``run 3`` with ``seed 3``. Lines
+      of different runs may interleave;
+    - **DoT harness records** (``biasbreaker simulate --trajectory``, ``"schema":
+      "biasbreaker.dot/1"``), one run per preset and seed; the own score is ``scores[node]``.
 
     Steps whose ``fast`` or ``slow`` is ``null`` (nothing scored yet) are skipped and counted.
+    Every value must be a finite number in [0, 1]. A last line without its newline that is not
+    valid JSON was cut while being written: it is ignored with a
+    :class:`~biasbreaker.trace.TraceTruncatedWarning` (``biasbreaker verify`` does the same).
 
     Args:
         path: The file.
@@ -490,53 +840,41 @@ def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
         The runs and the file's digest.
 
     Raises:
-        InputError: If the file cannot be read, a line is not a JSON object, a step has no
-            run, or the file holds no step; the message names the file and line.
-        ScoreError: If a score is NaN, infinite or negative (named with file and line).
+        InputError: If the file cannot be read, a line is not a JSON object, a value is not a
+            finite number in [0, 1], a step record has an unknown key or no run (or the file
+            mixes ``run`` and ``seed``), a trace line is malformed or out of order, or the
+            file holds no scored step; the message names the file and line.
     """
+    from biasbreaker.trace import TraceTruncatedWarning
+
     file = Path(path)
     try:
         data = file.read_bytes()
     except OSError as exc:
         raise InputError(f"{file}: cannot read the control trajectories: {exc}") from exc
-    runs: dict[str, list[tuple[float, float]]] = {}
-    current: str | None = None
-    traces = 0
-    skipped = 0
-    for number, raw in enumerate(data.splitlines(), start=1):
+    state = _FileRuns(file)
+    lines = data.split(b"\n")
+    truncated = False
+    for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
             record = json.loads(raw)
         except ValueError as exc:
-            raise InputError(f"{file}:{number}: not valid JSON: {exc}") from exc
+            if number == len(lines):  # no newline after it: cut while being written
+                truncated = True
+                warnings.warn(
+                    f"{file}:{number}: the last line is cut mid-record (the writer crashed?); "
+                    f"read the {number - 1} whole lines before it",
+                    TraceTruncatedWarning,
+                    stacklevel=2,
+                )
+                break
+            raise state.fail(number, f"not valid JSON: {exc}") from exc
         if not isinstance(record, dict):
-            raise InputError(f"{file}:{number}: each line must be a JSON object")
-        if record.get("kind") == "header":
-            traces += 1
-            current = f"trace {traces}"
-            runs[current] = []
-            continue
-        if record.get("kind") == "step" and current is not None:
-            name = current
-        elif "run" in record or "seed" in record:
-            name = str(record.get("run", record.get("seed")))
-        else:
-            raise InputError(
-                f"{file}:{number}: a step without a run: add a 'run' (or 'seed') key, or put "
-                "the steps of each run after its run-trace header"
-            )
-        fast, slow = record.get("fast"), record.get("slow")
-        if fast is None or slow is None:
-            skipped += 1
-            continue
-        runs.setdefault(name, []).append(
-            (
-                check_score(f"{file}:{number}: fast", fast),
-                check_score(f"{file}:{number}: slow", slow),
-            )
-        )
-    non_empty = {name: steps for name, steps in runs.items() if steps}
+            raise state.fail(number, "each line must be a JSON object")
+        state.record(number, record)
+    non_empty = {name: steps for name, steps in state.runs.items() if steps}
     if not non_empty:
         raise InputError(
             f"{file}: no scored step found; it should hold control runs (JSON "
@@ -546,8 +884,12 @@ def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
         tuple(tuple(steps) for steps in non_empty.values()),
         tuple(non_empty),
         hashlib.sha256(data).hexdigest(),
-        skipped,
+        state.skipped,
+        truncated,
     )
+
+
+PYPROJECT_NAME: Final = "pyproject.toml"
 
 
 def write_calibration_toml(
@@ -559,19 +901,30 @@ def write_calibration_toml(
 ) -> None:
     """Write calibrated thresholds and window statistics into a TOML configuration file.
 
-    Sets ``[breaker] tau_enter, tau_exit, tau_warn`` and ``[calibration]
-    target_false_halt_rate, calibrated_on, source_sha256`` and ``[calibration.control]
-    mean, std, n_steps``. An existing file keeps its other tables and keys (its comments are
-    not kept: the file is rewritten); a missing file is created.
+    Sets ``[breaker] tau_enter, tau_exit, tau_warn, node_trip`` (the trigger the thresholds
+    were calibrated for) and ``[calibration] target_false_halt_rate, calibrated_on,
+    source_sha256`` and ``[calibration.control] mean, std, n_steps``. In a file named
+    ``pyproject.toml`` these tables go under ``[tool.biasbreaker]``, where biasbreaker reads
+    them. An existing file keeps its other tables and keys (its comments are not kept: the file
+    is rewritten); a missing file is created.
+
+    The new text is validated first by loading it as biasbreaker would
+    (:func:`biasbreaker.config.load_settings`, from a temporary directory, with this process's
+    ``BIASBREAKER_*`` environment), so a key the file already had wrong (``tau_entre``) or a
+    value out of range is reported instead of producing a file that does not load. Then it is
+    written to a temporary file in the same directory and moved over the target atomically
+    (keeping the target's permission bits): on any error the original file is unchanged.
 
     Args:
-        path: The TOML file, e.g. ``biasbreaker.toml``.
+        path: The TOML file, e.g. ``biasbreaker.toml`` or ``pyproject.toml``.
         report: The calibration.
         calibrated_on: The date to record (pass it explicitly: no clock is read here).
         source_sha256: SHA-256 of the control trajectories the calibration used.
 
     Raises:
-        ConfigError: If the existing file is not valid TOML or cannot be written.
+        ConfigError: If the existing file is not valid TOML, the result would not load (the
+            message names the key and says the file was left unchanged), or it cannot be
+            written.
     """
     import tomli_w
 
@@ -582,17 +935,27 @@ def write_calibration_toml(
     from biasbreaker.errors import ConfigError
 
     file = Path(path)
+    pyproject = file.name == PYPROJECT_NAME
+    where = f"{file} [tool.biasbreaker]" if pyproject else str(file)
     document: dict[str, Any] = {}
     if file.exists():
         try:
             document = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{file}: cannot update it, it is not readable TOML: {exc}") from exc
-    breaker = document.setdefault("breaker", {})
+    settings = document
+    if pyproject:
+        settings = _table(_table(document, "tool", file), "biasbreaker", file)
     tau_enter, tau_exit, tau_warn = report.thresholds
-    breaker.update({"tau_enter": tau_enter, "tau_exit": tau_exit, "tau_warn": tau_warn})
-    calibration = document.setdefault("calibration", {})
-    calibration.update(
+    _table(settings, "breaker", file).update(
+        {
+            "tau_enter": tau_enter,
+            "tau_exit": tau_exit,
+            "tau_warn": tau_warn,
+            "node_trip": report.node_trip,
+        }
+    )
+    _table(settings, "calibration", file).update(
         {
             "target_false_halt_rate": report.target_false_halt_rate,
             "calibrated_on": calibrated_on,
@@ -600,10 +963,88 @@ def write_calibration_toml(
             "control": report.statistics.to_json(),
         }
     )
+    text = tomli_w.dumps(document)
+    _check_loads(text, file.name if pyproject else "calibrated.toml", pyproject, where)
+    _replace_atomically(file, text)
+
+
+def _table(document: dict[str, Any], key: str, file: Path) -> dict[str, Any]:
+    from biasbreaker.errors import ConfigError
+
+    table = document.setdefault(key, {})
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"{file}: cannot write the calibration: {key!r} is {table!r}, not a table; fix the "
+            "file (the file was left unchanged)"
+        )
+    return table
+
+
+def _check_loads(text: str, name: str, pyproject: bool, where: str) -> None:
+    """Load ``text`` as biasbreaker would (as ``pyproject.toml`` or via ``--config``)."""
+    from biasbreaker.config import load_settings
+    from biasbreaker.errors import ConfigError
+
+    with tempfile.TemporaryDirectory(prefix="biasbreaker-calibrate-") as tmp:
+        candidate = Path(tmp) / name
+        candidate.write_text(text, encoding="utf-8")
+        try:
+            if pyproject:
+                load_settings(cwd=tmp)
+            else:
+                load_settings(candidate, cwd=tmp)
+        except ConfigError as exc:
+            message = str(exc).replace(str(candidate), where)
+            raise ConfigError(
+                f"{where}: the calibrated configuration would not load, so the file was left "
+                f"unchanged: {message}"
+            ) from exc
+
+
+def _replace_atomically(file: Path, text: str) -> None:
+    from biasbreaker.errors import ConfigError
+
+    if file.is_symlink():
+        file = file.resolve()  # replace the file the link points to, keep the link
+
+    temporary, handle = _create_beside(file)
     try:
-        file.write_text(tomli_w.dumps(document), encoding="utf-8")
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        if file.exists():
+            os.chmod(temporary, file.stat().st_mode & 0o7777)
+        os.replace(temporary, file)
     except OSError as exc:
-        raise ConfigError(f"{file}: cannot write the calibrated configuration: {exc}") from exc
+        raise ConfigError(
+            f"{file}: cannot write the calibrated configuration (the file was left "
+            f"unchanged): {exc}"
+        ) from exc
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def _create_beside(file: Path) -> tuple[Path, int]:
+    """Create a new empty file next to ``file`` (mode 0o666 less the umask); (path, fd)."""
+    from biasbreaker.errors import ConfigError
+
+    for attempt in range(100):
+        temporary = file.with_name(f".{file.name}.{os.getpid()}-{attempt}.tmp")
+        try:
+            return temporary, os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ConfigError(
+                f"{file}: cannot write the calibrated configuration (the file was left "
+                f"unchanged): {exc}"
+            ) from exc
+    raise ConfigError(
+        f"{file}: cannot write the calibrated configuration: 100 temporary files "
+        f".{file.name}.{os.getpid()}-*.tmp already exist next to it; remove them"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -727,13 +1168,17 @@ class CalibrationWindow:
 
 
 __all__ = [
+    "STEP_RECORD_KEYS",
     "CalibratedThresholds",
     "CalibrationReport",
+    "CalibrationWarning",
     "CalibrationWindow",
     "Calibrator",
     "ControlRuns",
     "ControlSample",
     "ControlStatistics",
+    "ControlStep",
+    "StepTuple",
     "Trajectory",
     "WindowCounts",
     "calibrate",
@@ -744,5 +1189,6 @@ __all__ = [
     "outlier_level",
     "read_control_trajectories",
     "summarise_control_runs",
+    "unit_score",
     "write_calibration_toml",
 ]

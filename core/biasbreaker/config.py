@@ -308,6 +308,14 @@ class BreakerSettings(Section):
         "intervenes on it otherwise (guarded pipelines need this); 'hold' holds every output "
         "until the machine is NORMAL again (a stream whose held outputs are dropped).",
     )
+    node_trip: bool = Field(
+        True,
+        description="Also trip when the guarded step's own local score (in [0, 1]) reaches "
+        "tau_enter, not only when fast B_net does: B_net averages over the nodes, so one "
+        "biased node among clean ones may never move it to tau_enter (guarded pipelines need "
+        "this); false: only fast B_net trips (the seed's literal machine). Calibrate with the "
+        "same setting.",
+    )
     history_steps: int = Field(
         8,
         ge=1,

@@ -13,8 +13,13 @@ The machine follows the seed's R3 diagram::
 Every transition is one row of :data:`TRANSITIONS` with one guard function; on each step the
 first row whose source is the current state and whose guard holds is taken, otherwise the
 machine holds its state. A guard sees only :class:`GuardInputs` — the state, the counters,
-this step's fast and slow B_net and whether the calibration window is dirty — so transitions
-are a function of those alone.
+this step's fast and slow B_net, the step's own local score and whether the calibration window
+is dirty — so transitions are a function of those alone.
+
+With ``node_trip`` on (:class:`MachineConfig`), the breaker also trips when the guarded step's
+own local score reaches ``tau_enter``, not only when fast B_net does: B_net is a Katz-weighted
+*average* over the nodes, smoothed by the fast EWMA, so one maximally biased node among clean
+ones may never move fast B_net to ``tau_enter``.
 
 One step is one call of :meth:`ControlMachine.step` (or :meth:`ControlMachine.astep` for a
 coroutine hook); it takes at most one transition. The intervention hook runs inside the step
@@ -110,6 +115,15 @@ class MachineConfig:
             In half-open mode the caller promotes a repair that passed its re-check on the
             INTERVENTION step itself (``last_result.repaired``), and the step that recovers
             promotes its own output.
+        node_trip: Whether the breaker also trips (NORMAL/WARNING -> INTERVENTION) when the
+            guarded step's own local score (``local_scores[node]``) is ``>= tau_enter``, as
+            well as when fast B_net is. ``False`` (the seed's literal machine, the default
+            here, used by the DoT harness): only fast B_net trips. ``True`` (the
+            configuration default, what guarded pipelines use): a single biased node is
+            held even when the network average dilutes it below ``tau_enter``. Closing the
+            breaker is unchanged (fast below ``tau_exit``, cool-down, re-check, clean window).
+            Calibrate the thresholds for the trigger you use (``biasbreaker calibrate``
+            reads ``[breaker] node_trip``).
 
     Raises:
         InputError: If a counter is out of range or ``thresholds`` is not a Thresholds.
@@ -123,6 +137,7 @@ class MachineConfig:
     history_steps: int = 8
     seed: int = 0
     probation: Probation = "hold"
+    node_trip: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.thresholds, Thresholds):
@@ -144,10 +159,16 @@ class MachineConfig:
             raise InputError(
                 f"MachineConfig.probation={self.probation!r} must be 'hold' or 'half-open'"
             )
+        if not isinstance(self.node_trip, bool):
+            raise InputError(f"MachineConfig.node_trip={self.node_trip!r} must be a bool")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MachineConfig:
         """Build the configuration from ``[breaker]``, ``[calibration]`` and ``seed``.
+
+        ``[breaker] node_trip`` (default true) and ``[breaker] probation`` (default
+        ``"half-open"``) are what guarded pipelines need; the dataclass defaults are the seed's
+        literal machine.
 
         The calibration window is used when ``[calibration.control]`` is set (``biasbreaker
         calibrate --write-toml`` writes it), with ``W = [calibration] max_history``.
@@ -170,6 +191,7 @@ class MachineConfig:
             history_steps=breaker.history_steps,
             seed=settings.seed,
             probation=breaker.probation,
+            node_trip=breaker.node_trip,
         )
 
     def trace_header(self, meta: Mapping[str, JSONValue] | None = None) -> TraceHeader:
@@ -182,6 +204,7 @@ class MachineConfig:
             control=self.control,
             seed=self.seed,
             meta=dict(meta or {}),
+            node_trip=self.node_trip,
         )
 
     def to_json(self) -> dict[str, JSONValue]:
@@ -195,11 +218,15 @@ class MachineConfig:
             "history_steps": self.history_steps,
             "seed": self.seed,
             "probation": self.probation,
+            "node_trip": self.node_trip,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MachineConfig:
         """Rebuild from :meth:`to_json` output.
+
+        ``probation`` and ``node_trip`` may be missing (snapshots written before they
+        existed): they then take the literal machine's values, ``"hold"`` and ``False``.
 
         Raises:
             InputError: On a missing or bad field.
@@ -216,6 +243,7 @@ class MachineConfig:
                 history_steps=data["history_steps"],
                 seed=data["seed"],
                 probation=data.get("probation", "hold"),
+                node_trip=data.get("node_trip", False),
             )
         except KeyError as exc:
             raise InputError(f"machine config is missing the field {exc.args[0]!r}") from None
@@ -261,6 +289,8 @@ class GuardInputs:
         step_score: This step's own local score (``local_scores[node]``), or ``None`` when
             the step has none (not applicable, or no node given).
         half_open: Whether the machine runs with ``probation="half-open"``.
+        node_trip: Whether the machine runs with ``node_trip=True`` (the step's own score
+            can trip the breaker).
     """
 
     counters: Counters
@@ -272,11 +302,30 @@ class GuardInputs:
     max_retries: int
     step_score: float | None = None
     half_open: bool = False
+    node_trip: bool = False
+
+
+def network_spike(g: GuardInputs) -> bool:
+    """``fast >= tau_enter``: fast B_net spiked."""
+    return g.fast >= g.thresholds.tau_enter
+
+
+def node_spike(g: GuardInputs) -> bool:
+    """With node trips on, this step's own local score is ``>= tau_enter``.
+
+    Direct evidence about the guarded output itself, which the network average dilutes: in a
+    chain of four nodes, one node at local score 1.0 after clean ones gives B_net about 0.24
+    and a fast EWMA below it.
+    """
+    return g.node_trip and g.step_score is not None and g.step_score >= g.thresholds.tau_enter
 
 
 def spike(g: GuardInputs) -> bool:
-    """``fast >= tau_enter``: a spike that warrants halting (NORMAL/WARNING -> INTERVENTION)."""
-    return g.fast >= g.thresholds.tau_enter
+    """The trip guard (NORMAL/WARNING -> INTERVENTION): a network spike or a node spike.
+
+    ``fast >= tau_enter``, or, with node trips on, the step's own score ``>= tau_enter``.
+    """
+    return network_spike(g) or node_spike(g)
 
 
 def drift(g: GuardInputs) -> bool:
@@ -667,6 +716,7 @@ class ControlMachine:
                 max_retries=config.max_retries,
                 step_score=step_score,
                 half_open=config.probation == "half-open",
+                node_trip=config.node_trip,
             )
         )
         # Only the scored nodes' histories change; they are committed after the hook.
@@ -844,7 +894,7 @@ class ControlMachine:
         th = self._config.thresholds
         fast, slow = plan.fast, plan.slow
         if name == "trip":
-            text = f"trip: fast {fast:.6g} >= tau_enter {th.tau_enter:.6g}"
+            text = self._trip_reason(plan)
         elif name == "retry":
             text = (
                 f"retry {counters.attempts}/{self._config.max_retries}: the last "
@@ -894,6 +944,22 @@ class ControlMachine:
                     f"{str(result.converged).lower()}"
                 )
         return text
+
+    def _trip_reason(self, plan: _Plan) -> str:
+        """Say which trigger fired: the network (fast B_net), the node's own score, or both."""
+        th = self._config.thresholds
+        fast, own = plan.fast, plan.step_score
+        node_fired = self._config.node_trip and own is not None and own >= th.tau_enter
+        if fast >= th.tau_enter:
+            text = f"trip: fast {fast:.6g} >= tau_enter {th.tau_enter:.6g}"
+            if node_fired:
+                text += f", and the own score {own:.6g} of node {plan.node!r} >= tau_enter"
+            return text
+        return (
+            f"trip (node): the own score {own:.6g} of node {plan.node!r} >= tau_enter "
+            f"{th.tau_enter:.6g}, while fast {fast:.6g} is below it (the network average "
+            "dilutes a single node)"
+        )
 
     def _hold_reason(self, plan: _Plan, counters: Counters) -> str:
         state = counters.state
@@ -1047,6 +1113,8 @@ __all__ = [
     "drift",
     "drift_subsided",
     "hook_returned",
+    "network_spike",
+    "node_spike",
     "noop_hook",
     "probation_failed",
     "probation_failed_budget_spent",

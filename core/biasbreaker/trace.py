@@ -61,10 +61,12 @@ class TraceHeader:
         control: Control statistics defining the window's 3σ/5σ bands, or ``None``.
         seed: The run's seed.
         meta: Free-form plain-JSON description of the run (e.g. the preset), default empty.
+        node_trip: Whether the run's machine also tripped on a step's own local score
+            (``MachineConfig.node_trip``); a header without the key means ``False``.
 
     Raises:
-        TraceError: If ``max_history`` and ``control`` are not both set or both ``None``, or a
-            counter is out of range.
+        TraceError: If ``max_history`` and ``control`` are not both set or both ``None``, a
+            counter is out of range, or ``node_trip`` is not a bool.
     """
 
     thresholds: Thresholds
@@ -74,6 +76,7 @@ class TraceHeader:
     control: ControlStatistics | None
     seed: int
     meta: Mapping[str, JSONValue] = field(default_factory=dict)
+    node_trip: bool = False
 
     def __post_init__(self) -> None:
         if (self.max_history is None) != (self.control is None):
@@ -93,6 +96,8 @@ class TraceHeader:
             raise TraceError(f"trace header: max_history={self.max_history!r} must be an int >= 1")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise TraceError(f"trace header: seed={self.seed!r} must be an int")
+        if not isinstance(self.node_trip, bool):
+            raise TraceError(f"trace header: node_trip={self.node_trip!r} must be true or false")
         object.__setattr__(self, "meta", MappingProxyType(json.loads(canonical_json(self.meta))))
 
     def to_json(self) -> dict[str, JSONValue]:
@@ -108,6 +113,7 @@ class TraceHeader:
             "control": None if self.control is None else self.control.to_json(),
             "seed": self.seed,
             "meta": dict(self.meta),
+            "node_trip": self.node_trip,
         }
 
     @classmethod
@@ -136,6 +142,7 @@ class TraceHeader:
                 control=None if control is None else ControlStatistics.from_json(control),
                 seed=data["seed"],
                 meta=data.get("meta", {}),
+                node_trip=data.get("node_trip", False),
             )
         except KeyError as exc:
             raise TraceError(f"trace header is missing the field {exc.args[0]!r}") from None
@@ -278,13 +285,17 @@ def _int(value: object, name: str) -> int:
 
 
 def _score(value: object, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0.0 <= value < math.inf
-    ):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TraceError(f"{name}={value!r} must be a finite number >= 0")
-    return float(value)
+    try:
+        as_float = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise TraceError(
+            f"{name}=<an integer beyond the float range> must be a finite number >= 0"
+        ) from None
+    if not 0.0 <= as_float < math.inf:
+        raise TraceError(f"{name}={value!r} must be a finite number >= 0")
+    return as_float
 
 
 def _scores(value: object) -> Mapping[str, float]:

@@ -88,7 +88,13 @@ def check_score(name: str, value: object) -> float:
             f"{name}={value!r} is not a score: expected a finite number >= 0, got "
             f"{type(value).__name__}"
         )
-    as_float = float(value)
+    try:
+        as_float = float(value)
+    except OverflowError:  # an int beyond the float range: far outside any score's range
+        raise ScoreError(
+            f"{name}=<an integer beyond the float range> is not a valid score: scores must be "
+            "finite and >= 0"
+        ) from None
     if not 0.0 <= as_float < math.inf:
         raise ScoreError(
             f"{name}={value!r} is not a valid score: scores must be finite and >= 0 "

@@ -1,17 +1,26 @@
 """The ``percentile`` calibrator: thresholds from a finite-sample (conformal) quantile.
 
-Given ``n`` control runs summarised by the maximum of their fast B_net, ``M_1 … M_n``, and a
-target per-run false-halt rate ``α``, it sets
+Given ``n`` control runs summarised by the maximum of their *trip statistic*, ``M_1 … M_n``,
+and a target per-run false-halt rate ``α``, it sets
 
     k = ⌈(n + 1)(1 − α)⌉,    tau_enter = the smallest float above M_(k)
 
-(``M_(k)`` the k-th smallest maximum). **Guarantee:** if a new control run is exchangeable
-with the ``n`` calibration runs (e.g. all i.i.d.), then
+(``M_(k)`` the k-th smallest maximum). The trip statistic of a step is what the control machine
+compares with ``tau_enter``: fast B_net, or with node trips on (``[breaker] node_trip``) the
+larger of fast B_net and the guarded step's own local score. The kernel computes it
+(:meth:`biasbreaker.calibration.ControlStep.trip`) and hands this calibrator ``(trip statistic,
+slow B_net)`` pairs. **Guarantee:** if a new control run is exchangeable with the ``n``
+calibration runs (e.g. all i.i.d.), then
 
-    P(max fast B_net of the new run >= tau_enter) <= (n + 1 − k) / (n + 1) <= α,
+    P(max trip statistic of the new run >= tau_enter) <= (n + 1 − k) / (n + 1) <= α,
 
-the probability taken over the calibration runs and the new run together; so the expected
-false-halt rate of the chosen threshold on new control runs is at most ``α``. Proof sketch:
+the probability taken over the calibration runs and the new run together. A closed breaker
+trips at a step exactly when that step's trip statistic reaches ``tau_enter`` — by the network
+trigger (fast B_net) or, with node trips on, by the node trigger (the own score) — so a run
+that trips at all has a maximum ``>= tau_enter``: the expected per-run false-halt rate of the
+combined trigger on new control runs is at most ``α``. (Only for the own scores the control
+runs carry: with node trips on and no own score recorded, the bound covers fast B_net only.)
+Proof sketch:
 the new run trips only if its maximum is strictly above ``M_(k)``, hence strictly above at
 least ``k`` of the other ``n`` maxima; among any ``n + 1`` values at most ``n + 1 − k`` are
 strictly above ``k`` others, and by exchangeability the new run is any one of the ``n + 1``
@@ -30,8 +39,9 @@ smallest positive maximum: the same runs trip on the calibration sample, at most
 them. If every maximum is 0 the runs never move and no threshold is chosen (an error).
 
 ``tau_exit = exit_ratio · tau_enter``. ``tau_warn = warn_ratio ·`` the same conformal bound
-computed on the runs' slow-B_net maxima, so with ``warn_ratio = 1`` the per-run rate of drift
-warnings on control runs is also at most ``α``.
+computed on the runs' slow-B_net maxima (the slow scale only: own scores never enter it), so
+with ``warn_ratio = 1`` the per-run rate of drift warnings on control runs is also at most
+``α``.
 
 Source:
     Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, ch. 2
@@ -77,13 +87,22 @@ def required_runs(alpha: float) -> int:
     return max(1, math.ceil((1 - exact) / exact))
 
 
+_SCALES = {
+    "fast": "fast B_net",
+    "slow": "slow B_net",
+    "trip": "trip-statistic (fast B_net, or with node trips the larger of it and the step's own "
+    "score)",
+}
+
+
 def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) -> float:
     """Return the smallest float strictly above the conformal quantile of ``maxima``.
 
     Args:
         maxima: Per-run maxima, one float >= 0 per calibration run.
         alpha: Target per-run exceedance rate, in (0, 1).
-        scale: ``"fast"`` or ``"slow"``, for error messages.
+        scale: ``"trip"``, ``"fast"`` or ``"slow"``: what the maxima are of, for error
+            messages.
 
     Returns:
         The threshold: a new exchangeable run's maximum reaches it with probability <= alpha.
@@ -109,10 +128,11 @@ def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) 
         positive = [m for m in maxima if m > 0.0]
         if positive:
             return min(positive)
+        label = _SCALES.get(scale, scale)
         raise ThresholdError(
-            f"all {n} control runs' {scale} B_net maxima are 0: the control runs never move "
-            f"on the {scale} scale, so no threshold separates them from anything; check that "
-            "the control runs exercise the probe"
+            f"all {n} control runs' {label} maxima are 0: the control runs never move on "
+            "this scale, so no threshold separates them from anything; check that the "
+            "control runs exercise the probe"
         )
     return math.nextafter(quantile, math.inf)
 
@@ -142,7 +162,9 @@ class PercentileCalibrator:
         """Choose ``(tau_enter, tau_exit, tau_warn)`` from control runs.
 
         Args:
-            trajectories: One sequence of ``(fast, slow)`` pairs per control run.
+            trajectories: One sequence of ``(trip statistic, slow B_net)`` pairs per control
+                run (the kernel's :data:`~biasbreaker.calibration.Trajectory`; the trip
+                statistic is fast B_net when node trips are off).
             target_false_halt_rate: ``α``, the per-run false-halt rate to stay under, (0, 1).
 
         Returns:
@@ -151,9 +173,9 @@ class PercentileCalibrator:
         Raises:
             ThresholdError: If there are too few runs for ``α`` or a quantile is 0.
         """
-        fast_maxima = [max(fast for fast, _ in run) for run in trajectories]
+        trip_maxima = [max(trip for trip, _ in run) for run in trajectories]
         slow_maxima = [max(slow for _, slow in run) for run in trajectories]
-        tau_enter = conformal_upper_bound(fast_maxima, target_false_halt_rate, scale="fast")
+        tau_enter = conformal_upper_bound(trip_maxima, target_false_halt_rate, scale="trip")
         tau_warn = self.warn_ratio * conformal_upper_bound(
             slow_maxima, target_false_halt_rate, scale="slow"
         )
@@ -172,7 +194,8 @@ def calibrator(register: Register[object]) -> None:
     register(
         "percentile",
         make_percentile,
-        summary="conformal quantile of per-run maxima: P(new control run trips) <= target",
+        summary="conformal quantile of per-run maxima of the trip statistic: "
+        "P(new control run trips) <= target",
     )
 
 

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import itertools
 import json
 import math
 import random
 import statistics
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,22 +17,26 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from biasbreaker.calibration import (
+    CalibrationWarning,
     CalibrationWindow,
     ControlStatistics,
+    ControlStep,
     calibrate,
     calibrate_thresholds,
     check_calibration,
     false_halt_rate,
+    normalise_control_runs,
     outlier_level,
     read_control_trajectories,
     summarise_control_runs,
     write_calibration_toml,
 )
 from biasbreaker.config import load_settings
+from biasbreaker.dot import iter_dot
 from biasbreaker.errors import InputError, PluginError, ScoreError, ThresholdError
 from biasbreaker.hookspecs import hookimpl
 from biasbreaker.machine import ControlMachine, MachineConfig
-from biasbreaker.trace import TraceWriter
+from biasbreaker.trace import TraceTruncatedWarning, TraceWriter
 from biasbreaker.types import Thresholds
 
 STATS = ControlStatistics(mean=0.1, std=0.05, n_steps=100)
@@ -88,7 +94,11 @@ def test_summary_does_not_depend_on_run_order(
         ([[]], InputError, "control run 0 has no steps"),
         ([[(0.1, 0.1)], [(0.2, math.nan)]], ScoreError, r"control run 1 step 0\.slow=nan"),
         ([[(0.1, 0.1), (-0.2, 0.0)]], ScoreError, r"control run 0 step 1\.fast=-0\.2"),
-        ([[(0.1, 0.1, 0.3)]], InputError, "a step is a"),
+        ([[(0.1, 0.1, 0.3, 0.2)]], InputError, "a step is a"),
+        ([[(1.5, 0.1)]], ScoreError, r"control run 0 step 0\.fast=1\.5 is above 1"),
+        ([[(0.1, 0.1, 2.0)]], ScoreError, r"control run 0 step 0\.own=2\.0 is above 1"),
+        ([[(0.1, 10**400)]], ScoreError, r"step 0\.slow=<an integer beyond the float range>"),
+        ([[{"fast": 0.1, "slow": 0.1, "own": "x"}]], ScoreError, r"own='x' is not a score"),
         ([[{"fast": 0.1}]], InputError, "needs the keys 'fast' and 'slow'"),
         ([[(0.2, 0.1), (0.2, 0.3)]], ThresholdError, "control std is 0"),
     ],
@@ -112,14 +122,17 @@ def test_false_halt_rate_is_per_run_and_inclusive() -> None:
 class FixedPlugin:
     """A throwaway calibrator plugin returning a fixed result (or raising)."""
 
-    def __init__(self, result: object) -> None:
+    def __init__(self, result: object, name: str = "fixed") -> None:
         self.result = result
+        self.name = name
+        self.seen: Any = None
 
     @hookimpl
     def calibrator(self, register: Any) -> None:
-        register("fixed", lambda options, context: self)
+        register(self.name, lambda options, context: self)
 
     def calibrate(self, trajectories: Any, *, target_false_halt_rate: float) -> object:
+        self.seen = trajectories
         if isinstance(self.result, Exception):
             raise self.result
         return self.result
@@ -131,11 +144,94 @@ RUNS = [[(i / 100, i / 200)] for i in range(100)]
 
 @pytest.fixture
 def fixed(register_plugin: Any, make_kernel: Any) -> Any:
-    def make(result: object, **calibration: object) -> Any:
-        register_plugin(FixedPlugin(result), name="fixed-calibrator")
-        return make_kernel({"calibration": {"calibrator": "fixed", **calibration}})
+    """A kernel whose calibrator returns ``result``; node trips off unless asked (RUNS are pairs)."""
+
+    made = itertools.count()
+
+    def make(result: object, node_trip: bool = False, **calibration: object) -> Any:
+        index = next(made)
+        plugin = FixedPlugin(result, "fixed" if index == 0 else f"fixed-{index}")
+        register_plugin(plugin, name=f"fixed-calibrator-{index}")
+        kernel = make_kernel(
+            {
+                "calibration": {"calibrator": plugin.name, **calibration},
+                "breaker": {"node_trip": node_trip},
+            }
+        )
+        kernel.fixed_plugin = plugin
+        return kernel
 
     return make
+
+
+# 100 two-step runs: fast maxima 0.00 .. 0.99 as in RUNS, own scores 0.5 higher on 10 of them
+NODE_RUNS = [
+    [(i / 200, 0.0, None), (i / 100, i / 200, min(1.0, i / 100 + (0.5 if i % 10 == 0 else 0)))]
+    for i in range(100)
+]
+
+
+def test_with_node_trips_the_calibrator_gets_the_trip_statistic(fixed: Any) -> None:
+    kernel = fixed((0.995, 0.7, 0.4), node_trip=True)
+    report = calibrate(NODE_RUNS, target_false_halt_rate=0.2, kernel=kernel)
+    assert kernel.fixed_plugin.seen[10] == [(0.05, 0.0), (0.6, 0.05)]  # max(fast, own), slow
+    assert kernel.fixed_plugin.seen[11] == [(0.055, 0.0), (0.11, 0.055)]
+    assert (report.node_trip, report.own_scores) == (True, 100)
+    # runs 50, 60, 70, 80 reach 0.995 only through their own score (90 reaches 1.0 too)
+    assert report.empirical_false_halt_rate == 5 / 100
+    assert report.statistics == summarise_control_runs(NODE_RUNS).statistics  # fast only
+    assert report.to_json()["node_trip"] is True
+    # the same runs without node trips: the calibrator sees fast B_net
+    literal = fixed((0.995, 0.7, 0.4), node_trip=True)
+    off = calibrate(NODE_RUNS, target_false_halt_rate=0.2, kernel=literal, node_trip=False)
+    assert literal.fixed_plugin.seen[10] == [(0.05, 0.0), (0.1, 0.05)]
+    assert (off.node_trip, off.empirical_false_halt_rate) == (False, 0.0)
+
+
+def test_the_kernel_check_uses_the_trip_statistic(fixed: Any) -> None:
+    # tau_enter 0.9 halts 10 runs by fast B_net; node trips add runs 40..80 (own >= 0.9)
+    assert calibrate(NODE_RUNS, target_false_halt_rate=0.1, kernel=fixed((0.9, 0.6, 0.4)))
+    with pytest.raises(ThresholdError, match=r"halts 0\.1500 of the control runs"):
+        calibrate(NODE_RUNS, target_false_halt_rate=0.1, kernel=fixed((0.9, 0.6, 0.4), True))
+
+
+def test_node_trips_without_own_scores_warn_that_only_fast_is_bounded(fixed: Any) -> None:
+    with pytest.warns(CalibrationWarning, match="no control step carries its own score"):
+        report = calibrate(RUNS, target_false_halt_rate=0.5, kernel=fixed((0.995, 0.7, 0.4), True))
+    assert (report.node_trip, report.own_scores) == (True, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        calibrate(RUNS, target_false_halt_rate=0.5, kernel=fixed((0.995, 0.7, 0.4)))
+    with pytest.raises(InputError, match="node_trip='yes' must be a bool"):
+        calibrate(RUNS, kernel=fixed((0.995, 0.7, 0.4)), node_trip="yes")  # type: ignore[arg-type]
+
+
+def test_control_steps_accept_own_scores_in_every_shape() -> None:
+    @dataclass
+    class Own:
+        fast: float
+        slow: float
+        own: float | None
+
+    @dataclass
+    class Record:
+        fast: float
+        slow: float
+        node: str | None
+        scores: dict[str, float]
+
+    runs = [
+        [(0.1, 0.0, 0.7), {"fast": 0.2, "slow": 0.0, "own": 0.1}, Own(0.1, 0.0, None)],
+        [{"fast": 0.1, "slow": 0.0, "node": "a", "scores": {"a": 0.9}}, Record(0.3, 0.1, "b", {})],
+        [Record(0.2, 0.1, "a", {"a": 0.4, "b": 1.0}), Step(0.1, 0.1)],
+    ]
+    sample = summarise_control_runs(runs, node_trip=True)
+    assert sample.trip_maxima == (0.7, 0.9, 0.4)
+    assert sample.fast_maxima == (0.2, 0.3, 0.2)
+    assert sample.own_scores == 4
+    assert summarise_control_runs(runs).trip_maxima == sample.fast_maxima
+    [step] = normalise_control_runs([[{"fast": 0.1, "slow": 0.0, "own": 0.3}]])[0]
+    assert (step, step.trip(True), step.trip(False)) == (ControlStep(0.1, 0.0, 0.3), 0.3, 0.1)
 
 
 def test_calibrate_reports_the_empirical_rate(fixed: Any) -> None:
@@ -209,21 +305,130 @@ def test_check_calibration_accepts_a_good_result() -> None:
 # -- files --------------------------------------------------------------------------------------
 
 
+def write_lines(path: Path, lines: list[dict[str, Any]], end: str = "\n") -> Path:
+    path.write_text("\n".join(json.dumps(line) for line in lines) + end)
+    return path
+
+
 def test_read_control_trajectories_groups_steps_by_run(tmp_path: Path) -> None:
-    path = tmp_path / "control.jsonl"
     lines = [
         {"run": "a", "fast": 0.1, "slow": 0.05},
-        {"run": "b", "fast": 0.2, "slow": 0.1},
-        {"run": "a", "fast": 0.3, "slow": 0.06},
-        {"seed": 7, "fast": None, "slow": None},  # not scored yet: skipped
-        {"seed": 7, "fast": 0.4, "slow": 0.2, "extra": [1]},
+        {"run": "b", "fast": 0.2, "slow": 0.1, "own": 0.5},
+        {"run": "a", "fast": 0.3, "slow": 0.06, "own": None},
+        {"run": 7, "fast": None, "slow": None},  # not scored yet: skipped
+        {"run": 7, "fast": 0.4, "slow": 0.2},
+        {"run": "7", "fast": 0.0, "slow": 0.0},  # the string "7" is another run than 7
     ]
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n")
+    path = write_lines(tmp_path / "control.jsonl", lines, "\n\n")
     runs = read_control_trajectories(path)
-    assert runs.names == ("a", "b", "7")
-    assert runs.runs == (((0.1, 0.05), (0.3, 0.06)), ((0.2, 0.1),), ((0.4, 0.2),))
+    assert runs.names == ('run="a"', 'run="b"', "run=7", 'run="7"')
+    assert runs.runs == (
+        ((0.1, 0.05, None), (0.3, 0.06, None)),
+        ((0.2, 0.1, 0.5),),
+        ((0.4, 0.2, None),),
+        ((0.0, 0.0, None),),
+    )
     assert runs.skipped == 1
     assert runs.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert not runs.truncated
+    seeds = read_control_trajectories(
+        write_lines(tmp_path / "seeds.jsonl", [{"seed": 3, "fast": 0.1, "slow": 0.1}])
+    )
+    assert seeds.names == ("seed=3",)
+
+
+def test_records_keyed_by_run_and_by_seed_are_not_merged(tmp_path: Path) -> None:
+    # run 3 and seed 3 used to be merged into one run "3"; a file names runs one way
+    lines = [
+        {"run": 3, "fast": 0.1, "slow": 0.1},
+        {"run": 4, "fast": 0.1, "slow": 0.1},
+        {"seed": 3, "fast": 0.2, "slow": 0.1},
+    ]
+    path = write_lines(tmp_path / "mixed.jsonl", lines)
+    with pytest.raises(InputError) as info:
+        read_control_trajectories(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:3: this step record names its run by 'seed'")
+    assert "but line 1 named its run by 'run'" in message
+    assert "run 3 and seed 3 are not the same run" in message
+    both = write_lines(tmp_path / "both.jsonl", [{"run": 1, "seed": 1, "fast": 0.1, "slow": 0}])
+    with pytest.raises(InputError, match=r"both\.jsonl:1: a step record has both 'run' and 'seed'"):
+        read_control_trajectories(both)
+
+
+def test_unknown_keys_in_step_records_are_an_error_listing_the_allowed_ones(
+    tmp_path: Path,
+) -> None:
+    path = write_lines(
+        tmp_path / "typo.jsonl",
+        [{"run": 1, "fast": 0.1, "slow": 0.1}, {"run": 1, "fast": 0.1, "slwo": 0.1, "x": 1}],
+    )
+    with pytest.raises(InputError) as info:
+        read_control_trajectories(path)
+    assert str(info.value).startswith(
+        f"{path}:2: unknown key(s) 'slwo', 'x' in a step record; allowed: fast, own, run, "
+        "seed, slow"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("1e300", "fast=1e+300 is above 1"),
+        ("1.5", "fast=1.5 is above 1"),
+        ("9" * 400, "fast=<an integer beyond the float range> is not a valid score"),
+        ("-0.1", "fast=-0.1 is not a valid score"),
+        ("NaN", "fast=nan is not a valid score"),
+        ("1e400", "fast=inf is not a valid score"),
+        ('"0.1"', "fast='0.1' is not a score"),
+        ("true", "fast=True is not a score"),
+    ],
+)
+def test_every_value_is_validated_with_file_and_line(
+    tmp_path: Path, value: str, shown: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"run": 1, "fast": 0.1, "slow": 0.1}\n{"run": 1, "fast": ' + value + ', "slow": 0.1}\n'
+    )
+    with pytest.raises(InputError) as info:
+        read_control_trajectories(path)
+    assert str(info.value).startswith(f"{path}:2: {shown}")
+
+
+def test_own_scores_and_other_nodes_scores_are_validated_too(tmp_path: Path) -> None:
+    own = write_lines(tmp_path / "own.jsonl", [{"run": 1, "fast": 0.1, "slow": 0.1, "own": 1.2}])
+    with pytest.raises(InputError, match=r"own\.jsonl:1: own=1\.2 is above 1"):
+        read_control_trajectories(own)
+    trace = tmp_path / "trace.jsonl"
+    with TraceWriter(trace, MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05)).trace_header()) as w:
+        ControlMachine(MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05)), recorder=w).step(
+            0.1, 0.1, node="a", local_scores={"a": 0.1, "b": 3.0}
+        )
+    with pytest.raises(InputError, match=r"trace\.jsonl:2: scores\['b'\]=3\.0 is above 1"):
+        read_control_trajectories(trace)
+
+
+def test_a_cut_last_line_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    path.write_text(
+        '{"run": 1, "fast": 0.1, "slow": 0.1}\n{"run": 1, "fast": 0.2, "slow": 0.1}\n{"run": 1, "fa'
+    )
+    with pytest.warns(TraceTruncatedWarning, match=r"cut\.jsonl:3: the last line is cut"):
+        runs = read_control_trajectories(path)
+    assert runs.truncated
+    assert runs.runs == (((0.1, 0.1, None), (0.2, 0.1, None)),)
+    # a whole last record without its newline is read (an editor may drop the newline)
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text('{"run": 1, "fast": 0.1, "slow": 0.1}\n{"run": 1, "fast": 0.2, "slow": 0.1}')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(read_control_trajectories(whole).runs[0]) == 2
+    # a bad line in the middle is still an error
+    middle = tmp_path / "middle.jsonl"
+    middle.write_text('{"run": 1, "fa\n{"run": 1, "fast": 0.2, "slow": 0.1}\n')
+    with pytest.raises(InputError, match=r"middle\.jsonl:1: not valid JSON"):
+        read_control_trajectories(middle)
 
 
 def test_read_control_trajectories_accepts_concatenated_run_traces(tmp_path: Path) -> None:
@@ -239,7 +444,64 @@ def test_read_control_trajectories_accepts_concatenated_run_traces(tmp_path: Pat
             out.write(part.read_text())
     runs = read_control_trajectories(path)
     assert runs.names == ("trace 1", "trace 2", "trace 3")
-    assert [max(f for f, _ in run) for run in runs.runs] == [0.03, 0.04, 0.05]
+    assert [max(step.fast for step in run) for run in runs.runs] == [0.03, 0.04, 0.05]
+    assert all(step.own is None for run in runs.runs for step in run)  # no node: no own score
+
+
+def test_run_traces_give_each_step_its_own_score(tmp_path: Path) -> None:
+    config = MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05), node_trip=True)
+    path = tmp_path / "trace.jsonl"
+    with TraceWriter(path, config.trace_header()) as writer:
+        machine = ControlMachine(config, recorder=writer)
+        machine.step(0.01, 0.0, node="a", local_scores={"a": 0.2})
+        machine.step(0.02, 0.0, node="b", local_scores={"a": 0.2, "b": 0.3})
+        machine.step(0.03, 0.0, node="c", local_scores={"a": 0.2, "b": 0.3})  # c: none
+    [run] = read_control_trajectories(path).runs
+    assert run == ((0.01, 0.0, 0.2), (0.02, 0.0, 0.3), (0.03, 0.0, None))
+
+
+def test_run_trace_lines_are_validated(tmp_path: Path) -> None:
+    config = MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05))
+    path = tmp_path / "trace.jsonl"
+    with TraceWriter(path, config.trace_header()) as writer:
+        machine = ControlMachine(config, recorder=writer)
+        for _ in range(3):
+            machine.step(0.1, 0.0)
+    header, *steps = path.read_text().splitlines()
+    cases = {
+        "no-header": ("\n".join(steps), r":1: a run-trace step before any header line"),
+        "order": (
+            "\n".join([header, steps[0], steps[2]]),
+            r":3: step 2 of trace 1 is out of order",
+        ),
+        "field": (
+            "\n".join([header, steps[0].replace('"state":"normal"', '"state":"sideways"')]),
+            r":2: step record is invalid",
+        ),
+        "kind": ('{"kind": "footer"}', r":1: unknown kind 'footer'"),
+    }
+    for name, (text, match) in cases.items():
+        bad = tmp_path / f"{name}.jsonl"
+        bad.write_text(text + "\n")
+        with pytest.raises(InputError, match=match):
+            read_control_trajectories(bad)
+
+
+def test_dot_harness_records_are_read_one_run_per_preset_and_seed(tmp_path: Path) -> None:
+    path = tmp_path / "dot.jsonl"
+    with path.open("w") as out:
+        for seed in (1, 2):
+            for step in iter_dot("control", seed=seed, steps=12):
+                out.write(json.dumps(step.to_dict()) + "\n")
+    runs = read_control_trajectories(path)
+    assert runs.names == ("dot control seed=1", "dot control seed=2")
+    expected = [
+        (s.fast, s.slow, s.scores.get(s.node))
+        for s in iter_dot("control", seed=1, steps=12)
+        if s.fast is not None
+    ]
+    assert list(runs.runs[0]) == expected
+    assert runs.skipped == 24 - sum(len(run) for run in runs.runs)
 
 
 @pytest.mark.parametrize(
@@ -248,7 +510,10 @@ def test_read_control_trajectories_accepts_concatenated_run_traces(tmp_path: Pat
         ('{"fast": 0.1, "slow": 0.1}\n', InputError, r":1: a step without a run"),
         ('{"run": 1, "fast": 0.1, "slow": 0.1}\n{oops\n', InputError, r":2: not valid JSON"),
         ("[1]\n", InputError, r":1: each line must be a JSON object"),
-        ('{"run": 1, "fast": -0.1, "slow": 0.1}\n', ScoreError, r":1: fast=-0\.1"),
+        ('{"run": 1, "fast": -0.1, "slow": 0.1}\n', InputError, r":1: fast=-0\.1"),
+        ('{"run": 1, "fast": 0.1}\n', InputError, r":1: a step record needs 'fast' and 'slow'"),
+        ('{"run": [1], "fast": 0.1, "slow": 0.1}\n', InputError, r":1: run=\[1\] must be a"),
+        ('{"seed": "a", "fast": 0.1, "slow": 0.1}\n', InputError, r":1: seed='a' must be an"),
         ('{"run": 1, "fast": null, "slow": 0.1}\n', InputError, "no scored step found"),
     ],
 )

@@ -5,25 +5,35 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from biasbreaker.cli import app
 from biasbreaker.config import load_settings
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 runner = CliRunner()
 
 
 def write_control(path: Path, runs: int, *, seed: int = 1) -> None:
+    """Control runs as step records, each step with the guarded node's own score."""
     rng = random.Random(seed)
     with path.open("w") as out:
         for run in range(runs):
             fast = slow = 0.05
             for _ in range(30):
                 x = max(0.0, rng.gauss(0.05, 0.02))
+                own = min(1.0, max(0.0, rng.gauss(0.08, 0.03)))
                 fast, slow = 0.5 * fast + 0.5 * x, 0.95 * slow + 0.05 * x
-                out.write(json.dumps({"run": run, "fast": fast, "slow": slow}) + "\n")
+                record = {"run": run, "fast": fast, "slow": slow, "own": own}
+                out.write(json.dumps(record) + "\n")
 
 
 def test_calibrate_prints_and_writes_a_marked_toml(isolated_config: Path) -> None:
@@ -42,7 +52,12 @@ def test_calibrate_prints_and_writes_a_marked_toml(isolated_config: Path) -> Non
         ],
     )
     assert result.exit_code == 0, result.output
+    assert result.stderr == ""
     assert "calibrated from 120 control runs (3600 steps)" in result.stdout
+    assert (
+        "trigger: fast B_net or the step's own score (node trips on); 3600 of 3600 steps "
+        "carry an own score" in result.stdout
+    )
     assert "tau_enter = " in result.stdout and "starting point" in result.stdout
     settings = load_settings(cwd=isolated_config).settings
     digest = hashlib.sha256((isolated_config / "control.jsonl").read_bytes()).hexdigest()
@@ -53,7 +68,134 @@ def test_calibrate_prints_and_writes_a_marked_toml(isolated_config: Path) -> Non
     assert settings.calibration.control.n_steps == 3600
     tau_enter = settings.breaker.tau_enter
     assert settings.breaker.tau_exit == 0.7 * tau_enter
+    assert settings.breaker.node_trip is True
     assert f"tau_enter = {tau_enter!r}" in result.stdout
+    assert "(calibrated_on = 2026-06-01, node_trip = true)" in result.stdout
+    # the own scores (mean 0.08) lie above fast B_net (mean 0.05): they set tau_enter
+    data = [json.loads(line) for line in (isolated_config / "control.jsonl").open()]
+    top_fast = sorted(max(r["fast"] for r in data if r["run"] == run) for run in range(120))
+    assert tau_enter > top_fast[-1]
+
+
+def test_calibrate_writes_pyproject_under_tool_biasbreaker(isolated_config: Path) -> None:
+    write_control(isolated_config / "control.jsonl", 40)
+    pyproject = isolated_config / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\nname = "demo"\n\n[tool.ruff]\nline-length = 99\n\n'
+        "[tool.biasbreaker]\nseed = 4\n"
+    )
+    result = runner.invoke(app, ["calibrate", "control.jsonl", "--write-toml", "pyproject.toml"])
+    assert result.exit_code == 0, result.output
+    assert "written to pyproject.toml [tool.biasbreaker]" in result.stdout
+    document = tomllib.loads(pyproject.read_text())
+    assert "breaker" not in document and "calibration" not in document
+    assert document["project"] == {"name": "demo"}
+    assert document["tool"]["ruff"] == {"line-length": 99}
+    written = document["tool"]["biasbreaker"]
+    assert written["seed"] == 4
+    # biasbreaker reads the calibrated values (the bug: they were written where nothing reads)
+    loaded = load_settings(cwd=isolated_config)
+    assert loaded.settings.breaker.tau_enter == written["breaker"]["tau_enter"]
+    assert loaded.source_of("breaker.tau_enter") == "pyproject.toml [tool.biasbreaker]"
+    assert loaded.settings.calibration.control is not None
+    shown = runner.invoke(app, ["config"])
+    assert repr(written["breaker"]["tau_enter"]) in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "shown"),
+    [
+        ("deploy.toml", "# mine\n[breaker]\ntau_entre = 0.4\n", "unknown key breaker.tau_entre"),
+        ("deploy.toml", "[breaker]\nkappa = 7\n", "breaker.kappa = 7"),
+        (
+            "pyproject.toml",
+            '[project]\nname = "x"\n[tool.biasbreaker.breaker]\ntau_entre = 0.4\n',
+            "unknown key breaker.tau_entre",
+        ),
+        ("deploy.toml", "breaker = 3\n", "'breaker' is 3, not a table"),
+        ("pyproject.toml", 'tool = "x"\n', "'tool' is 'x', not a table"),
+        ("deploy.toml", "[breaker\n", "it is not readable TOML"),
+    ],
+)
+def test_a_target_that_would_not_load_is_left_unchanged(
+    isolated_config: Path, name: str, text: str, shown: str
+) -> None:
+    write_control(isolated_config / "control.jsonl", 40)
+    target = isolated_config / "deploy" / name
+    target.parent.mkdir()
+    target.write_text(text)
+    original = target.read_bytes()
+    result = runner.invoke(app, ["calibrate", "control.jsonl", "--write-toml", str(target)])
+    assert result.exit_code == 1, result.output
+    assert shown in result.stderr
+    assert "Traceback" not in result.output
+    assert target.read_bytes() == original
+    assert [p.name for p in target.parent.iterdir()] == [name]  # no temporary file left
+
+
+def test_the_write_is_validated_and_keeps_the_targets_permissions(isolated_config: Path) -> None:
+    write_control(isolated_config / "control.jsonl", 40)
+    target = isolated_config / "deploy.toml"
+    target.write_text('[intervention]\nrouter = "heuristic"\n')
+    target.chmod(0o640)
+    result = runner.invoke(app, ["calibrate", "control.jsonl", "--write-toml", "deploy.toml"])
+    assert result.exit_code == 0, result.output
+    assert target.stat().st_mode & 0o777 == 0o640
+    settings = load_settings(target, cwd=isolated_config / "elsewhere").settings
+    assert settings.intervention.router == "heuristic"
+    assert settings.calibration.calibrated_on is not None
+
+
+def test_bad_values_in_the_input_are_input_errors_with_file_and_line(
+    isolated_config: Path,
+) -> None:
+    path = isolated_config / "control.jsonl"
+    write_control(path, 40)
+    lines = path.read_text().splitlines()
+    for value, shown in (
+        ("1e300", "fast=1e+300 is above 1"),
+        ("9" * 400, "fast=<an integer beyond the float range>"),
+        ("5", "fast=5 is above 1"),
+    ):
+        bad = json.loads(lines[3])
+        path.write_text(
+            "\n".join([*lines[:3], json.dumps(bad).replace(repr(bad["fast"]), value), *lines[4:]])
+        )
+        result = runner.invoke(app, ["calibrate", "control.jsonl"])
+        assert result.exit_code == 1, result.output
+        assert f"error: control.jsonl:4: {shown}" in result.stderr
+        assert "Traceback" not in result.output
+
+
+def test_a_cut_last_line_is_a_warning(isolated_config: Path) -> None:
+    path = isolated_config / "control.jsonl"
+    write_control(path, 40)
+    path.write_text(path.read_text() + '{"run": 39, "fast": 0.0')
+    result = runner.invoke(app, ["calibrate", "control.jsonl", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "warning: control.jsonl:1201: the last line is cut mid-record" in result.stderr
+    assert json.loads(result.stdout)["control"]["n_steps"] == 1200
+
+
+def test_step_records_without_own_scores_warn_when_node_trips_are_on(
+    isolated_config: Path,
+) -> None:
+    path = isolated_config / "control.jsonl"
+    write_control(path, 40)
+    path.write_text(
+        "".join(
+            json.dumps({k: v for k, v in json.loads(line).items() if k != "own"}) + "\n"
+            for line in path.read_text().splitlines()
+        )
+    )
+    result = runner.invoke(app, ["calibrate", "control.jsonl"])
+    assert result.exit_code == 0, result.output
+    assert "no control step carries its own score" in result.stderr
+    assert "0 of 1200 steps carry an own score" in result.stdout
+    (isolated_config / "biasbreaker.toml").write_text("[breaker]\nnode_trip = false\n")
+    literal = runner.invoke(app, ["calibrate", "control.jsonl"])
+    assert literal.exit_code == 0 and literal.stderr == ""
+    assert "trigger: fast B_net only (node trips off)" in literal.stdout
 
 
 def test_calibrate_json_and_default_target(isolated_config: Path) -> None:

@@ -43,7 +43,7 @@ def test_a_recovering_run_holds(tmp_path: Path) -> None:
     assert lines[1].startswith(
         "RLB-v1: HOLDS (W=3, 9 cycles, 1 recovery transition(s), first at step 6, 0 violation(s)"
     )  # last outlier at step 3, W = 3
-    assert "anti-thrash v1: HOLDS" in result.stdout
+    assert "anti-thrash v2: HOLDS" in result.stdout
     assert "recovery-after-cooldown v1: HOLDS (1 checked" in result.stdout
     assert result.stdout.strip().endswith("all properties hold")
 
@@ -70,7 +70,7 @@ def test_violations_exit_1_and_are_listed(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     result = runner.invoke(app, ["verify", str(path)])
     assert result.exit_code == 1
-    assert "anti-thrash v1: VIOLATED" in result.stdout
+    assert "anti-thrash v2: VIOLATED" in result.stdout
     assert (
         "step 2: cleared (intervention -> normal) with fast 0.4 not below tau_exit "
         "0.35" in result.stdout

@@ -6,6 +6,8 @@ import json
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 from biasbreaker.breaker import freeze
 from biasbreaker.calibration import ControlStatistics
+from biasbreaker.config import load_settings
 from biasbreaker.errors import InputError, ScoreError
 from biasbreaker.machine import (
     TRANSITIONS,
@@ -22,6 +25,7 @@ from biasbreaker.machine import (
     noop_hook,
     select_transition,
 )
+from biasbreaker.propagation import AgentGraph, katz_influence, network_score
 from biasbreaker.trace import StepRecord
 from biasbreaker.types import (
     BreakerAction,
@@ -461,6 +465,7 @@ def scenarios(draw: st.DrawFn) -> tuple[MachineConfig, list[str], list[Step]]:
         max_history=draw(st.integers(1, 6)),
         seed=draw(st.integers(0, 2**32)),
         probation=draw(st.sampled_from(["hold", "half-open"])),
+        node_trip=draw(st.booleans()),
     )
     plan = draw(st.lists(OUTCOMES, min_size=1, max_size=5))
     segments = draw(
@@ -494,9 +499,36 @@ def test_property_anti_thrash_on_the_machine(
     previous = S.NORMAL
     for fast, slow, own in steps:
         state = machine.step(fast, slow, **step_kwargs(own)).state  # type: ignore[arg-type]
+        node_trip = cfg.node_trip and own is not None and own >= TH.tau_enter
         if TH.tau_exit <= fast < TH.tau_enter:
-            assert state.tripped == previous.tripped
+            if previous.tripped:
+                assert state.tripped  # clearing needs fast < tau_exit, node trips or not
+            else:
+                # the one exception to "no flip in the dead-band": a node trip
+                assert state.tripped == node_trip
+        if not previous.tripped and state.tripped:
+            assert fast >= TH.tau_enter or node_trip
         previous = state
+
+
+@given(scenarios())
+def test_property_a_closed_breaker_never_passes_a_step_that_meets_its_trigger(
+    scenario: tuple[MachineConfig, list[str], list[Step]],
+) -> None:
+    cfg, plan, steps = scenario
+    machine = ControlMachine(cfg, hook=scripted_hook(plan))
+    for fast, slow, own in steps:
+        before = machine.state
+        decision = machine.step(fast, slow, **step_kwargs(own))  # type: ignore[arg-type]
+        triggered = fast >= TH.tau_enter or (
+            cfg.node_trip and own is not None and own >= TH.tau_enter
+        )
+        if not before.tripped:
+            # closed: the step trips exactly when its trigger fires, and then is not promoted
+            assert decision.state.tripped == triggered
+            if triggered:
+                assert decision.state is S.INTERVENTION
+                assert decision.action is not A.PROCEED
 
 
 @given(scenarios())
@@ -519,6 +551,7 @@ def test_property_transitions_are_a_function_of_state_inputs_counters_and_window
                 cfg.max_retries,
                 own,
                 cfg.probation == "half-open",
+                cfg.node_trip,
             )
         )
         state = machine.step(fast, slow, **step_kwargs(own)).state  # type: ignore[arg-type]
@@ -603,6 +636,8 @@ def test_machine_config_validation() -> None:
         config(max_retries=0)
     with pytest.raises(InputError, match="cooldown_steps=-1"):
         config(cooldown_steps=-1)
+    with pytest.raises(InputError, match="node_trip=1 must be a bool"):
+        config(node_trip=1)
     with pytest.raises(InputError, match="MachineConfig"):
         ControlMachine(TH)  # type: ignore[arg-type]
 
@@ -709,3 +744,128 @@ def test_property_tripped_outputs_proceed_only_on_probation_after_a_passed_reche
         if decision.state is S.INTERVENTION and before.state is not S.INTERVENTION:
             entries = entries + 1 if before.state.tripped else 1
             assert entries <= cfg.max_retries
+
+
+# -- node trips ------------------------------------------------------------------------------------
+
+
+CHAIN = ("intake", "screener", "decider", "notify")
+
+
+def guarded_chain(
+    biased: str, *, node_trip: bool, bias: float = 1.0
+) -> list[tuple[str, float, BreakerDecision]]:
+    """The new user's chain with the shipped defaults: one node at ``bias``, the others clean.
+
+    intake -> screener -> decider -> notify, Katz weights and the fast/slow EWMAs from the
+    default settings, the machine from the default ``[breaker]`` (thresholds 0.3 / 0.2 / 0.15,
+    half-open) with ``node_trip`` as given. Each guarded node (not ``notify``) is one step, as
+    the LangGraph adapter runs it; the walk stops at the first output that is not promoted.
+    """
+    settings = load_settings(cwd=Path(__file__).parent).settings
+    weights = dict(
+        katz_influence(
+            AgentGraph.from_edges(list(itertools.pairwise(CHAIN))),
+            attenuation=settings.propagation.attenuation,
+        ).weights
+    )
+    machine = ControlMachine(replace(MachineConfig.from_settings(settings), node_trip=node_trip))
+    ewma = settings.propagation.network_ewma()
+    scores: dict[str, float | None] = {}
+    out = []
+    for node in CHAIN[:-1]:
+        scores[node] = bias if node == biased else 0.0
+        ewma = ewma.update(network_score(weights, scores).b_net)
+        assert ewma.fast.value is not None and ewma.slow.value is not None
+        decision = machine.step(
+            ewma.fast.value,
+            ewma.slow.value,
+            node=node,
+            local_scores={n: v for n, v in scores.items() if v is not None},
+            weights=weights,
+            payload={"node": node, "decision": "yes"},
+        )
+        out.append((node, ewma.fast.value, decision))
+        if decision.action is not A.PROCEED:
+            break
+    return out
+
+
+@pytest.mark.parametrize("biased", ["screener", "decider"])
+def test_a_fully_biased_late_node_passes_without_node_trips(biased: str) -> None:
+    # the new user's report: fast B_net stays below tau_enter 0.3, so every output proceeds
+    # and notify sees the biased decision
+    steps = guarded_chain(biased, node_trip=False)
+    assert [node for node, _, _ in steps] == list(CHAIN[:-1])
+    assert all(d.action is A.PROCEED for _, _, d in steps)
+    fast = dict((node, f) for node, f, _ in steps)[biased]
+    assert fast < 0.3
+    if biased == "decider":
+        assert fast == pytest.approx(0.0712, abs=1e-4)  # the report's 0.0712
+
+
+@pytest.mark.parametrize("biased", ["screener", "decider"])
+def test_a_fully_biased_late_node_trips_and_is_held_with_node_trips(biased: str) -> None:
+    steps = guarded_chain(biased, node_trip=True)
+    node, fast, decision = steps[-1]
+    assert node == biased  # the walk stopped at the biased node: nothing downstream ran
+    assert fast < 0.3  # the network trigger alone would not have fired
+    assert (decision.state, decision.action) == (S.INTERVENTION, A.HALT)
+    assert decision.frozen_payload is not None
+    assert decision.frozen_payload.thaw() == {"node": biased, "decision": "yes"}
+    assert decision.reason.startswith(
+        f"trip (node): the own score 1 of node {biased!r} >= tau_enter 0.3, while fast"
+    )
+    assert all(d.action is A.PROCEED for _, _, d in steps[:-1])
+
+
+def test_the_first_node_trips_by_both_triggers_and_the_reason_says_so() -> None:
+    [(node, fast, decision)] = guarded_chain("intake", node_trip=True)
+    assert (node, fast, decision.state) == ("intake", 1.0, S.INTERVENTION)
+    assert decision.reason.startswith(
+        "trip: fast 1 >= tau_enter 0.3, and the own score 1 of node 'intake' >= tau_enter"
+    )
+    [(_, _, literal)] = guarded_chain("intake", node_trip=False)
+    assert literal.reason.startswith("trip: fast 1 >= tau_enter 0.3; intervention")
+
+
+def test_node_trips_leave_closing_and_other_nodes_scores_alone() -> None:
+    machine = ControlMachine(config(node_trip=True), hook=repairing(0.05))
+    # another node's score at 0.9 is not this step's own score: no trip
+    calm = machine.step(0.1, 0.0, node="b", local_scores={"a": 0.9, "b": 0.1})
+    assert (calm.state, calm.action) == (S.NORMAL, A.PROCEED)
+    # a step without a node, or whose node has no score, cannot node-trip
+    assert machine.step(0.1, 0.0, local_scores={"a": 0.9}).state is S.NORMAL
+    assert machine.step(0.1, 0.0, node="c", local_scores={"a": 0.9}).state is S.NORMAL
+    tripped = machine.step(0.1, 0.0, node="a", local_scores={"a": 0.5})  # own == tau_enter
+    assert tripped.state is S.INTERVENTION
+    assert machine.last_record is not None
+    assert machine.last_record.transition == "trip"
+    # closing is unchanged: cool-down, passed re-check, fast below tau_exit
+    states_after = [machine.step(0.1, 0.0, node="b", local_scores={"b": 0.0}).state]
+    states_after += [machine.step(0.1, 0.0, node="b", local_scores={"b": 0.0}).state]
+    states_after += [machine.step(0.1, 0.0, node="b", local_scores={"b": 0.0}).state]
+    states_after += [machine.step(0.1, 0.0, node="b", local_scores={"b": 0.0}).state]
+    assert states_after == [S.RECOVERY, S.RECOVERY, S.RECOVERY, S.NORMAL]
+
+
+def test_node_trip_is_kept_in_the_config_json_the_snapshot_and_the_trace_header() -> None:
+    on = config(node_trip=True)
+    assert on.to_json()["node_trip"] is True
+    assert MachineConfig.from_json(json.loads(json.dumps(on.to_json()))) == on
+    legacy = {k: v for k, v in on.to_json().items() if k != "node_trip"}
+    assert MachineConfig.from_json(legacy).node_trip is False  # older snapshots: literal
+    machine = ControlMachine(on)
+    assert ControlMachine.restore(json.loads(json.dumps(machine.snapshot()))).config == on
+    assert on.trace_header().node_trip is True
+    assert on.trace_header().to_json()["node_trip"] is True
+    assert config().trace_header().node_trip is False
+
+
+def test_from_settings_turns_node_trips_on_by_default_and_off_on_request(
+    tmp_path: Path,
+) -> None:
+    assert MachineConfig(TH).node_trip is False  # the seed's literal machine
+    assert MachineConfig.from_settings(load_settings(cwd=tmp_path).settings).node_trip is True
+    (tmp_path / "biasbreaker.toml").write_text("[breaker]\nnode_trip = false\n")
+    assert MachineConfig.from_settings(load_settings(cwd=tmp_path).settings).node_trip is False

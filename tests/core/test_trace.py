@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from biasbreaker.machine import ControlMachine, MachineConfig
 from biasbreaker.trace import (
     SCHEMA,
     SCHEMA_VERSION,
+    TraceHeader,
     TraceReader,
     TraceTruncatedWarning,
     TraceWriter,
@@ -243,6 +245,18 @@ def test_writer_refuses_out_of_order_steps(tmp_path: Path) -> None:
             r":1: trace schema version 9 is not supported",
         ),
         (lambda lines: lines.__setitem__(0, lines[1]), r":1: not a biasbreaker trace header"),
+        (
+            lambda lines: lines.__setitem__(
+                3, re.sub(r'"fast":[0-9.e-]+', '"fast":' + "9" * 400, lines[3])
+            ),
+            r":4: fast=<an integer beyond the float range> must be a finite number",
+        ),
+        (
+            lambda lines: lines.__setitem__(
+                0, lines[0].replace('"node_trip":false', '"node_trip":1')
+            ),
+            r":1: trace header: node_trip=1 must be true or false",
+        ),
     ],
 )
 def test_malformed_records_raise_trace_error_with_file_and_line(
@@ -276,3 +290,15 @@ def test_reader_streams_and_reports_the_file_digest(tmp_path: Path) -> None:
         _ = reader.sha256
     assert sum(1 for _ in reader) == len(FASTS)
     assert reader.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_header_records_node_trip_and_reads_old_headers_as_off(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    write_run(path)
+    header = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    assert header["node_trip"] is False
+    on = replace(CONFIG, node_trip=True).trace_header()
+    assert on.to_json()["node_trip"] is True
+    assert TraceHeader.from_json(on.to_json()) == on
+    del header["node_trip"]  # a trace written before node trips existed
+    assert TraceHeader.from_json(header).node_trip is False

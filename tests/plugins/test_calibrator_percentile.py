@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 import biasbreaker_plugins.calibrator_percentile as percentile_plugin
 from biasbreaker.calibration import calibrate, calibrate_thresholds, false_halt_rate
 from biasbreaker.errors import ThresholdError
+from biasbreaker.machine import ControlMachine, MachineConfig
+from biasbreaker.types import Thresholds
 from biasbreaker_plugins.calibrator_percentile import (
     PercentileCalibrator,
     conformal_rank,
@@ -185,7 +187,10 @@ def test_registered_through_the_calibrator_hook_and_configured_from_calibration(
 ) -> None:
     register_plugin(percentile_plugin, name="calibrator-percentile")
     kernel = make_kernel(
-        {"calibration": {"exit_ratio": 0.6, "warn_ratio": 0.5, "target_false_halt_rate": 0.05}}
+        {
+            "calibration": {"exit_ratio": 0.6, "warn_ratio": 0.5, "target_false_halt_rate": 0.05},
+            "breaker": {"node_trip": False},  # pairs: fast B_net only
+        }
     )
     built = kernel.build("calibrator")
     assert isinstance(built, PercentileCalibrator)
@@ -202,3 +207,54 @@ def test_registered_through_the_calibrator_hook_and_configured_from_calibration(
     ) == PercentileCalibrator(0.6, 0.5).calibrate(runs, target_false_halt_rate=0.01)
     with pytest.raises(ThresholdError, match="needs at least 99 runs"):
         calibrate_thresholds(runs[:20], target_false_halt_rate=0.01, kernel=kernel)
+
+
+def _control_run(rng: random.Random, steps: int) -> list[tuple[float, float, float]]:
+    """A control run with a node's own score per step: fast B_net diluted, own scores not."""
+    fast = slow = 0.0
+    run = []
+    for _ in range(steps):
+        own = rng.random() * 0.6
+        b_net = 0.3 * own + 0.1 * rng.random()  # the network average dilutes the node
+        fast, slow = 0.3 * fast + 0.7 * b_net, 0.9 * slow + 0.1 * b_net
+        run.append((fast, slow, own))
+    return run
+
+
+def _machine_trips(thresholds: Any, run: list[tuple[float, float, float]]) -> bool:
+    config = MachineConfig(Thresholds(*thresholds, kappa=0.05), node_trip=True)
+    machine = ControlMachine(config)
+    for fast, slow, own in run:
+        if machine.step(fast, slow, node="n", local_scores={"n": own}).state.tripped:
+            return True
+    return False
+
+
+def test_the_guarantee_covers_node_trips_on_the_real_machine(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    """Calibrated with node trips, the real machine (node trips on) trips at most α of new runs.
+
+    Calibrated on fast B_net alone, the same machine trips most new control runs: the node
+    trigger must be calibrated, and the test can fail.
+    """
+    register_plugin(percentile_plugin, name="calibrator-percentile")
+    kernel = make_kernel({"breaker": {"node_trip": True}})
+    rng = random.Random(11)
+    n, alpha, repeats, new_runs, steps = 29, 0.1, 300, 10, 6
+    tripped = literal_tripped = 0
+    for _ in range(repeats):
+        control = [_control_run(rng, steps) for _ in range(n)]
+        fresh = [_control_run(rng, steps) for _ in range(new_runs)]
+        combined = calibrate_thresholds(control, target_false_halt_rate=alpha, kernel=kernel)
+        tripped += sum(_machine_trips(combined, run) for run in fresh)
+        if literal_tripped < new_runs * 20:  # 20 calibrations suffice for the contrast
+            literal = calibrate_thresholds(
+                control, target_false_halt_rate=alpha, kernel=kernel, node_trip=False
+            )
+            literal_tripped += sum(_machine_trips(literal, run) for run in fresh)
+    rate = tripped / (repeats * new_runs)
+    # exact expectation (n + 1 - k)/(n + 1) = 3/30 = alpha; 4 standard errors over calibrations
+    assert rate <= alpha + 4 * math.sqrt(alpha * (1 - alpha) / repeats)
+    assert rate > alpha / 2  # the bound is tight: the threshold is not needlessly high
+    assert literal_tripped / (new_runs * 20) > 0.9

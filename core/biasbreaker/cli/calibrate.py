@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from biasbreaker.calibration import calibrate, read_control_trajectories, write_calibration_toml
+from biasbreaker.calibration import (
+    CalibrationWarning,
+    calibrate,
+    read_control_trajectories,
+    write_calibration_toml,
+)
 from biasbreaker.cli._common import (
     ConfigOption,
     JsonOption,
@@ -20,6 +26,7 @@ from biasbreaker.cli._common import (
     warn,
 )
 from biasbreaker.errors import BiasbreakerError
+from biasbreaker.trace import TraceTruncatedWarning
 
 
 def _parse_date(value: str | None) -> date:
@@ -35,8 +42,9 @@ def calibrate_command(
     trajectories: Annotated[
         Path,
         typer.Argument(
-            help="JSON Lines control runs: run traces, or step records with fast, slow and a "
-            "run (or seed) key.",
+            help="JSON Lines control runs: run traces, DoT records (simulate --trajectory), or "
+            "step records with fast, slow, a run (or seed) key and optionally own (the step's "
+            "own local score).",
             dir_okay=False,
             show_default=False,
         ),
@@ -54,9 +62,10 @@ def calibrate_command(
         typer.Option(
             "--write-toml",
             dir_okay=False,
-            help="Write the thresholds and window statistics into this TOML file, marked as "
-            "calibrated with the date and the input's sha256 (other keys are kept, comments "
-            "are not).",
+            help="Write the thresholds and window statistics into this TOML file (under "
+            "[tool.biasbreaker] in a pyproject.toml), marked as calibrated with the date and "
+            "the input's sha256; other keys are kept, comments are not. The result is checked "
+            "to load first, and the file is replaced atomically.",
         ),
     ] = None,
     on_date: Annotated[
@@ -67,18 +76,30 @@ def calibrate_command(
     strict: StrictOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Choose tau_enter, tau_exit and tau_warn from control runs at a per-run false-halt rate."""
+    """Choose tau_enter, tau_exit and tau_warn from control runs at a per-run false-halt rate.
+
+    The thresholds are for the trigger [breaker] node_trip selects (written with them).
+    """
     kernel = load_kernel(config, strict)
     calibrated_on = _parse_date(on_date)
-    try:
-        runs = read_control_trajectories(trajectories)
-        report = calibrate(runs.runs, target_false_halt_rate=target_false_halt_rate, kernel=kernel)
-        if write_toml is not None:
-            write_calibration_toml(
-                write_toml, report, calibrated_on=calibrated_on, source_sha256=runs.sha256
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TraceTruncatedWarning)
+        warnings.simplefilter("always", CalibrationWarning)
+        try:
+            runs = read_control_trajectories(trajectories)
+            report = calibrate(
+                runs.runs, target_false_halt_rate=target_false_halt_rate, kernel=kernel
             )
-    except BiasbreakerError as exc:
-        fail(str(exc))
+            if write_toml is not None:
+                write_calibration_toml(
+                    write_toml, report, calibrated_on=calibrated_on, source_sha256=runs.sha256
+                )
+        except BiasbreakerError as exc:
+            for item in caught:
+                warn(str(item.message))
+            fail(str(exc))
+    for item in caught:
+        warn(str(item.message))
     if runs.skipped:
         warn(f"skipped {runs.skipped} step(s) without a score yet (fast or slow null)")
     if as_json:
@@ -100,6 +121,14 @@ def calibrate_command(
         f"calibrated from {report.n_runs} control runs ({stats.n_steps} steps) in "
         f"{trajectories} (sha256 {runs.sha256}) with calibrator {report.calibrator!r}"
     )
+    steps = stats.n_steps
+    if report.node_trip:
+        out.print(
+            "trigger: fast B_net or the step's own score (node trips on); "
+            f"{report.own_scores} of {steps} steps carry an own score"
+        )
+    else:
+        out.print("trigger: fast B_net only (node trips off)")
     out.print(f"tau_enter = {tau_enter!r}")
     out.print(f"tau_exit  = {tau_exit!r}")
     out.print(f"tau_warn  = {tau_warn!r}")
@@ -117,7 +146,12 @@ def calibrate_command(
         "model change."
     )
     if write_toml is not None:
-        out.print(f"written to {write_toml} (calibrated_on = {calibrated_on.isoformat()})")
+        table = " [tool.biasbreaker]" if write_toml.name == "pyproject.toml" else ""
+        out.print(
+            f"written to {write_toml}{table} (calibrated_on = {calibrated_on.isoformat()}, "
+            f"node_trip = {str(report.node_trip).lower()})",
+            markup=False,
+        )
 
 
 def register(app: typer.Typer) -> None:

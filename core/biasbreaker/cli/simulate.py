@@ -6,9 +6,11 @@ data**) through the control machine (:mod:`biasbreaker.dot_loop`) and writes the
 simulated B_net trajectory instead (one DoT record per step, ``"simulated": true``).
 
 The ``[propagation]``, ``[breaker]`` and ``[calibration]`` settings of the effective
-configuration apply. The calibration window uses ``[calibration.control]`` when configured;
-otherwise its statistics come from 20 simulated control runs (the ``control`` preset, seeds
-10000-10019, same propagation settings), and the trace header says which.
+configuration apply, except ``[breaker] node_trip``: the simulated debate runs the seed's
+literal machine (only fast B_net trips), the machine its presets are shaped for; the trace
+header records ``node_trip: false``. The calibration window uses ``[calibration.control]``
+when configured; otherwise its statistics come from 20 simulated control runs (the ``control``
+preset, seeds 10000-10019, same propagation settings), and the trace header says which.
 """
 
 from __future__ import annotations
@@ -107,7 +109,9 @@ def simulate(
             write_jsonl(records, sys.stdout if to_stdout else out)  # type: ignore[arg-type]
             stderr().print(_trajectory_summary(preset, run_seed, records, where))
             return
-        machine_config = MachineConfig.from_settings(settings)
+        # The DoT presets are shaped for the literal machine (fast B_net trips): a speaking
+        # agent's own score would trip every biased preset, and `drift`, early.
+        machine_config = replace(MachineConfig.from_settings(settings), node_trip=False)
         window = "configured ([calibration.control])"
         if machine_config.control is None:
             machine_config = replace(

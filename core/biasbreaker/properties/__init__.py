@@ -4,7 +4,8 @@ One module per property; each verifier streams over the trace's records once, so
 millions of steps is checked in O(1) memory:
 
 - :mod:`~biasbreaker.properties.rlb` — RLB-v1, the recovery latency bound (corrected).
-- :mod:`~biasbreaker.properties.anti_thrash` — no flip while fast stays in the dead-band.
+- :mod:`~biasbreaker.properties.anti_thrash` — no flip while fast stays in the dead-band
+  (a node trip, when the header says node trips are on, is the one allowed exception).
 - :mod:`~biasbreaker.properties.bounded_retries` — at most ``max_retries`` interventions
   per episode.
 - :mod:`~biasbreaker.properties.terminal_escalation` — ESCALATED is terminal.
@@ -101,7 +102,7 @@ def verify_trace(
     )
     rlb = RLBVerifier(header.control, window_length, header.max_history)
     others: tuple[Verifier, ...] = (
-        AntiThrashVerifier(header.thresholds),
+        AntiThrashVerifier(header.thresholds, node_trip=header.node_trip),
         BoundedRetriesVerifier(header.max_retries),
         TerminalEscalationVerifier(),
         CooldownVerifier(header.cooldown_steps),

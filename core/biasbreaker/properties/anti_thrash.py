@@ -7,6 +7,13 @@ step whose fast B_net lies in the dead-band ``[tau_exit, tau_enter)`` the breake
 NORMAL <-> WARNING (the slow scale) and changes among the tripped states (the re-check, the
 retry budget) are not flips of the breaker and are checked by other properties.
 
+**Node trips (v2).** When the trace header says ``node_trip: true``, the machine also trips on
+the guarded step's own local score: a closed -> tripped change with fast below ``tau_enter``
+is allowed exactly when the record's own score (``scores[node]``) is ``>= tau_enter``. Nothing
+else changes: without node trips in the header (or without an own score at or above
+``tau_enter`` in the record) such a change is a violation, and tripped -> closed still needs
+``fast < tau_exit``. On traces without node trips v2 is v1.
+
 ``checked`` counts the steps whose fast B_net lies in the dead-band.
 
 Source:
@@ -26,12 +33,14 @@ class AntiThrashVerifier:
 
     Args:
         thresholds: The run's thresholds (from the trace header).
+        node_trip: Whether the header says the machine tripped on a step's own score too.
     """
 
     name = "anti-thrash"
-    version = "v1"
+    version = "v2"
 
-    def __init__(self, thresholds: Thresholds) -> None:
+    def __init__(self, thresholds: Thresholds, *, node_trip: bool = False) -> None:
+        self._node_trip = node_trip
         self._enter = thresholds.tau_enter
         self._exit = thresholds.tau_exit
         self._previous = BreakerState.NORMAL
@@ -44,11 +53,18 @@ class AntiThrashVerifier:
         was, now = self._previous.tripped, record.state.tripped
         if self._exit <= fast < self._enter:
             self._in_band += 1
-        if now and not was and fast < self._enter:
+        if now and not was and fast < self._enter and not self._node_tripped(record):
+            own = None if record.node is None else record.scores.get(record.node)
+            if not self._node_trip:
+                why = "and the header says node trips are off"
+            elif own is None:
+                why = "and the step has no own score (no node, or none recorded)"
+            else:
+                why = f"and the own score {own!r} of node {record.node!r} is not >= tau_enter"
             self._log.add(
                 record.step,
                 f"tripped ({self._previous.value} -> {record.state.value}) with fast "
-                f"{fast!r} below tau_enter {self._enter!r}",
+                f"{fast!r} below tau_enter {self._enter!r}, {why}",
             )
         elif was and not now and fast >= self._exit:
             self._log.add(
@@ -57,6 +73,13 @@ class AntiThrashVerifier:
                 f"{fast!r} not below tau_exit {self._exit!r}",
             )
         self._previous = record.state
+
+    def _node_tripped(self, record: StepRecord) -> bool:
+        """Whether node trips are on and this record's own score reached tau_enter."""
+        if not self._node_trip or record.node is None:
+            return False
+        own = record.scores.get(record.node)
+        return own is not None and own >= self._enter
 
     def report(self) -> PropertyReport:
         """Return the verdict."""

@@ -23,33 +23,38 @@ ACTION = {
 
 def forge(
     path: Path,
-    steps: Sequence[tuple[BreakerState, float]],
+    steps: Sequence[tuple[BreakerState, float] | tuple[BreakerState, float, float]],
     *,
     cooldown_steps: int = 2,
     max_retries: int = 2,
     max_history: int | None = 3,
     window_length: int | None = None,
+    node_trip: bool = False,
 ) -> Path:
     """Write a trace with the given (state, fast) sequence, whatever a machine would do.
 
-    The window counts come from a real :class:`CalibrationWindow` of ``window_length`` (default
-    the header's ``max_history``), so a mismatch simulates a broken window builder.
+    A step given as (state, fast, own) is a step of node ``"n"`` with local score ``own``;
+    (state, fast) is a step without a node. The window counts come from a real
+    :class:`CalibrationWindow` of ``window_length`` (default the header's ``max_history``), so
+    a mismatch simulates a broken window builder.
     """
     control = CONTROL if max_history is not None else None
-    header = TraceHeader(TH, cooldown_steps, max_retries, max_history, control, seed=0)
+    header = TraceHeader(
+        TH, cooldown_steps, max_retries, max_history, control, seed=0, node_trip=node_trip
+    )
     window = (
         None
         if control is None or max_history is None
         else CalibrationWindow(control, window_length or max_history)
     )
     with TraceWriter(path, header) as writer:
-        for index, (state, fast) in enumerate(steps):
+        for index, (state, fast, *own) in enumerate(steps):
             counts = None if window is None else window.observe(fast)
             writer.write(
                 StepRecord(
                     step=index,
-                    node=None,
-                    scores={},
+                    node="n" if own else None,
+                    scores={"n": own[0]} if own else {},
                     fast=fast,
                     slow=0.0,
                     window=counts,
