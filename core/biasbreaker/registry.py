@@ -329,17 +329,15 @@ class Registry:
         installed = self._by_point.get(point, {})
         listing = ", ".join(f"{n} ({installed[n].origin})" for n in sorted(installed)) or "none"
         loc = f" ({where})" if where else ""
-        disabled = ""
+        head = f"{point} {name!r}{loc} is not available; installed: {listing}."
         if self.disabled:
             plugins = ", ".join(f"{p} ({o})" for p, o in sorted(self.disabled.items()))
-            disabled = (
-                f" {_DISABLE_ENV} disables plugin(s) {plugins}: if {name!r} comes from one of "
-                f"them, remove it from {_DISABLE_ENV}."
+            return (
+                f"{head} {_DISABLE_ENV} disables plugin(s) {plugins}: if {name!r} comes from "
+                f"one of them, remove it from {_DISABLE_ENV}; otherwise install the plugin that "
+                "provides it (`biasbreaker plugins` lists what is installed)."
             )
-        return (
-            f"{point} {name!r}{loc} is not available; installed: {listing}.{disabled} "
-            "Is its plugin installed? `biasbreaker plugins` lists what is."
-        )
+        return f"{head} Is its plugin installed? `biasbreaker plugins` lists what is."
 
     def __iter__(self) -> Iterator[Implementation[Any]]:
         for point in sorted(self._by_point):
