@@ -27,17 +27,20 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, time
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
@@ -47,6 +50,7 @@ from pydantic_settings import (
     InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from biasbreaker.errors import ConfigError, DuplicateImplementationError
@@ -92,9 +96,9 @@ def _canonical_path(key: str) -> str:
 
 
 class Section(BaseModel):
-    """Base of every configuration section: unknown keys are errors."""
+    """Base of every configuration section: unknown keys and non-finite numbers are errors."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
 
 
 class ProbeSettings(Section):
@@ -525,8 +529,14 @@ class DemoSettings(Section):
 
 @dataclass(frozen=True)
 class _LoadContext:
-    """The file layers of one :func:`load_settings` call, read once, highest precedence first."""
+    """The layers of one :func:`load_settings` call, read once.
 
+    Args:
+        env: The environment's settings, nested and decoded (see :func:`_decode_env`).
+        files: The file layers, highest precedence first, as (label, data).
+    """
+
+    env: dict[str, Any]
     files: tuple[tuple[str, dict[str, Any]], ...]
 
 
@@ -593,11 +603,18 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Order the sources: arguments, environment, --config, ./biasbreaker.toml, pyproject."""
+        """Order the sources: arguments, environment, --config, ./biasbreaker.toml, pyproject.
+
+        The environment is read by :func:`_env_layer` and decoded by :func:`_decode_env` rather
+        than by pydantic-settings' own source, so a malformed value is a :class:`ConfigError`
+        naming the variable, and lists may be written comma-separated.
+        """
         ctx = _LOAD_CONTEXT.get()
-        layers = ctx.files if ctx is not None else tuple(_file_layers(None, Path.cwd()))
-        files = [InitSettingsSource(settings_cls, init_kwargs=data) for _, data in layers]
-        return (init_settings, env_settings, *files)
+        if ctx is None:
+            ctx = _LoadContext(_decode_env(_env_layer()), tuple(_file_layers(None, Path.cwd())))
+        files = [InitSettingsSource(settings_cls, init_kwargs=data) for _, data in ctx.files]
+        env = InitSettingsSource(settings_cls, init_kwargs=ctx.env)
+        return (init_settings, env, *files)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -646,25 +663,290 @@ def _leaves(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[t
             yield ".".join(path), value
 
 
-def _env_layer() -> dict[str, Any]:
-    """The settings found in the environment, nested, values as strings (as pydantic sees them)."""
+def _env_layer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The settings found in the environment, nested by ``__``, values as raw strings.
+
+    Raises:
+        ConfigError: A variable sets a key below another variable's value
+            (``BIASBREAKER_PROBE='{...}'`` together with ``BIASBREAKER_PROBE__K=3``).
+    """
+    env = os.environ if environ is None else environ
     nested: dict[str, Any] = {}
-    for var, raw in os.environ.items():
-        if not var.upper().startswith(ENV_PREFIX) or var.upper() in NON_SETTINGS_ENV:
-            continue
-        parts = var[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER)
+    owner: dict[tuple[str, ...], str] = {}
+    found = [
+        (var, tuple(var[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER)), raw)
+        for var, raw in env.items()
+        if var.upper().startswith(ENV_PREFIX) and var.upper() not in NON_SETTINGS_ENV
+    ]
+    for var, parts, raw in sorted(found, key=lambda f: (len(f[1]), f[1])):
         node = nested
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                break
-        else:
-            node[parts[-1]] = raw
+        for depth, part in enumerate(parts[:-1], 1):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(
+                    f"environment variables {owner[parts[:depth]]} and {var} both set "
+                    f"{'.'.join(parts[:depth])}; keep one of them"
+                )
+            node = child
+        node[parts[-1]] = raw
+        owner[parts] = var
     return nested
 
 
 def _env_var(path: str) -> str:
-    return ENV_PREFIX + ENV_DELIMITER.join(p.upper() for p in path.split("."))
+    """The environment variable that sets dotted ``path`` (hyphens become underscores)."""
+    return ENV_PREFIX + ENV_DELIMITER.join(p.upper().replace("-", "_") for p in path.split("."))
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """The members of a union (``X | None`` → ``(X,)``), or ``(annotation,)``."""
+    if get_origin(annotation) in (Union, UnionType):
+        return tuple(a for a in get_args(annotation) if a is not type(None))
+    return (annotation,)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model ``annotation`` is (or is optionally), else ``None``."""
+    for member in _members(annotation):
+        if isinstance(member, type) and issubclass(member, BaseModel):
+            return member
+    return None
+
+
+def _child_annotation(annotation: Any, key: str) -> Any:
+    """The annotation of ``key`` inside a value of type ``annotation``; ``None`` if unknown."""
+    model = _model_in(annotation)
+    if model is not None:
+        info = model.model_fields.get(key)
+        return info.annotation if info is not None else None
+    for member in _members(annotation):
+        if get_origin(member) in (dict, Mapping) and len(get_args(member)) == 2:
+            return get_args(member)[1]
+    return None
+
+
+_SEQUENCES = (list, tuple, set, frozenset, Sequence)
+_SCALARS = (str, int, float, Path)
+
+
+def _decode_env_value(annotation: Any, raw: str, path: str) -> Any:
+    """Decode one environment string for a field of type ``annotation``.
+
+    Scalars stay strings (pydantic coerces them). A list of scalars is a JSON list or
+    comma-separated values (``lexical,sentiment``); a table or a list of tables is JSON.
+
+    Raises:
+        ConfigError: The value is not the JSON the field needs; the message names the
+            variable, the value and the expected form.
+    """
+    kinds = _members(annotation)
+    sequence = next((k for k in kinds if get_origin(k) in _SEQUENCES), None)
+    table = next(
+        (k for k in kinds if get_origin(k) in (dict, Mapping) or _model_in(k) is not None),
+        None,
+    )
+    var = _env_var(path)
+    if sequence is not None:
+        args = get_args(sequence)
+        scalar_items = bool(args) and all(
+            a is Ellipsis or (isinstance(a, type) and issubclass(a, _SCALARS)) for a in args
+        )
+        text = raw.strip()
+        if scalar_items and not text.startswith("["):
+            return [part.strip() for part in text.split(",") if part.strip()]
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            form = "a JSON list or comma-separated values" if scalar_items else "a JSON list"
+            raise ConfigError(
+                f"{var}={raw!r} ({path}): not valid JSON ({exc.msg} at column {exc.colno}); "
+                f"{path} is a list: write {form}, e.g. "
+                + (f"{var}=lexical,sentiment or " if scalar_items else "")
+                + f'{var}=\'["lexical", "sentiment"]\''
+            ) from exc
+        if not isinstance(value, list):
+            raise ConfigError(f"{var}={raw!r} ({path}): expected a JSON list, got {value!r}")
+        return value
+    if table is not None:
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"{var}={raw!r} ({path}): not valid JSON ({exc.msg} at column {exc.colno}); "
+                f'{path} is a table: write a JSON object such as \'{{"key": "value"}}\', '
+                f"or set its keys one by one ({var}{ENV_DELIMITER}KEY=...)"
+            ) from exc
+        if not isinstance(value, dict):
+            raise ConfigError(f"{var}={raw!r} ({path}): expected a JSON object, got {value!r}")
+        return value
+    return raw
+
+
+def _decode_env(
+    raw: Mapping[str, Any], annotation: Any = None, prefix: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Decode the raw environment layer against the settings tree (lists, tables)."""
+    here = annotation if prefix else Settings
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        child = _child_annotation(here, key)
+        path = (*prefix, key)
+        if isinstance(value, Mapping):
+            out[key] = _decode_env(value, child, path)
+        elif child is None:
+            out[key] = value
+        else:
+            out[key] = _decode_env_value(child, value, ".".join(path))
+    return out
+
+
+def _toml(value: Any) -> str:
+    """A value as TOML-like text for messages: ``true``, ``"0.4"``, ``[1, 2]``."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except ValueError:
+        return repr(value)
+
+
+_KIND_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "a table"),
+)
+
+
+def _kind(value: Any) -> str:
+    for kind, label in _KIND_NAMES:
+        if isinstance(value, kind):
+            return label
+    return f"a {type(value).__name__}"
+
+
+def _expected(annotation: Any) -> str:
+    """Plain words for the type a configuration field expects."""
+    members = _members(annotation)
+    if len(members) > 1:
+        return " or ".join(_expected(m) for m in members)
+    ann = members[0]
+    origin = get_origin(ann)
+    if origin is Literal:
+        return "one of " + ", ".join(_toml(a) for a in get_args(ann))
+    if origin in _SEQUENCES:
+        args = get_args(ann)
+        return (
+            f"a list of {_expected(args[0]).removeprefix('a ').removeprefix('an ')}s"
+            if args
+            else "a list"
+        )
+    if origin in (dict, Mapping):
+        return "a table"
+    if ann is bool:
+        return "true or false"
+    if ann is int:
+        return "an integer"
+    if ann is float:
+        return "a number"
+    if ann is str:
+        return "a string"
+    if ann is Path:
+        return "a string (a path)"
+    if ann is date:
+        return "a date (YYYY-MM-DD)"
+    return getattr(ann, "__name__", str(ann))
+
+
+@lru_cache(maxsize=256)
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (date, datetime, time)):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not a TOML value")
+
+
+def _strict_type_error(annotation: Any, value: Any) -> str | None:
+    """Why ``value`` (from a TOML file) does not have the type ``annotation``, or ``None``.
+
+    The check is pydantic's strict mode on the value as JSON would carry it: a number is not a
+    string, a boolean is not a number, an integer field takes no float; nothing is converted.
+    Bounds and cross-field rules are checked afterwards by the ordinary validation.
+    """
+    try:
+        text = json.dumps(value, default=_json_default)
+        _adapter(annotation).validate_json(text, strict=True)
+    except ValidationError as exc:
+        details = []
+        for err in exc.errors():
+            if not err["type"].endswith("_type"):
+                continue  # a right-typed value out of bounds: the ordinary validation says so
+            at = ".".join(str(p) for p in err["loc"])
+            details.append(f"at {at}: {err['msg']}" if at else err["msg"])
+        if not details:
+            return None
+        got = "" if len(details) > 1 or "at " in details[0] else f", got {_kind(value)}"
+        where = f" ({'; '.join(details)})" if got == "" else ""
+        return (
+            f"expected {_expected(annotation)}{got}{where}; values in a file are not converted "
+            "(write numbers without quotes, true/false only for yes/no options)"
+        )
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return None
+
+
+def _typed_values(
+    data: Mapping[str, Any], annotation: Any, prefix: tuple[str, ...]
+) -> Iterator[tuple[str, Any, Any]]:
+    """(dotted path, value, annotation) for every field value in ``data``, by model field.
+
+    Descends into nested models key by key (a file may give only some keys of a table);
+    keys that name no field are skipped (the ordinary validation reports them).
+    """
+    for key, value in data.items():
+        child = _child_annotation(annotation, str(key))
+        path = (*prefix, str(key))
+        if child is None:
+            continue
+        if _model_in(child) is not None and isinstance(value, Mapping):
+            yield from _typed_values(value, child, path)
+        else:
+            yield ".".join(path), value, child
+
+
+def _file_type_problems(
+    data: Mapping[str, Any],
+    annotation: Any,
+    prefix: tuple[str, ...],
+    provenance: Mapping[str, str],
+    files: Iterable[str],
+    label: str | None = None,
+) -> list[tuple[str, str]]:
+    """Type errors of values that came from a file: (dotted path, message line).
+
+    Args:
+        data: The values (a file's layer, or a merged plugin table).
+        annotation: The type of ``data`` (a model class).
+        prefix: The dotted path of ``data``.
+        provenance: Where every leaf came from.
+        files: The labels of file sources.
+        label: Only check values whose source is this label (``None``: any file).
+    """
+    file_labels = set(files)
+    problems = []
+    for path, value, ann in _typed_values(data, annotation, prefix):
+        key = _canonical_path(path)
+        source = _source_for(key, provenance)
+        if source not in file_labels or (label is not None and source != label):
+            continue
+        error = _strict_type_error(ann, value)
+        if error is not None:
+            problems.append((key, f"{key} = {_toml(value)} ({source}): {error}"))
+    return problems
 
 
 @dataclass(frozen=True)
@@ -676,10 +958,13 @@ class LoadedSettings:
         provenance: Dotted key path → source label, for every value not left at its default
             (``"argument"``, ``"env BIASBREAKER_…"``, a file name, or
             ``"pyproject.toml [tool.biasbreaker]"``).
+        files: The labels of the file sources that were read, highest precedence first; values
+            from them must have their option's type (nothing is converted).
     """
 
     settings: Settings
     provenance: Mapping[str, str] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
 
     def source_of(self, path: str) -> str:
         """Where the value at dotted ``path`` came from (``"default"`` if nowhere)."""
@@ -744,24 +1029,32 @@ def load_settings(
         Path(config_file) if config_file is not None else None,
         Path(cwd) if cwd is not None else Path.cwd(),
     )
-    ctx = _LoadContext(files=tuple(files))
     args = dict(overrides or {})
-    layers: list[tuple[str, dict[str, Any]]] = [("argument", args), ("env", _env_layer())]
-    layers += files
+    env = _env_layer()
+    layers: list[tuple[str, dict[str, Any]]] = [("argument", args), ("env", env), *files]
     provenance: dict[str, str] = {}
     for label, data in reversed(layers):
         for key, _ in _leaves(data):
             source = f"env {_env_var(key)}" if label == "env" else label
             provenance[_canonical_path(key)] = source
-    _check_env_names(layers[1][1])
+    _check_env_names(env)
+    ctx = _LoadContext(env=_decode_env(env), files=tuple(files))
+    labels = tuple(label for label, _ in files)
+    typed: list[tuple[str, str]] = []
+    for label, data in files:
+        typed += _file_type_problems(data, Settings, (), provenance, labels, label)
     token = _LOAD_CONTEXT.set(ctx)
     try:
         settings = Settings(**args)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, provenance)) from exc
+        raise ConfigError(_describe(exc, provenance, typed)) from exc
+    except SettingsError as exc:
+        raise ConfigError(f"cannot read the configuration: {exc}") from exc
     finally:
         _LOAD_CONTEXT.reset(token)
-    return LoadedSettings(settings, provenance)
+    if typed:
+        raise ConfigError(_describe(None, provenance, typed))
+    return LoadedSettings(settings, provenance, labels)
 
 
 def _check_env_names(env: Mapping[str, Any]) -> None:
@@ -788,22 +1081,47 @@ def _allowed_keys(path: tuple[str | int, ...]) -> list[str]:
     return sorted(model.model_fields) if model is not None else []
 
 
-def _describe(exc: ValidationError, provenance: Mapping[str, str]) -> str:
-    lines = []
-    for err in exc.errors():
+def _describe(
+    exc: ValidationError | None,
+    provenance: Mapping[str, str],
+    typed: Sequence[tuple[str, str]] = (),
+) -> str:
+    """One message for every problem: file type errors first, then pydantic's, once per key."""
+    lines = [line for _, line in typed]
+    seen = {path for path, _ in typed}
+    for err in exc.errors() if exc is not None else []:
         loc = tuple(err["loc"])
         path = ".".join(str(p) for p in loc)
+        if _covered(path, seen):
+            continue
         source = _source_for(path, provenance)
         value = err.get("input")
         if err["type"] == "extra_forbidden":
             allowed = _allowed_keys(loc)
             hint = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
             lines.append(f"unknown key {path} = {value!r} ({source}){hint}")
+        elif err["type"] == "missing":
+            lines.append(_missing(path, _source_for(path.rpartition(".")[0], provenance)))
         elif err["type"] == "value_error" and isinstance(value, Mapping):
             lines.append(f"[{path}] ({source}): {err['msg'].removeprefix('Value error, ')}")
         else:
             lines.append(f"{path} = {value!r} ({source}): {err['msg']}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _covered(path: str, reported: Iterable[str]) -> bool:
+    """Whether ``path`` is, or lies inside, a key already reported."""
+    return any(path == r or path.startswith(r + ".") for r in reported)
+
+
+def _missing(path: str, source: str) -> str:
+    """The message for a required key that no source sets."""
+    table, _, key = path.rpartition(".")
+    where = f" (the rest of [{table}] comes from {source})" if source != DEFAULT_SOURCE else ""
+    return (
+        f"{path} is required and has no default{where}: set {key} = ... under [{table}] in "
+        f"the configuration file, or set {_env_var(path)}"
+    )
 
 
 def _source_for(path: str, provenance: Mapping[str, str]) -> str:
@@ -858,6 +1176,7 @@ def resolve_selection(
     """
     settings = loaded.settings
     resolved: dict[tuple[str, str], BaseModel] = {}
+    attempted: set[tuple[str, str]] = set()
     problems: list[ConfigError] = []
     wanted = set(points) if points is not None else {p.name for p in EXTENSION_POINTS}
     for point in EXTENSION_POINTS:
@@ -872,6 +1191,7 @@ def resolve_selection(
                 )
             )
         for name in names:
+            attempted.add((point.name, name))
             try:
                 impl = registry.get(
                     point.name,
@@ -886,7 +1206,11 @@ def resolve_selection(
             except DuplicateImplementationError as exc:
                 problems.append(ConfigError(str(exc)))
     if points is None:
-        problems += _check_plugin_tables(loaded, registry, resolved)
+        problems += _check_plugin_tables(loaded, registry, attempted)
+    unique: dict[str, ConfigError] = {}
+    for problem in problems:
+        unique.setdefault(str(problem), problem)
+    problems = list(unique.values())
     if len(problems) == 1:
         raise problems[0]
     if problems:
@@ -899,8 +1223,9 @@ def resolve_selection(
 def _check_plugin_tables(
     loaded: LoadedSettings,
     registry: Registry,
-    resolved: Mapping[tuple[str, str], BaseModel],
+    attempted: set[tuple[str, str]],
 ) -> list[ConfigError]:
+    """Validate every ``[plugin.<name>]`` table not already validated as part of the selection."""
     problems: list[ConfigError] = []
     for name, table in loaded.settings.plugin.items():
         impls = registry.by_name(name)
@@ -914,7 +1239,7 @@ def _check_plugin_tables(
                 )
             )
         for impl in impls:
-            if (impl.point, name) not in resolved:
+            if (impl.point, name) not in attempted:
                 try:
                     _validate_options(loaded, impl.point, name, impl.options, impl.origin, table)
                 except ConfigError as exc:
@@ -930,24 +1255,49 @@ def _validate_options(
     origin: str,
     table: Mapping[str, Any] | None = None,
 ) -> BaseModel:
-    data = loaded.settings.plugin.get(name, {}) if table is None else table
+    """Validate ``[plugin.<name>]`` with the plugin's options model.
+
+    Values from the environment are strings: those of list or table options are decoded first
+    (JSON, or comma-separated for a list of scalars), and pydantic coerces the rest. Values from
+    a TOML file must already have the option's type (pydantic strict mode on that value).
+    """
+    data = dict(loaded.settings.plugin.get(name, {}) if table is None else table)
+    prefix = ("plugin", name)
+    for key, value in list(data.items()):
+        source = _source_for(".".join((*prefix, str(key))), loaded.provenance)
+        annotation = _child_annotation(model, str(key))
+        if isinstance(value, str) and source.startswith("env ") and annotation is not None:
+            data[key] = _decode_env_value(annotation, value, ".".join((*prefix, str(key))))
+    typed = _file_type_problems(data, model, prefix, loaded.provenance, loaded.files)
+    problems = [line for _, line in typed]
+    seen = {path for path, _ in typed}
     try:
-        return model.model_validate(data)
+        options = model.model_validate(data)
     except ValidationError as exc:
-        problems = []
         for err in exc.errors():
-            key = ".".join(["plugin", name, *(str(p) for p in err["loc"])])
+            key = ".".join([*prefix, *(str(p) for p in err["loc"])])
+            if _covered(key, seen):
+                continue
             source = _source_for(key, loaded.provenance)
             if err["type"] == "extra_forbidden":
                 allowed = ", ".join(sorted(model.model_fields)) or "none"
                 problems.append(
                     f"unknown key {key} = {err.get('input')!r} ({source}); allowed: {allowed}"
                 )
+            elif err["type"] == "missing":
+                problems.append(
+                    _missing(key, _source_for(key.rpartition(".")[0], loaded.provenance))
+                )
             else:
                 problems.append(f"{key} = {err.get('input')!r} ({source}): {err['msg']}")
         raise ConfigError(
             f"{point} {name!r} ({origin}) options invalid:\n  " + "\n  ".join(problems)
         ) from exc
+    if problems:
+        raise ConfigError(
+            f"{point} {name!r} ({origin}) options invalid:\n  " + "\n  ".join(problems)
+        )
+    return options
 
 
 def dump_value(value: Any) -> str:

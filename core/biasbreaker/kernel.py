@@ -8,8 +8,10 @@ not selected is ever built.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,10 +23,10 @@ from biasbreaker.config import (
     resolve_selection,
     selection,
 )
-from biasbreaker.errors import ConfigError, PluginError
+from biasbreaker.errors import BiasbreakerError, ConfigError, PluginError
 from biasbreaker.llm import LLMClient
 from biasbreaker.plugins import PluginHost
-from biasbreaker.registry import POINTS, PointName, Registry
+from biasbreaker.registry import EXTENSION_POINTS, POINTS, PointName, Registry
 
 
 class Kernel:
@@ -71,6 +73,90 @@ class Kernel:
                 options table), or several problems at once.
         """
         self._resolve(None)
+
+    def check_build(self) -> list[str]:
+        """Find everything that building a guarded run would find (``config --check``).
+
+        Runs :meth:`check`, then builds every selected implementation whose selection and
+        options are valid (so a factory's own checks run, and a missing optional extra such as
+        the ``semantic`` scorer's or LangGraph for the ``langgraph`` adapter shows), builds the
+        probe (axes, groups, term files, extra terms), the skeptic panel and the MADERA stages,
+        and finally closes what it built (:meth:`close`). Nothing is called on the built
+        objects beyond their construction.
+
+        Returns:
+            One message per distinct problem, each naming where the failing setting comes
+            from; empty when building would succeed.
+        """
+        from biasbreaker.intervention.madera import Madera
+        from biasbreaker.intervention.panel import SkepticPanel
+        from biasbreaker.probe import build_probe
+
+        problems: dict[str, str] = {}
+        try:
+            self.check()
+        except BiasbreakerError as exc:
+            problems[str(exc)] = str(exc)
+        try:
+            # the LLM client first: other factories build it through context.llm()
+            for point in sorted(EXTENSION_POINTS, key=lambda p: p.name != "llm_client"):
+                try:
+                    self._resolve([point.name])
+                except BiasbreakerError:
+                    continue  # reported by check() above
+                selected_by = point.selected_by
+                for name in self.selected(point.name):
+                    where = f"selected by {selected_by} ({self.loaded.source_of(selected_by)})"
+                    if name in self.settings.plugin:
+                        table = self.loaded.source_of(f"plugin.{name}")
+                        where += f"; [plugin.{name}] from {table}"
+                    try:
+                        self.build(point.name, name)
+                    except BiasbreakerError as exc:
+                        problems.setdefault(str(exc), f"{exc} [{where}{self._mentioned(exc)}]")
+            assemblies: tuple[tuple[str, str, Callable[[Kernel], object]], ...] = (
+                ("the probe", "probe", build_probe),
+                ("the skeptic panel", "intervention", SkepticPanel.from_context),
+                ("the MADERA stages", "intervention", Madera.from_context),
+            )
+            for part, section, assemble in assemblies:
+                try:
+                    assemble(self)
+                except BiasbreakerError as exc:
+                    source = self.loaded.source_of(section)
+                    problems.setdefault(
+                        str(exc),
+                        f"{exc} [building {part}; [{section}]: {source}{self._mentioned(exc)}]",
+                    )
+        finally:
+            self.close()
+        return list(problems.values())
+
+    def _mentioned(self, exc: BaseException) -> str:
+        """``; key from source`` for every configured key that a message names.
+
+        A key counts as named when it appears as ``breaker.x`` or ``[breaker] x``, so a
+        factory's complaint about another section shows where that section's value came from.
+        """
+        text = str(exc)
+        notes = []
+        for key, source in sorted(self.loaded.provenance.items()):
+            section, _, leaf = key.rpartition(".")
+            if key in text or (section and f"[{section}] {leaf}" in text):
+                notes.append(f"; {key} from {source}")
+        return "".join(notes)
+
+    def close(self) -> None:
+        """Close every built implementation that holds resources, then forget them all.
+
+        An implementation with an ``async aclose()`` (an LLM client's connection pool) is
+        closed with :func:`asyncio.run`, so call this outside a running event loop.
+        """
+        built, self._built = self._built, {}
+        for obj in built.values():
+            aclose = getattr(obj, "aclose", None)
+            if aclose is not None and inspect.iscoroutinefunction(aclose):
+                asyncio.run(aclose())
 
     @classmethod
     def load(

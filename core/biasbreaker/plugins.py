@@ -7,7 +7,8 @@ original exception, and commands that do not need it keep working. ``strict=True
 ``biasbreaker`` distribution, loaded exactly like a third party's.
 
 Environment:
-    ``BIASBREAKER_DISABLE_PLUGINS=a,b``: entry-point names never loaded (pluggy ``set_blocked``).
+    ``BIASBREAKER_DISABLE_PLUGINS=a,b``: entry-point names never loaded (pluggy ``set_blocked``);
+    names are case-sensitive, and one that matches no installed plugin is a notice.
     ``BIASBREAKER_TRACE_PLUGINS=1``: log every load, registration and hook call at INFO.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -91,6 +92,10 @@ class PluginHost:
         strict: Raise the first :class:`PluginLoadError` instead of recording it.
         disabled: Entry-point names to block; ``None`` reads ``BIASBREAKER_DISABLE_PLUGINS``.
 
+    Attributes:
+        notices: Warnings for the user that are not load failures, e.g. a name in
+            ``BIASBREAKER_DISABLE_PLUGINS`` that matches no installed plugin (also logged).
+
     Raises:
         PluginLoadError: With ``strict=True``, when a plugin fails to import or register.
     """
@@ -100,6 +105,7 @@ class PluginHost:
     disabled: frozenset[str] | None = None
     pm: pluggy.PluginManager = field(init=False)
     infos: dict[str, PluginInfo] = field(init=False, default_factory=dict)
+    notices: list[str] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
@@ -175,7 +181,23 @@ class PluginHost:
             log.warning("%s", err)
             failures.append(err)
             self.infos[ep.name] = PluginInfo(ep.name, ep.value, dist, version, "failed", error=err)
+        if entry_points is None:
+            self._check_disabled_names({ep.name for ep in eps})
         return failures
+
+    def _check_disabled_names(self, installed: set[str]) -> None:
+        """Note every ``BIASBREAKER_DISABLE_PLUGINS`` name that blocks no installed plugin."""
+        for name in sorted((self.disabled or frozenset()) - installed):
+            same_case = sorted(n for n in installed if n.lower() == name.lower())
+            hint = (
+                f" (names are case-sensitive: did you mean {same_case[0]!r}?)" if same_case else ""
+            )
+            notice = (
+                f"{DISABLE_ENV} names {name!r}, which is no installed plugin{hint}; it disables "
+                f"nothing. Installed plugins: {', '.join(sorted(installed)) or 'none'}"
+            )
+            log.warning("%s", notice)
+            self.notices.append(notice)
 
     def register(
         self,
@@ -233,7 +255,17 @@ class PluginHost:
         Raises:
             PluginError: A plugin registered a malformed name or options, or its hook raised.
         """
-        registry = Registry()
+        registry = Registry(
+            disabled={
+                info.name: (
+                    f"{info.distribution} {info.version or '?'}"
+                    if info.distribution
+                    else "not from a distribution"
+                )
+                for info in self.infos.values()
+                if info.status == "disabled"
+            }
+        )
         hooks = Hooks(self)
         for point in EXTENSION_POINTS:
             hooks.collect(point.name, registry)
@@ -292,13 +324,28 @@ def _bind_register(
         *,
         options: type[BaseModel] = NoOptions,
         summary: str = "",
+        requires: Sequence[str] = (),
+        install: str = "",
     ) -> None:
-        check_registration(plugin, point, name, options)
+        check_registration(plugin, point, name, options, requires, install)
         if not callable(factory):
             raise PluginError(
                 f"plugin {plugin!r} registered {point} {name!r} with a factory that is not "
                 f"callable: {factory!r}"
             )
-        registry.add(Implementation(point, name, factory, options, summary, plugin, dist, version))
+        registry.add(
+            Implementation(
+                point,
+                name,
+                factory,
+                options,
+                summary,
+                plugin,
+                dist,
+                version,
+                requires=tuple(requires),
+                install=install,
+            )
+        )
 
     return register

@@ -12,8 +12,9 @@ is a :class:`BuildContext`.
 
 from __future__ import annotations
 
+import importlib.util
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
@@ -48,6 +49,11 @@ PointName = Literal[
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 """Implementation names are lower-kebab: ``trust``, ``empirical-auditor``, ``openai-compatible``."""
+
+FIRST_PARTY_DISTRIBUTION = "biasbreaker"
+"""The distribution of the first-party plugins (``biasbreaker_plugins``)."""
+
+_DISABLE_ENV = "BIASBREAKER_DISABLE_PLUGINS"
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,8 @@ class Register(Protocol[T_contra]):
         *,
         options: type[BaseModel] = NoOptions,
         summary: str = "",
+        requires: Sequence[str] = (),
+        install: str = "",
     ) -> None:
         """Register ``factory`` under ``name``.
 
@@ -157,9 +165,14 @@ class Register(Protocol[T_contra]):
             options: Pydantic model validating ``[plugin.<name>]``; it should set
                 ``extra="forbid"`` and accept strings from the environment.
             summary: One line shown by ``biasbreaker plugins``.
+            requires: Top-level modules the factory imports that may be missing (an optional
+                extra), e.g. ``("sentence_transformers",)``; ``biasbreaker plugins`` checks them
+                with ``importlib.util.find_spec`` (nothing is imported) and says what is missing.
+            install: How to get them, e.g. ``"pip install 'biasbreaker[semantic]'"``.
 
         Raises:
-            PluginError: If the name is not lower-kebab or ``options`` is not a pydantic model.
+            PluginError: If the name is not lower-kebab, ``options`` is not a pydantic model, or
+                ``requires``/``install`` are not strings.
         """
         ...
 
@@ -177,6 +190,8 @@ class Implementation(Generic[T]):
         plugin: The registering plugin's name (its entry-point name).
         distribution: The plugin's distribution, or ``None`` for a plugin registered in-process.
         version: The distribution's version, or ``None``.
+        requires: Top-level modules its factory needs that may be missing (optional extras).
+        install: How to install them, or ``""``.
     """
 
     point: PointName
@@ -187,6 +202,25 @@ class Implementation(Generic[T]):
     plugin: str
     distribution: str | None
     version: str | None
+    requires: tuple[str, ...] = ()
+    install: str = ""
+
+    def missing(self) -> list[str]:
+        """The modules of :attr:`requires` that cannot be imported (found without importing)."""
+        out = []
+        for module in self.requires:
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                out.append(module)
+        return out
+
+    @property
+    def first_party(self) -> bool:
+        """Whether the implementation comes from the ``biasbreaker`` distribution itself."""
+        return self.distribution == FIRST_PARTY_DISTRIBUTION
 
     @property
     def origin(self) -> str:
@@ -203,30 +237,63 @@ class Registry:
     Duplicates (two implementations under one name in one extension point) are recorded as
     conflicts rather than raised at once, so ``biasbreaker plugins`` can still show them;
     resolving a conflicted name raises :class:`DuplicateImplementationError`.
+
+    Args:
+        disabled: Plugins blocked by ``BIASBREAKER_DISABLE_PLUGINS`` (name → origin), named
+            when a selected implementation is not available.
     """
 
+    disabled: Mapping[str, str] = field(default_factory=dict)
     _by_point: dict[str, dict[str, Implementation[Any]]] = field(default_factory=dict)
-    _conflicts: dict[tuple[str, str], DuplicateImplementationError] = field(default_factory=dict)
+    _by_plugin: dict[str, list[Implementation[Any]]] = field(default_factory=dict)
+    _conflicts: dict[tuple[str, str], list[Implementation[Any]]] = field(default_factory=dict)
 
     @property
     def conflicts(self) -> list[DuplicateImplementationError]:
         """Every duplicate registration seen, in registration order."""
-        return list(self._conflicts.values())
+        return [self._conflict_error(impls) for impls in self._conflicts.values()]
 
     def add(self, impl: Implementation[Any]) -> None:
         """Add an implementation; a duplicate name in the same point becomes a conflict."""
+        self._by_plugin.setdefault(impl.plugin, []).append(impl)
         slots = self._by_point.setdefault(impl.point, {})
         existing = slots.get(impl.name)
         if existing is None:
             slots[impl.name] = impl
             return
-        err = DuplicateImplementationError(
-            f"{impl.point} implementation {impl.name!r} is registered twice: by plugin "
-            f"{existing.plugin!r} ({existing.origin}) and by plugin {impl.plugin!r} "
-            f"({impl.origin}). Uninstall one of them, or block one with "
-            f"BIASBREAKER_DISABLE_PLUGINS={impl.plugin}."
+        self._conflicts.setdefault((impl.point, impl.name), [existing]).append(impl)
+
+    def conflicted(self, point: str, name: str) -> bool:
+        """Whether ``name`` is registered more than once in ``point``."""
+        return (point, name) in self._conflicts
+
+    def registered_by(self, plugin: str) -> list[Implementation[Any]]:
+        """Everything ``plugin`` registered, conflicting registrations included, in order."""
+        return list(self._by_plugin.get(plugin, []))
+
+    def _conflict_error(self, impls: Sequence[Implementation[Any]]) -> DuplicateImplementationError:
+        first = impls[0]
+        by = " and ".join(f"by plugin {i.plugin!r} ({i.origin})" for i in impls)
+        # Advise dropping a third-party plugin first; disabling a first-party plugin removes
+        # every implementation it ships, so say what each choice removes.
+        ways = []
+        for impl in sorted(impls, key=lambda i: (i.first_party, i.plugin)):
+            removed = [f"{i.point}:{i.name}" for i in self.registered_by(impl.plugin)]
+            how = []
+            if impl.distribution and not impl.first_party:
+                how.append(f"uninstall {impl.distribution}")
+            how.append(f"set {_DISABLE_ENV}={impl.plugin}")
+            kind = " (first-party)" if impl.first_party else ""
+            count = "it" if len(removed) == 1 else f"all {len(removed)} of its implementations"
+            ways.append(
+                f"to drop plugin {impl.plugin!r}{kind}, {' or '.join(how)}, which removes "
+                f"{count}: {', '.join(removed)}"
+            )
+        return DuplicateImplementationError(
+            f"{first.point} implementation {first.name!r} is registered twice: {by}. Keep one: "
+            + "; ".join(ways)
+            + "."
         )
-        self._conflicts.setdefault((impl.point, impl.name), err)
 
     def names(self, point: PointName) -> list[str]:
         """The sorted implementation names registered for ``point``."""
@@ -245,12 +312,13 @@ class Registry:
 
         Raises:
             UnknownImplementationError: No installed plugin provides ``name``; the message lists
-                what is installed for ``point`` and from which distribution.
+                what is installed for ``point`` and from which distribution, and the plugins
+                that are disabled.
             DuplicateImplementationError: Two plugins registered ``name``.
         """
         conflict = self._conflicts.get((point, name))
         if conflict is not None:
-            raise conflict
+            raise self._conflict_error(conflict)
         impl = self._by_point.get(point, {}).get(name)
         if impl is None:
             raise UnknownImplementationError(self.unknown_message(point, name, where))
@@ -261,10 +329,15 @@ class Registry:
         installed = self._by_point.get(point, {})
         listing = ", ".join(f"{n} ({installed[n].origin})" for n in sorted(installed)) or "none"
         loc = f" ({where})" if where else ""
-        return (
-            f"{point} {name!r}{loc} is not available; installed: {listing}. "
-            "Is its plugin installed? `biasbreaker plugins` lists what is."
-        )
+        head = f"{point} {name!r}{loc} is not available; installed: {listing}."
+        if self.disabled:
+            plugins = ", ".join(f"{p} ({o})" for p, o in sorted(self.disabled.items()))
+            return (
+                f"{head} {_DISABLE_ENV} disables plugin(s) {plugins}: if {name!r} comes from "
+                f"one of them, remove it from {_DISABLE_ENV}; otherwise install the plugin that "
+                "provides it (`biasbreaker plugins` lists what is installed)."
+            )
+        return f"{head} Is its plugin installed? `biasbreaker plugins` lists what is."
 
     def __iter__(self) -> Iterator[Implementation[Any]]:
         for point in sorted(self._by_point):
@@ -276,7 +349,14 @@ class Registry:
         return [impl for impl in self if impl.name == name]
 
 
-def check_registration(plugin: str, point: str, name: object, options: object) -> None:
+def check_registration(
+    plugin: str,
+    point: str,
+    name: object,
+    options: object,
+    requires: object = (),
+    install: object = "",
+) -> None:
     """Validate what a plugin passed to ``register``.
 
     Raises:
@@ -291,4 +371,16 @@ def check_registration(plugin: str, point: str, name: object, options: object) -
         raise PluginError(
             f"plugin {plugin!r} registered {point} {name!r} with options={options!r}; "
             "pass a pydantic BaseModel subclass (or omit it for no options)"
+        )
+    if isinstance(requires, str) or not (
+        isinstance(requires, Sequence) and all(isinstance(m, str) and m for m in requires)
+    ):
+        raise PluginError(
+            f"plugin {plugin!r} registered {point} {name!r} with requires={requires!r}; pass a "
+            "sequence of module names such as ('sentence_transformers',)"
+        )
+    if not isinstance(install, str):
+        raise PluginError(
+            f"plugin {plugin!r} registered {point} {name!r} with install={install!r}; pass a "
+            "string such as \"pip install 'biasbreaker[semantic]'\""
         )

@@ -8,8 +8,10 @@ inputs give byte-identical files.
 
 Writing appends and flushes one whole line per record (``fsync`` optional), so a crash loses
 at most the line being written. Reading accepts a file whose last line was cut mid-way: it
-returns the records up to the last whole line and warns (:class:`TraceTruncatedWarning`). Any
-other malformed line is a :class:`~biasbreaker.errors.TraceError` naming the file and line.
+returns the records up to the last whole line and warns (:class:`TraceTruncatedWarning`). A
+last line that lacks only its newline (an editor or another tool dropped it) is a whole record
+and is read; appending to such a file first adds the newline. Any other malformed line is a
+:class:`~biasbreaker.errors.TraceError` naming the file and line.
 
 Source:
     ``ARCHITECTURE.md`` §6 "Run trace and properties"; ``docs/control.md`` (schema).
@@ -319,8 +321,9 @@ class TraceWriter:
         header: The run's header, written as line 1 of a new file.
         fsync: Also ``os.fsync`` after every record (durable against power loss; slower).
         append: Continue an existing trace (e.g. after restoring a machine from a snapshot):
-            its header must equal ``header``; a last line cut by a crash is removed; the next
-            record must continue the step numbering. Without ``append`` an existing file is
+            its header must equal ``header``; a last line cut by a crash is removed, a whole
+            last line without its newline gets one; the next record must continue the step
+            numbering. Without ``append`` an existing file is
             overwritten.
 
     Raises:
@@ -357,6 +360,9 @@ class TraceWriter:
                 )
             with self.path.open("r+b") as raw:
                 raw.truncate(existing.whole_bytes)
+                if existing.newline_missing:
+                    raw.seek(existing.whole_bytes)
+                    raw.write(b"\n")
             self._next_step = existing.records[-1].step + 1 if existing.records else 0
             self._file = self.path.open("a", encoding="utf-8", newline="\n")
         else:
@@ -408,7 +414,9 @@ class TraceReader:
 
     The header is read on construction. Iterating yields the step records in order (once);
     afterwards :attr:`sha256` (of the file's bytes, including a cut last line),
-    :attr:`truncated`, :attr:`whole_bytes` and :attr:`n_records` are set.
+    :attr:`truncated`, :attr:`whole_bytes`, :attr:`newline_missing` and :attr:`n_records` are
+    set. A last line without its newline is a whole record if it parses as a JSON object (a
+    proper prefix of a one-line JSON object never does), and cut otherwise.
 
     Args:
         path: The trace file.
@@ -425,6 +433,7 @@ class TraceReader:
         self._warn = warn
         self._hash = hashlib.sha256()
         self.truncated = False
+        self.newline_missing = False
         self.whole_bytes = 0
         self.n_records = 0
         self._done = False
@@ -459,8 +468,17 @@ class TraceReader:
         self._hash.update(raw)
         self._line_number += 1
         if not raw.endswith(b"\n"):
-            # The writer emits each record and its newline in one write; a line without its
-            # newline was being written when the process died.
+            # The writer emits each record and its newline in one write, so a line without its
+            # newline was either being written when the process died (cut: not a JSON object)
+            # or lost only its newline afterwards (whole: a JSON object).
+            try:
+                whole = json.loads(raw)
+            except ValueError:
+                whole = None
+            if isinstance(whole, dict):
+                self.newline_missing = True
+                self.whole_bytes += len(raw)
+                return whole
             self.truncated = True
             if self._warn:
                 warnings.warn(
@@ -512,6 +530,7 @@ class Trace:
         records: The whole step records, in order.
         truncated: Whether a cut last line was dropped.
         whole_bytes: Length in bytes of the file up to the end of its last whole line.
+        newline_missing: Whether the last whole line lacks its newline.
     """
 
     path: Path
@@ -520,6 +539,7 @@ class Trace:
     records: tuple[StepRecord, ...]
     truncated: bool
     whole_bytes: int
+    newline_missing: bool = False
 
 
 def read_trace(path: str | os.PathLike[str], *, warn: bool = True) -> Trace:
@@ -538,7 +558,13 @@ def read_trace(path: str | os.PathLike[str], *, warn: bool = True) -> Trace:
     reader = TraceReader(path, warn=warn)
     records = tuple(reader)
     return Trace(
-        reader.path, reader.sha256, reader.header, records, reader.truncated, reader.whole_bytes
+        reader.path,
+        reader.sha256,
+        reader.header,
+        records,
+        reader.truncated,
+        reader.whole_bytes,
+        reader.newline_missing,
     )
 
 

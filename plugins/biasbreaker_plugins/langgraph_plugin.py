@@ -62,6 +62,8 @@ def framework_adapter(register: Register[object]) -> None:
         options=LangGraphOptions,
         summary="guards a LangGraph StateGraph: staged outputs, Command reroute, Send panel, "
         "interrupt() review",
+        requires=("langgraph",),
+        install="pip install 'biasbreaker[langgraph]'",
     )
 
 

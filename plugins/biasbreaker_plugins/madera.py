@@ -37,6 +37,7 @@ from biasbreaker.intervention.review import ask_json, fence, system_prompt
 from biasbreaker.intervention.types import MAX_TEXT, Diagnosis, Evidence, ReviewRequest
 from biasbreaker.llm import LLMClient
 from biasbreaker.registry import BuildContext, Register
+from biasbreaker_plugins.scorers.semantic import SEMANTIC_INSTALL, SEMANTIC_MODULES
 
 DIAGNOSER_PROMPT = (
     "You are the diagnoser of a bias-repair pipeline. Read an AI agent's output and find the "
@@ -396,6 +397,8 @@ def retriever(register: Register[object]) -> None:
         make_dense,
         options=RetrieverOptions,
         summary="MiniLM cosine similarity over a JSON Lines corpus (semantic extra)",
+        requires=SEMANTIC_MODULES,
+        install=SEMANTIC_INSTALL,
     )
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from biasbreaker.cli import app
+from biasbreaker.testing import write_fake_dist
 
 runner = CliRunner()
 
@@ -45,11 +49,21 @@ def test_plugins_lists_a_third_party_distribution(aggregators: None, isolated_co
     )
     assert mean["hooks"] == ["aggregator"]
     assert mean["implementations"] == [
-        {"point": "aggregator", "name": "mean", "summary": "mean aggregator", "selected": False}
+        {
+            "point": "aggregator",
+            "name": "mean",
+            "summary": "mean aggregator",
+            "selected": False,
+            "conflict": False,
+            "missing": [],
+            "install": "",
+        }
     ]
     table = runner.invoke(app, ["plugins", "--hook", "aggregator"])
     assert table.exit_code == 0
-    assert "bb-agg-median" in table.stdout and "aggregator:median" in table.stdout
+    lines = table.stdout.splitlines()
+    head = lines.index("agg-median  bb-agg-median 1.2")
+    assert lines[head + 1].split() == ["aggregator", "median"]
 
 
 def test_plugins_marks_the_selected_implementation(
@@ -118,6 +132,207 @@ def test_config_reports_a_toml_syntax_error(isolated_config: Path) -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.startswith("biasbreaker ")
+
+
+# --- the plugins table (new-user report: 170 columns, "(selected)" without its extra) -----
+
+
+def test_plugins_table_fits_80_columns_and_flags_a_missing_extra(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "langgraph", None)  # as if LangGraph were not installed
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    result = runner.invoke(app, ["plugins"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    adapter = next(
+        i for i, line in enumerate(lines) if line.split()[:2] == ["framework_adapter", "langgraph"]
+    )
+    assert lines[adapter].split()[2:] == ["selected,", "needs", "extra"]
+    assert lines[adapter + 1].split() == ["missing:", "langgraph"]
+    assert lines[adapter + 2].strip() == "install: pip install 'biasbreaker[langgraph]'"
+    semantic = next(line for line in lines if line.split()[:2] == ["scorer", "semantic"])
+    assert semantic.split()[2:] == ["needs", "extra"]
+    # every implementation is on one line of its own, its name unbroken
+    rows = {r["name"]: r for r in json.loads(runner.invoke(app, ["plugins", "--json"]).stdout)}
+    for row in rows.values():
+        for impl in row["implementations"]:
+            assert any(line.split()[:2] == [impl["point"], impl["name"]] for line in lines)
+    assert rows["langgraph"]["implementations"][0]["missing"] == ["langgraph"]
+    wide = runner.invoke(app, ["plugins", "--wide"], env={"COLUMNS": "80"}).stdout
+    assert "interrupt() review" in wide  # summaries, on one line each
+    assert any(len(line) > 80 for line in wide.splitlines())
+
+
+THIRD_PARTY_LEXICAL = """
+from biasbreaker.hookspecs import hookimpl
+
+@hookimpl
+def scorer(register):
+    register("lexical", lambda options, context: object(), summary="another lexical")
+"""
+
+
+def test_plugins_keeps_a_duplicate_under_each_plugin_and_advises_the_third_party(
+    fake_plugin_dist: Any, isolated_config: Path
+) -> None:
+    fake_plugin_dist(
+        "bb-lexical",
+        version="1.0",
+        entry_points={"my-lexical": "bb_cli_lexical"},
+        modules={"bb_cli_lexical": THIRD_PARTY_LEXICAL},
+    )
+    result = runner.invoke(app, ["plugins"])
+    lines = result.stdout.splitlines()
+    own = lines.index("scorers  biasbreaker 0.1.0")
+    assert lines[own + 2].split() == ["scorer", "lexical", "selected,", "registered", "twice"]
+    theirs = lines.index("my-lexical  bb-lexical 1.0")
+    assert lines[theirs + 1].split()[:2] == ["scorer", "lexical"]
+    assert "uninstall bb-lexical or set BIASBREAKER_DISABLE_PLUGINS=my-lexical" in result.stderr
+    assert "which removes all 4 of its implementations" in result.stderr
+
+
+# --- config --check finds what building finds (bug 9) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        ('[probe]\naxes = ["gendr"]\n', "probe axis 'gendr' is not known"),
+        ('[probe]\ngroups = {gendr = ["a", "b"]}\n', "probe groups name axis 'gendr'"),
+        ('[probe]\ngroups = {gender = ["mal", "female"]}\n', "unknown: ['mal']"),
+        ('[probe]\nterm_files = ["/nonexistent.json"]\n', "'/nonexistent.json' cannot be read"),
+        (
+            '[probe]\nextra_terms = {gender = [{male = "knight"}]}\n',
+            "a row needs surface forms for at least two groups",
+        ),
+        (
+            "[plugin.heuristic]\npersistence_steps = 20\n",
+            "persistence_steps = 20 exceeds breaker.history_steps = 8",
+        ),
+        ('[breaker]\nprobation = "hold"\n', "a guarded LangGraph graph needs 'half-open'"),
+    ],
+)
+def test_config_check_builds_what_a_run_builds(
+    isolated_config: Path, toml: str, expected: str
+) -> None:
+    (isolated_config / "biasbreaker.toml").write_text(toml)
+    assert runner.invoke(app, ["config"]).exit_code == 0  # without --check: cheap, no build
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 1, result.output
+    assert expected in result.stderr
+    assert "biasbreaker.toml" in result.stderr  # the source of the failing setting
+
+
+@pytest.mark.parametrize(
+    ("toml", "hidden", "expected"),
+    [
+        (
+            '[probe]\nscorers = ["semantic"]\n',
+            "sentence_transformers",
+            "the 'semantic' scorer needs the semantic extra",
+        ),
+        (
+            '[adapter]\nframework = "langgraph"\n',
+            "biasbreaker_plugins.langgraph.adapter",
+            "framework_adapter 'langgraph' needs LangGraph",
+        ),
+    ],
+)
+def test_config_check_finds_a_missing_extra(
+    isolated_config: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    toml: str,
+    hidden: str,
+    expected: str,
+) -> None:
+    (isolated_config / "biasbreaker.toml").write_text(toml)
+    monkeypatch.setitem(sys.modules, hidden, None)  # the import fails as without the extra
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 1, result.output
+    assert expected in result.stderr
+    assert "(biasbreaker.toml)" in result.stderr
+
+
+def test_config_check_passes_the_defaults(isolated_config: Path) -> None:
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 0, result.output
+    assert "configuration OK" in result.stdout
+
+
+def test_config_check_reports_an_invalid_plugin_table_once(isolated_config: Path) -> None:
+    (isolated_config / "biasbreaker.toml").write_text('[plugin.lexical]\nmetric = "foo"\n')
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 1
+    assert "problems" not in result.stderr
+    assert result.stderr.count("plugin.lexical.metric") == 1
+
+
+def test_env_list_error_is_a_clean_error_on_every_command(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_PROBE__SCORERS", "lexical,sentiment")
+    result = runner.invoke(app, ["config", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["key"]: r["value"] for r in json.loads(result.stdout)}
+    assert rows["probe.scorers"] == ["lexical", "sentiment"]
+    monkeypatch.setenv("BIASBREAKER_PROBE__SCORERS", "[lexical")
+    for command in (["config"], ["plugins"], ["simulate", "control", "--steps", "1"]):
+        result = runner.invoke(app, command)
+        assert result.exception is None or isinstance(result.exception, SystemExit), command
+        assert "BIASBREAKER_PROBE__SCORERS='[lexical'" in result.stderr, command
+
+
+# --- a plugin that fails to load is reported once (bug 10) ---------------------------------
+
+
+def test_a_plugin_load_failure_is_printed_once(tmp_path: Path, isolated_config: Path) -> None:
+    site = write_fake_dist(
+        tmp_path / "site",
+        "bb-broken-once",
+        version="0.2",
+        entry_points={"broken-once": "bb_broken_once"},
+        modules={"bb_broken_once": "raise ImportError('needs numpy 9')\n"},
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BIASBREAKER_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    for command in (["plugins"], ["config"]):
+        done = subprocess.run(
+            [sys.executable, "-c", "from biasbreaker.cli import main; main()", *command],
+            cwd=isolated_config,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("needs numpy 9") == 1, done.stderr
+        assert done.stderr.startswith("warning: plugin 'broken-once'"), done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["plugins"],
+        ["config"],
+        ["simulate"],
+        ["calibrate"],
+        ["verify"],
+        ["score"],
+        ["demo"],
+        ["run"],
+    ],
+)
+def test_help_shows_no_type_placeholders_and_keeps_brackets(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.stdout
+    assert "<list[str]>" not in result.stdout
+    if command == ["score"]:
+        assert "[probe] scorers" in result.stdout  # not swallowed as markup
+        assert "-s, --scorer NAME" in result.stdout
 
 
 def test_a_plugin_adds_a_command_through_the_commands_group(fake_plugin_dist: Any) -> None:

@@ -75,3 +75,33 @@ def test_score_unknown_scorer_lists_installed(isolated_config: Path, tmp_path: P
     assert result.exit_code == 1
     assert "bertscore" in result.stderr
     assert "lexical" in result.stderr
+
+
+def test_score_rejects_a_misspelt_group_with_file_and_line(
+    isolated_config: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "typo.jsonl"
+    path.write_text(
+        json.dumps(
+            {
+                "original": "He is great",
+                "counterfactual": "She is great",
+                "axis": "gender",
+                "groups": [["male", "femal"], ["female", "male"]],
+            }
+        )
+        + "\n"
+    )
+    result = runner.invoke(app, ["score", str(path), "-s", "lexical"])
+    assert result.exit_code == 1
+    assert f"{path}:1: groups" in result.stderr
+    assert "'femal' is not a group of axis 'gender'; its groups: male, female" in result.stderr
+
+
+def test_score_validates_axis_option(isolated_config: Path, tmp_path: Path) -> None:
+    path = langfair_pairs(tmp_path)
+    result = runner.invoke(
+        app, ["score", str(path), "-s", "lexical", "--neutralise", "mask", "--axis", "gendr"]
+    )
+    assert result.exit_code == 1
+    assert "--axis 'gendr' is not an axis of [probe] axes; choose from gender" in result.stderr

@@ -105,3 +105,13 @@ def test_a_malformed_trace_is_an_error_with_file_and_line(tmp_path: Path) -> Non
     result = runner.invoke(app, ["verify", str(path)])
     assert result.exit_code == 1
     assert "run.jsonl:3: not valid JSON" in result.stderr
+
+
+def test_a_whole_last_record_without_newline_is_verified_without_warning(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.jsonl", [0.1, 0.2, 0.3])
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    result = runner.invoke(app, ["verify", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    data = json.loads(result.stdout)
+    assert data["steps"] == 3 and data["truncated"] is False

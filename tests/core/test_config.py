@@ -271,6 +271,214 @@ def test_config_rows_never_show_secrets(isolated_config: Path) -> None:
     assert "sk-live-123" not in repr(rows)
 
 
+# --- environment lists and tables (new-user report, bug 7) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("lexical", ["lexical"]),
+        ("lexical,sentiment", ["lexical", "sentiment"]),
+        (" lexical , sentiment ,", ["lexical", "sentiment"]),
+        ('["lexical", "sentiment"]', ["lexical", "sentiment"]),
+    ],
+)
+def test_env_lists_are_json_or_comma_separated(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch, raw: str, expected: list[str]
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_PROBE__SCORERS", raw)
+    loaded = load_settings()
+    assert loaded.settings.probe.scorers == expected
+    assert loaded.source_of("probe.scorers") == "env BIASBREAKER_PROBE__SCORERS"
+    # Settings() read directly (no load_settings) decodes the environment the same way
+    assert Settings().probe.scorers == expected
+
+
+def test_env_list_with_broken_json_names_the_variable(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_PROBE__AXES", '["gender", "race"')
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert 'BIASBREAKER_PROBE__AXES=\'["gender", "race"\'' in message
+    assert "not valid JSON" in message
+    assert "comma-separated" in message
+
+
+def test_env_table_must_be_a_json_object_naming_the_variable(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_PROBE__GROUPS", "gender")
+    with pytest.raises(ConfigError, match=r"BIASBREAKER_PROBE__GROUPS='gender' .*JSON object"):
+        load_settings()
+    monkeypatch.setenv("BIASBREAKER_PROBE__GROUPS", '{"gender": ["male", "female"]}')
+    assert load_settings().settings.probe.groups == {"gender": ["male", "female"]}
+    monkeypatch.delenv("BIASBREAKER_PROBE__GROUPS")
+    monkeypatch.setenv("BIASBREAKER_PROBE__GROUPS__RELIGION", "christian,muslim")
+    assert load_settings().settings.probe.groups == {"religion": ["christian", "muslim"]}
+
+
+def test_env_section_as_json_and_a_conflicting_key(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_BREAKER", '{"tau_enter": 0.5, "tau_exit": 0.3}')
+    assert load_settings().settings.breaker.tau_enter == 0.5
+    monkeypatch.setenv("BIASBREAKER_BREAKER__KAPPA", "0.1")
+    with pytest.raises(
+        ConfigError,
+        match="BIASBREAKER_BREAKER and BIASBREAKER_BREAKER__KAPPA both set breaker; keep one",
+    ):
+        load_settings()
+
+
+# --- values from files keep their type (bug 8) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "shown", "expected"),
+    [
+        ("[breaker]\nmax_retries = true\n", "breaker.max_retries", "true", "an integer"),
+        ("[breaker]\ncooldown_steps = false\n", "breaker.cooldown_steps", "false", "an integer"),
+        ("[probe]\nk = true\n", "probe.k", "true", "an integer"),
+        ("[probe]\nk = 3.0\n", "probe.k", "3.0", "an integer"),
+        ("[probe]\nnames = 1\n", "probe.names", "1", "true or false"),
+        ('[breaker]\ntau_enter = "0.4"\n', "breaker.tau_enter", '"0.4"', "a number"),
+        ("[breaker]\ntau_enter = true\n", "breaker.tau_enter", "true", "a number"),
+        ("seed = '7'\n", "seed", '"7"', "an integer"),
+        ('[probe]\nscorers = "lexical"\n', "probe.scorers", '"lexical"', "a list of strings"),
+    ],
+)
+def test_file_values_must_have_the_field_type(
+    isolated_config: Path, text: str, key: str, shown: str, expected: str
+) -> None:
+    _write(isolated_config / "biasbreaker.toml", text)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert f"{key} = {shown} (biasbreaker.toml): expected {expected}" in message
+    assert "not converted" in message
+    assert message.count(key + " ") == 1  # reported once, not again by the ordinary validation
+
+
+def test_file_values_of_the_right_type_pass_and_env_strings_are_coerced(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(
+        isolated_config / "biasbreaker.toml",
+        "[breaker]\ntau_enter = 1\n[probe]\nterm_files = ['terms.json']\n"
+        "[calibration]\ncalibrated_on = 2026-11-29\n",
+    )
+    loaded = load_settings()
+    assert loaded.settings.breaker.tau_enter == 1.0  # an integer is a number
+    assert loaded.settings.probe.term_files == [Path("terms.json")]
+    assert str(loaded.settings.calibration.calibrated_on) == "2026-11-29"
+    assert loaded.files == ("biasbreaker.toml",)
+    # the same wrong-typed value is fine when it comes from the environment (always a string)
+    monkeypatch.setenv("BIASBREAKER_BREAKER__MAX_RETRIES", "3")
+    monkeypatch.setenv("BIASBREAKER_PROBE__NAMES", "0")
+    s = load_settings().settings
+    assert (s.breaker.max_retries, s.probe.names) == (3, False)
+
+
+def test_a_wrong_typed_file_value_overridden_by_the_environment_is_not_used(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(isolated_config / "biasbreaker.toml", '[breaker]\nkappa = "0.1"\n')
+    monkeypatch.setenv("BIASBREAKER_BREAKER__KAPPA", "0.2")
+    assert load_settings().settings.breaker.kappa == 0.2
+
+
+def test_nan_and_inf_are_rejected_as_not_finite(isolated_config: Path) -> None:
+    _write(isolated_config / "biasbreaker.toml", "[breaker]\ntau_enter = nan\nkappa = inf\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert "breaker.tau_enter = nan (biasbreaker.toml): Input should be a finite number" in message
+    assert "breaker.kappa = inf (biasbreaker.toml): Input should be a finite number" in message
+
+
+def test_a_missing_required_key_says_what_to_set(isolated_config: Path) -> None:
+    _write(isolated_config / "biasbreaker.toml", "[calibration.control]\nmean = 0.1\nstd = 0.05\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert "calibration.control.n_steps is required and has no default" in message
+    assert "the rest of [calibration.control] comes from biasbreaker.toml" in message
+    assert "BIASBREAKER_CALIBRATION__CONTROL__N_STEPS" in message
+    assert "{" not in message  # not the parent table's value
+
+
+class StrictOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    top_k: int = Field(5, gt=0, description="results returned")
+    stem: bool = Field(True, description="stem words")
+    stopwords: list[str] = Field(default_factory=list, description="words ignored")
+    endpoint: str = Field(description="where the index lives")
+
+
+class StrictPlugin:
+    @hookimpl
+    def retriever(self, register: Any) -> None:
+        register("strict-rt", lambda options, context: options, options=StrictOptions)
+
+
+def test_plugin_options_from_files_keep_their_type_and_env_is_decoded(
+    register_plugin: Any, make_kernel: Any, isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_plugin(StrictPlugin(), name="strict-rt", distribution="bb-strict", version="1")
+    _write(
+        isolated_config / "biasbreaker.toml",
+        '[intervention]\nretriever = "strict-rt"\n'
+        '[plugin.strict-rt]\ntop_k = "3"\nstem = 0\nendpoint = "x"\n',
+    )
+    with pytest.raises(ConfigError) as info:
+        make_kernel().build("retriever")
+    message = str(info.value)
+    assert 'plugin.strict-rt.top_k = "3" (biasbreaker.toml): expected an integer' in message
+    assert "plugin.strict-rt.stem = 0 (biasbreaker.toml): expected true or false" in message
+    # the environment is strings: coerced for scalars, split or JSON-decoded for lists
+    _write(isolated_config / "biasbreaker.toml", '[intervention]\nretriever = "strict-rt"\n')
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__STRICT_RT__TOP_K", "3")
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__STRICT_RT__STEM", "false")
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__STRICT_RT__STOPWORDS", "the,a")
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__STRICT_RT__ENDPOINT", "http://x")
+    options = make_kernel().build("retriever")
+    assert options == StrictOptions(
+        top_k=3, stem=False, stopwords=["the", "a"], endpoint="http://x"
+    )
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__STRICT_RT__STOPWORDS", '["the", "an"]')
+    assert make_kernel().build("retriever").stopwords == ["the", "an"]
+
+
+def test_a_missing_required_plugin_option_says_what_to_set(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    register_plugin(StrictPlugin(), name="strict-rt")
+    kernel = make_kernel({"intervention": {"retriever": "strict-rt"}})
+    with pytest.raises(ConfigError) as info:
+        kernel.build("retriever")
+    message = str(info.value)
+    assert "plugin.strict-rt.endpoint is required and has no default" in message
+    assert "set endpoint = ... under [plugin.strict-rt]" in message
+    assert "BIASBREAKER_PLUGIN__STRICT_RT__ENDPOINT" in message
+    assert "= {}" not in message
+
+
+# --- one message per problem (bug 10) ------------------------------------------------------
+
+
+def test_an_invalid_selected_plugin_table_is_reported_once(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    register_plugin(RetrieverPlugin(), name="bm25", distribution="bb-retriever-bm25", version="0.3")
+    kernel = make_kernel({"intervention": {"retriever": "bm25"}, "plugin": {"bm25": {"top_k": 0}}})
+    with pytest.raises(ConfigError) as info:
+        kernel.check()
+    # (the bare test host lacks the first-party plugins, so the defaults are problems too)
+    assert str(info.value).count("plugin.bm25.top_k = 0") == 1
+
+
 def test_the_demo_section_validates_its_sizes_and_preset(isolated_config: Path) -> None:
     settings = load_settings().settings
     assert settings.demo.postings == 240 and settings.demo.fake_preset == "bloomberg-gpt35"

@@ -58,7 +58,15 @@ def test_read_pairs(tmp_path: Path) -> None:
     [
         ("{not json", r"pairs.jsonl:2: not valid JSON"),
         ("[1, 2]", r"pairs.jsonl:2: expected a JSON object"),
-        ({"original": "x"}, r"pairs.jsonl:2: field 'counterfactual' = None must be a string"),
+        (
+            {"original": "x"},
+            r"pairs.jsonl:2: field 'counterfactual' is missing; every line needs 'original' and "
+            r"'counterfactual'",
+        ),
+        (
+            {"original": "x", "counterfactual": None},
+            r"pairs.jsonl:2: field 'counterfactual' = null must be a string",
+        ),
         (
             {"original": "x", "counterfactual": "y", "orignal": "z"},
             r"pairs.jsonl:2: unknown key\(s\) \['orignal'\]",
@@ -132,3 +140,50 @@ def test_report_is_json_and_has_intervals() -> None:
     ci = data["scorers"][0]["counterfactual_ci"]
     assert ci[0] <= data["scorers"][0]["counterfactual"] <= ci[1]
     assert data["with_resamples"] is False
+
+
+# --- axis and group names are checked (new-user report, bug 6) -----------------------------
+
+
+def _pairs_file(tmp_path: Path, **line: object) -> Path:
+    base = {"original": "He is great", "counterfactual": "She is great"}
+    return write(tmp_path, [{"original": "ok", "counterfactual": "ok"}, {**base, **line}])
+
+
+def test_a_misspelt_group_names_file_line_value_and_groups(tmp_path: Path) -> None:
+    path = _pairs_file(tmp_path, axis="gender", groups=[["male", "femal"], ["female", "male"]])
+    pairs = read_pairs(path)
+    with pytest.raises(InputError) as info:
+        score_pairs(pairs, [Exact()], bootstrap=0)
+    message = str(info.value)
+    assert message.startswith(f"{path}:2: groups [['male', 'femal'], ['female', 'male']]")
+    assert "'femal' is not a group of axis 'gender'; its groups: male, female" in message
+    # spelt right, the swap maps back and the pair is identical
+    path = _pairs_file(tmp_path, axis="gender", groups=[["male", "female"], ["female", "male"]])
+    report = score_pairs(read_pairs(path), [Exact()], bootstrap=0)
+    assert report.scorers[0].counterfactual == 0.0
+
+
+def test_an_unknown_axis_names_file_line_and_the_loaded_axes(tmp_path: Path) -> None:
+    path = _pairs_file(tmp_path, axis="gendr", groups=[["male", "female"]])
+    with pytest.raises(InputError) as info:
+        score_pairs(read_pairs(path), [Exact()], neutralisation="map-back", bootstrap=0)
+    message = str(info.value)
+    assert message.startswith(f"{path}:2: axis 'gendr' is not loaded; loaded axes: gender, race")
+
+
+def test_an_unknown_mask_axis_is_an_error() -> None:
+    with pytest.raises(InputError, match="mask axis 'gendr' is not loaded; loaded axes: gender"):
+        score_pairs(
+            [ResponsePair("He won.", "She won.")],
+            [Exact()],
+            neutralisation="mask",
+            mask_axes=["gendr"],
+        )
+
+
+def test_a_map_back_failure_names_the_file_and_line(tmp_path: Path) -> None:
+    # two groups sent to one: the mapping has no inverse
+    path = _pairs_file(tmp_path, axis="gender", groups=[["male", "female"], ["female", "female"]])
+    with pytest.raises(InputError, match=rf"^{path}:2: cannot map back with"):
+        score_pairs(read_pairs(path), [Exact()], bootstrap=0)

@@ -229,3 +229,165 @@ def test_a_plugin_with_an_unknown_hook_argument_is_rejected(
 
     with pytest.raises(PluginError, match="cannot register plugin 'bad-args'"):
         plugin_host.register(Plugin(), name="bad-args")
+
+
+# --- BIASBREAKER_DISABLE_PLUGINS mistakes (new-user report) --------------------------------
+
+
+def test_disable_plugins_names_that_match_nothing_are_noticed(
+    fake_plugin_dist: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _aggregator_dist(fake_plugin_dist, "bb-agg-x", "bb_agg_x", "x")
+    monkeypatch.setenv("BIASBREAKER_DISABLE_PLUGINS", "BB_AGG_X,bb-agg-typo")
+    host = PluginHost()
+    assert host.infos["bb_agg_x"].status == "loaded"  # names are case-sensitive
+    case, typo = host.notices
+    assert "names 'BB_AGG_X', which is no installed plugin" in case
+    assert "case-sensitive: did you mean 'bb_agg_x'?" in case
+    assert "names 'bb-agg-typo', which is no installed plugin; it disables nothing" in typo
+    assert "bb_agg_x" in typo.rpartition("Installed plugins:")[2]
+    monkeypatch.setenv("BIASBREAKER_DISABLE_PLUGINS", "bb_agg_x")
+    assert PluginHost().notices == []
+
+
+def test_an_implementation_missing_because_its_plugin_is_disabled_says_so(
+    fake_plugin_dist: Any, isolated_config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _aggregator_dist(fake_plugin_dist, "bb-agg-off", "bb_agg_off", "off")
+    monkeypatch.setenv("BIASBREAKER_DISABLE_PLUGINS", "bb_agg_off")
+    kernel = Kernel(load_settings(overrides={"intervention": {"aggregator": "off"}}), PluginHost())
+    with pytest.raises(UnknownImplementationError) as info:
+        kernel.build("aggregator")
+    message = str(info.value)
+    assert "aggregator 'off' (argument: intervention.aggregator) is not available" in message
+    assert "BIASBREAKER_DISABLE_PLUGINS disables plugin(s) bb_agg_off (bb-agg-off 2.3.4)" in message
+
+
+# --- duplicate registrations: advice that does not remove the first-party plugin blindly ---
+
+
+class FirstPartyScorers:
+    @hookimpl
+    def scorer(self, register: Any) -> None:
+        for name in ("lexical", "sentiment", "decision"):
+            register(name, lambda options, context: object())
+
+
+class ThirdPartyLexical:
+    @hookimpl
+    def scorer(self, register: Any) -> None:
+        register("lexical", lambda options, context: object())
+
+
+def test_duplicate_message_prefers_dropping_the_third_party_plugin(
+    register_plugin: Any, plugin_host: PluginHost
+) -> None:
+    register_plugin(FirstPartyScorers(), name="scorers", distribution="biasbreaker", version="0.1")
+    register_plugin(ThirdPartyLexical(), name="my-lexical", distribution="bb-lexical", version="1")
+    registry = plugin_host.build_registry()
+    (conflict,) = registry.conflicts
+    message = str(conflict)
+    third = message.index("to drop plugin 'my-lexical'")
+    first = message.index("to drop plugin 'scorers' (first-party)")
+    assert third < first
+    assert (
+        "uninstall bb-lexical or set BIASBREAKER_DISABLE_PLUGINS=my-lexical, which removes it: "
+        "scorer:lexical" in message
+    )
+    assert (
+        "set BIASBREAKER_DISABLE_PLUGINS=scorers, which removes all 3 of its implementations: "
+        "scorer:lexical, scorer:sentiment, scorer:decision" in message
+    )
+    assert "uninstall biasbreaker" not in message
+    with pytest.raises(DuplicateImplementationError, match="to drop plugin 'my-lexical'"):
+        registry.get("scorer", "lexical")
+    # each plugin's own registrations stay attributed to it
+    assert [i.name for i in registry.registered_by("scorers")] == [
+        "lexical",
+        "sentiment",
+        "decision",
+    ]
+    assert [i.plugin for i in registry.registered_by("my-lexical")] == ["my-lexical"]
+    assert registry.conflicted("scorer", "lexical")
+    assert not registry.conflicted("scorer", "sentiment")
+
+
+# --- optional modules an implementation needs ---------------------------------------------
+
+
+def test_requires_reports_missing_modules_without_importing(
+    register_plugin: Any, plugin_host: PluginHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Plugin:
+        @hookimpl
+        def retriever(self, register: Any) -> None:
+            register(
+                "needy",
+                lambda options, context: object(),
+                requires=("json", "bb_module_that_is_not_installed"),
+                install="pip install bb-needy[full]",
+            )
+
+    register_plugin(Plugin(), name="needy")
+    impl = plugin_host.build_registry().get("retriever", "needy")
+    assert impl.missing() == ["bb_module_that_is_not_installed"]
+    assert impl.install == "pip install bb-needy[full]"
+    monkeypatch.setitem(__import__("sys").modules, "json", None)  # as if json were absent
+    assert impl.missing() == ["json", "bb_module_that_is_not_installed"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"requires": "numpy"}, "requires='numpy'"), ({"install": 3}, "install=3")],
+)
+def test_requires_and_install_are_validated(
+    register_plugin: Any, plugin_host: PluginHost, kwargs: dict[str, Any], match: str
+) -> None:
+    class Plugin:
+        @hookimpl
+        def retriever(self, register: Any) -> None:
+            register("needy", lambda options, context: object(), **kwargs)
+
+    register_plugin(Plugin(), name="needy")
+    with pytest.raises(PluginError, match=match):
+        plugin_host.build_registry()
+
+
+# --- Kernel.check_build closes what it built ------------------------------------------------
+
+
+def test_check_build_builds_the_selection_and_closes_llm_clients(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    closed: list[str] = []
+
+    class Client:
+        model = "m"
+
+        async def complete(self, request: Any) -> Any:
+            raise AssertionError("a check never calls the model")
+
+        async def aclose(self) -> None:
+            closed.append("closed")
+
+    class Plugin:
+        @hookimpl
+        def llm_client(self, register: Any) -> None:
+            register("closing", lambda options, context: Client())
+
+        @hookimpl
+        def aggregator(self, register: Any) -> None:
+            def broken(options: Any, context: Any) -> object:
+                raise RuntimeError("weights file missing")
+
+            register("broken", broken)
+
+    register_plugin(Plugin(), name="closing", distribution="bb-closing", version="1")
+    kernel = make_kernel({"llm": {"client": "closing"}, "intervention": {"aggregator": "broken"}})
+    problems = kernel.check_build()
+    assert closed == ["closed"]
+    built = [p for p in problems if "weights file missing" in p]
+    assert built == [
+        "aggregator 'broken' from plugin 'closing' (bb-closing 1) failed to build: "
+        "RuntimeError('weights file missing') [selected by intervention.aggregator (argument)]"
+    ]

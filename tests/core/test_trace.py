@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -136,12 +137,36 @@ def test_a_trace_cut_mid_line_is_read_up_to_its_last_whole_record(tmp_path: Path
     assert trace.whole_bytes == cut.rfind(b"\n") + 1
 
 
-def test_a_last_line_without_its_newline_counts_as_cut(tmp_path: Path) -> None:
+def test_a_whole_last_record_without_its_newline_is_read(tmp_path: Path) -> None:
+    # the new-user report: verify dropped it with a warning, as if it were cut
     path = tmp_path / "nonewline.jsonl"
     write_run(path)
+    full = read_trace(path)
     path.write_bytes(path.read_bytes()[:-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TraceTruncatedWarning)
+        trace = read_trace(path)
+    assert trace.records == full.records
+    assert not trace.truncated and trace.newline_missing
+    assert trace.whole_bytes == path.stat().st_size
+    # a cut that leaves no whole JSON object is still a cut
+    path.write_bytes(path.read_bytes()[:-2])
     with pytest.warns(TraceTruncatedWarning):
         assert len(read_trace(path).records) == len(FASTS) - 1
+
+
+def test_append_adds_the_missing_newline_first(tmp_path: Path) -> None:
+    path = tmp_path / "append.jsonl"
+    header = CONFIG.trace_header()
+    with TraceWriter(path, header) as writer:
+        ControlMachine(CONFIG, recorder=writer).step(0.1, 0.0)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    first = read_trace(path).records[0]
+    with TraceWriter(path, header, append=True) as writer:
+        writer.write(replace(first, step=1))
+    trace = read_trace(path)
+    assert [r.step for r in trace.records] == [0, 1]
+    assert not trace.newline_missing and path.read_bytes().endswith(b"\n")
 
 
 def test_append_after_a_crash_drops_the_cut_line_and_continues(tmp_path: Path) -> None:

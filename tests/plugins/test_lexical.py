@@ -132,3 +132,16 @@ def test_tokenizer_needs_no_nltk_download(monkeypatch: pytest.MonkeyPatch) -> No
 def test_length_mismatch_is_an_error(scorer: LexicalScorer) -> None:
     with pytest.raises(ValueError, match="2 originals but 1"):
         scorer.divergence(["a", "b"], ["a"])
+
+
+@pytest.mark.parametrize(("a", "b"), [("", ""), ("", "  "), ("\n", "")])
+def test_texts_without_words_are_identical_for_both_metrics(
+    scorer: LexicalScorer, a: str, b: str
+) -> None:
+    # the new-user report: an empty pair gave RougeL similarity 0 but Bleu 1
+    assert scorer.rouge_l(a, b) == 1.0
+    assert scorer.bleu(a, b) == 1.0
+    assert scorer.report([a], [b]) == {"RougeL Similarity": 1.0, "Bleu Similarity": 1.0}
+    assert scorer.divergence([a], [b]) == [0.0]
+    assert scorer.rouge_l("", "some words") == 0.0
+    assert scorer.bleu("", "some words") == 0.0

@@ -61,3 +61,15 @@ def test_divergence_is_one_minus_cosine(raw: SemanticScorer) -> None:
     assert d[1] == pytest.approx(1.0 - cos[1])
     assert d[2] == min(1.0, 1.0 - cos[2])  # clipped when the cosine is negative
     assert d[1] < d[2]
+
+
+def test_loading_draws_no_progress_bar(capfd: pytest.CaptureFixture[str]) -> None:
+    from transformers.utils import logging as hf_logging
+
+    from biasbreaker_plugins.scorers.semantic import load_model
+
+    before = hf_logging.is_progress_bar_enabled()
+    capfd.readouterr()
+    load_model()
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled() == before  # the caller's setting is restored

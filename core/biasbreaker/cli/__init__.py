@@ -1,8 +1,8 @@
 """The ``biasbreaker`` command line (typer).
 
 typer is used because commands are plain typed functions (the same annotations mypy checks
-become the CLI's parsing and ``--help``), it is built on click (mature, widely used) and renders
-help and errors with rich, which the project already uses for tables and progress bars.
+become the CLI's parsing and ``--help``) and it is built on click (mature, widely used). Help is
+click's plain text; tables and progress bars are drawn with rich.
 
 One module per command; each defines ``register(app)`` and is listed in :data:`COMMANDS`.
 Commands that need a plugin's libraries (``demo`` and ``run`` need LangGraph) live in the plugin
@@ -15,6 +15,7 @@ with a warning on stderr; the other commands work.
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 from importlib import metadata
 
@@ -40,6 +41,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: rich help panels print a type placeholder such as `<bool>` after every
+    # flag and read `[probe]` in a help text as markup, dropping it.
+    rich_markup_mode=None,
 )
 
 
@@ -83,5 +87,12 @@ load_plugin_commands(app)
 
 
 def main() -> None:
-    """Entry point of the ``biasbreaker`` console script."""
+    """Entry point of the ``biasbreaker`` console script.
+
+    The commands report plugin load failures and notices themselves (``warning: …``), so the
+    library's log records are not printed a second time: a ``NullHandler`` on the
+    ``biasbreaker`` logger stops Python's last-resort handler. ``BIASBREAKER_TRACE_PLUGINS=1``
+    still configures logging and shows every record.
+    """
+    logging.getLogger("biasbreaker").addHandler(logging.NullHandler())
     app()

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from biasbreaker.cli._common import (
     ConfigOption,
@@ -17,7 +18,6 @@ from biasbreaker.cli._common import (
     stdout,
 )
 from biasbreaker.config import dump_value
-from biasbreaker.errors import BiasbreakerError
 
 
 def config(
@@ -28,17 +28,20 @@ def config(
         bool,
         typer.Option(
             "--check",
-            help="Also validate the selected plugins and their options; exit 1 on any error.",
+            help="Also build what a guarded run would build (every selected plugin with its "
+            "options, the probe's term lists, the skeptic panel, the framework adapter); exit 1 "
+            "on any problem.",
         ),
     ] = False,
 ) -> None:
     """Print the effective configuration with the source of each value."""
     kernel = load_kernel(config, strict)
     if check:
-        try:
-            kernel.check()
-        except BiasbreakerError as exc:
-            fail(str(exc))
+        problems = kernel.check_build()
+        if len(problems) == 1:
+            fail(problems[0])
+        if problems:
+            fail(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
     rows = kernel.loaded.rows()
     if as_json:
         typer.echo(json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2))
@@ -48,7 +51,7 @@ def config(
         table.add_column("value", overflow="fold")
         table.add_column("source", overflow="fold")
         for key, value, source in rows:
-            table.add_row(key, dump_value(value), source)
+            table.add_row(Text(key), Text(dump_value(value)), Text(source))
         stdout().print(table)
         if any(k.startswith("breaker.tau") and s == "default" for k, _, s in rows):
             stdout().print(
@@ -57,7 +60,8 @@ def config(
             )
     if check:
         stdout().print(
-            "configuration OK: every selected plugin is installed and its options valid."
+            "configuration OK: every selected plugin built with its options, and the probe, "
+            "the skeptic panel and the MADERA stages assembled."
         )
 
 

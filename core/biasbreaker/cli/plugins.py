@@ -6,13 +6,25 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.console import Console
+from rich.text import Text
 
-from biasbreaker.cli._common import ConfigOption, JsonOption, StrictOption, fail, stdout, warn
+from biasbreaker.cli._common import (
+    ConfigOption,
+    JsonOption,
+    StrictOption,
+    fail,
+    report_host,
+    stdout,
+    warn,
+)
 from biasbreaker.config import load_settings, selection
 from biasbreaker.errors import BiasbreakerError
-from biasbreaker.plugins import PluginHost
+from biasbreaker.plugins import DISABLE_ENV, PluginHost
 from biasbreaker.registry import POINTS, Registry
+
+WIDE_WIDTH = 1000
+"""Console width for ``--wide``: nothing is wrapped."""
 
 
 def collect(
@@ -28,8 +40,11 @@ def collect(
 
     Returns:
         One dict per plugin, sorted by name: ``name``, ``distribution``, ``version``,
-        ``status`` (loaded / failed / disabled), ``hooks``, ``implementations`` (each with
-        ``point``, ``name``, ``summary``, ``selected``) and ``error``.
+        ``status`` (loaded / failed / disabled), ``hooks``, ``implementations`` and ``error``.
+        Each implementation has ``point``, ``name``, ``summary``, ``selected``, ``conflict``
+        (another plugin registers the same name), ``missing`` (modules it needs that are not
+        installed, found with ``importlib.util.find_spec``, nothing imported) and ``install``
+        (how to get them).
     """
     rows: list[dict[str, Any]] = []
     for name in sorted(host.infos):
@@ -40,9 +55,11 @@ def collect(
                 "name": impl.name,
                 "summary": impl.summary,
                 "selected": None if selected is None else (impl.point, impl.name) in selected,
+                "conflict": registry.conflicted(impl.point, impl.name),
+                "missing": impl.missing(),
+                "install": impl.install,
             }
-            for impl in registry
-            if impl.plugin == name
+            for impl in sorted(registry.registered_by(name), key=lambda i: (i.point, i.name))
         ]
         rows.append(
             {
@@ -58,14 +75,72 @@ def collect(
     return rows
 
 
+def _status(impl: dict[str, Any]) -> str:
+    """The state of one implementation: selected, usable, registered twice."""
+    parts = []
+    if impl["selected"]:
+        parts.append("selected")
+    if impl["missing"]:
+        parts.append("needs extra")
+    if impl["conflict"]:
+        parts.append("registered twice")
+    return ", ".join(parts)
+
+
+def render(rows: list[dict[str, Any]], *, wide: bool = False) -> list[Text]:
+    """The listing as lines: a heading per plugin, then one line per implementation.
+
+    Each implementation line is ``point  name  status`` in aligned columns (``--wide`` adds the
+    summary); an implementation whose optional modules are missing gets a second line saying
+    which and how to install them. Nothing is parsed as markup.
+    """
+    impls = [i for row in rows for i in row["implementations"]]
+    point_w = max((len(i["point"]) for i in impls), default=0)
+    name_w = max((len(i["name"]) for i in impls), default=0)
+    status_w = max((len(_status(i)) for i in impls), default=0)
+    lines: list[Text] = []
+    for row in rows:
+        origin = f"{row['distribution']} {row['version'] or ''}".strip()
+        head = Text(row["name"], style="bold")
+        head.append(f"  {origin or 'not from a distribution'}")
+        if row["status"] == "failed":
+            head.append(f"  failed: {row['error']}", style="red")
+        elif row["status"] == "disabled":
+            head.append(f"  disabled by {DISABLE_ENV}", style="yellow")
+        elif not row["implementations"]:
+            head.append("  registers nothing")
+        lines.append(head)
+        for impl in row["implementations"]:
+            status = _status(impl)
+            line = f"  {impl['point']:<{point_w}}  {impl['name']:<{name_w}}"
+            if wide:
+                line += f"  {status:<{status_w}}  {impl['summary']}"
+            elif status:
+                line += f"  {status}"
+            lines.append(Text(line.rstrip()))
+            if impl["missing"]:
+                indent = " " * (point_w + 4)
+                notes = [f"missing: {', '.join(impl['missing'])}"]
+                if impl["install"]:
+                    notes.append(f"install: {impl['install']}")
+                lines += [Text(indent + note, style="yellow") for note in notes]
+    return lines
+
+
 def plugins(
     config: ConfigOption = None,
     strict: StrictOption = False,
     as_json: JsonOption = False,
     hook: Annotated[
         str | None,
-        typer.Option("--hook", help="Only plugins implementing this extension point."),
+        typer.Option(
+            "--hook", metavar="POINT", help="Only plugins implementing this extension point."
+        ),
     ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option("--wide", help="Add each implementation's summary; never wrap lines."),
+    ] = False,
 ) -> None:
     """List installed plugins: distribution, version, extension points, selected or not."""
     if hook is not None and hook not in POINTS:
@@ -85,31 +160,19 @@ def plugins(
     rows = collect(host, registry, selected)
     if hook is not None:
         rows = [r for r in rows if hook in r["hooks"]]
+        for row in rows:
+            row["implementations"] = [i for i in row["implementations"] if i["point"] == hook]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
+    elif not rows:
+        stdout().print(f"no installed plugin implements {hook}")
     else:
-        table = Table(title="biasbreaker plugins")
-        for col in ("plugin", "distribution", "version", "status", "hooks", "implementations"):
-            table.add_column(col, overflow="fold")
-        for row in rows:
-            impls = ", ".join(
-                f"{i['point']}:{i['name']}" + (" (selected)" if i["selected"] else "")
-                for i in row["implementations"]
-            )
-            status = row["status"] if not row["error"] else f"failed: {row['error']}"
-            table.add_row(
-                row["name"],
-                row["distribution"] or "-",
-                row["version"] or "-",
-                status,
-                ", ".join(row["hooks"]) or "-",
-                impls or "-",
-            )
-        stdout().print(table)
+        out = Console(highlight=False, soft_wrap=True, width=WIDE_WIDTH) if wide else stdout()
+        for line in render(rows, wide=wide):
+            out.print(line, soft_wrap=wide)
     for conflict in registry.conflicts:
         warn(str(conflict))
-    for failure in host.failures:
-        warn(str(failure))
+    report_host(host)
     if strict and (registry.conflicts or host.failures):
         raise typer.Exit(1)
 

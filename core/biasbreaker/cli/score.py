@@ -9,9 +9,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from biasbreaker.cli._common import ConfigOption, JsonOption, StrictOption, fail, stdout, warn
+from biasbreaker.cli._common import (
+    ConfigOption,
+    JsonOption,
+    StrictOption,
+    fail,
+    load_kernel,
+    stdout,
+)
 from biasbreaker.errors import BiasbreakerError
-from biasbreaker.kernel import Kernel
 from biasbreaker.probe.counterfactual import CounterfactualGenerator
 from biasbreaker.probe.pairs import Neutralisation, PairsReport, read_pairs, score_pairs
 from biasbreaker.probe.scoring import check_scorer
@@ -33,6 +39,7 @@ def score(
         typer.Option(
             "--scorer",
             "-s",
+            metavar="NAME",
             help="Scorer to run (repeatable); default: [probe] scorers of the configuration.",
         ),
     ] = None,
@@ -40,13 +47,18 @@ def score(
         str,
         typer.Option(
             "--neutralise",
+            metavar="MODE",
             help="For scorers comparing neutralised text: auto (map back lines with groups, "
             "mask the rest), map-back, mask (LangFair's neutral words) or none.",
         ),
     ] = "auto",
     axes: Annotated[
         list[str] | None,
-        typer.Option("--axis", help="Axis masked in mask mode (repeatable); default: all."),
+        typer.Option(
+            "--axis",
+            metavar="AXIS",
+            help="Axis masked in mask mode (repeatable; one of [probe] axes); default: all.",
+        ),
     ] = None,
     no_names: Annotated[
         bool, typer.Option("--no-names", help="Do not mask names in mask mode.")
@@ -60,12 +72,9 @@ def score(
         fail(f"--neutralise {neutralise!r} must be one of auto, map-back, mask, none")
     mode: Neutralisation = neutralise  # type: ignore[assignment]
     overrides: dict[str, Any] = {"probe": {"scorers": list(scorers)}} if scorers else {}
+    kernel = load_kernel(config, strict, overrides)
     try:
-        kernel = Kernel.load(config, overrides=overrides, strict=strict)
-        for failure in kernel.host.failures:
-            warn(str(failure))
         cfg = kernel.settings.probe
-        built = [check_scorer(kernel.build("scorer", n), n) for n in cfg.scorers]
         terms = TermSet.load(
             axes=cfg.axes,
             extra_files=cfg.term_files,
@@ -73,8 +82,16 @@ def score(
             groups=cfg.groups,
             names=cfg.names,
         )
+        for axis in axes or ():
+            if axis not in terms.axis_names:
+                fail(
+                    f"--axis {axis!r} is not an axis of [probe] axes; choose from "
+                    f"{', '.join(terms.axis_names)}"
+                )
+        loaded_pairs = read_pairs(pairs)
+        built = [check_scorer(kernel.build("scorer", n), n) for n in cfg.scorers]
         report = score_pairs(
-            read_pairs(pairs),
+            loaded_pairs,
             built,
             generator=CounterfactualGenerator(terms, seed=kernel.seed),
             neutralisation=mode,
@@ -86,6 +103,8 @@ def score(
         )
     except BiasbreakerError as exc:
         fail(str(exc))
+    finally:
+        kernel.close()
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
         return

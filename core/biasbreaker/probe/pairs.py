@@ -44,6 +44,7 @@ __all__ = [
     "PairsReport",
     "ResponsePair",
     "ScorerSummary",
+    "check_pairs",
     "read_pairs",
     "score_pairs",
 ]
@@ -63,6 +64,8 @@ class ResponsePair:
         id: The caller's identifier, or ``None``.
         axis: The swapped axis, or ``None``.
         groups: ``(from, to)`` group pairs of the swap, or ``()``.
+        where: Where the pair was read, ``"FILE:LINE"`` (:func:`read_pairs`), for messages;
+            not part of equality.
     """
 
     original: str
@@ -71,6 +74,12 @@ class ResponsePair:
     id: str | None = None
     axis: str | None = None
     groups: tuple[tuple[str, str], ...] = ()
+    where: str = field(default="", compare=False)
+
+    def label(self, index: int) -> str:
+        """How messages name this pair: ``FILE:LINE``, else ``pair N`` (1-based), with its id."""
+        name = self.where or f"pair {index + 1}"
+        return f"{name} (id {self.id})" if self.id else name
 
 
 def read_pairs(path: str | Path) -> list[ResponsePair]:
@@ -115,10 +124,15 @@ def read_pairs(path: str | Path) -> list[ResponsePair]:
                 f"{where}: unknown key(s) {unknown}; allowed: {', '.join(sorted(_KEYS))}"
             )
         for key in ("original", "counterfactual"):
-            if not isinstance(rec.get(key), str):
+            if key not in rec:
                 raise InputError(
-                    f"{where}: field {key!r} = {rec.get(key)!r} must be a string (the response "
-                    "text)"
+                    f"{where}: field {key!r} is missing; every line needs 'original' and "
+                    "'counterfactual' (the two response texts)"
+                )
+            if not isinstance(rec[key], str):
+                raise InputError(
+                    f"{where}: field {key!r} = {json.dumps(rec[key])} must be a string (the "
+                    "response text)"
                 )
         resample = rec.get("resample")
         if resample is not None and not isinstance(resample, str):
@@ -152,6 +166,7 @@ def read_pairs(path: str | Path) -> list[ResponsePair]:
                 id=None if ident is None else str(ident),
                 axis=axis,
                 groups=parsed_groups,
+                where=where,
             )
         )
     if not pairs:
@@ -248,13 +263,17 @@ def score_pairs(
         The report.
 
     Raises:
-        InputError: ``map-back`` mode and a pair without ``groups``.
+        InputError: A pair's ``axis`` is not loaded in the generator's term lists, a group in
+            its ``groups`` is not a group of that axis, a ``mask_axes`` entry is not loaded, or
+            ``map-back`` mode meets a pair without ``groups``; messages name the pair's file and
+            line and the allowed names.
         ProbeError: A scorer raised or returned bad values.
         ValueError: No pairs or no scorers.
     """
     if not pairs or not scorers:
         raise ValueError("score_pairs needs at least one pair and one scorer")
     gen = generator if generator is not None else CounterfactualGenerator()
+    check_pairs(pairs, gen, mask_axes)
     with_resamples = pairs[0].resample is not None
     originals = [p.original for p in pairs]
     counterfactuals = [p.counterfactual for p in pairs]
@@ -314,6 +333,46 @@ def score_pairs(
     )
 
 
+def check_pairs(
+    pairs: Sequence[ResponsePair],
+    generator: CounterfactualGenerator,
+    mask_axes: Sequence[str] | None = None,
+) -> None:
+    """Check every pair's ``axis`` and ``groups``, and ``mask_axes``, against the term lists.
+
+    A misspelt group (``"femal"``) would otherwise map nothing back and score a swap as a
+    difference; a misspelt mask axis would mask nothing.
+
+    Args:
+        pairs: The pairs.
+        generator: The generator whose term lists (``generator.terms``) define the axes.
+        mask_axes: Axes to mask, or ``None``.
+
+    Raises:
+        InputError: Naming the pair (file and line), the bad value and the allowed names.
+    """
+    axes = generator.terms.axis_names
+    for name in mask_axes or ():
+        if name not in axes:
+            raise InputError(f"mask axis {name!r} is not loaded; loaded axes: {', '.join(axes)}")
+    for i, pair in enumerate(pairs):
+        if pair.axis is None:
+            continue
+        if pair.axis not in axes:
+            raise InputError(
+                f"{pair.label(i)}: axis {pair.axis!r} is not loaded; loaded axes: "
+                f"{', '.join(axes)} (the [probe] axes of the configuration)"
+            )
+        groups = generator.terms.axis(pair.axis).groups
+        for source, target in pair.groups:
+            for group in (source, target):
+                if group not in groups:
+                    raise InputError(
+                        f"{pair.label(i)}: groups {[list(g) for g in pair.groups]}: {group!r} is "
+                        f"not a group of axis {pair.axis!r}; its groups: {', '.join(groups)}"
+                    )
+
+
 def _neutralised(
     pairs: Sequence[ResponsePair],
     gen: CounterfactualGenerator,
@@ -329,14 +388,15 @@ def _neutralised(
         elif use_map:
             if not p.groups or p.axis is None:
                 raise InputError(
-                    f"pair {i + 1}{f' (id {p.id})' if p.id else ''}: neutralisation 'map-back' "
-                    "needs 'axis' and 'groups' on every line; add them or use 'mask'"
+                    f"{p.label(i)}: neutralisation 'map-back' needs 'axis' and 'groups' on "
+                    "every line; add them or use 'mask'"
                 )
             mapping = CounterfactualMapping(p.axis, p.groups)
             try:
                 c = str(gen.map_back(p.counterfactual, mapping))
             except (KeyError, ValueError) as exc:
-                raise InputError(f"pair {i + 1}: cannot map back with {p.groups!r}: {exc}") from exc
+                groups = [list(g) for g in p.groups]
+                raise InputError(f"{p.label(i)}: cannot map back with {groups}: {exc}") from exc
             o, r = p.original, p.resample
         else:
             o = str(gen.neutralise(p.original, axes=mask_axes, names=mask_names))

@@ -13,7 +13,11 @@ from typing import TYPE_CHECKING
 from biasbreaker.hookspecs import hookimpl
 from biasbreaker_plugins.scorers.decision import DecisionOptions
 from biasbreaker_plugins.scorers.lexical import LexicalOptions
-from biasbreaker_plugins.scorers.semantic import SemanticOptions
+from biasbreaker_plugins.scorers.semantic import (
+    SEMANTIC_INSTALL,
+    SEMANTIC_MODULES,
+    SemanticOptions,
+)
 from biasbreaker_plugins.scorers.sentiment import SentimentOptions
 
 if TYPE_CHECKING:
@@ -66,6 +70,8 @@ def scorer(register: Register[object]) -> None:
         make_semantic,
         options=SemanticOptions,
         summary="cosine distance of all-MiniLM-L6-v2 embeddings (semantic extra, offline)",
+        requires=SEMANTIC_MODULES,
+        install=SEMANTIC_INSTALL,
     )
     register(
         "sentiment",

