@@ -120,7 +120,9 @@ class MachineConfig:
             well as when fast B_net is. ``False`` (the seed's literal machine, the default
             here, used by the DoT harness): only fast B_net trips. ``True`` (the
             configuration default, what guarded pipelines use): a single biased node is
-            held even when the network average dilutes it below ``tau_enter``. Closing the
+            held even when the network average dilutes it below ``tau_enter``; the mixing
+            ratio of a step with an own score is then taken on ``max(fast, own score)``, so
+            it is ``>= 0.5`` at a node trip too. Closing the
             breaker is unchanged (fast below ``tau_exit``, cool-down, re-check, clean window).
             Calibrate the thresholds for the trigger you use (``biasbreaker calibrate``
             reads ``[breaker] node_trip``).
@@ -701,10 +703,16 @@ class ControlMachine:
         }
         config = self._config
         thresholds = config.thresholds
-        ratio = mixing_ratio(fast, thresholds.tau_enter, thresholds.kappa)
         window = None if self._window is None else self._window.peek(fast)
         counters = self._counters
         step_score = None if node is None else scores.get(node)
+        # the severity of the statistic that trips: with node trips on, a node whose own score
+        # reaches tau_enter trips while fast (diluted by the network average) is below it, and a
+        # ratio on fast alone would then be < 0.5 and discard every categorical repair
+        severity = fast
+        if config.node_trip and step_score is not None:
+            severity = max(fast, step_score)
+        ratio = mixing_ratio(severity, thresholds.tau_enter, thresholds.kappa)
         transition = select_transition(
             GuardInputs(
                 counters=counters,

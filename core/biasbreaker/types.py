@@ -599,7 +599,9 @@ class InterventionContext:
             attempt of an episode, RECOVERY for a retry.
         fast: Fast-scale B_net at the trip, finite and >= 0.
         slow: Slow-scale B_net at the trip, finite and >= 0.
-        mixing_ratio: Advisory severity in [0, 1] at the trip.
+        mixing_ratio: Advisory severity in [0, 1] at the trip: ``sigmoid((s - tau_enter) /
+            kappa)`` of the statistic ``s`` that trips, fast B_net or, with node trips on and
+            a score for ``node``, ``max(fast, own score)``; so ``>= 0.5`` at any trip.
         thresholds: The breaker's thresholds (the repair must bring its re-check below
             ``thresholds.tau_exit`` for the machine to recover).
         local_scores: Per-node local bias score ``b_i`` at this step, node -> float >= 0.

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biasbreaker.breaker import freeze
+from biasbreaker.breaker import freeze, mixing_ratio
 from biasbreaker.calibration import ControlStatistics
 from biasbreaker.config import load_settings
 from biasbreaker.errors import InputError, ScoreError
@@ -827,6 +827,28 @@ def test_the_first_node_trips_by_both_triggers_and_the_reason_says_so() -> None:
     )
     [(_, _, literal)] = guarded_chain("intake", node_trip=False)
     assert literal.reason.startswith("trip: fast 1 >= tau_enter 0.3; intervention")
+
+
+def test_a_node_trip_repairs_at_the_severity_of_its_own_score_not_of_fast() -> None:
+    # fast 0.1 alone gives sigmoid((0.1 - 0.5) / kappa) ~ 0, below the blend's 0.5 cut-off:
+    # every categorical repair (a ranking, a decision, a text) would be discarded and the
+    # "repair" would be the biased output itself
+    calls: list[InterventionContext] = []
+    machine = ControlMachine(config(node_trip=True), hook=repairing(0.05, calls))
+    decision = machine.step(0.1, 0.0, node="b", local_scores={"a": 0.0, "b": 0.9})
+    assert decision.state is S.INTERVENTION
+    expected = mixing_ratio(0.9, TH.tau_enter, TH.kappa)
+    assert expected > 0.5
+    assert decision.mixing_ratio == expected == calls[0].mixing_ratio
+    # a retry of the same held output keeps that severity
+    for _ in range(4):
+        machine.step(0.1, 0.0, node="b", local_scores={"a": 0.0, "b": 0.9})
+    assert len(calls) >= 1 and all(c.mixing_ratio == expected for c in calls)
+    # fast above the own score: fast is the severity; without node trips, fast always is
+    both = ControlMachine(config(node_trip=True)).step(0.8, 0.0, node="b", local_scores={"b": 0.6})
+    assert both.mixing_ratio == mixing_ratio(0.8, TH.tau_enter, TH.kappa)
+    literal = ControlMachine(config()).step(0.1, 0.0, node="b", local_scores={"b": 0.9})
+    assert literal.mixing_ratio == mixing_ratio(0.1, TH.tau_enter, TH.kappa) < 0.5
 
 
 def test_node_trips_leave_closing_and_other_nodes_scores_alone() -> None:

@@ -1,6 +1,7 @@
 """Applying the breaker's mixing ratio ``m`` to a repair: ``blend(original, corrected, m)``.
 
-The mixing ratio ``m = sigmoid((B_net - tau_enter) / kappa)`` is M3's advisory severity; M4
+The mixing ratio ``m = sigmoid((s - tau_enter) / kappa)`` is M3's advisory severity of the
+statistic ``s`` that trips (fast B_net, or with node trips on ``max(fast, own score)``); M4
 applies it. The rule, by JSON type:
 
 * **numbers** (int or float, not bool) are blended linearly, ``(1 - m) * original +
@@ -14,7 +15,7 @@ applies it. The rule, by JSON type:
 * **objects** are blended key by key; a key in only one of them is kept from the corrected
   payload when ``m >= 0.5`` and from the original otherwise.
 
-At a trip ``fast >= tau_enter`` so ``m >= 0.5``: a text payload is always replaced by its
+At a trip ``s >= tau_enter`` so ``m >= 0.5``: a text payload is always replaced by its
 correction, and structured payloads move at least half-way. The re-check measures the *blended*
 repair, so what is promoted is what was measured.
 
