@@ -228,6 +228,12 @@ class StepRecord:
                 adds file and line).
         """
         try:
+            if data["kind"] == "header":
+                raise TraceError(
+                    "expected a step record, got a second header: the file holds several traces "
+                    "one after another (as a calibration input such as the demo's "
+                    "control-runs.jsonl does); verify each run's own trace file, or their folder"
+                )
             if data["kind"] != "step":
                 raise TraceError(f"expected a step record, got kind {data['kind']!r}")
             window = data["window"]

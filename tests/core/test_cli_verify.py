@@ -115,3 +115,78 @@ def test_a_whole_last_record_without_newline_is_verified_without_warning(tmp_pat
     assert result.stderr == ""
     data = json.loads(result.stdout)
     assert data["steps"] == 3 and data["truncated"] is False
+
+
+def broken(path: Path) -> Path:
+    """A recovering run whose step 2 is edited to clear inside the dead-band (anti-thrash)."""
+    write(path, [0.1, 0.6, 0.4, 0.3, 0.1, 0.1, 0.1])
+    lines = path.read_text().splitlines()
+    lines[3] = (
+        lines[3]
+        .replace('"state":"recovery"', '"state":"normal"')
+        .replace('"action":"halt"', '"action":"proceed"')
+    )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_folder_of_traces_is_verified_as_a_set(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    write(tmp_path / "a" / "one.jsonl", [0.1, 0.6, 0.4, 0.3, 0.1, 0.1, 0.1, 0.1, 0.1])
+    write(tmp_path / "a" / "two.jsonl", [0.1] + [0.6] * 10)
+    (tmp_path / "a" / "notes.txt").write_text("not a trace")
+    result = runner.invoke(app, ["verify", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "2 traces, 0 with a violation"
+    assert lines[1] == (
+        "RLB-v1: HOLDS (2 traces, 20 cycles, 1 recovery transition(s), 0 violation(s); "
+        "vacuous on 1)"
+    )
+    assert "bounded-retries v1: HOLDS (2 traces, 2 checked, 0 violation(s))" in lines
+    assert lines[-1] == "all properties hold on 2 traces"
+
+
+def test_one_violating_trace_in_a_set_is_named_and_exits_1(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.jsonl", [0.1, 0.6, 0.4, 0.3, 0.1, 0.1, 0.1, 0.1, 0.1])
+    bad = broken(tmp_path / "bad.jsonl")
+    result = runner.invoke(app, ["verify", str(good), str(bad), "--json"])
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["holds"] is False
+    assert list(data["traces"]) == [str(good), str(bad)]
+    anti = next(t for t in data["totals"] if t["name"] == "anti-thrash v2")
+    alone = json.loads(runner.invoke(app, ["verify", str(bad), "--json"]).stdout)
+    violations = next(p for p in alone["properties"] if p["name"] == "anti-thrash")
+    assert violations["violation_count"] >= 1
+    assert (anti["traces"], anti["holding"], anti["violations"]) == (
+        2,
+        1,
+        violations["violation_count"],
+    )
+    text = runner.invoke(app, ["verify", str(good), str(bad)])
+    assert text.exit_code == 1
+    [named] = [line for line in text.stdout.splitlines() if line.startswith(f"  {bad}: ")]
+    assert "anti-thrash v2" in named and named.endswith("VIOLATED (verify it alone for the steps)")
+    assert str(good) not in text.stdout
+    assert "anti-thrash v2: VIOLATED (2 traces, " in text.stdout
+
+
+def test_a_missing_path_or_an_empty_folder_is_an_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["verify", str(tmp_path / "nope.jsonl")])
+    assert result.exit_code == 1
+    assert "does not exist" in result.output
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(app, ["verify", str(tmp_path / "empty")])
+    assert result.exit_code == 1
+    assert "holds no .jsonl file" in result.output
+
+
+def test_concatenated_traces_are_refused_with_what_to_do(tmp_path: Path) -> None:
+    one = write(tmp_path / "one.jsonl", [0.1, 0.2])
+    both = tmp_path / "both.jsonl"
+    both.write_text(one.read_text() * 2)
+    result = runner.invoke(app, ["verify", str(both)])
+    assert result.exit_code == 1
+    assert ":4: expected a step record, got a second header" in result.output
+    assert "verify each run's own trace file, or their folder" in result.output

@@ -1,4 +1,4 @@
-"""``biasbreaker verify``: check the control properties on a recorded run trace."""
+"""``biasbreaker verify``: check the control properties on recorded run traces."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import typer
 
 from biasbreaker.cli._common import JsonOption, fail, stdout, warn
 from biasbreaker.errors import BiasbreakerError
-from biasbreaker.properties import PropertyReport, VerificationReport, verify_trace
+from biasbreaker.properties import PropertyReport, VerificationReport
+from biasbreaker.properties.traceset import TraceSetVerification, trace_files, verify_traces
 from biasbreaker.trace import TraceTruncatedWarning
 
 SHOWN_VIOLATIONS = 5
@@ -53,11 +54,32 @@ def _print_property(prop: PropertyReport) -> None:
         out.print(f"  step {violation.step}: {violation.message}")
 
 
+def _print_set(checked: TraceSetVerification) -> None:
+    out = stdout()
+    failing = checked.failing()
+    out.print(f"{len(checked.reports)} traces, {len(failing)} with a violation")
+    for key in failing[:SHOWN_VIOLATIONS]:
+        report = checked.reports[key]
+        broken = [f"{report.rlb.property_version}"] if not report.rlb.holds else []
+        broken += [f"{p.name} {p.version}" for p in report.properties if not p.holds]
+        out.print(f"  {key}: {', '.join(broken)} VIOLATED (verify it alone for the steps)")
+    if len(failing) > SHOWN_VIOLATIONS:
+        out.print(f"  ... and {len(failing) - SHOWN_VIOLATIONS} more")
+    for total in checked.totals:
+        out.print(total.line())
+    out.print(
+        f"all properties hold on {len(checked.reports)} traces"
+        if checked.holds
+        else "some properties are VIOLATED"
+    )
+
+
 def verify(
-    trace: Annotated[
-        Path,
+    traces: Annotated[
+        list[Path],
         typer.Argument(
-            help="Run trace (JSON Lines) to verify.", dir_okay=False, show_default=False
+            help="Run traces (JSON Lines) to verify, or folders of them (every *.jsonl below).",
+            show_default=False,
         ),
     ],
     max_history: Annotated[
@@ -68,20 +90,33 @@ def verify(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Verify RLB-v1, anti-thrash, bounded retries, terminal escalation and the cool-down."""
+    """Verify RLB-v1, anti-thrash, bounded retries, terminal escalation and the cool-down.
+
+    One trace file prints every property's verdict and its first violations; several files or
+    a folder print one line per property over all of them and name the traces that violate
+    one. Exit status 1 when any property is violated on any trace.
+    """
     try:
+        files = trace_files(traces)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", TraceTruncatedWarning)
-            report = verify_trace(trace, max_history=max_history)
+            checked = verify_traces(files, max_history=max_history)
     except BiasbreakerError as exc:
         fail(str(exc))
     for item in caught:
         warn(str(item.message))
-    if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+    single = len(traces) == 1 and len(files) == 1 and not traces[0].is_dir()
+    if single:
+        [report] = checked.reports.values()
+        if as_json:
+            typer.echo(json.dumps(report.to_json(), indent=2))
+        else:
+            _print(report)
+    elif as_json:
+        typer.echo(json.dumps(checked.to_json(), indent=2))
     else:
-        _print(report)
-    if not report.holds:
+        _print_set(checked)
+    if not checked.holds:
         raise typer.Exit(1)
 
 

@@ -16,15 +16,14 @@ recompute every number from the output folder:
 from __future__ import annotations
 
 import math
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.properties import VerificationReport, verify_trace
-from biasbreaker.trace import Trace, TraceTruncatedWarning
+from biasbreaker.properties.traceset import PropertyTotal, TraceSetVerification, verify_traces
+from biasbreaker.trace import Trace
 from biasbreaker.types import BreakerState
 
 TRIPPED_STATES = frozenset(
@@ -225,106 +224,24 @@ def lean(
     return Lean(n, mean, 1.96 * math.sqrt(var / n))
 
 
-@dataclass(frozen=True)
-class PropertyTotal:
-    """One property's verdict over many traces.
-
-    Args:
-        name: The property line's name (``RLB-v1``, ``anti-thrash v2`` ...).
-        traces: Traces verified.
-        holding: Traces on which it holds.
-        checked: Instances checked, summed (for RLB-v1: recovery transitions).
-        violations: Violations, summed.
-        vacuous: Traces on which it holds vacuously (RLB-v1: no recovery transition).
-        cycles: Steps verified, summed.
-    """
-
-    name: str
-    traces: int
-    holding: int
-    checked: int
-    violations: int
-    vacuous: int = 0
-    cycles: int = 0
-
-    @property
-    def holds(self) -> bool:
-        """Whether it holds on every trace."""
-        return self.holding == self.traces
-
-    def line(self) -> str:
-        """The property line, e.g. ``RLB-v1: HOLDS (...)``."""
-        verdict = "HOLDS" if self.holds else "VIOLATED"
-        if self.name.startswith("RLB"):
-            detail = (
-                f"{self.traces} traces, {self.cycles} cycles, {self.checked} recovery "
-                f"transition(s), {self.violations} violation(s); vacuous on {self.vacuous}"
-            )
-        else:
-            detail = f"{self.traces} traces, {self.checked} checked, {self.violations} violation(s)"
-        return f"{self.name}: {verdict} ({detail})"
+Verification = TraceSetVerification
+"""Every trace's verification, aggregated per property (the kernel's type, kept under the
+demo's name)."""
 
 
-@dataclass(frozen=True)
-class Verification:
-    """Every trace's verification, aggregated per property.
-
-    Args:
-        reports: Trace path (relative) -> its report.
-        totals: One per property, RLB-v1 first.
-    """
-
-    reports: Mapping[str, VerificationReport] = field(default_factory=dict)
-    totals: tuple[PropertyTotal, ...] = ()
-
-    @property
-    def holds(self) -> bool:
-        """Whether every property holds on every trace."""
-        return all(t.holds for t in self.totals)
-
-
-def verification(paths: Sequence[Path], root: Path) -> Verification:
+def verification(paths: Sequence[Path], root: Path) -> TraceSetVerification:
     """Verify every trace in ``paths`` and aggregate the verdicts.
+
+    A finished run writes whole records, so a trace with a cut last line is an error here.
 
     Args:
         paths: Trace files.
         root: Folder the report's keys are relative to.
 
     Raises:
-        TraceError: A trace is malformed.
+        TraceError: A trace is malformed or cut.
     """
-    reports: dict[str, VerificationReport] = {}
-    for path in paths:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", TraceTruncatedWarning)
-            reports[path.relative_to(root).as_posix()] = verify_trace(path)
-    rlb = [r.rlb for r in reports.values()]
-    totals = [
-        PropertyTotal(
-            name=rlb[0].property_version if rlb else "RLB-v1",
-            traces=len(rlb),
-            holding=sum(1 for r in rlb if r.holds),
-            checked=sum(r.recovery_transitions for r in rlb),
-            violations=sum(r.violation_count for r in rlb),
-            vacuous=sum(1 for r in rlb if r.vacuous),
-            cycles=sum(r.cycles_total for r in rlb),
-        )
-    ]
-    names: dict[str, list[Any]] = {}
-    for report in reports.values():
-        for prop in report.properties:
-            names.setdefault(f"{prop.name} {prop.version}", []).append(prop)
-    for name, props in names.items():
-        totals.append(
-            PropertyTotal(
-                name=name,
-                traces=len(props),
-                holding=sum(1 for p in props if p.holds),
-                checked=sum(p.checked for p in props),
-                violations=sum(p.violation_count for p in props),
-            )
-        )
-    return Verification(reports, tuple(totals))
+    return verify_traces(paths, root=root, truncated_is_error=True)
 
 
 __all__ = [
