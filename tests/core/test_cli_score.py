@@ -105,3 +105,12 @@ def test_score_validates_axis_option(isolated_config: Path, tmp_path: Path) -> N
     )
     assert result.exit_code == 1
     assert "--axis 'gendr' is not an axis of [probe] axes; choose from gender" in result.stderr
+
+
+def test_an_axis_without_groups_is_named(isolated_config: Path, tmp_path: Path) -> None:
+    path = tmp_path / "half.jsonl"
+    line = {"original": "He is here", "counterfactual": "She is here", "axis": "gendr"}
+    path.write_text(json.dumps(line) + "\n")
+    result = runner.invoke(app, ["score", str(path), "-s", "lexical"])
+    assert result.exit_code == 1
+    assert f"{path}:1: 'axis' = \"gendr\" is given without 'groups'" in result.stderr

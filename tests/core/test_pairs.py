@@ -73,7 +73,7 @@ def test_read_pairs(tmp_path: Path) -> None:
         ),
         (
             {"original": "x", "counterfactual": "y", "axis": "gender"},
-            r"pairs.jsonl:2: give 'axis' and 'groups'",
+            r"pairs.jsonl:2: 'axis' = \"gender\" is given without 'groups'; give 'axis' and 'groups'",
         ),
         (
             {"original": "x", "counterfactual": "y", "axis": "gender", "groups": ["male"]},

@@ -141,7 +141,12 @@ def read_pairs(path: str | Path) -> list[ResponsePair]:
             with_resample.append(lineno)
         axis, groups = rec.get("axis"), rec.get("groups")
         if (axis is None) != (groups is None):
-            raise InputError(f"{where}: give 'axis' and 'groups' together, or neither")
+            given, missing = ("axis", "groups") if groups is None else ("groups", "axis")
+            raise InputError(
+                f"{where}: {given!r} = {json.dumps(rec[given])} is given without {missing!r}; "
+                'give \'axis\' and \'groups\' together (e.g. "axis": "gender", "groups": '
+                '[["male", "female"]]), or neither to mask the axes'
+            )
         parsed_groups: tuple[tuple[str, str], ...] = ()
         if groups is not None:
             if not isinstance(axis, str) or not (
