@@ -126,7 +126,7 @@ def test_run_guards_the_users_graph_over_every_input(project: Path) -> None:
     assert "RLB-v1: HOLDS" in result.output
 
 
-def test_a_malformed_line_names_the_file_and_line_and_keeps_earlier_runs(project: Path) -> None:
+def test_a_malformed_line_names_the_file_and_line_before_anything_runs(project: Path) -> None:
     inputs = write_inputs(
         project / "in.jsonl",
         [json.dumps({"question": "Is it? yes or no"}), '["a list"]', json.dumps({"question": "x"})],
@@ -134,13 +134,74 @@ def test_a_malformed_line_names_the_file_and_line_and_keeps_earlier_runs(project
     result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
     assert result.exit_code == 1
     assert f"{inputs}:2: expected a JSON object" in result.output
-    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
-    assert [r["line"] for r in records] == [1]  # written before the error, still valid
-    read_trace(project / "o" / records[0]["trace"])
+    assert not (project / "o").exists()  # every line is checked before the first run
 
     write_inputs(inputs, [json.dumps({"question": "x"}), "{not json"])
     result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
     assert result.exit_code == 1 and f"{inputs}:2: not valid JSON" in result.output
+
+
+def earlier_outputs(out: Path) -> dict[str, str]:
+    """Fill ``out`` with a previous run's outputs and a file of the user's; return them."""
+    files = {
+        "traces/input-00001.jsonl": "old trace\n",
+        "figures/bnet.png": "old figure",
+        "results.jsonl": "old results\n",
+        "report.md": "old report",
+        "control-runs.jsonl": "control runs recorded by demo\n",
+        "notes.txt": "the user's own file",
+    }
+    for name, text in files.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text, encoding="utf-8")
+    return files
+
+
+def contents(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes().decode("utf-8", errors="replace")
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    ("graph", "lines", "message"),
+    [
+        ("user_pipeline_mod:nope", ['{"question": "x"}'], "has no attribute 'nope'"),
+        ("user_pipeline_mod:broken", ['{"question": "x"}'], "the factory raised"),
+        ("user_pipeline_mod:plain_state", ['{"question": "x"}'], "lacks the biasbreaker keys"),
+        ("user_pipeline_mod:build", None, "cannot read it"),
+        ("user_pipeline_mod:build", [], "holds no input"),
+        ("user_pipeline_mod:build", ["", "  "], "holds no input"),
+        ("user_pipeline_mod:build", ['{"question": "x"}', "{not json"], ":2: not valid JSON"),
+    ],
+)
+def test_a_bad_argument_leaves_earlier_outputs_untouched(
+    project: Path, graph: str, lines: list[str] | None, message: str
+) -> None:
+    out = project / "o"
+    before = earlier_outputs(out)
+    inputs = project / "in.jsonl"
+    if lines is not None:
+        write_inputs(inputs, lines)
+    result = invoke("--graph", graph, "--inputs", str(inputs), "--out", str(out))
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert contents(out) == before
+
+
+def test_a_run_replaces_only_its_own_outputs(project: Path) -> None:
+    out = project / "o"
+    earlier_outputs(out)
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    after = contents(out)
+    assert after["control-runs.jsonl"] == "control runs recorded by demo\n"  # not run's output
+    assert after["notes.txt"] == "the user's own file"
+    assert after["results.jsonl"] != "old results\n" and after["report.md"] != "old report"
+    assert sorted(p for p in after if p.startswith("traces/")) == ["traces/input-00001.jsonl"]
+    assert after["traces/input-00001.jsonl"] != "old trace\n"
 
 
 @pytest.mark.parametrize(
@@ -166,3 +227,4 @@ def test_a_bad_graph_is_named_in_the_error(project: Path, spec: str, message: st
 def test_missing_inputs_file_is_an_error(project: Path) -> None:
     result = invoke("--graph", "user_pipeline_mod:build", "--inputs", "nope.jsonl", "--out", "o")
     assert result.exit_code == 1 and "nope.jsonl: cannot read it" in result.output
+    assert "HOLDS" not in result.output and not (project / "o").exists()
