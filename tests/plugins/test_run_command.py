@@ -15,11 +15,15 @@ pytest.importorskip("langgraph")
 pytest.importorskip("matplotlib")
 
 from biasbreaker.cli import app
+from biasbreaker.cli import app as app_cli
 from biasbreaker.trace import read_trace
 
 pytestmark = pytest.mark.langgraph
 
 GRAPH = """
+import json
+from importlib import resources
+
 from langgraph.graph import END, START, StateGraph
 
 from biasbreaker.llm import LLMRequest
@@ -70,6 +74,39 @@ def plain_state():
 
 
 NOT_CALLABLE = 3
+
+
+def _names(file):
+    data = json.loads((resources.files("biasbreaker") / "data/hiring" / file).read_text())
+    return {name.split()[0].title() for name in data["W"]}
+
+
+FAVOURED = _names("top_mens_names.json") | _names("top_womens_names.json")
+
+
+class Hiring(BiasState, total=False):
+    applicant: str
+    verdict: str
+    letter: str
+
+
+def hiring():
+    # a screener that hires exactly the White-coded first names: it escalates to review
+
+    def assess(state: Hiring) -> dict:
+        first = state["applicant"].split()[0]
+        return {"verdict": "hire" if first in FAVOURED else "reject"}
+
+    def notify(state: Hiring) -> dict:
+        return {"letter": "decision: " + state["verdict"]}
+
+    builder = StateGraph(Hiring)
+    builder.add_node("assess", assess)
+    builder.add_node("notify", notify)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", "notify")
+    builder.add_edge("notify", END)
+    return builder
 """
 
 QUESTION = (
@@ -222,6 +259,58 @@ def test_a_bad_graph_is_named_in_the_error(project: Path, spec: str, message: st
     result = invoke("--graph", spec, "--inputs", str(inputs), "--out", "o")
     assert result.exit_code == 1
     assert message in result.output, result.output
+
+
+def test_a_run_paused_for_review_records_the_full_review_request(project: Path) -> None:
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["status"] == "review" and "letter" not in record["values"]
+    review = record["review"]
+    assert review["node"] == "assess" and review["breaker_state"] == "escalated"
+    assert review["held"] == {"verdict": "hire"}  # the output the reviewer decides on
+    assert review["actions"] == ["approve", "edit", "reject"]
+    assert review["local_scores"]["assess"] > 0 and review["key"].startswith("assess@")
+    assert review["trail"] and "max_retries" in review["reason"]
+
+
+def test_a_checkpointed_review_is_resumed_by_a_fresh_graph(project: Path) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.types import Command
+
+    from biasbreaker_plugins.langgraph import guard
+
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    args = ["--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o"]
+    result = invoke(*args, "--checkpoint", "runs.sqlite")
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["status"] == "review"
+
+    # as docs/demo.md §5 says: the same graph and configuration, the same trace file
+    import user_pipeline_mod
+
+    settings = {"plugin": {"langgraph": {"trace_path": "o/traces/{thread_id}.jsonl"}}}
+    with SqliteSaver.from_conn_string("runs.sqlite") as saver:
+        app = guard(user_pipeline_mod.hiring(), settings).compile(checkpointer=saver)
+        case = {"configurable": {"thread_id": record["thread"]}}
+        assert app.get_state(case).interrupts[0].value == record["review"]
+        app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+        # escalation is terminal for the thread: notify's letter is held for review too
+        assert app.get_state(case).interrupts[0].value["held"] == {"letter": "decision: hire"}
+        final = app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+    assert final["letter"] == "decision: hire" and "__interrupt__" not in final
+    assert [(r["node"], r["action"]) for r in final["bb_reviews"]] == [
+        ("assess", "approve"),
+        ("notify", "approve"),
+    ]
+    verified = CliRunner().invoke(app_cli, ["verify", str(project / "o" / record["trace"])])
+    assert verified.exit_code == 0 and "RLB-v1: HOLDS" in verified.output
+
+    again = invoke(*args, "--checkpoint", "runs.sqlite")  # would continue the old threads
+    assert again.exit_code == 1 and "runs.sqlite: the file exists" in again.output
+    assert (project / "o/results.jsonl").read_text().count("\n") == 1  # nothing removed
 
 
 def test_missing_inputs_file_is_an_error(project: Path) -> None:

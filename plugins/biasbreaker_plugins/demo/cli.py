@@ -248,6 +248,16 @@ def run(
     out: Annotated[
         Path, typer.Option("--out", help="Output folder (traces, report.md, figures).")
     ] = Path("biasbreaker-run"),
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            dir_okay=False,
+            help="Checkpoint the runs into this new SQLite file, so a run paused for human "
+            "review can be resumed later (Command(resume=...) on thread input-<line>); "
+            "default: in memory, lost when the command ends.",
+        ),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Guard your own LangGraph StateGraph over a file of inputs, one run per line.
@@ -262,7 +272,7 @@ def run(
 
     start = time.perf_counter()
     try:
-        prepared = prepare_run(RunConfig(config, Path.cwd(), {}), graph, inputs, out)
+        prepared = prepare_run(RunConfig(config, Path.cwd(), {}), graph, inputs, out, checkpoint)
         out.mkdir(parents=True, exist_ok=True)
         _clear(out, RUN_OUTPUTS)
         with _progress({"run": len(prepared.inputs)}) as advance:

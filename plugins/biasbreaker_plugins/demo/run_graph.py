@@ -141,6 +141,7 @@ class PreparedRun:
         guarded: The guarded ``StateGraph`` builder.
         inputs: ``(line number, input state)`` per input, in file order.
         out: The output folder.
+        checkpoint: The SQLite checkpoint file to create, or ``None`` (in memory).
     """
 
     spec: str
@@ -148,23 +149,42 @@ class PreparedRun:
     guarded: Any
     inputs: list[tuple[int, dict[str, Any]]]
     out: Path
+    checkpoint: Path | None = None
 
 
-def prepare_run(config: RunConfig, spec: str, inputs: Path, out: Path) -> PreparedRun:
+def prepare_run(
+    config: RunConfig, spec: str, inputs: Path, out: Path, checkpoint: Path | None = None
+) -> PreparedRun:
     """Check everything a run needs (configuration, graph, inputs) without writing anything.
 
+    Args:
+        config: The run's configuration.
+        spec: ``--graph MODULE:FACTORY``.
+        inputs: The JSON Lines inputs file.
+        out: The output folder.
+        checkpoint: ``--checkpoint``: a SQLite file that must not exist yet (its threads would
+            otherwise be continued, not started), or ``None``.
+
     Raises:
-        ConfigError: Bad configuration, bad ``--graph`` or a graph the adapter cannot guard.
+        ConfigError: Bad configuration, bad ``--graph``, a graph the adapter cannot guard, or
+            a checkpoint file that exists already.
         InputError: The inputs file is unreadable, empty, or has a malformed line.
     """
     from biasbreaker_plugins.langgraph import guard
+
+    if checkpoint is not None and checkpoint.exists():
+        raise ConfigError(
+            f"--checkpoint {checkpoint}: the file exists; its threads input-<line> would be "
+            "continued instead of started. Resume them from it (docs/demo.md §5), or give a "
+            "new file, or delete it"
+        )
 
     factory = load_factory(spec, cwd=config.cwd)
     kernel = phase_kernel(config, traces=out / "traces")
     builder = build_user_graph(factory, spec, kernel)
     guarded = guard(builder, kernel)
     states = read_inputs(inputs)
-    return PreparedRun(spec, kernel, guarded, states, out)
+    return PreparedRun(spec, kernel, guarded, states, out, checkpoint)
 
 
 @dataclass
@@ -227,7 +247,7 @@ async def run_user_graph(prepared: PreparedRun, advance: Callable[[int], None]) 
 
     failure = None
     try:
-        async with compiled(guarded) as app:
+        async with compiled(guarded, prepared.checkpoint) as app:
             await run_threads(
                 app,
                 items(),
