@@ -225,3 +225,19 @@ def test_bad_inputs_exit_1_with_a_clear_error(isolated_config: Path) -> None:
     result = runner.invoke(app, ["calibrate", "control.jsonl", "--date", "June"])
     assert result.exit_code == 1
     assert "--date 'June' is not a date" in result.stderr
+
+
+def test_node_trip_flag_overrides_the_configuration(isolated_config: Path) -> None:
+    write_control(isolated_config / "control.jsonl", 40)
+    (isolated_config / "biasbreaker.toml").write_text("[breaker]\nnode_trip = false\n")
+
+    def run(*flags: str) -> dict[str, object]:
+        result = runner.invoke(app, ["calibrate", "control.jsonl", "--json", *flags])
+        assert result.exit_code == 0, result.output
+        return dict(json.loads(result.stdout))
+
+    configured, on, off = run(), run("--node-trip"), run("--no-node-trip")
+    assert configured["node_trip"] is False and off == configured
+    assert on["node_trip"] is True
+    # own scores run above fast B_net here, so node trips need a higher tau_enter
+    assert float(str(on["tau_enter"])) > float(str(off["tau_enter"]))

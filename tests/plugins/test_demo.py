@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shlex
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -97,6 +98,23 @@ def recount(out: Path, phase: str) -> dict[str, Any]:
     return counts
 
 
+def reproduce_calibration(out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Run the report's "Reproduce" command in ``out``; check it gives the guarded thresholds."""
+    report = (out / "report.md").read_text(encoding="utf-8")
+    command = re.search(r"Reproduce \(in this folder\): `biasbreaker (calibrate [^`]+)`", report)
+    assert command is not None, report
+    monkeypatch.chdir(out)  # no configuration here: the command must carry what it needs
+    result = CliRunner().invoke(app, [*shlex.split(command.group(1)), "--json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)
+    guarded = next((out / "traces" / "guarded").glob("*.jsonl"))
+    used = json.loads(guarded.read_text(encoding="utf-8").splitlines()[0])["thresholds"]
+    assert {k: got[k] for k in ("tau_enter", "tau_exit", "tau_warn")} == {
+        k: used[k] for k in ("tau_enter", "tau_exit", "tau_warn")
+    }
+    return dict(got)
+
+
 def by_strategy(cell: str) -> dict[str, int]:
     if cell == "0":
         return {}
@@ -173,6 +191,13 @@ def test_the_report_matches_the_traces_and_results(demo_runs: tuple[Path, Path, 
     assert "Simulated LLM" in output and "simulated" in report.lower()
 
 
+def test_the_reports_calibrate_command_gives_its_thresholds(
+    demo_runs: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, _, _ = demo_runs
+    assert reproduce_calibration(a, monkeypatch)["target_false_halt_rate"] == 0.05
+
+
 def test_the_same_command_twice_gives_byte_identical_traces(
     demo_runs: tuple[Path, Path, str],
 ) -> None:
@@ -195,7 +220,9 @@ def test_another_seed_gives_other_traces(demo_runs: tuple[Path, Path, str], tmp_
     assert (a / rel).read_bytes() != (tmp_path / "c" / rel).read_bytes()
 
 
-def test_bbq_replays_real_answers_and_its_counterfactual_is_the_data(tmp_path: Path) -> None:
+def test_bbq_replays_real_answers_and_its_counterfactual_is_the_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from biasbreaker.metrics.bbq import bbq_scores
     from biasbreaker.probe.counterfactual import CounterfactualGenerator
     from biasbreaker.probe.terms import TermSet
@@ -243,3 +270,5 @@ def test_bbq_replays_real_answers_and_its_counterfactual_is_the_data(tmp_path: P
     row = next(r for r in bbq_rows if r[0] == "Religion" and r[1] == "guarded")
     assert row[2] == str(len(religion)) and row[3] == f"{scores.accuracy_ambiguous:.3f}"
     assert "RLB-v1: HOLDS" in result.output
+    # bbq calibrates at 0.10, not calibrate's default 0.05: the printed command must say so
+    assert reproduce_calibration(out, monkeypatch)["target_false_halt_rate"] == 0.1

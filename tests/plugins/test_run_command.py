@@ -15,11 +15,15 @@ pytest.importorskip("langgraph")
 pytest.importorskip("matplotlib")
 
 from biasbreaker.cli import app
+from biasbreaker.cli import app as app_cli
 from biasbreaker.trace import read_trace
 
 pytestmark = pytest.mark.langgraph
 
 GRAPH = """
+import json
+from importlib import resources
+
 from langgraph.graph import END, START, StateGraph
 
 from biasbreaker.llm import LLMRequest
@@ -70,6 +74,39 @@ def plain_state():
 
 
 NOT_CALLABLE = 3
+
+
+def _names(file):
+    data = json.loads((resources.files("biasbreaker") / "data/hiring" / file).read_text())
+    return {name.split()[0].title() for name in data["W"]}
+
+
+FAVOURED = _names("top_mens_names.json") | _names("top_womens_names.json")
+
+
+class Hiring(BiasState, total=False):
+    applicant: str
+    verdict: str
+    letter: str
+
+
+def hiring():
+    # a screener that hires exactly the White-coded first names: it escalates to review
+
+    def assess(state: Hiring) -> dict:
+        first = state["applicant"].split()[0]
+        return {"verdict": "hire" if first in FAVOURED else "reject"}
+
+    def notify(state: Hiring) -> dict:
+        return {"letter": "decision: " + state["verdict"]}
+
+    builder = StateGraph(Hiring)
+    builder.add_node("assess", assess)
+    builder.add_node("notify", notify)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", "notify")
+    builder.add_edge("notify", END)
+    return builder
 """
 
 QUESTION = (
@@ -126,7 +163,7 @@ def test_run_guards_the_users_graph_over_every_input(project: Path) -> None:
     assert "RLB-v1: HOLDS" in result.output
 
 
-def test_a_malformed_line_names_the_file_and_line_and_keeps_earlier_runs(project: Path) -> None:
+def test_a_malformed_line_names_the_file_and_line_before_anything_runs(project: Path) -> None:
     inputs = write_inputs(
         project / "in.jsonl",
         [json.dumps({"question": "Is it? yes or no"}), '["a list"]', json.dumps({"question": "x"})],
@@ -134,13 +171,74 @@ def test_a_malformed_line_names_the_file_and_line_and_keeps_earlier_runs(project
     result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
     assert result.exit_code == 1
     assert f"{inputs}:2: expected a JSON object" in result.output
-    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
-    assert [r["line"] for r in records] == [1]  # written before the error, still valid
-    read_trace(project / "o" / records[0]["trace"])
+    assert not (project / "o").exists()  # every line is checked before the first run
 
     write_inputs(inputs, [json.dumps({"question": "x"}), "{not json"])
     result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
     assert result.exit_code == 1 and f"{inputs}:2: not valid JSON" in result.output
+
+
+def earlier_outputs(out: Path) -> dict[str, str]:
+    """Fill ``out`` with a previous run's outputs and a file of the user's; return them."""
+    files = {
+        "traces/input-00001.jsonl": "old trace\n",
+        "figures/bnet.png": "old figure",
+        "results.jsonl": "old results\n",
+        "report.md": "old report",
+        "control-runs.jsonl": "control runs recorded by demo\n",
+        "notes.txt": "the user's own file",
+    }
+    for name, text in files.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text, encoding="utf-8")
+    return files
+
+
+def contents(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes().decode("utf-8", errors="replace")
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    ("graph", "lines", "message"),
+    [
+        ("user_pipeline_mod:nope", ['{"question": "x"}'], "has no attribute 'nope'"),
+        ("user_pipeline_mod:broken", ['{"question": "x"}'], "the factory raised"),
+        ("user_pipeline_mod:plain_state", ['{"question": "x"}'], "lacks the biasbreaker keys"),
+        ("user_pipeline_mod:build", None, "cannot read it"),
+        ("user_pipeline_mod:build", [], "holds no input"),
+        ("user_pipeline_mod:build", ["", "  "], "holds no input"),
+        ("user_pipeline_mod:build", ['{"question": "x"}', "{not json"], ":2: not valid JSON"),
+    ],
+)
+def test_a_bad_argument_leaves_earlier_outputs_untouched(
+    project: Path, graph: str, lines: list[str] | None, message: str
+) -> None:
+    out = project / "o"
+    before = earlier_outputs(out)
+    inputs = project / "in.jsonl"
+    if lines is not None:
+        write_inputs(inputs, lines)
+    result = invoke("--graph", graph, "--inputs", str(inputs), "--out", str(out))
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert contents(out) == before
+
+
+def test_a_run_replaces_only_its_own_outputs(project: Path) -> None:
+    out = project / "o"
+    earlier_outputs(out)
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    after = contents(out)
+    assert after["control-runs.jsonl"] == "control runs recorded by demo\n"  # not run's output
+    assert after["notes.txt"] == "the user's own file"
+    assert after["results.jsonl"] != "old results\n" and after["report.md"] != "old report"
+    assert sorted(p for p in after if p.startswith("traces/")) == ["traces/input-00001.jsonl"]
+    assert after["traces/input-00001.jsonl"] != "old trace\n"
 
 
 @pytest.mark.parametrize(
@@ -163,6 +261,59 @@ def test_a_bad_graph_is_named_in_the_error(project: Path, spec: str, message: st
     assert message in result.output, result.output
 
 
+def test_a_run_paused_for_review_records_the_full_review_request(project: Path) -> None:
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["status"] == "review" and "letter" not in record["values"]
+    review = record["review"]
+    assert review["node"] == "assess" and review["breaker_state"] == "escalated"
+    assert review["held"] == {"verdict": "hire"}  # the output the reviewer decides on
+    assert review["actions"] == ["approve", "edit", "reject"]
+    assert review["local_scores"]["assess"] > 0 and review["key"].startswith("assess@")
+    assert review["trail"] and "max_retries" in review["reason"]
+
+
+def test_a_checkpointed_review_is_resumed_by_a_fresh_graph(project: Path) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.types import Command
+
+    from biasbreaker_plugins.langgraph import guard
+
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    args = ["--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o"]
+    result = invoke(*args, "--checkpoint", "runs.sqlite")
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["status"] == "review"
+
+    # as docs/demo.md §5 says: the same graph and configuration, the same trace file
+    import user_pipeline_mod
+
+    settings = {"plugin": {"langgraph": {"trace_path": "o/traces/{thread_id}.jsonl"}}}
+    with SqliteSaver.from_conn_string("runs.sqlite") as saver:
+        app = guard(user_pipeline_mod.hiring(), settings).compile(checkpointer=saver)
+        case = {"configurable": {"thread_id": record["thread"]}}
+        assert app.get_state(case).interrupts[0].value == record["review"]
+        app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+        # escalation is terminal for the thread: notify's letter is held for review too
+        assert app.get_state(case).interrupts[0].value["held"] == {"letter": "decision: hire"}
+        final = app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+    assert final["letter"] == "decision: hire" and "__interrupt__" not in final
+    assert [(r["node"], r["action"]) for r in final["bb_reviews"]] == [
+        ("assess", "approve"),
+        ("notify", "approve"),
+    ]
+    verified = CliRunner().invoke(app_cli, ["verify", str(project / "o" / record["trace"])])
+    assert verified.exit_code == 0 and "RLB-v1: HOLDS" in verified.output
+
+    again = invoke(*args, "--checkpoint", "runs.sqlite")  # would continue the old threads
+    assert again.exit_code == 1 and "runs.sqlite: the file exists" in again.output
+    assert (project / "o/results.jsonl").read_text().count("\n") == 1  # nothing removed
+
+
 def test_missing_inputs_file_is_an_error(project: Path) -> None:
     result = invoke("--graph", "user_pipeline_mod:build", "--inputs", "nope.jsonl", "--out", "o")
     assert result.exit_code == 1 and "nope.jsonl: cannot read it" in result.output
+    assert "HOLDS" not in result.output and not (project / "o").exists()

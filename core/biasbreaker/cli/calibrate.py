@@ -57,6 +57,15 @@ def calibrate_command(
             "[calibration] target_false_halt_rate.",
         ),
     ] = None,
+    node_trip: Annotated[
+        bool | None,
+        typer.Option(
+            "--node-trip/--no-node-trip",
+            help="Calibrate for a machine that also trips on a step's own score (or for fast "
+            "B_net only); default [breaker] node_trip.",
+            show_default=False,
+        ),
+    ] = None,
     write_toml: Annotated[
         Path | None,
         typer.Option(
@@ -88,7 +97,10 @@ def calibrate_command(
         try:
             runs = read_control_trajectories(trajectories)
             report = calibrate(
-                runs.runs, target_false_halt_rate=target_false_halt_rate, kernel=kernel
+                runs.runs,
+                target_false_halt_rate=target_false_halt_rate,
+                kernel=kernel,
+                node_trip=node_trip,
             )
             if write_toml is not None:
                 write_calibration_toml(

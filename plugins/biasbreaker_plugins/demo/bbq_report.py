@@ -14,6 +14,7 @@ from biasbreaker_plugins.demo.driver import read_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
 from biasbreaker_plugins.demo.report import (
     Table,
+    calibrate_command,
     phase_table,
     property_lines,
     property_table,
@@ -155,8 +156,8 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
         "",
         f"From {cal.n_runs} control runs at a per-run false-halt target of "
         f"{cal.target_false_halt_rate}: tau_enter = {th.tau_enter:.4g}, tau_exit = "
-        f"{th.tau_exit:.4g}, tau_warn = {th.tau_warn:.4g}. Reproduce: `biasbreaker calibrate "
-        f"{result.control_file}` (sha256 {result.control_sha256[:12]}…).",
+        f"{th.tau_exit:.4g}, tau_warn = {th.tau_warn:.4g}. Reproduce (in this folder): "
+        f"{calibrate_command(result.control_file, cal)} (sha256 {result.control_sha256[:12]}…).",
         "",
         f"**False halts on fresh control runs: {fresh.runs_tripped} of {fresh.runs} "
         f"({fresh.false_halt_rate:.3f}; target {cal.target_false_halt_rate}).**",

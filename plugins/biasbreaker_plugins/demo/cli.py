@@ -25,8 +25,11 @@ from biasbreaker.errors import BiasbreakerError
 if TYPE_CHECKING:
     from biasbreaker_plugins.demo.report import Table
 
-OWN_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md", "control-runs.jsonl")
-"""What the demo writes into ``--out``; removed at the start of a run, nothing else is."""
+DEMO_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md", "control-runs.jsonl")
+"""What ``demo`` writes into ``--out``; removed once its arguments are checked, nothing else is."""
+
+RUN_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md")
+"""What ``run`` writes into ``--out``; removed once its arguments are checked, nothing else is."""
 
 DEMO_DEFAULTS: dict[str, Any] = {
     "probe.scorers": ["decision"],
@@ -45,8 +48,8 @@ BBQ_DEFAULTS: dict[str, Any] = {"calibration.target_false_halt_rate": 0.1}
 items under the group exchange (the control runs), too close to 5 % to calibrate on reliably."""
 
 
-def _clear(out: Path) -> None:
-    for name in OWN_OUTPUTS:
+def _clear(out: Path, outputs: tuple[str, ...]) -> None:
+    for name in outputs:
         path = out / name
         if path.is_dir():
             shutil.rmtree(path)
@@ -121,8 +124,9 @@ def demo(
         overrides = {**defaults_where_silent(loaded, defaults), **base.overrides}
         run_config = RunConfig(config, Path.cwd(), overrides)
         settings = run_config.load().settings
+        run_config.kernel()  # the second validation pass (plugin options) before any deletion
         out.mkdir(parents=True, exist_ok=True)
-        _clear(out)
+        _clear(out, DEMO_OUTPUTS)
         if scenario == "hiring":
             _hiring(run_config, settings, out, quick)
         else:
@@ -244,6 +248,16 @@ def run(
     out: Annotated[
         Path, typer.Option("--out", help="Output folder (traces, report.md, figures).")
     ] = Path("biasbreaker-run"),
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            dir_okay=False,
+            help="Checkpoint the runs into this new SQLite file, so a run paused for human "
+            "review can be resumed later (Command(resume=...) on thread input-<line>); "
+            "default: in memory, lost when the command ends.",
+        ),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Guard your own LangGraph StateGraph over a file of inputs, one run per line.
@@ -253,18 +267,16 @@ def run(
     them on your control runs first (biasbreaker calibrate).
     """
     from biasbreaker_plugins.demo.phases import RunConfig
-    from biasbreaker_plugins.demo.run_graph import run_user_graph
+    from biasbreaker_plugins.demo.run_graph import prepare_run, run_user_graph
     from biasbreaker_plugins.demo.run_report import write_run_outputs
 
     start = time.perf_counter()
     try:
-        run_config = RunConfig(config, Path.cwd(), {})
+        prepared = prepare_run(RunConfig(config, Path.cwd(), {}), graph, inputs, out, checkpoint)
         out.mkdir(parents=True, exist_ok=True)
-        _clear(out)
-        with _progress({"run": None}) as advance:
-            result = asyncio.run(
-                run_user_graph(run_config, graph, inputs, out, lambda n: advance("run", n))
-            )
+        _clear(out, RUN_OUTPUTS)
+        with _progress({"run": len(prepared.inputs)}) as advance:
+            result = asyncio.run(run_user_graph(prepared, lambda n: advance("run", n)))
         outputs = write_run_outputs(result, out, graph=graph, inputs=inputs)
     except BiasbreakerError as exc:
         fail(str(exc))
@@ -290,6 +302,8 @@ def register_run(app: typer.Typer) -> None:
 __all__ = [
     "BBQ_DEFAULTS",
     "DEMO_DEFAULTS",
+    "DEMO_OUTPUTS",
+    "RUN_OUTPUTS",
     "demo",
     "print_table",
     "register_demo",

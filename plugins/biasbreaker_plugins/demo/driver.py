@@ -87,11 +87,23 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 
 @asynccontextmanager
-async def compiled(builder: Any) -> AsyncIterator[Any]:
-    """Compile ``builder`` with an in-memory checkpointer (needed by ``interrupt()``)."""
-    from langgraph.checkpoint.memory import InMemorySaver
+async def compiled(builder: Any, checkpoint: Path | None = None) -> AsyncIterator[Any]:
+    """Compile ``builder`` with a checkpointer (``interrupt()`` needs one).
 
-    yield builder.compile(checkpointer=InMemorySaver())
+    Args:
+        builder: The (guarded) ``StateGraph`` builder.
+        checkpoint: A SQLite file to checkpoint into, so a thread paused for review can be
+            resumed by another process; ``None``: in memory (lost at the end).
+    """
+    if checkpoint is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        yield builder.compile(checkpointer=InMemorySaver())
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(str(checkpoint)) as saver:
+        yield builder.compile(checkpointer=saver)
 
 
 async def run_threads(

@@ -13,6 +13,7 @@ from biasbreaker_plugins.demo.hiring import GROUPS, group_label, measured_rates
 from biasbreaker_plugins.demo.hiring_demo import HiringResult
 from biasbreaker_plugins.demo.report import (
     Table,
+    calibrate_command,
     phase_table,
     property_lines,
     property_table,
@@ -176,8 +177,8 @@ def _markdown(
         f"tau_warn = {_fmt(th.tau_warn)}; calibration window mean {_fmt(st.mean)}, std "
         f"{_fmt(st.std)} over {st.n_steps} steps (calibrator `{cal.calibrator}`; "
         f"{cal.empirical_false_halt_rate:.3f} of the calibration runs reach tau_enter). "
-        f"Reproduce: `biasbreaker calibrate {result.control_file} --target-false-halt-rate "
-        f"{target}` (sha256 {result.control_sha256[:12]}…).",
+        f"Reproduce (in this folder): {calibrate_command(result.control_file, cal)} (sha256 "
+        f"{result.control_sha256[:12]}…).",
         "",
         f"**False halts on fresh control runs: {fresh.runs_tripped} of {fresh.runs} "
         f"({fresh.false_halt_rate:.3f}; target {target}).**",

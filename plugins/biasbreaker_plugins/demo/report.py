@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from biasbreaker_plugins.demo.summary import (
     PropertyTotal,
@@ -17,6 +18,9 @@ from biasbreaker_plugins.demo.summary import (
     TraceCounts,
     Verification,
 )
+
+if TYPE_CHECKING:
+    from biasbreaker.calibration import CalibrationReport
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,34 @@ class Table:
         if self.note:
             lines += ["", self.note]
         return "\n".join(lines)
+
+
+def calibrate_command(control_file: str, report: CalibrationReport) -> str:
+    """The ``biasbreaker calibrate`` command that gives ``report``'s thresholds again.
+
+    It carries, explicitly, every setting ``calibrate`` reads that a demo can change: the
+    false-halt target and whether node trips are on, so the command does not depend on the
+    configuration of the directory it is run in. The calibrator has no flag: when it is not
+    the shipped default, the text after the command says which one to configure.
+
+    Args:
+        control_file: The control runs' file, relative to the output folder (where the
+            command is meant to run).
+        report: The calibration the run used.
+
+    Returns:
+        Markdown: the command as a code span, and the calibrator note if any.
+    """
+    from biasbreaker.config import CalibrationSettings
+
+    trigger = "--node-trip" if report.node_trip else "--no-node-trip"
+    text = (
+        f"`biasbreaker calibrate {control_file} --target-false-halt-rate "
+        f"{report.target_false_halt_rate!r} {trigger}`"
+    )
+    if report.calibrator != CalibrationSettings.model_fields["calibrator"].default:
+        text += f' with `[calibration] calibrator = "{report.calibrator}"` configured'
+    return text
 
 
 def _by_strategy(counts: Mapping[str, int]) -> str:
@@ -143,4 +175,11 @@ def property_table(totals: Sequence[PropertyTotal]) -> Table:
     )
 
 
-__all__ = ["Table", "phase_table", "property_lines", "property_table", "selection_table"]
+__all__ = [
+    "Table",
+    "calibrate_command",
+    "phase_table",
+    "property_lines",
+    "property_table",
+    "selection_table",
+]

@@ -5,9 +5,11 @@
 argument, or, if it has a parameter named ``llm``, with the configured LLM client
 (``[llm] client``), so the graph's agents can use the same client as the intervention.
 ``--inputs FILE.jsonl`` holds one JSON object per line: the input state of one run (one
-LangGraph thread, ``input-<line>``). Runs go one after another, in file order; each finished run
-is appended to ``results.jsonl`` at once, so an error on line N leaves every earlier run's trace
-and record complete and readable.
+LangGraph thread, ``input-<line>``). :func:`prepare_run` checks the configuration, the graph
+and every input line before anything is written, so a bad argument leaves ``--out`` as it was.
+Runs go one after another, in file order; each finished run is appended to ``results.jsonl`` at
+once (with the full review request of a run paused for human review), so an error while input N
+runs leaves every earlier run's trace and record complete and readable.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.errors import ConfigError, InputError
+from biasbreaker.errors import BiasbreakerError, ConfigError, InputError
 from biasbreaker_plugins.demo.agents import DemoKernel
 from biasbreaker_plugins.demo.driver import ResultsLog, ThreadOutcome, compiled, run_threads
 from biasbreaker_plugins.demo.phases import RunConfig, phase_kernel
@@ -93,31 +95,96 @@ def build_user_graph(factory: Callable[..., Any], spec: str, kernel: DemoKernel)
     )
 
 
-def read_inputs(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, input state)`` per non-blank line, read lazily.
+def read_inputs(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, input state)`` per non-blank line, every line checked before any runs.
 
     Raises:
-        InputError: At the first line that is not a JSON object (file and line named), or if
-            the file cannot be read. Lines before it have been yielded already.
+        InputError: The file cannot be read, holds no input (empty or blank lines only), or a
+            line is not a JSON object (file and line named).
     """
     try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--inputs {path}: cannot read it: {exc}") from exc
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{path}:{number}: not valid JSON: {exc}") from exc
-            if not isinstance(value, dict):
-                raise InputError(
-                    f"{path}:{number}: expected a JSON object (the graph's input state), got "
-                    f"{type(value).__name__}"
-                )
-            yield number, value
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"--inputs {path}: cannot read it: {exc}. Give a JSON Lines file, one input state "
+            "(a JSON object) per line"
+        ) from exc
+    states = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"{path}:{number}: not valid JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise InputError(
+                f"{path}:{number}: expected a JSON object (the graph's input state), got "
+                f"{type(value).__name__}"
+            )
+        states.append((number, value))
+    if not states:
+        raise InputError(
+            f"--inputs {path}: the file holds no input; write one input state (a JSON object) "
+            'per line, e.g. {"question": "..."}'
+        )
+    return states
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A ``biasbreaker run`` checked and ready: nothing has been written yet.
+
+    Args:
+        spec: The ``--graph`` spec.
+        kernel: The run's kernel (traces into ``out/traces``).
+        guarded: The guarded ``StateGraph`` builder.
+        inputs: ``(line number, input state)`` per input, in file order.
+        out: The output folder.
+        checkpoint: The SQLite checkpoint file to create, or ``None`` (in memory).
+    """
+
+    spec: str
+    kernel: DemoKernel
+    guarded: Any
+    inputs: list[tuple[int, dict[str, Any]]]
+    out: Path
+    checkpoint: Path | None = None
+
+
+def prepare_run(
+    config: RunConfig, spec: str, inputs: Path, out: Path, checkpoint: Path | None = None
+) -> PreparedRun:
+    """Check everything a run needs (configuration, graph, inputs) without writing anything.
+
+    Args:
+        config: The run's configuration.
+        spec: ``--graph MODULE:FACTORY``.
+        inputs: The JSON Lines inputs file.
+        out: The output folder.
+        checkpoint: ``--checkpoint``: a SQLite file that must not exist yet (its threads would
+            otherwise be continued, not started), or ``None``.
+
+    Raises:
+        ConfigError: Bad configuration, bad ``--graph``, a graph the adapter cannot guard, or
+            a checkpoint file that exists already.
+        InputError: The inputs file is unreadable, empty, or has a malformed line.
+    """
+    from biasbreaker_plugins.langgraph import guard
+
+    if checkpoint is not None and checkpoint.exists():
+        raise ConfigError(
+            f"--checkpoint {checkpoint}: the file exists; its threads input-<line> would be "
+            "continued instead of started. Resume them from it (docs/demo.md §5), or give a "
+            "new file, or delete it"
+        )
+
+    factory = load_factory(spec, cwd=config.cwd)
+    kernel = phase_kernel(config, traces=out / "traces")
+    builder = build_user_graph(factory, spec, kernel)
+    guarded = guard(builder, kernel)
+    states = read_inputs(inputs)
+    return PreparedRun(spec, kernel, guarded, states, out, checkpoint)
 
 
 @dataclass
@@ -139,29 +206,19 @@ class RunResult:
     failure: str | None = None
 
 
-async def run_user_graph(
-    config: RunConfig,
-    spec: str,
-    inputs: Path,
-    out: Path,
-    advance: Callable[[int], None],
-) -> RunResult:
-    """Guard the factory's graph and run it once per input line.
+async def run_user_graph(prepared: PreparedRun, advance: Callable[[int], None]) -> RunResult:
+    """Run the prepared graph once per input, in file order.
 
-    Raises:
-        ConfigError: Bad ``--graph`` or a graph the adapter cannot guard.
-        InputError: A malformed input line (earlier runs are complete in ``out``).
+    A biasbreaker error while an input runs (e.g. a guarded node returning a ``Command`` the
+    adapter does not support) stops the run: it is returned as ``failure`` (naming the input's
+    line), and every earlier input's trace and ``results.jsonl`` record are complete.
     """
-    from biasbreaker_plugins.langgraph import guard
-
     start = time.perf_counter()
-    factory = load_factory(spec, cwd=config.cwd)
-    kernel = phase_kernel(config, traces=out / "traces")
-    builder = build_user_graph(factory, spec, kernel)
-    guarded = guard(builder, kernel)
+    out, kernel, guarded = prepared.out, prepared.kernel, prepared.guarded
     log = ResultsLog(out / "results.jsonl")
     outcomes: list[ThreadOutcome] = []
     lines: dict[str, int] = {}
+    current: list[int] = []
 
     def after(outcome: ThreadOutcome) -> None:
         outcomes.append(outcome)
@@ -171,18 +228,17 @@ async def run_user_graph(
                 "line": lines[outcome.thread],
                 "status": outcome.status,
                 "values": _plain(outcome.values),
-                "review": None
-                if outcome.review is None
-                else {k: outcome.review.get(k) for k in ("node", "reason", "breaker_state")},
+                "review": None if outcome.review is None else _plain(outcome.review),
                 "trace": outcome.trace,
             }
         )
         advance(1)
 
     def items() -> Iterator[tuple[str, Mapping[str, Any]]]:
-        for number, state in read_inputs(inputs):
+        for number, state in prepared.inputs:
             thread = f"input-{number:05d}"
             lines[thread] = number
+            current[:] = [number]
             yield thread, state
 
     def trace_of(thread: str) -> str | None:
@@ -191,7 +247,7 @@ async def run_user_graph(
 
     failure = None
     try:
-        async with compiled(guarded) as app:
+        async with compiled(guarded, prepared.checkpoint) as app:
             await run_threads(
                 app,
                 items(),
@@ -200,8 +256,8 @@ async def run_user_graph(
                 after=after,
                 close_traces=guarded.guard.traces.close,
             )
-    except InputError as exc:
-        failure = str(exc)
+    except BiasbreakerError as exc:
+        failure = f"input line {current[0]}: {exc}" if current else str(exc)
     finally:
         log.close()
     return RunResult(
@@ -221,4 +277,12 @@ def _plain(values: Mapping[str, Any]) -> Any:
         return repr(values)
 
 
-__all__ = ["RunResult", "build_user_graph", "load_factory", "read_inputs", "run_user_graph"]
+__all__ = [
+    "PreparedRun",
+    "RunResult",
+    "build_user_graph",
+    "load_factory",
+    "prepare_run",
+    "read_inputs",
+    "run_user_graph",
+]
