@@ -270,5 +270,15 @@ def test_bbq_replays_real_answers_and_its_counterfactual_is_the_data(
     row = next(r for r in bbq_rows if r[0] == "Religion" and r[1] == "guarded")
     assert row[2] == str(len(religion)) and row[3] == f"{scores.accuracy_ambiguous:.3f}"
     assert "RLB-v1: HOLDS" in result.output
+    # a held answer's record carries the whole review request: what a reviewer decides on
+    held = [r for r in results if r["phase"] == "guarded" and r["status"] == "review"]
+    assert held
+    for record in held:
+        request = record["review"]
+        assert request["node"] in {"second_opinion", "moderator", "unifiedqa"}
+        assert request["actions"] == ["approve", "edit", "reject"]
+        assert request["held"] and request["frozen"]["value"] == request["held"]
+        trace = {json.loads(x).get("payload_sha256") for x in (out / record["trace"]).open()}
+        assert request["frozen"]["sha256"] in trace
     # bbq calibrates at 0.10, not calibrate's default 0.05: the printed command must say so
     assert reproduce_calibration(out, monkeypatch)["target_false_halt_rate"] == 0.1

@@ -31,7 +31,13 @@ from biasbreaker.probe import with_current_sample
 from biasbreaker.types import canonical_json
 from biasbreaker_plugins.demo.agents import AgentClients, agent_clients
 from biasbreaker_plugins.demo.bbq import Case, make_cases, replayed_answer
-from biasbreaker_plugins.demo.driver import ResultsLog, ThreadOutcome, compiled, run_threads
+from biasbreaker_plugins.demo.driver import (
+    ResultsLog,
+    ThreadOutcome,
+    compiled,
+    plain_json,
+    run_threads,
+)
 from biasbreaker_plugins.demo.hiring_demo import Phase
 from biasbreaker_plugins.demo.phases import (
     RECORD_ONLY,
@@ -141,9 +147,7 @@ def _record(phase: str, case: Case, outcome: ThreadOutcome) -> dict[str, Any]:
         "answer": outcome.values.get("answer") if outcome.status == "done" else None,
         "second_opinion": outcome.values.get("second_opinion"),
         "panel_answer": outcome.values.get("panel_answer"),
-        "review": None
-        if outcome.review is None
-        else {k: outcome.review.get(k) for k in ("node", "reason", "breaker_state")},
+        "review": None if outcome.review is None else plain_json(outcome.review),
         "trace": outcome.trace,
     }
 

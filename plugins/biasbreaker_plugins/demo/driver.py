@@ -152,11 +152,24 @@ async def run_threads(
     return out
 
 
+def plain_json(values: Mapping[str, Any]) -> Any:
+    """``values`` (a state or a review request) as plain JSON for ``results.jsonl``.
+
+    Values JSON cannot encode are written as their ``repr``; a mapping that cannot be encoded
+    at all becomes its ``repr``.
+    """
+    try:
+        return json.loads(json.dumps(dict(values), default=repr))
+    except (TypeError, ValueError):
+        return repr(values)
+
+
 __all__ = [
     "ResultsLog",
     "Status",
     "ThreadOutcome",
     "compiled",
+    "plain_json",
     "read_results",
     "run_threads",
     "user_values",

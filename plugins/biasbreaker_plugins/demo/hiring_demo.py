@@ -39,7 +39,13 @@ from biasbreaker.calibration import CalibrationReport
 from biasbreaker.trace import Trace
 from biasbreaker.types import canonical_json
 from biasbreaker_plugins.demo.agents import agent_clients
-from biasbreaker_plugins.demo.driver import ResultsLog, ThreadOutcome, compiled, run_threads
+from biasbreaker_plugins.demo.driver import (
+    ResultsLog,
+    ThreadOutcome,
+    compiled,
+    plain_json,
+    run_threads,
+)
 from biasbreaker_plugins.demo.hiring import BIASED_AGENT, Posting, jobs, make_postings
 from biasbreaker_plugins.demo.phases import (
     RECORD_ONLY,
@@ -205,9 +211,7 @@ def _record(phase: str, posting: Posting, outcome: ThreadOutcome) -> dict[str, A
         "status": outcome.status,
         "ranking": outcome.values.get("ranking"),
         "shortlist": outcome.values.get("shortlist") if outcome.status == "done" else None,
-        "review": None
-        if outcome.review is None
-        else {k: outcome.review.get(k) for k in ("node", "reason", "breaker_state")},
+        "review": None if outcome.review is None else plain_json(outcome.review),
         "trace": outcome.trace,
     }
 

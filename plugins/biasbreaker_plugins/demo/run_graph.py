@@ -26,7 +26,13 @@ from typing import Any
 
 from biasbreaker.errors import BiasbreakerError, ConfigError, InputError
 from biasbreaker_plugins.demo.agents import DemoKernel
-from biasbreaker_plugins.demo.driver import ResultsLog, ThreadOutcome, compiled, run_threads
+from biasbreaker_plugins.demo.driver import (
+    ResultsLog,
+    ThreadOutcome,
+    compiled,
+    plain_json,
+    run_threads,
+)
 from biasbreaker_plugins.demo.phases import RunConfig, phase_kernel
 
 
@@ -227,8 +233,8 @@ async def run_user_graph(prepared: PreparedRun, advance: Callable[[int], None]) 
                 "thread": outcome.thread,
                 "line": lines[outcome.thread],
                 "status": outcome.status,
-                "values": _plain(outcome.values),
-                "review": None if outcome.review is None else _plain(outcome.review),
+                "values": plain_json(outcome.values),
+                "review": None if outcome.review is None else plain_json(outcome.review),
                 "trace": outcome.trace,
             }
         )
@@ -267,14 +273,6 @@ async def run_user_graph(prepared: PreparedRun, advance: Callable[[int], None]) 
         kernel.settings.model_dump(mode="json"),
         failure,
     )
-
-
-def _plain(values: Mapping[str, Any]) -> Any:
-    """``values`` as plain JSON (anything else as its ``repr``)."""
-    try:
-        return json.loads(json.dumps(dict(values), default=repr))
-    except (TypeError, ValueError):
-        return repr(values)
 
 
 __all__ = [
