@@ -713,8 +713,8 @@ class GraphGuard:
         """The ``bb_frozen`` record and audit event when ``decision`` froze this output."""
         payload = decision.frozen_payload
         if payload is None or payload != FrozenPayload.of(update):
-            # None, or the machine's frozen payload is an earlier output (a later output held
-            # while ESCALATED): this output was not frozen by this step.
+            # None, or the decision refers to another output (the one under repair while this
+            # output is held in RECOVERY): this output was not frozen by this step.
             return {}
         known = (state.get("bb_frozen") or {}).get(key)
         if known is not None and known["payload"]["sha256"] == payload.sha256:
@@ -1015,8 +1015,9 @@ class GraphGuard:
         key = entry["key"]
         snapshot = (state.get("bb_breaker") or {}).get("machine") or {}
         step = entry.get("step") or {}
-        # the machine's last intervention belongs to this output only if the machine held it
-        result = (snapshot.get("result") or {}) if entry.get("step") else {}
+        # the machine's last intervention belongs to this output only if it was run on it: a
+        # later output held while ESCALATED (or one escalated by a failed probation) has none
+        result = (snapshot.get("result") or {}) if _last_intervened(state) == key else {}
         request = ReviewRequest(
             key=key,
             node=entry["node"],
@@ -1111,6 +1112,14 @@ class GraphGuard:
         staged = state.get("bb_unverified_output") or {}
         chosen = [e for e in staged.values() if e["status"] in statuses]
         return sorted(chosen, key=_order)
+
+
+def _last_intervened(state: Mapping[str, Any]) -> str | None:
+    """The key of the output the thread's latest intervention ran on, or ``None``."""
+    for event in reversed(state.get("bb_audit_trail") or []):
+        if event.get("event") == "intervention":
+            return str(event.get("key"))
+    return None
 
 
 def _order(entry: Mapping[str, Any]) -> tuple[int, str]:
