@@ -184,6 +184,28 @@ def test_bad_values_in_a_row_each_ask_again_then_reject_ends_the_run(
     assert out["bb_frozen"]["first@1"]["status"] == "rejected"
 
 
+def test_resume_none_and_an_empty_dict_never_reach_the_review_node(kernel: Kernel) -> None:
+    """What docs/langgraph.md §5 says LangGraph does with them: nothing written, not jammed."""
+    mail = Mailroom([])
+    app = pipeline(kernel, hires_men, mail, hook=noop_hook)
+    run(app, {"candidate": "John Smith"}, "empty", False)
+    config = {"configurable": {"thread_id": "empty"}}
+    bad = review(run(app, Command(resume={"action": "publish"}), "empty", False))
+    assert bad["error"] is not None
+    before = app.get_state(config).values
+
+    # None: LangGraph's own loop fails before any node runs
+    with pytest.raises(UnboundLocalError, match="resume_is_map"):
+        app.invoke(Command(resume=None), config, durability="sync")
+    # {}: an empty map of interrupt ids answers nothing; the same request, stale error included
+    again = review(run(app, Command(resume={}), "empty", False))
+    assert again == bad
+    assert app.get_state(config).values == before and mail.seen == []
+
+    out = run(app, Command(resume={"action": "reject"}), "empty", False)
+    assert "__interrupt__" not in out and mail.seen == []
+
+
 def test_review_decision_refuses_breaker_keys_and_values_that_are_not_json() -> None:
     with pytest.raises(ValidationError, match="may not write the biasbreaker keys"):
         ReviewDecision(action="edit", update={"bb_frozen": {}})

@@ -18,6 +18,9 @@ is not a mapping, an unknown ``action``, a missing or extra field, an ``edit`` w
 writes a ``bb_`` key, a key the graph's state does not have or a value that is not JSON (NaN
 and infinity included), and ``approve`` of an output that was held because it is not JSON. The
 review node never raises on a bad resume value, so one bad value cannot jam the thread.
+``Command(resume=None)`` and ``Command(resume={})`` never reach it (LangGraph raises
+``UnboundLocalError`` for ``None`` before any node runs, and reads ``{}`` as an empty map of
+interrupt ids that answers nothing: the same request pauses again); docs/langgraph.md §5.
 
 Escalation is terminal for the control machine: after a review, every later guarded output of
 the run goes to review too (with its own scores), until the thread is started afresh.
