@@ -80,7 +80,13 @@ from biasbreaker_plugins.langgraph._panel import (
     review_one,
 )
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
-from biasbreaker_plugins.langgraph.state import BB_KEYS, json_problem, shown, user_part
+from biasbreaker_plugins.langgraph.state import (
+    BB_KEYS,
+    annotation_problem,
+    json_problem,
+    shown,
+    user_part,
+)
 
 if TYPE_CHECKING:
     from langgraph.graph import StateGraph
@@ -1069,7 +1075,8 @@ class GraphGuard:
 
         Refused: a value that is not a :class:`ReviewDecision` (wrong action, missing or extra
         field, an edit writing ``bb_`` keys or values that are not JSON, NaN and infinity
-        included), an edit writing keys the graph's state does not have, and ``approve`` of an
+        included), an edit writing keys the graph's state does not have or a value of another
+        type than a plain key's annotation declares (:meth:`_type_problem`), and ``approve`` of an
         output that is not JSON (it was held for that reason; edit or reject it), and an update
         the state's reducers refuse (a list reducer given a number): LangGraph would fail the
         super-step after this node returned, again on every resume.
@@ -1094,6 +1101,10 @@ class GraphGuard:
                     f"the edit writes {unknown}, which are not keys of the graph's state "
                     f"(keys: {list(self.state_keys)}); LangGraph would drop them silently"
                 )
+        if decision.action == "edit":
+            mistyped = self._type_problem(decision.update or {})
+            if mistyped is not None:
+                return None, f"{mistyped}; give a value of that type"
         update = entry["update"] if decision.action == "approve" else decision.update
         if decision.action != "reject" and update:
             refused = write_problem(self.channels, state, update)
@@ -1107,6 +1118,23 @@ class GraphGuard:
                     )
                 )
         return decision, ""
+
+    def _type_problem(self, update: Mapping[str, Any]) -> str | None:
+        """The first value of ``update`` whose key's annotation says it has the wrong type.
+
+        Only plain keys (LangGraph's ``LastValue`` channel, holding the key's annotation) are
+        checked, with :func:`~biasbreaker_plugins.langgraph.state.annotation_problem`: a key
+        with a reducer takes whatever its reducer accepts (checked by ``write_problem``).
+        """
+        from langgraph.channels.last_value import LastValue
+
+        for key, value in update.items():
+            channel = self.channels.get(key)
+            if isinstance(channel, LastValue):
+                problem = annotation_problem(channel.typ, value, key)
+                if problem is not None:
+                    return problem
+        return None
 
     def _staged(self, state: Mapping[str, Any], *statuses: str) -> list[dict[str, Any]]:
         staged = state.get("bb_unverified_output") or {}
