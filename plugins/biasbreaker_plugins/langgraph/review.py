@@ -101,7 +101,8 @@ class ReviewRequest(BaseModel):
         local_scores: node -> latest local score (``None`` = not applicable).
         fast: Fast B_net at the step.
         slow: Slow B_net at the step.
-        trail: The latest intervention's trail events, oldest first.
+        trail: The latest intervention's trail events, oldest first, when it ran on this
+            output; empty otherwise (an output held after the escalation of another).
         actions: The accepted ``action`` values.
         error: Set when the previous resume value was not a valid :class:`ReviewDecision`:
             what was wrong (the run paused again; resume once more).
