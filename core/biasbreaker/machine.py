@@ -488,6 +488,9 @@ class _Plan:
     history: Mapping[str, tuple[float, ...]]
     context: InterventionContext | None
     frozen_input: FrozenPayload | None = None
+    held: FrozenPayload | None = None
+    """This step's own output, frozen, when the decision refers to it rather than to the
+    episode's frozen payload (a later output held while ESCALATED)."""
 
 
 def _derive_seed(seed: int, episode: int, attempt: int) -> int:
@@ -608,7 +611,11 @@ class ControlMachine:
             weights: Per-node Katz weights (node -> float >= 0), passed to the hook.
             payload: The node's output (JSON-like). Frozen when this step starts an
                 intervention episode; otherwise not retained (on PROCEED the caller promotes
-                it, on HALT the caller keeps it staged).
+                it, on HALT the caller keeps it staged). In ESCALATED it is frozen into this
+                decision's ``frozen_payload`` (and the record's ``payload_sha256``): the output
+                goes to review itself, while the episode's escalated payload stays the
+                machine's frozen payload (snapshot); a step without a payload reports that
+                escalated payload.
             step_input: The node's input (JSON-like), frozen with ``payload`` when this step
                 starts an episode and handed to the hook as ``InterventionContext.step_input``.
 
@@ -734,10 +741,15 @@ class ControlMachine:
         }
         episode, frozen, context = self._episode, self._frozen, None
         frozen_input = self._frozen_input
+        held: FrozenPayload | None = None
         target = counters.state if transition is None else transition.target
 
         if transition is None:
-            if target is BreakerState.RECOVERY:
+            if target is BreakerState.ESCALATED and payload is not None:
+                # a later output held while ESCALATED goes to review itself: the decision
+                # refers to it, while the escalated episode's payload stays frozen
+                held = freeze(payload)
+            elif target is BreakerState.RECOVERY:
                 counters = Counters(
                     target,
                     counters.attempts,
@@ -805,6 +817,7 @@ class ControlMachine:
             history,
             context,
             frozen_input,
+            held,
         )
 
     def _commit(self, plan: _Plan, result: InterventionResult | None) -> BreakerDecision:
@@ -824,6 +837,8 @@ class ControlMachine:
             )
             self._result = result
         decision_payload: FrozenPayload | None = frozen if state.tripped else None
+        if plan.held is not None:
+            decision_payload = plan.held
         if state is BreakerState.INTERVENTION:
             assert result is not None  # entering INTERVENTION always runs the hook
             action = (

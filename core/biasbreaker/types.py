@@ -435,6 +435,7 @@ class BreakerDecision(_DecisionTuple):
         reason: A short human-readable explanation, non-empty.
         frozen_payload: The frozen output this decision refers to (held, routed, escalated,
             or — on the step that recovers — the repaired payload to promote), or ``None``.
+            While ESCALATED, a step's own output when the step carried one.
 
     Raises:
         InputError: If ``state``/``action`` are not members, the pair is inconsistent, or

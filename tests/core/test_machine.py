@@ -223,6 +223,23 @@ def test_default_noop_hook_escalates_after_max_retries_and_stays_escalated() -> 
     assert A.PROCEED not in actions
 
 
+def test_a_later_output_held_while_escalated_is_the_decisions_own_payload() -> None:
+    machine = ControlMachine(config(cooldown_steps=0, max_retries=1))
+    run(machine, [0.9, 0.0, 0.0], node="assess", payload={"verdict": "hire"})
+    assert machine.state is S.ESCALATED
+    escalated = freeze({"verdict": "hire"})
+    decision = machine.step(0.0, 0.0, node="notify", payload={"letter": "hired"})
+    # notify's output goes to review itself: the decision and the record refer to it
+    assert decision.action is A.ESCALATE
+    assert decision.frozen_payload == freeze({"letter": "hired"})
+    assert machine.last_record is not None
+    assert machine.last_record.payload_sha256 == freeze({"letter": "hired"}).sha256
+    # the escalated episode's output stays the machine's frozen payload
+    assert machine.snapshot()["frozen_payload"] == escalated.to_json()
+    no_payload = machine.step(0.0, 0.0, node="notify")
+    assert no_payload.frozen_payload == escalated
+
+
 def test_escalated_is_terminal_whatever_the_inputs() -> None:
     machine = ControlMachine(config(max_retries=1, cooldown_steps=0))
     run(machine, [0.9, 0.0, 0.0])

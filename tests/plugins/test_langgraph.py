@@ -26,7 +26,9 @@ from langgraph.types import Command
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
-from biasbreaker.types import BreakerState, FrozenPayload
+from biasbreaker.properties import verify_trace
+from biasbreaker.trace import read_trace
+from biasbreaker.types import BreakerState, FrozenPayload, InterventionContext, InterventionResult
 from biasbreaker_plugins.langgraph import (
     BB_KEYS,
     BiasState,
@@ -202,6 +204,52 @@ def test_review_approve_promotes_the_held_output(kernel: Kernel) -> None:
     out = graph.invoke(Command(resume={"action": "approve"}), thread("approve"))
     assert out["report"] == f"Filed: {BIASED}" and "__interrupt__" not in out
     assert out["bb_frozen"]["screener@2"]["status"] == "approved"
+
+
+def trailing_hook(context: InterventionContext) -> InterventionResult:
+    """A repair that never converges but leaves a trail naming the output it worked on."""
+    payload = None if context.frozen_payload is None else context.frozen_payload.sha256
+    return InterventionResult(strategy="madera", trail=[{"event": "rewrite", "of": payload}])
+
+
+def test_a_later_output_held_while_escalated_is_reviewed_with_its_own_data(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "{thread_id}.jsonl"
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(trace)}}}
+    received = Received("answer")
+    graph = guard(
+        screening_graph(1.0, received),
+        Kernel.load(cwd=tmp_path, overrides=settings),
+        hook=trailing_hook,
+    ).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"case": "airport"}, thread("later"), durability="sync")
+    screener = out["__interrupt__"][0].value
+    biased = FrozenPayload.of({"answer": BIASED})
+    assert screener["node"] == "screener" and screener["frozen"]["sha256"] == biased.sha256
+    assert screener["trail"] == [{"event": "rewrite", "of": biased.sha256}]
+
+    out = graph.invoke(Command(resume={"action": "approve"}), thread("later"), durability="sync")
+    writer = out["__interrupt__"][0].value
+    letter = FrozenPayload.of({"report": f"Filed: {BIASED}"})
+    # the writer's own output, digest and payload; not the screener's frozen output or trail
+    assert writer["node"] == "writer" and writer["breaker_state"] == "escalated"
+    assert writer["held"] == {"report": f"Filed: {BIASED}"}
+    assert writer["frozen"] == letter.to_json()
+    assert writer["trail"] == []
+    record = read_trace(tmp_path / "later.jsonl").records[-1]
+    assert (record.node, record.payload_sha256) == ("writer", letter.sha256)
+    # the escalated screener output stays frozen (and reviewed), the writer's is frozen too
+    frozen = out["bb_frozen"]
+    assert frozen["screener@2"]["payload"]["sha256"] == biased.sha256
+    assert frozen["screener@2"]["status"] == "approved"
+    assert FrozenPayload.from_json(frozen[writer["key"]]["payload"]) == letter
+    assert out["bb_breaker"]["machine"]["frozen_payload"]["sha256"] == biased.sha256
+
+    out = graph.invoke(Command(resume={"action": "approve"}), thread("later"), durability="sync")
+    assert out["report"] == f"Filed: {BIASED}" and "__interrupt__" not in out
+    assert out["bb_frozen"][writer["key"]]["status"] == "approved"
+    assert verify_trace(tmp_path / "later.jsonl").holds
 
 
 def test_review_edit_promotes_the_edited_update(kernel: Kernel) -> None:
@@ -444,7 +492,7 @@ print(json.dumps({{"answer": out.get("answer"), "frozen": sorted(state["bb_froze
     assert "Deserializing unregistered type" not in done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == {
         "answer": "C",
-        "frozen": ["screener@2"],
+        "frozen": ["screener@2", "writer@9"],  # the writer's output, held while ESCALATED
     }
 
 

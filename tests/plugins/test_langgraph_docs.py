@@ -32,3 +32,37 @@ def test_the_guides_python_blocks_run(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-4000:]
     assert "{'answer': 'Answer: B. The Christian man'}" in done.stdout
+
+
+def test_the_guides_call_count_is_what_the_default_probe_does(tmp_path: Path) -> None:
+    """§8: with the default ``k`` and ``r`` a probed node runs ``k + r + 1`` (seven) times."""
+    from langgraph.graph import END, START, StateGraph
+
+    from biasbreaker.config import Settings
+    from biasbreaker.kernel import Kernel
+    from biasbreaker_plugins.langgraph import BiasState, guard
+
+    probe = Settings().probe
+    calls = probe.k + probe.r + 1
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    assert f"defaults `k = {probe.k}`, `r = {probe.r}`" in text
+    assert "seven calls per step" in text and calls == 7
+
+    class State(BiasState, total=False):
+        applicant: str
+        letter: str
+
+    seen: list[str] = []
+
+    def notify(state: State) -> dict[str, str]:
+        seen.append(state["applicant"])
+        return {"letter": "Dear applicant, we received your application."}
+
+    builder = StateGraph(State)
+    builder.add_node("notify", notify)
+    builder.add_edge(START, "notify")
+    builder.add_edge("notify", END)
+    graph = guard(builder, Kernel.load(cwd=tmp_path)).compile()
+    graph.invoke({"applicant": "Adam Erickson"})
+    assert len(seen) == calls
+    assert seen.count("Adam Erickson") == 1 + probe.r  # its own call and the resamples

@@ -13,11 +13,13 @@ import asyncio
 import json
 import math
 import operator
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, Optional
 
 import pytest
+from typing_extensions import TypedDict
 
 pytest.importorskip("langgraph")
 
@@ -30,6 +32,7 @@ from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
 from biasbreaker_plugins.langgraph import BB_KEYS, BiasState, ReviewDecision, guard, guard_node
+from biasbreaker_plugins.langgraph.state import annotation_problem
 
 SETTINGS: dict[str, Any] = {
     "seed": 1,
@@ -140,6 +143,12 @@ BAD_RESUMES = [
     ({"action": "approve", "colour": "red"}, "colour: Extra inputs are not permitted"),
     ("approve", "Input should be a valid dictionary"),
     ([{"action": "approve"}], "Input should be a valid dictionary"),
+    (
+        {"action": "edit", "update": {"decision": 5}},
+        r"writes 5 \(int\) to 'decision', which the state declares as str; give a value",
+    ),
+    ({"action": "edit", "update": {"score": True}}, r"True \(bool\) to 'score'.* as float"),
+    ({"action": "edit", "update": {"score": "0.5"}}, r"'0.5' \(str\) to 'score'"),
 ]
 
 
@@ -182,6 +191,105 @@ def test_bad_values_in_a_row_each_ask_again_then_reject_ends_the_run(
     out = run(app, Command(resume={"action": "reject"}), "row", asynchronous)
     assert "__interrupt__" not in out and mail.seen == [] and "decision" not in out
     assert out["bb_frozen"]["first@1"]["status"] == "rejected"
+
+
+def test_resume_none_and_an_empty_dict_never_reach_the_review_node(kernel: Kernel) -> None:
+    """What docs/langgraph.md §5 says LangGraph does with them: nothing written, not jammed."""
+    mail = Mailroom([])
+    app = pipeline(kernel, hires_men, mail, hook=noop_hook)
+    run(app, {"candidate": "John Smith"}, "empty", False)
+    config = {"configurable": {"thread_id": "empty"}}
+    bad = review(run(app, Command(resume={"action": "publish"}), "empty", False))
+    assert bad["error"] is not None
+    before = app.get_state(config).values
+
+    # None: LangGraph's own loop fails before any node runs
+    with pytest.raises(UnboundLocalError, match="resume_is_map"):
+        app.invoke(Command(resume=None), config, durability="sync")
+    # {}: an empty map of interrupt ids answers nothing; the same request, stale error included
+    again = review(run(app, Command(resume={}), "empty", False))
+    assert again == bad
+    assert app.get_state(config).values == before and mail.seen == []
+
+    out = run(app, Command(resume={"action": "reject"}), "empty", False)
+    assert "__interrupt__" not in out and mail.seen == []
+
+
+def test_an_edit_of_the_declared_type_is_promoted(kernel: Kernel) -> None:
+    mail = Mailroom([])
+    app = pipeline(kernel, hires_men, mail, hook=noop_hook)
+    run(app, {"candidate": "John Smith"}, "typed", False)
+    # an int for a float key is a float to JSON and to Python's typing
+    edit = {"action": "edit", "update": {"decision": "no", "score": 1}}
+    out = run(app, Command(resume=edit), "typed", False)
+    assert "__interrupt__" not in out and mail.seen == [{"decision": "no", "score": 1}]
+
+
+class Kinds(TypedDict, total=False):
+    """Annotations the check reads from LangGraph's channels, as a TypedDict declares them."""
+
+    plain: str
+    count: int
+    ratio: float
+    flag: bool
+    maybe: Optional[int]  # noqa: UP045 (what an older schema writes)
+    either: str | None
+    verdict: Literal["hire", "reject"]
+    tags: list[str]
+    table: dict[str, int]
+    bare: list  # type: ignore[type-arg]
+    tagged: Annotated[str, "a note, not a reducer"]
+    anything: Any
+    nested: dict[str, list[Kinds]]
+    pair: tuple[int, int]
+
+
+KIND = typing.get_type_hints(Kinds, include_extras=True)
+
+TYPED = [
+    ("plain", "x", True),
+    ("plain", 5, False),
+    ("plain", None, False),
+    ("count", 3, True),
+    ("count", True, False),
+    ("count", 3.0, False),
+    ("ratio", 3, True),
+    ("ratio", 0.5, True),
+    ("ratio", False, False),
+    ("flag", True, True),
+    ("flag", 1, False),
+    ("maybe", None, True),
+    ("maybe", 2, True),
+    ("maybe", "2", False),
+    ("either", None, True),
+    ("either", 1.5, False),
+    ("verdict", "hire", True),
+    ("verdict", "maybe", False),
+    ("tags", ["a", "b"], True),
+    ("tags", ["a", 1], False),
+    ("tags", "a", False),
+    ("table", {"a": 1}, True),
+    ("table", {"a": "1"}, False),
+    ("bare", [1, "x"], True),
+    ("bare", {}, False),
+    ("tagged", "x", True),
+    ("tagged", 1, False),
+    # unchecked: Any, a nested TypedDict, a tuple
+    ("anything", object(), True),
+    ("nested", {"a": [{"whatever": 1}]}, True),
+    ("nested", {"a": 1}, False),  # the outer layers are still plain and checked
+    ("pair", "not a pair", True),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "accepted"), TYPED)
+def test_annotation_problem_checks_plain_types_and_leaves_the_rest(
+    key: str, value: Any, accepted: bool
+) -> None:
+    problem = annotation_problem(KIND[key], value, key)
+    assert (problem is None) is accepted, problem
+    if problem is not None:
+        assert f"to {key!r}, which the state declares as" in problem
 
 
 def test_review_decision_refuses_breaker_keys_and_values_that_are_not_json() -> None:

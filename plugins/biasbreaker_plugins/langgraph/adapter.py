@@ -80,7 +80,13 @@ from biasbreaker_plugins.langgraph._panel import (
     review_one,
 )
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
-from biasbreaker_plugins.langgraph.state import BB_KEYS, json_problem, shown, user_part
+from biasbreaker_plugins.langgraph.state import (
+    BB_KEYS,
+    annotation_problem,
+    json_problem,
+    shown,
+    user_part,
+)
 
 if TYPE_CHECKING:
     from langgraph.graph import StateGraph
@@ -713,8 +719,8 @@ class GraphGuard:
         """The ``bb_frozen`` record and audit event when ``decision`` froze this output."""
         payload = decision.frozen_payload
         if payload is None or payload != FrozenPayload.of(update):
-            # None, or the machine's frozen payload is an earlier output (a later output held
-            # while ESCALATED): this output was not frozen by this step.
+            # None, or the decision refers to another output (the one under repair while this
+            # output is held in RECOVERY): this output was not frozen by this step.
             return {}
         known = (state.get("bb_frozen") or {}).get(key)
         if known is not None and known["payload"]["sha256"] == payload.sha256:
@@ -1015,8 +1021,9 @@ class GraphGuard:
         key = entry["key"]
         snapshot = (state.get("bb_breaker") or {}).get("machine") or {}
         step = entry.get("step") or {}
-        # the machine's last intervention belongs to this output only if the machine held it
-        result = (snapshot.get("result") or {}) if entry.get("step") else {}
+        # the machine's last intervention belongs to this output only if it was run on it: a
+        # later output held while ESCALATED (or one escalated by a failed probation) has none
+        result = (snapshot.get("result") or {}) if _last_intervened(state) == key else {}
         request = ReviewRequest(
             key=key,
             node=entry["node"],
@@ -1068,7 +1075,8 @@ class GraphGuard:
 
         Refused: a value that is not a :class:`ReviewDecision` (wrong action, missing or extra
         field, an edit writing ``bb_`` keys or values that are not JSON, NaN and infinity
-        included), an edit writing keys the graph's state does not have, and ``approve`` of an
+        included), an edit writing keys the graph's state does not have or a value of another
+        type than a plain key's annotation declares (:meth:`_type_problem`), and ``approve`` of an
         output that is not JSON (it was held for that reason; edit or reject it), and an update
         the state's reducers refuse (a list reducer given a number): LangGraph would fail the
         super-step after this node returned, again on every resume.
@@ -1093,6 +1101,10 @@ class GraphGuard:
                     f"the edit writes {unknown}, which are not keys of the graph's state "
                     f"(keys: {list(self.state_keys)}); LangGraph would drop them silently"
                 )
+        if decision.action == "edit":
+            mistyped = self._type_problem(decision.update or {})
+            if mistyped is not None:
+                return None, f"{mistyped}; give a value of that type"
         update = entry["update"] if decision.action == "approve" else decision.update
         if decision.action != "reject" and update:
             refused = write_problem(self.channels, state, update)
@@ -1107,10 +1119,35 @@ class GraphGuard:
                 )
         return decision, ""
 
+    def _type_problem(self, update: Mapping[str, Any]) -> str | None:
+        """The first value of ``update`` whose key's annotation says it has the wrong type.
+
+        Only plain keys (LangGraph's ``LastValue`` channel, holding the key's annotation) are
+        checked, with :func:`~biasbreaker_plugins.langgraph.state.annotation_problem`: a key
+        with a reducer takes whatever its reducer accepts (checked by ``write_problem``).
+        """
+        from langgraph.channels.last_value import LastValue
+
+        for key, value in update.items():
+            channel = self.channels.get(key)
+            if isinstance(channel, LastValue):
+                problem = annotation_problem(channel.typ, value, key)
+                if problem is not None:
+                    return problem
+        return None
+
     def _staged(self, state: Mapping[str, Any], *statuses: str) -> list[dict[str, Any]]:
         staged = state.get("bb_unverified_output") or {}
         chosen = [e for e in staged.values() if e["status"] in statuses]
         return sorted(chosen, key=_order)
+
+
+def _last_intervened(state: Mapping[str, Any]) -> str | None:
+    """The key of the output the thread's latest intervention ran on, or ``None``."""
+    for event in reversed(state.get("bb_audit_trail") or []):
+        if event.get("event") == "intervention":
+            return str(event.get("key"))
+    return None
 
 
 def _order(entry: Mapping[str, Any]) -> tuple[int, str]:

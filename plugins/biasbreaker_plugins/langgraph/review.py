@@ -15,9 +15,14 @@ the same fields works too):
 A resume value that is not a valid decision pauses the run again, with the same request and
 an ``error`` saying what was wrong; resume once more with a valid one. Invalid are: a value that
 is not a mapping, an unknown ``action``, a missing or extra field, an ``edit`` whose update
-writes a ``bb_`` key, a key the graph's state does not have or a value that is not JSON (NaN
-and infinity included), and ``approve`` of an output that was held because it is not JSON. The
+writes a ``bb_`` key, a key the graph's state does not have, a value that is not JSON (NaN
+and infinity included) or a value of another type than a plain key's annotation declares
+(:func:`~biasbreaker_plugins.langgraph.state.annotation_problem`; complex annotations are not
+checked), and ``approve`` of an output that was held because it is not JSON. The
 review node never raises on a bad resume value, so one bad value cannot jam the thread.
+``Command(resume=None)`` and ``Command(resume={})`` never reach it (LangGraph raises
+``UnboundLocalError`` for ``None`` before any node runs, and reads ``{}`` as an empty map of
+interrupt ids that answers nothing: the same request pauses again); docs/langgraph.md §5.
 
 Escalation is terminal for the control machine: after a review, every later guarded output of
 the run goes to review too (with its own scores), until the thread is started afresh.
@@ -96,7 +101,8 @@ class ReviewRequest(BaseModel):
         local_scores: node -> latest local score (``None`` = not applicable).
         fast: Fast B_net at the step.
         slow: Slow B_net at the step.
-        trail: The latest intervention's trail events, oldest first.
+        trail: The latest intervention's trail events, oldest first, when it ran on this
+            output; empty otherwise (an output held after the escalation of another).
         actions: The accepted ``action`` values.
         error: Set when the previous resume value was not a valid :class:`ReviewDecision`:
             what was wrong (the run paused again; resume once more).

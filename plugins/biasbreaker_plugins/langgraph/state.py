@@ -45,8 +45,10 @@ from __future__ import annotations
 
 import math
 import operator
+import types
+import typing
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, TypedDict
+from typing import Annotated, Any, Final, Literal, TypedDict, Union
 
 from biasbreaker.errors import ConfigError, InputError
 from biasbreaker.types import FrozenPayload
@@ -238,10 +240,94 @@ def shown(value: Any, _active: frozenset[int] = frozenset()) -> Any:
     return f"<not JSON: {type(value).__name__} {text}>"
 
 
+_PLAIN: Final[Mapping[Any, tuple[type, ...]]] = {
+    str: (str,),
+    int: (int,),
+    float: (int, float),
+    bool: (bool,),
+    list: (list,),
+    dict: (dict,),
+    type(None): (type(None),),
+    None: (type(None),),
+}
+_LITERALS: Final = (str, int, bool, type(None))
+
+
+def _matches(annotation: Any, value: Any) -> bool | None:
+    """Whether ``value`` has the annotated type: ``True``/``False``, ``None`` when unchecked."""
+    plain = _PLAIN.get(annotation) if isinstance(annotation, type) or annotation is None else None
+    if plain is not None:
+        if isinstance(value, bool) and bool not in plain:
+            return False  # a bool is an int to isinstance, never to a reader of the state
+        return isinstance(value, plain)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        return _matches(args[0], value)
+    if origin is Literal:
+        if not all(type(arg) in _LITERALS for arg in args):
+            return None
+        return any(type(value) is type(arg) and value == arg for arg in args)
+    if origin is Union or origin is types.UnionType:
+        members = [_matches(arg, value) for arg in args]
+        if True in members:
+            return True
+        return None if None in members else False
+    if origin is list or origin is dict:
+        if not isinstance(value, origin):
+            return False
+        parts: list[bool | None] = []
+        if origin is list and args:
+            parts = [_matches(args[0], item) for item in value]
+        elif isinstance(value, dict) and len(args) == 2:
+            parts = [_matches(args[0], key) for key in value]
+            parts += [_matches(args[1], item) for item in value.values()]
+        if False in parts:
+            return False
+        return None if None in parts else True
+    return None
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__name__
+    return repr(annotation).replace("typing.", "")
+
+
+def annotation_problem(annotation: Any, value: Any, key: str) -> str | None:
+    """Why ``value`` does not have the type ``annotation`` declares for state key ``key``.
+
+    A simple check for the plain types a JSON value can have: ``str``, ``int`` (not ``bool``),
+    ``float`` (an ``int`` is accepted, ``bool`` is not), ``bool``, ``None``, ``list``/
+    ``list[X]`` and ``dict``/``dict[K, V]`` (their items checked the same way), ``Optional``
+    and unions of these, ``Literal`` of str/int/bool/None values, and ``Annotated[X, ...]``
+    as ``X``. Anything else (``Any``, a TypedDict, a class, a tuple, a ``Literal`` of enum
+    members, a type variable) is not checked: a value is refused only when a check says it
+    does not match.
+
+    Args:
+        annotation: The key's annotation, resolved (as LangGraph's channel holds it).
+        value: The value written to the key (JSON).
+        key: The key, for the message.
+
+    Returns:
+        ``None``, or ``"the edit writes 5 to 'verdict', which the state declares as str"``.
+    """
+    if _matches(annotation, value) is not False:
+        return None
+    shown_value = repr(value)
+    if len(shown_value) > 120:
+        shown_value = shown_value[:117] + "..."
+    return (
+        f"the edit writes {shown_value} ({type(value).__name__}) to {key!r}, which the state "
+        f"declares as {_type_name(annotation)}"
+    )
+
+
 __all__ = [
     "BB_KEYS",
     "BB_PREFIX",
     "BiasState",
+    "annotation_problem",
     "json_problem",
     "merge_mapping",
     "merge_staged",
