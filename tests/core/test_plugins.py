@@ -227,7 +227,9 @@ def test_a_plugin_that_fails_to_register_is_recorded_and_the_others_keep_working
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     register_plugin(GoodAggregator(), name="good")
-    register_plugin(_misbehaving(kind, swallow=swallow), name="nu3", distribution="nu3", version="1")
+    register_plugin(
+        _misbehaving(kind, swallow=swallow), name="nu3", distribution="nu3", version="1"
+    )
     with caplog.at_level(logging.WARNING, logger="biasbreaker.plugins"):
         registry = plugin_host.build_registry()
         again = plugin_host.build_registry()  # the failure is recorded, not repeated
