@@ -19,7 +19,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from biasbreaker.cli._common import ConfigOption, fail, stderr, stdout
+from biasbreaker.cli._common import ConfigOption, fail, report_host, stderr, stdout
 from biasbreaker.errors import BiasbreakerError
 
 if TYPE_CHECKING:
@@ -124,7 +124,9 @@ def demo(
         overrides = {**defaults_where_silent(loaded, defaults), **base.overrides}
         run_config = RunConfig(config, Path.cwd(), overrides)
         settings = run_config.load().settings
-        run_config.kernel()  # the second validation pass (plugin options) before any deletion
+        kernel = run_config.kernel(check=False)
+        report_host(kernel.host)  # once: every phase's kernel loads the same plugins
+        kernel.check()  # the second validation pass (plugin options) before any deletion
         out.mkdir(parents=True, exist_ok=True)
         _clear(out, DEMO_OUTPUTS)
         if scenario == "hiring":
@@ -273,6 +275,7 @@ def run(
     start = time.perf_counter()
     try:
         prepared = prepare_run(RunConfig(config, Path.cwd(), {}), graph, inputs, out, checkpoint)
+        report_host(prepared.kernel.host)
         out.mkdir(parents=True, exist_ok=True)
         _clear(out, RUN_OUTPUTS)
         with _progress({"run": len(prepared.inputs)}) as advance:
