@@ -1253,6 +1253,33 @@ def resolve_selection(
             no installed implementation or fails its plugin's options model (key path, value
             and reason); several problems are reported together in one error.
     """
+    resolved, problems = selection_problems(loaded, registry, points)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ConfigError(
+            f"{len(problems)} configuration problems:\n- " + "\n- ".join(str(p) for p in problems)
+        )
+    return resolved
+
+
+def selection_problems(
+    loaded: LoadedSettings,
+    registry: Registry,
+    points: Iterable[PointName] | None = None,
+) -> tuple[dict[tuple[str, str], BaseModel], list[ConfigError]]:
+    """:func:`resolve_selection` without raising: what resolved, and every distinct problem.
+
+    Args:
+        loaded: The first-pass settings with their provenance.
+        registry: The registry filled by the plugin host.
+        points: The extension points to resolve; ``None`` for all, plus every plugin table.
+
+    Returns:
+        ``(point, name) -> options instance`` for every selected implementation resolved, and
+        one error per distinct problem (an :class:`UnknownImplementationError` for a selected
+        name that is not installed), in the order found.
+    """
     settings = loaded.settings
     resolved: dict[tuple[str, str], BaseModel] = {}
     attempted: set[tuple[str, str]] = set()
@@ -1289,14 +1316,7 @@ def resolve_selection(
     unique: dict[str, ConfigError] = {}
     for problem in problems:
         unique.setdefault(str(problem), problem)
-    problems = list(unique.values())
-    if len(problems) == 1:
-        raise problems[0]
-    if problems:
-        raise ConfigError(
-            f"{len(problems)} configuration problems:\n- " + "\n- ".join(str(p) for p in problems)
-        )
-    return resolved
+    return resolved, list(unique.values())
 
 
 def _check_plugin_tables(

@@ -282,3 +282,21 @@ def test_bbq_replays_real_answers_and_its_counterfactual_is_the_data(
         assert request["frozen"]["sha256"] in trace
     # bbq calibrates at 0.10, not calibrate's default 0.05: the printed command must say so
     assert reproduce_calibration(out, monkeypatch)["target_false_halt_rate"] == 0.1
+
+
+def test_demo_lists_each_configuration_problem_once_before_writing(
+    isolated_config: Path, tmp_path: Path
+) -> None:
+    (isolated_config / "typo.toml").write_text(
+        '[intervention]\nskeptics = ["empirical-auditor", "contrarain"]\nretriever = "kewyord"\n'
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["demo", "--quick", "-c", "typo.toml", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error: 2 configuration problems:\n")
+    bullets = [line for line in result.stderr.splitlines() if line.startswith("- ")]
+    assert [b.split(" (")[0] for b in bullets] == [
+        "- skeptic 'contrarain'",
+        "- retriever 'kewyord'",
+    ]
+    assert not out.exists()
