@@ -580,18 +580,21 @@ class Settings(BaseSettings):
 
         Implementation names are lower-kebab, so an underscore in a table name can only mean a
         hyphen — the only spelling a shell can export (``BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__
-        MODEL``). Two spellings of one name in one source are an error.
+        MODEL``). :func:`load_settings` renames the tables of each source before the sources
+        merge (so they merge key by key); this covers ``Settings(...)`` built directly. Two
+        spellings of one name in one mapping are an error.
         """
         if not isinstance(value, Mapping):
             return value
         out: dict[Any, Any] = {}
+        spelled: dict[Any, Any] = {}
         for key, table in value.items():
             name = plugin_table_name(key) if isinstance(key, str) else key
             if name in out:
                 raise ValueError(
-                    f"[plugin.{name}] is given twice (as {key!r} and another spelling); keep one"
+                    f"[plugin.{name}] is given twice (as {spelled[name]!r} and {key!r}); keep one"
                 )
-            out[name] = table
+            out[name], spelled[name] = table, key
         return out
 
     @classmethod
@@ -651,7 +654,7 @@ def _file_layers(config_file: Path | None, cwd: Path) -> list[tuple[str, dict[st
                     f"pyproject.toml: [tool.biasbreaker] must be a table, got {data!r}"
                 )
             layers.append(("pyproject.toml [tool.biasbreaker]", data))
-    return layers
+    return [(label, _kebab_plugin_tables(data, label)) for label, data in layers]
 
 
 def _leaves(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:
@@ -666,19 +669,40 @@ def _leaves(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[t
 def _env_layer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The settings found in the environment, nested by ``__``, values as raw strings.
 
+    See :func:`_scan_env`, which also says which variable set each value.
+    """
+    return _scan_env(environ)[0]
+
+
+def _scan_env(
+    environ: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The environment's settings and the variable that set each of them.
+
+    Names are matched case-insensitively; a plugin name may be written with ``_`` or ``-``
+    for its hyphens (``BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__MODEL`` and
+    ``BIASBREAKER_PLUGIN__OPENAI-COMPATIBLE__MODEL`` both set ``plugin.openai-compatible.model``),
+    so the table is keyed by its canonical lower-kebab name and merges key by key with the same
+    table from a file.
+
+    Returns:
+        The settings nested by ``__`` (values as raw strings), and dotted canonical key path →
+        the name of the variable that set it.
+
     Raises:
         ConfigError: A variable sets a key below another variable's value
-            (``BIASBREAKER_PROBE='{...}'`` together with ``BIASBREAKER_PROBE__K=3``).
+            (``BIASBREAKER_PROBE='{...}'`` together with ``BIASBREAKER_PROBE__K=3``), or two
+            variables set the same key (two spellings or letter cases of one name).
     """
     env = os.environ if environ is None else environ
     nested: dict[str, Any] = {}
     owner: dict[tuple[str, ...], str] = {}
     found = [
-        (var, tuple(var[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER)), raw)
+        (var, _canonical_parts(var[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER)), raw)
         for var, raw in env.items()
         if var.upper().startswith(ENV_PREFIX) and var.upper() not in NON_SETTINGS_ENV
     ]
-    for var, parts, raw in sorted(found, key=lambda f: (len(f[1]), f[1])):
+    for var, parts, raw in sorted(found, key=lambda f: (len(f[1]), f[1], f[0])):
         node = nested
         for depth, part in enumerate(parts[:-1], 1):
             child = node.setdefault(part, {})
@@ -688,13 +712,51 @@ def _env_layer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
                     f"{'.'.join(parts[:depth])}; keep one of them"
                 )
             node = child
+        if parts in owner:
+            raise ConfigError(
+                f"environment variables {owner[parts]} and {var} both set {'.'.join(parts)} "
+                f"(two spellings of one name); keep one of them, e.g. {_env_var('.'.join(parts))}"
+            )
         node[parts[-1]] = raw
         owner[parts] = var
-    return nested
+    return nested, {".".join(parts): var for parts, var in owner.items()}
+
+
+def _canonical_parts(parts: Sequence[str]) -> tuple[str, ...]:
+    """A key path with its plugin table name (``plugin.<name>...``) in lower-kebab form."""
+    out = list(parts)
+    if len(out) >= 2 and out[0] == "plugin":
+        out[1] = plugin_table_name(out[1])
+    return tuple(out)
+
+
+def _kebab_plugin_tables(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``data`` with its ``[plugin.<name>]`` tables keyed by their lower-kebab names.
+
+    Done per source before the sources merge, so ``[plugin.openai_compatible]`` in one source
+    and ``[plugin.openai-compatible]`` in another are one table, merged key by key.
+
+    Raises:
+        ConfigError: One source gives a table under two spellings of one name.
+    """
+    plugin = data.get("plugin")
+    if not isinstance(plugin, Mapping):
+        return dict(data)
+    tables: dict[Any, Any] = {}
+    spelled: dict[Any, Any] = {}
+    for key, table in plugin.items():
+        name = plugin_table_name(key) if isinstance(key, str) else key
+        if name in tables:
+            raise ConfigError(
+                f"{where}: [plugin.{name}] is given twice (as {spelled[name]!r} and {key!r}); "
+                "keep one"
+            )
+        tables[name], spelled[name] = table, key
+    return {**data, "plugin": tables}
 
 
 def _env_var(path: str) -> str:
-    """The environment variable that sets dotted ``path`` (hyphens become underscores)."""
+    """The variable that sets dotted ``path``, as documented (hyphens written ``_``)."""
     return ENV_PREFIX + ENV_DELIMITER.join(p.upper().replace("-", "_") for p in path.split("."))
 
 
@@ -729,11 +791,12 @@ _SEQUENCES = (list, tuple, set, frozenset, Sequence)
 _SCALARS = (str, int, float, Path)
 
 
-def _decode_env_value(annotation: Any, raw: str, path: str) -> Any:
+def _decode_env_value(annotation: Any, raw: str, path: str, var: str | None = None) -> Any:
     """Decode one environment string for a field of type ``annotation``.
 
     Scalars stay strings (pydantic coerces them). A list of scalars is a JSON list or
     comma-separated values (``lexical,sentiment``); a table or a list of tables is JSON.
+    ``var`` is the variable that set it, named in errors (default: the documented spelling).
 
     Raises:
         ConfigError: The value is not the JSON the field needs; the message names the
@@ -745,7 +808,7 @@ def _decode_env_value(annotation: Any, raw: str, path: str) -> Any:
         (k for k in kinds if get_origin(k) in (dict, Mapping) or _model_in(k) is not None),
         None,
     )
-    var = _env_var(path)
+    var = var or _env_var(path)
     if sequence is not None:
         args = get_args(sequence)
         scalar_items = bool(args) and all(
@@ -970,9 +1033,21 @@ class LoadedSettings:
         """Where the value at dotted ``path`` came from (``"default"`` if nowhere)."""
         return _source_for(path, self.provenance)
 
-    def rows(self) -> list[tuple[str, Any, str]]:
-        """Every effective leaf value as (dotted key, value, source), sorted by key."""
+    def rows(
+        self, typed: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> list[tuple[str, Any, str]]:
+        """Every effective leaf value as (dotted key, value, source), sorted by key.
+
+        Args:
+            typed: Plugin name → option values as its plugin's options model validated them
+                (:func:`typed_plugin_tables`); they replace the raw values of those keys, so an
+                option set from the environment shows as ``6``, not ``"6"``.
+        """
         dumped = self.settings.model_dump(mode="json")
+        for name, values in (typed or {}).items():
+            table = dumped.get("plugin", {}).get(name)
+            if isinstance(table, dict):
+                table.update({k: v for k, v in values.items() if k in table})
         rows = []
         for key, value in _leaves(dumped):
             if key == "plugin" and value == {}:
@@ -1029,15 +1104,15 @@ def load_settings(
         Path(config_file) if config_file is not None else None,
         Path(cwd) if cwd is not None else Path.cwd(),
     )
-    args = dict(overrides or {})
-    env = _env_layer()
+    args = _kebab_plugin_tables(overrides or {}, "argument")
+    env, variables = _scan_env()
     layers: list[tuple[str, dict[str, Any]]] = [("argument", args), ("env", env), *files]
     provenance: dict[str, str] = {}
     for label, data in reversed(layers):
         for key, _ in _leaves(data):
-            source = f"env {_env_var(key)}" if label == "env" else label
+            source = f"env {variables[key]}" if label == "env" else label
             provenance[_canonical_path(key)] = source
-    _check_env_names(env)
+    _check_env_names(env, variables)
     ctx = _LoadContext(env=_decode_env(env), files=tuple(files))
     labels = tuple(label for label, _ in files)
     typed: list[tuple[str, str]] = []
@@ -1057,12 +1132,16 @@ def load_settings(
     return LoadedSettings(settings, provenance, labels)
 
 
-def _check_env_names(env: Mapping[str, Any]) -> None:
+def _check_env_names(env: Mapping[str, Any], variables: Mapping[str, str]) -> None:
     known = set(Settings.model_fields)
     for key in env:
         if key not in known:
+            var = min(
+                (v for k, v in variables.items() if k == key or k.startswith(key + ".")),
+                default=_env_var(key),
+            )
             raise ConfigError(
-                f"unknown environment variable {_env_var(key)}: no setting {key!r}; "
+                f"unknown environment variable {var}: no setting {key!r}; "
                 f"settings are {', '.join(sorted(known))} (nest keys with '__', e.g. "
                 "BIASBREAKER_BREAKER__TAU_ENTER)"
             )
@@ -1174,6 +1253,33 @@ def resolve_selection(
             no installed implementation or fails its plugin's options model (key path, value
             and reason); several problems are reported together in one error.
     """
+    resolved, problems = selection_problems(loaded, registry, points)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ConfigError(
+            f"{len(problems)} configuration problems:\n- " + "\n- ".join(str(p) for p in problems)
+        )
+    return resolved
+
+
+def selection_problems(
+    loaded: LoadedSettings,
+    registry: Registry,
+    points: Iterable[PointName] | None = None,
+) -> tuple[dict[tuple[str, str], BaseModel], list[ConfigError]]:
+    """:func:`resolve_selection` without raising: what resolved, and every distinct problem.
+
+    Args:
+        loaded: The first-pass settings with their provenance.
+        registry: The registry filled by the plugin host.
+        points: The extension points to resolve; ``None`` for all, plus every plugin table.
+
+    Returns:
+        ``(point, name) -> options instance`` for every selected implementation resolved, and
+        one error per distinct problem (an :class:`UnknownImplementationError` for a selected
+        name that is not installed), in the order found.
+    """
     settings = loaded.settings
     resolved: dict[tuple[str, str], BaseModel] = {}
     attempted: set[tuple[str, str]] = set()
@@ -1210,14 +1316,7 @@ def resolve_selection(
     unique: dict[str, ConfigError] = {}
     for problem in problems:
         unique.setdefault(str(problem), problem)
-    problems = list(unique.values())
-    if len(problems) == 1:
-        raise problems[0]
-    if problems:
-        raise ConfigError(
-            f"{len(problems)} configuration problems:\n- " + "\n- ".join(str(p) for p in problems)
-        )
-    return resolved
+    return resolved, list(unique.values())
 
 
 def _check_plugin_tables(
@@ -1247,6 +1346,32 @@ def _check_plugin_tables(
     return problems
 
 
+def typed_plugin_tables(loaded: LoadedSettings, registry: Registry) -> dict[str, dict[str, Any]]:
+    """Each ``[plugin.<name>]`` table's values as its plugin's options model types them.
+
+    A table whose name matches no installed implementation, or that fails validation, is left
+    out (its raw values stand; ``biasbreaker config --check`` reports why).
+
+    Args:
+        loaded: The first-pass settings with their provenance.
+        registry: The registry filled by the plugin host.
+
+    Returns:
+        Plugin name → {option: validated value in JSON form} for the options the table sets.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, table in loaded.settings.plugin.items():
+        for impl in registry.by_name(name):
+            try:
+                options = _validate_options(loaded, impl.point, name, impl.options, impl.origin)
+            except ConfigError:
+                continue
+            values = options.model_dump(mode="json")
+            out[name] = {k: values[k] for k in table if k in values}
+            break
+    return out
+
+
 def _validate_options(
     loaded: LoadedSettings,
     point: str,
@@ -1267,7 +1392,9 @@ def _validate_options(
         source = _source_for(".".join((*prefix, str(key))), loaded.provenance)
         annotation = _child_annotation(model, str(key))
         if isinstance(value, str) and source.startswith("env ") and annotation is not None:
-            data[key] = _decode_env_value(annotation, value, ".".join((*prefix, str(key))))
+            data[key] = _decode_env_value(
+                annotation, value, ".".join((*prefix, str(key))), source.removeprefix("env ")
+            )
     typed = _file_type_problems(data, model, prefix, loaded.provenance, loaded.files)
     problems = [line for _, line in typed]
     seen = {path for path, _ in typed}

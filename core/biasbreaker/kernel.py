@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -22,8 +22,14 @@ from biasbreaker.config import (
     load_settings,
     resolve_selection,
     selection,
+    selection_problems,
 )
-from biasbreaker.errors import BiasbreakerError, ConfigError, PluginError
+from biasbreaker.errors import (
+    BiasbreakerError,
+    ConfigError,
+    PluginError,
+    UnknownImplementationError,
+)
 from biasbreaker.llm import LLMClient
 from biasbreaker.plugins import PluginHost
 from biasbreaker.registry import EXTENSION_POINTS, POINTS, PointName, Registry
@@ -84,24 +90,28 @@ class Kernel:
 
         Returns:
             One message per distinct problem, each naming where the failing setting comes
-            from; empty when building would succeed.
+            from; empty when building would succeed. A problem that :meth:`check` finds is
+            listed once, not again when building something that needs it fails because of it.
         """
         from biasbreaker.intervention.madera import Madera
         from biasbreaker.intervention.panel import SkepticPanel
         from biasbreaker.probe import build_probe
 
         problems: dict[str, str] = {}
-        try:
-            self.check()
-        except BiasbreakerError as exc:
-            problems[str(exc)] = str(exc)
+        for problem in selection_problems(self.loaded, self.registry)[1]:
+            message = str(problem)
+            if isinstance(problem, UnknownImplementationError):
+                message = self._with_failures(message)  # a failed plugin may be why
+            problems[str(problem)] = message
+        unresolved: set[str] = set()  # the same problems, as one point's resolution raises them
         try:
             # the LLM client first: other factories build it through context.llm()
             for point in sorted(EXTENSION_POINTS, key=lambda p: p.name != "llm_client"):
                 try:
                     self._resolve([point.name])
-                except BiasbreakerError:
-                    continue  # reported by check() above
+                except BiasbreakerError as exc:
+                    unresolved.add(str(exc))
+                    continue  # listed above
                 selected_by = point.selected_by
                 for name in self.selected(point.name):
                     where = f"selected by {selected_by} ({self.loaded.source_of(selected_by)})"
@@ -111,7 +121,8 @@ class Kernel:
                     try:
                         self.build(point.name, name)
                     except BiasbreakerError as exc:
-                        problems.setdefault(str(exc), f"{exc} [{where}{self._mentioned(exc)}]")
+                        if not _caused_by(exc, problems.keys() | unresolved):
+                            problems.setdefault(str(exc), f"{exc} [{where}{self._mentioned(exc)}]")
             assemblies: tuple[tuple[str, str, Callable[[Kernel], object]], ...] = (
                 ("the probe", "probe", build_probe),
                 ("the skeptic panel", "intervention", SkepticPanel.from_context),
@@ -121,6 +132,8 @@ class Kernel:
                 try:
                     assemble(self)
                 except BiasbreakerError as exc:
+                    if _caused_by(exc, problems.keys() | unresolved):
+                        continue  # e.g. an unknown skeptic, listed once above
                     source = self.loaded.source_of(section)
                     problems.setdefault(
                         str(exc),
@@ -279,3 +292,15 @@ class Kernel:
                 f"{type(client).__name__}, which lacks model/complete/aclose of LLMClient"
             )
         return client
+
+
+def _caused_by(exc: BaseException, messages: Collection[str]) -> bool:
+    """Whether ``exc`` or an exception it was raised from or during has one of ``messages``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if str(current) in messages:
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

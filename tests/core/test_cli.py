@@ -269,6 +269,76 @@ def test_config_check_reports_an_invalid_plugin_table_once(isolated_config: Path
     assert result.stderr.count("plugin.lexical.metric") == 1
 
 
+def _bullets(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("- ")]
+
+
+def test_config_check_lists_each_problem_once_with_the_right_count(isolated_config: Path) -> None:
+    (isolated_config / "typo.toml").write_text(
+        '[intervention]\nskeptics = ["empirical-auditor", "contrarain"]\nretriever = "kewyord"\n'
+    )
+    result = runner.invoke(app, ["config", "--check", "-c", "typo.toml"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error: 2 problems:\n")
+    bullets = _bullets(result.stderr)
+    assert len(bullets) == 2, result.stderr
+    assert bullets[0].startswith("- skeptic 'contrarain' (typo.toml: intervention.skeptics)")
+    assert bullets[1].startswith("- retriever 'kewyord' (typo.toml: intervention.retriever)")
+    assert "configuration problems" not in result.stderr
+    # a problem found only by building (the probe's axis) is listed next to them, once
+    (isolated_config / "typo.toml").write_text(
+        '[intervention]\nskeptics = ["contrarion", "contrarain"]\n[probe]\naxes = ["gendr"]\n'
+    )
+    result = runner.invoke(app, ["config", "--check", "-c", "typo.toml"])
+    assert result.stderr.startswith("error: 3 problems:\n")
+    bullets = _bullets(result.stderr)
+    assert [b.split(" (")[0] for b in bullets] == [
+        "- skeptic 'contrarion'",
+        "- skeptic 'contrarain'",
+        "- [probe] term lists: probe axis 'gendr' is not known; known axes: age, disability, "
+        "gender, nationality, race, religion, sexual-orientation. Check the spelling or add a "
+        "term file for it. [building the probe; [probe]: typo.toml]",
+    ]
+    # without --check, config shows the configuration as read: the names are not looked up
+    result = runner.invoke(app, ["config", "-c", "typo.toml"])
+    assert result.exit_code == 0, result.output
+
+
+def test_config_check_with_a_broken_plugin_counts_each_problem_once(
+    fake_plugin_dist: Any, isolated_config: Path
+) -> None:
+    fake_plugin_dist(
+        "bb-nu3",
+        version="0.1",
+        entry_points={"nu3": "bb_cli_nu3"},
+        modules={"bb_cli_nu3": "raise ImportError('needs numpy 9')\n"},
+    )
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[intervention]\nskeptics = ["empirical-auditor", "contrarian"]\naggregator = "nu3-agg"\n'
+        'retriever = "nu3-retr"\n[plugin.contrarian]\ndecision = "revise"\n'
+        "[plugin.nu3-retr]\ntop_k = 2\n"
+    )
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 1, result.output
+    assert "error: 5 problems:" in result.stderr
+    bullets = _bullets(result.stderr)
+    assert sorted(b.split(" (")[0] for b in bullets) == [
+        "- [plugin.contrarian]",
+        "- [plugin.nu3-retr]",
+        "- aggregator 'nu3-agg'",
+        "- retriever 'nu3-retr'",
+        "- skeptic 'contrarian'",
+    ]
+    # an unknown name says a plugin failed to load, which may be why
+    notes = [b for b in bullets if "Note: some plugins failed to load" in b]
+    assert sorted(b.split(" (")[0] for b in notes) == [
+        "- aggregator 'nu3-agg'",
+        "- retriever 'nu3-retr'",
+        "- skeptic 'contrarian'",
+    ]
+    assert "warning: plugin 'nu3'" in result.stderr
+
+
 def test_env_list_error_is_a_clean_error_on_every_command(
     isolated_config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

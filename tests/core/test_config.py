@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasbreaker.config import Settings, load_settings
+from biasbreaker.config import Settings, load_settings, typed_plugin_tables
 from biasbreaker.errors import ConfigError
 from biasbreaker.hookspecs import hookimpl
 
@@ -257,6 +257,98 @@ def test_plugin_table_names_from_the_shell_use_underscores_for_hyphens(
         load_settings(
             overrides={"plugin": {"openai_compatible": {"model": "a"}, "openai-compatible": {}}}
         )
+
+
+# --- a hyphenated plugin's options from the environment (new-user report 2, bug 2) -------
+
+
+@pytest.mark.parametrize(
+    "var",
+    [
+        "BIASBREAKER_PLUGIN__STRICT_RT__TOP_K",  # the documented spelling (`export` accepts it)
+        "BIASBREAKER_PLUGIN__STRICT-RT__TOP_K",  # the plugin's own hyphen (`env` accepts it)
+        "biasbreaker_plugin__Strict_Rt__top_k",  # names are matched case-insensitively
+    ],
+)
+@pytest.mark.parametrize("with_table", [True, False], ids=["with-table", "without-table"])
+def test_an_env_variable_overrides_one_key_of_a_hyphenated_plugin_table(
+    register_plugin: Any,
+    make_kernel: Any,
+    isolated_config: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    var: str,
+    with_table: bool,
+) -> None:
+    register_plugin(StrictPlugin(), name="strict-rt", distribution="bb-strict", version="1")
+    table = '[plugin.strict-rt]\ntop_k = 2\nendpoint = "x"\n' if with_table else ""
+    _write(
+        isolated_config / "biasbreaker.toml", f'[intervention]\nretriever = "strict-rt"\n{table}'
+    )
+    if not with_table:
+        monkeypatch.setenv("BIASBREAKER_PLUGIN__STRICT_RT__ENDPOINT", "y")
+    monkeypatch.setenv(var, "6")
+    kernel = make_kernel()
+    loaded = kernel.loaded
+    assert loaded.settings.plugin["strict-rt"]["top_k"] == "6"  # raw until the plugin's model
+    assert loaded.source_of("plugin.strict-rt.top_k") == f"env {var}"  # the variable set
+    endpoint = loaded.source_of("plugin.strict-rt.endpoint")
+    assert endpoint == (
+        "biasbreaker.toml" if with_table else "env BIASBREAKER_PLUGIN__STRICT_RT__ENDPOINT"
+    )
+    options = kernel.build("retriever")
+    assert options == StrictOptions(top_k=6, endpoint="x" if with_table else "y")
+    rows = {k: (v, s) for k, v, s in loaded.rows(typed_plugin_tables(loaded, kernel.registry))}
+    assert rows["plugin.strict-rt.top_k"] == (6, f"env {var}")  # typed like the option
+    assert rows["plugin.strict-rt.endpoint"][0] == ("x" if with_table else "y")
+
+
+def test_typed_plugin_tables_leave_an_invalid_table_raw(
+    register_plugin: Any, make_kernel: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_plugin(StrictPlugin(), name="strict-rt")
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__STRICT_RT__TOP_K", "many")
+    kernel = make_kernel({"plugin": {"strict-rt": {"endpoint": "x"}}, "seed": 1})
+    assert typed_plugin_tables(kernel.loaded, kernel.registry) == {}
+    rows = {
+        k: v for k, v, _ in kernel.loaded.rows(typed_plugin_tables(kernel.loaded, kernel.registry))
+    }
+    assert rows["plugin.strict-rt.top_k"] == "many"  # as given: `config --check` says why
+
+
+def test_one_key_under_two_spellings_is_an_error_naming_both(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__MAX_RETRIES", "5")
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__OPENAI-COMPATIBLE__MODEL", "m")
+    loaded = load_settings()  # different keys under two spellings merge into one table
+    assert loaded.settings.plugin == {"openai-compatible": {"max_retries": "5", "model": "m"}}
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__OPENAI-COMPATIBLE__MAX_RETRIES", "6")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert "BIASBREAKER_PLUGIN__OPENAI-COMPATIBLE__MAX_RETRIES and " in message
+    assert "BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__MAX_RETRIES both set" in message
+    assert "plugin.openai-compatible.max_retries" in message
+
+
+def test_plugin_tables_merge_across_files_whatever_their_spelling(
+    isolated_config: Path, tmp_path: Path
+) -> None:
+    _write(isolated_config / "biasbreaker.toml", "[plugin.openai_compatible]\nmax_retries = 1\n")
+    explicit = _write(tmp_path / "x.toml", '[plugin.openai-compatible]\nmodel = "m"\n')
+    loaded = load_settings(explicit)
+    assert loaded.settings.plugin == {"openai-compatible": {"max_retries": 1, "model": "m"}}
+    assert loaded.source_of("plugin.openai-compatible.max_retries") == "biasbreaker.toml"
+    both = _write(
+        tmp_path / "both.toml",
+        '[plugin.openai_compatible]\nmodel = "a"\n[plugin.openai-compatible]\nmodel = "b"\n',
+    )
+    with pytest.raises(ConfigError) as info:
+        load_settings(both)
+    assert str(info.value) == (
+        f"{both}: [plugin.openai-compatible] is given twice (as 'openai_compatible' and "
+        "'openai-compatible'); keep one"
+    )
 
 
 def test_config_rows_never_show_secrets(isolated_config: Path) -> None:

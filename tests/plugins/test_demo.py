@@ -318,3 +318,21 @@ def test_a_plugin_failure_is_warned_about_once_before_the_configuration_is_check
         error
     )
     assert "ValueError('hook raised')" in error and "needs numpy 9" in error
+
+
+def test_demo_lists_each_configuration_problem_once_before_writing(
+    isolated_config: Path, tmp_path: Path
+) -> None:
+    (isolated_config / "typo.toml").write_text(
+        '[intervention]\nskeptics = ["empirical-auditor", "contrarain"]\nretriever = "kewyord"\n'
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["demo", "--quick", "-c", "typo.toml", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error: 2 configuration problems:\n")
+    bullets = [line for line in result.stderr.splitlines() if line.startswith("- ")]
+    assert [b.split(" (")[0] for b in bullets] == [
+        "- skeptic 'contrarain'",
+        "- retriever 'kewyord'",
+    ]
+    assert not out.exists()

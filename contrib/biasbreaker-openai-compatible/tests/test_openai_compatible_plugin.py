@@ -279,3 +279,40 @@ def test_config_check_builds_the_client_without_calling_it(
     result = CliRunner().invoke(app, ["config", "--check"])
     assert result.exit_code == 0, result.output
     assert openai_server.chat_calls == []  # built and closed, never asked anything
+
+
+@pytest.mark.parametrize(
+    "var",
+    [
+        "BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__MAX_RETRIES",  # the spelling `export` accepts
+        "BIASBREAKER_PLUGIN__OPENAI-COMPATIBLE__MAX_RETRIES",  # the plugin's hyphen, via `env`
+    ],
+)
+def test_an_env_variable_overrides_one_option_of_the_toml_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in [v for v in os.environ if v.startswith("BIASBREAKER_")]:
+        monkeypatch.delenv(name)
+    _write_config(
+        tmp_path,
+        """
+        [llm]
+        client = "openai-compatible"
+        [plugin.openai-compatible]
+        model = "tiny"
+        max_retries = 1
+        """,
+    )
+    monkeypatch.setenv(var, "5")
+    result = CliRunner().invoke(app, ["config", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["key"]: r for r in json.loads(result.stdout)}
+    assert rows["plugin.openai-compatible.max_retries"] == {
+        "key": "plugin.openai-compatible.max_retries",
+        "value": 5,
+        "source": f"env {var}",
+    }
+    assert rows["plugin.openai-compatible.model"]["source"] == "biasbreaker.toml"
+    kernel = Kernel.load()
+    assert kernel.options("llm_client", "openai-compatible").model_dump()["max_retries"] == 5

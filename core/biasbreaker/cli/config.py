@@ -17,7 +17,7 @@ from biasbreaker.cli._common import (
     load_kernel,
     stdout,
 )
-from biasbreaker.config import dump_value
+from biasbreaker.config import dump_value, typed_plugin_tables
 
 
 def config(
@@ -42,7 +42,7 @@ def config(
             fail(problems[0])
         if problems:
             fail(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
-    rows = kernel.loaded.rows()
+    rows = kernel.loaded.rows(typed_plugin_tables(kernel.loaded, kernel.registry))
     if as_json:
         typer.echo(json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2))
     else:
