@@ -28,7 +28,6 @@ from biasbreaker.errors import (
     BiasbreakerError,
     ConfigError,
     PluginError,
-    UnknownImplementationError,
 )
 from biasbreaker.llm import LLMClient
 from biasbreaker.plugins import PluginHost
@@ -99,10 +98,8 @@ class Kernel:
 
         problems: dict[str, str] = {}
         for problem in selection_problems(self.loaded, self.registry)[1]:
-            message = str(problem)
-            if isinstance(problem, UnknownImplementationError):
-                message = self._with_failures(message)  # a failed plugin may be why
-            problems[str(problem)] = message
+            # an unknown name's message already names any plugin that failed or is disabled
+            problems[str(problem)] = str(problem)
         unresolved: set[str] = set()  # the same problems, as one point's resolution raises them
         try:
             # the LLM client first: other factories build it through context.llm()

@@ -330,7 +330,7 @@ def test_config_check_with_a_broken_plugin_counts_each_problem_once(
         "- skeptic 'contrarian'",
     ]
     # an unknown name says a plugin failed to load, which may be why
-    notes = [b for b in bullets if "Note: some plugins failed to load" in b]
+    notes = [b for b in bullets if "Some plugins failed and provide nothing" in b]
     assert sorted(b.split(" (")[0] for b in notes) == [
         "- aggregator 'nu3-agg'",
         "- retriever 'nu3-retr'",
