@@ -676,6 +676,7 @@ class _FileRuns:
         self.traces = 0
         self.skipped = 0
         self.run_key: tuple[str, int] | None = None  # ("run" or "seed", first line)
+        self.dot_steps: dict[str, tuple[int, int]] = {}  # DoT run -> (last step, its line)
 
     def fail(self, number: int, message: str) -> InputError:
         return InputError(f"{self.file}:{number}: {message}")
@@ -751,7 +752,20 @@ class _FileRuns:
         if not isinstance(scores, dict):
             raise self.fail(number, "DoT record needs 'scores', an object of node -> score")
         checked = {n: self.value(number, f"scores[{n!r}]", v) for n, v in scores.items()}
-        self.add(number, f"dot {preset} seed={seed}", record, checked.get(node))
+        name = f"dot {preset} seed={seed}"
+        step = record.get("step")
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise self.fail(number, f"DoT record step={step!r} must be an integer >= 0")
+        last = self.dot_steps.get(name)
+        if last is not None and step <= last[0]:
+            raise self.fail(
+                number,
+                f"DoT record {preset!r} seed {seed} step {step} follows step {last[0]} (line "
+                f"{last[1]}) of the same run: the file holds one simulation twice, or two with "
+                "the same preset and seed; give each simulation its own --seed",
+            )
+        self.dot_steps[name] = (step, number)
+        self.add(number, name, record, checked.get(node))
 
     def step_record(self, number: int, record: dict[str, Any]) -> None:
         unknown = sorted(set(record) - set(STEP_RECORD_KEYS))
@@ -826,6 +840,8 @@ def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
       of different runs may interleave;
     - **DoT harness records** (``biasbreaker simulate --trajectory``, ``"schema":
       "biasbreaker.dot/1"``), one run per preset and seed; the own score is ``scores[node]``.
+      A run's steps must increase: the same simulation twice (or two with the same preset and
+      seed) is refused, not merged into one longer run.
 
     Steps whose ``fast`` or ``slow`` is ``null`` (nothing scored yet) are skipped and counted.
     Every value must be a finite number in [0, 1]. A last line without its newline that is not

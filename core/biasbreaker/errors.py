@@ -28,13 +28,17 @@ class PluginError(BiasbreakerError):
 
 
 class PluginLoadError(PluginError):
-    """A plugin's entry point failed to import or register.
+    """A plugin's entry point failed to import, or the plugin failed to register.
+
+    Failing to register means one of its hooks raised, or it passed ``register`` an invalid
+    name, options model or factory; a plugin that fails so provides no implementation at all.
 
     Attributes:
         plugin: The entry-point name of the plugin.
         distribution: The distribution that declares the entry point, or ``None`` if unknown.
         version: The distribution's version, or ``None`` if unknown.
-        original: The exception raised while loading.
+        original: The exception raised while loading or registering.
+        problem: What the plugin did wrong while registering (``""`` for an import failure).
     """
 
     def __init__(
@@ -45,18 +49,27 @@ class PluginLoadError(PluginError):
         original: BaseException,
         *,
         target: str = "",
+        problem: str = "",
     ) -> None:
         self.plugin = plugin
         self.distribution = distribution
         self.version = version
         self.original = original
         self.target = target
+        self.problem = problem
         where = target or plugin
         dist = f"from {distribution} {version}" if distribution else "from an unknown distribution"
-        super().__init__(
-            f"plugin {plugin!r} ({where}, {dist}) failed to load: {original!r}. "
-            f"Reinstall or upgrade it, or block it with BIASBREAKER_DISABLE_PLUGINS={plugin}."
-        )
+        if problem:
+            super().__init__(
+                f"plugin {plugin!r} ({where}, {dist}) failed to register, so none of its "
+                f"implementations is available: {problem}. Upgrade it or report it to its "
+                f"authors, or block it with BIASBREAKER_DISABLE_PLUGINS={plugin}."
+            )
+        else:
+            super().__init__(
+                f"plugin {plugin!r} ({where}, {dist}) failed to load: {original!r}. "
+                f"Reinstall or upgrade it, or block it with BIASBREAKER_DISABLE_PLUGINS={plugin}."
+            )
 
 
 class DuplicateImplementationError(PluginError):

@@ -43,7 +43,10 @@ class Kernel:
         host: A plugin host whose plugins are loaded.
 
     Raises:
-        PluginError: If a plugin's registration hook misbehaves.
+        PluginLoadError: With a strict host, a plugin failed to register (its hook raised, or
+            it registered an invalid name, options model or factory). A host that is not
+            strict records the failure instead (``host.failures``) and the kernel works
+            without that plugin's implementations.
     """
 
     def __init__(self, loaded: LoadedSettings, host: PluginHost) -> None:
@@ -55,12 +58,7 @@ class Kernel:
         self._built: dict[tuple[str, str], object] = {}
 
     def _resolve(self, points: list[PointName] | None) -> None:
-        try:
-            self._options.update(resolve_selection(self.loaded, self.registry, points))
-        except ConfigError as exc:
-            if not self.host.failures:
-                raise
-            raise type(exc)(self._with_failures(str(exc))) from exc
+        self._options.update(resolve_selection(self.loaded, self.registry, points))
         self._resolved.update(points if points is not None else POINTS)
 
     def check(self) -> None:
@@ -182,19 +180,12 @@ class Kernel:
 
         Raises:
             ConfigError: Invalid configuration (either pass).
-            PluginLoadError: With ``strict``, a plugin failed to load.
+            PluginLoadError: With ``strict``, a plugin failed to load or register.
         """
         loaded = load_settings(config_file, cwd=cwd, overrides=overrides)
         if host is None:
             host = PluginHost(strict=strict)
         return cls(loaded, host)
-
-    def _with_failures(self, message: str) -> str:
-        failures = self.host.failures
-        if not failures:
-            return message
-        notes = "; ".join(str(f) for f in failures)
-        return f"{message} Note: some plugins failed to load: {notes}"
 
     @property
     def settings(self) -> Settings:

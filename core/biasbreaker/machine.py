@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -493,6 +494,39 @@ class _Plan:
     episode's frozen payload (a later output held while ESCALATED)."""
 
 
+WEIGHT_SUM_TOLERANCE = 1e-6
+"""How far the Katz weights handed to :meth:`ControlMachine.step` may sum from 1."""
+
+
+def _checked_weights(
+    weights: Mapping[str, float] | None, scores: Mapping[str, float]
+) -> dict[str, float]:
+    """Validate a step's Katz weights: each finite and >= 0, summing to 1, covering the scores.
+
+    An empty or absent mapping is allowed (no weights known). Source: the weights are Katz
+    influence normalised over the graph (docs/propagation.md), so the hook's
+    ``magnitudes = w_i * b_i`` are shares of B_net.
+    """
+    if not weights:
+        return {}
+    checked = {
+        name: check_score(f"weights[{name!r}]", value) for name, value in sorted(weights.items())
+    }
+    total = math.fsum(checked.values())
+    if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
+        raise InputError(
+            f"weights sum to {total:.6g}, not 1: they are Katz weights normalised over the graph; "
+            "pass katz_influence(graph).weights, or divide each by their sum"
+        )
+    missing = sorted(set(scores) - set(checked))
+    if missing:
+        raise InputError(
+            f"local_scores name node(s) {missing} that have no weight (weights cover "
+            f"{sorted(checked)}); give every scored node's Katz weight, or no weights at all"
+        )
+    return checked
+
+
 def _derive_seed(seed: int, episode: int, attempt: int) -> int:
     digest = hashlib.sha256(f"biasbreaker/{seed}/{episode}/{attempt}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
@@ -608,7 +642,9 @@ class ControlMachine:
             node: The guarded node whose output this step checks, or ``None``.
             local_scores: Per-node local scores ``b_i`` at this step (node -> float >= 0);
                 recorded in the trace and the per-node history.
-            weights: Per-node Katz weights (node -> float >= 0), passed to the hook.
+            weights: Per-node Katz weights (node -> float >= 0) summing to 1 (within
+                1e-6) and covering every node of ``local_scores``, or ``None``/empty when
+                unknown; passed to the hook.
             payload: The node's output (JSON-like). Frozen when this step starts an
                 intervention episode; otherwise not retained (on PROCEED the caller promotes
                 it, on HALT the caller keeps it staged). In ESCALATED it is frozen into this
@@ -625,8 +661,9 @@ class ControlMachine:
         Raises:
             ScoreError: If ``fast``, ``slow`` or a local score or weight is not a finite
                 number >= 0 (the machine's state is unchanged).
-            InputError: If ``payload`` is not JSON-like when it has to be frozen, or a node
-                name is invalid (state unchanged).
+            InputError: If ``payload`` is not JSON-like when it has to be frozen, a node
+                name is invalid, or the weights do not sum to 1 or miss a scored node
+                (state unchanged).
         """
         plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input)
         result: InterventionResult | None = None
@@ -708,6 +745,7 @@ class ControlMachine:
             name: check_score(f"local_scores[{name!r}]", value)
             for name, value in sorted((local_scores or {}).items())
         }
+        checked_weights = _checked_weights(weights, scores)
         config = self._config
         thresholds = config.thresholds
         window = None if self._window is None else self._window.peek(fast)
@@ -777,7 +815,7 @@ class ControlMachine:
                 mixing_ratio=ratio,
                 thresholds=thresholds,
                 local_scores=scores,
-                weights=dict(weights or {}),
+                weights=checked_weights,
                 history={
                     **{name: tuple(values) for name, values in self._history.items()},
                     **history,

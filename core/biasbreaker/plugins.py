@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -55,8 +55,8 @@ class PluginInfo:
         distribution: The distribution declaring it, ``None`` for in-process registrations.
         version: The distribution's version, or ``None``.
         status: ``"loaded"``, ``"failed"`` or ``"disabled"``.
-        hooks: The extension points the plugin implements (empty unless loaded).
-        error: The load error, for ``status == "failed"``.
+        hooks: The extension points the plugin implements (empty if it failed to import).
+        error: The import or registration error, for ``status == "failed"``.
     """
 
     name: str
@@ -97,7 +97,8 @@ class PluginHost:
             ``BIASBREAKER_DISABLE_PLUGINS`` that matches no installed plugin (also logged).
 
     Raises:
-        PluginLoadError: With ``strict=True``, when a plugin fails to import or register.
+        PluginLoadError: With ``strict=True``, when a plugin fails to import (here) or to
+            register (:meth:`build_registry`).
     """
 
     autoload: bool = True
@@ -249,12 +250,48 @@ class PluginHost:
     def build_registry(self) -> Registry:
         """Call every extension-point hook of every loaded plugin and collect the registrations.
 
+        A plugin whose hook raises, or that passes ``register`` an invalid name, options model
+        or factory, fails as a whole: none of its registrations is kept, it is recorded as
+        ``failed`` (:attr:`failures`, ``biasbreaker plugins``) with what it did wrong, and the
+        other plugins' implementations stay available. A plugin that failed before (an earlier
+        call) is not called again.
+
         Returns:
-            The registry. Duplicate names are recorded in :attr:`Registry.conflicts`.
+            The registry. Duplicate names are recorded in :attr:`Registry.conflicts`; the
+            plugins that failed to load or register are named in its "not available" errors.
 
         Raises:
-            PluginError: A plugin registered a malformed name or options, or its hook raised.
+            PluginLoadError: With ``strict=True``, on the first plugin that fails to register.
         """
+        staged: list[Implementation[Any]] = []
+        failed: dict[str, PluginLoadError] = {}
+        hooks = Hooks(self)
+        for point in EXTENSION_POINTS:
+            for name, problem, exc in hooks.collect(point.name, staged.append, skip=failed):
+                prior = self.infos.get(name)
+                dist, version = (prior.distribution, prior.version) if prior else (None, None)
+                err = PluginLoadError(
+                    name,
+                    dist,
+                    version,
+                    exc,
+                    target=prior.target if prior else name,
+                    problem=problem,
+                )
+                err.__cause__ = exc
+                if self.strict:
+                    raise err from exc
+                log.warning("%s", err)
+                failed[name] = err
+                self.infos[name] = PluginInfo(
+                    name,
+                    prior.target if prior else name,
+                    dist,
+                    version,
+                    "failed",
+                    hooks=prior.hooks if prior else (),
+                    error=err,
+                )
         registry = Registry(
             disabled={
                 info.name: (
@@ -264,11 +301,16 @@ class PluginHost:
                 )
                 for info in self.infos.values()
                 if info.status == "disabled"
-            }
+            },
+            failed={
+                info.name: str(info.error)
+                for info in self.infos.values()
+                if info.status == "failed" and info.error is not None
+            },
         )
-        hooks = Hooks(self)
-        for point in EXTENSION_POINTS:
-            hooks.collect(point.name, registry)
+        for impl in staged:
+            if impl.plugin not in failed:
+                registry.add(impl)
         return registry
 
 
@@ -282,37 +324,59 @@ class Hooks:
     def __init__(self, host: PluginHost) -> None:
         self._host = host
 
-    def collect(self, point: PointName, registry: Registry) -> None:
-        """Let every plugin implementing ``point`` register its implementations into ``registry``.
+    def collect(
+        self,
+        point: PointName,
+        add: Callable[[Implementation[Any]], None],
+        *,
+        skip: Container[str] = (),
+    ) -> list[tuple[str, str, Exception]]:
+        """Let every plugin implementing ``point`` register its implementations through ``add``.
+
+        One plugin's failure does not stop the others. A plugin whose registration is invalid
+        fails even if its hook catches the :class:`PluginError` that ``register`` raised.
 
         Args:
             point: The extension point (hook) name.
-            registry: The registry to fill.
+            add: Receives each valid registration, in order.
+            skip: Plugin names not to call (they failed already); plugins whose status is
+                ``failed`` are skipped too.
 
-        Raises:
-            PluginError: If a hook implementation raises or registers something malformed.
+        Returns:
+            One ``(plugin, problem, exception)`` per plugin that failed in this hook: the hook
+            raised, or it passed ``register`` an invalid name, options model or factory.
+            ``problem`` says what it did wrong. Its registrations from this hook may already
+            have been passed to ``add``: the caller discards them.
         """
         caller = getattr(self._host.pm.hook, point)
+        failures: list[tuple[str, str, Exception]] = []
         for impl in caller.get_hookimpls():
             info = self._host.infos.get(impl.plugin_name)
+            if impl.plugin_name in skip or (info is not None and info.status == "failed"):
+                continue
             dist = info.distribution if info else None
             version = info.version if info else None
-            register = _bind_register(registry, point, impl.plugin_name, dist, version)
+            invalid: list[PluginError] = []
+            register = _bind_register(add, invalid, point, impl.plugin_name, dist, version)
             kwargs: dict[str, Any] = {"register": register}
             try:
                 impl.function(**{a: kwargs[a] for a in impl.argnames})
-            except PluginError:
-                raise
             except Exception as exc:
-                where = f"{dist} {version}" if dist else "not from a distribution"
-                raise PluginError(
-                    f"plugin {impl.plugin_name!r} ({where}) raised in its {point} hook: {exc!r}"
-                ) from exc
+                if invalid and exc is invalid[0]:
+                    failures.append((impl.plugin_name, str(exc), exc))
+                else:
+                    failures.append((impl.plugin_name, f"its {point} hook raised {exc!r}", exc))
+                continue
+            if invalid:
+                failures.append((impl.plugin_name, str(invalid[0]), invalid[0]))
+                continue
             log.info("plugin %s registered into %s", impl.plugin_name, point)
+        return failures
 
 
 def _bind_register(
-    registry: Registry,
+    add: Callable[[Implementation[Any]], None],
+    invalid: list[PluginError],
     point: PointName,
     plugin: str,
     dist: str | None,
@@ -327,13 +391,17 @@ def _bind_register(
         requires: Sequence[str] = (),
         install: str = "",
     ) -> None:
-        check_registration(plugin, point, name, options, requires, install)
-        if not callable(factory):
-            raise PluginError(
-                f"plugin {plugin!r} registered {point} {name!r} with a factory that is not "
-                f"callable: {factory!r}"
-            )
-        registry.add(
+        try:
+            check_registration(plugin, point, name, options, requires, install)
+            if not callable(factory):
+                raise PluginError(
+                    f"plugin {plugin!r} registered {point} {name!r} with a factory that is not "
+                    f"callable: {factory!r}"
+                )
+        except PluginError as exc:
+            invalid.append(exc)
+            raise
+        add(
             Implementation(
                 point,
                 name,

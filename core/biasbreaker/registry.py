@@ -241,9 +241,12 @@ class Registry:
     Args:
         disabled: Plugins blocked by ``BIASBREAKER_DISABLE_PLUGINS`` (name → origin), named
             when a selected implementation is not available.
+        failed: Plugins that failed to import or to register (name → the failure's message),
+            named when a selected implementation is not available.
     """
 
     disabled: Mapping[str, str] = field(default_factory=dict)
+    failed: Mapping[str, str] = field(default_factory=dict)
     _by_point: dict[str, dict[str, Implementation[Any]]] = field(default_factory=dict)
     _by_plugin: dict[str, list[Implementation[Any]]] = field(default_factory=dict)
     _conflicts: dict[tuple[str, str], list[Implementation[Any]]] = field(default_factory=dict)
@@ -325,19 +328,35 @@ class Registry:
         return impl
 
     def unknown_message(self, point: PointName, name: str, where: str | None) -> str:
-        """The message for an unknown name: what is installed, and the likely fix."""
+        """The message for an unknown name: what is installed, and the likely fix.
+
+        Plugins that are disabled, or that failed to import or register, are named: the
+        implementation may be one of theirs.
+        """
         installed = self._by_point.get(point, {})
         listing = ", ".join(f"{n} ({installed[n].origin})" for n in sorted(installed)) or "none"
         loc = f" ({where})" if where else ""
-        head = f"{point} {name!r}{loc} is not available; installed: {listing}."
+        parts = [f"{point} {name!r}{loc} is not available; installed: {listing}."]
+        if self.failed:
+            failures = " ".join(msg for _, msg in sorted(self.failed.items()))
+            parts.append(
+                f"Some plugins failed and provide nothing: {failures} If {name!r} comes from "
+                "one of them, fix or upgrade that plugin, or select another implementation."
+            )
         if self.disabled:
             plugins = ", ".join(f"{p} ({o})" for p, o in sorted(self.disabled.items()))
-            return (
-                f"{head} {_DISABLE_ENV} disables plugin(s) {plugins}: if {name!r} comes from "
-                f"one of them, remove it from {_DISABLE_ENV}; otherwise install the plugin that "
-                "provides it (`biasbreaker plugins` lists what is installed)."
+            parts.append(
+                f"{_DISABLE_ENV} disables plugin(s) {plugins}: if {name!r} comes from "
+                f"one of them, remove it from {_DISABLE_ENV}."
             )
-        return f"{head} Is its plugin installed? `biasbreaker plugins` lists what is."
+        if self.failed or self.disabled:
+            parts.append(
+                "Otherwise install the plugin that provides it (`biasbreaker plugins` lists "
+                "what is installed)."
+            )
+        else:
+            parts.append("Is its plugin installed? `biasbreaker plugins` lists what is.")
+        return " ".join(parts)
 
     def __iter__(self) -> Iterator[Implementation[Any]]:
         for point in sorted(self._by_point):
@@ -364,7 +383,7 @@ def check_registration(
     """
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise PluginError(
-            f"plugin {plugin!r} registered a {point} implementation under the name {name!r}; "
+            f"plugin {plugin!r} registered {point} {name!r}; implementation "
             "names must be lower-kebab ASCII such as 'trust' or 'empirical-auditor'"
         )
     if not (isinstance(options, type) and issubclass(options, BaseModel)):

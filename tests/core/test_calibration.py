@@ -504,6 +504,21 @@ def test_dot_harness_records_are_read_one_run_per_preset_and_seed(tmp_path: Path
     assert runs.skipped == 24 - sum(len(run) for run in runs.runs)
 
 
+def test_one_simulation_twice_in_a_file_is_refused_not_merged(tmp_path: Path) -> None:
+    # the same preset and seed concatenated twice used to read as one run of twice the steps
+    lines = [json.dumps(s.to_dict()) for s in iter_dot("control", seed=1, steps=12)]
+    path = tmp_path / "twice.jsonl"
+    path.write_text("\n".join(lines + lines) + "\n")
+    with pytest.raises(InputError, match=r"twice\.jsonl:13: DoT record 'control' seed 1 step 0 "):
+        read_control_trajectories(path)
+    bad = tmp_path / "nostep.jsonl"
+    record = json.loads(lines[0])
+    del record["step"]
+    bad.write_text(json.dumps(record) + "\n")
+    with pytest.raises(InputError, match=r":1: DoT record step=None must be an integer"):
+        read_control_trajectories(bad)
+
+
 @pytest.mark.parametrize(
     ("text", "error", "match"),
     [

@@ -311,6 +311,63 @@ def test_a_plugin_load_failure_is_printed_once(tmp_path: Path, isolated_config: 
         assert done.stderr.startswith("warning: plugin 'broken-once'"), done.stderr
 
 
+HOOK_RAISES = """
+from biasbreaker.hookspecs import hookimpl
+
+@hookimpl
+def skeptic(register):
+    register("contrarian", lambda options, context: object())
+    raise ValueError("hook raised")
+"""
+
+
+def test_a_plugin_that_fails_to_register_is_reported_once_and_commands_keep_working(
+    tmp_path: Path, isolated_config: Path
+) -> None:
+    site = write_fake_dist(
+        tmp_path / "site",
+        "nu3",
+        version="0.3",
+        entry_points={"nu3": "bb_nu3_hook"},
+        modules={"bb_nu3_hook": HOOK_RAISES},
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BIASBREAKER_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from biasbreaker.cli import main; main()", *args],
+            cwd=isolated_config,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    for command in (["plugins"], ["config"], ["config", "--check"]):
+        done = cli(*command)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("ValueError('hook raised')") == 1, done.stderr
+        assert done.stderr.startswith("warning: plugin 'nu3' (bb_nu3_hook, from nu3 0.3)")
+        assert "BIASBREAKER_DISABLE_PLUGINS=nu3" in done.stderr
+    listing = cli("plugins")
+    assert "nu3  nu3 0.3  failed: " in listing.stdout and "contrarian" not in listing.stdout
+    for command in (["plugins", "--strict"], ["config", "--strict"]):
+        done = cli(*command)
+        assert done.returncode == 1
+        assert done.stderr.startswith("error: plugin 'nu3'"), done.stderr
+        assert "its skeptic hook raised ValueError('hook raised')" in done.stderr
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[intervention]\nskeptics = ["contrarian", "devils-advocate"]\n'
+    )
+    done = cli("config", "--check")
+    assert done.returncode == 1
+    assert "skeptic 'contrarian' (biasbreaker.toml: intervention.skeptics) is not available" in (
+        done.stderr
+    )
+    assert "failed and provide nothing: plugin 'nu3'" in done.stderr
+
+
 @pytest.mark.parametrize(
     "command",
     [

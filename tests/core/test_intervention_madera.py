@@ -117,7 +117,36 @@ async def test_bad_stage_results_fail_the_loop():
         def retrieve(self, query, *, top_k):
             return ["text"]
 
-    with pytest.raises(InterventionError, match="list of Evidence"):
+    with pytest.raises(InterventionError, match="retriever 'BadRetr' returned list; .*Evidence"):
         await Madera(Diag(), BadRetr(), Edit()).run("b", REQ, rescore=scores({}), tau_exit=0.1)
     with pytest.raises(InterventionError, match="max_rewrites"):
         Madera(Diag(), Retr(), Edit(), max_rewrites=0)
+
+
+class Raising:
+    async def diagnose(self, payload, context):
+        raise ValueError("no diagnosis")
+
+    def retrieve(self, query, *, top_k):
+        raise RuntimeError("retriever exploded")
+
+    async def rewrite(self, payload, diagnosis, evidence):
+        raise OSError("editor down")
+
+
+@pytest.mark.parametrize(
+    ("stage", "expected"),
+    [
+        ("diagnoser", "diagnoser 'dx' raised ValueError: no diagnosis"),
+        ("retriever", "retriever 'nu3-retr' raised RuntimeError: retriever exploded"),
+        ("editor", "editor 'ed' raised OSError: editor down"),
+    ],
+)
+async def test_a_stage_that_raises_is_named_with_the_cause_chained(stage, expected):
+    stages = {"diagnoser": Diag(), "retriever": Retr(), "editor": Edit(), stage: Raising()}
+    names = {"diagnoser": "dx", "retriever": "nu3-retr", "editor": "ed"}
+    madera = Madera(stages["diagnoser"], stages["retriever"], stages["editor"], names=names)
+    with pytest.raises(InterventionError) as info:
+        await madera.run("b", REQ, rescore=scores({"rewrite-1": 0.0}), tau_exit=0.1)
+    assert str(info.value) == expected
+    assert info.value.__cause__ is not None

@@ -189,6 +189,21 @@ async def test_madera_without_evidence_keeps_the_payload():
     assert "no evidence" in events(result, "no-repair")[0]["reason"]
 
 
+async def test_a_madera_stage_that_raises_is_named_in_the_trail():
+    class Exploding:
+        def retrieve(self, query, *, top_k):
+            raise RuntimeError("retriever exploded")
+
+    madera = Madera(Diag(), Exploding(), Edit(), names={"retriever": "nu3-retr"})
+    runner = InterventionRunner(Route("madera"), VariantRechecker([BIASED]), madera=madera)
+    result = await runner.ahook(context())
+    assert result.repaired is None
+    assert result.error == (
+        "InterventionError: retriever 'nu3-retr' raised RuntimeError: retriever exploded"
+    )
+    assert events(result, "failed")[0]["error"] == result.error
+
+
 async def test_structured_payloads_are_blended_by_the_mixing_ratio():
     class ScoreSkeptic(StaticSkeptic):
         async def review(self, request):

@@ -4,6 +4,7 @@ import asyncio
 import itertools
 import json
 import math
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -908,3 +909,23 @@ def test_from_settings_turns_node_trips_on_by_default_and_off_on_request(
     assert MachineConfig.from_settings(load_settings(cwd=tmp_path).settings).node_trip is True
     (tmp_path / "biasbreaker.toml").write_text("[breaker]\nnode_trip = false\n")
     assert MachineConfig.from_settings(load_settings(cwd=tmp_path).settings).node_trip is False
+
+
+@pytest.mark.parametrize(
+    ("weights", "scores", "message"),
+    [
+        ({"b": 4.0, "writer": 3.0}, {"writer": 0.9}, "weights sum to 7, not 1"),
+        ({"writer": 1.0}, {"writer": 0.9, "reader": 0.1}, "node(s) ['reader'] that have no weight"),
+        ({"writer": float("nan")}, {"writer": 0.9}, "weights['writer']"),
+    ],
+)
+def test_katz_weights_are_checked_before_anything_changes(
+    weights: dict[str, float], scores: dict[str, float], message: str
+) -> None:
+    machine = ControlMachine(config())
+    before = machine.snapshot()
+    with pytest.raises((InputError, ScoreError), match=re.escape(message)):
+        machine.step(0.9, 0.0, node="writer", local_scores=scores, weights=weights)
+    assert machine.snapshot() == before
+    fine = machine.step(0.9, 0.0, node="writer", local_scores=scores, weights=None)
+    assert fine.state is S.INTERVENTION

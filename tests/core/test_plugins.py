@@ -173,8 +173,103 @@ def test_installed_but_unselected_implementations_are_never_built(
     assert len(bb_agg_a.BUILT) == 1
 
 
+# --- a plugin that fails to register fails alone (new-user report 2, bug 5) -----------------
+
+
+class GoodAggregator:
+    @hookimpl
+    def aggregator(self, register: Any) -> None:
+        register("mean", lambda options, context: object(), summary="a good one")
+
+
+def _misbehaving(kind: str, *, swallow: bool = False) -> object:
+    """A plugin that registers a skeptic and a retriever, then fails in its skeptic hook."""
+
+    class Plugin:
+        @hookimpl
+        def retriever(self, register: Any) -> None:
+            register("bad-retr", lambda options, context: object())
+
+        @hookimpl
+        def skeptic(self, register: Any) -> None:
+            register("contrarian", lambda options, context: object())
+            try:
+                if kind == "raise":
+                    raise ValueError("hook raised")
+                if kind == "name":
+                    register("Bad_Name", lambda options, context: object())
+                if kind == "factory":
+                    register("badfac", "not callable")
+            except PluginError:
+                if not swallow:
+                    raise
+
+    return Plugin()
+
+
+WHAT_WENT_WRONG = {
+    "raise": "its skeptic hook raised ValueError('hook raised')",
+    "name": "registered skeptic 'Bad_Name'; implementation names must be lower-kebab",
+    "factory": "registered skeptic 'badfac' with a factory that is not callable: 'not callable'",
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "swallow"),
+    # the hook catching register's PluginError does not make an invalid registration pass
+    [("raise", False), ("name", False), ("name", True), ("factory", False), ("factory", True)],
+)
+def test_a_plugin_that_fails_to_register_is_recorded_and_the_others_keep_working(
+    register_plugin: Any,
+    plugin_host: PluginHost,
+    kind: str,
+    swallow: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    register_plugin(GoodAggregator(), name="good")
+    register_plugin(
+        _misbehaving(kind, swallow=swallow), name="nu3", distribution="nu3", version="1"
+    )
+    with caplog.at_level(logging.WARNING, logger="biasbreaker.plugins"):
+        registry = plugin_host.build_registry()
+        again = plugin_host.build_registry()  # the failure is recorded, not repeated
+    info = plugin_host.infos["nu3"]
+    assert info.status == "failed"
+    assert info.error is not None
+    message = str(info.error)
+    assert "plugin 'nu3' (" in message and "from nu3 1) failed to register" in message
+    assert WHAT_WENT_WRONG[kind] in message
+    assert "BIASBREAKER_DISABLE_PLUGINS=nu3" in message
+    assert plugin_host.failures == [info.error]
+    assert [r.getMessage() for r in caplog.records] == [message]
+    for reg in (registry, again):
+        # nothing of the failed plugin is kept, not even what it registered before failing
+        assert reg.registered_by("nu3") == []
+        assert reg.names("skeptic") == [] and reg.names("retriever") == []
+        assert reg.get("aggregator", "mean").plugin == "good"
+        with pytest.raises(UnknownImplementationError) as unknown:
+            reg.get("skeptic", "contrarian", where="biasbreaker.toml: intervention.skeptics")
+        assert (
+            "skeptic 'contrarian' (biasbreaker.toml: intervention.skeptics) is not available"
+            in str(unknown.value)
+        )
+        assert WHAT_WENT_WRONG[kind] in str(unknown.value)
+        assert "If 'contrarian' comes from one of them" in str(unknown.value)
+
+
+@pytest.mark.parametrize("kind", sorted(WHAT_WENT_WRONG))
+def test_strict_makes_a_registration_failure_fatal(kind: str) -> None:
+    host = PluginHost(autoload=False, strict=True, disabled=frozenset())
+    host.register(_misbehaving(kind), name="nu3", distribution="nu3", version="1")
+    with pytest.raises(PluginLoadError) as info:
+        host.build_registry()
+    assert WHAT_WENT_WRONG[kind] in str(info.value)
+    assert info.value.plugin == "nu3" and info.value.problem
+    assert info.value.__cause__ is info.value.original
+
+
 @pytest.mark.parametrize("bad", ["Trust", "two words", "under_score", "", "-lead", 42])
-def test_registering_a_malformed_name_is_a_plugin_error(
+def test_registering_a_malformed_name_fails_the_plugin(
     register_plugin: Any, plugin_host: PluginHost, bad: object
 ) -> None:
     class Plugin:
@@ -183,22 +278,47 @@ def test_registering_a_malformed_name_is_a_plugin_error(
             register(bad, lambda options, context: object())
 
     register_plugin(Plugin(), name="bad-names")
-    with pytest.raises(PluginError, match="lower-kebab"):
-        plugin_host.build_registry()
+    plugin_host.build_registry()
+    (failure,) = plugin_host.failures
+    assert "lower-kebab" in str(failure)
     assert not NAME_PATTERN.match(str(bad))
 
 
-def test_a_hook_that_raises_is_reported_with_its_plugin(
-    register_plugin: Any, plugin_host: PluginHost
+def test_a_kernel_works_beside_a_plugin_that_failed_to_register(
+    register_plugin: Any, make_kernel: Any
 ) -> None:
-    class Plugin:
-        @hookimpl
-        def scorer(self, register: Any) -> None:
-            raise KeyError("oops")
+    register_plugin(GoodAggregator(), name="good")
+    register_plugin(_misbehaving("raise"), name="nu3", distribution="nu3", version="1")
+    kernel = make_kernel({"intervention": {"aggregator": "mean"}})
+    assert kernel.build("aggregator") is not None
+    broken = make_kernel({"intervention": {"retriever": "bad-retr"}})
+    with pytest.raises(UnknownImplementationError, match="hook raised"):
+        broken.build("retriever")
 
-    register_plugin(Plugin(), name="raiser", distribution="bb-raiser", version="1")
-    with pytest.raises(PluginError, match=r"'raiser' \(bb-raiser 1\) raised in its scorer hook"):
-        plugin_host.build_registry()
+
+def test_a_hook_that_raises_is_reported_with_its_plugin_and_distribution(
+    fake_plugin_dist: Any,
+) -> None:
+    fake_plugin_dist(
+        "bb-raiser",
+        version="1",
+        entry_points={"raiser": "bb_raiser"},
+        modules={
+            "bb_raiser": (
+                "from biasbreaker.hookspecs import hookimpl\n"
+                "@hookimpl\n"
+                "def scorer(register):\n"
+                "    raise KeyError('oops')\n"
+            )
+        },
+    )
+    host = PluginHost(disabled=frozenset())
+    host.build_registry()
+    assert host.infos["raiser"].hooks == ("scorer",)
+    assert str(host.infos["raiser"].error).startswith(
+        "plugin 'raiser' (bb_raiser, from bb-raiser 1) failed to register, so none of its "
+        "implementations is available: its scorer hook raised KeyError('oops')."
+    )
 
 
 def test_a_factory_that_raises_is_a_plugin_error_with_the_cause(
@@ -349,8 +469,9 @@ def test_requires_and_install_are_validated(
             register("needy", lambda options, context: object(), **kwargs)
 
     register_plugin(Plugin(), name="needy")
-    with pytest.raises(PluginError, match=match):
-        plugin_host.build_registry()
+    assert plugin_host.build_registry().names("retriever") == []
+    (failure,) = plugin_host.failures
+    assert match in str(failure)
 
 
 # --- Kernel.check_build closes what it built ------------------------------------------------

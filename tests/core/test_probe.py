@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from biasbreaker.errors import ProbeError
+from biasbreaker.errors import InputError, ProbeError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import mean
 from biasbreaker.probe import (
@@ -372,12 +372,12 @@ def test_several_scorers_combine_by_max_or_mean() -> None:
     ],
 )
 def test_bad_arguments_are_named(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InputError, match=message):
         Probe(ExactScorer(), generator=GEN, **kwargs)
 
 
 def test_duplicate_scorer_names_are_rejected() -> None:
-    with pytest.raises(ValueError, match="repeat"):
+    with pytest.raises(InputError, match="repeat"):
         Probe([ExactScorer(), ExactScorer()], generator=GEN)
 
 

@@ -333,3 +333,39 @@ def test_a_config_that_would_not_build_leaves_out_untouched(
         p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()
     } == DEMO_OUTPUTS
     assert not (tmp_path / "new").exists()
+
+
+def test_a_plugin_failure_is_warned_about_once_before_the_configuration_is_checked(
+    fake_plugin_dist: Any, isolated_config: Path
+) -> None:
+    fake_plugin_dist(
+        "nu3",
+        version="0.3",
+        entry_points={"nu3": "bb_demo_nu3"},
+        modules={
+            "bb_demo_nu3": (
+                "from biasbreaker.hookspecs import hookimpl\n"
+                "@hookimpl\n"
+                "def aggregator(register):\n"
+                "    raise ValueError('hook raised')\n"
+            )
+        },
+    )
+    fake_plugin_dist(
+        "bb-demo-broken",
+        version="0.1",
+        entry_points={"broken": "bb_demo_broken"},
+        modules={"bb_demo_broken": "raise ImportError('needs numpy 9')\n"},
+    )
+    (isolated_config / "biasbreaker.toml").write_text('[intervention]\naggregator = "nu3-agg"\n')
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(isolated_config / "o")])
+    assert result.exit_code == 1
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 2, result.stderr
+    assert warnings[0].startswith("warning: plugin 'broken' (bb_demo_broken, from bb-demo-broken")
+    assert warnings[1].startswith("warning: plugin 'nu3' (bb_demo_nu3, from nu3 0.3) failed to")
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert "aggregator 'nu3-agg' (biasbreaker.toml: intervention.aggregator) is not available" in (
+        error
+    )
+    assert "ValueError('hook raised')" in error and "needs numpy 9" in error

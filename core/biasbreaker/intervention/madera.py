@@ -24,8 +24,8 @@ Source:
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from biasbreaker.errors import InterventionError, PluginError
@@ -83,6 +83,8 @@ class Madera:
         editor: Stage 3.
         max_rewrites: Rounds at most, >= 1.
         top_k: Evidence items per round, >= 1.
+        names: Implementation name of each stage (``"retriever" -> "keyword"``), used in the
+            errors a stage's failure raises; a stage missing here is named by its class.
 
     Raises:
         InterventionError: On a bound below 1.
@@ -93,6 +95,7 @@ class Madera:
     editor: Editor
     max_rewrites: int = 3
     top_k: int = 3
+    names: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.max_rewrites < 1:
@@ -131,7 +134,71 @@ class Madera:
             editor,
             max_rewrites=settings.max_rewrites,
             top_k=settings.evidence_top_k,
+            names={
+                "diagnoser": settings.diagnoser,
+                "retriever": settings.retriever,
+                "editor": settings.editor,
+            },
         )
+
+    def _stage(self, point: str) -> str:
+        """``"retriever 'keyword'"``: the stage and its implementation's name."""
+        obj = {"diagnoser": self.diagnoser, "retriever": self.retriever, "editor": self.editor}
+        return f"{point} {self.names.get(point, type(obj[point]).__name__)!r}"
+
+    async def diagnose(self, payload: str, request: ReviewRequest) -> Diagnosis:
+        """Stage 1, checked.
+
+        Raises:
+            InterventionError: The diagnoser raised (chained) or returned no ``Diagnosis``;
+                the message names it.
+        """
+        try:
+            diagnosis = await self.diagnoser.diagnose(payload, request)
+        except Exception as exc:
+            raise InterventionError(f"{self._stage('diagnoser')} raised {_reason(exc)}") from exc
+        if not isinstance(diagnosis, Diagnosis):
+            raise InterventionError(
+                f"{self._stage('diagnoser')} returned {type(diagnosis).__name__}, not a Diagnosis"
+            )
+        return diagnosis
+
+    def retrieve(self, query: str) -> list[Evidence]:
+        """Stage 2, checked: at most :attr:`top_k` evidence items for ``query``.
+
+        Raises:
+            InterventionError: The retriever raised (chained) or returned something that is not
+                a list of ``Evidence``; the message names it.
+        """
+        try:
+            found = self.retriever.retrieve(query, top_k=self.top_k)
+        except Exception as exc:
+            raise InterventionError(f"{self._stage('retriever')} raised {_reason(exc)}") from exc
+        if not isinstance(found, list) or not all(isinstance(e, Evidence) for e in found):
+            raise InterventionError(
+                f"{self._stage('retriever')} returned {type(found).__name__}; a retriever "
+                "must return a list of Evidence"
+            )
+        return found[: self.top_k]
+
+    async def rewrite(
+        self, payload: str, diagnosis: Diagnosis, evidence: Sequence[Evidence]
+    ) -> str:
+        """Stage 3, checked.
+
+        Raises:
+            InterventionError: The editor raised (chained) or returned no ``str``; the message
+                names it.
+        """
+        try:
+            text = await self.editor.rewrite(payload, diagnosis, evidence)
+        except Exception as exc:
+            raise InterventionError(f"{self._stage('editor')} raised {_reason(exc)}") from exc
+        if not isinstance(text, str):
+            raise InterventionError(
+                f"{self._stage('editor')} returned {type(text).__name__}, not str"
+            )
+        return text
 
     async def run(
         self,
@@ -153,30 +220,22 @@ class Madera:
             The result: every attempt, the best one, whether it converged and why it stopped.
 
         Raises:
-            InterventionError: A retriever returned something that is not a list of
-                :class:`Evidence`, or ``rescore`` returned a non-finite or negative score.
-            Exception: Whatever a stage raises (the runner fails the attempt closed).
+            InterventionError: A stage raised or returned the wrong type (the message names
+                the stage's implementation), or ``rescore`` returned a non-finite or negative
+                score. The runner fails the attempt closed.
+            Exception: Whatever ``rescore`` raises.
         """
         attempts: list[RewriteAttempt] = []
         best: RewriteAttempt | None = None
         current = payload
         stop: StopReason = "budget"
         for round_no in range(1, self.max_rewrites + 1):
-            diagnosis = await self.diagnoser.diagnose(current, request)
-            if not isinstance(diagnosis, Diagnosis):
-                raise InterventionError(
-                    f"diagnoser returned {type(diagnosis).__name__}, not a Diagnosis"
-                )
-            found = self.retriever.retrieve(diagnosis.query, top_k=self.top_k)
-            if not isinstance(found, list) or not all(isinstance(e, Evidence) for e in found):
-                raise InterventionError("retriever must return a list of Evidence")
-            evidence = found[: self.top_k]
+            diagnosis = await self.diagnose(current, request)
+            evidence = self.retrieve(diagnosis.query)
             if not evidence:
                 stop = "no-evidence"
                 break
-            text = await self.editor.rewrite(current, diagnosis, evidence)
-            if not isinstance(text, str):
-                raise InterventionError(f"editor returned {type(text).__name__}, not str")
+            text = await self.rewrite(current, diagnosis, evidence)
             score = await rescore(text, diagnosis, evidence)
             if not (isinstance(score, (int, float)) and math.isfinite(score) and score >= 0.0):
                 raise InterventionError(f"rescore returned {score!r}; scores are finite, >= 0")
@@ -200,6 +259,11 @@ class Madera:
             converged=stop == "converged",
             stop_reason=stop,
         )
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}"[:4000] if text else type(exc).__name__
 
 
 __all__ = ["Diagnoser", "Editor", "Madera", "Rescore", "Retriever"]

@@ -408,7 +408,7 @@ class InterventionRunner:
 
             async def repair(output: JSONValue, task: JSONValue | None = None) -> JSONValue:
                 # The editor rewrites the output with the round's evidence; it takes no task.
-                rewrite = await madera.editor.rewrite(as_text(output), diagnosis, evidence)
+                rewrite = await madera.rewrite(as_text(output), diagnosis, evidence)
                 fixed = parse_like(output, rewrite)
                 return output if fixed is None else blend(output, fixed, m)
 

@@ -61,7 +61,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from biasbreaker.errors import ConfigError, ProbeError
+from biasbreaker.errors import ConfigError, InputError, ProbeError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import bootstrap_interval, mean
 from biasbreaker.probe.counterfactual import (
@@ -297,7 +297,7 @@ class Probe:
         cache_size: Step outputs kept in the per-run cache (least recently used evicted).
 
     Raises:
-        ValueError: An argument is out of range (the message names it).
+        InputError: An argument is out of range (the message names it; a ValueError).
     """
 
     def __init__(
@@ -319,21 +319,21 @@ class Probe:
             (scorers,) if isinstance(scorers, Scorer) else tuple(scorers)
         )
         if not self.scorers:
-            raise ValueError("scorers is empty; give at least one scorer")
+            raise InputError("scorers is empty; give at least one scorer")
         names = [s.name for s in self.scorers]
         if len(set(names)) != len(names):
-            raise ValueError(f"scorer names {names!r} repeat; each scorer needs its own name")
+            raise InputError(f"scorer names {names!r} repeat; each scorer needs its own name")
         _check_range("k", k, 1, None)
         _check_range("r", r, 0, None)
         _check_range("bootstrap", bootstrap, 0, None)
         _check_range("max_concurrency", max_concurrency, 1, None)
         _check_range("cache_size", cache_size, 0, None)
         if not 0.0 <= probe_rate <= 1.0:
-            raise ValueError(f"probe_rate={probe_rate!r} must be in [0, 1]")
+            raise InputError(f"probe_rate={probe_rate!r} must be in [0, 1]")
         if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence={confidence!r} must be in (0, 1)")
+            raise InputError(f"confidence={confidence!r} must be in (0, 1)")
         if combine not in ("max", "mean"):
-            raise ValueError(f"combine={combine!r} must be 'max' or 'mean'")
+            raise InputError(f"combine={combine!r} must be 'max' or 'mean'")
         self.generator = generator if generator is not None else CounterfactualGenerator(seed=seed)
         self.k, self.r = k, r
         self.probe_rate = probe_rate
@@ -659,7 +659,7 @@ def _check_range(name: str, value: int, lo: int, hi: int | None) -> None:
         or (hi is not None and value > hi)
     ):
         bound = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-        raise ValueError(f"{name}={value!r} must be an integer {bound}")
+        raise InputError(f"{name}={value!r} must be an integer {bound}")
 
 
 def build_probe(context: BuildContext) -> Probe:

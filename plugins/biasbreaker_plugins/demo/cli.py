@@ -19,7 +19,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from biasbreaker.cli._common import ConfigOption, fail, stderr, stdout
+from biasbreaker.cli._common import ConfigOption, fail, report_host, stderr, stdout
 from biasbreaker.errors import BiasbreakerError, ConfigError
 
 if TYPE_CHECKING:
@@ -134,10 +134,12 @@ def demo(
         overrides = {**defaults_where_silent(loaded, defaults), **base.overrides}
         run_config = RunConfig(config, Path.cwd(), overrides)
         settings = run_config.load().settings
-        # build what the run builds (as `config --check` does) before anything in --out goes:
-        # a client that cannot be built (its API key is not set) would otherwise show only
-        # after the earlier outputs were removed, in the first phase
-        _check_build(run_config.kernel())
+        kernel = run_config.kernel(check=False)
+        report_host(kernel.host)  # once: every phase's kernel loads the same plugins
+        # both validation passes, then build what the run builds (as `config --check` does),
+        # before anything in --out goes: a client that cannot be built (its API key is not
+        # set) would otherwise show only after the earlier outputs were removed
+        _check_build(kernel)
         out.mkdir(parents=True, exist_ok=True)
         _clear(out, DEMO_OUTPUTS)
         if scenario == "hiring":
@@ -286,6 +288,7 @@ def run(
     start = time.perf_counter()
     try:
         prepared = prepare_run(RunConfig(config, Path.cwd(), {}), graph, inputs, out, checkpoint)
+        report_host(prepared.kernel.host)
         out.mkdir(parents=True, exist_ok=True)
         _clear(out, RUN_OUTPUTS)
         with _progress({"run": len(prepared.inputs)}) as advance:
