@@ -29,11 +29,10 @@ import hashlib
 import json
 import math
 import os
-import sys
 import tempfile
 import warnings
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -921,15 +920,19 @@ def write_calibration_toml(
     were calibrated for) and ``[calibration] target_false_halt_rate, calibrated_on,
     source_sha256`` and ``[calibration.control] mean, std, n_steps``. In a file named
     ``pyproject.toml`` these tables go under ``[tool.biasbreaker]``, where biasbreaker reads
-    them. An existing file keeps its other tables and keys (its comments are not kept: the file
-    is rewritten); a missing file is created.
+    them. The file is edited with tomlkit, which keeps its style: everything but these keys
+    (comments, blank lines, inline arrays, key order, other tools' tables) stays byte for
+    byte as it was. A key that exists gets its new value in place (a comment on its line
+    stays); a missing key or table is added. A missing file is created; a missing folder is an
+    error.
 
     The new text is validated first by loading it as biasbreaker would
     (:func:`biasbreaker.config.load_settings`, from a temporary directory, with this process's
     ``BIASBREAKER_*`` environment), so a key the file already had wrong (``tau_entre``) or a
     value out of range is reported instead of producing a file that does not load. Then it is
     written to a temporary file in the same directory and moved over the target atomically
-    (keeping the target's permission bits): on any error the original file is unchanged.
+    (keeping the target's permission bits; a symbolic link stays a link and the file it points
+    to is replaced): on any error the original file is unchanged.
 
     Args:
         path: The TOML file, e.g. ``biasbreaker.toml`` or ``pyproject.toml``.
@@ -938,32 +941,40 @@ def write_calibration_toml(
         source_sha256: SHA-256 of the control trajectories the calibration used.
 
     Raises:
-        ConfigError: If the existing file is not valid TOML, the result would not load (the
-            message names the key and says the file was left unchanged), or it cannot be
-            written.
+        ConfigError: If the file's folder does not exist, the existing file is not valid
+            TOML, the result would not load (the message names the key and says the file was
+            left unchanged), or it cannot be written.
     """
-    import tomli_w
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
     from biasbreaker.errors import ConfigError
 
     file = Path(path)
+    target = file.resolve() if file.is_symlink() else file  # write through a link, keep it
+    if not target.parent.is_dir():
+        raise ConfigError(
+            f"{file}: cannot write the calibration: the folder {target.parent} does not exist; "
+            "create it first or give a file in an existing folder (nothing was written)"
+        )
     pyproject = file.name == PYPROJECT_NAME
     where = f"{file} [tool.biasbreaker]" if pyproject else str(file)
-    document: dict[str, Any] = {}
-    if file.exists():
+    original = ""
+    if target.exists():
         try:
-            document = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{file}: cannot update it, it is not readable TOML: {exc}") from exc
-    settings = document
+            original = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{file}: cannot update it, it is not readable: {exc}") from exc
+    try:
+        document = tomlkit.parse(original)
+    except TOMLKitError as exc:
+        raise ConfigError(f"{file}: cannot update it, it is not readable TOML: {exc}") from exc
+    created: list[Any] = []
+    settings: MutableMapping[str, Any] = document
     if pyproject:
-        settings = _table(_table(document, "tool", file), "biasbreaker", file)
+        settings = _table(_table(document, "tool", file, created), "biasbreaker", file, created)
     tau_enter, tau_exit, tau_warn = report.thresholds
-    _table(settings, "breaker", file).update(
+    _table(settings, "breaker", file, created).update(
         {
             "tau_enter": tau_enter,
             "tau_exit": tau_exit,
@@ -971,26 +982,44 @@ def write_calibration_toml(
             "node_trip": report.node_trip,
         }
     )
-    _table(settings, "calibration", file).update(
+    calibration = _table(settings, "calibration", file, created)
+    calibration.update(
         {
             "target_false_halt_rate": report.target_false_halt_rate,
             "calibrated_on": calibrated_on,
             "source_sha256": source_sha256,
-            "control": report.statistics.to_json(),
         }
     )
-    text = tomli_w.dumps(document)
+    _table(calibration, "control", file, created).update(report.statistics.to_json())
+    # tomlkit separates the tables it adds by a blank line, but not the last one from a header
+    # that follows it (an added [tool.biasbreaker.breaker] before [tool.black]): add that one,
+    # and drop it again at the end of the file, which keeps the original's ending
+    if created and not created[-1].as_string().endswith("\n\n"):
+        created[-1].add(tomlkit.nl())
+    text = tomlkit.dumps(document)
+    if text.endswith("\n\n") and not original.endswith("\n\n"):
+        text = text.rstrip("\n") + "\n"
     _check_loads(text, file.name if pyproject else "calibrated.toml", pyproject, where)
-    _replace_atomically(file, text)
+    _replace_atomically(target, text, file)
 
 
-def _table(document: dict[str, Any], key: str, file: Path) -> dict[str, Any]:
+def _table(
+    parent: MutableMapping[str, Any], key: str, file: Path, created: list[Any]
+) -> MutableMapping[str, Any]:
+    """``parent[key]`` (a tomlkit table); a new one, appended to ``created``, if missing."""
+    import tomlkit
+
     from biasbreaker.errors import ConfigError
 
-    table = document.setdefault(key, {})
-    if not isinstance(table, dict):
+    if key not in parent:
+        # [tool] and [tool.biasbreaker] are only written as the prefix of the tables below
+        parent[key] = tomlkit.table(is_super_table=key in ("tool", "biasbreaker"))
+        created.append(parent[key])
+    table = parent[key]
+    if not isinstance(table, MutableMapping):
+        shown = table.unwrap() if isinstance(table, tomlkit.items.Item) else table
         raise ConfigError(
-            f"{file}: cannot write the calibration: {key!r} is {table!r}, not a table; fix the "
+            f"{file}: cannot write the calibration: {key!r} is {shown!r}, not a table; fix the "
             "file (the file was left unchanged)"
         )
     return table
@@ -1017,32 +1046,32 @@ def _check_loads(text: str, name: str, pyproject: bool, where: str) -> None:
             ) from exc
 
 
-def _replace_atomically(file: Path, text: str) -> None:
+def _replace_atomically(file: Path, text: str, named: Path) -> None:
+    """Write ``text`` to ``file`` via a temporary file beside it; errors name ``named``."""
     from biasbreaker.errors import ConfigError
 
-    if file.is_symlink():
-        file = file.resolve()  # replace the file the link points to, keep the link
-
-    temporary, handle = _create_beside(file)
+    existed = file.exists()
+    unchanged = "the file was left unchanged" if existed else "nothing was written"
+    temporary, handle = _create_beside(file, named, unchanged)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        if file.exists():
+        if existed:
             os.chmod(temporary, file.stat().st_mode & 0o7777)
         os.replace(temporary, file)
     except OSError as exc:
         raise ConfigError(
-            f"{file}: cannot write the calibrated configuration (the file was left "
-            f"unchanged): {exc}"
+            f"{named}: cannot write the calibrated configuration ({unchanged}): "
+            f"{exc.strerror or exc}"
         ) from exc
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
 
 
-def _create_beside(file: Path) -> tuple[Path, int]:
+def _create_beside(file: Path, named: Path, unchanged: str) -> tuple[Path, int]:
     """Create a new empty file next to ``file`` (mode 0o666 less the umask); (path, fd)."""
     from biasbreaker.errors import ConfigError
 
@@ -1053,12 +1082,13 @@ def _create_beside(file: Path) -> tuple[Path, int]:
         except FileExistsError:
             continue
         except OSError as exc:
+            # the error is about the temporary file: say what it means for the folder
             raise ConfigError(
-                f"{file}: cannot write the calibrated configuration (the file was left "
-                f"unchanged): {exc}"
+                f"{named}: cannot write the calibrated configuration ({unchanged}): cannot "
+                f"create a file in {file.parent}: {exc.strerror or exc}"
             ) from exc
     raise ConfigError(
-        f"{file}: cannot write the calibrated configuration: 100 temporary files "
+        f"{named}: cannot write the calibrated configuration: 100 temporary files "
         f".{file.name}.{os.getpid()}-*.tmp already exist next to it; remove them"
     )
 

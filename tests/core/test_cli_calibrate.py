@@ -102,6 +102,126 @@ def test_calibrate_writes_pyproject_under_tool_biasbreaker(isolated_config: Path
     assert repr(written["breaker"]["tau_enter"]) in shown.stdout
 
 
+PYPROJECT = """\
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "my-app"
+dependencies = ["biasbreaker", "requests>=2"]  # keep
+
+[tool.ruff]
+line-length = 120
+select = [ "E",   "F" ]
+
+[tool.biasbreaker]
+seed = 11   # the seed we publish with
+
+[tool.biasbreaker.probe]
+k = 6
+
+[tool.black]
+target-version = ["py311"]
+"""
+
+
+def test_writing_pyproject_keeps_every_other_byte(isolated_config: Path) -> None:
+    write_control(isolated_config / "control.jsonl", 40)
+    pyproject = isolated_config / "pyproject.toml"
+    pyproject.write_text(PYPROJECT)
+    result = runner.invoke(app, ["calibrate", "control.jsonl", "--write-toml", "pyproject.toml"])
+    assert result.exit_code == 0, result.output
+    text = pyproject.read_text()
+    # the calibration is one block inserted after [tool.biasbreaker]'s last table; the text
+    # before and after it (comments, inline arrays, spacing, other tools' tables) is unchanged
+    cut = PYPROJECT.index("[tool.black]")
+    assert text.startswith(PYPROJECT[:cut]) and text.endswith(PYPROJECT[cut:])
+    inserted = text[cut : len(text) - len(PYPROJECT) + cut]
+    assert inserted.startswith("[tool.biasbreaker.breaker]\n") and inserted.endswith("\n\n")
+    assert set(tomllib.loads(inserted)["tool"]["biasbreaker"]) == {"breaker", "calibration"}
+    loaded = load_settings(cwd=isolated_config)
+    assert loaded.settings.seed == 11 and loaded.settings.probe.k == 6
+    assert loaded.source_of("breaker.tau_enter") == "pyproject.toml [tool.biasbreaker]"
+    # calibrating again changes only the values: every line keeps its place
+    write_control(isolated_config / "control.jsonl", 40, seed=2)
+    again = runner.invoke(app, ["calibrate", "control.jsonl", "--write-toml", "pyproject.toml"])
+    assert again.exit_code == 0, again.output
+    second = pyproject.read_text()
+    assert second != text
+    assert [line.split(" = ")[0] for line in second.splitlines()] == [
+        line.split(" = ")[0] for line in text.splitlines()
+    ]
+    assert second.startswith(PYPROJECT[:cut]) and second.endswith(PYPROJECT[cut:])
+
+
+def test_writing_a_config_file_updates_keys_in_place_and_keeps_comments(
+    isolated_config: Path,
+) -> None:
+    write_control(isolated_config / "control.jsonl", 40)
+    original = (
+        "# my deployment config -- DO NOT LOSE THIS COMMENT\n"
+        "seed = 7\n"
+        "\n"
+        "[breaker]\n"
+        "# tuned by hand\n"
+        "cooldown_steps = 4\n"
+        "tau_enter = 0.9  # before calibration\n"
+        "\n"
+        "[intervention]\n"
+        'skeptics = ["empirical-auditor", "devils-advocate"]   # mine\n'
+    )
+    config = isolated_config / "biasbreaker.toml"
+    config.write_text(original)
+    result = runner.invoke(
+        app,
+        ["calibrate", "control.jsonl", "--write-toml", "biasbreaker.toml", "--date", "2026-06-01"],
+    )
+    assert result.exit_code == 0, result.output
+    settings = load_settings(cwd=isolated_config).settings
+    breaker, control = settings.breaker, settings.calibration.control
+    assert control is not None
+    digest = hashlib.sha256((isolated_config / "control.jsonl").read_bytes()).hexdigest()
+    expected = (
+        "# my deployment config -- DO NOT LOSE THIS COMMENT\n"
+        "seed = 7\n"
+        "\n"
+        "[breaker]\n"
+        "# tuned by hand\n"
+        "cooldown_steps = 4\n"
+        f"tau_enter = {breaker.tau_enter!r}  # before calibration\n"
+        f"tau_exit = {breaker.tau_exit!r}\n"
+        f"tau_warn = {breaker.tau_warn!r}\n"
+        "node_trip = true\n"
+        "\n"
+        "[intervention]\n"
+        'skeptics = ["empirical-auditor", "devils-advocate"]   # mine\n'
+        "\n"
+        "[calibration]\n"
+        f"target_false_halt_rate = {settings.calibration.target_false_halt_rate!r}\n"
+        "calibrated_on = 2026-06-01\n"
+        f'source_sha256 = "{digest}"\n'
+        "\n"
+        "[calibration.control]\n"
+        f"mean = {control.mean!r}\n"
+        f"std = {control.std!r}\n"
+        f"n_steps = {control.n_steps}\n"
+    )
+    assert config.read_text() == expected
+
+
+def test_a_missing_folder_is_named_and_nothing_is_created(isolated_config: Path) -> None:
+    write_control(isolated_config / "control.jsonl", 40)
+    result = runner.invoke(app, ["calibrate", "control.jsonl", "--write-toml", "new/dir/x.toml"])
+    assert result.exit_code == 1, result.output
+    assert (
+        "error: new/dir/x.toml: cannot write the calibration: the folder new/dir does not "
+        "exist; create it first" in " ".join(result.stderr.split())
+    )
+    assert ".tmp" not in result.stderr and "left unchanged" not in result.stderr
+    assert sorted(p.name for p in isolated_config.iterdir()) == ["control.jsonl"]
+
+
 @pytest.mark.parametrize(
     ("name", "text", "shown"),
     [

@@ -284,6 +284,57 @@ def test_bbq_replays_real_answers_and_its_counterfactual_is_the_data(
     assert reproduce_calibration(out, monkeypatch)["target_false_halt_rate"] == 0.1
 
 
+DEMO_OUTPUTS = {
+    "traces/guarded/posting-000.jsonl": "old trace\n",
+    "figures/bnet.png": "old figure",
+    "results.jsonl": "old results\n",
+    "report.md": "old report",
+    "control-runs.jsonl": "old control runs\n",
+    "notes.txt": "the user's own file",
+}
+
+
+@pytest.mark.parametrize(
+    ("toml", "needs", "message"),
+    [
+        # the reported case: the client's API key variable is not set; it fails to build
+        (
+            '[llm]\nclient = "openai-compatible"\n\n[plugin.openai-compatible]\n'
+            'base_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+            'api_key_env = "BIASBREAKER_TEST_UNSET_KEY"\n',
+            "biasbreaker_openai_compatible",
+            "BIASBREAKER_TEST_UNSET_KEY (named by plugin.openai-compatible.api_key_env) is not "
+            "set or empty",
+        ),
+        ('[probe]\naxes = ["gendr"]\n', None, "probe axis 'gendr' is not known"),
+    ],
+)
+def test_a_config_that_would_not_build_leaves_out_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, needs: str | None, message: str
+) -> None:
+    if needs is not None:
+        pytest.importorskip(needs)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BIASBREAKER_TEST_UNSET_KEY", raising=False)
+    (tmp_path / "bad.toml").write_text(toml)
+    out = tmp_path / "o"
+    for name, text in DEMO_OUTPUTS.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+    for folder in (out, tmp_path / "new"):
+        result = CliRunner().invoke(
+            app, ["demo", "--quick", "--config", "bad.toml", "--out", str(folder)]
+        )
+        assert result.exit_code == 1, result.output
+        assert message in " ".join(result.stderr.split())
+        assert "bad.toml" in result.stderr  # where the failing setting comes from
+        assert "calibration" not in result.stderr  # no phase started
+    assert {
+        p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()
+    } == DEMO_OUTPUTS
+    assert not (tmp_path / "new").exists()
+
+
 def test_a_plugin_failure_is_warned_about_once_before_the_configuration_is_checked(
     fake_plugin_dist: Any, isolated_config: Path
 ) -> None:

@@ -20,9 +20,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table as RichTable
 
 from biasbreaker.cli._common import ConfigOption, fail, report_host, stderr, stdout
-from biasbreaker.errors import BiasbreakerError
+from biasbreaker.errors import BiasbreakerError, ConfigError
 
 if TYPE_CHECKING:
+    from biasbreaker.kernel import Kernel
     from biasbreaker_plugins.demo.report import Table
 
 DEMO_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md", "control-runs.jsonl")
@@ -55,6 +56,15 @@ def _clear(out: Path, outputs: tuple[str, ...]) -> None:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
+
+
+def _check_build(kernel: Kernel) -> None:
+    """Raise a :class:`ConfigError` listing what building ``kernel``'s selection would find."""
+    problems = kernel.check_build()
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
 
 
 @contextmanager
@@ -126,7 +136,10 @@ def demo(
         settings = run_config.load().settings
         kernel = run_config.kernel(check=False)
         report_host(kernel.host)  # once: every phase's kernel loads the same plugins
-        kernel.check()  # the second validation pass (plugin options) before any deletion
+        # both validation passes, then build what the run builds (as `config --check` does),
+        # before anything in --out goes: a client that cannot be built (its API key is not
+        # set) would otherwise show only after the earlier outputs were removed
+        _check_build(kernel)
         out.mkdir(parents=True, exist_ok=True)
         _clear(out, DEMO_OUTPUTS)
         if scenario == "hiring":
