@@ -380,7 +380,7 @@ def test_demo_lists_each_configuration_problem_once_before_writing(
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["demo", "--quick", "-c", "typo.toml", "--out", str(out)])
     assert result.exit_code == 1, result.output
-    assert result.stderr.startswith("error: 2 configuration problems:\n")
+    assert result.stderr.startswith("error: 2 problems:\n")  # as config --check lists them
     bullets = [line for line in result.stderr.splitlines() if line.startswith("- ")]
     assert [b.split(" (")[0] for b in bullets] == [
         "- skeptic 'contrarain'",
