@@ -59,8 +59,9 @@ def test_a_run_that_never_recovers_holds_vacuously_and_says_so(tmp_path: Path) -
     )
 
 
-def test_violations_exit_1_and_are_listed(tmp_path: Path) -> None:
-    path = write(tmp_path / "run.jsonl", [0.1, 0.6, 0.4, 0.3, 0.1, 0.1, 0.1])
+def broken(path: Path) -> Path:
+    """A recovering run whose step 2 is edited to clear inside the dead-band (anti-thrash)."""
+    write(path, [0.1, 0.6, 0.4, 0.3, 0.1, 0.1, 0.1])
     lines = path.read_text().splitlines()
     lines[3] = (
         lines[3]
@@ -68,6 +69,11 @@ def test_violations_exit_1_and_are_listed(tmp_path: Path) -> None:
         .replace('"action":"halt"', '"action":"proceed"')
     )
     path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_violations_exit_1_and_are_listed(tmp_path: Path) -> None:
+    path = broken(tmp_path / "run.jsonl")
     result = runner.invoke(app, ["verify", str(path)])
     assert result.exit_code == 1
     assert "anti-thrash v2: VIOLATED" in result.stdout
@@ -115,19 +121,6 @@ def test_a_whole_last_record_without_newline_is_verified_without_warning(tmp_pat
     assert result.stderr == ""
     data = json.loads(result.stdout)
     assert data["steps"] == 3 and data["truncated"] is False
-
-
-def broken(path: Path) -> Path:
-    """A recovering run whose step 2 is edited to clear inside the dead-band (anti-thrash)."""
-    write(path, [0.1, 0.6, 0.4, 0.3, 0.1, 0.1, 0.1])
-    lines = path.read_text().splitlines()
-    lines[3] = (
-        lines[3]
-        .replace('"state":"recovery"', '"state":"normal"')
-        .replace('"action":"halt"', '"action":"proceed"')
-    )
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def test_a_folder_of_traces_is_verified_as_a_set(tmp_path: Path) -> None:
