@@ -1053,8 +1053,15 @@ class LoadedSettings:
             if key == "plugin" and value == {}:
                 continue
             rows.append((key, value, self.source_of(key)))
+        shown = {r[0] for r in rows}
         for key, source in self.provenance.items():
-            if key.startswith("plugin.") and all(r[0] != key for r in rows):
+            # a plugin option the settings do not model (its plugin validates it); a table set
+            # as a whole (e.g. from one environment variable) is shown by its leaves already
+            if (
+                key.startswith("plugin.")
+                and key not in shown
+                and not any(k.startswith(f"{key}.") for k in shown)
+            ):
                 rows.append((key, _lookup(dumped, key), source))
         return sorted(
             ((k, _redact(k, v), s) for k, v, s in rows),

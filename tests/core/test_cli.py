@@ -259,6 +259,12 @@ def test_config_check_passes_the_defaults(isolated_config: Path) -> None:
     result = runner.invoke(app, ["config", "--check"])
     assert result.exit_code == 0, result.output
     assert "configuration OK" in result.stdout
+    # with --json, stdout is one JSON document and the verdict goes to stderr
+    as_json = runner.invoke(app, ["config", "--check", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    rows = json.loads(as_json.stdout)
+    assert any(row["key"] == "breaker.tau_enter" for row in rows)
+    assert "configuration OK" in as_json.stderr
 
 
 def test_config_check_reports_an_invalid_plugin_table_once(isolated_config: Path) -> None:
@@ -490,3 +496,19 @@ def test_a_plugin_adds_a_command_through_the_commands_group(fake_plugin_dist: An
     assert len(failures) == 1 and "'broken'" in failures[0]  # left out, the others work
     result = CliRunner().invoke(app, ["hello", "--name", "plugins"])
     assert result.exit_code == 0 and result.output == "hello plugins\n"
+
+
+def test_a_plugin_table_from_one_variable_is_one_row_per_leaf(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__FAKE__WEIGHTS", '{"christian": 2}')
+    result = runner.invoke(app, ["config", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = [r for r in json.loads(result.stdout) if r["key"].startswith("plugin.fake.weights")]
+    assert rows == [
+        {
+            "key": "plugin.fake.weights.christian",
+            "value": 2.0,
+            "source": "env BIASBREAKER_PLUGIN__FAKE__WEIGHTS",
+        }
+    ]

@@ -580,3 +580,14 @@ def test_the_demo_section_validates_its_sizes_and_preset(isolated_config: Path) 
         (isolated_config / "biasbreaker.toml").write_text(f"[demo]\n{bad}\n")
         with pytest.raises(ConfigError, match=r"demo\."):
             load_settings()
+
+
+def test_a_plugin_table_set_as_json_from_the_environment_shows_once(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIASBREAKER_PLUGIN__FAKE__WEIGHTS", '{"christian": 2}')
+    # raw (before the plugin validates it) the variable's text is one row
+    rows = [r for r in load_settings().rows() if r[0].startswith("plugin.fake.weights")]
+    assert rows == [
+        ("plugin.fake.weights", '{"christian": 2}', "env BIASBREAKER_PLUGIN__FAKE__WEIGHTS")
+    ]

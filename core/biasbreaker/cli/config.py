@@ -15,6 +15,7 @@ from biasbreaker.cli._common import (
     StrictOption,
     fail,
     load_kernel,
+    stderr,
     stdout,
 )
 from biasbreaker.config import dump_value, typed_plugin_tables
@@ -59,7 +60,8 @@ def config(
                 "calibrate them on your own control runs."
             )
     if check:
-        stdout().print(
+        # with --json, stdout holds only the JSON document
+        (stderr() if as_json else stdout()).print(
             "configuration OK: every selected plugin built with its options, and the probe, "
             "the skeptic panel and the MADERA stages assembled."
         )
