@@ -60,6 +60,9 @@ def pick_runs(traces: Sequence[Trace], *, tripped: int = 3, limit: int = 20) -> 
 def bnet_figure(traces: Sequence[Trace], path: Path, *, title: str) -> None:
     """Plot fast/slow B_net, the thresholds and the state bands of ``traces`` (in order).
 
+    When the traces were recorded with node trips on, the guarded node's own score is drawn
+    as dots: a node trip happens where a dot reaches ``tau_enter`` while fast B_net is below it.
+
     Args:
         traces: Runs, plotted one after another (thin grey lines separate them).
         path: The PNG to write.
@@ -70,6 +73,7 @@ def bnet_figure(traces: Sequence[Trace], path: Path, *, title: str) -> None:
     x = 0
     fast: list[float] = []
     slow: list[float] = []
+    own: list[tuple[int, float]] = []  # (step, the guarded node's own score)
     for i, trace in enumerate(traces):
         if i:
             ax.axvline(x - 0.5, color="#adb5bd", lw=0.6, zorder=1)
@@ -77,10 +81,24 @@ def bnet_figure(traces: Sequence[Trace], path: Path, *, title: str) -> None:
             ax.axvspan(x - 0.5, x + 0.5, color=STATE_COLOURS[r.state.value], lw=0, zorder=0)
             fast.append(r.fast)
             slow.append(r.slow)
+            score = None if r.node is None else r.scores.get(r.node)
+            if score is not None:
+                own.append((x, score))
             x += 1
     steps = list(range(len(fast)))
     ax.plot(steps, fast, color="#c92a2a", lw=1.4, label="fast B_net", zorder=3)
     ax.plot(steps, slow, color="#1864ab", lw=1.4, label="slow B_net", zorder=3)
+    if traces and traces[0].header.node_trip and own:
+        # with node trips the statistic that trips is max(fast, own score)
+        ax.scatter(
+            [s for s, _ in own],
+            [v for _, v in own],
+            s=9,
+            color="#e8590c",
+            marker="o",
+            label="guarded node's own score (node trips)",
+            zorder=4,
+        )
     if traces:
         th = traces[0].header.thresholds
         for value, name, style in (
@@ -104,7 +122,8 @@ def bnet_figure(traces: Sequence[Trace], path: Path, *, title: str) -> None:
     ax.set_xlabel(f"guarded step ({len(traces)} runs, separated by grey lines)")
     ax.set_ylabel("B_net")
     ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper left", fontsize=7, ncol=4, framealpha=0.9)
+    # below the axes, so it hides neither the thresholds nor the first steps
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=7, ncol=4, frameon=False)
     fig.tight_layout()
     fig.savefig(path, metadata=METADATA)
     plt.close(fig)
