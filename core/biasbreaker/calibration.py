@@ -29,10 +29,11 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 import warnings
 from collections import deque
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -923,13 +924,17 @@ def write_calibration_toml(
     them. The file is edited with tomlkit, which keeps its style: everything but these keys
     (comments, blank lines, inline arrays, key order, other tools' tables) stays byte for
     byte as it was. A key that exists gets its new value in place (a comment on its line
-    stays); a missing key or table is added. A missing file is created; a missing folder is an
+    stays); a missing key or table is added in its parent's style (inline inside an inline
+    table, as dotted keys under a dotted key, else as a ``[table]``). A file whose lines all end
+    in CRLF keeps CRLF, the added lines too. A missing file is created; a missing folder is an
     error.
 
     The new text is validated first by loading it as biasbreaker would
     (:func:`biasbreaker.config.load_settings`, from a temporary directory, with this process's
     ``BIASBREAKER_*`` environment), so a key the file already had wrong (``tau_entre``) or a
-    value out of range is reported instead of producing a file that does not load. Then it is
+    value out of range is reported instead of producing a file that does not load, and every
+    written value is read back from the file as the loader sees it (``[tool.biasbreaker]`` of a
+    ``pyproject.toml``), so a value that would not take effect is refused. Then it is
     written to a temporary file in the same directory and moved over the target atomically
     (keeping the target's permission bits; a symbolic link stays a link and the file it points
     to is replaced): on any error the original file is unchanged.
@@ -942,12 +947,13 @@ def write_calibration_toml(
 
     Raises:
         ConfigError: If the file's folder does not exist, the existing file is not valid
-            TOML, the result would not load (the message names the key and says the file was
-            left unchanged), or it cannot be written.
+            TOML, the result would not load or would not set a written key (the message names
+            the key and says the file was left unchanged), or it cannot be written.
     """
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
+    from biasbreaker.config import PYPROJECT_TABLE
     from biasbreaker.errors import ConfigError
 
     file = Path(path)
@@ -961,89 +967,193 @@ def write_calibration_toml(
     where = f"{file} [tool.biasbreaker]" if pyproject else str(file)
     original = ""
     if target.exists():
-        try:
-            original = target.read_text(encoding="utf-8")
+        try:  # bytes, decoded without newline translation: CRLF line endings stay CRLF
+            original = target.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{file}: cannot update it, it is not readable: {exc}") from exc
     try:
         document = tomlkit.parse(original)
     except TOMLKitError as exc:
         raise ConfigError(f"{file}: cannot update it, it is not readable TOML: {exc}") from exc
-    created: list[Any] = []
-    settings: MutableMapping[str, Any] = document
-    if pyproject:
-        settings = _table(_table(document, "tool", file, created), "biasbreaker", file, created)
     tau_enter, tau_exit, tau_warn = report.thresholds
-    _table(settings, "breaker", file, created).update(
-        {
+    written: dict[str, Any] = {
+        "breaker": {
             "tau_enter": tau_enter,
             "tau_exit": tau_exit,
             "tau_warn": tau_warn,
             "node_trip": report.node_trip,
-        }
-    )
-    calibration = _table(settings, "calibration", file, created)
-    calibration.update(
-        {
+        },
+        "calibration": {
             "target_false_halt_rate": report.target_false_halt_rate,
             "calibrated_on": calibrated_on,
             "source_sha256": source_sha256,
-        }
-    )
-    _table(calibration, "control", file, created).update(report.statistics.to_json())
+            "control": dict(report.statistics.to_json()),
+        },
+    }
+    edits: dict[str, Any] = written
+    for key in reversed(PYPROJECT_TABLE if pyproject else ()):
+        edits = {key: edits}
+    created: list[Any] = []
+    try:
+        for key, values in edits.items():
+            _put(document, key, values, file, created)
+    except ConfigError:
+        raise
+    except (TOMLKitError, ValueError) as exc:  # tomlkit raises both for what it cannot add
+        raise ConfigError(
+            f"{where}: cannot write the calibration into this file's layout ({exc}); write "
+            "[breaker] and [calibration] as ordinary tables (the file was left unchanged)"
+        ) from exc
     # tomlkit separates the tables it adds by a blank line, but not the last one from a header
     # that follows it (an added [tool.biasbreaker.breaker] before [tool.black]): add that one,
     # and drop it again at the end of the file, which keeps the original's ending
     if created and not created[-1].as_string().endswith("\n\n"):
         created[-1].add(tomlkit.nl())
     text = tomlkit.dumps(document)
-    if text.endswith("\n\n") and not original.endswith("\n\n"):
-        text = text.rstrip("\n") + "\n"
-    _check_loads(text, file.name if pyproject else "calibrated.toml", pyproject, where)
+    # tomlkit keeps the file's own line endings but ends the lines it adds with LF
+    eol = "\r\n" if "\r\n" in original and "\n" not in original.replace("\r\n", "") else "\n"
+    if eol == "\r\n":
+        text = re.sub(r"(?<!\r)\n", "\r\n", text)
+    if text.endswith(eol * 2) and not original.endswith(eol * 2):
+        text = text.rstrip("\r\n") + eol
+    name = file.name if pyproject else "calibrated.toml"
+    _check_loads(text, name, pyproject, where, written)
     _replace_atomically(target, text, file)
 
 
-def _table(
-    parent: MutableMapping[str, Any], key: str, file: Path, created: list[Any]
-) -> MutableMapping[str, Any]:
-    """``parent[key]`` (a tomlkit table); a new one, appended to ``created``, if missing."""
-    import tomlkit
+def _put(
+    parent: MutableMapping[str, Any],
+    key: str,
+    values: Mapping[str, Any],
+    file: Path,
+    created: list[Any],
+    dotted: bool = False,
+) -> None:
+    """Set ``values`` (a nested mapping: a mapping value is a sub-table) in ``parent[key]``.
 
+    Each table is edited in the file's own style. An existing one (``[t]``, ``t = { ... }``
+    or dotted ``t.k = v``) is updated in place. A missing one is added as an inline table
+    inside an inline table, as dotted keys (``calibration.control.mean = ...``) under a
+    dotted-key table (``dotted``), or else as a ``[table]`` (appended to ``created``).
+
+    Raises:
+        ConfigError: If a key on the way holds a value that is not a table.
+    """
+    import tomlkit
+    from tomlkit.items import InlineTable, Item
+
+    from biasbreaker.config import PYPROJECT_TABLE
     from biasbreaker.errors import ConfigError
 
     if key not in parent:
-        # [tool] and [tool.biasbreaker] are only written as the prefix of the tables below
-        parent[key] = tomlkit.table(is_super_table=key in ("tool", "biasbreaker"))
-        created.append(parent[key])
+        if isinstance(parent, InlineTable):
+            _set_inline(parent, key, tomlkit.inline_table())
+        elif dotted:  # parent was written as ``name.key = value``: continue that way
+            for path, value in _nested_leaves(values, (key,)):
+                parent.append(tomlkit.key(list(path)), value)  # type: ignore[attr-defined]
+            return
+        else:
+            # [tool] and [tool.biasbreaker] are only written as the prefix of the tables below
+            parent[key] = tomlkit.table(is_super_table=key in PYPROJECT_TABLE)
+            created.append(parent[key])
     table = parent[key]
     if not isinstance(table, MutableMapping):
-        shown = table.unwrap() if isinstance(table, tomlkit.items.Item) else table
+        shown = table.unwrap() if isinstance(table, Item) else table
         raise ConfigError(
-            f"{file}: cannot write the calibration: {key!r} is {shown!r}, not a table; fix the "
-            "file (the file was left unchanged)"
+            f"{file}: cannot write the calibration: {key!r} is {shown!r}, not a table; fix "
+            "the file (the file was left unchanged)"
         )
-    return table
+    dotted = dotted or _is_dotted(parent, key)
+    for name, value in values.items():
+        if isinstance(value, Mapping):
+            _put(table, name, value, file, created, dotted)
+        elif isinstance(table, InlineTable):
+            _set_inline(table, name, value)
+        else:
+            table[name] = value
 
 
-def _check_loads(text: str, name: str, pyproject: bool, where: str) -> None:
-    """Load ``text`` as biasbreaker would (as ``pyproject.toml`` or via ``--config``)."""
-    from biasbreaker.config import load_settings
+def _nested_leaves(
+    values: Mapping[str, Any], prefix: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """(key path, value) for every non-mapping value in the nested ``values``."""
+    for name, value in values.items():
+        if isinstance(value, Mapping):
+            yield from _nested_leaves(value, (*prefix, name))
+        else:
+            yield (*prefix, name), value
+
+
+def _set_inline(table: Any, key: str, value: Any) -> None:
+    """Set ``table[key]`` in a tomlkit inline table; a new key goes before its closing space.
+
+    ``{ a = 1 }`` becomes ``{ a = 1, b = 2 }``: the space before ``}`` is lifted off, the key
+    appended (``append`` puts ``", "`` before it) and the space put back after it.
+    """
+    from tomlkit.items import Whitespace
+
+    if key in table:
+        table[key] = value
+        return
+    body = table.value.body
+    closing = None
+    if body and body[-1][0] is None:
+        last = body[-1][1]
+        if isinstance(last, Whitespace) and "," not in last.s:
+            closing = body.pop()[1]
+    table.append(key, value)
+    if closing is not None:
+        table.value.append(None, closing)
+
+
+def _is_dotted(parent: Mapping[str, Any], key: str) -> bool:
+    """Whether ``parent`` holds ``key`` as a dotted key (``key.sub = value``)."""
+    container = getattr(parent, "value", parent)  # a tomlkit Table wraps a Container
+    body = getattr(container, "body", ())
+    return any(k is not None and k.key == key and k.is_dotted() for k, _ in body)
+
+
+def _check_loads(
+    text: str,
+    name: str,
+    pyproject: bool,
+    where: str,
+    written: Mapping[str, Any],
+) -> None:
+    """Load ``text`` as biasbreaker would (as ``pyproject.toml`` or via ``--config``).
+
+    Then read every value in the nested ``written`` back from the file as the
+    loader sees it: a value missing or different there (written outside
+    ``[tool.biasbreaker]``, say) would silently not take effect, so it is refused.
+    """
+    from biasbreaker.config import _file_layers, load_settings
     from biasbreaker.errors import ConfigError
 
     with tempfile.TemporaryDirectory(prefix="biasbreaker-calibrate-") as tmp:
         candidate = Path(tmp) / name
-        candidate.write_text(text, encoding="utf-8")
+        candidate.write_bytes(text.encode("utf-8"))
+        config_file = None if pyproject else candidate
         try:
-            if pyproject:
-                load_settings(cwd=tmp)
-            else:
-                load_settings(candidate, cwd=tmp)
+            load_settings(config_file, cwd=tmp)
+            layers = _file_layers(config_file, Path(tmp))
         except ConfigError as exc:
             message = str(exc).replace(str(candidate), where)
             raise ConfigError(
                 f"{where}: the calibrated configuration would not load, so the file was left "
                 f"unchanged: {message}"
             ) from exc
+    data: Any = layers[0][1] if layers else {}
+    for path, value in _nested_leaves(written, ()):
+        found: Any = data
+        for part in path:
+            found = found.get(part) if isinstance(found, Mapping) else None
+        if found != value or type(found) is not type(value):
+            raise ConfigError(
+                f"{where}: the calibrated file would not set {'.'.join(path)} (it would read "
+                f"back as {found!r}, not {value!r}); the file's layout is one this command "
+                "cannot edit safely, so it was left unchanged: write [breaker] and "
+                "[calibration] as ordinary tables and run it again"
+            )
 
 
 def _replace_atomically(file: Path, text: str, named: Path) -> None:

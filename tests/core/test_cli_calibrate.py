@@ -7,6 +7,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -361,3 +362,151 @@ def test_node_trip_flag_overrides_the_configuration(isolated_config: Path) -> No
     assert on["node_trip"] is True
     # own scores run above fast B_net here, so node trips need a higher tau_enter
     assert float(str(on["tau_enter"])) > float(str(off["tau_enter"]))
+
+
+def _calibrate_into(folder: Path, name: str) -> dict[str, object]:
+    """Run ``calibrate --json --write-toml name`` in ``folder``; the reported values."""
+    write_control(folder / "control.jsonl", 40)
+    args = ["calibrate", "control.jsonl", "--json", "--date", "2026-01-02", "--write-toml", name]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report: dict[str, object] = json.loads(result.stdout)
+    return report
+
+
+def _calibrated_lines(report: dict[str, object], prefix: str) -> str:
+    """The ``key = value`` lines of the calibration, each key written as ``prefix + key``."""
+    control = report["control"]
+    assert isinstance(control, dict)
+    return "".join(
+        f"{prefix}{key} = {value}\n"
+        for key, value in [
+            ("target_false_halt_rate", report["target_false_halt_rate"]),
+            ("calibrated_on", "2026-01-02"),
+            ("source_sha256", json.dumps(report["source_sha256"])),
+            ("control.mean", control["mean"]),
+            ("control.std", control["std"]),
+            ("control.n_steps", control["n_steps"]),
+        ]
+    )
+
+
+def _assert_loaded(report: dict[str, object], source: str, folder: Path, **kw: Path) -> None:
+    """biasbreaker reads every calibrated value from ``source``."""
+    loaded = load_settings(kw.get("config"), cwd=folder)
+    settings = loaded.settings
+    assert settings.breaker.tau_enter == report["tau_enter"]
+    assert settings.breaker.tau_exit == report["tau_exit"]
+    assert settings.breaker.tau_warn == report["tau_warn"]
+    assert settings.breaker.node_trip == report["node_trip"]
+    assert settings.calibration.source_sha256 == report["source_sha256"]
+    assert settings.calibration.control is not None
+    assert settings.calibration.control.model_dump() == report["control"]
+    assert str(settings.calibration.calibrated_on) == "2026-01-02"
+    for key in ("breaker.tau_enter", "calibration.control.mean", "calibration.calibrated_on"):
+        assert loaded.source_of(key) == source
+
+
+def test_pyproject_dotted_keys_and_inline_breaker_stay_under_tool_biasbreaker(
+    isolated_config: Path,
+) -> None:
+    # the new user's file: the calibration used to go to a top-level [calibration.control]
+    head = '[project]\nname = "x"\n\n[tool.biasbreaker]\n'
+    tail = "\n[tool.other]\na = 1\n"
+    pyproject = isolated_config / "pyproject.toml"
+    pyproject.write_text(
+        head + "breaker = { tau_enter = 0.5, kappa = 0.5 }\ncalibration.max_history = 8\n" + tail
+    )
+    report = _calibrate_into(isolated_config, "pyproject.toml")
+    breaker = (
+        f"breaker = {{ tau_enter = {report['tau_enter']}, kappa = 0.5, "
+        f"tau_exit = {report['tau_exit']}, tau_warn = {report['tau_warn']}, node_trip = true }}\n"
+    )
+    calibration = "calibration.max_history = 8\n" + _calibrated_lines(report, "calibration.")
+    assert pyproject.read_text() == head + breaker + calibration + tail
+    _assert_loaded(report, "pyproject.toml [tool.biasbreaker]", isolated_config)
+    assert load_settings(cwd=isolated_config).settings.breaker.kappa == 0.5
+
+
+def test_an_inline_calibration_table_gets_control_as_an_inline_table(
+    isolated_config: Path,
+) -> None:
+    # this used to be a traceback: "Inline tables cannot contain a table"
+    config = isolated_config / "biasbreaker.toml"
+    config.write_text("calibration = {max_history = 8}\n")
+    report = _calibrate_into(isolated_config, "biasbreaker.toml")
+    control = report["control"]
+    assert isinstance(control, dict)
+    assert config.read_text() == (
+        f"calibration = {{max_history = 8, "
+        f"target_false_halt_rate = {report['target_false_halt_rate']}, "
+        f"calibrated_on = 2026-01-02, source_sha256 = {json.dumps(report['source_sha256'])}, "
+        f"control = {{mean = {control['mean']}, std = {control['std']}, "
+        f"n_steps = {control['n_steps']}}}}}\n"
+        "\n"
+        f"[breaker]\ntau_enter = {report['tau_enter']}\ntau_exit = {report['tau_exit']}\n"
+        f"tau_warn = {report['tau_warn']}\nnode_trip = true\n"
+    )
+    _assert_loaded(report, "biasbreaker.toml", isolated_config)
+    assert load_settings(cwd=isolated_config).settings.calibration.max_history == 8
+
+
+def test_fully_dotted_keys_are_continued_as_dotted_keys(isolated_config: Path) -> None:
+    pyproject = isolated_config / "pyproject.toml"
+    pyproject.write_text("tool.biasbreaker.breaker.kappa = 0.5  # tuned\n")
+    report = _calibrate_into(isolated_config, "pyproject.toml")
+    text = pyproject.read_text()
+    assert text.startswith("tool.biasbreaker.breaker.kappa = 0.5  # tuned\n")
+    assert text.endswith(_calibrated_lines(report, "tool.biasbreaker.calibration."))
+    assert "[" not in text  # no header: every key stays a dotted key
+    _assert_loaded(report, "pyproject.toml [tool.biasbreaker]", isolated_config)
+
+
+def test_crlf_line_endings_are_kept_byte_for_byte(isolated_config: Path) -> None:
+    original = b'[project]\r\nname = "x"\r\n\r\n[tool.ruff]\r\nline-length = 100\r\n'
+    pyproject = isolated_config / "pyproject.toml"
+    pyproject.write_bytes(original)
+    report = _calibrate_into(isolated_config, "pyproject.toml")
+    data = pyproject.read_bytes()
+    assert data.startswith(original)
+    assert data.count(b"\n") == data.count(b"\r\n") > original.count(b"\n")  # no bare LF
+    assert not data.endswith(b"\r\n\r\n")
+    _assert_loaded(report, "pyproject.toml [tool.biasbreaker]", isolated_config)
+    # a file that mixes endings keeps each of its own; only the lines added end in LF
+    mixed = b"[breaker]\r\nkappa = 0.5\n"
+    config = isolated_config / "mixed.toml"
+    config.write_bytes(mixed)
+    write_control(isolated_config / "control.jsonl", 40)
+    result = runner.invoke(app, ["calibrate", "control.jsonl", "--write-toml", "mixed.toml"])
+    assert result.exit_code == 0, result.output
+    assert config.read_bytes().startswith(mixed) and config.read_bytes().count(b"\r") == 1
+
+
+def test_a_calibration_that_would_not_take_effect_is_refused(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # simulate an edit that lands outside [tool.biasbreaker] (what the dotted-key bug did):
+    # the read-back check must refuse it and leave the file as it was
+    from biasbreaker import calibration
+
+    real_put = calibration._put
+
+    def misplaced(parent: Any, key: str, values: Any, *args: Any) -> None:
+        if key != "tool":
+            real_put(parent, key, values, *args)
+            return
+        for name, table in values["biasbreaker"].items():  # [tool.biasbreaker] left out
+            real_put(parent, name, table, *args)
+
+    monkeypatch.setattr(calibration, "_put", misplaced)
+    write_control(isolated_config / "control.jsonl", 40)
+    pyproject = isolated_config / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n\n[tool.biasbreaker]\nseed = 3\n')
+    original = pyproject.read_bytes()
+    result = runner.invoke(app, ["calibrate", "control.jsonl", "--write-toml", "pyproject.toml"])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert "pyproject.toml [tool.biasbreaker]: the calibrated file would not set" in result.stderr
+    assert "breaker.tau_enter" in result.stderr and "left unchanged" in result.stderr
+    assert pyproject.read_bytes() == original
+    assert [p.name for p in isolated_config.iterdir() if p.name.startswith(".")] == []
