@@ -213,6 +213,19 @@ def test_the_same_command_twice_gives_byte_identical_traces(
     assert str(a) not in (a / "traces" / "guarded" / "posting-0000.jsonl").read_text()
 
 
+@pytest.mark.parametrize("out", ["afile", "afile/sub"])
+def test_out_naming_a_file_is_an_error_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", out])
+    assert result.exit_code == 1 and f"error: --out {out} " in result.output, result.output
+    assert "give a folder" in result.output and isinstance(result.exception, SystemExit)
+    assert "calibration" not in result.output  # nothing ran: no progress bar
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == "x"
+
+
 def test_another_seed_gives_other_traces(demo_runs: tuple[Path, Path, str], tmp_path: Path) -> None:
     a, _, _ = demo_runs
     run_demo(tmp_path / "c", "--seed", "7")
