@@ -98,13 +98,32 @@ def recount(out: Path, phase: str) -> dict[str, Any]:
     return counts
 
 
+LOCAL_CALIBRATION = """\
+[calibration]
+target_false_halt_rate = 0.2
+exit_ratio = 0.6
+warn_ratio = 0.25
+max_history = 5
+
+[breaker]
+node_trip = false
+"""
+
+
 def reproduce_calibration(out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Run the report's "Reproduce" command in ``out``; check it gives the guarded thresholds."""
     report = (out / "report.md").read_text(encoding="utf-8")
     command = re.search(r"Reproduce \(in this folder\): `biasbreaker (calibrate [^`]+)`", report)
     assert command is not None, report
-    monkeypatch.chdir(out)  # no configuration here: the command must carry what it needs
-    result = CliRunner().invoke(app, [*shlex.split(command.group(1)), "--json"])
+    monkeypatch.chdir(out)
+    # a configuration where the command runs, every calibration setting unlike the run's: the
+    # command must carry what the run used, so this file changes nothing
+    local = out / "biasbreaker.toml"
+    local.write_text(LOCAL_CALIBRATION, encoding="utf-8")
+    try:
+        result = CliRunner().invoke(app, [*shlex.split(command.group(1)), "--json"])
+    finally:
+        local.unlink()
     assert result.exit_code == 0, result.output
     got = json.loads(result.stdout)
     guarded = next((out / "traces" / "guarded").glob("*.jsonl"))
@@ -196,6 +215,19 @@ def test_the_reports_calibrate_command_gives_its_thresholds(
 ) -> None:
     a, _, _ = demo_runs
     assert reproduce_calibration(a, monkeypatch)["target_false_halt_rate"] == 0.05
+
+
+def test_the_calibrate_command_carries_non_default_calibration_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    custom = tmp_path / "custom.toml"
+    custom.write_text("[calibration]\nexit_ratio = 0.8\nwarn_ratio = 0.5\n", encoding="utf-8")
+    run_demo(tmp_path / "qc", "--config", str(custom))
+    got = reproduce_calibration(tmp_path / "qc", monkeypatch)
+    assert got["tau_exit"] == pytest.approx(0.8 * got["tau_enter"])  # the run's ratio, not 0.7
+    assert got["target_false_halt_rate"] == 0.05 and got["node_trip"] is True
+    written = (tmp_path / "qc" / "calibration.toml").read_text(encoding="utf-8")
+    assert "exit_ratio = 0.8" in written and "warn_ratio = 0.5" in written
 
 
 def test_the_same_command_twice_gives_byte_identical_traces(
@@ -303,6 +335,7 @@ DEMO_OUTPUTS = {
     "results.jsonl": "old results\n",
     "report.md": "old report",
     "control-runs.jsonl": "old control runs\n",
+    "calibration.toml": "old calibration settings\n",
     "notes.txt": "the user's own file",
 }
 

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from biasbreaker.kernel import Kernel
     from biasbreaker_plugins.demo.report import Table
 
-DEMO_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md", "control-runs.jsonl")
+DEMO_OUTPUTS = (
+    "traces",
+    "figures",
+    "results.jsonl",
+    "report.md",
+    "control-runs.jsonl",
+    "calibration.toml",
+)
 """What ``demo`` writes into ``--out``; removed once its arguments are checked, nothing else is."""
 
 RUN_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md")
