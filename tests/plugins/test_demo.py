@@ -230,6 +230,19 @@ def test_the_calibrate_command_carries_non_default_calibration_settings(
     assert "exit_ratio = 0.8" in written and "warn_ratio = 0.5" in written
 
 
+def test_control_runs_that_never_move_say_what_to_do(tmp_path: Path) -> None:
+    still = tmp_path / "still.toml"
+    still.write_text("[plugin.fake]\nprompt_sensitivity = 0\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["demo", "--quick", "--config", str(still), "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    message = " ".join(result.output.split())
+    assert "error: control std is 0" in message
+    assert "fast B_net is 0.0 on every step of every control run" in message
+    assert "prompt_sensitivity" in message and "docs/demo.md §3.3" in message
+
+
 def test_the_same_command_twice_gives_byte_identical_traces(
     demo_runs: tuple[Path, Path, str],
 ) -> None:
