@@ -98,13 +98,32 @@ def recount(out: Path, phase: str) -> dict[str, Any]:
     return counts
 
 
+LOCAL_CALIBRATION = """\
+[calibration]
+target_false_halt_rate = 0.2
+exit_ratio = 0.6
+warn_ratio = 0.25
+max_history = 5
+
+[breaker]
+node_trip = false
+"""
+
+
 def reproduce_calibration(out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Run the report's "Reproduce" command in ``out``; check it gives the guarded thresholds."""
     report = (out / "report.md").read_text(encoding="utf-8")
     command = re.search(r"Reproduce \(in this folder\): `biasbreaker (calibrate [^`]+)`", report)
     assert command is not None, report
-    monkeypatch.chdir(out)  # no configuration here: the command must carry what it needs
-    result = CliRunner().invoke(app, [*shlex.split(command.group(1)), "--json"])
+    monkeypatch.chdir(out)
+    # a configuration where the command runs, every calibration setting unlike the run's: the
+    # command must carry what the run used, so this file changes nothing
+    local = out / "biasbreaker.toml"
+    local.write_text(LOCAL_CALIBRATION, encoding="utf-8")
+    try:
+        result = CliRunner().invoke(app, [*shlex.split(command.group(1)), "--json"])
+    finally:
+        local.unlink()
     assert result.exit_code == 0, result.output
     got = json.loads(result.stdout)
     guarded = next((out / "traces" / "guarded").glob("*.jsonl"))
@@ -198,6 +217,32 @@ def test_the_reports_calibrate_command_gives_its_thresholds(
     assert reproduce_calibration(a, monkeypatch)["target_false_halt_rate"] == 0.05
 
 
+def test_the_calibrate_command_carries_non_default_calibration_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    custom = tmp_path / "custom.toml"
+    custom.write_text("[calibration]\nexit_ratio = 0.8\nwarn_ratio = 0.5\n", encoding="utf-8")
+    run_demo(tmp_path / "qc", "--config", str(custom))
+    got = reproduce_calibration(tmp_path / "qc", monkeypatch)
+    assert got["tau_exit"] == pytest.approx(0.8 * got["tau_enter"])  # the run's ratio, not 0.7
+    assert got["target_false_halt_rate"] == 0.05 and got["node_trip"] is True
+    written = (tmp_path / "qc" / "calibration.toml").read_text(encoding="utf-8")
+    assert "exit_ratio = 0.8" in written and "warn_ratio = 0.5" in written
+
+
+def test_control_runs_that_never_move_say_what_to_do(tmp_path: Path) -> None:
+    still = tmp_path / "still.toml"
+    still.write_text("[plugin.fake]\nprompt_sensitivity = 0\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["demo", "--quick", "--config", str(still), "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    message = " ".join(result.output.split())
+    assert "error: control std is 0" in message
+    assert "fast B_net is 0.0 on every step of every control run" in message
+    assert "prompt_sensitivity" in message and "docs/demo.md §3.3" in message
+
+
 def test_the_same_command_twice_gives_byte_identical_traces(
     demo_runs: tuple[Path, Path, str],
 ) -> None:
@@ -211,6 +256,19 @@ def test_the_same_command_twice_gives_byte_identical_traces(
     assert (a / "report.md").read_bytes() == (b / "report.md").read_bytes()
     # nothing in a trace depends on the wall clock or the folder
     assert str(a) not in (a / "traces" / "guarded" / "posting-0000.jsonl").read_text()
+
+
+@pytest.mark.parametrize("out", ["afile", "afile/sub"])
+def test_out_naming_a_file_is_an_error_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", out])
+    assert result.exit_code == 1 and f"error: --out {out} " in result.output, result.output
+    assert "give a folder" in result.output and isinstance(result.exception, SystemExit)
+    assert "calibration" not in result.output  # nothing ran: no progress bar
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == "x"
 
 
 def test_another_seed_gives_other_traces(demo_runs: tuple[Path, Path, str], tmp_path: Path) -> None:
@@ -290,6 +348,7 @@ DEMO_OUTPUTS = {
     "results.jsonl": "old results\n",
     "report.md": "old report",
     "control-runs.jsonl": "old control runs\n",
+    "calibration.toml": "old calibration settings\n",
     "notes.txt": "the user's own file",
 }
 

@@ -227,6 +227,80 @@ def test_a_bad_argument_leaves_earlier_outputs_untouched(
     assert contents(out) == before
 
 
+@pytest.mark.parametrize(
+    ("checkpoint", "message"),
+    [
+        ("nofolder/x.sqlite", "folder nofolder does not exist"),
+        ("afile/x.sqlite", "afile is not a folder"),
+        ("o/report.md", "the file exists"),
+    ],
+)
+def test_a_bad_checkpoint_is_an_error_before_out_is_touched(
+    project: Path, checkpoint: str, message: str
+) -> None:
+    out = project / "o"
+    before = earlier_outputs(out)
+    (project / "afile").write_text("x", encoding="utf-8")
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
+    args = ["--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o"]
+    result = invoke(*args, "--checkpoint", checkpoint)
+    assert result.exit_code == 1, result.output
+    assert f"error: --checkpoint {checkpoint}: " in result.output and message in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert contents(out) == before
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32" or __import__("os").geteuid() == 0,
+    reason="folder permissions do not bind root",
+)
+def test_a_checkpoint_in_a_read_only_folder_is_an_error(project: Path) -> None:
+    out = project / "o"
+    before = earlier_outputs(out)
+    (project / "ro").mkdir()
+    (project / "ro").chmod(0o555)
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
+    args = ["--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o"]
+    try:
+        result = invoke(*args, "--checkpoint", "ro/x.sqlite")
+    finally:
+        (project / "ro").chmod(0o755)
+    assert result.exit_code == 1 and "folder ro is not writable" in result.output, result.output
+    assert contents(out) == before
+
+
+def test_a_checkpoint_that_cannot_be_opened_is_a_config_error(tmp_path: Path) -> None:
+    import asyncio
+
+    from langgraph.graph import START, StateGraph
+
+    from biasbreaker.errors import ConfigError
+    from biasbreaker_plugins.demo.driver import compiled
+
+    builder = StateGraph(dict)
+    builder.add_node("x", lambda s: {})
+    builder.add_edge(START, "x")
+
+    async def open_it(path: Path) -> None:
+        async with compiled(builder, path):
+            pass
+
+    with pytest.raises(ConfigError, match="cannot open it as a SQLite database"):
+        asyncio.run(open_it(tmp_path / "nofolder" / "x.sqlite"))
+    asyncio.run(open_it(tmp_path / "x.sqlite"))  # a new file in a folder that exists opens
+    assert (tmp_path / "x.sqlite").stat().st_size > 0  # its tables are created at once
+
+
+@pytest.mark.parametrize("out", ["afile", "afile/sub"])
+def test_out_naming_a_file_is_an_error(project: Path, out: str) -> None:
+    (project / "afile").write_text("x", encoding="utf-8")
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", out)
+    assert result.exit_code == 1 and f"error: --out {out} " in result.output, result.output
+    assert "give a folder" in result.output and isinstance(result.exception, SystemExit)
+    assert (project / "afile").read_text(encoding="utf-8") == "x"
+
+
 def test_a_run_replaces_only_its_own_outputs(project: Path) -> None:
     out = project / "o"
     earlier_outputs(out)

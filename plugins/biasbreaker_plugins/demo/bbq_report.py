@@ -13,11 +13,13 @@ from biasbreaker_plugins.demo.bbq_demo import BBQResult
 from biasbreaker_plugins.demo.driver import read_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
 from biasbreaker_plugins.demo.report import (
+    CALIBRATION_SETTINGS,
     Table,
     calibrate_command,
     phase_table,
     property_lines,
     property_table,
+    write_calibration_settings,
 )
 from biasbreaker_plugins.demo.summary import TraceCounts, Verification, trace_counts, verification
 
@@ -128,6 +130,7 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
     guarded_cases = [r for r in records if r["phase"] == "guarded"]
     paired = sum(1 for r in guarded_cases if r["paired"])
     cal = result.calibration
+    settings_file = CALIBRATION_SETTINGS
     fresh = counts["fresh-control"]
     th = cal.thresholds
     s = result.settings
@@ -157,7 +160,8 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
         f"From {cal.n_runs} control runs at a per-run false-halt target of "
         f"{cal.target_false_halt_rate}: tau_enter = {th.tau_enter:.4g}, tau_exit = "
         f"{th.tau_exit:.4g}, tau_warn = {th.tau_warn:.4g}. Reproduce (in this folder): "
-        f"{calibrate_command(result.control_file, cal)} (sha256 {result.control_sha256[:12]}…).",
+        f"{calibrate_command(result.control_file, settings_file)} (sha256 "
+        f"{result.control_sha256[:12]}…).",
         "",
         f"**False halts on fresh control runs: {fresh.runs_tripped} of {fresh.runs} "
         f"({fresh.false_halt_rate:.3f}; target {cal.target_false_halt_rate}).**",
@@ -190,6 +194,7 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
             "are real.",
             "",
         ]
+    write_calibration_settings(out, result.calibration, result.settings)
     report = out / "report.md"
     report.write_text("\n".join(lines), encoding="utf-8")
     return BBQOutputs(counts, scores, checked, tables, report, (bnet,))

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from biasbreaker.kernel import Kernel
     from biasbreaker_plugins.demo.report import Table
 
-DEMO_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md", "control-runs.jsonl")
+DEMO_OUTPUTS = (
+    "traces",
+    "figures",
+    "results.jsonl",
+    "report.md",
+    "control-runs.jsonl",
+    "calibration.toml",
+)
 """What ``demo`` writes into ``--out``; removed once its arguments are checked, nothing else is."""
 
 RUN_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md")
@@ -47,6 +54,28 @@ DEMO_DEFAULTS: dict[str, Any] = {
 BBQ_DEFAULTS: dict[str, Any] = {"calibration.target_false_halt_rate": 0.1}
 """The bbq scenario's own, on top: UnifiedQA changes its answer on 3.8 % of disambiguated
 items under the group exchange (the control runs), too close to 5 % to calibrate on reliably."""
+
+
+def _check_out(out: Path) -> None:
+    """Fail (exit 1) unless ``--out`` is a folder or can be made one: checked before anything runs.
+
+    A file there, or a file where one of its parent folders would be, is an error naming it.
+    """
+    for path in (out, *out.parents):
+        if path.is_dir():
+            return
+        if path.exists() or path.is_symlink():
+            where = "is a file" if path == out else f"is inside {path}, which is a file"
+            fail(f"--out {out} {where}; give a folder")
+
+
+def _make_out(out: Path, outputs: tuple[str, ...]) -> None:
+    """Create ``out`` if needed and remove the command's earlier outputs from it."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot create the folder: {exc}") from exc
+    _clear(out, outputs)
 
 
 def _clear(out: Path, outputs: tuple[str, ...]) -> None:
@@ -124,6 +153,7 @@ def demo(
     """
     if scenario not in ("hiring", "bbq"):
         fail(f"--scenario {scenario!r} is not a scenario; use hiring or bbq")
+    _check_out(out)
     from biasbreaker_plugins.demo.phases import RunConfig, defaults_where_silent
 
     start = time.perf_counter()
@@ -140,8 +170,7 @@ def demo(
         # before anything in --out goes: a client that cannot be built (its API key is not
         # set) would otherwise show only after the earlier outputs were removed
         _check_build(kernel)
-        out.mkdir(parents=True, exist_ok=True)
-        _clear(out, DEMO_OUTPUTS)
+        _make_out(out, DEMO_OUTPUTS)
         if scenario == "hiring":
             _hiring(run_config, settings, out, quick)
         else:
@@ -285,12 +314,12 @@ def run(
     from biasbreaker_plugins.demo.run_graph import prepare_run, run_user_graph
     from biasbreaker_plugins.demo.run_report import write_run_outputs
 
+    _check_out(out)
     start = time.perf_counter()
     try:
         prepared = prepare_run(RunConfig(config, Path.cwd(), {}), graph, inputs, out, checkpoint)
         report_host(prepared.kernel.host)
-        out.mkdir(parents=True, exist_ok=True)
-        _clear(out, RUN_OUTPUTS)
+        _make_out(out, RUN_OUTPUTS)
         with _progress({"run": len(prepared.inputs)}) as advance:
             result = asyncio.run(run_user_graph(prepared, lambda n: advance("run", n)))
         outputs = write_run_outputs(result, out, graph=graph, inputs=inputs)

@@ -15,12 +15,14 @@ run cut short leaves every finished thread's record readable.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from biasbreaker.errors import ConfigError
 from biasbreaker.types import canonical_json
 
 Status = Literal["done", "review"]
@@ -94,6 +96,10 @@ async def compiled(builder: Any, checkpoint: Path | None = None) -> AsyncIterato
         builder: The (guarded) ``StateGraph`` builder.
         checkpoint: A SQLite file to checkpoint into, so a thread paused for review can be
             resumed by another process; ``None``: in memory (lost at the end).
+
+    Raises:
+        ConfigError: The checkpoint file cannot be opened or set up as a SQLite database
+            (checked before the graph gets it, so this is never a traceback mid-run).
     """
     if checkpoint is None:
         from langgraph.checkpoint.memory import InMemorySaver
@@ -102,7 +108,24 @@ async def compiled(builder: Any, checkpoint: Path | None = None) -> AsyncIterato
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    async with AsyncSqliteSaver.from_conn_string(str(checkpoint)) as saver:
+    async with AsyncExitStack() as stack:
+        try:
+            # opened once synchronously first: aiosqlite's worker thread outlives a failed
+            # connect and reports to a closed event loop (a stray traceback on stderr)
+            probe = sqlite3.connect(str(checkpoint))
+            try:
+                probe.execute("PRAGMA schema_version")
+            finally:
+                probe.close()
+            saver = await stack.enter_async_context(
+                AsyncSqliteSaver.from_conn_string(str(checkpoint))
+            )
+            await saver.setup()  # creates the tables now, not at the first input's first step
+        except (sqlite3.Error, OSError) as exc:
+            raise ConfigError(
+                f"--checkpoint {checkpoint}: cannot open it as a SQLite database: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         yield builder.compile(checkpointer=saver)
 
 

@@ -12,12 +12,14 @@ from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs, selection_f
 from biasbreaker_plugins.demo.hiring import GROUPS, group_label, measured_rates
 from biasbreaker_plugins.demo.hiring_demo import HiringResult
 from biasbreaker_plugins.demo.report import (
+    CALIBRATION_SETTINGS,
     Table,
     calibrate_command,
     phase_table,
     property_lines,
     property_table,
     selection_table,
+    write_calibration_settings,
 )
 from biasbreaker_plugins.demo.summary import (
     Lean,
@@ -128,6 +130,7 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
         lean_table([(_LABELS[p], leans[p]) for p in shown]),
         property_table(checked.totals),
     )
+    write_calibration_settings(out, result.calibration, result.settings)
     report = out / "report.md"
     report.write_text(_markdown(result, counts, selections, changed, checked, tables, calls))
     return HiringOutputs(counts, selections, changed, checked, tables, report, (bnet, sel_png))
@@ -143,6 +146,7 @@ def _markdown(
     calls: dict[str, int],
 ) -> str:
     cal = result.calibration
+    settings_file = CALIBRATION_SETTINGS
     th = cal.thresholds
     st = cal.statistics
     s = result.settings
@@ -177,7 +181,8 @@ def _markdown(
         f"tau_warn = {_fmt(th.tau_warn)}; calibration window mean {_fmt(st.mean)}, std "
         f"{_fmt(st.std)} over {st.n_steps} steps (calibrator `{cal.calibrator}`; "
         f"{cal.empirical_false_halt_rate:.3f} of the calibration runs reach tau_enter). "
-        f"Reproduce (in this folder): {calibrate_command(result.control_file, cal)} (sha256 "
+        f"Reproduce (in this folder): {calibrate_command(result.control_file, settings_file)} "
+        "(sha256 "
         f"{result.control_sha256[:12]}…).",
         "",
         f"**False halts on fresh control runs: {fresh.runs_tripped} of {fresh.runs} "

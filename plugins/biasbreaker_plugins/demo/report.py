@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from biasbreaker_plugins.demo.summary import (
     PropertyTotal,
@@ -42,32 +43,74 @@ class Table:
         return "\n".join(lines)
 
 
-def calibrate_command(control_file: str, report: CalibrationReport) -> str:
-    """The ``biasbreaker calibrate`` command that gives ``report``'s thresholds again.
+CALIBRATION_SETTINGS = "calibration.toml"
+"""The file in the output folder that holds the calibration settings the run used."""
 
-    It carries, explicitly, every setting ``calibrate`` reads that a demo can change: the
-    false-halt target and whether node trips are on, so the command does not depend on the
-    configuration of the directory it is run in. The calibrator has no flag: when it is not
-    the shipped default, the text after the command says which one to configure.
+
+def calibration_settings(report: CalibrationReport, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Every setting ``biasbreaker calibrate`` reads, as the run used them (a TOML tree).
+
+    ``[calibration]``: the calibrator, the false-halt target, ``exit_ratio``, ``warn_ratio`` and
+    ``max_history`` (the shipped calibrator does not use it; another may); ``[breaker]
+    node_trip``; and the calibrator's ``[plugin.<name>]`` options when the run configured any
+    (only the keys it set). Defaults are written too: a ``biasbreaker.toml`` in the folder the
+    command runs in ranks below ``--config`` key by key, so a key left out could be changed by
+    it.
+
+    Args:
+        report: The calibration the run used.
+        settings: The run's effective configuration (``Settings.model_dump(mode="json")``).
+    """
+    cal = settings["calibration"]
+    tree: dict[str, Any] = {
+        "calibration": {
+            "calibrator": report.calibrator,
+            "target_false_halt_rate": report.target_false_halt_rate,
+            "exit_ratio": cal["exit_ratio"],
+            "warn_ratio": cal["warn_ratio"],
+            "max_history": cal["max_history"],
+        },
+        "breaker": {"node_trip": report.node_trip},
+    }
+    options = settings.get("plugin", {}).get(report.calibrator)
+    if options:
+        tree["plugin"] = {report.calibrator: dict(options)}
+    return tree
+
+
+def write_calibration_settings(
+    out: Path, report: CalibrationReport, settings: Mapping[str, Any]
+) -> str:
+    """Write :func:`calibration_settings` to ``out/calibration.toml``; return its name."""
+    import tomlkit
+
+    header = (
+        "# The calibration settings this run used: `biasbreaker calibrate control-runs.jsonl "
+        f"--config {CALIBRATION_SETTINGS}`\n# in this folder gives the report's thresholds again.\n"
+    )
+    text = header + tomlkit.dumps(calibration_settings(report, settings))
+    (out / CALIBRATION_SETTINGS).write_text(text, encoding="utf-8")
+    return CALIBRATION_SETTINGS
+
+
+def calibrate_command(control_file: str, settings_file: str) -> str:
+    """The ``biasbreaker calibrate`` command that gives a run's thresholds again.
+
+    Every setting ``calibrate`` reads comes from ``settings_file`` (written by
+    :func:`write_calibration_settings`), so neither the demo's own defaults nor a
+    ``biasbreaker.toml`` where the command is run change the result. (``calibrate`` has flags
+    for the target and node trips only; the ratios, the calibrator and its options need a
+    file.) ``BIASBREAKER_*`` environment variables still rank above it.
 
     Args:
         control_file: The control runs' file, relative to the output folder (where the
             command is meant to run).
-        report: The calibration the run used.
+        settings_file: The calibration settings file, relative to the output folder.
 
     Returns:
-        Markdown: the command as a code span, and the calibrator note if any.
+        Markdown: the command as a code span.
     """
-    from biasbreaker.config import CalibrationSettings
-
-    trigger = "--node-trip" if report.node_trip else "--no-node-trip"
-    text = (
-        f"`biasbreaker calibrate {control_file} --target-false-halt-rate "
-        f"{report.target_false_halt_rate!r} {trigger}`"
-    )
-    if report.calibrator != CalibrationSettings.model_fields["calibrator"].default:
-        text += f' with `[calibration] calibrator = "{report.calibrator}"` configured'
-    return text
+    return f"`biasbreaker calibrate {control_file} --config {settings_file}`"
 
 
 def _by_strategy(counts: Mapping[str, int]) -> str:
@@ -176,10 +219,13 @@ def property_table(totals: Sequence[PropertyTotal]) -> Table:
 
 
 __all__ = [
+    "CALIBRATION_SETTINGS",
     "Table",
     "calibrate_command",
+    "calibration_settings",
     "phase_table",
     "property_lines",
     "property_table",
     "selection_table",
+    "write_calibration_settings",
 ]

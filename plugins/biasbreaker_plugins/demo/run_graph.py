@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -137,6 +138,38 @@ def read_inputs(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return states
 
 
+def check_checkpoint(checkpoint: Path) -> None:
+    """Check that ``--checkpoint`` names a new file in an existing, writable folder.
+
+    Raises:
+        ConfigError: The file exists already (its threads would be continued, not started),
+            or its folder does not exist, is not a folder, or is not writable; the message
+            names the path and what to do.
+    """
+    if checkpoint.exists() or checkpoint.is_symlink():
+        raise ConfigError(
+            f"--checkpoint {checkpoint}: the file exists; its threads input-<line> would be "
+            "continued instead of started. Resume them from it (docs/demo.md §5), or give a "
+            "new file, or delete it"
+        )
+    folder = checkpoint.parent
+    if not folder.exists():
+        raise ConfigError(
+            f"--checkpoint {checkpoint}: folder {folder} does not exist; create it first, or "
+            "give a new file in an existing folder"
+        )
+    if not folder.is_dir():
+        raise ConfigError(
+            f"--checkpoint {checkpoint}: {folder} is not a folder; give a new file in an "
+            "existing folder"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"--checkpoint {checkpoint}: folder {folder} is not writable; give a new file in "
+            "a folder you can write to"
+        )
+
+
 @dataclass(frozen=True)
 class PreparedRun:
     """A ``biasbreaker run`` checked and ready: nothing has been written yet.
@@ -173,18 +206,13 @@ def prepare_run(
 
     Raises:
         ConfigError: Bad configuration, bad ``--graph``, a graph the adapter cannot guard, or
-            a checkpoint file that exists already.
+            a bad ``--checkpoint`` (see :func:`check_checkpoint`).
         InputError: The inputs file is unreadable, empty, or has a malformed line.
     """
     from biasbreaker_plugins.langgraph import guard
 
-    if checkpoint is not None and checkpoint.exists():
-        raise ConfigError(
-            f"--checkpoint {checkpoint}: the file exists; its threads input-<line> would be "
-            "continued instead of started. Resume them from it (docs/demo.md §5), or give a "
-            "new file, or delete it"
-        )
-
+    if checkpoint is not None:
+        check_checkpoint(checkpoint)
     factory = load_factory(spec, cwd=config.cwd)
     kernel = phase_kernel(config, traces=out / "traces")
     builder = build_user_graph(factory, spec, kernel)
@@ -279,6 +307,7 @@ __all__ = [
     "PreparedRun",
     "RunResult",
     "build_user_graph",
+    "check_checkpoint",
     "load_factory",
     "prepare_run",
     "read_inputs",
