@@ -170,7 +170,10 @@ class ControlStatistics:
             raise ThresholdError(
                 "control std is 0: fast B_net never varies in the control runs, so the "
                 "calibration window's 3σ/5σ bands are undefined; record control runs that "
-                "exercise the pipeline (different inputs and seeds)"
+                "exercise the pipeline (different inputs and seeds). A model that answers the "
+                "same whatever the names (temperature 0 and no prompt sensitivity, e.g. the "
+                "fake with prompt_sensitivity = 0) never moves B_net: sample at temperature > 0 "
+                "(docs/demo.md §3.3)"
             )
         if isinstance(self.n_steps, bool) or not isinstance(self.n_steps, int) or self.n_steps < 2:
             raise ThresholdError(f"control n_steps={self.n_steps!r} must be an int >= 2")
@@ -628,12 +631,17 @@ def calibrate_thresholds(
         ThresholdError: As :func:`calibrate`, e.g. 20 runs for a 1 % target ("needs at least
             99 runs").
     """
-    return calibrate(
-        control_trajectories,
-        target_false_halt_rate=target_false_halt_rate,
-        kernel=kernel,
-        node_trip=node_trip,
-    ).thresholds
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = calibrate(
+            control_trajectories,
+            target_false_halt_rate=target_false_halt_rate,
+            kernel=kernel,
+            node_trip=node_trip,
+        )
+    for item in caught:  # raised again at the caller's line, under the caller's filters
+        warnings.warn(item.message, item.category, stacklevel=2)
+    return report.thresholds
 
 
 # --------------------------------------------------------------------------------------------

@@ -206,6 +206,14 @@ def test_node_trips_without_own_scores_warn_that_only_fast_is_bounded(fixed: Any
         calibrate(RUNS, kernel=fixed((0.995, 0.7, 0.4)), node_trip="yes")  # type: ignore[arg-type]
 
 
+def test_calibrate_thresholds_warns_at_its_callers_line(fixed: Any) -> None:
+    with pytest.warns(CalibrationWarning, match="no control step carries its own score") as got:
+        calibrate_thresholds(
+            RUNS, target_false_halt_rate=0.5, kernel=fixed((0.995, 0.7, 0.4), True)
+        )
+    assert [Path(w.filename).name for w in got] == [Path(__file__).name]
+
+
 def test_control_steps_accept_own_scores_in_every_shape() -> None:
     @dataclass
     class Own:
