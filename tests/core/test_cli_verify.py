@@ -183,3 +183,14 @@ def test_concatenated_traces_are_refused_with_what_to_do(tmp_path: Path) -> None
     assert result.exit_code == 1
     assert ":4: expected a step record, got a second header" in result.output
     assert "verify each run's own trace file, or their folder" in result.output
+
+
+def test_a_folder_holding_other_jsonl_files_says_which_folder_to_give(tmp_path: Path) -> None:
+    (tmp_path / "traces").mkdir()
+    write(tmp_path / "traces" / "one.jsonl", [0.1, 0.2])
+    (tmp_path / "results.jsonl").write_text('{"status": "done"}\n')
+    result = runner.invoke(app, ["verify", str(tmp_path)])
+    assert result.exit_code == 1
+    message = " ".join(result.output.split())
+    assert "results.jsonl" in message and "give the folder that holds only the traces" in message
+    assert runner.invoke(app, ["verify", str(tmp_path / "traces")]).exit_code == 0

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from biasbreaker.cli._common import JsonOption, fail, stdout, warn
-from biasbreaker.errors import BiasbreakerError
+from biasbreaker.errors import BiasbreakerError, TraceError
 from biasbreaker.properties import PropertyReport, VerificationReport
 from biasbreaker.properties.traceset import TraceSetVerification, trace_files, verify_traces
 from biasbreaker.trace import TraceTruncatedWarning
@@ -101,6 +101,17 @@ def verify(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", TraceTruncatedWarning)
             checked = verify_traces(files, max_history=max_history)
+    except TraceError as exc:
+        folders = [str(p) for p in traces if p.is_dir()]
+        hint = (
+            f" (a folder argument, here {', '.join(folders)}, takes every *.jsonl file below it "
+            "and each must be one run trace: give the folder that holds only the traces, e.g. "
+            "biasbreaker-demo/traces rather than biasbreaker-demo, whose results.jsonl and "
+            "control-runs.jsonl are not run traces)"
+            if folders
+            else ""
+        )
+        fail(f"{exc}{hint}")
     except BiasbreakerError as exc:
         fail(str(exc))
     for item in caught:
