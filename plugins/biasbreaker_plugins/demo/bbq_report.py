@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from biasbreaker.metrics.bbq import BBQScores, bbq_scores
-from biasbreaker.trace import read_trace
 from biasbreaker_plugins.demo.bbq import CATEGORIES, index, items
 from biasbreaker_plugins.demo.bbq_demo import BBQResult
-from biasbreaker_plugins.demo.driver import read_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
 from biasbreaker_plugins.demo.report import (
     CALIBRATION_SETTINGS,
@@ -21,9 +19,12 @@ from biasbreaker_plugins.demo.report import (
     property_table,
     write_calibration_settings,
 )
-from biasbreaker_plugins.demo.summary import TraceCounts, Verification, trace_counts, verification
-
-GUARDED_PHASES = ("calibration", "guarded", "fresh-control")
+from biasbreaker_plugins.demo.summary import (
+    GUARDED_PHASES,
+    TraceCounts,
+    Verification,
+    read_phase_files,
+)
 
 
 @dataclass(frozen=True)
@@ -101,18 +102,12 @@ def bbq_table(scores: dict[str, dict[str, BBQScores]], released: dict[str, int])
 
 def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
     """Compute every number from ``out``'s traces and ``results.jsonl``; write the report."""
-    records = read_results(out / "results.jsonl")
-    traces = {
-        phase: [read_trace(out / r["trace"]) for r in records if r["phase"] == phase and r["trace"]]
-        for phase in GUARDED_PHASES
-    }
-    counts = {phase: trace_counts(traces[phase]) for phase in GUARDED_PHASES}
+    files = read_phase_files(out)
+    records, traces, counts, checked = files.records, files.traces, files.counts, files.verification
     scores = {p: _scores(records, p) for p in ("unguarded", "guarded")}
     released = {
         p: sum(1 for r in records if r["phase"] == p and r["status"] == "done") for p in scores
     }
-    paths = [out / r["trace"] for r in records if r["trace"]]
-    checked = verification(paths, out)
     figures = out / "figures"
     figures.mkdir(exist_ok=True)
     bnet = figures / "bnet.png"

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.trace import read_trace
-from biasbreaker_plugins.demo.driver import read_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs, selection_figure
 from biasbreaker_plugins.demo.hiring import GROUPS, group_label, measured_rates
 from biasbreaker_plugins.demo.hiring_demo import HiringResult
@@ -22,17 +20,16 @@ from biasbreaker_plugins.demo.report import (
     write_calibration_settings,
 )
 from biasbreaker_plugins.demo.summary import (
+    GUARDED_PHASES,
     Lean,
     Selection,
     TraceCounts,
     Verification,
     lean,
+    read_phase_files,
     selection,
-    trace_counts,
-    verification,
 )
 
-GUARDED_PHASES = ("calibration", "guarded", "fresh-control")
 _LABELS = {"reference": "group-blind ranker", "unguarded": "unguarded", "guarded": "guarded"}
 
 
@@ -93,12 +90,8 @@ def lean_table(rows: list[tuple[str, Lean]]) -> Table:
 
 def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
     """Compute every number from ``out``'s traces and ``results.jsonl``; write the report."""
-    records = read_results(out / "results.jsonl")
-    traces = {
-        phase: [read_trace(out / r["trace"]) for r in records if r["phase"] == phase and r["trace"]]
-        for phase in GUARDED_PHASES
-    }
-    counts = {phase: trace_counts(traces[phase]) for phase in GUARDED_PHASES}
+    files = read_phase_files(out)
+    records, traces, counts, checked = files.records, files.traces, files.counts, files.verification
     shown: list[str] = [p for p in ("reference", "unguarded", "guarded") if p in result.phases]
     selections = {p: selection(records, p, GROUPS) for p in shown}
     shortlists = {(r["phase"], r["thread"]): frozenset(r["shortlist"] or ()) for r in records}
@@ -107,8 +100,6 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
         for (phase, thread), short in shortlists.items()
         if phase == "guarded" and shortlists.get(("unguarded", thread)) != short
     )
-    paths = [out / r["trace"] for r in records if r["trace"]]
-    checked = verification(paths, out)
 
     labels = {g: group_label(g) for g in GROUPS}
     figures_dir = out / "figures"

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from biasbreaker.properties.traceset import PropertyTotal, TraceSetVerification, verify_traces
-from biasbreaker.trace import Trace
+from biasbreaker.trace import Trace, read_trace
 from biasbreaker.types import BreakerState
+from biasbreaker_plugins.demo.driver import read_results
 
 TRIPPED_STATES = frozenset(
     {BreakerState.INTERVENTION, BreakerState.RECOVERY, BreakerState.ESCALATED}
@@ -224,6 +225,44 @@ def lean(
     return Lean(n, mean, 1.96 * math.sqrt(var / n))
 
 
+GUARDED_PHASES: tuple[str, ...] = ("calibration", "guarded", "fresh-control")
+"""The demo's phases that run through the guard and write run traces."""
+
+
+@dataclass(frozen=True)
+class PhaseFiles:
+    """What a demo's output folder records, read back: the numbers' only source.
+
+    Args:
+        records: ``results.jsonl``, one record per run and phase.
+        traces: Phase -> its runs' traces, in ``results.jsonl`` order.
+        counts: Phase -> :func:`trace_counts` of its traces.
+        verification: Every trace in the folder verified (a cut trace is an error).
+    """
+
+    records: list[dict[str, Any]]
+    traces: dict[str, list[Trace]]
+    counts: dict[str, TraceCounts]
+    verification: TraceSetVerification
+
+
+def read_phase_files(out: Path, phases: Sequence[str] = GUARDED_PHASES) -> PhaseFiles:
+    """Read ``out``'s ``results.jsonl`` and traces, count each phase and verify every trace.
+
+    Raises:
+        TraceError: A trace is malformed or cut.
+        InputError: ``results.jsonl`` is malformed.
+    """
+    records = read_results(out / "results.jsonl")
+    traces = {
+        phase: [read_trace(out / r["trace"]) for r in records if r["phase"] == phase and r["trace"]]
+        for phase in phases
+    }
+    counts = {phase: trace_counts(traces[phase]) for phase in phases}
+    checked = verification([out / r["trace"] for r in records if r["trace"]], out)
+    return PhaseFiles(records, traces, counts, checked)
+
+
 Verification = TraceSetVerification
 """Every trace's verification, aggregated per property (the kernel's type, kept under the
 demo's name)."""
@@ -245,12 +284,15 @@ def verification(paths: Sequence[Path], root: Path) -> TraceSetVerification:
 
 
 __all__ = [
+    "GUARDED_PHASES",
     "Lean",
+    "PhaseFiles",
     "PropertyTotal",
     "Selection",
     "TraceCounts",
     "Verification",
     "lean",
+    "read_phase_files",
     "selection",
     "trace_counts",
     "verification",
