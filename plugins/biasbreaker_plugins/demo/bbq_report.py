@@ -15,8 +15,8 @@ from biasbreaker_plugins.demo.report import (
     Table,
     calibrate_command,
     phase_table,
-    property_lines,
     property_table,
+    verification_block,
     write_calibration_settings,
 )
 from biasbreaker_plugins.demo.summary import (
@@ -171,12 +171,7 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
         "",
         "## Verification",
         "",
-        tables[2].markdown(),
-        "",
-        "```",
-        *property_lines(checked),
-        "```",
-        "",
+        *verification_block(tables[2], checked),
     ]
     if result.simulated:
         lines += [

@@ -14,9 +14,9 @@ from biasbreaker_plugins.demo.report import (
     Table,
     calibrate_command,
     phase_table,
-    property_lines,
     property_table,
     selection_table,
+    verification_block,
     write_calibration_settings,
 )
 from biasbreaker_plugins.demo.summary import (
@@ -202,12 +202,7 @@ def _markdown(
         "",
         "## Verification",
         "",
-        tables[3].markdown(),
-        "",
-        "```",
-        *property_lines(checked),
-        "```",
-        "",
+        *verification_block(tables[3], checked),
     ]
     if result.simulated:
         lines += [

@@ -195,6 +195,11 @@ def property_lines(verification: Verification) -> list[str]:
     return [t.line() for t in verification.totals]
 
 
+def verification_block(table: Table, verification: Verification) -> list[str]:
+    """Markdown lines: the verdicts ``table``, then the property lines as printed, fenced."""
+    return [table.markdown(), "", "```", *property_lines(verification), "```", ""]
+
+
 def property_table(totals: Sequence[PropertyTotal]) -> Table:
     """The verification verdicts as a table."""
     return Table(
@@ -227,5 +232,6 @@ __all__ = [
     "property_lines",
     "property_table",
     "selection_table",
+    "verification_block",
     "write_calibration_settings",
 ]

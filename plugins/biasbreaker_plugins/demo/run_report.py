@@ -8,7 +8,7 @@ from pathlib import Path
 from biasbreaker.trace import read_trace
 from biasbreaker_plugins.demo.driver import read_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
-from biasbreaker_plugins.demo.report import Table, phase_table, property_lines, property_table
+from biasbreaker_plugins.demo.report import Table, phase_table, property_table, verification_block
 from biasbreaker_plugins.demo.run_graph import RunResult
 from biasbreaker_plugins.demo.summary import TraceCounts, Verification, trace_counts, verification
 
@@ -71,12 +71,7 @@ def write_run_outputs(result: RunResult, out: Path, *, graph: str, inputs: Path)
         "",
         "![B_net](figures/bnet.png)",
         "",
-        tables[1].markdown(),
-        "",
-        "```",
-        *property_lines(checked),
-        "```",
-        "",
+        *verification_block(tables[1], checked),
     ]
     report = out / "report.md"
     report.write_text("\n".join(lines), encoding="utf-8")
