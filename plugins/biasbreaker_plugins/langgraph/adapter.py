@@ -638,6 +638,17 @@ class GraphGuard:
         self.machines.release(handle, value)
         return value
 
+    @staticmethod
+    def _to_review(call: _Call, entry: dict[str, Any], event: str, error: str) -> Halt:
+        """Hold ``call``'s output for human review, with an audit event naming why."""
+        return Halt(
+            goto=REVIEW,
+            update={
+                "bb_unverified_output": {call.key: entry},
+                "bb_audit_trail": [{"event": event, "key": call.key, "error": error}],
+            },
+        )
+
     def _finish(self, call: _Call) -> Any:
         """Decide what the guarded node returns (see the module docstring, steps 3 and 4)."""
         name = call.node.name
@@ -650,28 +661,12 @@ class GraphGuard:
             entry = self._entry(call, "escalated", reason=reason)
             entry["update"] = shown(call.update)
             entry["not_json"] = call.json_error
-            return Halt(
-                goto=REVIEW,
-                update={
-                    "bb_unverified_output": {call.key: entry},
-                    "bb_audit_trail": [
-                        {"event": "not-json", "key": call.key, "error": call.json_error}
-                    ],
-                },
-            )
+            return self._to_review(call, entry, "not-json", call.json_error)
         if call.probe_error is not None:
             entry = self._entry(
                 call, "escalated", reason=f"probe failed, output held: {call.probe_error}"
             )
-            return Halt(
-                goto=REVIEW,
-                update={
-                    "bb_unverified_output": {call.key: entry},
-                    "bb_audit_trail": [
-                        {"event": "probe-failed", "key": call.key, "error": call.probe_error}
-                    ],
-                },
-            )
+            return self._to_review(call, entry, "probe-failed", call.probe_error)
         if call.node.mode == "queued":
             return Halt(
                 goto=BREAKER,
