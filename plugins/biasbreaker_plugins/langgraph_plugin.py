@@ -8,16 +8,13 @@ LangGraph, only when a guarded graph is built. The adapter itself lives in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasbreaker.errors import PluginError
 from biasbreaker.hookspecs import hookimpl
 from biasbreaker.registry import BuildContext, Register
-
-if TYPE_CHECKING:
-    from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
 
 
 class LangGraphOptions(BaseModel):
@@ -38,8 +35,12 @@ class LangGraphOptions(BaseModel):
     )
 
 
-def make_langgraph_adapter(options: LangGraphOptions, context: BuildContext) -> LangGraphAdapter:
+def make_langgraph_adapter(options: LangGraphOptions, context: BuildContext) -> object:
     """Factory of the ``langgraph`` adapter: imports LangGraph here, not at module import.
+
+    Returns:
+        A :class:`biasbreaker_plugins.langgraph.adapter.LangGraphAdapter` (typed ``object``
+        here: this module must not depend on the LangGraph extra, nor the adapter on it).
 
     Raises:
         PluginError: If LangGraph is not installed (install the ``langgraph`` extra).

@@ -446,7 +446,7 @@ def test_the_run_trace_records_every_guarded_step_and_its_properties_hold(
 def test_a_trace_ahead_of_the_checkpoint_is_cut_back_on_resume(tmp_path: Path) -> None:
     from biasbreaker.machine import ControlMachine, MachineConfig
     from biasbreaker.types import Thresholds
-    from biasbreaker_plugins.langgraph._machines import Traces
+    from biasbreaker_plugins.langgraph.traces import Traces
 
     config = MachineConfig(Thresholds(0.3, 0.2, 0.15, 0.05), probation="half-open")
     records: list[Any] = []
@@ -523,7 +523,7 @@ def test_the_trace_writer_refuses_a_step_zero_over_another_runs_records(tmp_path
     from biasbreaker.errors import TraceError
     from biasbreaker.machine import ControlMachine, MachineConfig
     from biasbreaker.types import Thresholds
-    from biasbreaker_plugins.langgraph._machines import Traces
+    from biasbreaker_plugins.langgraph.traces import Traces
 
     config = MachineConfig(Thresholds(0.3, 0.2, 0.15, 0.05), probation="half-open")
     records: list[Any] = []

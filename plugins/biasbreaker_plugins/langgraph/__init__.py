@@ -32,15 +32,12 @@ from langgraph.graph import StateGraph
 from biasbreaker.errors import PluginError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import AnyHook
-from biasbreaker_plugins.langgraph.adapter import (
-    ADDED_NODES,
-    GraphGuard,
-    GuardedNode,
-    LangGraphAdapter,
-)
+from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
 from biasbreaker_plugins.langgraph.graph import GuardedStateGraph
-from biasbreaker_plugins.langgraph.node import NodeOptions, guard_node
+from biasbreaker_plugins.langgraph.names import ADDED_NODES
+from biasbreaker_plugins.langgraph.node import GuardedNode, NodeOptions, guard_node
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
+from biasbreaker_plugins.langgraph.runtime import GraphGuard
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BiasState
 
 Config = Kernel | Mapping[str, Any] | str | os.PathLike[str] | None

@@ -16,6 +16,10 @@ destinations, it never removes any). So, after ``StateGraph.compile()``, the ada
   right after ``compile()``, before any run or drawing.
 * ``langgraph._internal._runnable.coerce_to_runnable`` turns a node function into the runnable
   ``add_node`` would have made (config injection, sync/async handling).
+* A task's run metadata carries ``langgraph_step`` (the super-step) and ``langgraph_path``,
+  whose first element is ``"__pregel_push"`` for a ``Send``/push task (:func:`task_of`).
+* ``interrupt()`` finds its task through ``var_child_runnable_config``; on Python < 3.11 an
+  async run cannot hand that to a sync node's worker thread, so :func:`interrupt_in` sets it.
 * ``StateGraph.channels`` maps each state key to its channel; a channel's
   ``from_checkpoint(value)`` (``langgraph._internal._typing.MISSING`` for no value) makes a
   fresh copy holding ``value`` and ``update([write])`` applies one write with the key's reducer,
@@ -33,13 +37,16 @@ LangGraph version lays writers out differently.
 from __future__ import annotations
 
 import copy as _copy
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph._internal._runnable import RunnableCallable, coerce_to_runnable
+from langgraph.errors import GraphInterrupt
 from langgraph.pregel._write import (
     PASSTHROUGH,
     SKIP_WRITE,
@@ -47,7 +54,7 @@ from langgraph.pregel._write import (
     ChannelWriteEntry,
     ChannelWriteTupleEntry,
 )
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from biasbreaker.errors import ConfigError
 
@@ -226,12 +233,63 @@ def as_node_runnable(func: Callable[..., Any], name: str) -> Runnable[Any, Any]:
     return coerce_to_runnable(func, name=name, trace=False)
 
 
+def thread_of(config: Mapping[str, Any] | None) -> str:
+    """The run's thread id (``"default"`` without one)."""
+    conf = (config or {}).get("configurable") or {}
+    return str(conf.get("thread_id", "default"))
+
+
+def task_of(config: Mapping[str, Any] | None) -> tuple[int, str]:
+    """(super-step, push suffix) of the running task, from LangGraph's run metadata."""
+    meta = (config or {}).get("metadata") or {}
+    step = int(meta.get("langgraph_step", 0))
+    path = meta.get("langgraph_path") or ()
+    suffix = ""
+    if path and path[0] == "__pregel_push":
+        suffix = "#" + ".".join(str(p) for p in path[1:])
+    return step, suffix
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` or its cause chain is LangGraph's interrupt (``interrupt()`` called)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, GraphInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def interrupt_in(value: Any, config: RunnableConfig) -> Any:
+    """LangGraph's ``interrupt(value)``, also inside async runs on Python 3.10.
+
+    ``interrupt()`` finds its task through the current runnable config. On Python < 3.11 an
+    async run cannot hand that config to a sync node it executes in a worker thread (asyncio
+    tasks take no context argument there), so ``interrupt()`` raises "Called get_config
+    outside of a runnable context". The node is given its config anyway; set it for the call.
+    """
+    if sys.version_info < (3, 11):
+        token = var_child_runnable_config.set(config)
+        try:
+            return interrupt(value)
+        finally:
+            var_child_runnable_config.reset(token)
+    else:
+        return interrupt(value)
+
+
 __all__ = [
     "Halt",
     "Promote",
     "as_node_runnable",
     "check_layout",
     "install_gates",
+    "interrupt_in",
+    "interrupted",
     "node_function",
+    "task_of",
+    "thread_of",
     "write_problem",
 ]

@@ -23,26 +23,29 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
 from biasbreaker.errors import ConfigError
-from biasbreaker.machine import AnyHook
+from biasbreaker.machine import AnyHook, MachineConfig
 from biasbreaker.propagation import katz_influence
+from biasbreaker.registry import BuildContext
 from biasbreaker_plugins.langgraph._internals import (
     as_node_runnable,
     install_gates,
     node_function,
 )
-from biasbreaker_plugins.langgraph.adapter import (
+from biasbreaker_plugins.langgraph.names import (
     ADDED_NODES,
     AGGREGATE,
     BREAKER,
-    INJECTABLE,
     PROMOTERS,
     REVIEW,
     SKEPTIC,
-    GraphGuard,
-    GuardedNode,
-    LangGraphAdapter,
 )
-from biasbreaker_plugins.langgraph.node import NODE_OPTIONS_ATTR, NodeOptions
+from biasbreaker_plugins.langgraph.node import (
+    INJECTABLE,
+    NODE_OPTIONS_ATTR,
+    GuardedNode,
+    NodeOptions,
+)
+from biasbreaker_plugins.langgraph.runtime import GraphGuard, GuardOptions
 from biasbreaker_plugins.langgraph.state import BB_KEYS
 from biasbreaker_plugins.langgraph.topology import Topology, read_topology, single_destination
 
@@ -116,14 +119,25 @@ def _injected(fn: Any) -> tuple[str, tuple[str, ...]]:
 
 
 def build_guarded(
-    adapter: LangGraphAdapter,
     builder: StateGraph[Any, Any, Any, Any],
     *,
+    options: GuardOptions,
+    context: BuildContext,
+    machine_config: MachineConfig,
     nodes: Sequence[str] | None,
     hook: AnyHook | None,
     concurrent: Sequence[str],
 ) -> GuardedStateGraph:
     """Build the guarded copy of ``builder``.
+
+    Args:
+        builder: The user's builder (not modified).
+        options: ``[plugin.langgraph]``.
+        context: The kernel's build context.
+        machine_config: The control machine's configuration.
+        nodes: The nodes to guard (``None``: all), see :func:`biasbreaker_plugins.langgraph.guard`.
+        hook: The intervention hook, or ``None`` for the configured runner.
+        concurrent: Guarded nodes to check in ``bb_breaker`` although the edges show no fan-out.
 
     Raises:
         ConfigError: ``builder`` is not a ``StateGraph``, its state lacks the ``BiasState``
@@ -183,24 +197,26 @@ def build_guarded(
                 "function, so it cannot be guarded (a compiled subgraph or a Runnable); guard "
                 "the subgraph's own nodes, or pass guard(..., nodes=[...]) without it"
             )
-        options: NodeOptions = getattr(fn, NODE_OPTIONS_ATTR, NodeOptions())
+        marks: NodeOptions = getattr(fn, NODE_OPTIONS_ATTR, NodeOptions())
         original = getattr(fn, "__wrapped__", fn) if hasattr(fn, NODE_OPTIONS_ATTR) else fn
         first, inject = _injected(original)
         specs[name] = GuardedNode(
             name=name,
             fn=original,
             is_async=inspect.iscoroutinefunction(original),
-            probe=options.probe,
+            probe=marks.probe,
             mode="queued" if name in parallel else "inline",
             first=first,
             inject=inject,
         )
     influence = katz_influence(
         topology.agent_graph(),
-        attenuation=adapter.context.settings.propagation.attenuation,
+        attenuation=context.settings.propagation.attenuation,
     )
     runtime = GraphGuard(
-        adapter,
+        options,
+        context,
+        machine_config,
         specs,
         dict(influence.weights),
         hook,
@@ -221,14 +237,17 @@ def build_guarded(
     for name, spec in specs.items():
         guarded.nodes[name].runnable = as_node_runnable(runtime.wrap(spec), name)
     added: list[tuple[str, Any]] = [
-        (BREAKER, runtime.breaker_node),
-        (REVIEW, runtime.review_node),
+        (BREAKER, runtime.breaker_node.__call__),
+        (REVIEW, runtime.review_node.__call__),
     ]
-    if runtime.panel_mode == "send":
-        added += [(SKEPTIC, runtime.skeptic_node), (AGGREGATE, runtime.aggregate_node)]
+    if runtime.send_panel is not None:
+        added += [
+            (SKEPTIC, runtime.send_panel.skeptic_node),
+            (AGGREGATE, runtime.send_panel.aggregate_node),
+        ]
     for name, action in added:
         guarded.add_node(name, action)
-    if runtime.panel_mode == "send":
+    if runtime.send_panel is not None:
         guarded.add_edge(SKEPTIC, AGGREGATE)
     assert isinstance(guarded, GuardedStateGraph)
     guarded.guard = runtime

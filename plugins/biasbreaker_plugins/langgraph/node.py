@@ -24,7 +24,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar, cast, overload
+from typing import Any, Final, Literal, ParamSpec, TypeVar, cast, overload
 
 from biasbreaker.errors import ConfigError
 
@@ -32,6 +32,12 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 NODE_OPTIONS_ATTR = "__biasbreaker_node__"
+
+INJECTABLE: Final = ("config", "runtime", "writer", "store")
+"""The LangGraph-injected parameters a node function may declare."""
+
+Mode = Literal["inline", "queued"]
+"""Where a guarded node's output is checked: in its own task, or by ``bb_breaker``."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,31 @@ class NodeOptions:
     """
 
     probe: bool = True
+
+
+@dataclass(frozen=True)
+class GuardedNode:
+    """A guarded node, as ``guard()`` read it from the builder.
+
+    Args:
+        name: The node's name in the graph.
+        fn: The user's function (sync or async), as written.
+        is_async: Whether ``fn`` is a coroutine function.
+        probe: Whether the node is probed (``guard_node(probe=False)`` turns it off).
+        mode: ``"inline"`` (checked in its own task) or ``"queued"`` (checked by
+            ``bb_breaker``, because it may run in parallel with another guarded node).
+        first: Name of ``fn``'s first parameter (the state).
+        inject: The LangGraph-injected parameters ``fn`` accepts (config, runtime, writer,
+            store).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+    probe: bool
+    mode: Mode
+    first: str
+    inject: tuple[str, ...]
 
 
 def _unbound(name: str) -> ConfigError:
@@ -106,4 +137,4 @@ def guard_node(
     return decorate
 
 
-__all__ = ["NODE_OPTIONS_ATTR", "NodeOptions", "guard_node"]
+__all__ = ["INJECTABLE", "NODE_OPTIONS_ATTR", "GuardedNode", "Mode", "NodeOptions", "guard_node"]

@@ -30,11 +30,16 @@ the run goes to review too (with its own scores), until the thread is started af
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.channels.last_value import LastValue
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from biasbreaker_plugins.langgraph.state import BB_KEYS, json_problem
+from biasbreaker_plugins.langgraph._internals import interrupt_in, write_problem
+from biasbreaker_plugins.langgraph.staging import Work
+from biasbreaker_plugins.langgraph.state import BB_KEYS, annotation_problem, json_problem
 
 
 class ReviewDecision(BaseModel):
@@ -124,4 +129,167 @@ class ReviewRequest(BaseModel):
     error: str | None = None
 
 
-__all__ = ["ReviewDecision", "ReviewRequest"]
+class ReviewNode:
+    """``bb_review``: pause with ``interrupt()`` for the first escalated output.
+
+    Args:
+        channels: The graph's channels (``StateGraph.channels``, state key -> channel): a
+            reviewer's update may write only the application's keys among them, with values
+            their reducers accept. ``None``: only the ``bb_`` keys are refused.
+    """
+
+    def __init__(self, channels: Mapping[str, Any] | None = None) -> None:
+        self.channels = dict(channels or {})
+        self.state_keys = None if channels is None else tuple(sorted(set(channels) - BB_KEYS))
+
+    def __call__(self, state: dict[str, Any], config: RunnableConfig) -> Any:
+        """Pause for the first escalated output; apply the reviewer's decision on resume.
+
+        Everything before ``interrupt()`` only reads the state, so re-running the node from its
+        top on resume (LangGraph's rule) has no side effect.
+        """
+        work = Work(state, config)
+        pending = work.entries("escalated")
+        if not pending:
+            return {}
+        staged = pending[0]
+        key = staged["key"]
+        snapshot = (state.get("bb_breaker") or {}).get("machine") or {}
+        step = staged.get("step") or {}
+        # the machine's last intervention belongs to this output only if it was run on it: a
+        # later output held while ESCALATED (or one escalated by a failed probation) has none
+        result = (snapshot.get("result") or {}) if _last_intervened(state) == key else {}
+        request = ReviewRequest(
+            key=key,
+            node=staged["node"],
+            held=staged["update"],
+            frozen=work.frozen(key).get("payload"),
+            reason=staged.get("reason", ""),
+            breaker_state=str(snapshot.get("state", "normal")),
+            local_scores=dict(state.get("bb_local_scores") or {}),
+            fast=step.get("fast"),
+            slow=step.get("slow"),
+            trail=list(result.get("trail") or []),
+        )
+        payload = request.model_dump(mode="json")
+        answer = interrupt_in(payload, config)
+        while True:
+            decision, error = self._decision(state, staged, answer)
+            if decision is not None:
+                break
+            # Ask again, never raise: LangGraph replays a thread's resume values into this
+            # node's interrupts in order on every resume, so a raise here would repeat on
+            # every later resume. The next resume value answers this second interrupt.
+            answer = interrupt_in({**payload, "error": error}, config)
+        record = {
+            "key": key,
+            "node": staged["node"],
+            "action": decision.action,
+            "reviewer": decision.reviewer,
+            "note": decision.note,
+        }
+        work.pairs.append(("bb_reviews", [record]))
+        work.pairs.append(("bb_audit_trail", [{"event": "review", **record}]))
+        frozen = dict(work.frozen(key))
+        if decision.action == "reject":
+            work.drop(key)
+            if frozen:
+                work.pairs.append(("bb_frozen", {key: {**frozen, "status": "rejected"}}))
+            return work.result()
+        update = staged["update"] if decision.action == "approve" else dict(decision.update or {})
+        work.clear(staged, update)
+        if frozen:
+            status = "approved" if decision.action == "approve" else "edited"
+            work.pairs.append(("bb_frozen", {key: {**frozen, "status": status}}))
+        return work.result()
+
+    def _decision(
+        self, state: Mapping[str, Any], staged: Mapping[str, Any], answer: Any
+    ) -> tuple[ReviewDecision | None, str]:
+        """The reviewer's decision on ``staged``, or ``None`` and what is wrong with ``answer``.
+
+        Refused: a value that is not a :class:`ReviewDecision` (wrong action, missing or extra
+        field, an edit writing ``bb_`` keys or values that are not JSON, NaN and infinity
+        included), an edit writing keys the graph's state does not have or a value of another
+        type than a plain key's annotation declares (:meth:`_type_problem`), and ``approve`` of an
+        output that is not JSON (it was held for that reason; edit or reject it), and an update
+        the state's reducers refuse (a list reducer given a number): LangGraph would fail the
+        super-step after this node returned, again on every resume.
+        """
+        hint = "resume with {'action': 'approve' | 'edit' | 'reject', ...}"
+        try:
+            decision = ReviewDecision.model_validate(answer)
+        except (ValueError, TypeError) as exc:
+            return None, (
+                f"the resume value {_short(answer)} is not a ReviewDecision: "
+                f"{_first_error(exc)}; {hint}"
+            )
+        if decision.action == "approve" and staged.get("not_json"):
+            return None, (
+                f"approve would promote the output of {staged['node']!r}, which is not JSON "
+                f"({staged['not_json']}); resume with 'edit' and a JSON update, or 'reject'"
+            )
+        if decision.action == "edit" and self.state_keys is not None:
+            unknown = sorted(set(decision.update or {}) - set(self.state_keys))
+            if unknown:
+                return None, (
+                    f"the edit writes {unknown}, which are not keys of the graph's state "
+                    f"(keys: {list(self.state_keys)}); LangGraph would drop them silently"
+                )
+        if decision.action == "edit":
+            mistyped = self._type_problem(decision.update or {})
+            if mistyped is not None:
+                return None, f"{mistyped}; give a value of that type"
+        update = staged["update"] if decision.action == "approve" else decision.update
+        if decision.action != "reject" and update:
+            refused = write_problem(self.channels, state, update)
+            if refused is not None:
+                return None, (
+                    f"the state's reducer refuses the {decision.action}'s update ({refused}); "
+                    + (
+                        "resume with 'edit' and an update it accepts, or 'reject'"
+                        if decision.action == "approve"
+                        else "give a value of the key's type"
+                    )
+                )
+        return decision, ""
+
+    def _type_problem(self, update: Mapping[str, Any]) -> str | None:
+        """The first value of ``update`` whose key's annotation says it has the wrong type.
+
+        Only plain keys (LangGraph's ``LastValue`` channel, holding the key's annotation) are
+        checked, with :func:`~biasbreaker_plugins.langgraph.state.annotation_problem`: a key
+        with a reducer takes whatever its reducer accepts (checked by ``write_problem``).
+        """
+        for key, value in update.items():
+            channel = self.channels.get(key)
+            if isinstance(channel, LastValue):
+                problem = annotation_problem(channel.typ, value, key)
+                if problem is not None:
+                    return problem
+        return None
+
+
+def _last_intervened(state: Mapping[str, Any]) -> str | None:
+    """The key of the output the thread's latest intervention ran on, or ``None``."""
+    for event in reversed(state.get("bb_audit_trail") or []):
+        if event.get("event") == "intervention":
+            return str(event.get("key"))
+    return None
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "value"
+        return f"{where}: {first.get('msg', exc)}"
+    return str(exc)
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+__all__ = ["ReviewDecision", "ReviewNode", "ReviewRequest"]

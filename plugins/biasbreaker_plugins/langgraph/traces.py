@@ -1,163 +1,21 @@
-"""Control machines restored from the graph state, cached between steps, and the run trace.
+"""The run trace of a guarded graph: one JSON Lines file per thread, continued across processes.
 
-The machine's state lives in the graph state (``bb_breaker``), so every guarded step restores
-a :class:`~biasbreaker.machine.ControlMachine` from it, steps it and writes the new snapshot
-back. Restoring validates the whole snapshot (thresholds, frozen payloads, window), which costs
-more than the step itself, so the machine that produced a snapshot is kept, keyed by the
-snapshot object's identity: the next step, reading the very same object from its channel,
-takes that machine back instead of restoring one. A checkpoint load or any other copy is a
-different object and is restored as usual; a handle is taken out of the cache while in use,
-so two tasks never share a machine.
-
-The machine's hook is a :class:`Dispatch`: with no target it *captures* the intervention
-context and returns a no-op result — a *preview* that tells a guarded node, without running
-any repair, that its step would start an intervention (the step is then discarded and run
-again, with the real hook, by the mitigation node).
+Every breaker step a task takes is recorded by the machine (its recorder collects the records
+in the task's :class:`~biasbreaker_plugins.langgraph.machines.Handle`); when the task commits
+the step, :func:`commit_records` appends them to the thread's file (``[plugin.langgraph]
+trace_path``, ``{thread_id}`` replaced).
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections import OrderedDict
-from collections.abc import Awaitable, Coroutine, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from biasbreaker.errors import TraceError
-from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig
+from biasbreaker.machine import ControlMachine
 from biasbreaker.trace import StepRecord, TraceWriter, read_trace
-from biasbreaker.types import InterventionContext, InterventionResult
-
-T = TypeVar("T")
-
-
-class _ThreadLoop:
-    """A thread's own event loop, closed when the thread ends (its thread-local is dropped)."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-
-    def __del__(self) -> None:
-        if not self.loop.is_closed() and not self.loop.is_running():
-            self.loop.close()
-
-
-_LOOPS = threading.local()
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code.
-
-    In a thread without a running event loop (a LangGraph sync node, or an async graph's
-    executor thread) it runs the coroutine on that thread's own event loop, created on first
-    use and reused (``asyncio.run`` would build and tear down a loop per call); inside a
-    running loop it runs the coroutine with ``asyncio.run`` in a helper thread and waits.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        holder: _ThreadLoop | None = getattr(_LOOPS, "holder", None)
-        if holder is None or holder.loop.is_closed():
-            holder = _ThreadLoop()
-            _LOOPS.holder = holder
-        return holder.loop.run_until_complete(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-class Dispatch:
-    """The hook a cached machine is built with; set :attr:`target` before each step.
-
-    ``target=None`` is a preview: the context is captured in :attr:`captured` and a no-op
-    result returned (the caller discards the machine).
-    """
-
-    def __init__(self) -> None:
-        self.target: AnyHook | None = None
-        self.captured: InterventionContext | None = None
-
-    def __call__(
-        self, context: InterventionContext
-    ) -> InterventionResult | Awaitable[InterventionResult]:
-        if self.target is None:
-            self.captured = context
-            return InterventionResult.noop()
-        return self.target(context)
-
-    def take(self) -> InterventionContext | None:
-        """The context captured by the last preview step (and forget it)."""
-        captured, self.captured = self.captured, None
-        return captured
-
-
-@dataclass
-class Handle:
-    """A machine checked out for one task.
-
-    Args:
-        machine: The machine.
-        dispatch: Its hook.
-        records: Trace records of the steps taken since checkout (written on commit).
-        base: The ``bb_breaker`` value it was restored from (or produced), kept alive so its
-            identity stays valid as a cache key.
-    """
-
-    machine: ControlMachine
-    dispatch: Dispatch
-    records: list[StepRecord] = field(default_factory=list)
-    base: object = None
-
-
-class Machines:
-    """A small cache of machines keyed by the identity of the snapshot they produced.
-
-    Args:
-        config: The configuration of a fresh machine (a state without ``bb_breaker``).
-        size: Handles kept, least recently released evicted.
-    """
-
-    def __init__(self, config: MachineConfig, size: int = 64) -> None:
-        self.config = config
-        self.size = size
-        self._cache: OrderedDict[int, Handle] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def acquire(self, value: Mapping[str, Any] | None) -> Handle:
-        """Check out the machine for ``value`` (a ``bb_breaker`` state value, or empty).
-
-        Raises:
-            InputError: The snapshot is malformed or of another version.
-        """
-        if value:
-            with self._lock:
-                handle = self._cache.pop(id(value), None)
-            if handle is not None and handle.base is value:
-                handle.records.clear()
-                handle.dispatch.target = None
-                handle.dispatch.captured = None
-                return handle
-        dispatch = Dispatch()
-        records: list[StepRecord] = []
-        if value:
-            machine = ControlMachine.restore(
-                value["machine"], hook=cast(AnyHook, dispatch), recorder=records.append
-            )
-        else:
-            machine = ControlMachine(
-                self.config, hook=cast(AnyHook, dispatch), recorder=records.append
-            )
-        return Handle(machine, dispatch, records, value)
-
-    def release(self, handle: Handle, value: Mapping[str, Any]) -> None:
-        """Return a handle whose machine is now in the state ``value`` describes."""
-        handle.base = value
-        with self._lock:
-            self._cache[id(value)] = handle
-            while len(self._cache) > self.size:
-                self._cache.popitem(last=False)
+from biasbreaker_plugins.langgraph.machines import Handle
 
 
 class Traces:
@@ -297,4 +155,4 @@ def commit_records(traces: Traces, thread_id: str, handle: Handle) -> None:
     handle.records.clear()
 
 
-__all__ = ["Dispatch", "Handle", "Machines", "Traces", "commit_records", "run_sync"]
+__all__ = ["Traces", "commit_records"]
