@@ -25,7 +25,7 @@ pytest.importorskip("langgraph")
 from langgraph.graph import END, START, StateGraph
 
 from biasbreaker.kernel import Kernel
-from biasbreaker_plugins.langgraph import BiasState, guard
+from biasbreaker_plugins.langgraph import BiasState, guard, guard_state
 
 NODES = 10
 TEXT = "A note about a Muslim applicant and a Christian applicant."
@@ -56,6 +56,16 @@ def chain() -> StateGraph[Any, Any, Any, Any]:
     return builder
 
 
+def _guard_state(builder: Any, kernel: Kernel) -> dict[str, Any]:
+    """The guard's keys after one run of ``builder`` guarded (with a checkpointer, unbenchmarked)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    app = guard(builder, kernel).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "check"}}
+    app.invoke({"text": TEXT}, config)
+    return guard_state(app, config)
+
+
 def _kernel(tmp_path: Path, **probe: Any) -> Kernel:
     return Kernel.load(
         cwd=tmp_path, overrides={"probe": {"scorers": ["decision"], "bootstrap": 0, **probe}}
@@ -79,7 +89,10 @@ def test_guarded_chain_probing_disabled(benchmark: Any, tmp_path: Path) -> None:
     )
     out = benchmark(app.invoke, {"text": TEXT})
     assert out["hops"] == NODES
-    assert out["bb_breaker"]["machine"]["step"] == NODES
+    assert (
+        _guard_state(chain(), _kernel(tmp_path, probe_rate=0.0))["bb_breaker"]["machine"]["step"]
+        == NODES
+    )
 
 
 @pytest.mark.benchmark(group="langgraph-guard")
@@ -88,4 +101,5 @@ def test_guarded_chain_probing_k4(benchmark: Any, tmp_path: Path) -> None:
     benchmark.extra_info["per"] = f"invoke, {NODES} guarded nodes, probe k=4 r=2 (6 re-runs each)"
     out = benchmark(app.invoke, {"text": TEXT})
     assert out["hops"] == NODES
-    assert len([s for s in out["bb_local_scores"].values() if s is not None]) == NODES
+    scores = _guard_state(chain(), _kernel(tmp_path, k=4, r=2))["bb_local_scores"]
+    assert len([s for s in scores.values() if s is not None]) == NODES

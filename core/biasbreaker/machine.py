@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Union
 from biasbreaker.breaker import freeze, mixing_ratio
 from biasbreaker.calibration import CalibrationWindow, ControlStatistics, WindowCounts
 from biasbreaker.errors import InputError
-from biasbreaker.trace import StepRecord, TraceHeader
+from biasbreaker.trace import HELD_FOR_REVIEW, StepRecord, TraceHeader
 from biasbreaker.types import (
     BreakerAction,
     BreakerDecision,
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from biasbreaker.config import Settings
 
 SNAPSHOT_VERSION: Final = 1
+
 
 Probation = Literal["hold", "half-open"]
 """What RECOVERY does with new outputs once a repair has passed its re-check (see MachineConfig)."""
@@ -491,7 +492,9 @@ class _Plan:
     frozen_input: FrozenPayload | None = None
     held: FrozenPayload | None = None
     """This step's own output, frozen, when the decision refers to it rather than to the
-    episode's frozen payload (a later output held while ESCALATED)."""
+    episode's frozen payload (a later output held while ESCALATED, or a held step)."""
+    hold: str | None = None
+    """Why the step's output cannot be checked (a held step: no transition, ESCALATE)."""
 
 
 WEIGHT_SUM_TOLERANCE = 1e-6
@@ -633,6 +636,8 @@ class ControlMachine:
         weights: Mapping[str, float] | None = None,
         payload: object = None,
         step_input: object = None,
+        probe: Mapping[str, str] | None = None,
+        hold: str | None = None,
     ) -> BreakerDecision:
         """Advance the machine by one guarded step.
 
@@ -654,6 +659,16 @@ class ControlMachine:
                 escalated payload.
             step_input: The node's input (JSON-like), frozen with ``payload`` when this step
                 starts an episode and handed to the hook as ``InterventionContext.step_input``.
+            probe: What the probe made of this step, ``{"status": ..., "reason": ...}`` (e.g.
+                ``"scored"``, ``"not_applicable"`` with "no protected group named in the
+                input", ``"unreadable"`` naming the key and type); recorded as is in the
+                trace record's ``probe`` field, never read by the transitions.
+            hold: Why this step's output cannot be checked (the probe could not read it, or
+                failed), or ``None``. A held step fails closed: it takes no transition (state,
+                counters, episode and frozen payload unchanged; transition
+                ``"held-for-review"``), its output is frozen into the decision and its action
+                is ``ESCALATE`` — the output goes to human review whatever the state. The
+                window still observes ``fast`` (every step is a cycle).
 
         Returns:
             The decision for this step.
@@ -665,11 +680,11 @@ class ControlMachine:
                 name is invalid, or the weights do not sum to 1 or miss a scored node
                 (state unchanged).
         """
-        plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input)
+        plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input, hold)
         result: InterventionResult | None = None
         if plan.context is not None:
             result = self._call_hook(plan.context)
-        return self._commit(plan, result)
+        return self._commit(plan, result, probe)
 
     async def astep(
         self,
@@ -681,6 +696,8 @@ class ControlMachine:
         weights: Mapping[str, float] | None = None,
         payload: object = None,
         step_input: object = None,
+        probe: Mapping[str, str] | None = None,
+        hold: str | None = None,
     ) -> BreakerDecision:
         """Advance by one step, awaiting the hook if it returns an awaitable.
 
@@ -689,11 +706,11 @@ class ControlMachine:
         inside an event loop (LangGraph async nodes). If the awaiting task is cancelled, the
         step is not committed: the machine is as before the call.
         """
-        plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input)
+        plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input, hold)
         result: InterventionResult | None = None
         if plan.context is not None:
             result = await self._acall_hook(plan.context)
-        return self._commit(plan, result)
+        return self._commit(plan, result, probe)
 
     def _call_hook(self, context: InterventionContext) -> InterventionResult:
         try:
@@ -736,6 +753,7 @@ class ControlMachine:
         weights: Mapping[str, float] | None,
         payload: object,
         step_input: object = None,
+        hold: str | None = None,
     ) -> _Plan:
         fast = check_score("fast", fast)
         slow = check_score("slow", slow)
@@ -758,6 +776,27 @@ class ControlMachine:
         if config.node_trip and step_score is not None:
             severity = max(fast, step_score)
         ratio = mixing_ratio(severity, thresholds.tau_enter, thresholds.kappa)
+        if hold is not None:
+            if not isinstance(hold, str) or not hold:
+                raise InputError(f"hold={hold!r} must be a non-empty str (the reason) or None")
+            return _Plan(
+                fast,
+                slow,
+                node,
+                scores,
+                step_score,
+                ratio,
+                window,
+                None,
+                counters,
+                self._episode,
+                self._frozen,
+                {name: tuple(self._history.get(name, ())) for name in scores},
+                None,
+                self._frozen_input,
+                None if payload is None else freeze(payload),
+                hold,
+            )
         transition = select_transition(
             GuardInputs(
                 counters=counters,
@@ -858,13 +897,20 @@ class ControlMachine:
             held,
         )
 
-    def _commit(self, plan: _Plan, result: InterventionResult | None) -> BreakerDecision:
+    def _commit(
+        self,
+        plan: _Plan,
+        result: InterventionResult | None,
+        probe: Mapping[str, str] | None = None,
+    ) -> BreakerDecision:
         config = self._config
         counters = plan.counters
         state = counters.state
         frozen = plan.frozen
         transition = plan.transition
         name = "hold" if transition is None else transition.name
+        if plan.hold is not None:
+            name = HELD_FOR_REVIEW
         if result is not None:
             counters = Counters(
                 state,
@@ -877,7 +923,9 @@ class ControlMachine:
         decision_payload: FrozenPayload | None = frozen if state.tripped else None
         if plan.held is not None:
             decision_payload = plan.held
-        if state is BreakerState.INTERVENTION:
+        if plan.hold is not None:
+            action = BreakerAction.ESCALATE  # fail closed: a human looks at this output
+        elif state is BreakerState.INTERVENTION:
             assert result is not None  # entering INTERVENTION always runs the hook
             action = (
                 BreakerAction.REROUTE
@@ -901,7 +949,11 @@ class ControlMachine:
                 assert self._result is not None
                 assert self._result.repaired is not None
                 decision_payload = self._result.repaired
-        reason = self._reason(name, plan, counters, result)
+        reason = (
+            f"held for review: {plan.hold}"
+            if plan.hold is not None
+            else self._reason(name, plan, counters, result)
+        )
 
         # Commit: nothing above mutated the machine.
         if plan.window is not None and self._window is not None:
@@ -934,6 +986,7 @@ class ControlMachine:
             attempt=counters.attempts,
             payload_sha256=None if decision_payload is None else decision_payload.sha256,
             intervention=None if result is None else result.summary(),
+            probe=None if probe is None else _checked_probe(probe),
         )
         self._step += 1
         self._last_record = record
@@ -1145,6 +1198,22 @@ class ControlMachine:
                 raise
             raise InputError(f"machine snapshot is invalid: {exc}") from exc
         return machine
+
+
+def _checked_probe(probe: Mapping[str, str]) -> dict[str, str]:
+    """The probe outcome as recorded: ``{"status": str, "reason": str}``.
+
+    Raises:
+        InputError: A key is missing or extra, or a value is not a str.
+    """
+    if set(probe) != {"status", "reason"} or not all(
+        isinstance(probe[k], str) for k in ("status", "reason")
+    ):
+        raise InputError(
+            f"probe={dict(probe)!r} must be {{'status': str, 'reason': str}} (what the probe "
+            "made of the step)"
+        )
+    return {"status": probe["status"], "reason": probe["reason"]}
 
 
 def _nonneg(value: object, name: str) -> int:

@@ -174,6 +174,8 @@ class StepRecord:
         payload_sha256: Digest of the decision's frozen payload, or ``None``.
         intervention: Summary of the intervention run at this step (see
             :meth:`biasbreaker.types.InterventionResult.summary`), or ``None``.
+        probe: What the probe made of the step, ``{"status": str, "reason": str}``, or
+            ``None`` when the writer does not probe (the field is then left out of the line).
     """
 
     step: int
@@ -191,10 +193,11 @@ class StepRecord:
     attempt: int
     payload_sha256: str | None
     intervention: Mapping[str, JSONValue] | None
+    probe: Mapping[str, str] | None = None
 
     def to_json(self) -> dict[str, JSONValue]:
         """Return the record's JSON object (``"kind": "step"``)."""
-        return {
+        data: dict[str, JSONValue] = {
             "kind": "step",
             "step": self.step,
             "node": self.node,
@@ -218,6 +221,9 @@ class StepRecord:
             "payload_sha256": self.payload_sha256,
             "intervention": None if self.intervention is None else dict(self.intervention),
         }
+        if self.probe is not None:
+            data["probe"] = dict(self.probe)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StepRecord:
@@ -259,6 +265,7 @@ class StepRecord:
                 attempt=_int(data["attempt"], "attempt"),
                 payload_sha256=data["payload_sha256"],
                 intervention=data["intervention"],
+                probe=_probe(data.get("probe")),
             )
         except KeyError as exc:
             raise TraceError(f"step record is missing the field {exc.args[0]!r}") from None
@@ -266,7 +273,8 @@ class StepRecord:
             if isinstance(exc, TraceError):
                 raise
             raise TraceError(f"step record is invalid: {exc}") from exc
-        if record.action not in ALLOWED_ACTIONS[record.state]:
+        held = record.transition == HELD_FOR_REVIEW and record.action is BreakerAction.ESCALATE
+        if record.action not in ALLOWED_ACTIONS[record.state] and not held:
             raise TraceError(
                 f"step record has action {record.action.value!r}, inconsistent "
                 f"with state {record.state.value!r}"
@@ -282,6 +290,23 @@ class StepRecord:
         if record.intervention is not None and not isinstance(record.intervention, dict):
             raise TraceError("step record intervention must be an object or null")
         return record
+
+
+HELD_FOR_REVIEW: Final = "held-for-review"
+"""The transition of a held step (its output could not be checked): action ``escalate`` in
+any state (``biasbreaker.machine.HELD_FOR_REVIEW``)."""
+
+
+def _probe(value: object) -> Mapping[str, str] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, dict)
+        or set(value) != {"status", "reason"}
+        or not all(isinstance(v, str) for v in value.values())
+    ):
+        raise TraceError(f"probe={value!r} must be an object {{status: str, reason: str}}")
+    return {"status": value["status"], "reason": value["reason"]}
 
 
 def _int(value: object, name: str) -> int:

@@ -160,7 +160,9 @@ ALLOWED_ACTIONS: Final[Mapping[BreakerState, frozenset[BreakerAction]]] = Mappin
         BreakerState.ESCALATED: frozenset({BreakerAction.ESCALATE}),
     }
 )
-"""The actions consistent with each state; :class:`BreakerDecision` rejects any other pair."""
+"""The actions consistent with each state; :class:`BreakerDecision` rejects any other pair,
+except ``ESCALATE`` with a frozen payload in any state: a *held* step, whose output could not
+be checked (``ControlMachine.step(hold=...)``), goes to human review whatever the state."""
 
 
 def _enum_from_json(
@@ -428,7 +430,7 @@ class BreakerDecision(_DecisionTuple):
     Args:
         state: The machine's (or breaker's) state after this step.
         action: What the caller must do; must be allowed for ``state`` (see
-            :data:`ALLOWED_ACTIONS`).
+            :data:`ALLOWED_ACTIONS`), or ``ESCALATE`` with a ``frozen_payload`` (a held step).
         mixing_ratio: Advisory severity in [0, 1], ``sigmoid((b_net - tau_enter) / kappa)``;
             M4 uses it to blend the original and the corrected output.
         b_net: The fast-scale B_net the decision was taken on, finite and >= 0.
@@ -459,7 +461,8 @@ class BreakerDecision(_DecisionTuple):
             raise InputError(f"BreakerDecision.state={state!r} is not a BreakerState")
         if not isinstance(action, BreakerAction):
             raise InputError(f"BreakerDecision.action={action!r} is not a BreakerAction")
-        if action not in ALLOWED_ACTIONS[state]:
+        held = action is BreakerAction.ESCALATE and frozen_payload is not None
+        if action not in ALLOWED_ACTIONS[state] and not held:
             allowed = ", ".join(sorted(a.name for a in ALLOWED_ACTIONS[state]))
             raise InputError(
                 f"BreakerDecision action {action.name} is inconsistent with state {state.name}; "

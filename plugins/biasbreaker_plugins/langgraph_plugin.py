@@ -28,6 +28,13 @@ class LangGraphOptions(BaseModel):
         "'in-process' (the intervention runner's asyncio panel inside the mitigation node) or "
         "'send' (one LangGraph Send branch per skeptic, then an aggregation node).",
     )
+    stream_first: bool = Field(
+        False,
+        description="Stream a guarded node's own tokens and custom events as they happen, "
+        "before its output is checked (NeMo Guardrails' 'stream_first'): lower latency, but a "
+        "biased output is shown to the caller before it is held. Default false: they are held "
+        "until the output is let through. The probe's re-runs are never streamed.",
+    )
     trace_path: str = Field(
         "",
         description="Run trace file (JSON Lines, one record per guarded step); '{thread_id}' "

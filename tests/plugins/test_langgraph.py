@@ -35,6 +35,7 @@ from biasbreaker_plugins.langgraph import (
     ReviewDecision,
     guard,
     guard_node,
+    guard_state,
 )
 from biasbreaker_plugins.langgraph.state import user_part
 
@@ -84,17 +85,22 @@ def test_a_biased_node_halts_and_its_output_never_reaches_the_next_node(
 
     assert received.calls == []  # the writer never ran, not even once
     assert "answer" not in out and "report" not in out
-    assert out["bb_local_scores"]["screener"] >= SETTINGS["breaker"]["tau_enter"]
-    assert out["bb_local_scores"]["compose"] is None  # its input names no group
+    assert (
+        guard_state(graph, config)["bb_local_scores"]["screener"]
+        >= SETTINGS["breaker"]["tau_enter"]
+    )
+    assert (
+        guard_state(graph, config)["bb_local_scores"]["compose"] is None
+    )  # its input names no group
     state = graph.get_state(config)
     assert state.next == ("bb_review",)  # paused for human review (the no-op hook escalates)
-    assert machine_state(state.values) == BreakerState.ESCALATED.value
+    assert machine_state(guard_state(graph, config)) == BreakerState.ESCALATED.value
     # the frozen payload is recoverable from the state and unaltered
-    record = state.values["bb_frozen"]["screener@2"]
+    record = guard_state(graph, config)["bb_frozen"]["screener@2"]
     frozen = FrozenPayload.from_json(record["payload"])
     assert frozen.thaw() == {"answer": BIASED}
     assert record["status"] == "frozen" and record["node"] == "screener"
-    staged = state.values["bb_unverified_output"]["screener@2"]
+    staged = guard_state(graph, config)["bb_unverified_output"]["screener@2"]
     assert staged["update"] == {"answer": BIASED} and staged["status"] == "escalated"
     interrupt = out["__interrupt__"][0].value
     assert interrupt["held"] == {"answer": BIASED} and interrupt["breaker_state"] == "escalated"
@@ -107,7 +113,7 @@ def test_without_a_checkpointer_the_run_stops_at_the_halted_node(kernel: Kernel)
     out = graph.invoke({"case": "airport"})
     assert received.calls == []
     assert "answer" not in out and "__interrupt__" in out
-    frozen = FrozenPayload.from_json(out["bb_frozen"]["screener@2"]["payload"])
+    frozen = FrozenPayload.from_json(out["__interrupt__"][0].value["frozen"])
     assert frozen.thaw() == {"answer": BIASED}
 
 
@@ -130,9 +136,16 @@ def test_a_clean_run_passes_through_with_the_unguarded_result(
         out = app.invoke({"case": "airport"}, thread("clean"))
     assert user_part(out) == user_part(expected)
     assert guarded_received.guarded_call == plain_received.values == [expected["answer"]]
-    assert out["bb_local_scores"] == {"compose": None, "screener": 0.0, "writer": 0.0}
-    assert machine_state(out) == BreakerState.NORMAL.value
-    assert out["bb_unverified_output"] == {} and out["bb_frozen"] == {}
+    assert guard_state(app, thread("clean"))["bb_local_scores"] == {
+        "compose": None,
+        "screener": 0.0,
+        "writer": 0.0,
+    }
+    assert machine_state(guard_state(app, thread("clean"))) == BreakerState.NORMAL.value
+    assert (
+        guard_state(app, thread("clean"))["bb_unverified_output"] == {}
+        and guard_state(app, thread("clean"))["bb_frozen"] == {}
+    )
     assert app.get_state(thread("clean")).next == ()
 
 
@@ -160,14 +173,16 @@ def test_a_repaired_output_is_promoted_and_the_run_continues(kernel: Kernel) -> 
     assert out["answer"] == NEUTRAL and out["report"] == f"Filed: {NEUTRAL}"
     assert received.guarded_call == [NEUTRAL]
     assert BIASED not in received.values  # not even the probe's re-runs of the writer saw it
-    record = out["bb_frozen"]["screener@2"]
+    record = guard_state(graph, thread("repair"))["bb_frozen"]["screener@2"]
     assert record["status"] == "repaired" and record["repaired"] == {"answer": NEUTRAL}
     assert FrozenPayload.from_json(record["payload"]).thaw() == {"answer": BIASED}
-    assert out["bb_local_scores"]["screener"] == 0.0  # the repair's re-check score
+    assert (
+        guard_state(graph, thread("repair"))["bb_local_scores"]["screener"] == 0.0
+    )  # the repair's re-check score
     # half-open probation: the writer's clean output proceeded while the machine recovers
-    assert machine_state(out) == BreakerState.RECOVERY.value
-    assert out["bb_unverified_output"] == {}
-    events = [e["event"] for e in out["bb_audit_trail"]]
+    assert machine_state(guard_state(graph, thread("repair"))) == BreakerState.RECOVERY.value
+    assert guard_state(graph, thread("repair"))["bb_unverified_output"] == {}
+    events = [e["event"] for e in guard_state(graph, thread("repair"))["bb_audit_trail"]]
     assert events == ["freeze", "intervention", "intervention"]
 
 
@@ -192,7 +207,7 @@ def test_review_approve_promotes_the_held_output(kernel: Kernel) -> None:
     # ESCALATED is terminal: the writer's own output now goes to review as well
     nxt = out["__interrupt__"][0].value
     assert nxt["node"] == "writer" and nxt["held"] == {"report": f"Filed: {BIASED}"}
-    assert out["bb_reviews"] == [
+    assert guard_state(graph, thread("approve"))["bb_reviews"] == [
         {
             "key": "screener@2",
             "node": "screener",
@@ -203,7 +218,7 @@ def test_review_approve_promotes_the_held_output(kernel: Kernel) -> None:
     ]
     out = graph.invoke(Command(resume={"action": "approve"}), thread("approve"))
     assert out["report"] == f"Filed: {BIASED}" and "__interrupt__" not in out
-    assert out["bb_frozen"]["screener@2"]["status"] == "approved"
+    assert guard_state(graph, thread("approve"))["bb_frozen"]["screener@2"]["status"] == "approved"
 
 
 def trailing_hook(context: InterventionContext) -> InterventionResult:
@@ -240,15 +255,18 @@ def test_a_later_output_held_while_escalated_is_reviewed_with_its_own_data(
     record = read_trace(tmp_path / "later.jsonl").records[-1]
     assert (record.node, record.payload_sha256) == ("writer", letter.sha256)
     # the escalated screener output stays frozen (and reviewed), the writer's is frozen too
-    frozen = out["bb_frozen"]
+    frozen = guard_state(graph, thread("later"))["bb_frozen"]
     assert frozen["screener@2"]["payload"]["sha256"] == biased.sha256
     assert frozen["screener@2"]["status"] == "approved"
     assert FrozenPayload.from_json(frozen[writer["key"]]["payload"]) == letter
-    assert out["bb_breaker"]["machine"]["frozen_payload"]["sha256"] == biased.sha256
+    assert (
+        guard_state(graph, thread("later"))["bb_breaker"]["machine"]["frozen_payload"]["sha256"]
+        == biased.sha256
+    )
 
     out = graph.invoke(Command(resume={"action": "approve"}), thread("later"), durability="sync")
     assert out["report"] == f"Filed: {BIASED}" and "__interrupt__" not in out
-    assert out["bb_frozen"][writer["key"]]["status"] == "approved"
+    assert guard_state(graph, thread("later"))["bb_frozen"][writer["key"]]["status"] == "approved"
     assert verify_trace(tmp_path / "later.jsonl").holds
 
 
@@ -259,7 +277,7 @@ def test_review_edit_promotes_the_edited_update(kernel: Kernel) -> None:
     out = graph.invoke(Command(resume=edit), thread("edit"))
     assert out["answer"] == NEUTRAL and received.guarded_call == [NEUTRAL]
     assert BIASED not in received.values
-    assert out["bb_frozen"]["screener@2"]["status"] == "edited"
+    assert guard_state(graph, thread("edit"))["bb_frozen"]["screener@2"]["status"] == "edited"
 
 
 def test_review_reject_ends_the_run_without_the_output(kernel: Kernel) -> None:
@@ -267,8 +285,8 @@ def test_review_reject_ends_the_run_without_the_output(kernel: Kernel) -> None:
     graph = escalated(kernel, received, InMemorySaver(), "reject")
     out = graph.invoke(Command(resume={"action": "reject", "note": "biased"}), thread("reject"))
     assert received.calls == [] and "answer" not in out and "__interrupt__" not in out
-    assert out["bb_unverified_output"] == {}
-    assert out["bb_frozen"]["screener@2"]["status"] == "rejected"
+    assert guard_state(graph, thread("reject"))["bb_unverified_output"] == {}
+    assert guard_state(graph, thread("reject"))["bb_frozen"]["screener@2"]["status"] == "rejected"
     assert graph.get_state(thread("reject")).next == ()
 
 
@@ -278,8 +296,9 @@ def test_review_with_the_sqlite_checkpointer(kernel: Kernel, tmp_path: Path) -> 
     received = Received("answer")
     with SqliteSaver.from_conn_string(str(tmp_path / "runs.sqlite")) as saver:
         graph = escalated(kernel, received, saver, "sqlite")
-        out = graph.invoke(Command(resume={"action": "reject"}), thread("sqlite"))
-    assert received.calls == [] and out["bb_frozen"]["screener@2"]["status"] == "rejected"
+        graph.invoke(Command(resume={"action": "reject"}), thread("sqlite"))
+        frozen = guard_state(graph, thread("sqlite"))["bb_frozen"]
+    assert received.calls == [] and frozen["screener@2"]["status"] == "rejected"
 
 
 def test_a_bad_resume_value_asks_again(kernel: Kernel) -> None:
@@ -292,7 +311,7 @@ def test_a_bad_resume_value_asks_again(kernel: Kernel) -> None:
     assert "'edit' needs 'update'" in out["__interrupt__"][0].value["error"]
     out = graph.invoke(Command(resume={"action": "reject"}), thread("bad"))
     assert "__interrupt__" not in out and received.calls == []
-    assert out["bb_frozen"]["screener@2"]["status"] == "rejected"
+    assert guard_state(graph, thread("bad"))["bb_frozen"]["screener@2"]["status"] == "rejected"
 
 
 def test_code_before_interrupt_is_safe_to_rerun(kernel: Kernel) -> None:
@@ -396,23 +415,51 @@ def test_guard_node_keeps_name_signature_hints_and_injection(kernel: Kernel) -> 
     graph = guard(builder, kernel, nodes=[]).compile(checkpointer=InMemorySaver())
     out = asyncio.run(graph.ainvoke({"text": "a note about a Muslim man"}, thread("inj")))
     assert out["seen"] == "inj|Runtime"
-    assert out["bb_local_scores"] == {"tagger": 0.0}  # notifier is guarded but not probed
-    assert machine_state(out) == "normal"
+    assert guard_state(graph, thread("inj"))["bb_local_scores"] == {
+        "tagger": 0.0
+    }  # notifier is guarded but not probed
+    assert machine_state(guard_state(graph, thread("inj"))) == "normal"
 
 
 # ------------------------------------------------------------------ bad input
 
 
-def test_a_state_without_the_biasstate_keys_is_refused(kernel: Kernel) -> None:
+def test_a_state_without_the_biasstate_keys_is_guarded_and_its_nodes_never_see_them(
+    kernel: Kernel,
+) -> None:
     from typing import TypedDict
 
     class Plain(TypedDict):
         text: str
 
+    seen: list[set[str]] = []
+
+    def note(state: Plain) -> dict[str, Any]:
+        seen.append(set(state))
+        return {"text": state["text"] + "."}
+
     builder = StateGraph(Plain)
-    builder.add_node("n", lambda state: {"text": "x"})
+    builder.add_node("a", note)
+    builder.add_node("b", note)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    graph = guard(builder, kernel).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"text": "A note about a Muslim man"}, thread("plain"))
+    assert out == {"text": "A note about a Muslim man.."}  # invoke returns the user's keys
+    assert seen and all(keys == {"text"} for keys in seen)  # no node, no re-run, saw a bb_ key
+    assert set(guard_state(graph, thread("plain"))["bb_local_scores"]) == {"a", "b"}
+
+
+def test_a_user_key_with_the_reserved_prefix_is_refused(kernel: Kernel) -> None:
+    from typing import TypedDict
+
+    class Clash(TypedDict):
+        bb_notes: str
+
+    builder = StateGraph(Clash)
+    builder.add_node("n", lambda state: {"bb_notes": "x"})
     builder.add_edge(START, "n")
-    with pytest.raises(ConfigError, match="derive it from BiasState"):
+    with pytest.raises(ConfigError, match=r"\['bb_notes'\] start with 'bb_'"):
         guard(builder, kernel)
 
 
@@ -426,11 +473,10 @@ def test_unknown_or_unguardable_nodes_are_refused(kernel: Kernel) -> None:
     builder = screening_graph(0.0, Received("answer"))
     with pytest.raises(ConfigError, match=r"unknown nodes \['nope'\]"):
         guard(builder, kernel, nodes=["nope"])
-    sub = screening_graph(0.0, Received("answer")).compile()
     outer = StateGraph(RouteState)
-    outer.add_node("inner", sub)
+    outer.add_node("inner", __import__("langchain_core.runnables").runnables.RunnableLambda(str))
     outer.add_edge(START, "inner")
-    with pytest.raises(ConfigError, match="not a function"):
+    with pytest.raises(ConfigError, match="neither a function nor a compiled graph"):
         guard(outer, kernel)
 
 
@@ -450,8 +496,11 @@ def test_a_probe_failure_fails_closed_to_human_review(kernel: Kernel) -> None:
     graph = guard(builder, kernel).compile(checkpointer=InMemorySaver())
     out = graph.invoke({"text": "a Muslim applicant"}, thread("flaky"))
     held = out["__interrupt__"][0].value
-    assert held["reason"].startswith("probe failed, output held: ProbeError")
-    assert "out" not in out and out["bb_audit_trail"][0]["event"] == "probe-failed"
+    assert held["reason"].startswith("held for review: probe failed: ProbeError")
+    assert (
+        "out" not in out
+        and guard_state(graph, thread("flaky"))["bb_audit_trail"][0]["event"] == "probe-failed"
+    )
 
 
 # ------------------------------------------------------------------ plain JSON state
@@ -472,7 +521,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
-from biasbreaker_plugins.langgraph import guard
+from biasbreaker_plugins.langgraph import guard, guard_state
 from langgraph_pipelines import Received, SETTINGS, screening_graph
 kernel = Kernel.load(cwd={str(tmp_path)!r}, overrides=SETTINGS)
 config = {{"configurable": {{"thread_id": "strict"}}}}
@@ -481,8 +530,8 @@ with SqliteSaver.from_conn_string({str(tmp_path / "strict.sqlite")!r}) as saver:
     app = graph.compile(checkpointer=saver)
     app.invoke({{"case": "x"}}, config, durability="sync")
     out = app.invoke(Command(resume={{"action": "edit", "update": {{"answer": "C"}}}}), config)
-    state = app.get_state(config).values
-print(json.dumps({{"answer": out.get("answer"), "frozen": sorted(state["bb_frozen"])}}))
+    frozen = sorted(guard_state(app, config)["bb_frozen"])
+print(json.dumps({{"answer": out.get("answer"), "frozen": frozen}}))
 """
     env = {**__import__("os").environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
     done = subprocess.run(

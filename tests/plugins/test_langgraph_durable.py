@@ -28,7 +28,7 @@ sys.path.insert(0, {here!r})
 from langgraph.checkpoint.sqlite import SqliteSaver
 from biasbreaker.kernel import Kernel
 from biasbreaker.types import InterventionResult
-from biasbreaker_plugins.langgraph import guard
+from biasbreaker_plugins.langgraph import guard, guard_state
 from langgraph_pipelines import Received, SETTINGS, StandInRepair, screening_graph
 
 settings = {{**SETTINGS, "plugin": {{"langgraph": {{"trace_path": {trace!r}}}}}}}
@@ -63,22 +63,24 @@ with SqliteSaver.from_conn_string({db!r}) as saver:
         checkpointer=saver
     )
     before = app.get_state(config)
-    machine = before.values["bb_breaker"]["machine"]
+    bb = guard_state(app, config)
+    machine = bb["bb_breaker"]["machine"]
     report = {{
         "next": list(before.next),
         "state": machine["state"],
         "attempts": machine["attempts"],
         "machine_frozen": FrozenPayload.from_json(machine["frozen_payload"]).thaw(),
-        "frozen": FrozenPayload.from_json(before.values["bb_frozen"]["screener@2"]["payload"]).thaw(),
-        "staged": before.values["bb_unverified_output"]["screener@2"]["status"],
+        "frozen": FrozenPayload.from_json(bb["bb_frozen"]["screener@2"]["payload"]).thaw(),
+        "staged": bb["bb_unverified_output"]["screener@2"]["status"],
         "answer_before": before.values.get("answer"),
     }}
     out = app.invoke(None, config, durability="sync")
+    final = guard_state(app, config)["bb_breaker"]["machine"]["state"]
 report.update(
     answer=out.get("answer"),
     report=out.get("report"),
     received=received.values,
-    final=out["bb_breaker"]["machine"]["state"],
+    final=final,
     trace_holds=verify_trace({trace_file!r}).holds,
 )
 print(json.dumps(report))

@@ -30,7 +30,7 @@ from biasbreaker.probe import with_current_sample
 from biasbreaker.properties import verify_trace
 from biasbreaker.trace import read_trace
 from biasbreaker.types import BreakerState, InterventionContext
-from biasbreaker_plugins.langgraph import BiasState, guard
+from biasbreaker_plugins.langgraph import BiasState, guard, guard_state
 from biasbreaker_plugins.llm_fake import FakeLLM, FakeLLMOptions
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -120,8 +120,8 @@ def test_parallel_branches_are_checked_in_turn_and_promoted_together(kernel: Ker
     assert out["joined"] == f"{NEUTRAL} | {plain['right']}"
     assert received.guarded_call == [NEUTRAL]  # the join ran once, after both were decided
     assert BIASED not in received.values
-    assert out["bb_unverified_output"] == {}
-    assert out["bb_frozen"]["left@2"]["status"] == "repaired"
+    assert guard_state(app, thread("biased-fork"))["bb_unverified_output"] == {}
+    assert guard_state(app, thread("biased-fork"))["bb_frozen"]["left@2"]["status"] == "repaired"
 
 
 def test_a_held_branch_stops_the_join_while_its_sibling_waits(kernel: Kernel) -> None:
@@ -131,7 +131,7 @@ def test_a_held_branch_stops_the_join_while_its_sibling_waits(kernel: Kernel) ->
     )
     out = app.invoke({}, thread("held-fork"))
     assert received.calls == [] and "left" not in out and "right" not in out
-    staged = out["bb_unverified_output"]
+    staged = guard_state(app, thread("held-fork"))["bb_unverified_output"]
     assert staged["left@2"]["status"] == "escalated"
     # the clean sibling was let through by the breaker, then held once the machine escalated
     assert staged["right@2"]["status"] == "escalated"
@@ -141,7 +141,10 @@ def test_a_held_branch_stops_the_join_while_its_sibling_waits(kernel: Kernel) ->
     out = app.invoke(Command(resume={"action": "approve"}), thread("held-fork"))
     assert out["right"] == plain["right"] and "left" not in out
     assert received.calls == []  # the join waits for both branches; one was rejected
-    assert out["bb_unverified_output"] == {} and "__interrupt__" not in out
+    assert (
+        guard_state(app, thread("held-fork"))["bb_unverified_output"] == {}
+        and "__interrupt__" not in out
+    )
 
 
 # ------------------------------------------------------------------ the concurrency net
@@ -193,16 +196,23 @@ def test_the_real_intervention_runner_repairs_the_biased_node(tmp_path: Path) ->
     received = Received("assessment")
     app = guard(assessment_graph(1.0, received), kernel).compile(checkpointer=InMemorySaver())
     out = asyncio.run(app.ainvoke({"case": "c1"}, thread("runner")))
-    record = out["bb_frozen"]["assessor@2"]
+    record = guard_state(app, thread("runner"))["bb_frozen"]["assessor@2"]
     biased = record["payload"]["value"]["assessment"]
     assert record["status"] == "repaired"
     assert out["assessment"] == record["repaired"]["assessment"] != biased
     assert received.guarded_call == [out["assessment"]]
     assert biased not in received.values
-    summary = [e for e in out["bb_audit_trail"] if e["event"] == "intervention"][-1]
+    summary = [
+        e
+        for e in guard_state(app, thread("runner"))["bb_audit_trail"]
+        if e["event"] == "intervention"
+    ][-1]
     assert summary["converged"] and summary["recheck_score"] < 0.2  # measured, below tau_exit
     assert summary["strategy"] in ("madera", "skeptics")
-    assert out["bb_local_scores"]["assessor"] == summary["recheck_score"]
+    assert (
+        guard_state(app, thread("runner"))["bb_local_scores"]["assessor"]
+        == summary["recheck_score"]
+    )
 
 
 @pytest.fixture
@@ -251,8 +261,11 @@ def first_party(register_plugin: Any, make_kernel: Any) -> Any:
 @pytest.mark.parametrize("panel", ["in-process", "send"])
 def test_the_real_runner_repairs_with_the_fakes_skeptics(first_party: Any, panel: str) -> None:
     received = Received("assessment")
-    app = guard(assessment_graph(1.0, received), first_party(panel))
-    out = asyncio.run(app.compile(checkpointer=InMemorySaver()).ainvoke({}, thread(panel)))
+    app = guard(assessment_graph(1.0, received), first_party(panel)).compile(
+        checkpointer=InMemorySaver()
+    )
+    out = asyncio.run(app.ainvoke({}, thread(panel)))
+    out = {**out, **guard_state(app, thread(panel))}
     record = out["bb_frozen"]["assessor@2"]
     biased = record["payload"]["value"]["assessment"]
     assert record["status"] == "repaired" and out["assessment"] != biased
@@ -270,7 +283,10 @@ def test_the_real_runner_leaves_a_clean_run_alone(tmp_path: Path) -> None:
     received = Received("assessment")
     app = guard(assessment_graph(0.0, received), kernel).compile(checkpointer=InMemorySaver())
     out = asyncio.run(app.ainvoke({"case": "c1"}, thread("clean")))
-    assert out["bb_audit_trail"] == [] and out["bb_breaker"]["machine"]["state"] == "normal"
+    assert (
+        guard_state(app, thread("clean"))["bb_audit_trail"] == []
+        and guard_state(app, thread("clean"))["bb_breaker"]["machine"]["state"] == "normal"
+    )
     assert received.guarded_call == [out["assessment"]]
 
 
@@ -393,11 +409,13 @@ def test_the_skeptic_panel_runs_in_parallel_and_aggregates(panel_kernel: Any, pa
     assert branches == (len(KINDS) if panel == "send" else 1)  # Send: one thread per branch
     assert out["answer"] == NEUTRAL and received.guarded_call == [NEUTRAL]
     assert BIASED not in received.values
-    trail = out["bb_breaker"]["machine"]["result"]["trail"]
+    trail = guard_state(app, thread(panel))["bb_breaker"]["machine"]["result"]["trail"]
     verdicts = [e for e in trail if e["event"] == "verdict"]
     assert sorted(v["kind"] for v in verdicts) == sorted(KINDS)
     assert [e["decision"] for e in trail if e["event"] == "panel"] == ["revise"]
-    assert out["bb_verdicts"] == {}  # the branches' outcomes were consumed
+    assert (
+        guard_state(app, thread(panel))["bb_verdicts"] == {}
+    )  # the branches' outcomes were consumed
 
 
 class Unavailable(InFlight):
@@ -411,9 +429,16 @@ def test_failed_branches_fail_the_send_panel_closed(panel_kernel: Any) -> None:
     kernel, _ = panel_kernel("send", Unavailable())
     received = Received("answer")
     app = guard(screening_graph(1.0, received), kernel).compile(checkpointer=InMemorySaver())
-    out = app.invoke({"case": "airport"}, thread("closed"))
-    assert received.calls == [] and out["bb_breaker"]["machine"]["state"] == "escalated"
-    summaries = [e for e in out["bb_audit_trail"] if e["event"] == "intervention"]
+    app.invoke({"case": "airport"}, thread("closed"))
+    assert (
+        received.calls == []
+        and guard_state(app, thread("closed"))["bb_breaker"]["machine"]["state"] == "escalated"
+    )
+    summaries = [
+        e
+        for e in guard_state(app, thread("closed"))["bb_audit_trail"]
+        if e["event"] == "intervention"
+    ]
     assert len(summaries) == SETTINGS.get("breaker", {}).get("max_retries", 2)
     assert all("skeptic panel failed closed" in s["error"] for s in summaries)
 

@@ -207,7 +207,7 @@ def contents(out: Path) -> dict[str, str]:
     [
         ("user_pipeline_mod:nope", ['{"question": "x"}'], "has no attribute 'nope'"),
         ("user_pipeline_mod:broken", ['{"question": "x"}'], "the factory raised"),
-        ("user_pipeline_mod:plain_state", ['{"question": "x"}'], "lacks the biasbreaker keys"),
+        ("user_pipeline_mod:plain_state", ['{"question": "x"}'], "has no named keys"),
         ("user_pipeline_mod:build", None, "cannot read it"),
         ("user_pipeline_mod:build", [], "holds no input"),
         ("user_pipeline_mod:build", ["", "  "], "holds no input"),
@@ -325,7 +325,7 @@ def test_a_run_replaces_only_its_own_outputs(project: Path) -> None:
         ("user_pipeline_mod:not_a_graph", "returned dict, not a langgraph StateGraph builder"),
         ("user_pipeline_mod:compiled", "returned a compiled graph"),
         ("user_pipeline_mod:broken", "the factory raised RuntimeError: no database"),
-        ("user_pipeline_mod:plain_state", "lacks the biasbreaker keys"),
+        ("user_pipeline_mod:plain_state", "has no named keys"),
     ],
 )
 def test_a_bad_graph_is_named_in_the_error(project: Path, spec: str, message: str) -> None:
@@ -353,7 +353,7 @@ def test_a_checkpointed_review_is_resumed_by_a_fresh_graph(project: Path) -> Non
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.types import Command
 
-    from biasbreaker_plugins.langgraph import guard
+    from biasbreaker_plugins.langgraph import guard, guard_state
 
     inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
     args = ["--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o"]
@@ -374,8 +374,9 @@ def test_a_checkpointed_review_is_resumed_by_a_fresh_graph(project: Path) -> Non
         # escalation is terminal for the thread: notify's letter is held for review too
         assert app.get_state(case).interrupts[0].value["held"] == {"letter": "decision: hire"}
         final = app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+        reviews = guard_state(app, case)["bb_reviews"]
     assert final["letter"] == "decision: hire" and "__interrupt__" not in final
-    assert [(r["node"], r["action"]) for r in final["bb_reviews"]] == [
+    assert [(r["node"], r["action"]) for r in reviews] == [
         ("assess", "approve"),
         ("notify", "approve"),
     ]

@@ -33,7 +33,7 @@ from biasbreaker.errors import PluginError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import AnyHook
 from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
-from biasbreaker_plugins.langgraph.graph import GuardedStateGraph
+from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, guard_state
 from biasbreaker_plugins.langgraph.names import ADDED_NODES
 from biasbreaker_plugins.langgraph.node import GuardedNode, NodeOptions, guard_node
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
@@ -72,13 +72,15 @@ def guard(
     nodes: Sequence[str] | None = None,
     hook: AnyHook | None = None,
     concurrent: Sequence[str] = (),
+    opaque: Sequence[str] = (),
 ) -> GuardedStateGraph:
     """Guard a ``StateGraph``: compile the result as usual.
 
     Args:
-        builder: The graph builder (not compiled). Its state schema must derive from
-            :class:`BiasState`. It is not modified: ``builder.compile()`` still gives the
-            unguarded graph.
+        builder: The graph builder (not compiled), with any state schema LangGraph takes (a
+            TypedDict — ``MessagesState`` included —, a pydantic model or a dataclass); the
+            guard adds its own ``bb_`` keys. It is not modified: ``builder.compile()`` still
+            gives the unguarded graph.
         config: The configuration (see :func:`load_kernel`).
         nodes: The nodes to guard; ``None`` guards every node. Nodes marked with
             :func:`guard_node` are guarded either way.
@@ -87,6 +89,10 @@ def guard(
         concurrent: Guarded nodes to check in the breaker node even though the graph's
             edges do not show that they can run in parallel with another guarded node (for a
             fan-out by ``Command(goto=[...])`` or ``Send`` from a node).
+        opaque: State keys that name no person (a client, a file handle, an embedding): the
+            probe passes them to its re-runs unchanged and never compares them. Any other key
+            whose type the probe cannot read is refused here (docs/langgraph.md, "What the
+            probe reads").
 
     Returns:
         The guarded builder; ``.compile(...)`` takes the same arguments as
@@ -104,7 +110,7 @@ def guard(
             f"framework_adapter 'langgraph' built {type(adapter).__name__}, not the LangGraph "
             "adapter; is another plugin registering the name 'langgraph'?"
         )
-    return adapter.guard(builder, nodes=nodes, hook=hook, concurrent=concurrent)
+    return adapter.guard(builder, nodes=nodes, hook=hook, concurrent=concurrent, opaque=opaque)
 
 
 __all__ = [
@@ -121,5 +127,6 @@ __all__ = [
     "ReviewRequest",
     "guard",
     "guard_node",
+    "guard_state",
     "load_kernel",
 ]

@@ -20,6 +20,14 @@ destinations, it never removes any). So, after ``StateGraph.compile()``, the ada
   whose first element is ``"__pregel_push"`` for a ``Send``/push task (:func:`task_of`).
 * ``interrupt()`` finds its task through ``var_child_runnable_config``; on Python < 3.11 an
   async run cannot hand that to a sync node's worker thread, so :func:`interrupt_in` sets it.
+* ``langgraph._internal._fields.get_update_as_tuples`` is how LangGraph writes a pydantic
+  model or dataclass a node returns (:func:`model_update`).
+* ``ChannelRead.do_read(config, select=..., fresh=False)`` reads channels a node does not take
+  as input — how a conditional edge reads the state — so the guarded nodes and the guard's own
+  nodes read the ``bb_`` keys without them being part of any node's input
+  (:func:`read_channels`).
+* A compiled node's ``tags`` become its tasks' tags; a task tagged ``TAG_HIDDEN`` is left out
+  of the ``updates``, ``tasks`` and ``debug`` streams (:func:`hide_tasks`).
 * ``StateGraph.channels`` maps each state key to its channel; a channel's
   ``from_checkpoint(value)`` (``langgraph._internal._typing.MISSING`` for no value) makes a
   fresh copy holding ``value`` and ``update([write])`` applies one write with the key's reducer,
@@ -37,6 +45,7 @@ LangGraph version lays writers out differently.
 from __future__ import annotations
 
 import copy as _copy
+import dataclasses
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -45,8 +54,11 @@ from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
+from langgraph._internal._fields import get_update_as_tuples
 from langgraph._internal._runnable import RunnableCallable, coerce_to_runnable
+from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import GraphInterrupt
+from langgraph.pregel._read import ChannelRead
 from langgraph.pregel._write import (
     PASSTHROUGH,
     SKIP_WRITE,
@@ -55,6 +67,7 @@ from langgraph.pregel._write import (
     ChannelWriteTupleEntry,
 )
 from langgraph.types import Command, interrupt
+from pydantic import BaseModel
 
 from biasbreaker.errors import ConfigError
 
@@ -184,6 +197,16 @@ def install_gates(compiled: Any, guarded: Iterable[str], promoters: Iterable[str
                 compiled.nodes[promoter].writers.append(copy)
 
 
+def hide_tasks(compiled: Any, nodes: Iterable[str]) -> None:
+    """Tag ``nodes`` hidden (``TAG_HIDDEN``): no stream mode shows their tasks or updates.
+
+    For the ``Send`` skeptic branches, whose input is the review request.
+    """
+    for node in nodes:
+        pregel_node = compiled.nodes[node]
+        pregel_node.tags = [*(pregel_node.tags or []), TAG_HIDDEN]
+
+
 def node_function(runnable: Any) -> Callable[..., Any] | None:
     """The plain function behind a node added with ``add_node(fn)``, or ``None``.
 
@@ -231,6 +254,24 @@ def write_problem(
 def as_node_runnable(func: Callable[..., Any], name: str) -> Runnable[Any, Any]:
     """The runnable ``add_node(name, func)`` would store for ``func``."""
     return coerce_to_runnable(func, name=name, trace=False)
+
+
+def model_update(output: Any) -> dict[str, Any]:
+    """A pydantic-model or dataclass node output as the update LangGraph writes for it.
+
+    LangGraph writes a model's fields that are not ``None``, unless set explicitly or their
+    default is not ``None`` (``langgraph._internal._fields.get_update_as_tuples``).
+    """
+    if isinstance(output, BaseModel):
+        keys = list(type(output).model_fields)
+    else:
+        keys = [f.name for f in dataclasses.fields(output)]
+    return dict(get_update_as_tuples(output, keys))
+
+
+def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]:
+    """The current values of ``keys`` for the running task (a key never written is absent)."""
+    return dict(ChannelRead.do_read(config, select=list(keys), fresh=False))
 
 
 def thread_of(config: Mapping[str, Any] | None) -> str:
@@ -285,10 +326,13 @@ __all__ = [
     "Promote",
     "as_node_runnable",
     "check_layout",
+    "hide_tasks",
     "install_gates",
     "interrupt_in",
     "interrupted",
+    "model_update",
     "node_function",
+    "read_channels",
     "task_of",
     "thread_of",
     "write_problem",

@@ -51,6 +51,7 @@ class LangGraphAdapter:
         nodes: Sequence[str] | None = None,
         hook: AnyHook | None = None,
         concurrent: Sequence[str] = (),
+        opaque: Sequence[str] = (),
     ) -> GuardedStateGraph:
         """A guarded copy of ``builder``; see :func:`biasbreaker_plugins.langgraph.guard`."""
         return build_guarded(
@@ -61,6 +62,7 @@ class LangGraphAdapter:
             nodes=nodes,
             hook=hook,
             concurrent=concurrent,
+            opaque=opaque,
         )
 
 

@@ -7,25 +7,30 @@ B_net, until the output is let through (probation passed, or a repair that passe
 re-check) or escalated to ``bb_review``. It also checks the *queued* outputs of parallel
 branches one after another. Outputs it lets through are promoted with the other outputs of
 their super-step (:class:`~biasbreaker_plugins.langgraph.staging.Work`).
+
+It takes no input from the graph: it reads the guard's keys itself
+(:func:`~biasbreaker_plugins.langgraph._internals.read_channels`), so no stream mode shows
+a held output as its task's input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
 from biasbreaker.machine import AnyHook
 from biasbreaker.types import BreakerAction, BreakerState, FrozenPayload
+from biasbreaker_plugins.langgraph._internals import read_channels
 from biasbreaker_plugins.langgraph.deciding import Decider, freeze_record
 from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.names import BREAKER
-from biasbreaker_plugins.langgraph.node import GuardedNode
-from biasbreaker_plugins.langgraph.probing import Call
+from biasbreaker_plugins.langgraph.probing import Rerun, rerun_context, reset_rerun
 from biasbreaker_plugins.langgraph.send_panel import SendPanel
-from biasbreaker_plugins.langgraph.staging import Work, held_status
+from biasbreaker_plugins.langgraph.staging import Work, held_status, hold_event
 from biasbreaker_plugins.langgraph.state import BB_KEYS
+from biasbreaker_plugins.langgraph.values import rebuild_values
 
 
 class BreakerNode:
@@ -33,22 +38,23 @@ class BreakerNode:
 
     Args:
         decider: Steps the control machine.
-        nodes: The guarded nodes by name.
         hook: The intervention hook.
         send_panel: The ``Send`` panel, or ``None`` with ``panel = "in-process"``.
+        settle: Called with the task's work and config before it returns (streams the
+            promoted outputs' held events).
     """
 
     def __init__(
         self,
         decider: Decider,
-        nodes: Mapping[str, GuardedNode],
         hook: AnyHook,
         send_panel: SendPanel | None,
+        settle: Callable[[Work, RunnableConfig], None],
     ) -> None:
         self.decider = decider
-        self.nodes = dict(nodes)
         self.hook = hook
         self.send_panel = send_panel
+        self.settle = settle
 
     def __call__(self, state: dict[str, Any], config: RunnableConfig) -> Any:
         """Take one action, in order of priority.
@@ -66,7 +72,13 @@ class BreakerNode:
         checkpointed before the next. Outputs let through are promoted together with the other
         outputs of their super-step (so their successors run together, as without the guard).
         """
-        work = Work(state, config)
+        bb = read_channels(config, BB_KEYS)
+        work = Work(bb, config)
+        result = self._act(work, bb, config)
+        self.settle(work, config)
+        return result
+
+    def _act(self, work: Work, bb: Mapping[str, Any], config: RunnableConfig) -> Any:
         pending = work.entries("tripped", "held", "fanout")
         panel = self.send_panel
         if not pending:
@@ -74,21 +86,22 @@ class BreakerNode:
             return work.result()
         staged = pending[0]
         if staged["status"] == "fanout" and panel is not None:
-            ready = panel.aggregated(state, staged)
+            ready = panel.aggregated(bb, staged)
             if ready is None:
                 return work.result()  # the Send branches are still running
-            self._take_step(work, staged, panel.replay_hook(staged, ready), clear_fan=True)
+            hook = panel.replay_hook(staged, ready)
+            self._take_step(work, staged, hook, config, clear_fan=True)
             prefix = f"{staged['key']}/{staged['fanout']['attempt']}/"
-            slots = state.get("bb_verdicts") or {}
+            slots = bb.get("bb_verdicts") or {}
             done = {slot: None for slot in slots if slot.startswith(prefix)}
             work.pairs.append(("bb_verdicts", done))
         elif panel is not None:
             sends = panel.fan_out(work, staged)
             if sends is not None:
                 return work.result(sends=sends)
-            self._take_step(work, staged, self.hook)
+            self._take_step(work, staged, self.hook, config)
         else:
-            self._take_step(work, staged, self.hook)
+            self._take_step(work, staged, self.hook, config)
         return work.result()
 
     def _take_step(
@@ -96,6 +109,7 @@ class BreakerNode:
         work: Work,
         staged: dict[str, Any],
         hook: AnyHook,
+        config: RunnableConfig,
         *,
         clear_fan: bool = False,
     ) -> None:
@@ -103,7 +117,12 @@ class BreakerNode:
         decider = self.decider
         handle = decider.machines.acquire(work.breaker)
         handle.dispatch.target = hook
-        decision = run_sync(decider.astep(handle.machine, staged, staged["step"]))
+        # a repair's re-check re-runs the node on counterfactual states rebuilt onto its input
+        token = rerun_context(Rerun(staged.get("template"), config))
+        try:
+            decision = run_sync(decider.astep(handle.machine, staged, staged["step"]))
+        finally:
+            reset_rerun(token)
         machine = handle.machine
         result = machine.last_result
         work.set_breaker(
@@ -111,7 +130,12 @@ class BreakerNode:
         )
         work.extend(
             freeze_record(
-                work.state, staged["key"], staged["node"], staged["update"], decision, machine
+                work.state,
+                staged["key"],
+                staged["node"],
+                staged.get("view", staged["update"]),
+                decision,
+                machine,
             ).items()
         )
         ran_hook = machine.last_record is not None and machine.last_record.intervention is not None
@@ -132,14 +156,15 @@ class BreakerNode:
         if decision.action is BreakerAction.PROCEED:
             work.clear(staged, staged["update"])
         elif repaired is not None and result is not None:
-            work.clear(staged, repaired)
+            update, view = repaired
+            work.clear(staged, update, "repaired")
             work.pairs.append(("bb_local_scores", {staged["node"]: result.recheck_score}))
             frozen = dict(work.frozen(staged["key"]))
             if frozen:
                 work.pairs.append(
                     (
                         "bb_frozen",
-                        {staged["key"]: {**frozen, "status": "repaired", "repaired": repaired}},
+                        {staged["key"]: {**frozen, "status": "repaired", "repaired": view}},
                     )
                 )
         else:
@@ -151,21 +176,9 @@ class BreakerNode:
         scores = dict(work.state.get("bb_local_scores") or {})
         running = dict(work.state)
         for staged in work.entries("queued"):
-            call_like = Call(
-                node=self.nodes[staged["node"]],
-                state=running,
-                update=staged["update"],
-                goto=[],
-                command=None,
-                key=staged["key"],
-                step_id=staged["key"],
-                thread=work.thread,
-                lg_step=work.lg_step,
-                given_input={},
-                sampled=staged["sampled"],
-                score=staged["score"],
+            ewma, fast, slow, b_net = decider.fold(
+                running, scores, staged["node"], staged["sampled"], staged["score"]
             )
-            ewma, fast, slow, b_net = decider.fold(running, scores, call_like)
             running["bb_network_ewma"] = ewma
             work.pairs.append(("bb_network_ewma", ewma))
             if staged["sampled"]:
@@ -174,7 +187,7 @@ class BreakerNode:
                 work.pairs.append(("bb_katz_weights", decider.weights))
             step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": dict(scores)}
             handle = decider.machines.acquire(work.breaker)
-            decision, _ = decider.preview(handle, staged["node"], staged["update"], None, step)
+            decision, _ = decider.preview(handle, staged, None, step)
             if decision is None:
                 work.put({**staged, "status": "tripped", "step": step})
                 return
@@ -186,21 +199,40 @@ class BreakerNode:
                 continue
             held = {**staged, "status": held_status(decision), "step": step}
             work.put({**held, "reason": decision.reason})
+            if staged.get("hold") is not None:
+                work.pairs.append(("bb_audit_trail", [hold_event(staged)]))
             frozen = freeze_record(
-                running, staged["key"], staged["node"], staged["update"], decision, handle.machine
+                running,
+                staged["key"],
+                staged["node"],
+                staged.get("view", staged["update"]),
+                decision,
+                handle.machine,
             )
             work.extend(frozen.items())
             return
 
 
-def _usable_repair(staged: Mapping[str, Any], repaired: FrozenPayload) -> Any:
-    """The repaired payload as an update of the node's keys, or ``None`` if unusable."""
+def _usable_repair(
+    staged: Mapping[str, Any], repaired: FrozenPayload
+) -> tuple[dict[str, Any], Any] | None:
+    """The repaired view as (an update of the node's keys, the view), or ``None`` if unusable.
+
+    The view is rebuilt onto the node's own update (messages keep their ids and types); a
+    repair that writes a key the node did not write, a ``bb_`` key, or changes the update's
+    shape (a message or a tool call more or less) is unusable.
+    """
     value = repaired.thaw()
     if not isinstance(value, dict):
         return None
-    if set(value) - set(staged["update"]) or any(k in BB_KEYS for k in value):
+    update = staged["update"]
+    if set(value) - set(update) or any(k in BB_KEYS for k in value):
         return None
-    return value
+    try:
+        rebuilt = rebuild_values({k: v for k, v in update.items() if k in value}, value)
+    except ValueError:
+        return None
+    return rebuilt, value
 
 
 __all__ = ["BreakerNode"]

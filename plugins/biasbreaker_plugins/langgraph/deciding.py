@@ -5,12 +5,14 @@ For a guarded call, in its own task (*inline* nodes) or in ``bb_breaker`` (*queu
 1. fold the call's local score into the latest scores (``bb_local_scores``); B_net is their
    Katz average (:func:`biasbreaker.propagation.network_score`), and the fast and slow EWMAs
    (``bb_network_ewma``) move with it (:meth:`Decider.fold`);
-2. *preview* the control machine's step (:meth:`Decider.preview`): a step that would not start
+2. *preview* the control machine's step (:meth:`Decider.preview`) on the output's JSON view,
+   with what the probe made of the call (recorded in the trace): a step that would not start
    an intervention is committed — snapshot to ``bb_breaker``, trace record — and on
-   ``PROCEED`` the update is returned with the ``bb_`` keys, promoted in the node's own task;
-   a step that would start one is discarded and left to ``bb_breaker``, which takes it with
-   the real intervention hook;
-3. an output not let through is staged (:mod:`.staging`) and the node reroutes to
+   ``PROCEED`` the update is returned, promoted in the node's own task; a step that would
+   start one is discarded and left to ``bb_breaker``, which takes it with the real hook;
+3. a call the probe could not read, or whose probe failed, is a *held* step
+   (``ControlMachine.step(hold=...)``): recorded, frozen, and handed to ``bb_review``;
+4. an output not let through is staged (:mod:`.staging`) and the node reroutes to
    ``bb_breaker`` (tripped or held) or ``bb_review`` (escalated).
 """
 
@@ -28,13 +30,7 @@ from biasbreaker_plugins.langgraph._internals import Halt
 from biasbreaker_plugins.langgraph.machines import Handle, Machines
 from biasbreaker_plugins.langgraph.names import BREAKER
 from biasbreaker_plugins.langgraph.probing import Call
-from biasbreaker_plugins.langgraph.staging import (
-    entry,
-    held_status,
-    route_for,
-    to_review,
-)
-from biasbreaker_plugins.langgraph.state import shown
+from biasbreaker_plugins.langgraph.staging import entry, held_status, hold_event, route_for
 from biasbreaker_plugins.langgraph.traces import Traces, commit_records
 
 
@@ -46,6 +42,7 @@ class Decider:
         traces: The run traces.
         weights: Katz influence weights of every node of the user's graph (sum to 1).
         new_ewma: A fresh pair of fast and slow EWMAs (``[propagation]``).
+        opaque: State keys the probe never reads (``guard(opaque=...)``).
     """
 
     def __init__(
@@ -54,24 +51,31 @@ class Decider:
         traces: Traces,
         weights: Mapping[str, float],
         new_ewma: Callable[[], NetworkEwma],
+        opaque: frozenset[str] = frozenset(),
     ) -> None:
         self.machines = machines
         self.traces = traces
         self.weights = dict(weights)
         self.new_ewma = new_ewma
+        self.opaque = opaque
 
     def fold(
-        self, state: Mapping[str, Any], scores: dict[str, float | None], call: Call
+        self,
+        bb: Mapping[str, Any],
+        scores: dict[str, float | None],
+        node: str,
+        sampled: bool,
+        score: float | None,
     ) -> tuple[dict[str, Any], float, float, float | None]:
-        """Fold the call's score into the latest scores; B_net and the EWMAs after it.
+        """Fold ``node``'s score (when ``sampled``) into the latest scores; B_net and EWMAs.
 
         Returns:
             (new EWMA state, fast, slow, B_net or None); ``scores`` is updated in place.
         """
-        if call.sampled:
-            scores[call.node.name] = call.score
+        if sampled:
+            scores[node] = score
         b_net = network_score(self.weights, scores).b_net if scores else None
-        raw = state.get("bb_network_ewma")
+        raw = bb.get("bb_network_ewma")
         if b_net is None and raw:
             # No evidence this step: the EWMAs do not move (NetworkEwma.update(None)).
             fast, slow = raw["fast"]["value"], raw["slow"]["value"]
@@ -85,8 +89,7 @@ class Decider:
     def preview(
         self,
         handle: Handle,
-        node: str,
-        update: Mapping[str, Any],
+        staged: Mapping[str, Any],
         step_input: Any,
         step: Mapping[str, Any],
     ) -> tuple[BreakerDecision | None, InterventionContext | None]:
@@ -100,11 +103,13 @@ class Decider:
         decision = handle.machine.step(
             step["fast"],
             step["slow"],
-            node=node,
+            node=staged["node"],
             local_scores=scores,
             weights=self.weights,
-            payload=update,
+            payload=staged.get("view", staged.get("update")),
             step_input=step_input,
+            probe=staged.get("outcome") or None,
+            hold=staged.get("hold"),
         )
         captured = handle.dispatch.take()
         if captured is not None:
@@ -122,8 +127,10 @@ class Decider:
             node=staged["node"],
             local_scores=scores,
             weights=self.weights,
-            payload=staged["update"],
+            payload=staged.get("view", staged["update"]),
             step_input=staged["input"],
+            probe=staged.get("outcome") or None,
+            hold=staged.get("hold"),
         )
 
     def commit(self, handle: Handle, thread: str, by: str) -> dict[str, Any]:
@@ -134,71 +141,66 @@ class Decider:
         return value
 
     def finish(self, call: Call) -> Any:
-        """Decide what the guarded node returns (see the module docstring)."""
+        """Decide what the guarded node returns (see the module docstring).
+
+        Returns:
+            The node's update (a dict, or a ``Command`` with its destinations) with the ``bb_``
+            writes when the output is let through; otherwise a
+            :class:`~biasbreaker_plugins.langgraph._internals.Halt` that stages it.
+        """
         name = call.node.name
-        state = call.state
-        if call.json_error is not None:
-            reason = (
-                f"output is not JSON, held: {call.json_error}; a guarded node returns JSON-like "
-                "data (dict/list/str/finite number/bool/None)"
-            )
-            staged = entry(call, "escalated", reason=reason)
-            staged["update"] = shown(call.update)
-            staged["not_json"] = call.json_error
-            return to_review(call, staged, "not-json", call.json_error)
-        if call.probe_error is not None:
-            reason = f"probe failed, output held: {call.probe_error}"
-            staged = entry(call, "escalated", reason=reason)
-            return to_review(call, staged, "probe-failed", call.probe_error)
+        bb = call.bb
         if call.node.mode == "queued":
-            return Halt(
-                goto=BREAKER,
-                update={"bb_unverified_output": {call.key: entry(call, "queued")}},
-            )
-        scores = dict(state.get("bb_local_scores") or {})
-        raw_ewma = state.get("bb_network_ewma")
-        ewma, fast, slow, b_net = self.fold(state, scores, call)
+            staged = entry(call, "queued", self.opaque)
+            return Halt(goto=BREAKER, update={"bb_unverified_output": {call.key: staged}})
+        scores = dict(bb.get("bb_local_scores") or {})
+        raw_ewma = bb.get("bb_network_ewma")
+        ewma, fast, slow, b_net = self.fold(bb, scores, name, call.sampled, call.score)
         step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": scores}
-        bb: dict[str, Any] = {}
+        writes: dict[str, Any] = {}
         if ewma is not raw_ewma:
-            bb["bb_network_ewma"] = ewma
+            writes["bb_network_ewma"] = ewma
         if call.sampled:
-            bb["bb_local_scores"] = {name: call.score}
-        weights = state.get("bb_katz_weights")
+            writes["bb_local_scores"] = {name: call.score}
+        weights = bb.get("bb_katz_weights")
         if weights is not self.weights and weights != self.weights:
-            bb["bb_katz_weights"] = self.weights
-        handle = self.machines.acquire(state.get("bb_breaker"))
-        decision, _ = self.preview(handle, name, call.update, None, step)
+            writes["bb_katz_weights"] = self.weights
+        checked = {"node": name, "view": call.view, "outcome": call.outcome, "hold": call.hold}
+        handle = self.machines.acquire(bb.get("bb_breaker"))
+        decision, _ = self.preview(handle, checked, None, step)
         if decision is None:
             # The step starts an intervention: bb_breaker takes it with the real hook.
-            staged = entry(call, "tripped", step=step)
-            return Halt(goto=BREAKER, update={**bb, "bb_unverified_output": {call.key: staged}})
-        bb["bb_breaker"] = self.commit(handle, call.thread, call.key)
+            staged = entry(call, "tripped", self.opaque, step=step)
+            return Halt(goto=BREAKER, update={**writes, "bb_unverified_output": {call.key: staged}})
+        writes["bb_breaker"] = self.commit(handle, call.thread, call.key)
         if decision.action is BreakerAction.PROCEED:
             if call.command is not None:
-                return Command(update={**call.update, **bb}, goto=call.command.goto)
-            return {**call.update, **bb}
-        staged = entry(call, held_status(decision), step=step, reason=decision.reason)
-        bb["bb_unverified_output"] = {call.key: staged}
-        bb.update(freeze_record(state, call.key, name, call.update, decision, handle.machine))
-        return Halt(goto=route_for(decision), update=bb)
+                return Command(update={**call.update, **writes}, goto=call.command.goto)
+            return {**call.update, **writes}
+        staged = entry(call, held_status(decision), self.opaque, step=step, reason=decision.reason)
+        writes["bb_unverified_output"] = {call.key: staged}
+        frozen = freeze_record(bb, call.key, name, call.view, decision, handle.machine)
+        writes.update(frozen)
+        if call.hold is not None:  # why it is held, then that it was frozen
+            writes["bb_audit_trail"] = [hold_event(staged), *frozen.get("bb_audit_trail", [])]
+        return Halt(goto=route_for(decision), update=writes)
 
 
 def freeze_record(
-    state: Mapping[str, Any],
+    bb: Mapping[str, Any],
     key: str,
     node: str,
-    update: Any,
+    view: Any,
     decision: BreakerDecision,
     machine: ControlMachine,
 ) -> dict[str, Any]:
-    """The ``bb_frozen`` record and audit event when ``decision`` froze this output."""
+    """The ``bb_frozen`` record and audit event when ``decision`` froze this output (its view)."""
     payload = decision.frozen_payload
-    if payload is None or payload != FrozenPayload.of(update):
+    if payload is None or payload != FrozenPayload.of(view):
         # None, or the decision refers to another output (the one under repair while this
         # output is held in RECOVERY): this output was not frozen by this step.
         return {}
-    known = (state.get("bb_frozen") or {}).get(key)
+    known = (bb.get("bb_frozen") or {}).get(key)
     if known is not None and known["payload"]["sha256"] == payload.sha256:
         return {}
     record = {

@@ -7,6 +7,17 @@ The copy keeps every node, edge, conditional edge, schema and node policy of the
 ``bb_skeptic`` and ``bb_aggregate`` with ``panel = "send"``). Its
 :meth:`GuardedStateGraph.compile` gates the guarded nodes' edges (:mod:`._internals`), so a
 held output's successors never run.
+
+**The guard's state is the guard's.** The copy adds the ``bb_`` channels itself (the user's
+schema — a TypedDict, a pydantic model or a dataclass, ``MessagesState`` — need not mention
+them; one derived from :class:`~biasbreaker_plugins.langgraph.state.BiasState` still works).
+Every node's input schema, every conditional edge's, and the graph's input and output schemas
+are the user's keys only, so no user node or router ever receives a ``bb_`` key, ``invoke``
+returns the application's keys, and no stream mode (values, updates, checkpoints, tasks,
+debug) carries the guard's keys — a held output lives only there. The guarded nodes and the
+added nodes read the ``bb_`` keys through LangGraph's channel reader
+(:func:`~biasbreaker_plugins.langgraph._internals.read_channels`); read them after a run with
+:func:`guard_state`.
 """
 
 from __future__ import annotations
@@ -14,12 +25,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import typing
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypedDict
 
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._typing import MISSING
+from langgraph.errors import EmptyChannelError
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 from pydantic import BaseModel
 
 from biasbreaker.errors import ConfigError
@@ -28,6 +44,7 @@ from biasbreaker.propagation import katz_influence
 from biasbreaker.registry import BuildContext
 from biasbreaker_plugins.langgraph._internals import (
     as_node_runnable,
+    hide_tasks,
     install_gates,
     node_function,
 )
@@ -45,9 +62,11 @@ from biasbreaker_plugins.langgraph.node import (
     GuardedNode,
     NodeOptions,
 )
+from biasbreaker_plugins.langgraph.probing import in_rerun
 from biasbreaker_plugins.langgraph.runtime import GraphGuard, GuardOptions
-from biasbreaker_plugins.langgraph.state import BB_KEYS
+from biasbreaker_plugins.langgraph.state import BB_KEYS, BB_PREFIX, BiasState
 from biasbreaker_plugins.langgraph.topology import Topology, read_topology, single_destination
+from biasbreaker_plugins.langgraph.values import annotation_problem
 
 
 class GuardedStateGraph(StateGraph):  # type: ignore[type-arg]
@@ -69,7 +88,63 @@ class GuardedStateGraph(StateGraph):  # type: ignore[type-arg]
         compiled = super().compile(*args, **kwargs)
         promoters = [n for n in PROMOTERS if n in compiled.nodes]
         install_gates(compiled, self.guarded_nodes, promoters)
+        hide_tasks(compiled, [n for n in (SKEPTIC, AGGREGATE) if n in compiled.nodes])
+        setattr(compiled, GUARD_ATTR, self.guard)
         return compiled
+
+
+GUARD_ATTR: Final = "__biasbreaker_guard__"
+"""The attribute a guarded compiled graph carries its :class:`GraphGuard` in."""
+
+
+def guard_of(graph: Any) -> GraphGuard | None:
+    """The guard of a compiled graph built by ``guard(builder).compile()``, else ``None``."""
+    found = getattr(graph, GUARD_ATTR, None)
+    return found if isinstance(found, GraphGuard) else None
+
+
+def guard_state(
+    graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig
+) -> dict[str, Any]:
+    """The guard's keys (``bb_local_scores``, ``bb_breaker``, ``bb_frozen``, …) of a thread.
+
+    ``graph.get_state(config).values`` and ``invoke``'s result hold the application's keys
+    only; this reads the guard's from the thread's latest checkpoint.
+
+    Args:
+        graph: A guarded compiled graph, with a checkpointer.
+        config: The run's config (``{"configurable": {"thread_id": ...}}``; a
+            ``checkpoint_ns`` reads a subgraph's).
+
+    Returns:
+        ``bb_`` key -> value, for the keys written so far.
+
+    Raises:
+        ConfigError: ``graph`` was not guarded, or it has no checkpointer.
+    """
+    if guard_of(graph) is None:
+        raise ConfigError(
+            "guard_state() reads a graph compiled from guard(builder); this one was not guarded"
+        )
+    saver = graph.checkpointer
+    if saver is None or saver is True or saver is False:
+        raise ConfigError(
+            "guard_state() reads the thread's checkpoint: compile the guarded graph with a "
+            "checkpointer, e.g. .compile(checkpointer=InMemorySaver())"
+        )
+    found = saver.get_tuple(config)
+    if found is None:
+        return {}
+    values = found.checkpoint["channel_values"]
+    out: dict[str, Any] = {}
+    for key in sorted(BB_KEYS):
+        # a reducer key never written reads as its channel's default (an empty dict or list)
+        channel = graph.channels[key].from_checkpoint(values.get(key, MISSING))
+        try:
+            out[key] = channel.get()
+        except EmptyChannelError:
+            continue
+    return out
 
 
 def _user_nodes(builder: StateGraph[Any, Any, Any, Any]) -> list[str]:
@@ -96,12 +171,12 @@ def _topology(builder: StateGraph[Any, Any, Any, Any], names: list[str]) -> Topo
     return read_topology(names, builder.edges, builder.waiting_edges, branches, declared_ends)
 
 
-def _model_kind(schema: Any) -> str | None:
-    """``"pydantic model"`` or ``"dataclass"`` for such a state schema, else ``None``."""
-    if dataclasses.is_dataclass(schema):
-        return "dataclass"
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return "pydantic model"
+def _model_class(schema: Any) -> type[Any] | None:
+    """``schema`` if LangGraph builds a node's input as an instance of it, else ``None``."""
+    if isinstance(schema, type) and (
+        issubclass(schema, BaseModel) or dataclasses.is_dataclass(schema)
+    ):
+        return schema
     return None
 
 
@@ -118,6 +193,79 @@ def _injected(fn: Any) -> tuple[str, tuple[str, ...]]:
     return names[0], inject
 
 
+def _subgraph_step(name: str, subgraph: Pregel[Any, Any, Any, Any]) -> Callable[..., Any]:
+    """A node function that runs a compiled subgraph (so it can be guarded as one step).
+
+    Its own call runs the subgraph inside the node's task, as LangGraph runs a subgraph called
+    from a node (its checkpoints, interrupts and streamed events included). The probe's
+    re-runs (:class:`~biasbreaker_plugins.langgraph.probing.Prober`) call it with a silenced
+    copy of the task's config; without the task, they run the subgraph on its own with no
+    checkpointer, so a re-run never writes the thread's checkpoints.
+    """
+    isolated = subgraph.copy(update={"checkpointer": None})
+
+    async def run_subgraph(state: Any, config: RunnableConfig) -> Any:
+        if in_rerun():
+            return await isolated.ainvoke(state, {"callbacks": config.get("callbacks")})
+        return await subgraph.ainvoke(state, config)
+
+    run_subgraph.__name__ = name
+    return run_subgraph
+
+
+def _readable(builder: StateGraph[Any, Any, Any, Any], opaque: frozenset[str]) -> None:
+    """Refuse a state key whose declared type the probe cannot read (docs: the values table).
+
+    Raises:
+        ConfigError: Naming the key, its type and the fixes.
+    """
+    seen: set[str] = set()
+    for schema in (builder.state_schema, builder.input_schema, builder.output_schema):
+        try:
+            hints = typing.get_type_hints(schema, include_extras=True)
+        except (NameError, TypeError):
+            continue
+        for key, hint in hints.items():
+            if key in seen or key in BB_KEYS or key in opaque:
+                continue
+            seen.add(key)
+            problem = annotation_problem(hint)
+            if problem is not None:
+                raise ConfigError(
+                    f"state key {key!r} is declared as {_shown_type(hint)}, which the probe "
+                    f"cannot read ({problem}); a guarded step would be held for review every "
+                    "time. Declare it with a type the probe reads (docs/langgraph.md, 'What the "
+                    "probe reads': text, numbers, lists, dicts, messages, pydantic models, "
+                    f"dataclasses), or, if it names no person, pass guard(..., opaque=[{key!r}]) "
+                    "so the probe passes it through unchanged"
+                )
+
+
+def _shown_type(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else repr(hint).replace("typing.", "")
+
+
+def _hidden(guarded: StateGraph[Any, Any, Any, Any], schema: Any) -> Any:
+    """``schema`` without the ``bb_`` keys (a TypedDict registered with the same channels)."""
+    keys = guarded.schemas.get(schema)
+    if keys is None or not any(key in BB_KEYS for key in keys):
+        return schema
+    try:
+        hints = typing.get_type_hints(schema, include_extras=True)
+    except (NameError, TypeError):
+        hints = {}
+    fields = {k: hints.get(k, Any) for k in keys if k not in BB_KEYS}
+    name = getattr(schema, "__name__", "State")
+    filtered = TypedDict(name, fields, total=False)  # type: ignore[misc]
+    filtered.__module__ = getattr(schema, "__module__", __name__)
+    guarded.schemas[filtered] = {k: v for k, v in keys.items() if k not in BB_KEYS}
+    return filtered
+
+
+class _NoInput(TypedDict):
+    """The input schema of the guard's own nodes: nothing (they read the ``bb_`` keys)."""
+
+
 def build_guarded(
     builder: StateGraph[Any, Any, Any, Any],
     *,
@@ -127,6 +275,7 @@ def build_guarded(
     nodes: Sequence[str] | None,
     hook: AnyHook | None,
     concurrent: Sequence[str],
+    opaque: Sequence[str] = (),
 ) -> GuardedStateGraph:
     """Build the guarded copy of ``builder``.
 
@@ -138,64 +287,85 @@ def build_guarded(
         nodes: The nodes to guard (``None``: all), see :func:`biasbreaker_plugins.langgraph.guard`.
         hook: The intervention hook, or ``None`` for the configured runner.
         concurrent: Guarded nodes to check in ``bb_breaker`` although the edges show no fan-out.
+        opaque: State keys the probe passes through unchanged (never varied or compared).
 
     Raises:
-        ConfigError: ``builder`` is not a ``StateGraph``, its state lacks the ``BiasState``
-            keys, a named node does not exist or is not a plain function, or a node name
+        ConfigError: ``builder`` is not a ``StateGraph``; a state key starts with ``bb_`` but is
+            not the guard's, or has a type the probe cannot read; a named node does not exist,
+            is not a function or a compiled graph, or is a guarded subgraph; a node name
             clashes with the breaker nodes.
     """
     if not isinstance(builder, StateGraph):
         raise ConfigError(
-            f"guard() takes a StateGraph builder (before compile()), got {type(builder).__name__}"
+            f"guard() takes a StateGraph builder (before compile()), got {type(builder).__name__}; "
+            "the functional API (@entrypoint/@task) has no edges for the guard to hold: build "
+            "the step as a StateGraph, guard it, and invoke the guarded graph in your @task "
+            "(docs/langgraph.md, 'The functional API')"
         )
-    schema = builder.state_schema
-    kind = _model_kind(schema)
-    if kind is not None:
+    if "__root__" in builder.channels:
+        schema = getattr(builder.state_schema, "__name__", builder.state_schema)
         raise ConfigError(
-            f"the state schema {getattr(schema, '__name__', schema)} is a {kind}; the biasbreaker "
-            "adapter guards graphs whose state is a dict: declare it as a TypedDict derived "
-            "from BiasState with the same fields, `class State(BiasState, total=False): ...` "
-            "(from biasbreaker_plugins.langgraph import BiasState), and read it as "
-            "state['field'] in the nodes"
+            f"the state schema {schema} has no named keys (LangGraph keeps it as one root "
+            "value), so the guard has nowhere to keep its own keys; declare the state as a "
+            "TypedDict, a pydantic model or a dataclass with named fields"
         )
-    missing = sorted(BB_KEYS - set(builder.channels))
-    if missing:
+    reserved = sorted(k for k in builder.channels if k.startswith(BB_PREFIX) and k not in BB_KEYS)
+    if reserved:
         raise ConfigError(
-            f"the state schema {getattr(builder.state_schema, '__name__', builder.state_schema)}"
-            f" lacks the biasbreaker keys {missing}; derive it from BiasState: "
-            "`class State(BiasState): ...` (from biasbreaker_plugins.langgraph import BiasState)"
+            f"state keys {reserved} start with {BB_PREFIX!r}, which is reserved for the guard's "
+            "own keys; rename them"
         )
     clash = sorted(set(builder.nodes) & set(ADDED_NODES))
     if clash:
         raise ConfigError(f"node names {clash} are reserved for the breaker nodes; rename them")
+    opaque_keys = frozenset(opaque)
+    unknown_opaque = sorted(opaque_keys - set(builder.channels))
+    if unknown_opaque:
+        raise ConfigError(
+            f"guard(opaque=...) names {unknown_opaque}, which are not state keys "
+            f"(keys: {sorted(set(builder.channels) - BB_KEYS)})"
+        )
     names = _user_nodes(builder)
+    guarded_subgraphs = {n for n in names if guard_of(builder.nodes[n].runnable) is not None}
     marked = {
         name
         for name in names
         if hasattr(node_function(builder.nodes[name].runnable), NODE_OPTIONS_ATTR)
     }
     if nodes is None:
-        chosen = list(names)
+        chosen = [n for n in names if n not in guarded_subgraphs]
     else:
         unknown = sorted(set(nodes) - set(names))
         if unknown:
             raise ConfigError(f"guard(nodes=...) names unknown nodes {unknown}; nodes: {names}")
+        already = sorted(set(nodes) & guarded_subgraphs)
+        if already:
+            raise ConfigError(
+                f"guard(nodes=...) names {already}, compiled from guard(...) already: a guarded "
+                "subgraph keeps its own breaker over its own nodes; leave it out of nodes=[...]"
+            )
         chosen = [n for n in names if n in set(nodes) or n in marked]
     unknown_concurrent = sorted(set(concurrent) - set(chosen))
     if unknown_concurrent:
         raise ConfigError(
             f"guard(concurrent=...) names {unknown_concurrent}, which are not guarded nodes"
         )
+    if chosen:
+        _readable(builder, opaque_keys)
     topology = _topology(builder, names)
     parallel = topology.concurrent() | set(concurrent)
     specs: dict[str, GuardedNode] = {}
     for name in chosen:
-        fn = node_function(builder.nodes[name].runnable)
+        runnable = builder.nodes[name].runnable
+        fn = node_function(runnable)
+        if fn is None and isinstance(runnable, Pregel):
+            fn = _subgraph_step(name, runnable)
         if fn is None:
             raise ConfigError(
-                f"node {name!r} is a {type(builder.nodes[name].runnable).__name__}, not a "
-                "function, so it cannot be guarded (a compiled subgraph or a Runnable); guard "
-                "the subgraph's own nodes, or pass guard(..., nodes=[...]) without it"
+                f"node {name!r} is a {type(runnable).__name__}, neither a function nor a "
+                "compiled graph, so it cannot be guarded; wrap it in a function "
+                "(def node(state): return runnable.invoke(state)) or leave it out of "
+                "guard(..., nodes=[...])"
             )
         marks: NodeOptions = getattr(fn, NODE_OPTIONS_ATTR, NodeOptions())
         original = getattr(fn, "__wrapped__", fn) if hasattr(fn, NODE_OPTIONS_ATTR) else fn
@@ -208,19 +378,11 @@ def build_guarded(
             mode="queued" if name in parallel else "inline",
             first=first,
             inject=inject,
+            state_type=_model_class(builder.nodes[name].input_schema),
         )
     influence = katz_influence(
         topology.agent_graph(),
         attenuation=context.settings.propagation.attenuation,
-    )
-    runtime = GraphGuard(
-        options,
-        context,
-        machine_config,
-        specs,
-        dict(influence.weights),
-        hook,
-        channels=builder.channels,
     )
 
     guarded = copy.copy(builder)
@@ -234,6 +396,28 @@ def build_guarded(
     guarded.schemas = dict(builder.schemas)
     guarded._node_defaults = copy.copy(builder._node_defaults)
     guarded.compiled = False
+    if not set(guarded.channels) >= BB_KEYS:
+        guarded._add_schema(BiasState)
+    runtime = GraphGuard(
+        options,
+        context,
+        machine_config,
+        specs,
+        dict(influence.weights),
+        hook,
+        channels=guarded.channels,
+        opaque=opaque_keys,
+    )
+    for node_spec in guarded.nodes.values():
+        node_spec.input_schema = _hidden(guarded, node_spec.input_schema)
+    for by_name in guarded.branches.values():
+        for branch_name, branch in by_name.items():
+            if branch.input_schema is not None:
+                by_name[branch_name] = branch._replace(
+                    input_schema=_hidden(guarded, branch.input_schema)
+                )
+    guarded.input_schema = _hidden(guarded, builder.input_schema)
+    guarded.output_schema = _hidden(guarded, builder.output_schema)
     for name, spec in specs.items():
         guarded.nodes[name].runnable = as_node_runnable(runtime.wrap(spec), name)
     added: list[tuple[str, Any]] = [
@@ -246,7 +430,7 @@ def build_guarded(
             (AGGREGATE, runtime.send_panel.aggregate_node),
         ]
     for name, action in added:
-        guarded.add_node(name, action)
+        guarded.add_node(name, action, input_schema=_NoInput)
     if runtime.send_panel is not None:
         guarded.add_edge(SKEPTIC, AGGREGATE)
     assert isinstance(guarded, GuardedStateGraph)
@@ -255,4 +439,4 @@ def build_guarded(
     return guarded
 
 
-__all__ = ["GuardedStateGraph", "build_guarded"]
+__all__ = ["GUARD_ATTR", "GuardedStateGraph", "build_guarded", "guard_of", "guard_state"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, ParamSpec, TypeVar, cast, overload
 
@@ -71,6 +71,8 @@ class GuardedNode:
         first: Name of ``fn``'s first parameter (the state).
         inject: The LangGraph-injected parameters ``fn`` accepts (config, runtime, writer,
             store).
+        state_type: The class LangGraph builds the node's input as (a pydantic model or a
+            dataclass), or ``None`` for a dict.
     """
 
     name: str
@@ -80,6 +82,13 @@ class GuardedNode:
     mode: Mode
     first: str
     inject: tuple[str, ...]
+    state_type: type[Any] | None = None
+
+    def coerce(self, values: Mapping[str, Any]) -> Any:
+        """The node's input built from ``values`` as LangGraph builds it (``schema(**values)``)."""
+        if self.state_type is None:
+            return dict(values)
+        return self.state_type(**values)
 
 
 def _unbound(name: str) -> ConfigError:

@@ -1,37 +1,97 @@
-"""Probing one guarded call: read the node's output, re-run the node on counterfactual states.
+"""Probing one guarded call: read it, re-run the node on counterfactual states, say what it was.
 
-A guarded node's task runs the user's function once, then (when the step is sampled) the
-probe (:class:`biasbreaker.probe.Probe`) re-runs the same function on counterfactual variants
-of the application's part of its input state and on same-group resamples, concurrently, and
-scores how much more the output moves under the swap than under resampling. This module
-turns a LangGraph call into the probe's terms: :class:`Call` (one guarded call in progress),
-:func:`split_output` (a node's return value as an update and its ``Command`` destinations)
-and :class:`Prober` (the step the probe re-runs, with the LangGraph objects the call was
-given).
+A guarded node's task runs the user's function once, then (when the step is probed) the probe
+(:class:`biasbreaker.probe.Probe`) re-runs the same function on counterfactual variants of
+the node's input and on same-group resamples, concurrently, and scores how much more the
+output moves under the swap than under resampling. This module turns a LangGraph call into the
+probe's terms:
+
+* :class:`Call` — one guarded call in progress: the guard's state, the node's input and
+  output, and their JSON *views* (:mod:`.values`), which are what the probe varies, scores
+  and the breaker freezes;
+* :func:`split_output` — a node's return value as an update and its ``Command`` destinations;
+* :class:`Prober` — the step the probe re-runs: the user's function on a counterfactual view
+  rebuilt into the node's own state type, with every stream sink silenced
+  (:func:`.streaming.silenced`), so nothing a re-run produces reaches the caller.
+
+Every call ends with exactly one **outcome** (``Call.outcome``, recorded in the trace):
+``scored``; ``not_applicable`` (the input names no protected group); ``not_sampled``
+(``[probe] probe_rate``) or ``not_probed`` (``@guard_node(probe=False)``), both chosen by the
+configuration; or, held for review, ``unreadable`` (the probe cannot read the input or the
+output: the key and type are named) or ``failed`` (the probe raised).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.config import get_config, get_store, get_stream_writer
-from langgraph.runtime import get_runtime
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.config import get_config
 from langgraph.types import Command, Send
+from pydantic import BaseModel
 
 from biasbreaker.errors import ConfigError
 from biasbreaker.probe import Probe
-from biasbreaker_plugins.langgraph._internals import interrupted, task_of, thread_of
+from biasbreaker_plugins.langgraph._internals import (
+    interrupted,
+    model_update,
+    task_of,
+    thread_of,
+)
 from biasbreaker_plugins.langgraph.node import GuardedNode
-from biasbreaker_plugins.langgraph.state import json_problem, user_part
+from biasbreaker_plugins.langgraph.state import shown
+from biasbreaker_plugins.langgraph.streaming import injected as rebound
+from biasbreaker_plugins.langgraph.streaming import silenced
+from biasbreaker_plugins.langgraph.values import (
+    Unreadable,
+    read_values,
+    rebuild_values,
+    state_values,
+)
 
-_INJECTED: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("_INJECTED")
-"""The LangGraph objects injected into the guarded call being probed, for its re-runs."""
+
+@dataclass(frozen=True)
+class Rerun:
+    """What a re-run of a guarded node needs besides the counterfactual view.
+
+    Args:
+        template: The node's input values as it received them (key -> value), onto which a
+            counterfactual view is rebuilt; ``None`` when the view is the values themselves
+            (plain JSON).
+        config: The task's config (the re-run gets a silenced copy).
+        injected: The LangGraph objects the call was given (``store`` is passed on).
+    """
+
+    template: Mapping[str, Any] | None
+    config: RunnableConfig | None
+    injected: Mapping[str, Any] = field(default_factory=dict)
+
+
+_RERUN: contextvars.ContextVar[Rerun] = contextvars.ContextVar("_RERUN")
+"""The re-run context of the guarded call being probed (copied into the probe's tasks)."""
+
+
+def rerun_context(rerun: Rerun) -> contextvars.Token[Rerun]:
+    """Set the re-run context (the probe, or a repair's re-check, is about to re-run a node)."""
+    return _RERUN.set(rerun)
+
+
+def reset_rerun(token: contextvars.Token[Rerun]) -> None:
+    """Undo :func:`rerun_context`."""
+    _RERUN.reset(token)
+
+
+def in_rerun() -> bool:
+    """Whether the code running is a re-run of a guarded node (probe, resample or re-check)."""
+    return _RERUN.get(None) is not None
 
 
 @dataclass
@@ -40,7 +100,8 @@ class Call:
 
     Args:
         node: The guarded node.
-        state: The state the node was called with.
+        bb: The guard's state (``bb_`` keys) when the node ran.
+        values: The node's input, key -> value, as it received it.
         update: The node's state update (its return value, split).
         goto: Its ``Command`` destinations.
         command: The ``Command`` it returned, or ``None``.
@@ -48,10 +109,16 @@ class Call:
         step_id: The id the probe samples and seeds with (the key).
         thread: The run's thread id.
         lg_step: The LangGraph super-step.
+        view: The output's JSON view (what is scored and frozen); for an output the probe
+            cannot read, its :func:`~biasbreaker_plugins.langgraph.state.shown` rendering.
+        not_json: Why the output cannot be read, or ``None``.
+        outcome: ``{"status", "reason"}``: what the probe made of the call (module docstring).
+        hold: Why the output cannot be checked (it goes to review), or ``None``.
     """
 
     node: GuardedNode
-    state: Mapping[str, Any]
+    bb: Mapping[str, Any]
+    values: dict[str, Any]
     update: dict[str, Any]
     goto: list[Any]
     command: Command[Any] | None
@@ -59,34 +126,52 @@ class Call:
     step_id: str
     thread: str
     lg_step: int
-    given_input: dict[str, Any] | None = None
+    view: Any = None
+    not_json: str | None = None
+    outcome: dict[str, str] = field(default_factory=dict)
+    hold: str | None = None
     sampled: bool = False
     score: float | None = None
-    probe_error: str | None = None
-    json_error: str | None = None
     probe_summary: dict[str, Any] = field(default_factory=dict)
+    config: RunnableConfig | None = None
     injected: Mapping[str, Any] = field(default_factory=dict)
+    input_view: dict[str, Any] | None = None
+    state: Any = None
 
-    @property
-    def probe_input(self) -> dict[str, Any]:
-        """The application's part of the input state (what the probe varies), computed once."""
-        if self.given_input is None:
-            self.given_input = user_part(dict(self.state))
-        return self.given_input
+    def staged_input(self, opaque: frozenset[str]) -> tuple[Any, Any]:
+        """(input view, rebuild template) for the staging buffer; ``(None, None)`` if unreadable.
+
+        The template is the node's input values when the view is not those values themselves
+        (so a repair's re-check can rebuild counterfactual states), else ``None``.
+        """
+        view = self.input_view
+        values = self.values
+        if view is None:
+            try:
+                values = state_values(self.state)
+                view = read_values(values, "state", opaque)
+            except Unreadable:
+                return None, None
+        return view, None if _is_plain(view, values) else values
 
 
 def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Command[Any] | None]:
     """A node's return value as (update dict, Command destinations, the Command or None).
 
+    A pydantic model or dataclass instance (a node of a model-state graph may return its
+    state object) is read as LangGraph writes it.
+
     Raises:
-        ConfigError: The value is not a dict, a ``Command`` or ``None``, or a ``Command`` the
-            guard cannot hold (``graph=PARENT``, ``resume=``, an update that is not a dict or a
-            list of ``(key, value)`` pairs, a key written twice).
+        ConfigError: The value is not a dict, a state object, a ``Command`` or ``None``, or a
+            ``Command`` the guard cannot hold (``graph=PARENT``, ``resume=``, an update that
+            is not a dict or a list of ``(key, value)`` pairs, a key written twice).
     """
     if out is None:
         return {}, [], None
     if isinstance(out, dict):
         return dict(out), [], None
+    if isinstance(out, BaseModel) or (dataclasses.is_dataclass(out) and not isinstance(out, type)):
+        return model_update(out), [], None
     if isinstance(out, Command):
         if out.graph is not None:
             raise ConfigError(
@@ -99,6 +184,10 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
         raw = out.update
         if isinstance(raw, dict):
             update = dict(raw)
+        elif isinstance(raw, BaseModel) or (
+            dataclasses.is_dataclass(raw) and not isinstance(raw, type)
+        ):
+            update = model_update(raw)
         elif isinstance(raw, (list, tuple)):
             for pair in raw:
                 if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
@@ -121,8 +210,13 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
         return update, targets, out
     raise ConfigError(
         f"guarded node {node!r} returned {type(out).__name__}; a guarded node returns a dict "
-        "update, a Command or None"
+        "update, its state object, a Command or None"
     )
+
+
+def _is_plain(view: Any, values: Any) -> bool:
+    """Whether a view is the values themselves (plain JSON, no rebuilding needed)."""
+    return view is values or view == values
 
 
 class Prober:
@@ -133,13 +227,19 @@ class Prober:
             copy (:meth:`new_probe`).
         nodes: The guarded nodes by name.
         pool: The worker threads sync nodes are re-run on.
+        opaque: State keys passed to re-runs unchanged, never varied or compared.
     """
 
     def __init__(
-        self, base: Probe, nodes: Mapping[str, GuardedNode], pool: ThreadPoolExecutor
+        self,
+        base: Probe,
+        nodes: Mapping[str, GuardedNode],
+        pool: ThreadPoolExecutor,
+        opaque: frozenset[str] = frozenset(),
     ) -> None:
         self.base = base
         self.pool = pool
+        self.opaque = opaque
         self.steps: dict[str, Callable[..., Any]] = {
             name: self._probe_step(spec) for name, spec in nodes.items()
         }
@@ -159,23 +259,17 @@ class Prober:
     def begin(
         self,
         spec: GuardedNode,
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
+        state: Any,
+        bb: Mapping[str, Any],
         out: Any,
-        config: Mapping[str, Any] | None,
+        config: RunnableConfig | None,
+        injected: Mapping[str, Any],
     ) -> Call:
-        """The call the node's task made: its state, split output, key and sampling decision.
+        """The call the node's task made: read its input and output, decide whether to probe.
 
         Raises:
-            ConfigError: The state is not a dict, or the output cannot be split
-                (:func:`split_output`).
+            ConfigError: The output cannot be split (:func:`split_output`).
         """
-        state = args[0] if args else kwargs[spec.first]
-        if not isinstance(state, Mapping):
-            raise ConfigError(
-                f"guarded node {spec.name!r} received a {type(state).__name__} state; the "
-                "biasbreaker adapter guards graphs whose state is a dict (a TypedDict schema)"
-            )
         update, goto, command = split_output(spec.name, out)
         if config is None:
             config = get_config()
@@ -183,7 +277,9 @@ class Prober:
         key = f"{spec.name}@{lg_step}{suffix}"
         call = Call(
             node=spec,
+            bb=bb,
             state=state,
+            values={},
             update=update,
             goto=goto,
             command=command,
@@ -191,48 +287,82 @@ class Prober:
             step_id=key,
             thread=thread_of(config),
             lg_step=lg_step,
-            injected={name: kwargs[name] for name in spec.inject if name in kwargs},
+            config=config,
+            injected=injected,
         )
-        call.json_error = json_problem(update)
-        call.sampled = (
-            call.json_error is None
-            and spec.probe
-            and self.base.probe_rate > 0.0
-            and self.base.should_probe(call.step_id)
-        )
+        try:
+            call.view = read_values(update, "output", self.opaque)
+        except Unreadable as exc:
+            call.not_json = str(exc)
+            call.view = shown(update)
+            call.hold = (
+                f"the probe cannot read the output: {exc}; a guarded node returns values the "
+                "probe reads (docs/langgraph.md, 'What the probe reads')"
+            )
+            call.outcome = {"status": "unreadable", "reason": call.hold}
+            return call
+        if not spec.probe:
+            call.outcome = {"status": "not_probed", "reason": "@guard_node(probe=False)"}
+            return call
+        if self.base.probe_rate <= 0.0 or not self.base.should_probe(call.step_id):
+            reason = f"not sampled at [probe] probe_rate = {self.base.probe_rate:g}"
+            call.outcome = {"status": "not_sampled", "reason": reason}
+            return call
+        try:
+            call.values = state_values(state)
+            call.input_view = read_values(call.values, "state", self.opaque)
+        except Unreadable as exc:
+            call.hold = (
+                f"the probe cannot read the input: {exc}; declare the key with a type the "
+                "probe reads, or list it in guard(..., opaque=[...]) if it names no person"
+            )
+            call.outcome = {"status": "unreadable", "reason": call.hold}
+            return call
+        call.sampled = True
         return call
 
     async def probe(self, call: Call) -> None:
-        """Score ``call`` (its ``score`` and ``probe_summary``), or record why it failed closed."""
+        """Score ``call`` (``score``, ``outcome``), or hold it with why the probe failed."""
         probe = self.new_probe()
-        # the re-runs get the objects LangGraph injected into this call (the probe's tasks and
+        assert call.input_view is not None  # begin() read it for every sampled call
+        template = None if _is_plain(call.input_view, call.values) else call.values
+        # the re-runs get this call's config and injected objects (the probe's tasks and
         # worker threads copy this context); looking them up again from a worker thread fails
         # on Python 3.10, where an async run cannot hand its config to a sync node's thread
-        token = _INJECTED.set(call.injected)
+        token = rerun_context(Rerun(template, call.config, call.injected))
         try:
             result = await probe.probe(
                 self.steps[call.node.name],
-                call.probe_input,
-                call.update,
+                call.input_view,
+                call.view,
                 step_id=call.step_id,
                 step_name=call.node.name,
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
-            call.probe_error = f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {exc}"
             if interrupted(exc):
-                call.probe_error += (
+                error += (
                     f"; node {call.node.name!r} calls interrupt(), which cannot answer the "
                     "probe's re-runs on counterfactual states: mark it "
                     "@guard_node(probe=False) (from biasbreaker_plugins.langgraph import "
                     "guard_node), or leave it out of guard(nodes=...)"
                 )
+            call.sampled = False
+            call.hold = f"probe failed: {error}"
+            call.outcome = {"status": "failed", "reason": call.hold}
             return
         finally:
-            _INJECTED.reset(token)
+            reset_rerun(token)
         if result.status == "not_sampled":
             call.sampled = False
+            call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
         call.score = result.score
+        if result.status == "scored":
+            reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
+        else:
+            reason = result.reason or "no protected group named in the input"
+        call.outcome = {"status": result.status, "reason": reason}
         call.probe_summary = {
             "status": result.status,
             "score": result.score,
@@ -243,43 +373,50 @@ class Prober:
         }
 
     def _probe_step(self, spec: GuardedNode) -> Callable[..., Any]:
-        """The step the probe re-runs: the user's function on a variant of the state.
+        """The step the probe re-runs: the user's function on a counterfactual view.
 
-        It takes the application's keys of the state (the probe's payload), calls the function
-        with the LangGraph objects it declares resolved for the running task, and returns the
-        state update. A sync function runs in a worker thread, so the probe's calls overlap.
+        It rebuilds the view into the node's own state type (messages keep their ids, models
+        their class), calls the function with every stream sink silenced and the LangGraph
+        objects it declares, and returns the JSON view of its update. A sync function runs in a
+        worker thread, so the probe's calls overlap.
         """
         fn = spec.fn
-        inject = spec.inject
+        opaque = self.opaque
 
-        def injected() -> dict[str, Any]:
-            given = _INJECTED.get({})
-            values: dict[str, Any] = {}
-            for name in inject:
-                if name in given:
-                    values[name] = given[name]
-                elif name == "config":
-                    values[name] = get_config()
-                elif name == "runtime":
-                    values[name] = get_runtime()
-                elif name == "writer":
-                    values[name] = get_stream_writer()
-                else:
-                    values[name] = get_store()
-            return values
+        def prepare(payload: Any) -> tuple[Any, RunnableConfig, dict[str, Any]]:
+            rerun = _RERUN.get(None)
+            config = rerun.config if rerun is not None and rerun.config is not None else None
+            if config is None:
+                config = get_config()
+            quiet = silenced(config)
+            template = rerun.template if rerun is not None else None
+            values = payload if template is None else rebuild_values(template, payload, opaque)
+            given = rerun.injected if rerun is not None else {}
+            return spec.coerce(values), quiet, rebound(given, quiet, spec.inject)
+
+        def run(fn_: Callable[..., Any], state: Any, quiet: RunnableConfig, kwargs: Any) -> Any:
+            token = var_child_runnable_config.set(quiet)
+            try:
+                return fn_(state, **kwargs)
+            finally:
+                var_child_runnable_config.reset(token)
 
         async def step(payload: Any, sample: int = 0) -> dict[str, Any]:
-            kwargs = injected()
+            state, quiet, kwargs = prepare(payload)
             if spec.is_async:
-                out = await fn(payload, **kwargs)
+                token = var_child_runnable_config.set(quiet)
+                try:
+                    out = await fn(state, **kwargs)
+                finally:
+                    var_child_runnable_config.reset(token)
             else:
                 # like asyncio.to_thread (context copied), on the guard's long-lived pool
                 call = functools.partial(
-                    contextvars.copy_context().run, functools.partial(fn, payload, **kwargs)
+                    contextvars.copy_context().run, run, fn, state, quiet, kwargs
                 )
                 out = await asyncio.get_running_loop().run_in_executor(self.pool, call)
             update, _, _ = split_output(spec.name, out)
-            return update
+            return read_values(update, "output", opaque)
 
         return step
 
@@ -312,4 +449,14 @@ def clone_probe(base: Probe) -> Probe:
     )
 
 
-__all__ = ["Call", "FreshProbes", "Prober", "clone_probe", "split_output"]
+__all__ = [
+    "Call",
+    "FreshProbes",
+    "Prober",
+    "Rerun",
+    "clone_probe",
+    "in_rerun",
+    "rerun_context",
+    "reset_rerun",
+    "split_output",
+]

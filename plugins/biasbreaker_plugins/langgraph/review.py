@@ -30,14 +30,14 @@ the run goes to review too (with its own scores), until the thread is started af
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.last_value import LastValue
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from biasbreaker_plugins.langgraph._internals import interrupt_in, write_problem
+from biasbreaker_plugins.langgraph._internals import interrupt_in, read_channels, write_problem
 from biasbreaker_plugins.langgraph.staging import Work
 from biasbreaker_plugins.langgraph.state import BB_KEYS, annotation_problem, json_problem
 
@@ -138,21 +138,40 @@ class ReviewNode:
             their reducers accept. ``None``: only the ``bb_`` keys are refused.
     """
 
-    def __init__(self, channels: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        channels: Mapping[str, Any] | None = None,
+        settle: Callable[[Work, RunnableConfig], None] | None = None,
+    ) -> None:
         self.channels = dict(channels or {})
         self.state_keys = None if channels is None else tuple(sorted(set(channels) - BB_KEYS))
+        self.settle = settle
 
     def __call__(self, state: dict[str, Any], config: RunnableConfig) -> Any:
         """Pause for the first escalated output; apply the reviewer's decision on resume.
 
         Everything before ``interrupt()`` only reads the state, so re-running the node from its
-        top on resume (LangGraph's rule) has no side effect.
+        top on resume (LangGraph's rule) has no side effect. The node takes no input from the
+        graph: it reads the guard's keys (and, to try an update on them, the keys the update
+        writes) itself.
         """
+        state = read_channels(config, BB_KEYS)
         work = Work(state, config)
         pending = work.entries("escalated")
         if not pending:
             return {}
-        staged = pending[0]
+        result = self._review(state, work, pending[0], config)
+        if self.settle is not None:
+            self.settle(work, config)
+        return result
+
+    def _review(
+        self,
+        state: Mapping[str, Any],
+        work: Work,
+        staged: Mapping[str, Any],
+        config: RunnableConfig,
+    ) -> Any:
         key = staged["key"]
         snapshot = (state.get("bb_breaker") or {}).get("machine") or {}
         step = staged.get("step") or {}
@@ -162,7 +181,7 @@ class ReviewNode:
         request = ReviewRequest(
             key=key,
             node=staged["node"],
-            held=staged["update"],
+            held=staged.get("view", staged["update"]),
             frozen=work.frozen(key).get("payload"),
             reason=staged.get("reason", ""),
             breaker_state=str(snapshot.get("state", "normal")),
@@ -174,7 +193,7 @@ class ReviewNode:
         payload = request.model_dump(mode="json")
         answer = interrupt_in(payload, config)
         while True:
-            decision, error = self._decision(state, staged, answer)
+            decision, error = self._decision(config, staged, answer)
             if decision is not None:
                 break
             # Ask again, never raise: LangGraph replays a thread's resume values into this
@@ -193,18 +212,21 @@ class ReviewNode:
         frozen = dict(work.frozen(key))
         if decision.action == "reject":
             work.drop(key)
+            work.rejected.append(dict(staged))
             if frozen:
                 work.pairs.append(("bb_frozen", {key: {**frozen, "status": "rejected"}}))
             return work.result()
-        update = staged["update"] if decision.action == "approve" else dict(decision.update or {})
-        work.clear(staged, update)
+        if decision.action == "approve":
+            work.clear(staged, staged["update"])
+        else:
+            work.clear(staged, dict(decision.update or {}), "edited")
         if frozen:
             status = "approved" if decision.action == "approve" else "edited"
             work.pairs.append(("bb_frozen", {key: {**frozen, "status": status}}))
         return work.result()
 
     def _decision(
-        self, state: Mapping[str, Any], staged: Mapping[str, Any], answer: Any
+        self, config: RunnableConfig, staged: Mapping[str, Any], answer: Any
     ) -> tuple[ReviewDecision | None, str]:
         """The reviewer's decision on ``staged``, or ``None`` and what is wrong with ``answer``.
 
@@ -242,7 +264,8 @@ class ReviewNode:
                 return None, f"{mistyped}; give a value of that type"
         update = staged["update"] if decision.action == "approve" else decision.update
         if decision.action != "reject" and update:
-            refused = write_problem(self.channels, state, update)
+            current = read_channels(config, [k for k in update if k in self.channels])
+            refused = write_problem(self.channels, current, update)
             if refused is not None:
                 return None, (
                     f"the state's reducer refuses the {decision.action}'s update ({refused}); "

@@ -23,21 +23,32 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_config
+from langchain_core.runnables.config import var_child_runnable_config
 
 from biasbreaker.errors import ConfigError
 from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker
 from biasbreaker.machine import AnyHook, MachineConfig
 from biasbreaker.probe import build_probe
 from biasbreaker.registry import BuildContext
-from biasbreaker_plugins.langgraph._internals import thread_of
+from biasbreaker_plugins.langgraph._internals import Halt, read_channels, thread_of
 from biasbreaker_plugins.langgraph.breaker_node import BreakerNode
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import Machines, run_sync
 from biasbreaker_plugins.langgraph.node import GuardedNode
-from biasbreaker_plugins.langgraph.probing import FreshProbes, Prober
+from biasbreaker_plugins.langgraph.probing import Call, FreshProbes, Prober
 from biasbreaker_plugins.langgraph.review import ReviewNode
 from biasbreaker_plugins.langgraph.send_panel import SendPanel
+from biasbreaker_plugins.langgraph.staging import Work
+from biasbreaker_plugins.langgraph.state import BB_KEYS
+from biasbreaker_plugins.langgraph.streaming import (
+    Capture,
+    HeldStreams,
+    Sinks,
+    announce,
+    capturing,
+    graph_namespace,
+)
+from biasbreaker_plugins.langgraph.streaming import injected as rebound
 from biasbreaker_plugins.langgraph.traces import Traces
 
 
@@ -54,6 +65,11 @@ class GuardOptions(Protocol):
         """The run trace path template (empty: no trace)."""
         ...
 
+    @property
+    def stream_first(self) -> bool:
+        """Stream a guarded node's events before its output is checked (leaks; opt-in)."""
+        ...
+
 
 class GraphGuard:
     """The runtime of one guarded graph (shared by every run and thread of it).
@@ -68,6 +84,8 @@ class GraphGuard:
         channels: The graph's channels (``StateGraph.channels``, state key -> channel): a
             reviewer's update may write only the application's keys among them, with values
             their reducers accept. ``None``: only the ``bb_`` keys are refused.
+        opaque: State keys the probe passes to re-runs unchanged and never compares
+            (``guard(opaque=...)``).
 
     Raises:
         ConfigError: ``panel = "send"`` with ``hook=...``.
@@ -82,22 +100,27 @@ class GraphGuard:
         weights: Mapping[str, float],
         hook: AnyHook | None,
         channels: Mapping[str, Any] | None = None,
+        opaque: frozenset[str] = frozenset(),
     ) -> None:
         settings = context.settings
         self.nodes = dict(nodes)
         self.weights = dict(weights)
         self.panel_mode = options.panel
+        self.stream_first = options.stream_first
+        self.opaque = opaque
         self.traces = Traces(options.trace_path, fsync=settings.trace.fsync)
+        self.held_streams = HeldStreams()
         self.pool = ThreadPoolExecutor(
             max_workers=settings.probe.max_concurrency,
             thread_name_prefix="biasbreaker-probe",
         )
-        self.prober = Prober(build_probe(context), self.nodes, self.pool)
+        self.prober = Prober(build_probe(context), self.nodes, self.pool, opaque)
         self.decider = Decider(
             Machines(machine_config),
             self.traces,
             self.weights,
             settings.propagation.network_ewma,
+            opaque,
         )
         self.runner: InterventionRunner | None = None
         if hook is None:
@@ -118,8 +141,8 @@ class GraphGuard:
             if self.panel_mode == "send" and self.runner is not None
             else None
         )
-        self.breaker_node = BreakerNode(self.decider, self.nodes, hook, self.send_panel)
-        self.review_node = ReviewNode(channels)
+        self.breaker_node = BreakerNode(self.decider, hook, self.send_panel, self.settle)
+        self.review_node = ReviewNode(channels, self.settle)
 
     def wrap(self, spec: GuardedNode) -> Callable[..., Any]:
         """The function LangGraph runs for a guarded node (same name, signature and hints).
@@ -128,36 +151,44 @@ class GraphGuard:
         LangGraph infers the same input schema and ``Command`` destinations and resolves
         string annotations in the function's own module. ``__signature__`` is the function's
         plus a keyword-only ``config`` if it lacks one, so LangGraph injects the run config
-        the guard needs; the function receives exactly the arguments it declares.
+        the guard needs; the function receives exactly the arguments it declares, with its
+        stream sinks capturing (:mod:`.streaming`) unless ``stream_first`` is set.
         """
         fn = spec.fn
         wants_config = "config" in spec.inject
-        prober, decider = self.prober, self.decider
 
         if spec.is_async:
 
             @functools.wraps(fn)
             async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-                config = kwargs["config"] if wants_config else kwargs.pop("config", None)
-                self._check_trace(spec, args, kwargs, config)
-                out = await fn(*args, **kwargs)
-                call = prober.begin(spec, args, kwargs, out, config)
+                config = kwargs["config"] if wants_config else kwargs.pop("config")
+                state, bb, capture, own = self._enter(spec, args, kwargs, config)
+                token = var_child_runnable_config.set(own[0])
+                try:
+                    out = await fn(*args, **own[1])
+                finally:
+                    var_child_runnable_config.reset(token)
+                call = self.prober.begin(spec, state, bb, out, config, kwargs)
                 if call.sampled:
-                    await prober.probe(call)
-                return decider.finish(call)
+                    await self.prober.probe(call)
+                return self._leave(call, self.decider.finish(call), capture, config)
 
             wrapper: Callable[..., Any] = guarded_async
         else:
 
             @functools.wraps(fn)
             def guarded_sync(*args: Any, **kwargs: Any) -> Any:
-                config = kwargs["config"] if wants_config else kwargs.pop("config", None)
-                self._check_trace(spec, args, kwargs, config)
-                out = fn(*args, **kwargs)
-                call = prober.begin(spec, args, kwargs, out, config)
+                config = kwargs["config"] if wants_config else kwargs.pop("config")
+                state, bb, capture, own = self._enter(spec, args, kwargs, config)
+                token = var_child_runnable_config.set(own[0])
+                try:
+                    out = fn(*args, **own[1])
+                finally:
+                    var_child_runnable_config.reset(token)
+                call = self.prober.begin(spec, state, bb, out, config, kwargs)
                 if call.sampled:
-                    run_sync(prober.probe(call))
-                return decider.finish(call)
+                    run_sync(self.prober.probe(call))
+                return self._leave(call, self.decider.finish(call), capture, config)
 
             wrapper = guarded_sync
         signature = inspect.signature(fn)
@@ -176,24 +207,77 @@ class GraphGuard:
         wrapper.__signature__ = signature  # type: ignore[attr-defined]
         return wrapper
 
-    def _check_trace(
+    def _enter(
         self,
         spec: GuardedNode,
         args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
-        config: Mapping[str, Any] | None,
-    ) -> None:
-        """Before a thread's first breaker step: refuse to overwrite another run's trace.
+        kwargs: dict[str, Any],
+        config: RunnableConfig,
+    ) -> tuple[Any, dict[str, Any], Capture | None, tuple[RunnableConfig, dict[str, Any]]]:
+        """Read the guard's state, check the trace, and set up the node's own call.
+
+        Returns:
+            (the node's input, the guard's state, the capture of its stream events or
+            ``None`` with ``stream_first``, (the config and keyword arguments to call it with)).
 
         Raises:
             TraceError: The thread has no breaker state yet (a new run, not a resume) but its
                 trace file already holds records.
         """
-        if not self.traces.template:
-            return
         state = args[0] if args else kwargs.get(spec.first)
-        if isinstance(state, Mapping) and not state.get("bb_breaker"):
-            self.traces.check_new_run(thread_of(config if config is not None else get_config()))
+        bb = read_channels(config, BB_KEYS)
+        if self.traces.template and not bb.get("bb_breaker"):
+            self.traces.check_new_run(thread_of(config))
+        if self.stream_first:
+            return state, bb, None, (config, kwargs)
+        capture = Capture()
+        own = capturing(config, capture)
+        return state, bb, capture, (own, {**kwargs, **rebound(kwargs, own, spec.inject)})
+
+    def _leave(
+        self, call: Call, result: Any, capture: Capture | None, config: RunnableConfig
+    ) -> Any:
+        """Release the call's stream events if its output was let through, else keep them."""
+        if capture is None:
+            return result
+        if not isinstance(result, Halt):
+            capture.release(config)
+            return result
+        writes = result.update if isinstance(result.update, dict) else {}
+        staged = (writes.get("bb_unverified_output") or {}).get(call.key) or {}
+        where = (call.thread, "|".join(graph_namespace(config)), call.key)
+        self.held_streams.keep(where, capture)
+        announce(
+            config,
+            "held",
+            call.node.name,
+            call.key,
+            str(staged.get("status", "")),
+            call.hold or str(staged.get("reason", "")),
+        )
+        return result
+
+    def settle(self, work: Work, config: RunnableConfig) -> None:
+        """Stream what a ``bb_breaker`` or ``bb_review`` task decided about held outputs.
+
+        A promoted output's held events are released in order after a ``released`` event; a
+        repair or an edit is announced and its messages streamed whole; a rejected output's
+        events are dropped with a ``rejected`` event.
+        """
+        ns = graph_namespace(config)
+        for staged in work.promoted:
+            capture = self.held_streams.take((work.thread, "|".join(ns), staged["key"]))
+            how = str(staged.get("how", "released"))
+            announce(config, how, staged["node"], staged["key"], "cleared", "")
+            if capture is None:
+                continue
+            if how == "released":
+                capture.release(config)
+            else:
+                Sinks.of(config).messages(staged["final"], capture.metadata, ns)
+        for staged in work.rejected:
+            self.held_streams.take((work.thread, "|".join(ns), staged["key"]))
+            announce(config, "rejected", staged["node"], staged["key"], "rejected", "")
 
 
 __all__ = ["GraphGuard", "GuardOptions"]

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
 from biasbreaker.errors import ConfigError
@@ -39,6 +40,7 @@ from biasbreaker.intervention.types import (
 )
 from biasbreaker.machine import AnyHook
 from biasbreaker.types import InterventionContext
+from biasbreaker_plugins.langgraph._internals import read_channels
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.names import BREAKER, SKEPTIC
@@ -141,9 +143,7 @@ class SendPanel:
         if runner is None or runner.panel is None:
             return None
         handle = self.decider.machines.acquire(work.breaker)
-        _, context = self.decider.preview(
-            handle, staged["node"], staged["update"], staged["input"], staged["step"]
-        )
+        _, context = self.decider.preview(handle, staged, staged["input"], staged["step"])
         if context is None or context.frozen_payload is None:
             return None
         route = checked_route(runner.router, context, name=runner.router_name)
@@ -187,14 +187,16 @@ class SendPanel:
         slot = f"{branch['key']}/{branch['attempt']}/{branch['kind']}"
         return {"bb_verdicts": {slot: outcome_to_json(outcome)}}
 
-    def aggregate_node(self, state: dict[str, Any]) -> Any:
+    def aggregate_node(self, state: dict[str, Any], config: RunnableConfig) -> Any:
         """``bb_aggregate``: join the skeptic branches and aggregate their verdicts.
 
         The panel's own code runs on the branches' outcomes (anonymisation, the configured
         aggregator, the kernel's checks; fewer than two valid verdicts fail it closed); the
-        panel run is stored and ``bb_breaker`` takes the machine's step with it.
+        panel run is stored and ``bb_breaker`` takes the machine's step with it. It reads the
+        guard's keys itself (its input is empty).
         """
         runner, panel = self._panel()
+        state = read_channels(config, ("bb_unverified_output", "bb_verdicts"))
         updates: dict[str, Any] = {}
         for staged in staged_with(state, "fanout"):
             fan = staged["fanout"]

@@ -22,8 +22,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
 from biasbreaker.errors import ConfigError
-from biasbreaker.types import BreakerAction, BreakerDecision, canonical_json
-from biasbreaker_plugins.langgraph._internals import Halt, Promote, task_of, thread_of
+from biasbreaker.types import BreakerAction, BreakerDecision
+from biasbreaker_plugins.langgraph._internals import Promote, task_of, thread_of
 from biasbreaker_plugins.langgraph.names import BREAKER, REVIEW
 from biasbreaker_plugins.langgraph.probing import Call
 from biasbreaker_plugins.langgraph.state import BB_KEYS
@@ -51,44 +51,56 @@ def goto_from_json(goto: Sequence[Any]) -> list[Any]:
     return [t if isinstance(t, str) else Send(t["send"], t["arg"]) for t in goto]
 
 
-def _jsonable(value: Any) -> bool:
-    try:
-        canonical_json(value)
-    except (TypeError, ValueError):
-        return False
-    return True
+def entry(call: Call, status: str, opaque: frozenset[str], **extra: Any) -> dict[str, Any]:
+    """The staged entry of ``call``'s output with ``status``.
 
-
-def entry(call: Call, status: str, **extra: Any) -> dict[str, Any]:
-    """The staged entry of ``call``'s output with ``status`` (fields in the module docstring)."""
-    staged_input = call.probe_input if _jsonable(call.probe_input) else None
+    Fields: ``node``, ``key``, ``order`` (super-step, key), ``status``, ``update`` (the
+    node's update as it returned it, for promotion), ``view`` (its JSON view: what the breaker
+    stepped and froze), ``goto``, ``input`` (the input's JSON view, or ``None``), ``template``
+    (the input values a re-check rebuilds counterfactual states onto, or ``None`` for plain
+    JSON), ``sampled``, ``score``, ``probe`` (the probe's summary), ``outcome`` (what the
+    probe made of the call), ``hold`` (why it cannot be checked, or ``None``), ``step`` (the
+    breaker step it waits for: fast, slow, scores) and ``reason``.
+    """
+    staged_input, template = call.staged_input(opaque)
     staged: dict[str, Any] = {
         "node": call.node.name,
         "key": call.key,
         "order": [call.lg_step, call.key],
         "status": status,
         "update": call.update,
+        "view": call.view,
         "goto": goto_json(call.node.name, call.goto),
         "input": staged_input,
+        "template": template,
         "sampled": call.sampled,
         "score": call.score,
         "probe": call.probe_summary,
+        "outcome": dict(call.outcome),
+        "hold": call.hold,
         "step": None,
         "reason": "",
     }
+    if call.not_json is not None:
+        staged["update"] = call.view
+        staged["not_json"] = call.not_json
     staged.update(extra)
     return staged
 
 
-def to_review(call: Call, staged: dict[str, Any], event: str, error: str) -> Halt:
-    """Hold ``call``'s output for human review, with an audit event naming why."""
-    return Halt(
-        goto=REVIEW,
-        update={
-            "bb_unverified_output": {call.key: staged},
-            "bb_audit_trail": [{"event": event, "key": call.key, "error": error}],
-        },
-    )
+def hold_event(staged: Mapping[str, Any]) -> dict[str, Any]:
+    """The audit event of an output held because it could not be checked.
+
+    ``"not-json"`` (the probe cannot read the output), ``"unreadable"`` (nor the input) or
+    ``"probe-failed"``, with the key and the reason.
+    """
+    if staged.get("not_json"):
+        event = "not-json"
+    elif (staged.get("outcome") or {}).get("status") == "failed":
+        event = "probe-failed"
+    else:
+        event = "unreadable"
+    return {"event": event, "key": staged["key"], "error": staged.get("hold")}
 
 
 def order(staged: Mapping[str, Any]) -> tuple[int, str]:
@@ -155,6 +167,10 @@ class Work:
         self.staged: dict[str, dict[str, Any]] = dict(state.get("bb_unverified_output") or {})
         self.breaker: Mapping[str, Any] | None = state.get("bb_breaker")
         self.pairs: list[tuple[str, Any]] = []
+        self.promoted: list[dict[str, Any]] = []
+        """The entries :meth:`result` promoted, in order."""
+        self.rejected: list[dict[str, Any]] = []
+        """The entries a reviewer rejected in this task."""
 
     def entries(self, *statuses: str) -> list[dict[str, Any]]:
         """The staged outputs with one of ``statuses``, earliest first."""
@@ -187,9 +203,17 @@ class Work:
         self.staged.pop(key, None)
         self.pairs.append(("bb_unverified_output", {key: None}))
 
-    def clear(self, staged: Mapping[str, Any], update: Mapping[str, Any]) -> None:
-        """Let ``staged`` through with ``update`` (promoted with the rest of its super-step)."""
-        self.put({**staged, "status": "cleared", "final": dict(update)})
+    def clear(
+        self, staged: Mapping[str, Any], update: Mapping[str, Any], how: str = "released"
+    ) -> None:
+        """Let ``staged`` through with ``update`` (promoted with the rest of its super-step).
+
+        Args:
+            staged: The entry.
+            update: What is promoted: the node's own update, a repair or a reviewer's edit.
+            how: ``"released"`` (the node's own update), ``"repaired"`` or ``"edited"``.
+        """
+        self.put({**staged, "status": "cleared", "final": dict(update), "how": how})
 
     def result(self, *, sends: Sequence[Send] = ()) -> Any:
         """The task's return value: promotions, writes and where to go next."""
@@ -204,6 +228,7 @@ class Work:
                 self.pairs.extend(staged["final"].items())
                 self.drop(staged["key"])
                 promoted.append(staged["node"])
+                self.promoted.append(staged)
                 goto.extend(goto_from_json(staged["goto"]))
         if not sends:
             if self.entries("tripped", "held", "queued"):
@@ -223,8 +248,8 @@ __all__ = [
     "goto_from_json",
     "goto_json",
     "held_status",
+    "hold_event",
     "order",
     "route_for",
     "staged_with",
-    "to_review",
 ]

@@ -1,0 +1,342 @@
+"""Streaming without leaks: a guarded node's stream events wait for its output's promotion.
+
+What a LangGraph node streams reaches the caller through *sinks* in its task's config:
+
+* ``stream_mode="messages"`` — a ``StreamMessagesHandler`` callback (tokens of every chat
+  model called in the node, and the messages the node returns);
+* ``"tools"`` — a ``StreamToolCallHandler`` callback;
+* ``"custom"`` — the runtime's ``stream_writer`` (``get_stream_writer()``, the ``writer``
+  argument);
+* ``astream_events`` / ``astream_log`` — their callback handlers' ``send_stream``;
+* a graph invoked *inside* the node, with ``subgraphs=True`` — the parent's stream protocol
+  (``config["configurable"]["__pregel_stream"]``).
+
+A guarded node's own call runs with **capturing** copies of those sinks (:func:`capturing`):
+its events are recorded in a :class:`Capture`, in order, and handed to the real sinks only
+when its output is promoted (:meth:`Capture.release`) — at once when the breaker lets it
+through in the node's own task, later from ``bb_breaker`` or ``bb_review`` when a held
+output is let through unchanged. When the output is held, repaired, edited or rejected its
+events are dropped (they show the biased output) and a ``biasbreaker`` custom event says what
+happened (:func:`announce`); a promoted repair or edit reaches ``messages`` consumers as the
+whole messages that were promoted. The probe's re-runs (counterfactual variants, resamples,
+re-checks) run with **silenced** sinks (:func:`silenced`): nothing they produce is streamed.
+
+``[plugin.langgraph] stream_first = true`` (NeMo Guardrails' name for the trade-off) streams
+the guarded node's own events live, before the check: lower latency, and a biased output is
+shown to the caller before it is held. Probe re-runs stay silenced either way.
+
+Captures of held outputs live in the process that held them (:class:`HeldStreams`): a held
+output promoted after a resume in another process promotes its state update as usual, but its
+original tokens are not replayed.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tracers.event_stream import _AstreamEventsCallbackHandler
+from langchain_core.tracers.log_stream import LogStreamCallbackHandler
+from langgraph._internal._constants import CONF, CONFIG_KEY_RUNTIME, CONFIG_KEY_STREAM
+from langgraph.pregel._messages import StreamMessagesHandler
+from langgraph.pregel._tools import StreamToolCallHandler
+from langgraph.pregel.protocol import StreamProtocol
+
+EVENT_KEY: Final = "biasbreaker"
+"""The key of the guard's custom stream event: ``{"biasbreaker": {"event", "node", "key",
+"status", "reason"}}``."""
+
+_HANDLER_KINDS: Final[tuple[tuple[type[Any], str, str], ...]] = (
+    (StreamMessagesHandler, "messages", "stream"),
+    (StreamToolCallHandler, "tools", "stream"),
+    (_AstreamEventsCallbackHandler, "events", "send_stream"),
+    (LogStreamCallbackHandler, "log", "send_stream"),
+)
+"""(handler class, event kind, the attribute through which it emits)."""
+
+
+def _kind_of(handler: Any) -> tuple[str, str] | None:
+    for cls, kind, attr in _HANDLER_KINDS:
+        if isinstance(handler, cls):
+            return kind, attr
+    return None
+
+
+@dataclass
+class Capture:
+    """The stream events of one guarded call, in order: ``(kind, payload)``.
+
+    Kinds: ``"messages"``, ``"tools"`` (stream chunks ``(namespace, mode, payload)``),
+    ``"events"``, ``"log"`` (the ``send_stream`` items), ``"custom"`` (what the node wrote)
+    and ``"subgraph"`` (chunks of a graph the node invoked).
+    """
+
+    events: list[tuple[str, Any]] = field(default_factory=list)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def add(self, kind: str, payload: Any) -> None:
+        """Record one event."""
+        self.events.append((kind, payload))
+
+    def release(self, config: RunnableConfig | None) -> int:
+        """Hand every event to the sinks of ``config``'s task, in order; the count handed.
+
+        An event whose sink the task does not have (its stream mode was not requested) is
+        dropped, as it would have been without the guard.
+        """
+        sinks = Sinks.of(config)
+        handed = 0
+        for kind, payload in self.events:
+            if sinks.emit(kind, payload):
+                handed += 1
+        self.events.clear()
+        return handed
+
+
+class _Recorder:
+    """Stands in for a ``send_stream`` (``send_nowait``) or a ``stream`` callable."""
+
+    def __init__(self, capture: Capture | None, kind: str) -> None:
+        self.capture = capture
+        self.kind = kind
+
+    def __call__(self, payload: Any) -> None:
+        if self.capture is not None:
+            self.capture.add(self.kind, payload)
+
+    def send_nowait(self, payload: Any) -> None:
+        self(payload)
+
+
+def _proxy(handler: Any, capture: Capture | None) -> Any:
+    """A copy of a streaming handler that records (or, without a capture, drops) its events.
+
+    The copy shares the handler's bookkeeping (run metadata, seen message ids), so the real
+    handler does not emit a message again that was streamed through the copy.
+    """
+    found = _kind_of(handler)
+    if found is None:
+        return handler
+    kind, attr = found
+    twin = copy.copy(handler)
+    setattr(twin, attr, _Recorder(capture, kind))
+    return twin
+
+
+def _callbacks(callbacks: Any, capture: Capture | None, *, drop: bool) -> Any:
+    if callbacks is None:
+        return None
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.handlers = _handlers(manager.handlers, capture, drop=drop)
+        manager.inheritable_handlers = _handlers(manager.inheritable_handlers, capture, drop=drop)
+        return manager
+    if isinstance(callbacks, Sequence):
+        return _handlers(list(callbacks), capture, drop=drop)
+    return callbacks
+
+
+def _handlers(handlers: list[Any], capture: Capture | None, *, drop: bool) -> list[Any]:
+    if drop:
+        return [h for h in handlers if _kind_of(h) is None]
+    return [_proxy(h, capture) for h in handlers]
+
+
+def _no_op(payload: Any) -> None:
+    """A stream writer that writes nothing."""
+
+
+def _with_sinks(config: RunnableConfig, capture: Capture | None, *, drop: bool) -> RunnableConfig:
+    out: dict[str, Any] = dict(config)
+    out["callbacks"] = _callbacks(config.get("callbacks"), capture, drop=drop)
+    conf = dict(config.get(CONF) or {})
+    runtime = conf.get(CONFIG_KEY_RUNTIME)
+    writer: Callable[[Any], None] = _no_op if capture is None else _Recorder(capture, "custom")
+    if runtime is not None:
+        conf[CONFIG_KEY_RUNTIME] = runtime.override(stream_writer=writer)
+    parent = conf.get(CONFIG_KEY_STREAM)
+    if parent is not None:
+        if capture is None:
+            del conf[CONFIG_KEY_STREAM]
+        else:
+            conf[CONFIG_KEY_STREAM] = StreamProtocol(_Recorder(capture, "subgraph"), parent.modes)
+    out[CONF] = conf
+    return out  # type: ignore[return-value]
+
+
+def capturing(config: RunnableConfig, capture: Capture) -> RunnableConfig:
+    """``config`` with every stream sink recording into ``capture`` instead of streaming."""
+    capture.metadata = dict(config.get("metadata") or {})
+    return _with_sinks(config, capture, drop=False)
+
+
+def silenced(config: RunnableConfig) -> RunnableConfig:
+    """``config`` with every stream sink removed or made a no-op (for probe re-runs)."""
+    return _with_sinks(config, None, drop=True)
+
+
+def injected(
+    given: Mapping[str, Any], config: RunnableConfig, names: Sequence[str]
+) -> dict[str, Any]:
+    """The LangGraph-injected arguments ``names``, rebound to ``config``'s sinks.
+
+    ``config``, ``runtime`` and ``writer`` come from ``config`` (capturing or silenced);
+    ``store`` is passed on as given.
+    """
+    runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
+    values: dict[str, Any] = {}
+    for name in names:
+        if name == "config":
+            values[name] = config
+        elif name == "runtime" and runtime is not None:
+            values[name] = runtime
+        elif name == "writer" and runtime is not None:
+            values[name] = runtime.stream_writer
+        elif name in given:
+            values[name] = given[name]
+    return values
+
+
+@dataclass
+class Sinks:
+    """The real stream sinks of one task's config."""
+
+    handlers: dict[str, list[Any]]
+    custom: Callable[[Any], None] | None
+    subgraph: Any
+
+    @classmethod
+    def of(cls, config: RunnableConfig | None) -> Sinks:
+        """The sinks of ``config`` (none for ``None``)."""
+        handlers: dict[str, list[Any]] = {}
+        custom = None
+        subgraph = None
+        if config is not None:
+            callbacks = config.get("callbacks")
+            found: list[Any] = []
+            if isinstance(callbacks, BaseCallbackManager):
+                found = [*callbacks.handlers, *callbacks.inheritable_handlers]
+            elif isinstance(callbacks, Sequence):
+                found = list(callbacks)
+            for handler in found:
+                kind = _kind_of(handler)
+                if kind is not None and handler not in handlers.setdefault(kind[0], []):
+                    handlers[kind[0]].append(handler)
+            conf = config.get(CONF) or {}
+            runtime = conf.get(CONFIG_KEY_RUNTIME)
+            if runtime is not None:
+                custom = runtime.stream_writer
+            subgraph = conf.get(CONFIG_KEY_STREAM)
+        return cls(handlers, custom, subgraph)
+
+    def emit(self, kind: str, payload: Any) -> bool:
+        """Hand one event to its sink; ``False`` when this task has none for it."""
+        if kind == "custom":
+            if self.custom is None:
+                return False
+            self.custom(payload)
+            return True
+        if kind == "subgraph":
+            if self.subgraph is None:
+                return False
+            self.subgraph(payload)
+            return True
+        handlers = self.handlers.get(kind) or []
+        for handler in handlers:
+            if kind in ("messages", "tools"):
+                handler.stream(payload)
+            else:
+                handler.send_stream.send_nowait(payload)
+        return bool(handlers)
+
+    def messages(
+        self, update: Mapping[str, Any], metadata: Mapping[str, Any], namespace: tuple[str, ...]
+    ) -> None:
+        """Stream the messages of a promoted update (a repair or edit) as whole messages."""
+        for handler in self.handlers.get("messages") or []:
+            for value in update.values():
+                items = value if isinstance(value, list) else [value]
+                for item in items:
+                    if isinstance(item, BaseMessage):
+                        handler.stream((namespace, "messages", (item, dict(metadata))))
+
+
+def announce(
+    config: RunnableConfig | None, event: str, node: str, key: str, status: str, reason: str
+) -> None:
+    """Write the guard's custom event (``{"biasbreaker": {...}}``) to ``config``'s task.
+
+    Args:
+        config: The task's config.
+        event: ``"held"`` (the output waits for the breaker or a human), ``"released"`` (let
+            through unchanged: its held events follow), ``"repaired"``, ``"edited"`` or
+            ``"rejected"``.
+        node: The guarded node.
+        key: The output's key in the staging buffer.
+        status: Its staging status (``"tripped"``, ``"held"``, ``"escalated"``, …).
+        reason: Why (the breaker's reason, or the probe's).
+    """
+    sinks = Sinks.of(config)
+    if sinks.custom is not None:
+        sinks.custom(
+            {
+                EVENT_KEY: {
+                    "event": event,
+                    "node": node,
+                    "key": key,
+                    "status": status,
+                    "reason": reason,
+                }
+            }
+        )
+
+
+class HeldStreams:
+    """Captures of held outputs, by (thread, graph namespace, key), in this process.
+
+    Args:
+        size: Captures kept; the oldest is dropped first (its events are then never released).
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._held: OrderedDict[tuple[str, str, str], Capture] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def keep(self, where: tuple[str, str, str], capture: Capture) -> None:
+        """Keep ``capture`` until its output is decided."""
+        with self._lock:
+            self._held[where] = capture
+            while len(self._held) > self.size:
+                self._held.popitem(last=False)
+
+    def take(self, where: tuple[str, str, str]) -> Capture | None:
+        """The capture kept for ``where`` (and forget it), or ``None``."""
+        with self._lock:
+            return self._held.pop(where, None)
+
+
+def graph_namespace(config: RunnableConfig | None) -> tuple[str, ...]:
+    """The namespace of the graph a task runs in (its checkpoint namespace, own segment off)."""
+    ns = str(((config or {}).get(CONF) or {}).get("checkpoint_ns") or "")
+    return tuple(ns.split("|")[:-1]) if ns else ()
+
+
+__all__ = [
+    "EVENT_KEY",
+    "Capture",
+    "HeldStreams",
+    "Sinks",
+    "announce",
+    "capturing",
+    "graph_namespace",
+    "injected",
+    "silenced",
+]

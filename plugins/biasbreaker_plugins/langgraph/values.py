@@ -1,0 +1,443 @@
+"""What the probe reads: a graph's state values as the JSON the probe varies and compares.
+
+The probe (:class:`biasbreaker.probe.Probe`) rewrites the text leaves of a JSON value and
+compares JSON outputs. A LangGraph state holds more than JSON — LangChain messages, pydantic
+models, dataclasses, enums — so every guarded call is *read* into a JSON **view**: the input
+view is what the probe varies (its counterfactual copies are *rebuilt* into values of the
+original types, ids and metadata kept), the output view is what it scores and what the
+breaker freezes. What cannot be read is never passed as "nothing to see": the step is held
+for review, naming the key and the type (:class:`Unreadable`).
+
+=================================  ===========================================  ==============
+value                              view                                         varied
+=================================  ===========================================  ==============
+``str``                            itself                                       its text
+``int``, finite ``float``, bool,   itself                                       no
+``None``
+``list``, ``tuple``                a list of the items' views                   the items
+``dict`` with ``str`` keys         an object of the values' views (keys kept)   the values
+``set``, ``frozenset``             a list of the items' views, sorted           the items
+LangChain message (human, ai,      ``{"type", "content", ["name"],              text content,
+system, tool, function, chat;      ["tool_calls": [{"name", "args"}]],          text parts,
+chunks)                            ["tool", "status"]}``; content parts as      human/ai
+                                   ``{"type": "text", "text"}`` or a bare       ``name``, tool
+                                   ``{"type"}``; never ``id``, metadata,        call args
+                                   ``tool_call_id``
+``RemoveMessage``                  ``{"type": "remove", "id"}``                 no
+pydantic model, dataclass          an object of its fields' views               the fields
+``enum.Enum`` member               its value's view                             its value
+``datetime``/``date``/``time``/    ``str(value)``                               no (kept)
+``timedelta``, ``UUID``,
+``Decimal``, ``pathlib`` path
+a key named in ``opaque``          ``"<opaque: TYPE>"``                         no (kept)
+``bytes``, NaN/infinity, any       unreadable: the step is held for review      —
+other object
+=================================  ===========================================  ==============
+
+Ids are left out of views on purpose: a chat model gives every reply a fresh random id, so an
+output compared or frozen with its id would differ between identical replies (and between two
+runs of the same seeded graph). Tool calls are compared as structured name + arguments, so a
+tool called only for one group is a decision flip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import math
+import pathlib
+import types
+import typing
+import uuid
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
+
+from langchain_core.messages import BaseMessage, RemoveMessage
+from pydantic import BaseModel
+
+from biasbreaker.types import canonical_json
+
+_OPAQUE_SCALARS: Final = (
+    datetime.datetime,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    uuid.UUID,
+    decimal.Decimal,
+    pathlib.PurePath,
+)
+_MESSAGE_FIELDS: Final = ("content", "name", "tool_calls")
+
+
+class Unreadable(ValueError):
+    """A value the probe cannot read: the guarded step is held for review.
+
+    Args:
+        path: Where the value is, e.g. ``"state['audio']"`` or ``"output['messages'][2]"``.
+        type_name: Its type's name.
+        why: What is wrong with it (default: "an object the probe cannot read").
+    """
+
+    def __init__(self, path: str, type_name: str, why: str = "") -> None:
+        self.path = path
+        self.type_name = type_name
+        self.why = why or "an object the probe cannot read"
+        super().__init__(f"{path} is {type_name}: {self.why}")
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _content_view(content: Any, path: str) -> Any:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[Any] = []
+        for i, part in enumerate(content):
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, Mapping) and part.get("type") == "text":
+                parts.append({"type": "text", "text": str(part.get("text", ""))})
+            elif isinstance(part, Mapping):
+                parts.append({"type": str(part.get("type", "part"))})
+            else:
+                raise Unreadable(
+                    f"{path}[{i}]", _type_name(part), "a message part the probe cannot read"
+                )
+        return parts
+    raise Unreadable(path, _type_name(content), "message content that is neither text nor parts")
+
+
+def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
+    if isinstance(message, RemoveMessage):
+        return {"type": "remove", "id": message.id}
+    view: dict[str, Any] = {
+        "type": message.type,
+        "content": _content_view(message.content, f"{path}.content"),
+    }
+    if message.type in ("human", "ai", "chat") and message.name is not None:
+        view["name"] = message.name
+    calls = getattr(message, "tool_calls", None)
+    if calls:
+        view["tool_calls"] = [
+            {"name": call["name"], "args": read(call["args"], f"{path}.tool_calls[{i}].args")}
+            for i, call in enumerate(calls)
+        ]
+    if message.type == "tool":
+        view["tool"] = message.name
+        view["status"] = getattr(message, "status", "success")
+    return view
+
+
+def read(value: Any, path: str = "value") -> Any:
+    """The JSON view of ``value`` (see the module's table).
+
+    Args:
+        value: A state value.
+        path: Where it is, for the error message.
+
+    Returns:
+        Plain JSON (``dict``/``list``/``str``/``int``/``float``/``bool``/``None``).
+
+    Raises:
+        Unreadable: ``value`` (or a part of it) is bytes, NaN/infinity, a dict key that is
+            not a ``str``, or an object of a type the table does not list.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise Unreadable(path, repr(value), "JSON has no NaN or infinity")
+        return value
+    if isinstance(value, enum.Enum):
+        return read(value.value, path)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return bool(value) if isinstance(value, bool) else int(value)
+    if isinstance(value, float):
+        return read(float(value), path)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise Unreadable(
+                    f"{path}[{key!r}]", _type_name(key), "a dict key that is not a str"
+                )
+            out[key] = read(item, f"{path}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [read(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        items = [read(item, f"{path}{{…}}") for item in value]
+        return sorted(items, key=canonical_json)
+    if isinstance(value, BaseMessage):
+        return _message_view(value, path)
+    if isinstance(value, BaseModel):
+        return {
+            name: read(getattr(value, name), f"{path}.{name}") for name in type(value).model_fields
+        }
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: read(getattr(value, f.name), f"{path}.{f.name}")
+            for f in dataclasses.fields(value)
+        }
+    if isinstance(value, _OPAQUE_SCALARS):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise Unreadable(
+            path, _type_name(value), "bytes, whose text encoding the probe cannot know"
+        )
+    raise Unreadable(path, _type_name(value))
+
+
+def read_values(
+    values: Mapping[str, Any], where: str, opaque: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The JSON view of a state (or an update): key -> :func:`read` of its value.
+
+    Args:
+        values: State key -> value.
+        where: ``"state"`` or ``"output"``, for the error path.
+        opaque: Keys read as ``"<opaque: TYPE>"`` (never varied, never compared).
+
+    Raises:
+        Unreadable: As :func:`read`, with the key in the path.
+    """
+    return {
+        key: f"<opaque: {_type_name(value)}>" if key in opaque else read(value, f"{where}[{key!r}]")
+        for key, value in values.items()
+    }
+
+
+def _rebuild_content(original: Any, view: Any) -> Any:
+    if isinstance(original, str):
+        if not isinstance(view, str):
+            raise ValueError("message content changed kind")
+        return view
+    if not isinstance(view, list) or len(view) != len(original):
+        raise ValueError("message parts changed in number")
+    parts: list[Any] = []
+    for part, seen in zip(original, view, strict=True):
+        if isinstance(part, str):
+            parts.append(seen if isinstance(seen, str) else part)
+        elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(seen, Mapping):
+            parts.append({**part, "text": seen.get("text", part.get("text"))})
+        else:
+            parts.append(part)
+    return parts
+
+
+def _rebuild_message(message: BaseMessage, view: Any) -> BaseMessage:
+    if isinstance(message, RemoveMessage) or not isinstance(view, Mapping):
+        return message
+    changes: dict[str, Any] = {"content": _rebuild_content(message.content, view.get("content"))}
+    if "name" in view and message.type in ("human", "ai", "chat"):
+        changes["name"] = view["name"]
+    calls = getattr(message, "tool_calls", None)
+    if calls:
+        seen = view.get("tool_calls") or []
+        if len(seen) != len(calls):
+            raise ValueError("tool calls changed in number")
+        changes["tool_calls"] = [
+            {**call, "args": rebuild(call["args"], item.get("args", call["args"]))}
+            for call, item in zip(calls, seen, strict=True)
+        ]
+    return message.model_copy(update=changes)
+
+
+def rebuild(original: Any, view: Any) -> Any:
+    """``original`` with the varied parts of ``view`` (a rewritten :func:`read` of it) put back.
+
+    Structure, types, ids and metadata come from ``original``; text (and whatever the table
+    says is varied) from ``view``. Values the table keeps (opaque scalars, ``RemoveMessage``)
+    are returned as they were.
+
+    Raises:
+        ValueError: ``view`` does not have ``original``'s shape (a key or item missing or
+            added, a text turned into another kind), or an enum has no member of the new value.
+    """
+    if isinstance(original, (bool, type(None))) or type(original) in (int, float, str):
+        if type(original) is str and not isinstance(view, str):
+            raise ValueError(f"a text became {type(view).__name__}")
+        return view
+    if isinstance(original, enum.Enum):
+        value = rebuild(original.value, view)
+        return original if value == original.value else type(original)(value)
+    if isinstance(original, _OPAQUE_SCALARS):
+        return original
+    if isinstance(original, Mapping):
+        if not isinstance(view, Mapping) or set(view) != set(original):
+            raise ValueError("an object's keys changed")
+        rebuilt = {k: rebuild(v, view[k]) for k, v in original.items()}
+        if type(original) is dict:
+            return rebuilt
+        try:
+            return type(original)(rebuilt)  # type: ignore[call-arg]
+        except TypeError:  # a mapping type that cannot be built from a dict: a plain dict
+            return rebuilt
+    if isinstance(original, (list, tuple)):
+        if not isinstance(view, list) or len(view) != len(original):
+            raise ValueError("a list changed in length")
+        items = [rebuild(item, seen) for item, seen in zip(original, view, strict=True)]
+        return items if isinstance(original, list) else type(original)(items)
+    if isinstance(original, (set, frozenset)):
+        ordered = sorted(original, key=lambda item: canonical_json(read(item)))
+        if not isinstance(view, list) or len(view) != len(ordered):
+            raise ValueError("a set changed in size")
+        return type(original)(rebuild(item, seen) for item, seen in zip(ordered, view, strict=True))
+    if isinstance(original, BaseMessage):
+        return _rebuild_message(original, view)
+    if isinstance(original, BaseModel):
+        if not isinstance(view, Mapping):
+            raise ValueError("a model became something else")
+        fields = type(original).model_fields
+        changes = {
+            name: rebuild(getattr(original, name), view[name]) for name in fields if name in view
+        }
+        return original.model_copy(update=changes)
+    if dataclasses.is_dataclass(original) and not isinstance(original, type):
+        if not isinstance(view, Mapping):
+            raise ValueError("a dataclass became something else")
+        changes = {
+            f.name: rebuild(getattr(original, f.name), view[f.name])
+            for f in dataclasses.fields(original)
+            if f.init and f.name in view
+        }
+        return dataclasses.replace(original, **changes)
+    if isinstance(original, (str, int, float)):
+        return type(original)(view)
+    return original
+
+
+def rebuild_values(
+    values: Mapping[str, Any], view: Mapping[str, Any], opaque: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """:func:`rebuild` of every key of ``values`` (opaque keys passed through as they are).
+
+    Raises:
+        ValueError: As :func:`rebuild`, or ``view`` lacks a key of ``values``.
+    """
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in opaque:
+            out[key] = value
+        elif key not in view:
+            raise ValueError(f"the variant lacks the key {key!r}")
+        else:
+            out[key] = rebuild(value, view[key])
+    return out
+
+
+def state_values(state: Any) -> dict[str, Any]:
+    """A node's input state as a mapping: a dict as it is, a model or dataclass by field.
+
+    Raises:
+        Unreadable: ``state`` is none of those (a node with a root-value schema).
+    """
+    if isinstance(state, Mapping):
+        return dict(state)
+    if isinstance(state, BaseModel):
+        return {name: getattr(state, name) for name in type(state).model_fields}
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+    raise Unreadable("state", _type_name(state), "a state that is not a dict, model or dataclass")
+
+
+def rebuild_state(state: Any, values: Mapping[str, Any]) -> Any:
+    """``state`` (as a node received it) with ``values`` in place of its fields."""
+    if isinstance(state, Mapping):
+        return {**state, **values}
+    if isinstance(state, BaseModel):
+        return state.model_copy(update=dict(values))
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return dataclasses.replace(state, **values)
+    return state
+
+
+# -- the same table, on annotations (what guard() checks when it builds the graph) ------------
+
+
+def annotation_problem(annotation: Any, _seen: frozenset[int] = frozenset()) -> str | None:
+    """Why the probe could not read values of type ``annotation``, or ``None`` if it can.
+
+    ``Any``, ``object``, type variables and unresolved forward references give ``None``:
+    their values are checked when they are read. A union is unreadable if any member is.
+
+    Returns:
+        ``None``, or the unreadable part, e.g. ``"bytes"`` or ``"Connection (an object the
+        probe cannot read)"``.
+    """
+    if annotation is Any or annotation is object or annotation is None:
+        return None
+    if isinstance(annotation, (typing.TypeVar, typing.ForwardRef, str)):
+        return None
+    if id(annotation) in _seen:
+        return None
+    seen = _seen | {id(annotation)}
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return annotation_problem(args[0], seen)
+    if origin is Literal:
+        return None
+    if origin is Union or origin is types.UnionType:
+        for member in args:
+            problem = annotation_problem(member, seen)
+            if problem is not None:
+                return problem
+        return None
+    if origin is not None:
+        if isinstance(origin, type) and issubclass(origin, (bytes, bytearray, memoryview)):
+            return origin.__name__
+        if getattr(origin, "__qualname__", "") in ("Required", "NotRequired", "ReadOnly"):
+            return annotation_problem(args[0], seen) if args else None
+        for arg in args:
+            if arg is Ellipsis:
+                continue
+            problem = annotation_problem(arg, seen)
+            if problem is not None:
+                return problem
+        return None
+    if not isinstance(annotation, type):
+        return None
+    if annotation is type(None):
+        return None
+    if issubclass(annotation, (bytes, bytearray, memoryview)):
+        return annotation.__name__
+    if issubclass(annotation, (str, int, float, bool, enum.Enum, BaseMessage, *_OPAQUE_SCALARS)):
+        return None
+    if issubclass(annotation, (list, tuple, dict, set, frozenset)):
+        if typing.is_typeddict(annotation):
+            return _fields_problem(annotation, seen)
+        return None
+    if issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation):
+        return _fields_problem(annotation, seen)
+    return f"{annotation.__name__} (an object the probe cannot read)"
+
+
+def _fields_problem(schema: type[Any], seen: frozenset[int]) -> str | None:
+    try:
+        hints = typing.get_type_hints(schema, include_extras=True)
+    except (NameError, TypeError):
+        return None
+    for name, hint in hints.items():
+        problem = annotation_problem(hint, seen)
+        if problem is not None:
+            return f"{problem} (in its field {name!r})"
+    return None
+
+
+__all__ = [
+    "Unreadable",
+    "annotation_problem",
+    "read",
+    "read_values",
+    "rebuild",
+    "rebuild_state",
+    "rebuild_values",
+    "state_values",
+]
