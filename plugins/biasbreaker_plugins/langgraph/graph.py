@@ -32,6 +32,7 @@ from typing import Any, Final, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._typing import MISSING
+from langgraph.channels.base import BaseChannel
 from langgraph.errors import EmptyChannelError
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -139,7 +140,10 @@ def guard_state(
     out: dict[str, Any] = {}
     for key in sorted(BB_KEYS):
         # a reducer key never written reads as its channel's default (an empty dict or list)
-        channel = graph.channels[key].from_checkpoint(values.get(key, MISSING))
+        spec = graph.channels[key]
+        if not isinstance(spec, BaseChannel):
+            continue
+        channel = spec.from_checkpoint(values.get(key, MISSING))
         try:
             out[key] = channel.get()
         except EmptyChannelError:
