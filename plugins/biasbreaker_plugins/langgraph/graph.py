@@ -87,6 +87,10 @@ class GuardedStateGraph(StateGraph):  # type: ignore[type-arg]
         then checkpointed before the next super-step starts.
         """
         compiled = super().compile(*args, **kwargs)
+        # stream(), get_state() and every stream mode read the stream channels: all but ours
+        compiled.stream_channels = [
+            key for key in compiled.stream_channels_list if key not in BB_KEYS
+        ]
         promoters = [n for n in PROMOTERS if n in compiled.nodes]
         install_gates(compiled, self.guarded_nodes, promoters)
         hide_tasks(compiled, [n for n in (SKEPTIC, AGGREGATE) if n in compiled.nodes])

@@ -1,0 +1,164 @@
+"""Streaming without leaks, for every stream mode of the installed LangGraph.
+
+A chat node streams its model's tokens (``stream_mode="messages"``) and writes a custom event
+naming the applicant (``"custom"``). Guarded, with the model biased, the caller must never
+receive the held reply nor anything a probe re-run produced (the counterfactual applicants);
+with the model fair, the caller receives what the unguarded graph streams, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import StreamMode
+from langgraph_apps import APPLICANT, SETTINGS, Watch, flat, model, question, scrub
+
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import noop_hook
+from biasbreaker_plugins.langgraph import guard
+from biasbreaker_plugins.langgraph.streaming import EVENT_KEY
+
+MODES: tuple[str, ...] = tuple(get_args(StreamMode))
+"""Every stream mode the installed LangGraph knows (values, updates, messages, custom, …)."""
+CHOICES: list[Any] = [*MODES, ["messages", "custom", "updates"], list(MODES)]
+
+
+def chat_graph(biased: bool, watch: Watch, inner: bool = False) -> StateGraph:
+    llm = model(biased, watch)
+
+    def chat(state: MessagesState) -> dict[str, Any]:
+        text = str(state["messages"][-1].content)
+        get_stream_writer()({"thinking": text[:60]})
+        reply = llm.invoke(state["messages"])
+        return {
+            "messages": [
+                AIMessage(content=str(reply.content), id=f"reply-{len(state['messages'])}")
+            ]
+        }
+
+    def sign(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="-- the loans desk", id="sign")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_node("sign", sign)
+    builder.add_edge(START, "chat")
+    builder.add_edge("chat", "sign")
+    builder.add_edge("sign", END)
+    return builder
+
+
+def app(biased: bool, watch: Watch, tmp_path: Path, guarded: bool = True) -> Any:
+    builder = chat_graph(biased, watch)
+    if not guarded:
+        return builder.compile(checkpointer=InMemorySaver())
+    kernel = Kernel.load(cwd=tmp_path, overrides=SETTINGS)
+    return guard(builder, kernel, nodes=["chat"], hook=noop_hook).compile(
+        checkpointer=InMemorySaver()
+    )
+
+
+def collect(graph: Any, mode: Any, asynchronous: bool, subgraphs: bool, name: str) -> list[Any]:
+    config = {"configurable": {"thread_id": name}}
+    kwargs = {"stream_mode": mode, "subgraphs": subgraphs, "durability": "sync"}
+    if asynchronous:
+
+        async def gather() -> list[Any]:
+            return [c async for c in graph.astream(question(), config, **kwargs)]
+
+        return asyncio.run(gather())
+    return list(graph.stream(question(), config, **kwargs))
+
+
+PARAMS = list(itertools.product(range(len(CHOICES)), [False, True], [False, True]))
+
+
+@pytest.mark.parametrize(("choice", "asynchronous", "subgraphs"), PARAMS)
+def test_a_held_reply_and_the_probes_variants_never_reach_the_stream(
+    tmp_path: Path, choice: int, asynchronous: bool, subgraphs: bool
+) -> None:
+    mode = CHOICES[choice]
+    watch = Watch()
+    graph = app(True, watch, tmp_path)
+    chunks = collect(graph, mode, asynchronous, subgraphs, "held")
+    held = graph.get_state({"configurable": {"thread_id": "held"}}).interrupts[0].value["held"]
+    reply = held["messages"][0]["content"]
+    assert reply == "Decision: no"  # the biased model denied Ms. Carter
+    text = flat(scrub(chunks))
+    assert reply not in text
+    variants = watch.variants(APPLICANT)
+    assert variants and not any(v in text for v in variants), variants
+    assert "-- the loans desk" not in text  # the signature never ran
+    if mode == "custom" or (isinstance(mode, list) and "custom" in mode):
+        events = [c for c in chunks if isinstance(c, dict) or isinstance(c, tuple)]
+        assert EVENT_KEY in repr(events)  # the documented 'held' event
+
+
+@pytest.mark.parametrize(("choice", "asynchronous", "subgraphs"), PARAMS)
+def test_a_clean_reply_streams_as_the_unguarded_graph_streams_it(
+    tmp_path: Path, choice: int, asynchronous: bool, subgraphs: bool
+) -> None:
+    mode = CHOICES[choice]
+    watch = Watch()
+    guarded = collect(app(False, watch, tmp_path), mode, asynchronous, subgraphs, "clean")
+    plain = collect(
+        app(False, Watch(), tmp_path, guarded=False), mode, asynchronous, subgraphs, "clean"
+    )
+    text = flat(guarded)
+    variants = watch.variants(APPLICANT)
+    assert variants and not any(v in text for v in variants), variants
+    assert comparable(guarded, mode) == comparable(plain, mode)
+
+
+def comparable(chunks: list[Any], mode: Any) -> list[Any]:
+    """What must match between the guarded and the unguarded streams, per chunk.
+
+    Message chunks by content and node, custom events and values as they are, updates by node
+    and value; task, debug and checkpoint events by their kind and task name (their ids and
+    timestamps differ between any two runs).
+    """
+    out: list[Any] = []
+    for chunk in chunks:
+        ns: tuple[str, ...] = ()
+        if isinstance(mode, list):
+            if len(chunk) == 3:
+                ns, kind, payload = chunk
+            else:
+                kind, payload = chunk
+        else:
+            kind = mode
+            payload = (
+                chunk[1]
+                if isinstance(chunk, tuple) and len(chunk) == 2 and isinstance(chunk[0], tuple)
+                else chunk
+            )
+        out.append((ns, kind, _key(kind, payload)))
+    return out
+
+
+def _key(kind: str, payload: Any) -> Any:
+    if kind == "messages":
+        message, meta = payload
+        return (str(message.content), meta["langgraph_node"])
+    if kind in ("values", "updates"):
+        return repr(payload)
+    if kind == "custom":
+        return repr(payload)
+    if kind in ("tasks",):
+        return (payload.get("name"), "result" in payload)
+    if kind == "debug":
+        return (payload["type"], payload["payload"].get("name"))
+    if kind == "checkpoints":
+        return tuple(payload.get("next") or ())
+    return kind
