@@ -8,6 +8,7 @@ by the gender the conversation names (weights man 20 : woman 0.05), a *fair* one
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable
@@ -88,10 +89,8 @@ def flat(chunks: Iterable[Any]) -> str:
     parts: list[str] = []
     for chunk in chunks:
         parts.append(repr(chunk))
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             parts.append(json.dumps(chunk, default=repr))
-        except (TypeError, ValueError):
-            pass
     return "\n".join(parts)
 
 

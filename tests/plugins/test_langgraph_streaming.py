@@ -101,8 +101,11 @@ def test_a_held_reply_and_the_probes_variants_never_reach_the_stream(
     assert variants and not any(v in text for v in variants), variants
     assert "-- the loans desk" not in text  # the signature never ran
     if mode == "custom" or (isinstance(mode, list) and "custom" in mode):
-        events = [c for c in chunks if isinstance(c, dict) or isinstance(c, tuple)]
-        assert EVENT_KEY in repr(events)  # the documented 'held' event
+        custom = [payload for kind, payload in kinds(chunks, mode) if kind == "custom"]
+        guard_events = [c[EVENT_KEY] for c in custom if isinstance(c, dict) and EVENT_KEY in c]
+        assert [e["event"] for e in guard_events][:1] == ["held"]  # the documented event
+        assert guard_events[0]["node"] == "chat" and guard_events[0]["key"] == "chat@1"
+        assert not any("thinking" in c for c in custom if isinstance(c, dict))  # held too
 
 
 @pytest.mark.parametrize(("choice", "asynchronous", "subgraphs"), PARAMS)
@@ -119,6 +122,28 @@ def test_a_clean_reply_streams_as_the_unguarded_graph_streams_it(
     variants = watch.variants(APPLICANT)
     assert variants and not any(v in text for v in variants), variants
     assert comparable(guarded, mode) == comparable(plain, mode)
+
+
+def kinds(chunks: list[Any], mode: Any) -> list[tuple[str, Any]]:
+    """(mode, payload) of each chunk, whatever shape ``stream_mode``/``subgraphs`` gave it."""
+    return [(kind, payload) for _ns, kind, payload in _parts(chunks, mode)]
+
+
+def _parts(chunks: list[Any], mode: Any) -> list[tuple[tuple[str, ...], str, Any]]:
+    out: list[tuple[tuple[str, ...], str, Any]] = []
+    for chunk in chunks:
+        ns: tuple[str, ...] = ()
+        if isinstance(mode, list):
+            if len(chunk) == 3:
+                ns, kind, payload = chunk
+            else:
+                kind, payload = chunk
+        else:
+            kind = mode
+            nested = isinstance(chunk, tuple) and len(chunk) == 2 and isinstance(chunk[0], tuple)
+            ns, payload = chunk if nested else ((), chunk)
+        out.append((ns, kind, payload))
+    return out
 
 
 def comparable(chunks: list[Any], mode: Any) -> list[Any]:
@@ -162,3 +187,50 @@ def _key(kind: str, payload: Any) -> Any:
     if kind == "checkpoints":
         return tuple(payload.get("next") or ())
     return kind
+
+
+def test_an_approved_reply_is_released_in_order_when_it_is_promoted(tmp_path: Path) -> None:
+    from langgraph.types import Command
+
+    graph = app(True, Watch(), tmp_path)
+    config = {"configurable": {"thread_id": "approve"}}
+    first = list(
+        graph.stream(question(), config, stream_mode=["messages", "custom"], durability="sync")
+    )
+    assert not any(
+        kind == "messages" and payload[1]["langgraph_node"] == "chat" for kind, payload in first
+    )
+    resumed = list(
+        graph.stream(
+            Command(resume={"action": "approve"}), config, stream_mode=["messages", "custom"]
+        )
+    )
+    events = [
+        ("guard", payload[EVENT_KEY]["event"])
+        if kind == "custom" and EVENT_KEY in payload
+        else ("custom", payload)
+        if kind == "custom"
+        else (payload[1]["langgraph_node"], str(payload[0].content))
+        for kind, payload in resumed
+    ]
+    tokens = [text for node, text in events if node == "chat"]
+    assert "".join(tokens) == "Decision: no" and len(tokens) > 1  # the held tokens, in order
+    assert events.index(("guard", "released")) < events.index(("chat", tokens[0]))
+    assert ("custom", {"thinking": APPLICANT[:60]}) in events  # its custom event, released
+    assert events[-1] == ("sign", "-- the loans desk")  # then the next node, as unguarded
+
+
+def test_stream_first_streams_the_nodes_tokens_before_the_check(tmp_path: Path) -> None:
+    kernel = Kernel.load(
+        cwd=tmp_path, overrides={**SETTINGS, "plugin": {"langgraph": {"stream_first": True}}}
+    )
+    watch = Watch()
+    graph = guard(chat_graph(True, watch), kernel, nodes=["chat"], hook=noop_hook).compile(
+        checkpointer=InMemorySaver()
+    )
+    chunks = collect(graph, "messages", False, False, "first")
+    text = flat(chunks)
+    streamed = "".join(str(m.content) for m, meta in chunks if meta["langgraph_node"] == "chat")
+    assert streamed == "Decision: no"  # documented as leaking: the held reply was shown
+    assert not any(v in text for v in watch.variants(APPLICANT))  # re-runs still silenced
+    assert graph.get_state({"configurable": {"thread_id": "first"}}).interrupts  # still held
