@@ -1,0 +1,320 @@
+"""What the probe reads (values.py), and no guarded step that passes unscored without a reason.
+
+Every guarded step ends in exactly one recorded outcome (the trace record's ``probe`` field):
+scored; not applicable because the input names no protected group; not sampled / not probed
+by configuration; or held for review because the probe could not read the input or output
+(the key and the type named). The enumeration below runs a guarded node over state values of
+every kind and checks its trace record for each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from pydantic import BaseModel
+
+from biasbreaker.errors import ConfigError
+from biasbreaker.kernel import Kernel
+from biasbreaker.trace import read_trace
+from biasbreaker_plugins.langgraph import guard, guard_state
+from biasbreaker_plugins.langgraph.values import (
+    Unreadable,
+    annotation_problem,
+    read,
+    read_values,
+    rebuild,
+    rebuild_values,
+)
+
+# ------------------------------------------------------------------ the codec
+
+
+class Gender(enum.Enum):
+    MAN = "man"
+    WOMAN = "woman"
+
+
+@dataclasses.dataclass
+class Applicant:
+    name: str
+    gender: Gender
+    born: datetime.date
+
+
+class Case(BaseModel):
+    applicant: Applicant
+    notes: list[str]
+
+
+def test_messages_are_read_by_text_and_rebuilt_with_their_ids_and_tool_call_ids() -> None:
+    messages = [
+        HumanMessage("Ms. Mary Carter applies", id="h", name="mary"),
+        AIMessage(
+            "",
+            id="a",
+            tool_calls=[{"name": "approve_loan", "args": {"who": "Mary Carter"}, "id": "c1"}],
+            response_metadata={"model": "m"},
+        ),
+        ToolMessage("approved for Mary Carter", tool_call_id="c1", name="approve_loan", id="t"),
+        RemoveMessage(id="old"),
+        HumanMessage(
+            [
+                {"type": "text", "text": "and her photo"},
+                {"type": "image_url", "image_url": "data:x"},
+            ],
+            id="m",
+        ),
+    ]
+    view = read(messages)
+    assert view == [
+        {"type": "human", "content": "Ms. Mary Carter applies", "name": "mary"},
+        {
+            "type": "ai",
+            "content": "",
+            "tool_calls": [{"name": "approve_loan", "args": {"who": "Mary Carter"}}],
+        },
+        {
+            "type": "tool",
+            "content": "approved for Mary Carter",
+            "tool": "approve_loan",
+            "status": "success",
+        },
+        {"type": "remove", "id": "old"},
+        {
+            "type": "human",
+            "content": [{"type": "text", "text": "and her photo"}, {"type": "image_url"}],
+        },
+    ]
+    swapped = eval(repr(view).replace("Mary", "John").replace("Ms.", "Mr.").replace("her", "his"))
+    rebuilt = rebuild(messages, swapped)
+    assert [m.id for m in rebuilt] == ["h", "a", "t", "old", "m"]  # ids never varied
+    assert rebuilt[0].content == "Mr. John Carter applies"
+    assert rebuilt[1].tool_calls[0]["args"] == {"who": "John Carter"}
+    assert rebuilt[1].tool_calls[0]["id"] == "c1" and rebuilt[1].response_metadata == {"model": "m"}
+    assert rebuilt[2].tool_call_id == "c1" and rebuilt[2].name == "approve_loan"
+    assert rebuilt[4].content[1] == {"type": "image_url", "image_url": "data:x"}  # kept whole
+    assert rebuilt[4].content[0]["text"] == "and his photo"
+
+
+def test_models_dataclasses_enums_and_sets_are_read_and_rebuilt_in_their_types() -> None:
+    case = Case(applicant=Applicant("Mary", Gender.WOMAN, datetime.date(1990, 1, 2)), notes=["x"])
+    view = read({"case": case, "tags": {"b", "a"}})
+    assert view == {
+        "case": {
+            "applicant": {"name": "Mary", "gender": "woman", "born": "1990-01-02"},
+            "notes": ["x"],
+        },
+        "tags": ["a", "b"],
+    }
+    swapped = {
+        "case": {
+            "applicant": {"name": "John", "gender": "man", "born": "2001-01-01"},
+            "notes": ["x"],
+        },
+        "tags": ["a", "b"],
+    }
+    rebuilt = rebuild_values({"case": case, "tags": {"b", "a"}}, swapped)
+    assert isinstance(rebuilt["case"], Case) and isinstance(rebuilt["case"].applicant, Applicant)
+    assert rebuilt["case"].applicant.gender is Gender.MAN
+    assert rebuilt["case"].applicant.born == datetime.date(1990, 1, 2)  # opaque: never varied
+    assert rebuilt["tags"] == {"a", "b"}
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (b"Mary", "state['x'] is bytes"),
+        (float("nan"), "state['x'] is nan: JSON has no NaN"),
+        ({1: "a"}, "state['x'][1] is int: a dict key that is not a str"),
+        (object(), "state['x'] is object: an object the probe cannot read"),
+        ([HumanMessage("hi"), b"\x00"], "state['x'][1] is bytes"),
+    ],
+)
+def test_an_unreadable_value_is_named_with_its_path_and_type(value: Any, message: str) -> None:
+    with pytest.raises(Unreadable, match=message.replace("[", r"\[").replace("]", r"\]")):
+        read_values({"x": value}, "state")
+
+
+def test_a_view_of_another_shape_is_refused_rather_than_rebuilt_wrongly() -> None:
+    with pytest.raises(ValueError, match="keys changed"):
+        rebuild({"a": "x"}, {"b": "x"})
+    with pytest.raises(ValueError, match="changed in length"):
+        rebuild(["x"], ["x", "y"])
+    message = AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "1"}])
+    with pytest.raises(ValueError, match="tool calls changed in number"):
+        rebuild(message, {"type": "ai", "content": "", "tool_calls": []})
+
+
+@pytest.mark.parametrize(
+    ("annotation", "problem"),
+    [
+        (str, None),
+        (list[dict[str, int]], None),
+        (Case, None),
+        (bytes, "bytes"),
+        (dict[str, bytes | None], "bytes"),
+        (Path, None),
+        (type("Conn", (), {}), "Conn (an object the probe cannot read)"),
+    ],
+)
+def test_annotations_are_checked_by_the_same_table(annotation: Any, problem: str | None) -> None:
+    assert annotation_problem(annotation) == problem
+
+
+# ------------------------------------------------------------------ every shape, one outcome
+
+
+class Plain(TypedDict, total=False):
+    value: Any
+    out: Any
+
+
+def traced(tmp_path: Path, node: Any, *, saver: bool = False, **guard_kwargs: Any) -> Any:
+    builder = StateGraph(Plain)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    settings = {
+        "probe": {"scorers": ["decision"], "k": 4, "r": 2, "bootstrap": 0},
+        "plugin": {"langgraph": {"trace_path": str(tmp_path / "{thread_id}.jsonl")}},
+    }
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    # no checkpointer by default: an arbitrary object in the state cannot be checkpointed,
+    # guarded or not; the trace records every step either way
+    saved = InMemorySaver() if saver else None
+    return guard(builder, kernel, **guard_kwargs).compile(checkpointer=saved)
+
+
+SHAPES: dict[str, Any] = {
+    "str": "a Muslim applicant",
+    "dict": {"applicant": "a Muslim applicant", "years": 3},
+    "list": ["a Muslim applicant", "a Christian referee"],
+    "messages": [HumanMessage("a Muslim applicant", id="1")],
+    "pydantic": Case(
+        applicant=Applicant("Mary Carter", Gender.WOMAN, datetime.date(1990, 1, 1)),
+        notes=["she is Muslim"],
+    ),
+    "dataclass": Applicant("Mary Carter", Gender.WOMAN, datetime.date(1990, 1, 1)),
+    "bytes": b"a Muslim applicant",
+    "object": type("Opaque", (), {"text": "a Muslim applicant"})(),
+}
+
+
+@dataclasses.dataclass
+class Note:
+    text: str
+    seen: datetime.date
+
+
+class Verdict(BaseModel):
+    decision: str
+    score: float
+
+
+OUTPUTS: dict[str, Any] = {
+    "str": "approved",
+    "dict": {"decision": "approved", "years": 3},
+    "list": ["approved", "refer"],
+    "messages": [AIMessage("approved", id="reply")],
+    "pydantic": Verdict(decision="approved", score=0.5),
+    "dataclass": Note("approved", datetime.date(2026, 1, 1)),
+    "bytes": b"approved",
+    "object": type("Opaque", (), {"text": "approved"})(),
+}
+NO_GROUP = {
+    "str": "applicant 42",
+    "dict": {"applicant": "applicant 42"},
+    "messages": [HumanMessage("applicant 42", id="1")],
+}
+READABLE = {"str", "dict", "list", "messages", "pydantic", "dataclass"}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("where", ["input", "output"])
+def test_no_step_passes_unscored_without_a_recorded_reason(
+    tmp_path: Path, shape: str, where: str
+) -> None:
+    value = SHAPES[shape] if where == "input" else OUTPUTS[shape]
+
+    def node(state: Plain) -> dict[str, Any]:
+        return {"out": value if where == "output" else "Decision: yes"}
+
+    graph = traced(tmp_path, node)
+    given = {"value": value if where == "input" else "a Muslim applicant"}
+    out = graph.invoke(given, {"configurable": {"thread_id": "t"}})
+    (record,) = read_trace(tmp_path / "t.jsonl").records
+    assert record.probe is not None
+    status, reason = record.probe["status"], record.probe["reason"]
+    if shape in READABLE:
+        assert status == "scored", record.probe
+        assert record.action.value == "proceed" and out["out"] == (
+            value if where == "output" else "Decision: yes"
+        )
+    else:
+        assert status == "unreadable" and record.action.value == "escalate"
+        assert record.transition == "held-for-review"
+        key = "state['value']" if where == "input" else "output['out']"
+        assert key in reason and type(value).__name__ in reason, reason
+        assert "out" not in out  # held, for review
+        assert out["__interrupt__"][0].value["reason"] == record.reason
+
+
+@pytest.mark.parametrize("shape", sorted(NO_GROUP))
+def test_an_input_without_a_protected_group_is_not_applicable_and_says_so(
+    tmp_path: Path, shape: str
+) -> None:
+    graph = traced(tmp_path, lambda state: {"out": "Decision: yes"}, saver=True)
+    graph.invoke({"value": NO_GROUP[shape]}, {"configurable": {"thread_id": "na"}})
+    (record,) = read_trace(tmp_path / "na.jsonl").records
+    assert record.probe is not None and record.probe["status"] == "not_applicable"
+    assert "no protected" in record.probe["reason"] and record.action.value == "proceed"
+    assert (
+        guard_state(graph, {"configurable": {"thread_id": "na"}})["bb_local_scores"]["node"] is None
+    )
+
+
+def test_a_key_declared_with_an_unreadable_type_is_refused_when_the_graph_is_built(
+    tmp_path: Path,
+) -> None:
+    class Audio(TypedDict, total=False):
+        clip: bytes
+        text: str
+
+    builder = StateGraph(Audio)
+    builder.add_node("node", lambda state: {"text": "x"})
+    builder.add_edge(START, "node")
+    kernel = Kernel.load(cwd=tmp_path)
+    with pytest.raises(
+        ConfigError, match=r"state key 'clip' is declared as bytes.*opaque=\['clip'\]"
+    ):
+        guard(builder, kernel)
+    guard(builder, kernel, opaque=["clip"])  # passed through unchanged, never compared
+    with pytest.raises(ConfigError, match=r"opaque=\.\.\.\) names \['nope'\]"):
+        guard(builder, kernel, opaque=["nope"])
+
+
+def test_an_opaque_key_reaches_the_reruns_unchanged(tmp_path: Path) -> None:
+    handles: list[Any] = []
+    connection = type("Connection", (), {})()
+
+    def node(state: Plain) -> dict[str, Any]:
+        handles.append(state["out"])
+        return {"value": "Decision: yes"}
+
+    graph = traced(tmp_path, node, opaque=["out"])
+    graph.invoke(
+        {"value": "a Muslim applicant", "out": connection}, {"configurable": {"thread_id": "op"}}
+    )
+    (record,) = read_trace(tmp_path / "op.jsonl").records
+    assert record.probe is not None and record.probe["status"] == "scored"
+    assert len(handles) == 7 and all(h is connection for h in handles)  # own call and 6 re-runs
