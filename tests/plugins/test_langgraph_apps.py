@@ -7,8 +7,10 @@ graph's; the run trace verifies.
 
 from __future__ import annotations
 
+import operator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -18,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, Send
 from langgraph_apps import (
     APPLICANT,
     SETTINGS,
@@ -28,7 +31,9 @@ from langgraph_apps import (
     question,
     scrub,
 )
+from pydantic import BaseModel
 
+from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
 from biasbreaker.properties import verify_trace
@@ -132,3 +137,269 @@ def test_a_fair_agent_runs_its_tool_once_and_streams_as_unguarded(tmp_path: Path
     assert isinstance(state["messages"][1], AIMessage) and isinstance(
         state["messages"][2], ToolMessage
     )
+
+
+# ------------------------------------------------------------------ model states
+
+
+class LoanCase(BaseModel):
+    application: str = ""
+    decision: str = ""
+    letter: str = ""
+
+
+@dataclass
+class LoanRecord:
+    application: str = ""
+    decision: str = ""
+    letter: str = ""
+
+
+def decide_then_write(schema: Any, biased: bool, watch: Watch, letters: list[Any]) -> StateGraph:
+    llm = model(biased, watch)
+
+    def decide(state: Any) -> dict[str, Any]:
+        assert isinstance(state, schema)  # the node (and every probe re-run) gets its own type
+        return {"decision": str(llm.invoke(state.application).content)}
+
+    def write(state: Any) -> dict[str, Any]:
+        letters.append(state)
+        return {"letter": f"Dear applicant: {state.decision}"}
+
+    builder = StateGraph(schema)
+    builder.add_node("decide", decide)
+    builder.add_node("write", write)
+    builder.add_edge(START, "decide")
+    builder.add_edge("decide", "write")
+    builder.add_edge("write", END)
+    return builder
+
+
+@pytest.mark.parametrize("schema", [LoanCase, LoanRecord], ids=["pydantic", "dataclass"])
+@pytest.mark.parametrize("biased", [True, False])
+def test_a_model_state_graph_is_guarded(tmp_path: Path, schema: Any, biased: bool) -> None:
+    plain_letters: list[Any] = []
+    plain = decide_then_write(schema, biased, Watch(), plain_letters).compile()
+    expected = plain.invoke({"application": APPLICANT})
+    watch, letters = Watch(), []
+    graph = guard(
+        decide_then_write(schema, biased, watch, letters),
+        kernel(tmp_path),
+        nodes=["decide"],
+        hook=noop_hook,
+    ).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"application": APPLICANT}, thread("model"), durability="sync")
+    assert watch.variants(APPLICANT)  # the probe re-ran decide on counterfactual applicants
+    if biased:
+        assert expected["decision"] == "Decision: no"  # unguarded, the letter denies her
+        assert letters == [] and out.get("letter", "") == ""
+        request = graph.get_state(thread("model")).interrupts[0].value
+        assert request["held"] == {"decision": "Decision: no"}
+    else:
+        assert out == expected and len(letters) == 1 and isinstance(letters[0], schema)
+        assert letters[0] == plain_letters[0]
+    assert verify_trace(tmp_path / "model.jsonl").holds
+
+
+# ------------------------------------------------------------------ a supervisor with two guarded subgraphs
+
+
+class Desk(TypedDict, total=False):
+    application: str
+    decision: str
+    offer: str
+    route: str
+
+
+def desk(name: str, key: str, biased: bool, watch: Watch, tmp_path: Path) -> Any:
+    llm = model(biased, watch)
+
+    def work(state: Desk) -> dict[str, Any]:
+        return {key: str(llm.invoke(state["application"]).content)}
+
+    builder = StateGraph(Desk)
+    builder.add_node(f"{name}_agent", work)
+    builder.add_edge(START, f"{name}_agent")
+    builder.add_edge(f"{name}_agent", END)
+    settings = {
+        **SETTINGS,
+        "plugin": {"langgraph": {"trace_path": str(tmp_path / f"{name}-{{thread_id}}.jsonl")}},
+    }
+    return guard(builder, Kernel.load(cwd=tmp_path, overrides=settings), hook=noop_hook).compile()
+
+
+def supervisor(biased_screening: bool, tmp_path: Path, watch: Watch, routed: list[str]) -> Any:
+    def route(state: Desk) -> dict[str, Any]:
+        routed.append(state.get("decision", ""))
+        return {"route": "offer" if state.get("decision") else "screening"}
+
+    def choose(state: Desk) -> str:
+        return "done" if state.get("offer") else str(state["route"])
+
+    builder = StateGraph(Desk)
+    builder.add_node("supervisor", route)
+    builder.add_node("screening", desk("screening", "decision", biased_screening, watch, tmp_path))
+    builder.add_node("offer", desk("offer", "offer", False, Watch(), tmp_path))
+    builder.add_edge(START, "supervisor")
+    builder.add_conditional_edges(
+        "supervisor", choose, {"screening": "screening", "offer": "offer", "done": END}
+    )
+    builder.add_edge("screening", "supervisor")
+    builder.add_edge("offer", "supervisor")
+    # the desks are guarded subgraphs, each with its own breaker; the router is not an agent
+    return guard(builder, kernel(tmp_path), nodes=[], hook=noop_hook).compile(
+        checkpointer=InMemorySaver()
+    )
+
+
+def test_a_supervisor_over_two_guarded_subgraphs_keeps_each_ones_breaker(tmp_path: Path) -> None:
+    watch, routed = Watch(), []
+    graph = supervisor(True, tmp_path, watch, routed)
+    chunks = list(
+        graph.stream(
+            {"application": APPLICANT},
+            thread("sup"),
+            stream_mode=["updates", "values"],
+            subgraphs=True,
+            durability="sync",
+        )
+    )
+    assert routed == [""]  # the supervisor never saw the screening desk's biased decision
+    request = graph.get_state(thread("sup"), subgraphs=True).tasks[0].state.interrupts[0].value
+    assert request["node"] == "screening_agent" and request["held"] == {"decision": "Decision: no"}
+    assert "Decision: no" not in flat(scrub(chunks))
+    # each graph keeps its own breaker over its own nodes: the parent's scores name its own
+    assert set(guard_state(graph, thread("sup"))["bb_local_scores"]) <= {"supervisor"}
+    graph.invoke(
+        Command(resume={"action": "edit", "update": {"decision": "Decision: refer"}}),
+        thread("sup"),
+        durability="sync",
+    )
+    assert routed == ["", "Decision: refer", "Decision: refer"]
+    assert graph.get_state(thread("sup")).values["offer"].startswith("Decision: ")
+    assert verify_trace(tmp_path / "screening-sup.jsonl").holds
+
+
+def test_a_fair_supervisor_run_passes_through_both_desks(tmp_path: Path) -> None:
+    watch, routed = Watch(), []
+    graph = supervisor(False, tmp_path, watch, routed)
+    out = graph.invoke({"application": APPLICANT}, thread("fair-sup"), durability="sync")
+    decision = str(model(False, Watch()).invoke(APPLICANT).content)
+    assert out["decision"] == decision and out["offer"] == decision
+    assert routed == ["", decision, decision]
+    assert "__interrupt__" not in out and watch.variants(APPLICANT)
+
+
+# ------------------------------------------------------------------ Send map-reduce
+
+
+class Batch(TypedDict, total=False):
+    applications: list[str]
+    decisions: Annotated[list[str], operator.add]
+    summary: str
+
+
+def map_reduce(biased_index: int | None, watch: Watch, summarised: list[list[str]]) -> StateGraph:
+    biased, fair = model(True, watch), model(False, Watch())
+
+    def fan_out(state: Batch) -> list[Send]:
+        return [Send("assess", {"applications": [a]}) for a in state["applications"]]
+
+    def assess(state: Batch) -> dict[str, Any]:
+        label, application = state["applications"][0].split(" ", 1)
+        llm = biased if biased_index is not None and label == f"#{biased_index}" else fair
+        return {"decisions": [f"{label} {llm.invoke(application).content}"]}
+
+    def summarise(state: Batch) -> dict[str, Any]:
+        summarised.append(sorted(state.get("decisions", [])))
+        return {"summary": "; ".join(sorted(state.get("decisions", [])))}
+
+    builder = StateGraph(Batch)
+    builder.add_node("assess", assess)
+    builder.add_node("summarise", summarise)
+    builder.add_conditional_edges(START, fan_out, ["assess"])
+    builder.add_edge("assess", "summarise")
+    builder.add_edge("summarise", END)
+    return builder
+
+
+@pytest.mark.parametrize("biased_index", [0, 1, None])
+def test_a_send_map_reduce_holds_the_biased_branch_and_the_reducer_waits(
+    tmp_path: Path, biased_index: int | None
+) -> None:
+    watch, summarised = Watch(), []
+    applications = [f"#{i} {APPLICANT}" for i in range(2)]
+    graph = guard(
+        map_reduce(biased_index, watch, summarised),
+        kernel(tmp_path),
+        nodes=["assess"],
+        hook=noop_hook,
+    ).compile(checkpointer=InMemorySaver())
+    chunks = list(
+        graph.stream(
+            {"applications": applications},
+            thread("map"),
+            stream_mode=["updates", "messages"],
+            durability="sync",
+        )
+    )
+    if biased_index is None:
+        fair = str(model(False, Watch()).invoke(APPLICANT).content)
+        assert summarised == [[f"#0 {fair}", f"#1 {fair}"]]
+        return
+    assert summarised == []  # the reducer never ran with (or without) the held branch
+    request = graph.get_state(thread("map")).interrupts[0].value
+    assert request["held"] == {"decisions": [f"#{biased_index} Decision: no"]}
+    assert "Decision: no" not in flat(scrub(chunks))
+    graph.invoke(Command(resume={"action": "reject"}), thread("map"), durability="sync")
+    fair = str(model(False, Watch()).invoke(APPLICANT).content)
+    if biased_index == 0:
+        # checked first, it escalated the thread: ESCALATED is terminal, so the clean sibling
+        # waits for a reviewer too, and the reducer still has not run
+        assert summarised == []
+        assert graph.get_state(thread("map")).interrupts[0].value["held"] == {
+            "decisions": [f"#1 {fair}"]
+        }
+    else:
+        # the clean sibling was let through first; with the biased one rejected, the reducer
+        # runs on the approved output alone
+        assert summarised == [[f"#0 {fair}"]]
+    assert verify_trace(tmp_path / "map.jsonl").holds
+
+
+# ------------------------------------------------------------------ the functional API
+
+
+def test_the_functional_api_guards_a_step_by_invoking_a_guarded_graph(tmp_path: Path) -> None:
+    from langgraph.func import entrypoint, task
+
+    watch, letters = Watch(), []
+    step = guard(
+        decide_then_write(LoanCase, True, watch, letters),
+        kernel(tmp_path),
+        nodes=["decide"],
+        hook=noop_hook,
+    ).compile()
+
+    @task
+    def assess(application: str) -> dict[str, Any]:
+        return step.invoke({"application": application})
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def workflow(application: str) -> dict[str, Any]:
+        return assess(application).result()
+
+    out = list(workflow.stream(APPLICANT, thread("func"), stream_mode="updates"))
+    assert letters == []  # the guarded step inside the task held the biased decision
+    assert "Decision: no" not in flat(scrub(out))
+    request = workflow.get_state(thread("func"), subgraphs=True)
+    assert any(i.value["held"] == {"decision": "Decision: no"} for i in request.interrupts)
+    done = workflow.invoke(
+        Command(resume={"action": "edit", "update": {"decision": "Decision: refer"}}),
+        thread("func"),
+    )
+    assert done["letter"] == "Dear applicant: Decision: refer"
+    with pytest.raises(
+        ConfigError, match=r"functional API.*invoke the guarded graph in your @task"
+    ):
+        guard(workflow, kernel(tmp_path))  # type: ignore[arg-type]
