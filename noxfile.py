@@ -1,8 +1,8 @@
 """Developer sessions: tests, lint, typecheck, contrib, bench.
 
 ``nox`` lists them; ``nox -s tests-3.11`` runs one. The default ones are tests, lint,
-typecheck and contrib; ``bench``, ``slow`` and ``slow_smollm2`` run on request. The tests
-sessions need each interpreter on PATH: with pyenv, ``pyenv global 3.11.7 3.10.13 3.12.1``
+typecheck and contrib; ``bench``, ``slow``, ``slow_smollm2`` and ``study`` run on request.
+The tests sessions need each interpreter on PATH: with pyenv, ``pyenv global 3.11.7 3.10.13 3.12.1``
 (or prepend their ``bin`` folders to PATH) before ``nox -s tests``.
 """
 
@@ -84,6 +84,13 @@ def bench(session: nox.Session) -> None:
         "--benchmark-columns=min,mean,stddev,rounds",
         *session.posargs,
     )
+
+
+@nox.session(python="3.11", default=False)
+def study(session: nox.Session) -> None:
+    """The control study at full size: fail if it differs from docs/studies/ (about 5 minutes)."""
+    session.install("-e", ".", "scipy>=1.10", "matplotlib>=3.8")
+    session.run("python", "docs/studies/control_study.py", "--check", *session.posargs)
 
 
 @nox.session(python="3.11", default=False)
