@@ -277,7 +277,9 @@ def test_a_supervisor_over_two_guarded_subgraphs_keeps_each_ones_breaker(tmp_pat
     )
     assert routed == ["", "Decision: refer", "Decision: refer"]
     assert graph.get_state(thread("sup")).values["offer"].startswith("Decision: ")
-    assert verify_trace(tmp_path / "screening-sup.jsonl").holds
+    # the screening desk's own breaker, its own trace (thread id + the subgraph's namespace)
+    (trace,) = tmp_path.glob("screening-sup.screening-*.jsonl")
+    assert verify_trace(trace).holds
 
 
 def test_a_fair_supervisor_run_passes_through_both_desks(tmp_path: Path) -> None:

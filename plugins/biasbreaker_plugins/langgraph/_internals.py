@@ -280,6 +280,21 @@ def thread_of(config: Mapping[str, Any] | None) -> str:
     return str(conf.get("thread_id", "default"))
 
 
+def trace_key(config: Mapping[str, Any] | None) -> str:
+    """The id a run trace is kept under: the thread id, plus the namespace of a subgraph.
+
+    A guarded graph running as a subgraph has its own breaker in its own checkpoint
+    namespace (``"<node>:<task id>"``, nested with ``|``), so its trace is its own file:
+    ``"<thread>.<node>-<task id>"`` (``:`` and ``|`` written as ``-`` and ``.``).
+    """
+    thread = thread_of(config)
+    ns = str(((config or {}).get("configurable") or {}).get("checkpoint_ns") or "")
+    graph = ns.split("|")[:-1] if ns else []
+    if not graph:
+        return thread
+    return ".".join([thread, *(part.replace(":", "-") for part in graph)])
+
+
 def task_of(config: Mapping[str, Any] | None) -> tuple[int, str]:
     """(super-step, push suffix) of the running task, from LangGraph's run metadata."""
     meta = (config or {}).get("metadata") or {}
@@ -335,5 +350,6 @@ __all__ = [
     "read_channels",
     "task_of",
     "thread_of",
+    "trace_key",
     "write_problem",
 ]

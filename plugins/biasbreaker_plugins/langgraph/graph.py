@@ -212,10 +212,10 @@ def _subgraph_step(name: str, subgraph: Pregel[Any, Any, Any, Any]) -> Callable[
     """
     isolated = subgraph.copy(update={"checkpointer": None})
 
-    async def run_subgraph(state: Any, config: RunnableConfig) -> Any:
+    def run_subgraph(state: Any, config: RunnableConfig) -> Any:
         if in_rerun():
-            return await isolated.ainvoke(state, {"callbacks": config.get("callbacks")})
-        return await subgraph.ainvoke(state, config)
+            return isolated.invoke(state, {"callbacks": config.get("callbacks")})
+        return subgraph.invoke(state, config)
 
     run_subgraph.__name__ = name
     return run_subgraph

@@ -44,7 +44,7 @@ from biasbreaker_plugins.langgraph._internals import (
     interrupted,
     model_update,
     task_of,
-    thread_of,
+    trace_key,
 )
 from biasbreaker_plugins.langgraph.node import GuardedNode
 from biasbreaker_plugins.langgraph.state import shown
@@ -107,7 +107,7 @@ class Call:
         command: The ``Command`` it returned, or ``None``.
         key: The output's key in the staging buffer, ``"<node>@<super-step>[#push]"``.
         step_id: The id the probe samples and seeds with (the key).
-        thread: The run's thread id.
+        thread: The run's trace key: its thread id, plus a subgraph's namespace.
         lg_step: The LangGraph super-step.
         view: The output's JSON view (what is scored and frozen); for an output the probe
             cannot read, its :func:`~biasbreaker_plugins.langgraph.state.shown` rendering.
@@ -285,7 +285,7 @@ class Prober:
             command=command,
             key=key,
             step_id=key,
-            thread=thread_of(config),
+            thread=trace_key(config),
             lg_step=lg_step,
             config=config,
             injected=injected,

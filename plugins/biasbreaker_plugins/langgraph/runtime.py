@@ -30,7 +30,7 @@ from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker
 from biasbreaker.machine import AnyHook, MachineConfig
 from biasbreaker.probe import build_probe
 from biasbreaker.registry import BuildContext
-from biasbreaker_plugins.langgraph._internals import Halt, read_channels, thread_of
+from biasbreaker_plugins.langgraph._internals import Halt, read_channels, trace_key
 from biasbreaker_plugins.langgraph.breaker_node import BreakerNode
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import Machines, run_sync
@@ -227,7 +227,7 @@ class GraphGuard:
         state = args[0] if args else kwargs.get(spec.first)
         bb = read_channels(config, BB_KEYS)
         if self.traces.template and not bb.get("bb_breaker"):
-            self.traces.check_new_run(thread_of(config))
+            self.traces.check_new_run(trace_key(config))
         if self.stream_first:
             return state, bb, None, (config, kwargs)
         capture = Capture()

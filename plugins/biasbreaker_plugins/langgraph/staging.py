@@ -23,7 +23,7 @@ from langgraph.types import Command, Send
 
 from biasbreaker.errors import ConfigError
 from biasbreaker.types import BreakerAction, BreakerDecision
-from biasbreaker_plugins.langgraph._internals import Promote, task_of, thread_of
+from biasbreaker_plugins.langgraph._internals import Promote, task_of, trace_key
 from biasbreaker_plugins.langgraph.names import BREAKER, REVIEW
 from biasbreaker_plugins.langgraph.probing import Call
 from biasbreaker_plugins.langgraph.state import BB_KEYS
@@ -162,7 +162,7 @@ class Work:
 
     def __init__(self, state: Mapping[str, Any], config: RunnableConfig) -> None:
         self.state = state
-        self.thread = thread_of(config)
+        self.thread = trace_key(config)
         self.lg_step, _ = task_of(config)
         self.staged: dict[str, dict[str, Any]] = dict(state.get("bb_unverified_output") or {})
         self.breaker: Mapping[str, Any] | None = state.get("bb_breaker")
