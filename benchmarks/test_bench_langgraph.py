@@ -103,3 +103,54 @@ def test_guarded_chain_probing_k4(benchmark: Any, tmp_path: Path) -> None:
     assert out["hops"] == NODES
     scores = _guard_state(chain(), _kernel(tmp_path, k=4, r=2))["bb_local_scores"]
     assert len([s for s in scores.values() if s is not None]) == NODES
+
+
+# -- the same chain over message state: each agent reads the conversation and adds a reply
+
+
+def message_chain() -> StateGraph[Any, Any, Any, Any]:
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import MessagesState
+
+    def agent(index: int) -> Any:
+        def reply(state: MessagesState) -> dict[str, Any]:
+            time.sleep(0.001)
+            return {
+                "messages": [AIMessage(f"{index}: {state['messages'][0].content}", id=str(index))]
+            }
+
+        reply.__name__ = f"agent{index}"
+        return reply
+
+    builder = StateGraph(MessagesState)
+    previous = START
+    for index in range(NODES):
+        builder.add_node(agent(index))
+        builder.add_edge(previous, f"agent{index}")
+        previous = f"agent{index}"
+    builder.add_edge(previous, END)
+    return builder
+
+
+def _question() -> dict[str, Any]:
+    from langchain_core.messages import HumanMessage
+
+    return {"messages": [HumanMessage(TEXT, id="q")]}
+
+
+@pytest.mark.benchmark(group="langgraph-guard-messages")
+def test_unguarded_message_chain_baseline(benchmark: Any) -> None:
+    app = message_chain().compile()
+    benchmark.extra_info["per"] = f"invoke, {NODES} message-state nodes of 1 ms, unguarded"
+    out = benchmark(app.invoke, _question())
+    assert len(out["messages"]) == NODES + 1
+
+
+@pytest.mark.benchmark(group="langgraph-guard-messages")
+def test_guarded_message_chain_probing_disabled(benchmark: Any, tmp_path: Path) -> None:
+    app = guard(message_chain(), _kernel(tmp_path, probe_rate=0.0)).compile()
+    benchmark.extra_info.update(
+        per=f"invoke, {NODES} guarded message-state nodes, probe_rate 0", goal_ratio=1.05
+    )
+    out = benchmark(app.invoke, _question())
+    assert len(out["messages"]) == NODES + 1

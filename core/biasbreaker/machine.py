@@ -35,7 +35,7 @@ import hashlib
 import inspect
 import math
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Union
 
@@ -501,26 +501,55 @@ WEIGHT_SUM_TOLERANCE = 1e-6
 """How far the Katz weights handed to :meth:`ControlMachine.step` may sum from 1."""
 
 
+class KatzWeights(Mapping[str, float]):
+    """Katz weights checked once (each finite and >= 0, summing to 1), immutable.
+
+    :meth:`ControlMachine.step` checks the weights it is given on every step; a caller that
+    steps many times with the same weights (the LangGraph adapter: one set per graph) builds
+    this once and the machine checks only that the step's scored nodes are covered.
+
+    Raises:
+        ScoreError: A weight is not a finite number >= 0.
+        InputError: They do not sum to 1 (within :data:`WEIGHT_SUM_TOLERANCE`).
+    """
+
+    __slots__ = ("_weights",)
+
+    def __init__(self, weights: Mapping[str, float]) -> None:
+        checked = {
+            name: check_score(f"weights[{name!r}]", value)
+            for name, value in sorted(weights.items())
+        }
+        total = math.fsum(checked.values())
+        if checked and abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
+            raise InputError(
+                f"weights sum to {total:.6g}, not 1: they are Katz weights normalised over the "
+                "graph; pass katz_influence(graph).weights, or divide each by their sum"
+            )
+        self._weights = checked
+
+    def __getitem__(self, key: str) -> float:
+        return self._weights[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._weights)
+
+    def __len__(self) -> int:
+        return len(self._weights)
+
+
 def _checked_weights(
     weights: Mapping[str, float] | None, scores: Mapping[str, float]
-) -> dict[str, float]:
+) -> Mapping[str, float]:
     """Validate a step's Katz weights: each finite and >= 0, summing to 1, covering the scores.
 
-    An empty or absent mapping is allowed (no weights known). Source: the weights are Katz
-    influence normalised over the graph (docs/propagation.md), so the hook's
-    ``magnitudes = w_i * b_i`` are shares of B_net.
+    An empty or absent mapping is allowed (no weights known); :class:`KatzWeights` were
+    checked when built. Source: the weights are Katz influence normalised over the graph
+    (docs/propagation.md), so the hook's ``magnitudes = w_i * b_i`` are shares of B_net.
     """
     if not weights:
         return {}
-    checked = {
-        name: check_score(f"weights[{name!r}]", value) for name, value in sorted(weights.items())
-    }
-    total = math.fsum(checked.values())
-    if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
-        raise InputError(
-            f"weights sum to {total:.6g}, not 1: they are Katz weights normalised over the graph; "
-            "pass katz_influence(graph).weights, or divide each by their sum"
-        )
+    checked = weights if isinstance(weights, KatzWeights) else KatzWeights(weights)
     missing = sorted(set(scores) - set(checked))
     if missing:
         raise InputError(

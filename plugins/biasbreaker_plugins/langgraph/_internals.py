@@ -28,6 +28,9 @@ destinations, it never removes any). So, after ``StateGraph.compile()``, the ada
   (:func:`read_channels`).
 * A compiled node's ``tags`` become its tasks' tags; a task tagged ``TAG_HIDDEN`` is left out
   of the ``updates``, ``tasks`` and ``debug`` streams (:func:`hide_tasks`).
+* A run that streams no ``"custom"`` events gets a stream writer whose body is ``pass``
+  (:func:`writes_nothing`); with no streaming callback handler and no parent stream either, a
+  guarded node has nothing to capture and keeps its own config.
 * ``StateGraph.channels`` maps each state key to its channel; a channel's
   ``from_checkpoint(value)`` (``langgraph._internal._typing.MISSING`` for no value) makes a
   fresh copy holding ``value`` and ``update([write])`` applies one write with the key's reducer,
@@ -269,6 +272,28 @@ def model_update(output: Any) -> dict[str, Any]:
     return dict(get_update_as_tuples(output, keys))
 
 
+def _pass(payload: Any) -> None:  # the shape of LangGraph's no-op writer (no docstring)
+    pass
+
+
+def writes_nothing(writer: Any) -> bool:
+    """Whether ``writer`` is a stream writer that does nothing (``"custom"`` not streamed).
+
+    ``Pregel.stream`` gives a run that does not stream ``"custom"`` (and is not a subgraph
+    streamed by its parent) a local function whose body is ``pass``; the default runtime's
+    ``_no_op_stream_writer`` is the same. A writer with any other body (one that puts the
+    event on the run's queue) never compares equal, so a real writer is never taken for it.
+    """
+    code = getattr(writer, "__code__", None)
+    reference = _pass.__code__
+    return (
+        code is not None
+        and code.co_code == reference.co_code
+        and code.co_consts == reference.co_consts
+        and not code.co_names
+    )
+
+
 def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]:
     """The current values of ``keys`` for the running task (a key never written is absent)."""
     return dict(ChannelRead.do_read(config, select=list(keys), fresh=False))
@@ -352,4 +377,5 @@ __all__ = [
     "thread_of",
     "trace_key",
     "write_problem",
+    "writes_nothing",
 ]

@@ -23,7 +23,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from biasbreaker.machine import ControlMachine
+from biasbreaker.machine import ControlMachine, KatzWeights
 from biasbreaker.propagation import NetworkEwma, network_score
 from biasbreaker.types import BreakerAction, BreakerDecision, FrozenPayload, InterventionContext
 from biasbreaker_plugins.langgraph._internals import Halt
@@ -56,6 +56,7 @@ class Decider:
         self.machines = machines
         self.traces = traces
         self.weights = dict(weights)
+        self.katz = KatzWeights(self.weights)  # checked once; the machine trusts it
         self.new_ewma = new_ewma
         self.opaque = opaque
 
@@ -105,7 +106,7 @@ class Decider:
             step["slow"],
             node=staged["node"],
             local_scores=scores,
-            weights=self.weights,
+            weights=self.katz,
             payload=staged.get("view", staged.get("update")),
             step_input=step_input,
             probe=staged.get("outcome") or None,
@@ -126,7 +127,7 @@ class Decider:
             step["slow"],
             node=staged["node"],
             local_scores=scores,
-            weights=self.weights,
+            weights=self.katz,
             payload=staged.get("view", staged["update"]),
             step_input=staged["input"],
             probe=staged.get("outcome") or None,

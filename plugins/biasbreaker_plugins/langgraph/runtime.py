@@ -232,6 +232,8 @@ class GraphGuard:
             return state, bb, None, (config, kwargs)
         capture = Capture()
         own = capturing(config, capture)
+        if own is config:
+            return state, bb, capture, (config, kwargs)
         return state, bb, capture, (own, {**kwargs, **rebound(kwargs, own, spec.inject)})
 
     def _leave(

@@ -170,7 +170,7 @@ def user_part(state: dict[str, Any]) -> dict[str, Any]:
 _isfinite: Final = math.isfinite
 
 
-def _plain_json(value: Any, depth: int = 0) -> bool:
+def plain_json(value: Any, depth: int = 0) -> bool:
     """Whether ``value`` is plain JSON of exact builtin types (:func:`json_problem`'s fast path).
 
     ``False`` also for nesting deeper than 64 (and so for a reference cycle), which
@@ -185,11 +185,11 @@ def _plain_json(value: Any, depth: int = 0) -> bool:
         return False
     if kind is dict:
         for key, item in value.items():
-            if type(key) is not str or not _plain_json(item, depth + 1):
+            if type(key) is not str or not plain_json(item, depth + 1):
                 return False
         return True
     if kind is list or kind is tuple:
-        return all(_plain_json(item, depth + 1) for item in value)
+        return all(plain_json(item, depth + 1) for item in value)
     return False
 
 
@@ -208,7 +208,7 @@ def json_problem(value: Any, name: str = "output") -> str | None:
         ``None``, or the path and type of the first bad value, e.g. ``"output value at
         output['score'] is nan: JSON has no NaN or infinity; ..."``.
     """
-    if _plain_json(value):
+    if plain_json(value):
         return None
     try:
         FrozenPayload.of(value)
@@ -224,7 +224,7 @@ def shown(value: Any, _active: frozenset[int] = frozenset()) -> Any:
     A value that is not JSON is written as ``"<not JSON: TYPE REPR>"`` (the repr cut at 120
     characters); a reference cycle as ``"<not JSON: a reference cycle>"``.
     """
-    if _plain_json(value):
+    if plain_json(value):
         return value
     if id(value) in _active:
         return "<not JSON: a reference cycle>"
@@ -331,6 +331,7 @@ __all__ = [
     "json_problem",
     "merge_mapping",
     "merge_staged",
+    "plain_json",
     "replace_value",
     "shown",
     "single_breaker_step",

@@ -49,6 +49,8 @@ from langgraph.pregel._messages import StreamMessagesHandler
 from langgraph.pregel._tools import StreamToolCallHandler
 from langgraph.pregel.protocol import StreamProtocol
 
+from biasbreaker_plugins.langgraph._internals import writes_nothing
+
 EVENT_KEY: Final = "biasbreaker"
 """The key of the guard's custom stream event: ``{"biasbreaker": {"event", "node", "key",
 "status", "reason"}}``."""
@@ -91,6 +93,8 @@ class Capture:
         An event whose sink the task does not have (its stream mode was not requested) is
         dropped, as it would have been without the guard.
         """
+        if not self.events:
+            return 0
         sinks = Sinks.of(config)
         handed = 0
         for kind, payload in self.events:
@@ -134,6 +138,8 @@ def _callbacks(callbacks: Any, capture: Capture | None, *, drop: bool) -> Any:
     if callbacks is None:
         return None
     if isinstance(callbacks, BaseCallbackManager):
+        if not any(_kind_of(h) for h in (*callbacks.handlers, *callbacks.inheritable_handlers)):
+            return callbacks  # nothing here streams to the caller (an invoke() run)
         manager = callbacks.copy()
         manager.handlers = _handlers(manager.handlers, capture, drop=drop)
         manager.inheritable_handlers = _handlers(manager.inheritable_handlers, capture, drop=drop)
@@ -171,8 +177,35 @@ def _with_sinks(config: RunnableConfig, capture: Capture | None, *, drop: bool) 
     return out  # type: ignore[return-value]
 
 
+def streams_anything(config: RunnableConfig) -> bool:
+    """Whether a task with ``config`` could stream anything to the caller.
+
+    ``False`` for an ``invoke()`` run: no streaming callback handler, no parent stream, and
+    LangGraph's no-op custom writer.
+    """
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        handlers: Sequence[Any] = (*callbacks.handlers, *callbacks.inheritable_handlers)
+    elif isinstance(callbacks, Sequence):
+        handlers = callbacks
+    else:
+        handlers = ()
+    if any(_kind_of(h) for h in handlers):
+        return True
+    conf = config.get(CONF) or {}
+    if conf.get(CONFIG_KEY_STREAM) is not None:
+        return True
+    runtime = conf.get(CONFIG_KEY_RUNTIME)
+    return runtime is not None and not writes_nothing(runtime.stream_writer)
+
+
 def capturing(config: RunnableConfig, capture: Capture) -> RunnableConfig:
-    """``config`` with every stream sink recording into ``capture`` instead of streaming."""
+    """``config`` with every stream sink recording into ``capture`` instead of streaming.
+
+    ``config`` itself when nothing could stream (:func:`streams_anything`).
+    """
+    if not streams_anything(config):
+        return config
     capture.metadata = dict(config.get("metadata") or {})
     return _with_sinks(config, capture, drop=False)
 
@@ -339,4 +372,5 @@ __all__ = [
     "graph_namespace",
     "injected",
     "silenced",
+    "streams_anything",
 ]

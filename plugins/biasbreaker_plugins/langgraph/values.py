@@ -58,6 +58,7 @@ from langchain_core.messages import BaseMessage, RemoveMessage
 from pydantic import BaseModel
 
 from biasbreaker.types import canonical_json
+from biasbreaker_plugins.langgraph.state import plain_json
 
 _OPAQUE_SCALARS: Final = (
     datetime.datetime,
@@ -208,6 +209,8 @@ def read_values(
     Raises:
         Unreadable: As :func:`read`, with the key in the path.
     """
+    if not opaque and plain_json(values):
+        return dict(values)  # the common case: plain JSON is its own view
     return {
         key: f"<opaque: {_type_name(value)}>" if key in opaque else read(value, f"{where}[{key!r}]")
         for key, value in values.items()
