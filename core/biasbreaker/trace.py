@@ -30,14 +30,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any, Final
 
-from biasbreaker.calibration import ControlStatistics, WindowCounts
 from biasbreaker.errors import BiasbreakerError, TraceError
 from biasbreaker.types import (
     ALLOWED_ACTIONS,
     BreakerAction,
     BreakerState,
+    ControlStatistics,
     JSONValue,
     Thresholds,
+    WindowCounts,
     canonical_json,
 )
 
