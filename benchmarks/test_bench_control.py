@@ -27,9 +27,9 @@ from biasbreaker.breaker import CircuitBreaker, freeze
 from biasbreaker.calibration import ControlStatistics, calibrate
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import ControlMachine, MachineConfig
-from biasbreaker.properties import verify_trace
 from biasbreaker.trace import TraceWriter
 from biasbreaker.types import InterventionContext, InterventionResult, Thresholds
+from biasbreaker.verify import verify_trace
 
 TH = Thresholds(0.5, 0.35, 0.25, 0.05)
 MILLION = 1_000_000

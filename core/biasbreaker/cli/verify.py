@@ -11,9 +11,9 @@ import typer
 
 from biasbreaker.cli._common import JsonOption, fail, stdout, warn
 from biasbreaker.errors import BiasbreakerError, TraceError
-from biasbreaker.properties import PropertyReport, VerificationReport
-from biasbreaker.properties.traceset import TraceSetVerification, trace_files, verify_traces
 from biasbreaker.trace import TraceTruncatedWarning
+from biasbreaker.verify import PropertyReport, VerificationReport
+from biasbreaker.verify.traceset import TraceSetVerification, trace_files, verify_traces
 
 SHOWN_VIOLATIONS = 5
 

@@ -203,7 +203,7 @@ def verification_block(table: Table, verification: Verification) -> list[str]:
 def property_table(totals: Sequence[PropertyTotal]) -> Table:
     """The verification verdicts as a table."""
     return Table(
-        "Properties verified on every trace (biasbreaker.properties.verify_trace)",
+        "Properties verified on every trace (biasbreaker.verify.verify_trace)",
         ("property", "verdict", "traces", "violations", "detail"),
         tuple(
             (

@@ -9,7 +9,7 @@ recompute every number from the output folder:
   re-check passed), escalations;
 * :func:`selection` — per phase, from ``results.jsonl``: the shortlist's selection rate per
   group and the disparate-impact ratios (rate / highest rate, the four-fifths rule);
-* :func:`verification` — :func:`biasbreaker.properties.verify_trace` on every trace, each
+* :func:`verification` — :func:`biasbreaker.verify.verify_trace` on every trace, each
   property's verdict aggregated over them.
 """
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.properties.traceset import PropertyTotal, TraceSetVerification, verify_traces
 from biasbreaker.trace import Trace, read_trace
 from biasbreaker.types import BreakerState
+from biasbreaker.verify.traceset import PropertyTotal, TraceSetVerification, verify_traces
 from biasbreaker_plugins.demo.driver import read_results
 
 TRIPPED_STATES = frozenset(

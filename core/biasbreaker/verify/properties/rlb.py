@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from biasbreaker.calibration import ControlStatistics, outlier_level
-from biasbreaker.properties.report import PropertyReport, Violation, ViolationLog
 from biasbreaker.trace import StepRecord
 from biasbreaker.types import JSONValue
+from biasbreaker.verify.report import PropertyReport, Violation, ViolationLog
 
 PROPERTY_VERSION: Final = "RLB-v1"
 

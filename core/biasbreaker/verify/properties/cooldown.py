@@ -12,9 +12,9 @@ Source:
 
 from __future__ import annotations
 
-from biasbreaker.properties.report import PropertyReport, ViolationLog
 from biasbreaker.trace import StepRecord
 from biasbreaker.types import BreakerState
+from biasbreaker.verify.report import PropertyReport, ViolationLog
 
 
 class CooldownVerifier:

@@ -1,15 +1,15 @@
-"""Property verifiers over a recorded run trace (``biasbreaker verify``).
+"""Verifying one run trace: every property's verifier over one streaming pass.
 
-One module per property; each verifier streams over the trace's records once, so a trace of
-millions of steps is checked in O(1) memory:
+One module per property (:mod:`biasbreaker.verify.properties`); each verifier streams over the
+trace's records once, so a trace of millions of steps is checked in O(1) memory:
 
-- :mod:`~biasbreaker.properties.rlb` — RLB-v1, the recovery latency bound (corrected).
-- :mod:`~biasbreaker.properties.anti_thrash` — no flip while fast stays in the dead-band
+- :mod:`~biasbreaker.verify.properties.rlb` — RLB-v1, the recovery latency bound (corrected).
+- :mod:`~biasbreaker.verify.properties.anti_thrash` — no flip while fast stays in the dead-band
   (a node trip, when the header says node trips are on, is the one allowed exception).
-- :mod:`~biasbreaker.properties.bounded_retries` — at most ``max_retries`` interventions
+- :mod:`~biasbreaker.verify.properties.bounded_retries` — at most ``max_retries`` interventions
   per episode.
-- :mod:`~biasbreaker.properties.terminal_escalation` — ESCALATED is terminal.
-- :mod:`~biasbreaker.properties.cooldown` — recovery only after the cool-down.
+- :mod:`~biasbreaker.verify.properties.terminal_escalation` — ESCALATED is terminal.
+- :mod:`~biasbreaker.verify.properties.cooldown` — recovery only after the cool-down.
 
 :func:`verify_trace` runs them all.
 """
@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biasbreaker.errors import InputError
-from biasbreaker.properties.anti_thrash import AntiThrashVerifier
-from biasbreaker.properties.bounded_retries import BoundedRetriesVerifier
-from biasbreaker.properties.cooldown import CooldownVerifier
-from biasbreaker.properties.report import PropertyReport, Verifier, Violation
-from biasbreaker.properties.rlb import PROPERTY_VERSION, RLBReport, RLBVerifier
-from biasbreaker.properties.terminal_escalation import TerminalEscalationVerifier
 from biasbreaker.trace import TraceReader
 from biasbreaker.types import JSONValue
+from biasbreaker.verify.properties.anti_thrash import AntiThrashVerifier
+from biasbreaker.verify.properties.bounded_retries import BoundedRetriesVerifier
+from biasbreaker.verify.properties.cooldown import CooldownVerifier
+from biasbreaker.verify.properties.rlb import RLBReport, RLBVerifier
+from biasbreaker.verify.properties.terminal_escalation import TerminalEscalationVerifier
+from biasbreaker.verify.report import PropertyReport, Verifier
 
 DEFAULT_MAX_HISTORY = 32
 """W used for RLB-v1 when neither the caller nor the trace header gives one (the ADR's)."""
@@ -121,12 +121,4 @@ def verify_trace(
     )
 
 
-__all__ = [
-    "DEFAULT_MAX_HISTORY",
-    "PROPERTY_VERSION",
-    "PropertyReport",
-    "RLBReport",
-    "VerificationReport",
-    "Violation",
-    "verify_trace",
-]
+__all__ = ["DEFAULT_MAX_HISTORY", "VerificationReport", "verify_trace"]

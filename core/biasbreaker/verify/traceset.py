@@ -2,7 +2,7 @@
 
 A guarded pipeline writes one run trace per run (per LangGraph thread), so an audit checks a
 folder of traces, not one file. :func:`trace_files` expands files and folders into the trace
-files, :func:`verify_traces` verifies each with :func:`~biasbreaker.properties.verify_trace` and
+files, :func:`verify_traces` verifies each with :func:`~biasbreaker.verify.verify_trace` and
 :class:`TraceSetVerification` aggregates the verdicts per property (a property holds on the set
 when it holds on every trace). ``biasbreaker verify`` and the demo's report use it.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from biasbreaker.errors import InputError
-from biasbreaker.properties import VerificationReport, verify_trace
-from biasbreaker.properties.report import PropertyReport
 from biasbreaker.trace import TraceTruncatedWarning
 from biasbreaker.types import JSONValue
+from biasbreaker.verify.report import PropertyReport
+from biasbreaker.verify.verifier import VerificationReport, verify_trace
 
 TRACE_SUFFIX = ".jsonl"
 """The suffix of the files a folder argument contributes."""

@@ -23,9 +23,9 @@ Source:
 
 from __future__ import annotations
 
-from biasbreaker.properties.report import PropertyReport, ViolationLog
 from biasbreaker.trace import StepRecord
 from biasbreaker.types import BreakerState, Thresholds
+from biasbreaker.verify.report import PropertyReport, ViolationLog
 
 
 class AntiThrashVerifier:

@@ -1,34 +1,21 @@
-"""The run trace: one JSON Lines record per guarded step, written for later verification.
+"""The run trace's records: the header (line 1) and one step record per guarded step.
 
-A trace file is UTF-8 JSON Lines. Line 1 is a header (``"kind": "header"``) carrying the
-schema name and version and the run's control configuration (thresholds, cool-down, retry
-budget, calibration window, seed). Every further line is one step (``"kind": "step"``), in step
-order with no gaps. Each line is canonical JSON (sorted keys, no spaces), so the same seed and
-inputs give byte-identical files.
-
-Writing appends and flushes one whole line per record (``fsync`` optional), so a crash loses
-at most the line being written. Reading accepts a file whose last line was cut mid-way: it
-returns the records up to the last whole line and warns (:class:`TraceTruncatedWarning`). A
-last line that lacks only its newline (an editor or another tool dropped it) is a whole record
-and is read; appending to such a file first adds the newline. Any other malformed line is a
-:class:`~biasbreaker.errors.TraceError` naming the file and line.
+Each record converts to and from its JSON object (``to_json`` / ``from_json``); ``from_json``
+validates every field, so a malformed line is a :class:`~biasbreaker.errors.TraceError` that
+names the field.
 
 Source:
-    ``ARCHITECTURE.md`` §6 "Run trace and properties"; ``docs/control.md`` (schema).
+    ``ARCHITECTURE.md`` §6 "Run trace and properties"; ``docs/control.md`` §6 (schema).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any, Final
+from typing import Any, Final
 
 from biasbreaker.errors import BiasbreakerError, TraceError
 from biasbreaker.types import (
@@ -44,10 +31,6 @@ from biasbreaker.types import (
 
 SCHEMA: Final = "biasbreaker.trace"
 SCHEMA_VERSION: Final = 1
-
-
-class TraceTruncatedWarning(UserWarning):
-    """A trace's last line was cut mid-way (a crash while writing); it was ignored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,274 +299,4 @@ def record_line(record: Mapping[str, JSONValue]) -> str:
     return canonical_json(record) + "\n"
 
 
-class TraceWriter:
-    """Append run-trace records to a JSON Lines file, one flushed line per record.
-
-    Use it as a context manager, and pass it (or its :meth:`write`) as the control machine's
-    ``recorder``.
-
-    Args:
-        path: The trace file, or an open text stream (e.g. ``sys.stdout``; it is flushed per
-            record but not closed, and ``fsync`` and ``append`` do not apply).
-        header: The run's header, written as line 1 of a new file.
-        fsync: Also ``os.fsync`` after every record (durable against power loss; slower).
-        append: Continue an existing trace (e.g. after restoring a machine from a snapshot):
-            its header must equal ``header``; a last line cut by a crash is removed, a whole
-            last line without its newline gets one; the next record must continue the step
-            numbering. Without ``append`` an existing file is
-            overwritten.
-
-    Raises:
-        TraceError: With ``append``, if the existing file is not a trace or its header
-            differs.
-    """
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | IO[str],
-        header: TraceHeader,
-        *,
-        fsync: bool = False,
-        append: bool = False,
-    ) -> None:
-        self.header = header
-        self._next_step = 0
-        self._closed = False
-        self._owned = not hasattr(path, "write")
-        if not self._owned:
-            self.path = Path(getattr(path, "name", "<stream>"))
-            self._fsync = False
-            self._file: IO[str] = path  # type: ignore[assignment]
-            self._emit(record_line(header.to_json()))
-            return
-        self.path = Path(path)  # type: ignore[arg-type]
-        self._fsync = fsync
-        if append and self.path.exists() and self.path.stat().st_size > 0:
-            existing = read_trace(self.path, warn=False)
-            if existing.header != header:
-                raise TraceError(
-                    f"{self.path}: cannot append, its header differs from this "
-                    "run's (different thresholds, window or seed)"
-                )
-            with self.path.open("r+b") as raw:
-                raw.truncate(existing.whole_bytes)
-                if existing.newline_missing:
-                    raw.seek(existing.whole_bytes)
-                    raw.write(b"\n")
-            self._next_step = existing.records[-1].step + 1 if existing.records else 0
-            self._file = self.path.open("a", encoding="utf-8", newline="\n")
-        else:
-            self._file = self.path.open("w", encoding="utf-8", newline="\n")
-            self._emit(record_line(header.to_json()))
-
-    def _emit(self, line: str) -> None:
-        self._file.write(line)
-        self._file.flush()
-        if self._fsync:
-            os.fsync(self._file.fileno())
-
-    def write(self, record: StepRecord) -> None:
-        """Append one step record and flush it.
-
-        Raises:
-            TraceError: If the record's step is not the next one (steps are consecutive from
-                0), or the writer is closed.
-        """
-        if self._closed:
-            raise TraceError(f"{self.path}: the trace writer is closed")
-        if record.step != self._next_step:
-            raise TraceError(
-                f"{self.path}: step {record.step} written out of order; expected "
-                f"step {self._next_step}"
-            )
-        self._emit(record_line(record.to_json()))
-        self._next_step += 1
-
-    __call__ = write
-
-    def close(self) -> None:
-        """Close the file (idempotent); a stream passed in is flushed, not closed."""
-        self._closed = True
-        if self._owned:
-            self._file.close()
-        else:
-            self._file.flush()
-
-    def __enter__(self) -> TraceWriter:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class TraceReader:
-    """Stream a run trace record by record, in O(1) memory.
-
-    The header is read on construction. Iterating yields the step records in order (once);
-    afterwards :attr:`sha256` (of the file's bytes, including a cut last line),
-    :attr:`truncated`, :attr:`whole_bytes`, :attr:`newline_missing` and :attr:`n_records` are
-    set. A last line without its newline is a whole record if it parses as a JSON object (a
-    proper prefix of a one-line JSON object never does), and cut otherwise.
-
-    Args:
-        path: The trace file.
-        warn: Emit :class:`TraceTruncatedWarning` if the last line was cut mid-record.
-
-    Raises:
-        TraceError: If the file cannot be read or has no valid header; while iterating, if a
-            line (other than a cut last line) is malformed, has an unknown kind, or breaks the
-            step order. Messages name the file and line.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, warn: bool = True) -> None:
-        self.path = Path(path)
-        self._warn = warn
-        self._hash = hashlib.sha256()
-        self.truncated = False
-        self.newline_missing = False
-        self.whole_bytes = 0
-        self.n_records = 0
-        self._done = False
-        try:
-            self._file: IO[bytes] = self.path.open("rb")
-        except OSError as exc:
-            raise TraceError(f"{self.path}: cannot read the trace: {exc}") from exc
-        self._line_number = 0
-        first = self._next_object()
-        if first is None:
-            self._file.close()
-            raise TraceError(
-                f"{self.path}: empty trace, or its header line is cut; nothing to read"
-            )
-        try:
-            self.header = TraceHeader.from_json(first)
-        except TraceError as exc:
-            self._file.close()
-            raise TraceError(f"{self.path}:1: {exc}") from exc
-
-    @property
-    def sha256(self) -> str:
-        """SHA-256 hex digest of the file's bytes; complete once iteration has finished."""
-        if not self._done:
-            raise TraceError(f"{self.path}: the digest is known only after reading every record")
-        return self._hash.hexdigest()
-
-    def _next_object(self) -> dict[str, Any] | None:
-        raw = self._file.readline()
-        if not raw:
-            return None
-        self._hash.update(raw)
-        self._line_number += 1
-        if not raw.endswith(b"\n"):
-            # The writer emits each record and its newline in one write, so a line without its
-            # newline was either being written when the process died (cut: not a JSON object)
-            # or lost only its newline afterwards (whole: a JSON object).
-            try:
-                whole = json.loads(raw)
-            except ValueError:
-                whole = None
-            if isinstance(whole, dict):
-                self.newline_missing = True
-                self.whole_bytes += len(raw)
-                return whole
-            self.truncated = True
-            if self._warn:
-                warnings.warn(
-                    f"{self.path}:{self._line_number}: the last line is cut mid-record (the "
-                    f"writer crashed?); read the {self._line_number - 1} whole lines before it",
-                    TraceTruncatedWarning,
-                    stacklevel=3,
-                )
-            return None
-        try:
-            parsed = json.loads(raw)
-        except ValueError as exc:
-            raise TraceError(f"{self.path}:{self._line_number}: not valid JSON: {exc}") from exc
-        if not isinstance(parsed, dict):
-            raise TraceError(f"{self.path}:{self._line_number}: a trace line must be a JSON object")
-        self.whole_bytes += len(raw)
-        return parsed
-
-    def __iter__(self) -> Iterator[StepRecord]:
-        try:
-            while True:
-                parsed = self._next_object()
-                if parsed is None:
-                    break
-                try:
-                    record = StepRecord.from_json(parsed)
-                except TraceError as exc:
-                    raise TraceError(f"{self.path}:{self._line_number}: {exc}") from exc
-                if record.step != self.n_records:
-                    raise TraceError(
-                        f"{self.path}:{self._line_number}: step {record.step} is "
-                        f"out of order; expected step {self.n_records}"
-                    )
-                self.n_records += 1
-                yield record
-            self._done = True
-        finally:
-            self._file.close()
-
-
-@dataclass(frozen=True, slots=True)
-class Trace:
-    """A trace read into memory (see :func:`read_trace`).
-
-    Args:
-        path: The file.
-        sha256: SHA-256 hex digest of the file's bytes as read (including any cut last line).
-        header: The header.
-        records: The whole step records, in order.
-        truncated: Whether a cut last line was dropped.
-        whole_bytes: Length in bytes of the file up to the end of its last whole line.
-        newline_missing: Whether the last whole line lacks its newline.
-    """
-
-    path: Path
-    sha256: str
-    header: TraceHeader
-    records: tuple[StepRecord, ...]
-    truncated: bool
-    whole_bytes: int
-    newline_missing: bool = False
-
-
-def read_trace(path: str | os.PathLike[str], *, warn: bool = True) -> Trace:
-    """Read and validate a whole run trace into memory (use :class:`TraceReader` to stream).
-
-    Args:
-        path: The trace file.
-        warn: Emit :class:`TraceTruncatedWarning` if the last line was cut mid-record.
-
-    Returns:
-        The trace, with every whole record.
-
-    Raises:
-        TraceError: As :class:`TraceReader`.
-    """
-    reader = TraceReader(path, warn=warn)
-    records = tuple(reader)
-    return Trace(
-        reader.path,
-        reader.sha256,
-        reader.header,
-        records,
-        reader.truncated,
-        reader.whole_bytes,
-        reader.newline_missing,
-    )
-
-
-__all__ = [
-    "SCHEMA",
-    "SCHEMA_VERSION",
-    "StepRecord",
-    "Trace",
-    "TraceHeader",
-    "TraceReader",
-    "TraceTruncatedWarning",
-    "TraceWriter",
-    "read_trace",
-    "record_line",
-]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "StepRecord", "TraceHeader", "record_line"]

@@ -7,9 +7,9 @@ import pytest
 from tracegen import forge
 
 from biasbreaker.errors import InputError
-from biasbreaker.properties import verify_trace
-from biasbreaker.properties.report import MAX_KEPT_VIOLATIONS
 from biasbreaker.types import BreakerState
+from biasbreaker.verify import verify_trace
+from biasbreaker.verify.report import MAX_KEPT_VIOLATIONS
 
 N, IV, R = BreakerState.NORMAL, BreakerState.INTERVENTION, BreakerState.RECOVERY
 
