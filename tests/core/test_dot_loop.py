@@ -130,6 +130,7 @@ def test_every_property_holds_on_every_preset(preset: str, hook: object, tmp_pat
             hook=hook,  # type: ignore[arg-type]
             recorder=writer,
         )
+        writer.seal()  # the run ended: a trace that is not sealed does not verify
     report = verify_trace(path)
     assert report.holds, report.to_json()
     assert report.steps == 200

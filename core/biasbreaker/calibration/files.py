@@ -72,9 +72,13 @@ class _FileRuns:
             self.header(number, record)
         elif kind == "step":
             self.trace_step(number, record)
+        elif kind == "seal":
+            if self.trace is None:
+                raise self.fail(number, "a run-trace seal before any header line")
         elif kind is not None:
             raise self.fail(
-                number, f"unknown kind {kind!r}; a run trace has 'header' and 'step' lines"
+                number,
+                f"unknown kind {kind!r}; a run trace has 'header', 'step' and 'seal' lines",
             )
         elif record.get("schema") == DOT_SCHEMA:
             self.dot_step(number, record)
@@ -205,7 +209,7 @@ def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
 
     - **run traces** (``biasbreaker simulate`` or a guarded run): a ``"kind": "header"`` line
       starts a new run; its ``"kind": "step"`` lines follow (validated as trace records, steps
-      numbered from 0). A step's own score is ``scores[node]``;
+      numbered from 0; its seals are skipped). A step's own score is ``scores[node]``;
     - **step records**: each line has ``fast``, ``slow``, a run key and optionally ``own`` (the
       guarded step's own local score, for node trips) and nothing else. The run key is
       ``run`` (a string or an integer) or ``seed`` (an integer), the same key throughout the

@@ -1,26 +1,34 @@
 """Reading a run trace: streamed in O(1) memory, or loaded; a cut last line is tolerated.
 
+Both schema versions are read: version 2 (hash-chained, with seals) and version 1 (no chain).
+The step records come back as :class:`~biasbreaker.trace.StepRecord`; seals are kept apart
+(:attr:`TraceReader.seals`), so ``records`` holds the steps only, numbered from 0.
+
 Source:
     ``ARCHITECTURE.md`` §6; ``docs/control.md`` §6.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
 
 from biasbreaker.errors import TraceError
-from biasbreaker.trace.records import StepRecord, TraceHeader
+from biasbreaker.trace.chain import line_digest
+from biasbreaker.trace.lines import LineBlocks, SealLine, TraceTruncatedWarning, to_record
+from biasbreaker.trace.records import SealRecord, Signature, StepRecord, TraceHeader
 
 
-class TraceTruncatedWarning(UserWarning):
-    """A trace's last line was cut mid-way (a crash while writing); it was ignored."""
+def to_seal(line: SealLine) -> SealRecord:
+    """The public :class:`~biasbreaker.trace.records.SealRecord` of a decoded seal line."""
+    signature = line.signature
+    return SealRecord(
+        line.steps,
+        line.prev,
+        None if signature is None else Signature(signature.key, signature.sig),
+    )
 
 
 class TraceReader:
@@ -28,9 +36,10 @@ class TraceReader:
 
     The header is read on construction. Iterating yields the step records in order (once);
     afterwards :attr:`sha256` (of the file's bytes, including a cut last line),
-    :attr:`truncated`, :attr:`whole_bytes`, :attr:`newline_missing` and :attr:`n_records` are
-    set. A last line without its newline is a whole record if it parses as a JSON object (a
-    proper prefix of a one-line JSON object never does), and cut otherwise.
+    :attr:`truncated`, :attr:`whole_bytes`, :attr:`newline_missing`, :attr:`n_records`,
+    :attr:`seals` (in file order), :attr:`ends_sealed` and :attr:`head` are set. A last line
+    without its newline is a whole record if it parses as a JSON object (a proper prefix of a
+    one-line JSON object never does), and cut otherwise.
 
     Args:
         path: The trace file.
@@ -43,94 +52,64 @@ class TraceReader:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, warn: bool = True) -> None:
-        self.path = Path(path)
-        self._warn = warn
-        self._hash = hashlib.sha256()
-        self.truncated = False
-        self.newline_missing = False
-        self.whole_bytes = 0
+        self._blocks = LineBlocks(path, warn=warn)
+        self.path = self._blocks.path
+        self.header: TraceHeader = self._blocks.header
         self.n_records = 0
-        self._done = False
-        try:
-            self._file: IO[bytes] = self.path.open("rb")
-        except OSError as exc:
-            raise TraceError(f"{self.path}: cannot read the trace: {exc}") from exc
-        self._line_number = 0
-        first = self._next_object()
-        if first is None:
-            self._file.close()
-            raise TraceError(
-                f"{self.path}: empty trace, or its header line is cut; nothing to read"
-            )
-        try:
-            self.header = TraceHeader.from_json(first)
-        except TraceError as exc:
-            self._file.close()
-            raise TraceError(f"{self.path}:1: {exc}") from exc
+        self.seals: list[SealRecord] = []
+        self.ends_sealed = False
+        self._last_line = self._blocks.header_line
+
+    @property
+    def version(self) -> int:
+        """The trace's schema version (1 or 2)."""
+        return self._blocks.version
 
     @property
     def sha256(self) -> str:
         """SHA-256 hex digest of the file's bytes; complete once iteration has finished."""
-        if not self._done:
-            raise TraceError(f"{self.path}: the digest is known only after reading every record")
-        return self._hash.hexdigest()
+        return self._blocks.sha256
 
-    def _next_object(self) -> dict[str, Any] | None:
-        raw = self._file.readline()
-        if not raw:
-            return None
-        self._hash.update(raw)
-        self._line_number += 1
-        if not raw.endswith(b"\n"):
-            # The writer emits each record and its newline in one write, so a line without its
-            # newline was either being written when the process died (cut: not a JSON object)
-            # or lost only its newline afterwards (whole: a JSON object).
-            try:
-                whole = json.loads(raw)
-            except ValueError:
-                whole = None
-            if isinstance(whole, dict):
-                self.newline_missing = True
-                self.whole_bytes += len(raw)
-                return whole
-            self.truncated = True
-            if self._warn:
-                warnings.warn(
-                    f"{self.path}:{self._line_number}: the last line is cut mid-record (the "
-                    f"writer crashed?); read the {self._line_number - 1} whole lines before it",
-                    TraceTruncatedWarning,
-                    stacklevel=3,
-                )
-            return None
-        try:
-            parsed = json.loads(raw)
-        except ValueError as exc:
-            raise TraceError(f"{self.path}:{self._line_number}: not valid JSON: {exc}") from exc
-        if not isinstance(parsed, dict):
-            raise TraceError(f"{self.path}:{self._line_number}: a trace line must be a JSON object")
-        self.whole_bytes += len(raw)
-        return parsed
+    @property
+    def truncated(self) -> bool:
+        """Whether a cut last line was ignored."""
+        return self._blocks.truncated
+
+    @property
+    def newline_missing(self) -> bool:
+        """Whether the last whole line lacks its newline."""
+        return self._blocks.newline_missing
+
+    @property
+    def whole_bytes(self) -> int:
+        """Length in bytes of the file up to the end of its last whole line."""
+        return self._blocks.whole_bytes
+
+    @property
+    def head(self) -> str:
+        """The digest of the last whole line (the chain head); set once iteration has finished."""
+        if not self._blocks.done:
+            raise TraceError(f"{self.path}: the head is known only after reading every record")
+        return line_digest(self._last_line)
 
     def __iter__(self) -> Iterator[StepRecord]:
-        try:
-            while True:
-                parsed = self._next_object()
-                if parsed is None:
-                    break
-                try:
-                    record = StepRecord.from_json(parsed)
-                except TraceError as exc:
-                    raise TraceError(f"{self.path}:{self._line_number}: {exc}") from exc
+        for number, raw, decoded in self._blocks:
+            for offset, line in enumerate(decoded):
+                if type(line) is SealLine:
+                    self.seals.append(to_seal(line))
+                    self.ends_sealed = True
+                    continue
+                record = to_record(line)  # type: ignore[arg-type]
                 if record.step != self.n_records:
                     raise TraceError(
-                        f"{self.path}:{self._line_number}: step {record.step} is "
+                        f"{self.path}:{number + offset}: step {record.step} is "
                         f"out of order; expected step {self.n_records}"
                     )
                 self.n_records += 1
+                self.ends_sealed = False
                 yield record
-            self._done = True
-        finally:
-            self._file.close()
+            if raw:
+                self._last_line = raw[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +120,14 @@ class Trace:
         path: The file.
         sha256: SHA-256 hex digest of the file's bytes as read (including any cut last line).
         header: The header.
-        records: The whole step records, in order.
+        records: The whole step records, in order (seals are in ``seals``).
         truncated: Whether a cut last line was dropped.
         whole_bytes: Length in bytes of the file up to the end of its last whole line.
         newline_missing: Whether the last whole line lacks its newline.
+        seals: The seal records, in file order (version 2).
+        head: The digest of the last whole line, the chain head (see
+            :mod:`biasbreaker.trace.chain`).
+        ends_sealed: Whether the last whole line is a seal.
     """
 
     path: Path
@@ -154,6 +137,9 @@ class Trace:
     truncated: bool
     whole_bytes: int
     newline_missing: bool = False
+    seals: tuple[SealRecord, ...] = ()
+    head: str = ""
+    ends_sealed: bool = False
 
 
 def read_trace(path: str | os.PathLike[str], *, warn: bool = True) -> Trace:
@@ -179,7 +165,10 @@ def read_trace(path: str | os.PathLike[str], *, warn: bool = True) -> Trace:
         reader.truncated,
         reader.whole_bytes,
         reader.newline_missing,
+        tuple(reader.seals),
+        reader.head,
+        reader.ends_sealed,
     )
 
 
-__all__ = ["Trace", "TraceReader", "TraceTruncatedWarning", "read_trace"]
+__all__ = ["Trace", "TraceReader", "TraceTruncatedWarning", "read_trace", "to_seal"]

@@ -1,8 +1,12 @@
-"""The run trace's records: the header (line 1) and one step record per guarded step.
+"""The run trace's records: the header (line 1), one step record per guarded step, and seals.
 
 Each record converts to and from its JSON object (``to_json`` / ``from_json``); ``from_json``
 validates every field, so a malformed line is a :class:`~biasbreaker.errors.TraceError` that
-names the field.
+names the field. Schema version 2 adds what a verifier needs to replay the run (the machine's
+probation mode and EWMA smoothing in the header, the Katz weights on the steps where they
+change) and the hash chain (:mod:`biasbreaker.trace.chain`): every line after the header
+carries ``prev``, the digest of the line before it, and :class:`SealRecord` lines close a
+stretch of the trace at each pause for review and at the end of a run.
 
 Source:
     ``ARCHITECTURE.md`` §6 "Run trace and properties"; ``docs/control.md`` §6 (schema).
@@ -17,6 +21,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+import rfc8785
+
 from biasbreaker.errors import BiasbreakerError, TraceError
 from biasbreaker.types import (
     ALLOWED_ACTIONS,
@@ -30,7 +36,30 @@ from biasbreaker.types import (
 )
 
 SCHEMA: Final = "biasbreaker.trace"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""The version this biasbreaker writes (it reads 1 and 2; version 1 has no chain)."""
+READABLE_VERSIONS: Final = (1, 2)
+PROBATION_MODES: Final = ("hold", "half-open")
+JSON_INT_LIMIT: Final = 2**53 - 1
+"""RFC 8785 (I-JSON) numbers are IEEE doubles: integers beyond this are not exact."""
+
+
+_V1_HEADER_KEYS: Final = frozenset(
+    {
+        "kind",
+        "schema",
+        "version",
+        "thresholds",
+        "cooldown_steps",
+        "max_retries",
+        "max_history",
+        "control",
+        "seed",
+        "meta",
+        "node_trip",
+    }
+)
+_HEADER_KEYS: Final = {1: _V1_HEADER_KEYS, 2: _V1_HEADER_KEYS | {"probation", "ewma"}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +76,18 @@ class TraceHeader:
         meta: Free-form plain-JSON description of the run (e.g. the preset), default empty.
         node_trip: Whether the run's machine also tripped on a step's own local score
             (``MachineConfig.node_trip``); a header without the key means ``False``.
+        probation: The machine's probation mode, ``"hold"`` or ``"half-open"``
+            (``MachineConfig.probation``), or ``None`` when unknown (version-1 headers).
+        ewma: The smoothing factors ``(fast, slow)`` of the EWMAs that produced each step's
+            fast and slow B_net, each in (0, 1], or ``None`` when the writer did not know them
+            (then ``verify`` cannot re-derive fast and slow from the local scores).
+        version: The schema version the header was read with (written: always
+            :data:`SCHEMA_VERSION`).
 
     Raises:
         TraceError: If ``max_history`` and ``control`` are not both set or both ``None``, a
-            counter is out of range, or ``node_trip`` is not a bool.
+            counter is out of range, ``node_trip`` is not a bool, ``probation`` or ``ewma`` is
+            invalid, or ``seed`` is beyond ±(2**53 - 1) (RFC 8785 numbers are doubles).
     """
 
     thresholds: Thresholds
@@ -61,6 +98,9 @@ class TraceHeader:
     seed: int
     meta: Mapping[str, JSONValue] = field(default_factory=dict)
     node_trip: bool = False
+    probation: str | None = None
+    ewma: tuple[float, float] | None = None
+    version: int = field(default=SCHEMA_VERSION, compare=False)
 
     def __post_init__(self) -> None:
         if (self.max_history is None) != (self.control is None):
@@ -78,10 +118,32 @@ class TraceHeader:
             or self.max_history < 1
         ):
             raise TraceError(f"trace header: max_history={self.max_history!r} must be an int >= 1")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise TraceError(f"trace header: seed={self.seed!r} must be an int")
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int)
+            or abs(self.seed) > JSON_INT_LIMIT
+        ):
+            raise TraceError(
+                f"trace header: seed={self.seed!r} must be an int within ±(2**53 - 1), the "
+                "integers an RFC 8785 (JSON double) number holds exactly"
+            )
         if not isinstance(self.node_trip, bool):
             raise TraceError(f"trace header: node_trip={self.node_trip!r} must be true or false")
+        if self.probation is not None and self.probation not in PROBATION_MODES:
+            raise TraceError(
+                f"trace header: probation={self.probation!r} must be 'hold' or 'half-open'"
+            )
+        if self.ewma is not None:
+            pair = tuple(self.ewma)
+            if len(pair) != 2 or not all(
+                not isinstance(a, bool) and isinstance(a, (int, float)) and 0.0 < a <= 1.0
+                for a in pair
+            ):
+                raise TraceError(
+                    f"trace header: ewma={self.ewma!r} must be the (fast, slow) smoothing "
+                    "factors, each in (0, 1]"
+                )
+            object.__setattr__(self, "ewma", (float(pair[0]), float(pair[1])))
         object.__setattr__(self, "meta", MappingProxyType(json.loads(canonical_json(self.meta))))
 
     def to_json(self) -> dict[str, JSONValue]:
@@ -98,6 +160,8 @@ class TraceHeader:
             "seed": self.seed,
             "meta": dict(self.meta),
             "node_trip": self.node_trip,
+            "probation": self.probation,
+            "ewma": None if self.ewma is None else {"fast": self.ewma[0], "slow": self.ewma[1]},
         }
 
     @classmethod
@@ -111,13 +175,24 @@ class TraceHeader:
             raise TraceError(
                 f"not a biasbreaker trace header (expected kind 'header' and schema {SCHEMA!r})"
             )
-        if data.get("version") != SCHEMA_VERSION:
+        version = data.get("version")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise TraceError(
-                f"trace schema version {data.get('version')!r} is not supported; "
-                f"this biasbreaker reads version {SCHEMA_VERSION}"
+                f"trace schema version {version!r} is not supported; this biasbreaker reads "
+                f"versions {', '.join(map(str, READABLE_VERSIONS))}"
+            )
+        known = _HEADER_KEYS[version]
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise TraceError(
+                f"trace header has unknown field(s) {', '.join(map(repr, unknown))} for schema "
+                f"version {version}"
             )
         try:
             control = data["control"]
+            ewma = data.get("ewma") if version >= 2 else None
+            if ewma is not None and (not isinstance(ewma, dict) or set(ewma) != {"fast", "slow"}):
+                raise TraceError("trace header: ewma must be null or {fast, slow}")
             return cls(
                 thresholds=Thresholds.from_json(data["thresholds"]),
                 cooldown_steps=data["cooldown_steps"],
@@ -127,6 +202,9 @@ class TraceHeader:
                 seed=data["seed"],
                 meta=data.get("meta", {}),
                 node_trip=data.get("node_trip", False),
+                probation=data["probation"] if version >= 2 else None,
+                ewma=None if ewma is None else (ewma["fast"], ewma["slow"]),
+                version=version,
             )
         except KeyError as exc:
             raise TraceError(f"trace header is missing the field {exc.args[0]!r}") from None
@@ -158,6 +236,10 @@ class StepRecord:
         payload_sha256: Digest of the decision's frozen payload, or ``None``.
         intervention: Summary of the intervention run at this step (see
             :meth:`biasbreaker.types.InterventionResult.summary`), or ``None``.
+        weights: The Katz weights (node -> weight, summing to 1) the step's B_net was
+            computed with, recorded on the first step that has them and on every step where
+            they change (a topology change); ``None`` on the others (unchanged). An empty
+            mapping records that the weights became unknown.
     """
 
     step: int
@@ -175,10 +257,11 @@ class StepRecord:
     attempt: int
     payload_sha256: str | None
     intervention: Mapping[str, JSONValue] | None
+    weights: Mapping[str, float] | None = None
 
     def to_json(self) -> dict[str, JSONValue]:
-        """Return the record's JSON object (``"kind": "step"``)."""
-        return {
+        """Return the record's JSON object (``"kind": "step"``; ``weights`` only when set)."""
+        data: dict[str, JSONValue] = {
             "kind": "step",
             "step": self.step,
             "node": self.node,
@@ -202,6 +285,9 @@ class StepRecord:
             "payload_sha256": self.payload_sha256,
             "intervention": None if self.intervention is None else dict(self.intervention),
         }
+        if self.weights is not None:
+            data["weights"] = dict(self.weights)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StepRecord:
@@ -243,6 +329,9 @@ class StepRecord:
                 attempt=_int(data["attempt"], "attempt"),
                 payload_sha256=data["payload_sha256"],
                 intervention=data["intervention"],
+                weights=None
+                if data.get("weights") is None
+                else _scores(data["weights"], "weights"),
             )
         except KeyError as exc:
             raise TraceError(f"step record is missing the field {exc.args[0]!r}") from None
@@ -288,15 +377,83 @@ def _score(value: object, name: str) -> float:
     return as_float
 
 
-def _scores(value: object) -> Mapping[str, float]:
+def _scores(value: object, name: str = "scores") -> Mapping[str, float]:
     if not isinstance(value, dict):
-        raise TraceError(f"scores must be an object of node -> score, got {type(value).__name__}")
-    return {str(node): _score(score, f"scores[{node!r}]") for node, score in value.items()}
+        raise TraceError(f"{name} must be an object of node -> number, got {type(value).__name__}")
+    return {str(node): _score(score, f"{name}[{node!r}]") for node, score in value.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """An Ed25519 signature of a seal (see :mod:`biasbreaker.trace.signing`).
+
+    Args:
+        key: The signer's public key, the 32 raw bytes in standard base64.
+        sig: The 64-byte signature of the seal's message
+            (:func:`biasbreaker.trace.chain.seal_message`), in standard base64.
+    """
+
+    key: str
+    sig: str
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """Return the signature's JSON object."""
+        return {"key": self.key, "sig": self.sig}
+
+
+@dataclass(frozen=True, slots=True)
+class SealRecord:
+    """A seal: the chain head and the step count at a pause for review or the end of a run.
+
+    A trace that does not end with a seal was cut (a crash, or records deleted), which
+    ``verify`` reports. A seal has no free field: everything in it follows from the lines
+    before it (and the signer's key), so an edit of the last seal is detected like an edit of
+    any other line.
+
+    Args:
+        steps: Step records written before the seal, >= 0.
+        head: The chain head: the digest of the line before the seal (its ``prev``).
+        signature: The Ed25519 signature of the seal, or ``None`` (unsigned).
+    """
+
+    steps: int
+    head: str
+    signature: Signature | None = None
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """Return the seal's JSON object (``"kind": "seal"``; ``prev`` is the head)."""
+        data: dict[str, JSONValue] = {"kind": "seal", "prev": self.head, "steps": self.steps}
+        if self.signature is not None:
+            data["signature"] = self.signature.to_json()
+        return data
 
 
 def record_line(record: Mapping[str, JSONValue]) -> str:
-    """Return one trace line, canonical JSON and a newline, for a header or step object."""
-    return canonical_json(record) + "\n"
+    """Return one trace line: the object's RFC 8785 canonical JSON and a newline.
+
+    RFC 8785 (the JSON Canonicalization Scheme) fixes key order, number and string forms, so
+    the same record is the same bytes in any language that implements it, and a line's digest
+    (:func:`biasbreaker.trace.chain.line_digest`) can be recomputed from the parsed record.
+
+    Raises:
+        TraceError: If the object has no RFC 8785 form (NaN, infinity, an integer beyond
+            ±(2**53 - 1), a string that is not valid Unicode).
+    """
+    try:
+        return rfc8785.dumps(record).decode("utf-8") + "\n"
+    except rfc8785.CanonicalizationError as exc:
+        raise TraceError(f"record cannot be written as RFC 8785 JSON: {exc}") from exc
 
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "StepRecord", "TraceHeader", "record_line"]
+__all__ = [
+    "JSON_INT_LIMIT",
+    "PROBATION_MODES",
+    "READABLE_VERSIONS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "SealRecord",
+    "Signature",
+    "StepRecord",
+    "TraceHeader",
+    "record_line",
+]

@@ -1,33 +1,36 @@
-"""Verifying one run trace: every property's verifier over one streaming pass.
+"""Verifying one run trace: the chain, the replay and every property, in one streaming pass.
 
-One module per property (:mod:`biasbreaker.verify.properties`); each verifier streams over the
-trace's records once, so a trace of millions of steps is checked in O(1) memory:
+The trace is read once, a block of lines at a time (:class:`~biasbreaker.trace.lines.LineBlocks`),
+and each block goes to:
 
-- :mod:`~biasbreaker.verify.properties.rlb` — RLB-v1, the recovery latency bound (corrected).
-- :mod:`~biasbreaker.verify.properties.anti_thrash` — no flip while fast stays in the dead-band
-  (a node trip, when the header says node trips are on, is the one allowed exception).
-- :mod:`~biasbreaker.verify.properties.bounded_retries` — at most ``max_retries`` interventions
-  per episode.
-- :mod:`~biasbreaker.verify.properties.terminal_escalation` — ESCALATED is terminal.
-- :mod:`~biasbreaker.verify.properties.cooldown` — recovery only after the cool-down.
+- :mod:`~biasbreaker.verify.chain` — the hash chain, the seals and their signatures;
+- :mod:`~biasbreaker.verify.replay` — every step re-derived from the header and the recorded
+  inputs by an independent implementation of the specification;
+- one verifier per property (:mod:`biasbreaker.verify.properties`): RLB-v1, anti-thrash,
+  must-trip, bounded retries, terminal escalation, recovery after the cool-down.
 
-:func:`verify_trace` runs them all.
+Memory is O(1) in the trace's length.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from biasbreaker.errors import InputError
-from biasbreaker.trace import TraceReader
+from biasbreaker.errors import InputError, TraceError
+from biasbreaker.trace.lines import AnyLine, LineBlocks, StepLineV1
+from biasbreaker.trace.records import PROBATION_MODES
 from biasbreaker.types import JSONValue
+from biasbreaker.verify.chain import ChainVerifier
 from biasbreaker.verify.properties.anti_thrash import AntiThrashVerifier
 from biasbreaker.verify.properties.bounded_retries import BoundedRetriesVerifier
 from biasbreaker.verify.properties.cooldown import CooldownVerifier
+from biasbreaker.verify.properties.must_trip import MustTripVerifier
 from biasbreaker.verify.properties.rlb import RLBReport, RLBVerifier
 from biasbreaker.verify.properties.terminal_escalation import TerminalEscalationVerifier
+from biasbreaker.verify.replay import Replay
 from biasbreaker.verify.report import PropertyReport, Verifier
 
 DEFAULT_MAX_HISTORY = 32
@@ -44,7 +47,13 @@ class VerificationReport:
         steps: Whole step records read.
         truncated: Whether a cut last line was ignored.
         rlb: The RLB-v1 report.
-        properties: The other properties' reports, in a fixed order.
+        properties: The other properties' reports, in a fixed order (anti-thrash,
+            bounded-retries, escalation-terminal, recovery-after-cooldown, must-trip).
+        chain: The chain's report (tamper evidence; *unchained* for a version-1 trace).
+        replay: The replay's report.
+        version: The trace's schema version.
+        head: The chain head: the digest of the trace's last whole line (for a finished run,
+            its final seal), as ``results.jsonl`` lists it.
     """
 
     path: Path
@@ -53,52 +62,85 @@ class VerificationReport:
     truncated: bool
     rlb: RLBReport
     properties: tuple[PropertyReport, ...]
+    chain: PropertyReport
+    replay: PropertyReport
+    version: int
+    head: str
 
     @property
     def holds(self) -> bool:
-        """Whether every property holds."""
-        return self.rlb.holds and all(p.holds for p in self.properties)
+        """Whether the chain, the replay and every property hold."""
+        return (
+            self.chain.holds
+            and self.replay.holds
+            and self.rlb.holds
+            and all(p.holds for p in self.properties)
+        )
+
+    def all_reports(self) -> tuple[PropertyReport, ...]:
+        """Every verdict in one shape, in the order printed: chain, replay, RLB-v1, the rest."""
+        return (self.chain, self.replay, self.rlb.as_property_report(), *self.properties)
 
     def to_json(self) -> dict[str, JSONValue]:
         """Return the whole report as plain JSON."""
         return {
             "path": str(self.path),
             "trace_sha256": self.trace_sha256,
+            "head": self.head,
+            "version": self.version,
             "steps": self.steps,
             "truncated": self.truncated,
             "holds": self.holds,
+            "chain": self.chain.to_json(),
+            "replay": self.replay.to_json(),
             "rlb": self.rlb.to_json(),
             "properties": [p.to_json() for p in self.properties],
         }
 
 
 def verify_trace(
-    path: str | os.PathLike[str], *, max_history: int | None = None
+    path: str | os.PathLike[str],
+    *,
+    max_history: int | None = None,
+    public_key: str | None = None,
 ) -> VerificationReport:
-    """Check every control property on a run trace.
+    """Check the chain, replay every step and check every control property on a run trace.
 
     Args:
         path: The trace file (JSON Lines, see :mod:`biasbreaker.trace`).
         max_history: ``W`` for RLB-v1; default the trace header's window length, else
             :data:`DEFAULT_MAX_HISTORY`.
+        public_key: The Ed25519 public key (base64, as
+            :func:`~biasbreaker.trace.signing.load_public_key` returns it) every seal must be
+            signed with, or ``None``.
 
     Returns:
-        The report; ``report.holds`` is true when every property holds.
+        The report; ``report.holds`` is true when the chain, the replay and every property
+        hold.
 
     Raises:
-        TraceError: If the trace is malformed (the message names file and line).
+        TraceError: If the trace is malformed or its steps are out of order (the message names
+            file and line).
         InputError: If ``max_history`` is not an int >= 1.
     """
-    reader = TraceReader(path)
-    header = reader.header
     if max_history is not None and (
         isinstance(max_history, bool) or not isinstance(max_history, int) or max_history < 1
     ):
         raise InputError(f"max_history={max_history!r} must be an int >= 1")
+    blocks = LineBlocks(path)
+    header = blocks.header
     window_length = (
         max_history
         if max_history is not None
         else (header.max_history if header.max_history is not None else DEFAULT_MAX_HISTORY)
+    )
+    chain = ChainVerifier(blocks.header_line, blocks.version, public_key)
+    # a version-1 header does not say how RECOVERY treated new outputs: replay both modes and
+    # keep the one the trace fits
+    replays = (
+        [Replay(header)]
+        if header.probation is not None
+        else [Replay(header, probation=mode) for mode in PROBATION_MODES]
     )
     rlb = RLBVerifier(header.control, window_length, header.max_history)
     others: tuple[Verifier, ...] = (
@@ -106,19 +148,46 @@ def verify_trace(
         BoundedRetriesVerifier(header.max_retries),
         TerminalEscalationVerifier(),
         CooldownVerifier(header.cooldown_steps),
+        MustTripVerifier(header.thresholds, node_trip=header.node_trip),
     )
-    for record in reader:
-        rlb.observe(record)
-        for verifier in others:
-            verifier.observe(record)
+    consumers: tuple[Verifier | Replay | RLBVerifier, ...] = (*replays, rlb, *others)
+    steps = 0
+    for number, raw, decoded in blocks:
+        chain.observe(raw, decoded)
+        records = [line for line in decoded if isinstance(line, StepLineV1)]
+        _check_order(blocks, number, decoded, steps)
+        steps += len(records)
+        for consumer in consumers:
+            consumer.observe(records)
+    replay = min(replays, key=lambda r: r.violations)
+    sha256 = blocks.sha256
     return VerificationReport(
-        path=reader.path,
-        trace_sha256=reader.sha256,
-        steps=reader.n_records,
-        truncated=reader.truncated,
-        rlb=rlb.report(reader.sha256),
+        path=blocks.path,
+        trace_sha256=sha256,
+        steps=steps,
+        truncated=blocks.truncated,
+        rlb=rlb.report(sha256),
         properties=tuple(v.report() for v in others),
+        chain=chain.report(),
+        replay=replay.report(),
+        version=blocks.version,
+        head=chain.head,
     )
+
+
+def _check_order(blocks: LineBlocks, number: int, decoded: Sequence[AnyLine], steps: int) -> None:
+    """Steps are numbered from 0 without gaps (seals do not count), as the reader requires."""
+    expected = steps
+    for offset, line in enumerate(decoded):
+        if not isinstance(line, StepLineV1):
+            continue
+        step = line.step
+        if step != expected:
+            raise TraceError(
+                f"{blocks.path}:{number + offset}: step {step} is out of order; expected step "
+                f"{expected}"
+            )
+        expected += 1
 
 
 __all__ = ["DEFAULT_MAX_HISTORY", "VerificationReport", "verify_trace"]

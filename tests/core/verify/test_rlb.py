@@ -168,6 +168,7 @@ def test_property_rlb_holds_on_generated_multi_cycle_runs(
             machine = ControlMachine(config, hook=_hook, recorder=writer)
             for fast in fasts:
                 machine.step(fast, fast / 2)
+            writer.seal()
         report = verify_trace(path)
     assert report.rlb.holds
     assert report.rlb.recovery_transitions == expected

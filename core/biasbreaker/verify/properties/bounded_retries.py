@@ -14,7 +14,9 @@ Source:
 
 from __future__ import annotations
 
-from biasbreaker.trace import StepRecord
+from collections.abc import Sequence
+
+from biasbreaker.trace.lines import StepLineV1
 from biasbreaker.types import BreakerState
 from biasbreaker.verify.report import PropertyReport, ViolationLog
 
@@ -36,27 +38,40 @@ class BoundedRetriesVerifier:
         self._interventions = 0
         self._log = ViolationLog()
 
-    def observe(self, record: StepRecord) -> None:
+    def observe(self, records: Sequence[StepLineV1]) -> None:
         """Count interventions within the current episode."""
-        state = record.state
-        if state.tripped and not self._previous.tripped:
-            self._episodes += 1
-            self._interventions = 0
-        if state is BreakerState.INTERVENTION and self._previous is not BreakerState.INTERVENTION:
-            self._interventions += 1
-            if self._interventions > self._max_retries:
-                self._log.add(
-                    record.step,
-                    f"intervention {self._interventions} in episode {self._episodes} "
-                    f"exceeds max_retries {self._max_retries}",
-                )
-        self._previous = state
+        previous = self._previous
+        intervention = BreakerState.INTERVENTION
+        for record in records:
+            state = record.state
+            if state is previous:
+                continue
+            if state.tripped and not previous.tripped:
+                self._episodes += 1
+                self._interventions = 0
+            if state is intervention:
+                self._interventions += 1
+                if self._interventions > self._max_retries:
+                    self._log.add(
+                        record.step,
+                        f"intervention {self._interventions} in episode {self._episodes} "
+                        f"exceeds max_retries {self._max_retries}",
+                    )
+            previous = state
+        self._previous = previous
 
     def report(self) -> PropertyReport:
         """Return the verdict."""
-        note = "" if self._episodes else "vacuous: the breaker never tripped"
+        vacuous = "" if self._episodes else "the breaker never tripped"
         return PropertyReport(
-            self.name, self.version, self._episodes, self._log.count, tuple(self._log.kept), note
+            self.name,
+            self.version,
+            self._episodes,
+            self._log.count,
+            tuple(self._log.kept),
+            f"vacuous: {vacuous}" if vacuous else "",
+            what=f"{self._episodes} episode(s)",
+            vacuous=vacuous,
         )
 
 

@@ -1,6 +1,7 @@
 """Terminal escalation: once ESCALATED, every later step is ESCALATED.
 
-``checked`` counts the steps after the first ESCALATED one.
+``checked`` counts the steps after the first ESCALATED one; the verdict is vacuous when there
+are none (the run never escalated, or its escalation was its last record).
 
 Source:
     Phase 3 design (M3), R3 "ESCALATED (terminal, human review)".
@@ -8,7 +9,9 @@ Source:
 
 from __future__ import annotations
 
-from biasbreaker.trace import StepRecord
+from collections.abc import Sequence
+
+from biasbreaker.trace.lines import StepLineV1
 from biasbreaker.types import BreakerAction, BreakerState
 from biasbreaker.verify.report import PropertyReport, ViolationLog
 
@@ -24,32 +27,40 @@ class TerminalEscalationVerifier:
         self._after = 0
         self._log = ViolationLog()
 
-    def observe(self, record: StepRecord) -> None:
+    def observe(self, records: Sequence[StepLineV1]) -> None:
         """Check that nothing leaves ESCALATED."""
-        if self._escalated_at is None:
-            if record.state is BreakerState.ESCALATED:
-                self._escalated_at = record.step
-            return
-        self._after += 1
-        if (
-            record.state is not BreakerState.ESCALATED
-            or record.action is not BreakerAction.ESCALATE
-        ):
-            self._log.add(
-                record.step,
-                f"state {record.state.value} / action {record.action.value} after "
-                f"escalation at step {self._escalated_at}",
-            )
+        escalated, escalate = BreakerState.ESCALATED, BreakerAction.ESCALATE
+        for record in records:
+            if self._escalated_at is None:
+                if record.state is escalated:
+                    self._escalated_at = record.step
+                continue
+            self._after += 1
+            if record.state is not escalated or record.action is not escalate:
+                self._log.add(
+                    record.step,
+                    f"state {record.state.value} / action {record.action.value} after "
+                    f"escalation at step {self._escalated_at}",
+                )
 
     def report(self) -> PropertyReport:
         """Return the verdict."""
-        note = (
-            "vacuous: the run never escalated"
-            if self._escalated_at is None
-            else f"escalated at step {self._escalated_at}"
-        )
+        if self._escalated_at is None:
+            vacuous = "the run never escalated"
+        elif not self._after:
+            vacuous = f"the one escalation (step {self._escalated_at}) was the trace's last record"
+        else:
+            vacuous = ""
+        note = f"vacuous: {vacuous}" if vacuous else f"escalated at step {self._escalated_at}"
         return PropertyReport(
-            self.name, self.version, self._after, self._log.count, tuple(self._log.kept), note
+            self.name,
+            self.version,
+            self._after,
+            self._log.count,
+            tuple(self._log.kept),
+            note,
+            what=f"{self._after} step(s) after the first escalation",
+            vacuous=vacuous,
         )
 
 
