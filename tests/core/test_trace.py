@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import warnings
@@ -104,7 +105,7 @@ def test_trace_round_trips_every_step(tmp_path: Path) -> None:
     assert all(line.encode() == rfc8785.dumps(json.loads(line)) for line in lines)
     assert all(
         json.loads(line)["prev"] == line_digest(before.encode())
-        for before, line in zip(lines, lines[1:])
+        for before, line in itertools.pairwise(lines)
     )
 
 

@@ -26,7 +26,7 @@ from langgraph.types import Command
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
-from biasbreaker.trace import read_trace
+from biasbreaker.trace import read_trace, seal_trace
 from biasbreaker.types import BreakerState, FrozenPayload, InterventionContext, InterventionResult
 from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import (
@@ -249,6 +249,8 @@ def test_a_later_output_held_while_escalated_is_reviewed_with_its_own_data(
     out = graph.invoke(Command(resume={"action": "approve"}), thread("later"), durability="sync")
     assert out["report"] == f"Filed: {BIASED}" and "__interrupt__" not in out
     assert out["bb_frozen"][writer["key"]]["status"] == "approved"
+    # the run ended: seal its trace (until the adapter seals at run ends itself; idempotent)
+    seal_trace(tmp_path / "later.jsonl")
     assert verify_trace(tmp_path / "later.jsonl").holds
 
 

@@ -54,6 +54,7 @@ with SqliteSaver.from_conn_string({db!r}) as saver:
 """
 
 SECOND = """
+from biasbreaker.trace import seal_trace  # the run ended (until the adapter seals it itself)
 from biasbreaker.verify import verify_trace
 from biasbreaker.types import FrozenPayload
 
@@ -79,7 +80,7 @@ report.update(
     report=out.get("report"),
     received=received.values,
     final=out["bb_breaker"]["machine"]["state"],
-    trace_holds=verify_trace({trace_file!r}).holds,
+    trace_holds=(seal_trace({trace_file!r}), verify_trace({trace_file!r}).holds)[1],
 )
 print(json.dumps(report))
 """

@@ -27,7 +27,7 @@ from biasbreaker.kernel import Kernel
 from biasbreaker.llm import LLMRequest, complete_sync
 from biasbreaker.machine import noop_hook
 from biasbreaker.probe import with_current_sample
-from biasbreaker.trace import read_trace
+from biasbreaker.trace import read_trace, seal_trace
 from biasbreaker.types import BreakerState, InterventionContext
 from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import BiasState, guard
@@ -439,6 +439,8 @@ def test_the_run_trace_records_every_guarded_step_and_its_properties_hold(
     states = [r.state for r in trace.records]
     assert BreakerState.INTERVENTION in states and states[-1] is BreakerState.RECOVERY
     assert [r.step for r in trace.records] == list(range(len(trace.records)))
+    # the run ended: seal its trace (until the adapter seals at run ends itself; idempotent)
+    seal_trace(tmp_path / "a" / "run0.jsonl")
     report = verify_trace(tmp_path / "a" / "run0.jsonl")
     assert report.holds, report
 

@@ -16,7 +16,7 @@ pytest.importorskip("matplotlib")
 
 from biasbreaker.cli import app
 from biasbreaker.cli import app as app_cli
-from biasbreaker.trace import read_trace
+from biasbreaker.trace import read_trace, seal_trace
 
 pytestmark = pytest.mark.langgraph
 
@@ -379,6 +379,8 @@ def test_a_checkpointed_review_is_resumed_by_a_fresh_graph(project: Path) -> Non
         ("assess", "approve"),
         ("notify", "approve"),
     ]
+    # the run ended: seal its trace (until the adapter seals at run ends itself; idempotent)
+    seal_trace(project / "o" / record["trace"])
     verified = CliRunner().invoke(app_cli, ["verify", str(project / "o" / record["trace"])])
     assert verified.exit_code == 0 and "RLB-v1: HOLDS" in verified.output
 

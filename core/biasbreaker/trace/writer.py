@@ -199,7 +199,7 @@ class TraceWriter:
 
 def seal_trace(
     path: str | os.PathLike[str], *, signer: SignerChoice = FROM_ENVIRONMENT, fsync: bool = False
-) -> SealRecord:
+) -> str:
     """Seal a trace file that no writer holds open (e.g. after a thread paused or finished).
 
     Idempotent like :meth:`TraceWriter.seal`: a trace that already ends with a seal is left as
@@ -211,7 +211,8 @@ def seal_trace(
         fsync: ``os.fsync`` after writing.
 
     Returns:
-        The seal written (or the trace's last one).
+        The trace's head after sealing: the digest of its seal line, what ``results.jsonl``
+        lists for the trace.
 
     Raises:
         TraceError: The file is not a version-2 trace.
@@ -219,7 +220,8 @@ def seal_trace(
     """
     header = read_trace(path, warn=False).header
     with TraceWriter(path, header, fsync=fsync, append=True, signer=signer) as writer:
-        return writer.seal()
+        writer.seal()
+        return writer.head
 
 
 __all__ = ["FROM_ENVIRONMENT", "SignerChoice", "TraceWriter", "seal_trace"]

@@ -88,11 +88,16 @@ class ManifestCheck:
         """Whether every listed trace is there with its head and nothing else was given."""
         return not self.problems
 
-    def line(self) -> str:
-        """One line: ``manifest results.jsonl: HOLDS (320 traces listed, ...)``."""
+    def line(self, name: str | None = None) -> str:
+        """One line: ``manifest results.jsonl: HOLDS (320 traces listed, ...)``.
+
+        Args:
+            name: How to name the manifest (default: its path as given).
+        """
         verdict = "HOLDS" if self.holds else "VIOLATED"
+        shown = self.manifest if name is None else name
         return (
-            f"manifest {self.manifest}: {verdict} ({self.listed} trace(s) listed, "
+            f"manifest {shown}: {verdict} ({self.listed} trace(s) listed, "
             f"{len(self.problems)} missing, changed, swapped or extra)"
         )
 

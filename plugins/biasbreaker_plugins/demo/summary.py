@@ -271,7 +271,9 @@ demo's name)."""
 def verification(paths: Sequence[Path], root: Path) -> TraceSetVerification:
     """Verify every trace in ``paths`` and aggregate the verdicts.
 
-    A finished run writes whole records, so a trace with a cut last line is an error here.
+    A finished run writes whole records, so a trace with a cut last line is an error here. When
+    ``root`` holds a ``results.jsonl``, the traces are also checked against the head digests it
+    lists (missing, changed, swapped or extra traces are named).
 
     Args:
         paths: Trace files.
@@ -280,7 +282,13 @@ def verification(paths: Sequence[Path], root: Path) -> TraceSetVerification:
     Raises:
         TraceError: A trace is malformed or cut.
     """
-    return verify_traces(paths, root=root, truncated_is_error=True)
+    manifest = root / "results.jsonl"
+    return verify_traces(
+        paths,
+        root=root,
+        truncated_is_error=True,
+        manifest=manifest if manifest.exists() else None,
+    )
 
 
 __all__ = [
