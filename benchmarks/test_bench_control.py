@@ -208,6 +208,16 @@ def test_verify_one_million_steps(benchmark: Any, million_step_trace: Path) -> N
     benchmark.extra_info["goal"] = f"300k steps/s: {'met' if per_second >= 300_000 else 'NOT met'}"
 
 
+@pytest.mark.benchmark(group="verification-1M")
+def test_verify_one_million_steps_in_one_process(benchmark: Any, million_step_trace: Path) -> None:
+    benchmark.extra_info["per"] = "1M steps: verify_trace(workers=1), no replay worker"
+    report = benchmark.pedantic(
+        verify_trace, args=(million_step_trace,), kwargs={"workers": 1}, rounds=2, iterations=1
+    )
+    assert report.holds
+    benchmark.extra_info["steps_per_second"] = round(MILLION / benchmark.stats.stats.mean)
+
+
 @pytest.mark.benchmark(group="verification-memory")
 def test_verify_memory_baseline_100k(benchmark: Any, tmp_path: Path) -> None:
     """Peak memory of verify_trace on 100k steps, the baseline of the flat-memory check."""

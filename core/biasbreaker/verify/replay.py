@@ -78,12 +78,15 @@ def sigmoid_ratio(statistic: float, tau_enter: float, kappa: float) -> float:
     return e / (1.0 + e)
 
 
-def b_net(weights: Mapping[str, float], scores: Mapping[str, float]) -> float:
+def b_net(
+    weights: Mapping[str, float], scores: Mapping[str, float], weight_sum: float | None = None
+) -> float:
     """B_net of one step: the weighted average of the scored nodes' local scores.
 
     Args:
         weights: node -> Katz weight, covering every node of ``scores``.
         scores: node -> local score, non-empty.
+        weight_sum: ``fsum`` of the scored nodes' weights, if already known.
 
     Returns:
         ``fsum(w_i·b_i) / fsum(w_i)`` over ``scores``, clamped to ``[min b_i, max b_i]``.
@@ -91,10 +94,12 @@ def b_net(weights: Mapping[str, float], scores: Mapping[str, float]) -> float:
     Raises:
         KeyError: A scored node has no weight.
     """
-    values = list(scores.values())
     total = math.fsum([weights[node] * score for node, score in scores.items()])
-    value = total / math.fsum([weights[node] for node in scores])
-    return min(max(value, min(values)), max(values))
+    if weight_sum is None:
+        weight_sum = math.fsum([weights[node] for node in scores])
+    value = total / weight_sum
+    low, high = min(scores.values()), max(scores.values())
+    return low if value < low else high if value > high else value
 
 
 class Replay:
@@ -130,6 +135,7 @@ class Replay:
         self._beyond_5 = math.inf if control is None else control.mean + 5.0 * control.std
         self._levels: deque[int] = deque(maxlen=window or 1)
         self._n3 = self._n5 = 0
+        self._dirty = False  # the window after the step being replayed
         # the machine's state, as the specification defines it
         self._state = _N
         self._attempts = 0
@@ -140,6 +146,7 @@ class Replay:
         self._repaired: str | None = None
         # the propagation's state
         self._weights: dict[str, float] | None = None
+        self._weight_sums: dict[tuple[str, ...], float] = {}  # per set of scored nodes
         self._fast: float | None = None
         self._slow: float | None = None
         self._fresh: dict[str | None, tuple[float, float, dict[str, float]]] = {}
@@ -155,9 +162,48 @@ class Replay:
         return self._log.count
 
     def observe(self, records: Sequence[StepLineV1]) -> None:
-        """Replay the next records (in step order)."""
-        for record in records:
-            self._observe(record)
+        """Replay the next records (in step order).
+
+        Each step's inputs are re-derived (:meth:`_inputs`), then its decision
+        (:meth:`_decide`). The two commonest steps of a long trace — a NORMAL step that holds
+        NORMAL, an ESCALATED step that holds ESCALATED — are compared here directly with
+        what :meth:`_decide` would derive for them (the same rows of the table, specialised);
+        anything else, or any difference, goes through :meth:`_decide`.
+        """
+        normal, escalated = _N, _E
+        proceed, escalate = BreakerAction.PROCEED, BreakerAction.ESCALATE
+        enter, warn, node_trip = self._enter, self._warn, self._node_trip
+        for r in records:
+            own = self._inputs(r)
+            state = self._state
+            if (
+                state is normal
+                and r.state is normal
+                and r.fast < enter
+                and r.slow < warn
+                and not (node_trip and own is not None and own >= enter)
+                and r.action is proceed
+                and r.reason == "normal"
+                and r.transition == "hold"
+                and r.intervention is None
+                and r.payload_sha256 is None
+                and r.episode == self._episode
+                and r.attempt == self._attempts
+            ):
+                continue
+            if (
+                state is escalated
+                and r.state is escalated
+                and r.action is escalate
+                and r.transition == "hold"
+                and r.intervention is None
+                and r.episode == self._episode
+                and r.attempt == self._attempts
+                and r.reason.startswith("escalated: terminal")
+                and (r.payload_sha256 is not None or self._frozen is None)
+            ):
+                continue
+            self._decide(r, own)
 
     def _bad(
         self, step: int, field: str, recorded: object, replayed: object, why: str = ""
@@ -165,7 +211,12 @@ class Replay:
         detail = f" ({why})" if why else ""
         self._log.add(step, f"{field}: recorded {recorded!r}, replayed {replayed!r}{detail}")
 
-    def _observe(self, r: StepLineV1) -> None:
+    def _inputs(self, r: StepLineV1) -> float | None:
+        """Re-derive a step's inputs: weights, B_net and the EWMAs, the window, the ratio.
+
+        Returns:
+            The step's own score (``scores[node]``), or ``None``.
+        """
         step = r.step
         fast, slow, node, scores = r.fast, r.slow, r.node, r.scores
         self._steps += 1
@@ -176,6 +227,7 @@ class Replay:
             if weights and abs(math.fsum(weights.values()) - 1.0) > WEIGHT_SUM_TOLERANCE:
                 self._bad(step, "weights", math.fsum(weights.values()), 1.0, "their sum")
             self._weights = dict(weights) if weights else None
+            self._weight_sums.clear()
 
         # -- B_net and the two EWMAs -------------------------------------------------------
         if self._ewma is not None and self._weights is not None:
@@ -187,18 +239,24 @@ class Replay:
         if self._windowed:
             level = 5 if fast > self._beyond_5 else 3 if fast > self._beyond_3 else 0
             levels = self._levels
+            n3, n5 = self._n3, self._n5
             if len(levels) == levels.maxlen:
                 oldest = levels[0]
-                self._n3 -= oldest >= 3
-                self._n5 -= oldest == 5
+                n3 -= oldest >= 3
+                n5 -= oldest == 5
             levels.append(level)
-            self._n3 += level >= 3
-            self._n5 += level == 5
-            counts = (len(levels), self._n3, self._n5)
-            if window is None or (window.size, window.beyond_3, window.beyond_5) != counts:
+            n3 += level >= 3
+            n5 += level == 5
+            self._n3, self._n5 = n3, n5
+            if (
+                window is None
+                or window.size != len(levels)
+                or window.beyond_3 != n3
+                or window.beyond_5 != n5
+            ):
                 shown = None if window is None else (window.size, window.beyond_3, window.beyond_5)
-                self._bad(step, "window (size, beyond_3, beyond_5)", shown, counts)
-            dirty = self._n3 + self._n5 > 0
+                self._bad(step, "window (size, beyond_3, beyond_5)", shown, (len(levels), n3, n5))
+            dirty = n3 + n5 > 0
         elif window is not None:
             self._bad(step, "window", "counts", None, "the header has no calibration window")
 
@@ -208,7 +266,12 @@ class Replay:
         ratio = sigmoid_ratio(statistic, self._enter, self._kappa)
         if abs(r.mixing_ratio - ratio) > RATIO_TOLERANCE:
             self._bad(step, "mixing_ratio", r.mixing_ratio, ratio, f"trip statistic {statistic!r}")
+        self._dirty = dirty
+        return own
 
+    def _decide(self, r: StepLineV1, own: float | None) -> None:
+        """Derive a step's decision by the table and compare it with the record's."""
+        step, fast, slow, dirty = r.step, r.fast, r.slow, self._dirty
         # -- the transition table (§3, §3a) -------------------------------------------------
         before = self._state
         name, target = self._transition(before, fast, slow, own, dirty)
@@ -269,14 +332,18 @@ class Replay:
         weights, ewma = self._weights, self._ewma
         assert weights is not None
         assert ewma is not None
+        value: float | None = None
         if scores:
-            missing = [n for n in scores if n not in weights]
-            if missing:
-                self._bad(step, f"scores[{missing[0]!r}]", "a score", None, "no Katz weight")
+            try:
+                key = tuple(scores)
+                weight_sum = self._weight_sums.get(key)
+                if weight_sum is None:
+                    weight_sum = math.fsum([weights[n] for n in key])
+                    self._weight_sums[key] = weight_sum
+                value = b_net(weights, scores, weight_sum)
+            except KeyError as missing:
+                self._bad(step, f"scores[{missing.args[0]!r}]", "a score", None, "no Katz weight")
                 return
-            value: float | None = b_net(weights, scores)
-        else:
-            value = None
         if value is None:
             expect_fast = 0.0 if self._fast is None else self._fast
             expect_slow = 0.0 if self._slow is None else self._slow

@@ -9,19 +9,24 @@ and each block goes to:
 - one verifier per property (:mod:`biasbreaker.verify.properties`): RLB-v1, anti-thrash,
   must-trip, bounded retries, terminal escalation, recovery after the cool-down.
 
-Memory is O(1) in the trace's length.
+Memory is O(1) in the trace's length. A large trace is verified by two processes at once: a
+worker replays it (reading the file itself) while this process checks the chain and the
+properties, so a two-core machine verifies it in about the time of the slower half.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from biasbreaker.errors import InputError, TraceError
 from biasbreaker.trace.lines import AnyLine, LineBlocks, StepLineV1
-from biasbreaker.trace.records import PROBATION_MODES
+from biasbreaker.trace.records import PROBATION_MODES, TraceHeader
 from biasbreaker.types import JSONValue
 from biasbreaker.verify.chain import ChainVerifier
 from biasbreaker.verify.properties.anti_thrash import AntiThrashVerifier
@@ -31,10 +36,13 @@ from biasbreaker.verify.properties.must_trip import MustTripVerifier
 from biasbreaker.verify.properties.rlb import RLBReport, RLBVerifier
 from biasbreaker.verify.properties.terminal_escalation import TerminalEscalationVerifier
 from biasbreaker.verify.replay import Replay
-from biasbreaker.verify.report import PropertyReport, Verifier
+from biasbreaker.verify.report import PropertyReport, Verifier, Violation
 
 DEFAULT_MAX_HISTORY = 32
 """W used for RLB-v1 when neither the caller nor the trace header gives one (the ADR's)."""
+
+PARALLEL_BYTES = 64 << 20
+"""From this trace size up (≈ 130k steps), the replay runs in a worker process by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +111,7 @@ def verify_trace(
     *,
     max_history: int | None = None,
     public_key: str | None = None,
+    workers: int | None = None,
 ) -> VerificationReport:
     """Check the chain, replay every step and check every control property on a run trace.
 
@@ -113,6 +122,9 @@ def verify_trace(
         public_key: The Ed25519 public key (base64, as
             :func:`~biasbreaker.trace.signing.load_public_key` returns it) every seal must be
             signed with, or ``None``.
+        workers: 1 to verify in this process, 2 to replay in a worker process meanwhile;
+            default 2 for a trace of at least :data:`PARALLEL_BYTES` on a machine with two
+            cores or more, else 1. The verdicts do not depend on it.
 
     Returns:
         The report; ``report.holds`` is true when the chain, the replay and every property
@@ -135,13 +147,13 @@ def verify_trace(
         else (header.max_history if header.max_history is not None else DEFAULT_MAX_HISTORY)
     )
     chain = ChainVerifier(blocks.header_line, blocks.version, public_key)
-    # a version-1 header does not say how RECOVERY treated new outputs: replay both modes and
-    # keep the one the trace fits
-    replays = (
-        [Replay(header)]
-        if header.probation is not None
-        else [Replay(header, probation=mode) for mode in PROBATION_MODES]
-    )
+    if workers is None:
+        big = os.path.getsize(path) >= PARALLEL_BYTES
+        workers = 2 if big and (os.cpu_count() or 1) >= 2 else 1
+    if workers not in (1, 2):
+        raise InputError(f"workers={workers!r} must be 1 or 2")
+    worker = _start_worker(path) if workers == 2 else None
+    replays = [] if worker is not None else _replays(header)
     rlb = RLBVerifier(header.control, window_length, header.max_history)
     others: tuple[Verifier, ...] = (
         AntiThrashVerifier(header.thresholds, node_trip=header.node_trip),
@@ -152,14 +164,19 @@ def verify_trace(
     )
     consumers: tuple[Verifier | Replay | RLBVerifier, ...] = (*replays, rlb, *others)
     steps = 0
-    for number, raw, decoded in blocks:
-        chain.observe(raw, decoded)
-        records = [line for line in decoded if isinstance(line, StepLineV1)]
-        _check_order(blocks, number, decoded, steps)
-        steps += len(records)
-        for consumer in consumers:
-            consumer.observe(records)
-    replay = min(replays, key=lambda r: r.violations)
+    try:
+        for number, raw, decoded in blocks:
+            chain.observe(raw, decoded)
+            records = [line for line in decoded if isinstance(line, StepLineV1)]
+            _check_order(blocks, number, decoded, steps)
+            steps += len(records)
+            for consumer in consumers:
+                consumer.observe(records)
+        replay = _best(replays) if worker is None else _worker_report(worker, path)
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+            worker.wait()
     sha256 = blocks.sha256
     return VerificationReport(
         path=blocks.path,
@@ -169,10 +186,69 @@ def verify_trace(
         rlb=rlb.report(sha256),
         properties=tuple(v.report() for v in others),
         chain=chain.report(),
-        replay=replay.report(),
+        replay=replay,
         version=blocks.version,
         head=chain.head,
     )
+
+
+def _replays(header: TraceHeader) -> list[Replay]:
+    # a version-1 header does not say how RECOVERY treated new outputs: replay both modes and
+    # keep the one the trace fits
+    if header.probation is not None:
+        return [Replay(header)]
+    return [Replay(header, probation=mode) for mode in PROBATION_MODES]
+
+
+def _best(replays: list[Replay]) -> PropertyReport:
+    return min(replays, key=lambda r: r.violations).report()
+
+
+def _start_worker(path: str | os.PathLike[str]) -> subprocess.Popen[bytes] | None:
+    """Start ``python -m biasbreaker.verify.worker PATH``, or ``None`` if it cannot start."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "biasbreaker.verify.worker", os.fspath(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError:
+        return None
+
+
+def _worker_report(worker: subprocess.Popen[bytes], path: str | os.PathLike[str]) -> PropertyReport:
+    """The worker's replay report; the replay is redone here if the worker did not give one."""
+    out, err = worker.communicate()
+    if worker.returncode == 0:
+        data = json.loads(out)
+        return PropertyReport(
+            data["name"],
+            data["version"],
+            data["checked"],
+            data["violation_count"],
+            tuple(Violation(v["step"], v["message"]) for v in data["violations"]),
+            data["note"],
+            what=data["what"],
+            vacuous=data["vacuous"],
+        )
+    if worker.returncode == 1 and err:
+        raise TraceError(err.decode("utf-8", "replace").strip())
+    return replay_file(os.fspath(path))  # killed or broken: the same replay, in this process
+
+
+def replay_file(path: str) -> PropertyReport:
+    """Replay one trace file on its own (what the worker process of :func:`verify_trace` runs).
+
+    Raises:
+        TraceError: If the trace is malformed.
+    """
+    blocks = LineBlocks(path, warn=False)
+    replays = _replays(blocks.header)
+    for _, _, decoded in blocks:
+        records = [line for line in decoded if isinstance(line, StepLineV1)]
+        for replay in replays:
+            replay.observe(records)
+    return _best(replays)
 
 
 def _check_order(blocks: LineBlocks, number: int, decoded: Sequence[AnyLine], steps: int) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from tracegen import forge
 
-from biasbreaker.errors import InputError
+from biasbreaker.errors import InputError, TraceError
 from biasbreaker.types import BreakerState
 from biasbreaker.verify import verify_trace
 from biasbreaker.verify.report import MAX_KEPT_VIOLATIONS
@@ -61,3 +61,26 @@ def test_bad_max_history(tmp_path: Path) -> None:
     path = forge(tmp_path / "run.jsonl", [(N, 0.1)])
     with pytest.raises(InputError, match="max_history=0"):
         verify_trace(path, max_history=0)
+
+
+def test_the_replay_worker_gives_the_same_verdicts(tmp_path: Path) -> None:
+    """workers=2 replays in `python -m biasbreaker.verify.worker`: same report as in-process."""
+    path = forge(tmp_path / "run.jsonl", [(N, 0.1), (IV, 0.6), (R, 0.3), (R, 0.2), (N, 0.1)])
+    alone, split = verify_trace(path, workers=1), verify_trace(path, workers=2)
+    assert split.replay == alone.replay and not split.replay.holds  # a forged trace
+    assert split.to_json() == alone.to_json()
+
+
+def test_a_malformed_trace_is_the_same_error_with_a_worker(tmp_path: Path) -> None:
+    path = forge(tmp_path / "run.jsonl", [(N, 0.1), (N, 0.2)])
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2].replace('"state":"normal"', '"state":"nowhere"')
+    path.write_text("\n".join(lines) + "\n")
+    for workers in (1, 2):
+        with pytest.raises(TraceError, match=r"run.jsonl:3: .*nowhere"):
+            verify_trace(path, workers=workers)
+
+
+def test_workers_must_be_one_or_two(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="workers=3"):
+        verify_trace(forge(tmp_path / "run.jsonl", [(N, 0.1)]), workers=3)

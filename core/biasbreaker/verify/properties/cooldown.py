@@ -41,8 +41,9 @@ class CooldownVerifier:
         recovery = BreakerState.RECOVERY
         for record in records:
             state = record.state
-            if state is recovery and self._previous is recovery:
-                self._recovery_run += 1
+            if state is self._previous:  # no change: only a RECOVERY run grows
+                if state is recovery:
+                    self._recovery_run += 1
                 continue
             self._observe(record)
 
