@@ -34,7 +34,7 @@ def _install_project(session: nox.Session, extras: str) -> None:
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Kernel and first-party plugin tests (semantic tests need Python 3.11 here)."""
-    _install_project(session, "langgraph,test")
+    _install_project(session, "langgraph,sign,test")
     session.run("pytest", *session.posargs)
 
 
@@ -51,7 +51,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session, target: str) -> None:
     """mypy --strict over the kernel and first-party plugins for one target version."""
     # tomli: mypy follows the Python 3.10 branch of `import tomllib`
-    session.install("-e", ".[langgraph,test]", "mypy>=1.10", "tomli>=2", "types-networkx")
+    session.install("-e", ".[langgraph,sign,test]", "mypy>=1.10", "tomli>=2", "types-networkx")
     session.run("mypy", "--strict", "--python-version", target, "core", "plugins")
 
 
@@ -73,7 +73,7 @@ def slow_smollm2(session: nox.Session) -> None:
 @nox.session(python="3.11", default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks, printed as ratios against baselines measured in the same run."""
-    _install_project(session, "langgraph,test")
+    _install_project(session, "langgraph,sign,test")
     session.install("pytest-benchmark>=4", "pybreaker>=1.2", "networkx>=3.2")
     session.run(
         "pytest",

@@ -71,8 +71,11 @@ ENV_PREFIX = "BIASBREAKER_"
 ENV_DELIMITER = "__"
 CONFIG_FILE_NAME = "biasbreaker.toml"
 PYPROJECT_TABLE = ("tool", "biasbreaker")
-NON_SETTINGS_ENV = frozenset({"BIASBREAKER_DISABLE_PLUGINS", "BIASBREAKER_TRACE_PLUGINS"})
-"""``BIASBREAKER_*`` variables that are not settings (read by the plugin host)."""
+NON_SETTINGS_ENV = frozenset(
+    {"BIASBREAKER_DISABLE_PLUGINS", "BIASBREAKER_TRACE_PLUGINS", "BIASBREAKER_SIGNING_KEY_FILE"}
+)
+"""``BIASBREAKER_*`` variables that are not settings (read by the plugin host, and by
+:mod:`biasbreaker.trace.signing`: the signing key is a file, never a setting)."""
 
 DEFAULT_SOURCE = "default"
 

@@ -128,6 +128,11 @@ class MachineConfig:
             breaker is unchanged (fast below ``tau_exit``, cool-down, re-check, clean window).
             Calibrate the thresholds for the trigger you use (``biasbreaker calibrate``
             reads ``[breaker] node_trip``).
+        ewma_smoothing: The smoothing factors ``(fast, slow)``, each in (0, 1], of the EWMAs
+            that produce the fast and slow B_net this machine is given, or ``None`` when the
+            caller does not say. Not used by the machine: it is recorded in the trace header
+            so that ``biasbreaker verify`` can re-derive fast and slow from the recorded local
+            scores (``from_settings`` takes them from ``[propagation]``).
 
     Raises:
         InputError: If a counter is out of range or ``thresholds`` is not a Thresholds.
@@ -142,6 +147,7 @@ class MachineConfig:
     seed: int = 0
     probation: Probation = "hold"
     node_trip: bool = False
+    ewma_smoothing: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.thresholds, Thresholds):
@@ -165,6 +171,17 @@ class MachineConfig:
             )
         if not isinstance(self.node_trip, bool):
             raise InputError(f"MachineConfig.node_trip={self.node_trip!r} must be a bool")
+        if self.ewma_smoothing is not None:
+            pair = tuple(self.ewma_smoothing)
+            if len(pair) != 2 or not all(
+                not isinstance(a, bool) and isinstance(a, (int, float)) and 0.0 < a <= 1.0
+                for a in pair
+            ):
+                raise InputError(
+                    f"MachineConfig.ewma_smoothing={self.ewma_smoothing!r} must be the (fast, "
+                    "slow) smoothing factors, each in (0, 1], or None"
+                )
+            object.__setattr__(self, "ewma_smoothing", (float(pair[0]), float(pair[1])))
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MachineConfig:
@@ -196,6 +213,10 @@ class MachineConfig:
             seed=settings.seed,
             probation=breaker.probation,
             node_trip=breaker.node_trip,
+            ewma_smoothing=(
+                settings.propagation.smoothing("fast"),
+                settings.propagation.smoothing("slow"),
+            ),
         )
 
     def trace_header(self, meta: Mapping[str, JSONValue] | None = None) -> TraceHeader:
@@ -209,6 +230,8 @@ class MachineConfig:
             seed=self.seed,
             meta=dict(meta or {}),
             node_trip=self.node_trip,
+            probation=self.probation,
+            ewma=self.ewma_smoothing,
         )
 
     def to_json(self) -> dict[str, JSONValue]:
@@ -223,14 +246,16 @@ class MachineConfig:
             "seed": self.seed,
             "probation": self.probation,
             "node_trip": self.node_trip,
+            "ewma_smoothing": None if self.ewma_smoothing is None else list(self.ewma_smoothing),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MachineConfig:
         """Rebuild from :meth:`to_json` output.
 
-        ``probation`` and ``node_trip`` may be missing (snapshots written before they
-        existed): they then take the literal machine's values, ``"hold"`` and ``False``.
+        ``probation``, ``node_trip`` and ``ewma_smoothing`` may be missing (snapshots written
+        before they existed): they then take the literal machine's values, ``"hold"``,
+        ``False`` and ``None``.
 
         Raises:
             InputError: On a missing or bad field.
@@ -248,6 +273,9 @@ class MachineConfig:
                 seed=data["seed"],
                 probation=data.get("probation", "hold"),
                 node_trip=data.get("node_trip", False),
+                ewma_smoothing=None
+                if data.get("ewma_smoothing") is None
+                else tuple(data["ewma_smoothing"]),
             )
         except KeyError as exc:
             raise InputError(f"machine config is missing the field {exc.args[0]!r}") from None
@@ -493,6 +521,9 @@ class _Plan:
     held: FrozenPayload | None = None
     """This step's own output, frozen, when the decision refers to it rather than to the
     episode's frozen payload (a later output held while ESCALATED, or a held step)."""
+    weights: Mapping[str, float] | None = None
+    """The step's Katz weights when they differ from the last recorded ones (a topology
+    change, or the first step that has them), else ``None``."""
     hold: str | None = None
     """Why the step's output cannot be checked (a held step: no transition, ESCALATE)."""
 
@@ -620,6 +651,7 @@ class ControlMachine:
         )
         self._history: dict[str, deque[float]] = {}
         self._last_record: StepRecord | None = None
+        self._recorded_weights: Mapping[str, float] = {}
 
     # -- read-only views ---------------------------------------------------------------------
 
@@ -823,8 +855,11 @@ class ControlMachine:
                 {name: tuple(self._history.get(name, ())) for name in scores},
                 None,
                 self._frozen_input,
-                None if payload is None else freeze(payload),
-                hold,
+                held=None if payload is None else freeze(payload),
+                weights=None
+                if checked_weights == self._recorded_weights
+                else dict(checked_weights),
+                hold=hold,
             )
         transition = select_transition(
             GuardInputs(
@@ -924,6 +959,7 @@ class ControlMachine:
             context,
             frozen_input,
             held,
+            None if checked_weights == self._recorded_weights else dict(checked_weights),
         )
 
     def _commit(
@@ -1015,8 +1051,11 @@ class ControlMachine:
             attempt=counters.attempts,
             payload_sha256=None if decision_payload is None else decision_payload.sha256,
             intervention=None if result is None else result.summary(),
+            weights=plan.weights,
             probe=None if probe is None else _checked_probe(probe),
         )
+        if plan.weights is not None:
+            self._recorded_weights = plan.weights
         self._step += 1
         self._last_record = record
         if self._recorder is not None:
@@ -1134,8 +1173,9 @@ class ControlMachine:
         """Return the machine's whole state as versioned plain JSON.
 
         The snapshot holds the configuration, state and counters, step and episode numbers,
-        the frozen payload and latest intervention result, the calibration window and the
-        per-node history: :meth:`restore` continues from it exactly as this machine would.
+        the frozen payload and latest intervention result, the calibration window, the
+        per-node history and the Katz weights last recorded in the trace: :meth:`restore`
+        continues from it exactly as this machine would, trace records included.
         """
         counters = self._counters
         return {
@@ -1153,6 +1193,7 @@ class ControlMachine:
             "result": None if self._result is None else self._result.to_json(),
             "window": None if self._window is None else list(self._window.levels()),
             "history": {name: list(values) for name, values in sorted(self._history.items())},
+            "recorded_weights": dict(self._recorded_weights),
         }
 
     @classmethod
@@ -1220,6 +1261,13 @@ class ControlMachine:
             for name, values in history.items():
                 checked = [check_score(f"history[{name!r}]", v) for v in values]
                 machine._history[name] = deque(checked, maxlen=config.history_steps)
+            recorded = snapshot.get("recorded_weights") or {}
+            if not isinstance(recorded, Mapping):
+                raise InputError("machine snapshot: 'recorded_weights' must be an object")
+            machine._recorded_weights = {
+                name: check_score(f"recorded_weights[{name!r}]", value)
+                for name, value in sorted(recorded.items())
+            }
         except KeyError as exc:
             raise InputError(f"machine snapshot is missing the field {exc.args[0]!r}") from None
         except ValueError as exc:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, Final, Literal, Union, cast
+from typing import Any, Final, Literal, NamedTuple, Union, cast
 
 from biasbreaker.errors import InputError, ScoreError, ThresholdError
 
@@ -261,6 +261,85 @@ class Thresholds:
                 for key in ("tau_enter", "tau_exit", "tau_warn", "kappa")
             )
         )
+
+
+# --------------------------------------------------------------------------------------------
+# Control statistics and the calibration window's counts (shared by the machine, the trace,
+# the calibration and the verifiers)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ControlStatistics:
+    """Mean and standard deviation of fast B_net over every step of the control runs.
+
+    Args:
+        mean: Mean fast B_net, finite and >= 0.
+        std: Sample standard deviation (n - 1 denominator), finite and > 0.
+        n_steps: Number of steps it was estimated from, >= 2.
+
+    Raises:
+        ThresholdError: If ``std`` is 0 (the control runs never move, so "beyond kσ" is
+            undefined) or a value is out of range.
+    """
+
+    mean: float
+    std: float
+    n_steps: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", check_score("control mean", self.mean))
+        object.__setattr__(self, "std", check_score("control std", self.std))
+        if self.std <= 0.0:
+            raise ThresholdError(
+                "control std is 0: fast B_net never varies in the control runs, so the "
+                "calibration window's 3σ/5σ bands are undefined; record control runs that "
+                "exercise the pipeline (different inputs and seeds). A model that answers the "
+                "same whatever the names (temperature 0 and no prompt sensitivity, e.g. the "
+                "fake with prompt_sensitivity = 0) never moves B_net: sample at temperature > 0 "
+                "(docs/demo.md §3.3)"
+            )
+        if isinstance(self.n_steps, bool) or not isinstance(self.n_steps, int) or self.n_steps < 2:
+            raise ThresholdError(f"control n_steps={self.n_steps!r} must be an int >= 2")
+
+    def bound(self, sigmas: float) -> float:
+        """Return ``mean + sigmas * std``, the level above which an observation counts."""
+        return self.mean + sigmas * self.std
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """Return the statistics as plain JSON."""
+        return {"mean": self.mean, "std": self.std, "n_steps": self.n_steps}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ControlStatistics:
+        """Rebuild from :meth:`to_json` output.
+
+        Raises:
+            InputError: On a missing field.
+            ThresholdError: On an invalid value.
+        """
+        if not isinstance(data, Mapping) or not {"mean", "std", "n_steps"} <= set(data):
+            raise InputError("control statistics need 'mean', 'std' and 'n_steps'")
+        return cls(data["mean"], data["std"], data["n_steps"])
+
+
+class WindowCounts(NamedTuple):
+    """The calibration window after one observation.
+
+    Attributes:
+        size: Observations in the window, 1..W.
+        beyond_3: How many are above ``mean + 3·std`` (including those above 5σ).
+        beyond_5: How many are above ``mean + 5·std``.
+    """
+
+    size: int
+    beyond_3: int
+    beyond_5: int
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the window holds an outlier (``beyond_3 + beyond_5 > 0``)."""
+        return self.beyond_3 + self.beyond_5 > 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -894,6 +973,7 @@ __all__ = [
     "BreakerAction",
     "BreakerDecision",
     "BreakerState",
+    "ControlStatistics",
     "FrozenJSON",
     "FrozenPayload",
     "InterventionContext",
@@ -901,6 +981,7 @@ __all__ = [
     "JSONValue",
     "Route",
     "Thresholds",
+    "WindowCounts",
     "canonical_json",
     "check_score",
     "sha256_hex",

@@ -487,9 +487,9 @@ def test_a_calibration_that_would_not_take_effect_is_refused(
 ) -> None:
     # simulate an edit that lands outside [tool.biasbreaker] (what the dotted-key bug did):
     # the read-back check must refuse it and leave the file as it was
-    from biasbreaker import calibration
+    from biasbreaker.calibration import toml as calibration_toml
 
-    real_put = calibration._put
+    real_put = calibration_toml._put
 
     def misplaced(parent: Any, key: str, values: Any, *args: Any) -> None:
         if key != "tool":
@@ -498,7 +498,7 @@ def test_a_calibration_that_would_not_take_effect_is_refused(
         for name, table in values["biasbreaker"].items():  # [tool.biasbreaker] left out
             real_put(parent, name, table, *args)
 
-    monkeypatch.setattr(calibration, "_put", misplaced)
+    monkeypatch.setattr(calibration_toml, "_put", misplaced)
     write_control(isolated_config / "control.jsonl", 40)
     pyproject = isolated_config / "pyproject.toml"
     pyproject.write_text('[project]\nname = "x"\n\n[tool.biasbreaker]\nseed = 3\n')

@@ -101,7 +101,7 @@ def test_simulate_recovery_then_verify_holds_with_a_recovery_transition(
     assert "first trip at step 56" in result.stderr
     verified = runner.invoke(app, ["verify", str(out)])
     assert verified.exit_code == 0, verified.output
-    rlb_line = verified.stdout.splitlines()[1]
+    [rlb_line] = [line for line in verified.stdout.splitlines() if line.startswith("RLB-v1")]
     assert rlb_line.startswith("RLB-v1: HOLDS (W=32, 200 cycles, 1 recovery transition(s)")
     report = json.loads(runner.invoke(app, ["verify", str(out), "--json"]).stdout)
     assert report["holds"] is True
@@ -116,7 +116,8 @@ def test_simulate_persistent_holds_vacuously_and_says_so(isolated_config: Path) 
     )
     verified = runner.invoke(app, ["verify", str(out)])
     assert verified.exit_code == 0, verified.output
-    assert "holds vacuously: no recovery transition" in verified.stdout.splitlines()[1]
+    [rlb_line] = [line for line in verified.stdout.splitlines() if line.startswith("RLB-v1")]
+    assert "holds vacuously: no recovery transition" in rlb_line
     assert json.loads(runner.invoke(app, ["verify", str(out), "--json"]).stdout)["rlb"]["vacuous"]
 
 
@@ -155,6 +156,7 @@ def test_simulate_trace_to_stdout(isolated_config: Path) -> None:
     result = runner.invoke(app, ["simulate", "control", "--seed", "2", "--steps", "20"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert len(lines) == 21
+    assert len(lines) == 22  # the header, 20 steps, the seal
     assert json.loads(lines[0])["kind"] == "header"
-    assert [json.loads(line)["step"] for line in lines[1:]] == list(range(20))
+    assert [json.loads(line)["step"] for line in lines[1:-1]] == list(range(20))
+    assert json.loads(lines[-1])["kind"] == "seal"

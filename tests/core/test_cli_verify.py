@@ -32,19 +32,26 @@ def write(path: Path, fasts: list[float]) -> Path:
         machine = ControlMachine(CONFIG, hook=repair, recorder=writer)
         for fast in fasts:
             machine.step(fast, 0.0)
+        writer.seal()
     return path
+
+
+def rlb_line(stdout: str) -> str:
+    [line] = [line for line in stdout.splitlines() if line.startswith("RLB-v1")]
+    return line
 
 
 def test_a_recovering_run_holds(tmp_path: Path) -> None:
     path = write(tmp_path / "run.jsonl", [0.1, 0.6, 0.4, 0.3, 0.1, 0.1, 0.1, 0.1, 0.1])
     result = runner.invoke(app, ["verify", str(path)])
     assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
-    assert lines[1].startswith(
+    assert rlb_line(result.stdout).startswith(
         "RLB-v1: HOLDS (W=3, 9 cycles, 1 recovery transition(s), first at step 6, 0 violation(s)"
     )  # last outlier at step 3, W = 3
+    assert "chain v1: HOLDS (11 line(s) linked, 1 seal(s), 0 violation(s))" in result.stdout
+    assert "replay v1: HOLDS (9 step(s) replayed" in result.stdout
     assert "anti-thrash v2: HOLDS" in result.stdout
-    assert "recovery-after-cooldown v1: HOLDS (1 checked" in result.stdout
+    assert "recovery-after-cooldown v1: HOLDS (1 recovery(ies), 0 violation(s))" in result.stdout
     assert result.stdout.strip().endswith("all properties hold")
 
 
@@ -52,7 +59,7 @@ def test_a_run_that_never_recovers_holds_vacuously_and_says_so(tmp_path: Path) -
     path = write(tmp_path / "run.jsonl", [0.1] + [0.6] * 10)
     result = runner.invoke(app, ["verify", str(path)])
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[1] == (
+    assert rlb_line(result.stdout) == (
         "RLB-v1: HOLDS (W=3, 11 cycles, 0 recovery transition(s), 0 violation(s); ADR literal "
         "bound exceeded at 0); holds vacuously: no recovery transition (the window never went "
         "from dirty to clean)"
@@ -88,19 +95,22 @@ def test_rlb_violation_with_a_smaller_w(tmp_path: Path) -> None:
     path = write(tmp_path / "run.jsonl", [0.1, 0.6, 0.4, 0.3, 0.1, 0.1, 0.1, 0.1, 0.1])
     result = runner.invoke(app, ["verify", str(path), "--max-history", "2"])
     assert result.exit_code == 1
-    assert result.stdout.splitlines()[1].startswith("RLB-v1: VIOLATED")
+    assert rlb_line(result.stdout).startswith("RLB-v1: VIOLATED")
     assert "more than W=2" in result.stdout
 
 
 def test_json_output_and_truncation_warning(tmp_path: Path) -> None:
     path = write(tmp_path / "run.jsonl", [0.1, 0.2, 0.3])
-    path.write_bytes(path.read_bytes()[:-10])
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-2]) + lines[-2][:-10])  # cut inside the last step
     result = runner.invoke(app, ["verify", str(path), "--json"])
-    assert result.exit_code == 0, result.output
+    # schema 2: the cut is read as before, and now detected: the trace no longer ends sealed
+    assert result.exit_code == 1, result.output
     assert "the last line is cut mid-record" in result.stderr
     data = json.loads(result.stdout)
     assert data["steps"] == 2 and data["truncated"] is True
     assert data["rlb"]["property_version"] == "RLB-v1"
+    assert "the trace ends without a seal after step 1" in data["chain"]["violations"][0]["message"]
 
 
 def test_a_malformed_trace_is_an_error_with_file_and_line(tmp_path: Path) -> None:
@@ -132,11 +142,13 @@ def test_a_folder_of_traces_is_verified_as_a_set(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == "2 traces, 0 with a violation"
-    assert lines[1] == (
+    assert lines[1].startswith("chain v1: HOLDS (2 traces, ")
+    assert lines[2].startswith("replay v1: HOLDS (2 traces, 20 checked, 0 violation(s)")
+    assert lines[3] == (
         "RLB-v1: HOLDS (2 traces, 20 cycles, 1 recovery transition(s), 0 violation(s); "
         "vacuous on 1)"
     )
-    assert "bounded-retries v1: HOLDS (2 traces, 2 checked, 0 violation(s))" in lines
+    assert "bounded-retries v1: HOLDS (2 traces, 2 checked, 0 violation(s); vacuous on 0)" in lines
     assert lines[-1] == "all properties hold on 2 traces"
 
 
@@ -181,7 +193,7 @@ def test_concatenated_traces_are_refused_with_what_to_do(tmp_path: Path) -> None
     both.write_text(one.read_text() * 2)
     result = runner.invoke(app, ["verify", str(both)])
     assert result.exit_code == 1
-    assert ":4: expected a step record, got a second header" in result.output
+    assert ":5: expected a step record, got a second header" in result.output  # after the seal
     assert "verify each run's own trace file, or their folder" in result.output
 
 

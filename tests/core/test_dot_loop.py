@@ -13,9 +13,9 @@ from biasbreaker.calibration import summarise_control_runs
 from biasbreaker.dot import PRESETS, RepairEvent, simulate_dot
 from biasbreaker.dot_loop import run_dot_loop, simulated_control_statistics, states_of
 from biasbreaker.machine import MachineConfig
-from biasbreaker.properties import verify_trace
 from biasbreaker.trace import TraceWriter
 from biasbreaker.types import BreakerState, InterventionContext, InterventionResult, Thresholds
+from biasbreaker.verify import verify_trace
 
 S = BreakerState
 TH = Thresholds(tau_enter=0.30, tau_exit=0.20, tau_warn=0.15, kappa=0.05)  # the [breaker] defaults
@@ -130,6 +130,7 @@ def test_every_property_holds_on_every_preset(preset: str, hook: object, tmp_pat
             hook=hook,  # type: ignore[arg-type]
             recorder=writer,
         )
+        writer.seal()  # the run ended: a trace that is not sealed does not verify
     report = verify_trace(path)
     assert report.holds, report.to_json()
     assert report.steps == 200

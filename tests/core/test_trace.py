@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import warnings
@@ -7,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import rfc8785
 
 from biasbreaker.breaker import freeze
 from biasbreaker.calibration import ControlStatistics
@@ -19,6 +21,7 @@ from biasbreaker.trace import (
     TraceReader,
     TraceTruncatedWarning,
     TraceWriter,
+    line_digest,
     read_trace,
 )
 from biasbreaker.types import BreakerState, InterventionContext, InterventionResult, Thresholds
@@ -96,11 +99,13 @@ def test_trace_round_trips_every_step(tmp_path: Path) -> None:
         "attempt",
         "payload_sha256",
         "intervention",
+        "prev",  # schema 2: the digest of the line before (the hash chain)
     }
+    # schema 2: every line is its record's RFC 8785 canonical form, chained to the one before
+    assert all(line.encode() == rfc8785.dumps(json.loads(line)) for line in lines)
     assert all(
-        line
-        == json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        for line in lines
+        json.loads(line)["prev"] == line_digest(before.encode())
+        for before, line in itertools.pairwise(lines)
     )
 
 
@@ -241,7 +246,9 @@ def test_writer_refuses_out_of_order_steps(tmp_path: Path) -> None:
         ),
         (lambda lines: lines.__delitem__(3), r":4: step 3 is out of order; expected step 2"),
         (
-            lambda lines: lines.__setitem__(0, lines[0].replace('"version":1', '"version":9')),
+            lambda lines: lines.__setitem__(
+                0, lines[0].replace(f'"version":{SCHEMA_VERSION}', '"version":9')
+            ),
             r":1: trace schema version 9 is not supported",
         ),
         (lambda lines: lines.__setitem__(0, lines[1]), r":1: not a biasbreaker trace header"),

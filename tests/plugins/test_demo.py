@@ -78,7 +78,7 @@ def recount(out: Path, phase: str) -> dict[str, Any]:
     repairs: Counter[str] = Counter()
     for path in sorted((out / "traces" / phase).glob("*.jsonl")):
         records = lines(path)
-        header, steps = records[0], records[1:]
+        header, steps = records[0], [r for r in records[1:] if r["kind"] == "step"]  # not seals
         tau_exit = header["thresholds"]["tau_exit"]
         counts["runs"] += 1
         counts["steps"] += len(steps)

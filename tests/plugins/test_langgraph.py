@@ -26,9 +26,9 @@ from langgraph.types import Command
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
-from biasbreaker.properties import verify_trace
 from biasbreaker.trace import read_trace
 from biasbreaker.types import BreakerState, FrozenPayload, InterventionContext, InterventionResult
+from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import (
     BB_KEYS,
     BiasState,

@@ -36,8 +36,8 @@ from pydantic import BaseModel
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
-from biasbreaker.properties import verify_trace
 from biasbreaker.trace import read_trace
+from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import guard, guard_state
 
 

@@ -54,7 +54,7 @@ with SqliteSaver.from_conn_string({db!r}) as saver:
 """
 
 SECOND = """
-from biasbreaker.properties import verify_trace
+from biasbreaker.verify import verify_trace
 from biasbreaker.types import FrozenPayload
 
 received = Received("answer")

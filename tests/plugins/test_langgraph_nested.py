@@ -25,8 +25,8 @@ from langgraph_apps import APPLICANT, SETTINGS, Watch, model
 
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
-from biasbreaker.properties import verify_trace
 from biasbreaker.trace import read_trace
+from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import guard, guard_state
 
 
@@ -103,7 +103,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
-from biasbreaker.properties import verify_trace
+from biasbreaker.verify import verify_trace
 from biasbreaker.trace import read_trace
 from biasbreaker_plugins.langgraph import guard
 from langgraph_apps import APPLICANT, SETTINGS, Watch

@@ -27,9 +27,9 @@ from biasbreaker.kernel import Kernel
 from biasbreaker.llm import LLMRequest, complete_sync
 from biasbreaker.machine import noop_hook
 from biasbreaker.probe import with_current_sample
-from biasbreaker.properties import verify_trace
 from biasbreaker.trace import read_trace
 from biasbreaker.types import BreakerState, InterventionContext
+from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import BiasState, guard, guard_state
 from biasbreaker_plugins.llm_fake import FakeLLM, FakeLLMOptions
 

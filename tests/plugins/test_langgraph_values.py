@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.trace import read_trace
+from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import guard, guard_state
 from biasbreaker_plugins.langgraph.values import (
     Unreadable,
@@ -267,6 +268,8 @@ def test_no_step_passes_unscored_without_a_recorded_reason(
         assert key in reason and type(value).__name__ in reason, reason
         assert "out" not in out  # held, for review
         assert out["__interrupt__"][0].value["reason"] == record.reason
+    report = verify_trace(tmp_path / "t.jsonl")  # the replay re-derives the held step too
+    assert report.holds, report
 
 
 @pytest.mark.parametrize("shape", sorted(NO_GROUP))

@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "biasbreaker.cli.simulate",
     "biasbreaker.cli.calibrate",
     "biasbreaker.cli.verify",
+    "biasbreaker.cli.keygen",
     "biasbreaker.cli.score",
 )
 """Modules whose ``register(app)`` adds a command, in ``--help`` order."""

@@ -11,6 +11,9 @@ literal machine (only fast B_net trips), the machine its presets are shaped for;
 header records ``node_trip: false``. The calibration window uses ``[calibration.control]``
 when configured; otherwise its statistics come from 20 simulated control runs (the ``control``
 preset, seeds 10000-10019, same propagation settings), and the trace header says which.
+
+The trace is sealed at the end of the run (signed with the key file given by
+``--signing-key``, or named by ``BIASBREAKER_SIGNING_KEY_FILE``, if any).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from biasbreaker.dot_loop import (
 )
 from biasbreaker.errors import BiasbreakerError
 from biasbreaker.machine import MachineConfig
-from biasbreaker.trace import TraceWriter
+from biasbreaker.trace import FROM_ENVIRONMENT, Signer, TraceWriter
+from biasbreaker.trace.writer import SignerChoice
 
 CONTROL_RUNS = 20
 
@@ -91,6 +95,15 @@ def simulate(
         ),
     ] = False,
     config: ConfigOption = None,
+    signing_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--signing-key",
+            dir_okay=False,
+            help="Sign the trace's seal with this Ed25519 key file (biasbreaker keygen); "
+            "default: the file BIASBREAKER_SIGNING_KEY_FILE names, if set.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a multi-agent debate (synthetic data) through the control loop; write its trace."""
     if preset not in PRESETS:
@@ -111,7 +124,12 @@ def simulate(
             return
         # The DoT presets are shaped for the literal machine (fast B_net trips): a speaking
         # agent's own score would trip every biased preset, and `drift`, early.
-        machine_config = replace(MachineConfig.from_settings(settings), node_trip=False)
+        ewma = debate.network_ewma()
+        machine_config = replace(
+            MachineConfig.from_settings(settings),
+            node_trip=False,
+            ewma_smoothing=(ewma.fast.smoothing, ewma.slow.smoothing),
+        )
         window = "configured ([calibration.control])"
         if machine_config.control is None:
             machine_config = replace(
@@ -135,10 +153,14 @@ def simulate(
         )
         target = sys.stdout if to_stdout else out
         assert target is not None
-        with TraceWriter(target, header, fsync=settings.trace.fsync) as writer:
+        signer: SignerChoice = (
+            FROM_ENVIRONMENT if signing_key is None else Signer.from_file(signing_key)
+        )
+        with TraceWriter(target, header, fsync=settings.trace.fsync, signer=signer) as writer:
             _, summary = run_dot_loop(
                 debate, seed=run_seed, steps=steps, machine_config=machine_config, recorder=writer
             )
+            writer.seal()
     except BiasbreakerError as exc:
         fail(str(exc))
     except OSError as exc:

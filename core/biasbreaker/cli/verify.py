@@ -1,4 +1,4 @@
-"""``biasbreaker verify``: check the control properties on recorded run traces."""
+"""``biasbreaker verify``: check recorded run traces — chain, replay and control properties."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import typer
 
 from biasbreaker.cli._common import JsonOption, fail, stdout, warn
 from biasbreaker.errors import BiasbreakerError, TraceError
-from biasbreaker.properties import PropertyReport, VerificationReport
-from biasbreaker.properties.traceset import TraceSetVerification, trace_files, verify_traces
 from biasbreaker.trace import TraceTruncatedWarning
+from biasbreaker.trace.signing import load_public_key
+from biasbreaker.verify import PropertyReport, VerificationReport
+from biasbreaker.verify.traceset import TraceSetVerification, trace_files, verify_traces
 
 SHOWN_VIOLATIONS = 5
 
@@ -25,7 +26,12 @@ def _verdict(holds: bool) -> str:
 def _print(report: VerificationReport) -> None:
     out = stdout()
     rlb = report.rlb
-    out.print(f"trace {report.path} (sha256 {report.trace_sha256}), {report.steps} steps")
+    out.print(
+        f"trace {report.path} (sha256 {report.trace_sha256}, head {report.head}, schema "
+        f"v{report.version}), {report.steps} steps"
+    )
+    _print_property(report.chain)
+    _print_property(report.replay)
     first = "" if rlb.first_recovery_step is None else f", first at step {rlb.first_recovery_step}"
     detail = (
         f"(W={rlb.max_history}, {rlb.cycles_total} cycles, "
@@ -44,11 +50,13 @@ def _print(report: VerificationReport) -> None:
 
 
 def _print_property(prop: PropertyReport) -> None:
+    """``name version: VERDICT (what it checked, N violation(s)); note`` and its violations."""
     out = stdout()
     note = f"; {prop.note}" if prop.note else ""
+    what = prop.what or f"{prop.checked} checked"
     out.print(
-        f"{prop.name} {prop.version}: {_verdict(prop.holds)} ({prop.checked} checked, "
-        f"{prop.violation_count} violation(s){note})"
+        f"{prop.name} {prop.version}: {_verdict(prop.holds)} ({what}, "
+        f"{prop.violation_count} violation(s)){note}"
     )
     for violation in prop.violations[:SHOWN_VIOLATIONS]:
         out.print(f"  step {violation.step}: {violation.message}")
@@ -60,13 +68,20 @@ def _print_set(checked: TraceSetVerification) -> None:
     out.print(f"{len(checked.reports)} traces, {len(failing)} with a violation")
     for key in failing[:SHOWN_VIOLATIONS]:
         report = checked.reports[key]
-        broken = [f"{report.rlb.property_version}"] if not report.rlb.holds else []
+        broken = [f"{p.name} {p.version}" for p in (report.chain, report.replay) if not p.holds]
+        broken += [f"{report.rlb.property_version}"] if not report.rlb.holds else []
         broken += [f"{p.name} {p.version}" for p in report.properties if not p.holds]
         out.print(f"  {key}: {', '.join(broken)} VIOLATED (verify it alone for the steps)")
     if len(failing) > SHOWN_VIOLATIONS:
         out.print(f"  ... and {len(failing) - SHOWN_VIOLATIONS} more")
     for total in checked.totals:
         out.print(total.line())
+    if checked.manifest is not None:
+        out.print(checked.manifest.line())
+        for trace, problem in checked.manifest.problems[:SHOWN_VIOLATIONS]:
+            out.print(f"  {trace}: {problem}")
+        if len(checked.manifest.problems) > SHOWN_VIOLATIONS:
+            out.print(f"  ... and {len(checked.manifest.problems) - SHOWN_VIOLATIONS} more")
     out.print(
         f"all properties hold on {len(checked.reports)} traces"
         if checked.holds
@@ -76,33 +91,60 @@ def _print_set(checked: TraceSetVerification) -> None:
 
 def verify(
     traces: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Argument(
-            help="Run traces (JSON Lines) to verify, or folders of them (every *.jsonl below).",
+            help="Run traces (JSON Lines) to verify, or folders of them (every *.jsonl below); "
+            "default with --manifest: the traces it lists.",
             show_default=False,
         ),
-    ],
+    ] = None,
     max_history: Annotated[
         int | None,
         typer.Option(
             "--max-history", min=1, help="Window length W for RLB-v1; default the trace header's."
         ),
     ] = None,
+    public_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--public-key",
+            dir_okay=False,
+            help="Ed25519 public key (PEM, the KEY.pub of biasbreaker keygen): every seal must "
+            "be signed with it.",
+        ),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--manifest",
+            dir_okay=False,
+            help="A results.jsonl listing each trace's head digest: name the traces missing, "
+            "changed, swapped or extra.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Verify RLB-v1, anti-thrash, bounded retries, terminal escalation and the cool-down.
+    """Verify run traces: their chain, a replay of every step, and the control properties.
 
-    One trace file prints every property's verdict and its first violations; several files or
-    a folder print one line per property over all of them and name the traces that violate
-    one. Exit status 1 when any property is violated on any trace.
+    The properties: RLB-v1, anti-thrash, must-trip, bounded retries, terminal escalation and
+    recovery after the cool-down. One trace file prints every verdict and its first
+    violations; several files, a folder or a manifest print one line per property over all
+    of them and name the traces that violate one. Exit status 1 when anything is violated on
+    any trace.
     """
+    given = list(traces or [])
+    if not given and manifest is None:
+        fail("give trace files or folders to verify, or --manifest results.jsonl")
     try:
-        files = trace_files(traces)
+        key = None if public_key is None else load_public_key(public_key)
+        files = trace_files(given) if given else []
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", TraceTruncatedWarning)
-            checked = verify_traces(files, max_history=max_history)
+            checked = verify_traces(
+                files, max_history=max_history, public_key=key, manifest=manifest
+            )
     except TraceError as exc:
-        folders = [str(p) for p in traces if p.is_dir()]
+        folders = [str(p) for p in given if p.is_dir()]
         hint = (
             f" (a folder argument, here {', '.join(folders)}, takes every *.jsonl file below it "
             "and each must be one run trace: give the folder that holds only the traces, e.g. "
@@ -116,7 +158,7 @@ def verify(
         fail(str(exc))
     for item in caught:
         warn(str(item.message))
-    single = len(traces) == 1 and len(files) == 1 and not traces[0].is_dir()
+    single = manifest is None and len(given) == 1 and len(files) == 1 and not given[0].is_dir()
     if single:
         [report] = checked.reports.values()
         if as_json:

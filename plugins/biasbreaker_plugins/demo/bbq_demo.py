@@ -149,6 +149,7 @@ def _record(phase: str, case: Case, outcome: ThreadOutcome) -> dict[str, Any]:
         "panel_answer": outcome.values.get("panel_answer"),
         "review": None if outcome.review is None else plain_json(outcome.review),
         "trace": outcome.trace,
+        "trace_head": outcome.trace_head,
     }
 
 
@@ -201,6 +202,7 @@ def _phase(
                         trace_of=trace_of,
                         after=after,
                         close_traces=None if traces is None else traces.close,
+                        root=out,
                     )
 
             loop.run_until_complete(go())

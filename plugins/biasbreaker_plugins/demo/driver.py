@@ -9,7 +9,10 @@ reported as *waiting for human review*, with the review request, and left paused
 resumes it with ``Command(resume=...)`` on a durable checkpointer).
 
 Each finished thread is appended to ``results.jsonl`` (one canonical-JSON line, flushed), so a
-run cut short leaves every finished thread's record readable.
+run cut short leaves every finished thread's record readable. When a thread finishes or pauses
+for review its trace is sealed (:func:`biasbreaker.trace.seal_trace`, signed when
+``BIASBREAKER_SIGNING_KEY_FILE`` names a key) and its head digest recorded with it, so
+``results.jsonl`` is the manifest ``biasbreaker verify --manifest`` checks the traces against.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from biasbreaker.errors import ConfigError
+from biasbreaker.trace import seal_trace
 from biasbreaker.types import canonical_json
 
 Status = Literal["done", "review"]
@@ -40,6 +44,7 @@ class ThreadOutcome:
         values: The application's part of the final state (no ``bb_`` keys).
         review: The review request the run paused on (JSON), or ``None``.
         trace: The thread's trace file, relative to the output folder, or ``None``.
+        trace_head: The trace's head digest once sealed (its last seal's digest), or ``None``.
     """
 
     phase: str
@@ -48,6 +53,7 @@ class ThreadOutcome:
     values: Mapping[str, Any]
     review: Mapping[str, Any] | None
     trace: str | None
+    trace_head: str | None = None
 
 
 def user_values(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,6 +143,7 @@ async def run_threads(
     trace_of: Callable[[str], str | None],
     after: Callable[[ThreadOutcome], None],
     close_traces: Callable[[], None] | None = None,
+    root: Path | None = None,
 ) -> list[ThreadOutcome]:
     """Invoke ``app`` once per ``(thread id, input)``, in order.
 
@@ -147,6 +154,8 @@ async def run_threads(
         trace_of: Thread id -> its trace file (relative), or ``None`` when not traced.
         after: Called with each outcome as soon as its thread has finished or paused.
         close_traces: Called after every thread (closes the adapter's open trace files).
+        root: The output folder the traces are relative to: each thread's trace is sealed
+            there after ``close_traces`` (the thread finished or paused) and its head recorded.
 
     Returns:
         The outcomes, in input order.
@@ -160,16 +169,21 @@ async def run_threads(
         if interrupts:
             value = getattr(interrupts[0], "value", None)
             review = dict(value) if isinstance(value, Mapping) else {"value": value}
+        if close_traces is not None:
+            close_traces()
+        trace = trace_of(thread)
+        head = None
+        if trace is not None and root is not None and (root / trace).exists():
+            head = seal_trace(root / trace)
         outcome = ThreadOutcome(
             phase=phase,
             thread=thread,
             status="review" if interrupts else "done",
             values=user_values(final),
             review=review,
-            trace=trace_of(thread),
+            trace=trace,
+            trace_head=head,
         )
-        if close_traces is not None:
-            close_traces()
         after(outcome)
         out.append(outcome)
     return out

@@ -196,6 +196,7 @@ class _Runner:
                 trace_of=trace_of,
                 after=after,
                 close_traces=None if traces is None else traces.close,
+                root=spec.out,
             )
         )
         return records, self.kernel.counter.total - before
@@ -213,6 +214,7 @@ def _record(phase: str, posting: Posting, outcome: ThreadOutcome) -> dict[str, A
         "shortlist": outcome.values.get("shortlist") if outcome.status == "done" else None,
         "review": None if outcome.review is None else plain_json(outcome.review),
         "trace": outcome.trace,
+        "trace_head": outcome.trace_head,
     }
 
 

@@ -191,32 +191,61 @@ def selection_table(phases: Sequence[tuple[str, Selection]], labels: Mapping[str
 
 
 def property_lines(verification: Verification) -> list[str]:
-    """The property lines (``RLB-v1: HOLDS (...)`` ...), one per property."""
-    return [t.line() for t in verification.totals]
+    """The property lines (``RLB-v1: HOLDS (...)`` ...), one per property, then the manifest's."""
+    lines = [t.line() for t in verification.totals]
+    if verification.manifest is not None:
+        lines.append(verification.manifest.line("results.jsonl"))
+        lines += [f"  {trace}: {problem}" for trace, problem in verification.manifest.problems]
+    return lines
 
 
 def verification_block(table: Table, verification: Verification) -> list[str]:
-    """Markdown lines: the verdicts ``table``, then the property lines as printed, fenced."""
-    return [table.markdown(), "", "```", *property_lines(verification), "```", ""]
+    """Markdown lines: the verdicts ``table``, the property lines as printed, the trace heads.
+
+    The heads are each trace's chain head (the digest of its last seal), as ``results.jsonl``
+    lists them: what a reader compares a copy of the traces with, or checks them against with
+    ``biasbreaker verify TRACES --manifest results.jsonl``.
+    """
+    heads = [f"{report.head}  {key}" for key, report in verification.reports.items()]
+    return [
+        table.markdown(),
+        "",
+        "```",
+        *property_lines(verification),
+        "```",
+        "",
+        "Each trace's head digest (SHA-256 of its final seal, RFC 8785 JSON; also in "
+        "`results.jsonl`), which `biasbreaker verify traces --manifest results.jsonl` checks:",
+        "",
+        "```",
+        *heads,
+        "```",
+        "",
+    ]
 
 
 def property_table(totals: Sequence[PropertyTotal]) -> Table:
     """The verification verdicts as a table."""
     return Table(
-        "Properties verified on every trace (biasbreaker.properties.verify_trace)",
-        ("property", "verdict", "traces", "violations", "detail"),
+        "Properties verified on every trace (biasbreaker.verify.verify_trace)",
+        ("property", "verdict", "traces", "violations", "vacuous on", "detail"),
         tuple(
             (
                 t.name,
                 "HOLDS" if t.holds else "VIOLATED",
                 str(t.traces),
                 str(t.violations),
+                f"{t.vacuous} trace(s)",
                 (
-                    f"{t.cycles} cycles, {t.checked} recovery transition(s), vacuous on "
-                    f"{t.vacuous} trace(s)"
+                    f"{t.cycles} cycles, {t.checked} recovery transition(s)"
+                    if t.name.startswith("RLB")
+                    else f"{t.checked} checked"
                 )
-                if t.name.startswith("RLB")
-                else f"{t.checked} checked",
+                + (
+                    f"; vacuous on every trace: nothing here exercised it, {t.exercise}"
+                    if t.traces and t.vacuous == t.traces
+                    else ""
+                ),
             )
             for t in totals
         ),

@@ -264,6 +264,7 @@ async def run_user_graph(prepared: PreparedRun, advance: Callable[[int], None]) 
                 "values": plain_json(outcome.values),
                 "review": None if outcome.review is None else plain_json(outcome.review),
                 "trace": outcome.trace,
+                "trace_head": outcome.trace_head,
             }
         )
         advance(1)
@@ -289,6 +290,7 @@ async def run_user_graph(prepared: PreparedRun, advance: Callable[[int], None]) 
                 trace_of=trace_of,
                 after=after,
                 close_traces=guarded.guard.traces.close,
+                root=out,
             )
     except BiasbreakerError as exc:
         failure = f"input line {current[0]}: {exc}" if current else str(exc)

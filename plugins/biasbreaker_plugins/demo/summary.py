@@ -9,7 +9,7 @@ recompute every number from the output folder:
   re-check passed), escalations;
 * :func:`selection` — per phase, from ``results.jsonl``: the shortlist's selection rate per
   group and the disparate-impact ratios (rate / highest rate, the four-fifths rule);
-* :func:`verification` — :func:`biasbreaker.properties.verify_trace` on every trace, each
+* :func:`verification` — :func:`biasbreaker.verify.verify_trace` on every trace, each
   property's verdict aggregated over them.
 """
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.properties.traceset import PropertyTotal, TraceSetVerification, verify_traces
 from biasbreaker.trace import Trace, read_trace
 from biasbreaker.types import BreakerState
+from biasbreaker.verify.traceset import PropertyTotal, TraceSetVerification, verify_traces
 from biasbreaker_plugins.demo.driver import read_results
 
 TRIPPED_STATES = frozenset(
@@ -271,7 +271,9 @@ demo's name)."""
 def verification(paths: Sequence[Path], root: Path) -> TraceSetVerification:
     """Verify every trace in ``paths`` and aggregate the verdicts.
 
-    A finished run writes whole records, so a trace with a cut last line is an error here.
+    A finished run writes whole records, so a trace with a cut last line is an error here. When
+    ``root`` holds a ``results.jsonl``, the traces are also checked against the head digests it
+    lists (missing, changed, swapped or extra traces are named).
 
     Args:
         paths: Trace files.
@@ -280,7 +282,13 @@ def verification(paths: Sequence[Path], root: Path) -> TraceSetVerification:
     Raises:
         TraceError: A trace is malformed or cut.
     """
-    return verify_traces(paths, root=root, truncated_is_error=True)
+    manifest = root / "results.jsonl"
+    return verify_traces(
+        paths,
+        root=root,
+        truncated_is_error=True,
+        manifest=manifest if manifest.exists() else None,
+    )
 
 
 __all__ = [

@@ -94,8 +94,39 @@ class GuardedStateGraph(StateGraph):  # type: ignore[type-arg]
         promoters = [n for n in PROMOTERS if n in compiled.nodes]
         install_gates(compiled, self.guarded_nodes, promoters)
         hide_tasks(compiled, [n for n in (SKEPTIC, AGGREGATE) if n in compiled.nodes])
+        compiled.__class__ = GuardedCompiledStateGraph
         setattr(compiled, GUARD_ATTR, self.guard)
         return compiled
+
+
+class GuardedCompiledStateGraph(CompiledStateGraph):  # type: ignore[type-arg]
+    """A compiled guarded graph: ``stream``, ``astream`` (and so ``invoke``) seal the trace.
+
+    The thread's run trace is sealed when they return, whether the run ended or paused.
+    """
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """``CompiledStateGraph.stream``, then seal the run's trace."""
+        try:
+            yield from super().stream(input, config, **kwargs)
+        finally:
+            _seal(self, config)
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
+        """``CompiledStateGraph.astream``, then seal the run's trace."""
+        try:
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+        finally:
+            _seal(self, config)
+
+
+def _seal(graph: Any, config: RunnableConfig | None) -> None:
+    guard = getattr(graph, GUARD_ATTR, None)
+    if isinstance(guard, GraphGuard):
+        guard.seal_run(config)
 
 
 GUARD_ATTR: Final = "__biasbreaker_guard__"

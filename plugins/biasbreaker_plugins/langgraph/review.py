@@ -136,13 +136,18 @@ class ReviewNode:
         channels: The graph's channels (``StateGraph.channels``, state key -> channel): a
             reviewer's update may write only the application's keys among them, with values
             their reducers accept. ``None``: only the ``bb_`` keys are refused.
+        settle: Called with the task's work and config before it returns (streams the
+            promoted outputs' held events).
+        pause: Called with the task's config before the run pauses (seals the trace).
     """
 
     def __init__(
         self,
         channels: Mapping[str, Any] | None = None,
         settle: Callable[[Work, RunnableConfig], None] | None = None,
+        pause: Callable[[RunnableConfig], None] | None = None,
     ) -> None:
+        self.pause = pause
         self.channels = dict(channels or {})
         self.state_keys = None if channels is None else tuple(sorted(set(channels) - BB_KEYS))
         self.settle = settle
@@ -191,6 +196,8 @@ class ReviewNode:
             trail=list(result.get("trail") or []),
         )
         payload = request.model_dump(mode="json")
+        if self.pause is not None:
+            self.pause(config)  # seal the trace: the run may wait here for days
         answer = interrupt_in(payload, config)
         while True:
             decision, error = self._decision(config, staged, answer)

@@ -142,7 +142,7 @@ class GraphGuard:
             else None
         )
         self.breaker_node = BreakerNode(self.decider, hook, self.send_panel, self.settle)
-        self.review_node = ReviewNode(channels, self.settle)
+        self.review_node = ReviewNode(channels, self.settle, self.seal)
 
     def wrap(self, spec: GuardedNode) -> Callable[..., Any]:
         """The function LangGraph runs for a guarded node (same name, signature and hints).
@@ -258,6 +258,24 @@ class GraphGuard:
             call.hold or str(staged.get("reason", "")),
         )
         return result
+
+    def seal(self, config: RunnableConfig) -> None:
+        """Seal the trace of the task's run (it pauses for review)."""
+        self.traces.seal(trace_key(config))
+
+    def seal_run(self, config: RunnableConfig | None) -> None:
+        """Seal the trace of a run of the guarded graph that returned (ended or paused).
+
+        ``config`` is the one ``stream``/``invoke`` was called with; a subgraph's carries the
+        parent task's namespace, which is its graph's namespace.
+        """
+        if not self.traces.template:
+            return
+        ns = str(((config or {}).get("configurable") or {}).get("checkpoint_ns") or "")
+        thread = trace_key(config)
+        if ns:
+            thread = ".".join([thread, *(part.replace(":", "-") for part in ns.split("|"))])
+        self.traces.seal(thread)
 
     def settle(self, work: Work, config: RunnableConfig) -> None:
         """Stream what a ``bb_breaker`` or ``bb_review`` task decided about held outputs.

@@ -3,7 +3,9 @@
 Every breaker step a task takes is recorded by the machine (its recorder collects the records
 in the task's :class:`~biasbreaker_plugins.langgraph.machines.Handle`); when the task commits
 the step, :func:`commit_records` appends them to the thread's file (``[plugin.langgraph]
-trace_path``, ``{thread_id}`` replaced).
+trace_path``, ``{thread_id}`` replaced). The trace is sealed (:meth:`Traces.seal`) when the run
+pauses for review (``bb_review``, before ``interrupt()``) and when ``stream``/``invoke`` of the
+guarded graph returns, so a truncated or shortened trace fails ``biasbreaker verify``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from biasbreaker.errors import TraceError
 from biasbreaker.machine import ControlMachine
-from biasbreaker.trace import StepRecord, TraceWriter, read_trace
+from biasbreaker.trace import StepRecord, TraceWriter, read_trace, seal_trace
 from biasbreaker_plugins.langgraph.machines import Handle
 
 
@@ -120,6 +122,25 @@ class Traces:
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         return TraceWriter(path, header, fsync=self.fsync)
+
+    def seal(self, thread_id: str) -> None:
+        """Seal the trace of ``thread_id`` (a run paused for review, or ended).
+
+        Idempotent: a trace with nothing written since its last seal is left as it is; a
+        thread with no trace file (nothing guarded ran) has nothing to seal.
+
+        Raises:
+            TraceError: The file is not a trace this version writes.
+        """
+        path = self.path(thread_id)
+        if path is None:
+            return
+        with self._lock:
+            writer, _ = self._open.get(path, (None, -1))
+            if writer is not None:
+                writer.seal()
+            elif path.exists() and path.stat().st_size > 0:
+                seal_trace(path, fsync=self.fsync)
 
     def close(self) -> None:
         """Close every open trace file."""

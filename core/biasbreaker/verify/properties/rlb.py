@@ -32,13 +32,13 @@ Source:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from biasbreaker.calibration import ControlStatistics, outlier_level
-from biasbreaker.properties.report import PropertyReport, Violation, ViolationLog
-from biasbreaker.trace import StepRecord
-from biasbreaker.types import JSONValue
+from biasbreaker.trace.lines import StepLineV1
+from biasbreaker.types import ControlStatistics, JSONValue
+from biasbreaker.verify.report import PropertyReport, Violation, ViolationLog
 
 PROPERTY_VERSION: Final = "RLB-v1"
 
@@ -80,6 +80,11 @@ class RecoveryTracker:
         self._dirty_run = 0
         self._peak = 0
         self._last_over: int | None = None
+
+    @property
+    def idle(self) -> bool:
+        """Whether no dirty run is pending (a clean step that is not over-threshold is a no-op)."""
+        return self._dirty_run == 0
 
     def feed(
         self, step: int, *, over: bool, beyond_3: int, beyond_5: int
@@ -208,19 +213,30 @@ class RLBVerifier:
         self._windowless = 0
         self._log = ViolationLog()
 
-    def observe(self, record: StepRecord) -> None:
-        """Take the next record."""
-        self._cycles += 1
-        window = record.window
-        if window is None or self._control is None:
-            self._windowless += 1
+    def observe(self, records: Sequence[StepLineV1]) -> None:
+        """Take the next records (in step order)."""
+        self._cycles += len(records)
+        control = self._control
+        if control is None:
+            self._windowless += len(records)
             return
-        over = outlier_level(record.fast, self._control) >= 3
-        transition = self._tracker.feed(
-            record.step, over=over, beyond_3=window.beyond_3, beyond_5=window.beyond_5
-        )
-        if transition is None:
-            return
+        over_3 = control.mean + 3.0 * control.std  # the window's 3σ band (docs/control.md §5)
+        tracker = self._tracker
+        for record in records:
+            window = record.window
+            if window is None:
+                self._windowless += 1
+                continue
+            over = record.fast > over_3
+            if not over and window.beyond_3 + window.beyond_5 == 0 and tracker.idle:
+                continue  # clean, nothing pending: feeding it would change nothing
+            transition = tracker.feed(
+                record.step, over=over, beyond_3=window.beyond_3, beyond_5=window.beyond_5
+            )
+            if transition is not None:
+                self._transition(transition)
+
+    def _transition(self, transition: RecoveryTransition) -> None:
         self._transitions += 1
         if self._first is None:
             self._first = transition.step

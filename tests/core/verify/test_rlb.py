@@ -10,10 +10,10 @@ from tracegen import CONTROL, TH, forge
 from biasbreaker.breaker import freeze
 from biasbreaker.calibration import CalibrationWindow, ControlStatistics
 from biasbreaker.machine import ControlMachine, MachineConfig
-from biasbreaker.properties import verify_trace
-from biasbreaker.properties.rlb import RecoveryTracker, RecoveryTransition
 from biasbreaker.trace import TraceWriter
 from biasbreaker.types import BreakerState, InterventionContext, InterventionResult
+from biasbreaker.verify import verify_trace
+from biasbreaker.verify.properties.rlb import RecoveryTracker, RecoveryTransition
 
 OVER, WITHIN = 0.3, 0.1  # with CONTROL, 0.3 is beyond 3σ (0.25) and 0.1 is not
 N = BreakerState.NORMAL
@@ -168,6 +168,7 @@ def test_property_rlb_holds_on_generated_multi_cycle_runs(
             machine = ControlMachine(config, hook=_hook, recorder=writer)
             for fast in fasts:
                 machine.step(fast, fast / 2)
+            writer.seal()
         report = verify_trace(path)
     assert report.rlb.holds
     assert report.rlb.recovery_transitions == expected

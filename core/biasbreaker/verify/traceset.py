@@ -2,7 +2,7 @@
 
 A guarded pipeline writes one run trace per run (per LangGraph thread), so an audit checks a
 folder of traces, not one file. :func:`trace_files` expands files and folders into the trace
-files, :func:`verify_traces` verifies each with :func:`~biasbreaker.properties.verify_trace` and
+files, :func:`verify_traces` verifies each with :func:`~biasbreaker.verify.verify_trace` and
 :class:`TraceSetVerification` aggregates the verdicts per property (a property holds on the set
 when it holds on every trace). ``biasbreaker verify`` and the demo's report use it.
 """
@@ -14,12 +14,14 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from biasbreaker.errors import InputError
-from biasbreaker.properties import VerificationReport, verify_trace
-from biasbreaker.properties.report import PropertyReport
 from biasbreaker.trace import TraceTruncatedWarning
 from biasbreaker.types import JSONValue
+from biasbreaker.verify.manifest import ManifestCheck, check_manifest, read_manifest
+from biasbreaker.verify.report import PropertyReport
+from biasbreaker.verify.verifier import VerificationReport, verify_trace
 
 TRACE_SUFFIX = ".jsonl"
 """The suffix of the files a folder argument contributes."""
@@ -35,8 +37,10 @@ class PropertyTotal:
         holding: Traces on which it holds, in [0, traces].
         checked: Cases checked over all traces (recovery transitions for RLB-v1), >= 0.
         violations: Violations over all traces, >= 0.
-        vacuous: RLB-v1 only: traces without a recovery transition.
+        vacuous: Traces on which the verdict is vacuous (nothing the property speaks about
+            happened there; for RLB-v1, no recovery transition).
         cycles: RLB-v1 only: controller cycles over all traces.
+        exercise: What would exercise the property, said when it is vacuous on every trace.
     """
 
     name: str
@@ -46,6 +50,7 @@ class PropertyTotal:
     violations: int
     vacuous: int = 0
     cycles: int = 0
+    exercise: str = ""
 
     @property
     def holds(self) -> bool:
@@ -61,8 +66,14 @@ class PropertyTotal:
                 f"transition(s), {self.violations} violation(s); vacuous on {self.vacuous}"
             )
         else:
-            detail = f"{self.traces} traces, {self.checked} checked, {self.violations} violation(s)"
-        return f"{self.name}: {verdict} ({detail})"
+            detail = (
+                f"{self.traces} traces, {self.checked} checked, {self.violations} violation(s); "
+                f"vacuous on {self.vacuous}"
+            )
+        line = f"{self.name}: {verdict} ({detail})"
+        if self.traces and self.vacuous == self.traces:
+            line += f" -- VACUOUS ON EVERY TRACE: nothing checked it; {self.exercise}"
+        return line
 
     def to_json(self) -> dict[str, JSONValue]:
         """Return the total as plain JSON."""
@@ -78,6 +89,20 @@ class PropertyTotal:
         }
 
 
+EXERCISED_BY: Final = {
+    "chain": "write version-2 traces (this biasbreaker does)",
+    "replay": "record at least one step",
+    "recovery-latency-bound": "a run whose calibration window goes dirty and clean again",
+    "anti-thrash": "a run whose breaker trips (or recovers)",
+    "bounded-retries": "a run whose breaker trips",
+    "escalation-terminal": "a run that escalates before its last step (e.g. later steps of an "
+    "escalated run, or a resumed review)",
+    "recovery-after-cooldown": "a run that recovers after a repair that passed its re-check",
+    "must-trip": "a run whose trip statistic reaches tau_enter while the breaker is closed",
+}
+"""What would exercise each property, for a property vacuous on every trace of a set."""
+
+
 @dataclass(frozen=True)
 class TraceSetVerification:
     """Every trace's verification, aggregated per property.
@@ -90,11 +115,12 @@ class TraceSetVerification:
 
     reports: Mapping[str, VerificationReport] = field(default_factory=dict)
     totals: tuple[PropertyTotal, ...] = ()
+    manifest: ManifestCheck | None = None
 
     @property
     def holds(self) -> bool:
-        """Whether every property holds on every trace."""
-        return all(t.holds for t in self.totals)
+        """Whether every property holds on every trace (and the set matches its manifest)."""
+        return all(t.holds for t in self.totals) and (self.manifest is None or self.manifest.holds)
 
     def failing(self) -> list[str]:
         """The keys of the traces on which some property is violated, in order."""
@@ -106,6 +132,7 @@ class TraceSetVerification:
             "holds": self.holds,
             "totals": [t.to_json() for t in self.totals],
             "traces": {key: report.to_json() for key, report in self.reports.items()},
+            "manifest": None if self.manifest is None else self.manifest.to_json(),
         }
 
 
@@ -148,6 +175,8 @@ def verify_traces(
     root: str | os.PathLike[str] | None = None,
     max_history: int | None = None,
     truncated_is_error: bool = False,
+    public_key: str | None = None,
+    manifest: str | os.PathLike[str] | None = None,
 ) -> TraceSetVerification:
     """Verify every trace and aggregate the verdicts per property.
 
@@ -158,6 +187,10 @@ def verify_traces(
         max_history: ``W`` for RLB-v1 on every trace; default each trace header's.
         truncated_is_error: Whether a trace whose last line is cut is an error (a run that
             finished writes whole records) rather than a :class:`TraceTruncatedWarning`.
+        public_key: As :func:`~biasbreaker.verify.verify_trace`, for every trace.
+        manifest: A ``results.jsonl`` listing each trace's head digest: the set is also
+            checked against it (:mod:`~biasbreaker.verify.manifest`); the traces it lists that
+            exist are verified too.
 
     Returns:
         The per-trace reports and one :class:`PropertyTotal` per property.
@@ -165,10 +198,18 @@ def verify_traces(
     Raises:
         TraceError: A trace is malformed (the message names file and line); with
             ``truncated_is_error``, also a cut last line.
-        InputError: ``max_history`` is not an int >= 1, or ``root`` does not contain a path.
+        InputError: ``max_history`` is not an int >= 1, ``root`` does not contain a path, or
+            the manifest is unreadable.
     """
+    listed = None if manifest is None else read_manifest(manifest)
+    given = [Path(raw) for raw in paths]
+    everything = list(dict.fromkeys(given))
+    if listed is not None:
+        known = {path.resolve() for path in everything}
+        everything += [p for p in listed if p.exists() and p.resolve() not in known]
     reports: dict[str, VerificationReport] = {}
-    for raw in paths:
+    heads: dict[Path, str] = {}
+    for raw in everything:
         path = Path(raw)
         key = str(path)
         if root is not None:
@@ -179,14 +220,22 @@ def verify_traces(
         with warnings.catch_warnings():
             if truncated_is_error:
                 warnings.simplefilter("error", TraceTruncatedWarning)
-            reports[key] = verify_trace(path, max_history=max_history)
-    return TraceSetVerification(reports, _totals(reports.values()))
+            reports[key] = verify_trace(path, max_history=max_history, public_key=public_key)
+        heads[path] = reports[key].head
+    checked = None
+    if listed is not None and manifest is not None:
+        checked = check_manifest(manifest, listed, heads, given)
+    return TraceSetVerification(reports, _totals(reports.values()), checked)
 
 
 def _totals(reports: Iterable[VerificationReport]) -> tuple[PropertyTotal, ...]:
     reports = list(reports)
     rlb = [r.rlb for r in reports]
     totals = [
+        _total([r.chain for r in reports], "chain v1"),
+        _total([r.replay for r in reports], "replay v1"),
+    ]
+    totals.append(
         PropertyTotal(
             name=rlb[0].property_version if rlb else "RLB-v1",
             traces=len(rlb),
@@ -195,23 +244,29 @@ def _totals(reports: Iterable[VerificationReport]) -> tuple[PropertyTotal, ...]:
             violations=sum(r.violation_count for r in rlb),
             vacuous=sum(1 for r in rlb if r.vacuous),
             cycles=sum(r.cycles_total for r in rlb),
+            exercise=EXERCISED_BY["recovery-latency-bound"],
         )
-    ]
+    )
     names: dict[str, list[PropertyReport]] = {}
     for report in reports:
         for prop in report.properties:
             names.setdefault(f"{prop.name} {prop.version}", []).append(prop)
-    totals.extend(
-        PropertyTotal(
-            name=name,
-            traces=len(props),
-            holding=sum(1 for p in props if p.holds),
-            checked=sum(p.checked for p in props),
-            violations=sum(p.violation_count for p in props),
-        )
-        for name, props in names.items()
-    )
+    totals.extend(_total(props, name) for name, props in names.items())
     return tuple(totals)
+
+
+def _total(props: list[PropertyReport], name: str) -> PropertyTotal:
+    """One property's reports over the set, summed (``name``: the property and its version)."""
+    first = props[0] if props else None
+    return PropertyTotal(
+        name=name,
+        traces=len(props),
+        holding=sum(1 for p in props if p.holds),
+        checked=sum(p.checked for p in props),
+        violations=sum(p.violation_count for p in props),
+        vacuous=sum(1 for p in props if p.vacuous),
+        exercise="" if first is None else EXERCISED_BY.get(first.name, ""),
+    )
 
 
 __all__ = ["PropertyTotal", "TraceSetVerification", "trace_files", "verify_traces"]

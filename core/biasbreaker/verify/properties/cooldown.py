@@ -12,9 +12,11 @@ Source:
 
 from __future__ import annotations
 
-from biasbreaker.properties.report import PropertyReport, ViolationLog
-from biasbreaker.trace import StepRecord
+from collections.abc import Sequence
+
+from biasbreaker.trace.lines import StepLineV1
 from biasbreaker.types import BreakerState
+from biasbreaker.verify.report import PropertyReport, ViolationLog
 
 
 class CooldownVerifier:
@@ -34,8 +36,18 @@ class CooldownVerifier:
         self._recoveries = 0
         self._log = ViolationLog()
 
-    def observe(self, record: StepRecord) -> None:
-        """Track the run of RECOVERY steps and check each recovery."""
+    def observe(self, records: Sequence[StepLineV1]) -> None:
+        """Track the runs of RECOVERY steps and check each recovery."""
+        recovery = BreakerState.RECOVERY
+        for record in records:
+            state = record.state
+            if state is self._previous:  # no change: only a RECOVERY run grows
+                if state is recovery:
+                    self._recovery_run += 1
+                continue
+            self._observe(record)
+
+    def _observe(self, record: StepLineV1) -> None:
         state = record.state
         if self._previous.tripped and not state.tripped:
             self._recoveries += 1
@@ -56,9 +68,16 @@ class CooldownVerifier:
 
     def report(self) -> PropertyReport:
         """Return the verdict."""
-        note = "" if self._recoveries else "vacuous: the breaker never recovered"
+        vacuous = "" if self._recoveries else "the breaker never recovered"
         return PropertyReport(
-            self.name, self.version, self._recoveries, self._log.count, tuple(self._log.kept), note
+            self.name,
+            self.version,
+            self._recoveries,
+            self._log.count,
+            tuple(self._log.kept),
+            f"vacuous: {vacuous}" if vacuous else "",
+            what=f"{self._recoveries} recovery(ies)",
+            vacuous=vacuous,
         )
 
 

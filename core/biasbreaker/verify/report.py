@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from biasbreaker.trace import StepRecord
+from biasbreaker.trace.lines import StepLineV1
 from biasbreaker.types import JSONValue
 
 MAX_KEPT_VIOLATIONS: Final = 100
@@ -40,7 +41,10 @@ class PropertyReport:
             property's docstring says which).
         violation_count: How many instances failed.
         violations: The first :data:`MAX_KEPT_VIOLATIONS` failures, in step order.
-        note: A remark, e.g. that the property held vacuously; empty if none.
+        note: A remark (e.g. where the run escalated); empty if none.
+        what: What was checked, in words (e.g. ``"2 episode(s)"``); empty: ``checked``.
+        vacuous: Why the verdict is vacuous — nothing the property speaks about happened
+            (e.g. ``"the breaker never tripped"``); empty when it was exercised.
     """
 
     name: str
@@ -49,6 +53,8 @@ class PropertyReport:
     violation_count: int
     violations: tuple[Violation, ...] = ()
     note: str = ""
+    what: str = ""
+    vacuous: str = ""
 
     @property
     def holds(self) -> bool:
@@ -65,6 +71,8 @@ class PropertyReport:
             "violation_count": self.violation_count,
             "violations": [v.to_json() for v in self.violations],
             "note": self.note,
+            "what": self.what,
+            "vacuous": self.vacuous,
         }
 
 
@@ -85,8 +93,8 @@ class ViolationLog:
 class Verifier(Protocol):
     """A streaming property verifier: fed every record in order, then asked for a report."""
 
-    def observe(self, record: StepRecord) -> None:
-        """Take the next record (records arrive in step order)."""
+    def observe(self, records: Sequence[StepLineV1]) -> None:
+        """Take the next records (in step order; a block at a time, for speed)."""
         ...
 
     def report(self) -> PropertyReport:

@@ -33,6 +33,9 @@ def forge(
 ) -> Path:
     """Write a trace with the given (state, fast) sequence, whatever a machine would do.
 
+    The trace is sealed, so its chain holds; its replay does not (no machine wrote it), which
+    is what the replay is for: these traces test the other properties one at a time.
+
     A step given as (state, fast, own) is a step of node ``"n"`` with local score ``own``;
     (state, fast) is a step without a node. The window counts come from a real
     :class:`CalibrationWindow` of ``window_length`` (default the header's ``max_history``), so
@@ -69,4 +72,5 @@ def forge(
                     intervention=None,
                 )
             )
+        writer.seal()
     return path

@@ -1,52 +1,65 @@
-"""The run trace: one JSON Lines record per guarded step, written for later verification.
+"""The run trace's records: the header (line 1), one step record per guarded step, and seals.
 
-A trace file is UTF-8 JSON Lines. Line 1 is a header (``"kind": "header"``) carrying the
-schema name and version and the run's control configuration (thresholds, cool-down, retry
-budget, calibration window, seed). Every further line is one step (``"kind": "step"``), in step
-order with no gaps. Each line is canonical JSON (sorted keys, no spaces), so the same seed and
-inputs give byte-identical files.
-
-Writing appends and flushes one whole line per record (``fsync`` optional), so a crash loses
-at most the line being written. Reading accepts a file whose last line was cut mid-way: it
-returns the records up to the last whole line and warns (:class:`TraceTruncatedWarning`). A
-last line that lacks only its newline (an editor or another tool dropped it) is a whole record
-and is read; appending to such a file first adds the newline. Any other malformed line is a
-:class:`~biasbreaker.errors.TraceError` naming the file and line.
+Each record converts to and from its JSON object (``to_json`` / ``from_json``); ``from_json``
+validates every field, so a malformed line is a :class:`~biasbreaker.errors.TraceError` that
+names the field. Schema version 2 adds what a verifier needs to replay the run (the machine's
+probation mode and EWMA smoothing in the header, the Katz weights on the steps where they
+change) and the hash chain (:mod:`biasbreaker.trace.chain`): every line after the header
+carries ``prev``, the digest of the line before it, and :class:`SealRecord` lines close a
+stretch of the trace at each pause for review and at the end of a run.
 
 Source:
-    ``ARCHITECTURE.md`` §6 "Run trace and properties"; ``docs/control.md`` (schema).
+    ``ARCHITECTURE.md`` §6 "Run trace and properties"; ``docs/control.md`` §6 (schema).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any, Final
+from typing import Any, Final
 
-from biasbreaker.calibration import ControlStatistics, WindowCounts
+import rfc8785
+
 from biasbreaker.errors import BiasbreakerError, TraceError
 from biasbreaker.types import (
     ALLOWED_ACTIONS,
     BreakerAction,
     BreakerState,
+    ControlStatistics,
     JSONValue,
     Thresholds,
+    WindowCounts,
     canonical_json,
 )
 
 SCHEMA: Final = "biasbreaker.trace"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""The version this biasbreaker writes (it reads 1 and 2; version 1 has no chain)."""
+READABLE_VERSIONS: Final = (1, 2)
+PROBATION_MODES: Final = ("hold", "half-open")
+JSON_INT_LIMIT: Final = 2**53 - 1
+"""RFC 8785 (I-JSON) numbers are IEEE doubles: integers beyond this are not exact."""
 
 
-class TraceTruncatedWarning(UserWarning):
-    """A trace's last line was cut mid-way (a crash while writing); it was ignored."""
+_V1_HEADER_KEYS: Final = frozenset(
+    {
+        "kind",
+        "schema",
+        "version",
+        "thresholds",
+        "cooldown_steps",
+        "max_retries",
+        "max_history",
+        "control",
+        "seed",
+        "meta",
+        "node_trip",
+    }
+)
+_HEADER_KEYS: Final = {1: _V1_HEADER_KEYS, 2: _V1_HEADER_KEYS | {"probation", "ewma"}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +76,18 @@ class TraceHeader:
         meta: Free-form plain-JSON description of the run (e.g. the preset), default empty.
         node_trip: Whether the run's machine also tripped on a step's own local score
             (``MachineConfig.node_trip``); a header without the key means ``False``.
+        probation: The machine's probation mode, ``"hold"`` or ``"half-open"``
+            (``MachineConfig.probation``), or ``None`` when unknown (version-1 headers).
+        ewma: The smoothing factors ``(fast, slow)`` of the EWMAs that produced each step's
+            fast and slow B_net, each in (0, 1], or ``None`` when the writer did not know them
+            (then ``verify`` cannot re-derive fast and slow from the local scores).
+        version: The schema version the header was read with (written: always
+            :data:`SCHEMA_VERSION`).
 
     Raises:
         TraceError: If ``max_history`` and ``control`` are not both set or both ``None``, a
-            counter is out of range, or ``node_trip`` is not a bool.
+            counter is out of range, ``node_trip`` is not a bool, ``probation`` or ``ewma`` is
+            invalid, or ``seed`` is beyond ±(2**53 - 1) (RFC 8785 numbers are doubles).
     """
 
     thresholds: Thresholds
@@ -77,6 +98,9 @@ class TraceHeader:
     seed: int
     meta: Mapping[str, JSONValue] = field(default_factory=dict)
     node_trip: bool = False
+    probation: str | None = None
+    ewma: tuple[float, float] | None = None
+    version: int = field(default=SCHEMA_VERSION, compare=False)
 
     def __post_init__(self) -> None:
         if (self.max_history is None) != (self.control is None):
@@ -94,10 +118,32 @@ class TraceHeader:
             or self.max_history < 1
         ):
             raise TraceError(f"trace header: max_history={self.max_history!r} must be an int >= 1")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise TraceError(f"trace header: seed={self.seed!r} must be an int")
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int)
+            or abs(self.seed) > JSON_INT_LIMIT
+        ):
+            raise TraceError(
+                f"trace header: seed={self.seed!r} must be an int within ±(2**53 - 1), the "
+                "integers an RFC 8785 (JSON double) number holds exactly"
+            )
         if not isinstance(self.node_trip, bool):
             raise TraceError(f"trace header: node_trip={self.node_trip!r} must be true or false")
+        if self.probation is not None and self.probation not in PROBATION_MODES:
+            raise TraceError(
+                f"trace header: probation={self.probation!r} must be 'hold' or 'half-open'"
+            )
+        if self.ewma is not None:
+            pair = tuple(self.ewma)
+            if len(pair) != 2 or not all(
+                not isinstance(a, bool) and isinstance(a, (int, float)) and 0.0 < a <= 1.0
+                for a in pair
+            ):
+                raise TraceError(
+                    f"trace header: ewma={self.ewma!r} must be the (fast, slow) smoothing "
+                    "factors, each in (0, 1]"
+                )
+            object.__setattr__(self, "ewma", (float(pair[0]), float(pair[1])))
         object.__setattr__(self, "meta", MappingProxyType(json.loads(canonical_json(self.meta))))
 
     def to_json(self) -> dict[str, JSONValue]:
@@ -114,6 +160,8 @@ class TraceHeader:
             "seed": self.seed,
             "meta": dict(self.meta),
             "node_trip": self.node_trip,
+            "probation": self.probation,
+            "ewma": None if self.ewma is None else {"fast": self.ewma[0], "slow": self.ewma[1]},
         }
 
     @classmethod
@@ -127,13 +175,24 @@ class TraceHeader:
             raise TraceError(
                 f"not a biasbreaker trace header (expected kind 'header' and schema {SCHEMA!r})"
             )
-        if data.get("version") != SCHEMA_VERSION:
+        version = data.get("version")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise TraceError(
-                f"trace schema version {data.get('version')!r} is not supported; "
-                f"this biasbreaker reads version {SCHEMA_VERSION}"
+                f"trace schema version {version!r} is not supported; this biasbreaker reads "
+                f"versions {', '.join(map(str, READABLE_VERSIONS))}"
+            )
+        known = _HEADER_KEYS[version]
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise TraceError(
+                f"trace header has unknown field(s) {', '.join(map(repr, unknown))} for schema "
+                f"version {version}"
             )
         try:
             control = data["control"]
+            ewma = data.get("ewma") if version >= 2 else None
+            if ewma is not None and (not isinstance(ewma, dict) or set(ewma) != {"fast", "slow"}):
+                raise TraceError("trace header: ewma must be null or {fast, slow}")
             return cls(
                 thresholds=Thresholds.from_json(data["thresholds"]),
                 cooldown_steps=data["cooldown_steps"],
@@ -143,6 +202,9 @@ class TraceHeader:
                 seed=data["seed"],
                 meta=data.get("meta", {}),
                 node_trip=data.get("node_trip", False),
+                probation=data["probation"] if version >= 2 else None,
+                ewma=None if ewma is None else (ewma["fast"], ewma["slow"]),
+                version=version,
             )
         except KeyError as exc:
             raise TraceError(f"trace header is missing the field {exc.args[0]!r}") from None
@@ -174,6 +236,10 @@ class StepRecord:
         payload_sha256: Digest of the decision's frozen payload, or ``None``.
         intervention: Summary of the intervention run at this step (see
             :meth:`biasbreaker.types.InterventionResult.summary`), or ``None``.
+        weights: The Katz weights (node -> weight, summing to 1) the step's B_net was
+            computed with, recorded on the first step that has them and on every step where
+            they change (a topology change); ``None`` on the others (unchanged). An empty
+            mapping records that the weights became unknown.
         probe: What the probe made of the step, ``{"status": str, "reason": str}``, or
             ``None`` when the writer does not probe (the field is then left out of the line).
     """
@@ -193,10 +259,11 @@ class StepRecord:
     attempt: int
     payload_sha256: str | None
     intervention: Mapping[str, JSONValue] | None
+    weights: Mapping[str, float] | None = None
     probe: Mapping[str, str] | None = None
 
     def to_json(self) -> dict[str, JSONValue]:
-        """Return the record's JSON object (``"kind": "step"``)."""
+        """Return the record's JSON object (``"kind": "step"``; ``weights``, ``probe`` when set)."""
         data: dict[str, JSONValue] = {
             "kind": "step",
             "step": self.step,
@@ -221,6 +288,8 @@ class StepRecord:
             "payload_sha256": self.payload_sha256,
             "intervention": None if self.intervention is None else dict(self.intervention),
         }
+        if self.weights is not None:
+            data["weights"] = dict(self.weights)
         if self.probe is not None:
             data["probe"] = dict(self.probe)
         return data
@@ -265,6 +334,9 @@ class StepRecord:
                 attempt=_int(data["attempt"], "attempt"),
                 payload_sha256=data["payload_sha256"],
                 intervention=data["intervention"],
+                weights=None
+                if data.get("weights") is None
+                else _scores(data["weights"], "weights"),
                 probe=_probe(data.get("probe")),
             )
         except KeyError as exc:
@@ -294,7 +366,7 @@ class StepRecord:
 
 HELD_FOR_REVIEW: Final = "held-for-review"
 """The transition of a held step (its output could not be checked): action ``escalate`` in
-any state (``biasbreaker.machine.HELD_FOR_REVIEW``)."""
+any state (``ControlMachine.step(hold=...)``)."""
 
 
 def _probe(value: object) -> Mapping[str, str] | None:
@@ -329,285 +401,84 @@ def _score(value: object, name: str) -> float:
     return as_float
 
 
-def _scores(value: object) -> Mapping[str, float]:
+def _scores(value: object, name: str = "scores") -> Mapping[str, float]:
     if not isinstance(value, dict):
-        raise TraceError(f"scores must be an object of node -> score, got {type(value).__name__}")
-    return {str(node): _score(score, f"scores[{node!r}]") for node, score in value.items()}
-
-
-def record_line(record: Mapping[str, JSONValue]) -> str:
-    """Return one trace line, canonical JSON and a newline, for a header or step object."""
-    return canonical_json(record) + "\n"
-
-
-class TraceWriter:
-    """Append run-trace records to a JSON Lines file, one flushed line per record.
-
-    Use it as a context manager, and pass it (or its :meth:`write`) as the control machine's
-    ``recorder``.
-
-    Args:
-        path: The trace file, or an open text stream (e.g. ``sys.stdout``; it is flushed per
-            record but not closed, and ``fsync`` and ``append`` do not apply).
-        header: The run's header, written as line 1 of a new file.
-        fsync: Also ``os.fsync`` after every record (durable against power loss; slower).
-        append: Continue an existing trace (e.g. after restoring a machine from a snapshot):
-            its header must equal ``header``; a last line cut by a crash is removed, a whole
-            last line without its newline gets one; the next record must continue the step
-            numbering. Without ``append`` an existing file is
-            overwritten.
-
-    Raises:
-        TraceError: With ``append``, if the existing file is not a trace or its header
-            differs.
-    """
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | IO[str],
-        header: TraceHeader,
-        *,
-        fsync: bool = False,
-        append: bool = False,
-    ) -> None:
-        self.header = header
-        self._next_step = 0
-        self._closed = False
-        self._owned = not hasattr(path, "write")
-        if not self._owned:
-            self.path = Path(getattr(path, "name", "<stream>"))
-            self._fsync = False
-            self._file: IO[str] = path  # type: ignore[assignment]
-            self._emit(record_line(header.to_json()))
-            return
-        self.path = Path(path)  # type: ignore[arg-type]
-        self._fsync = fsync
-        if append and self.path.exists() and self.path.stat().st_size > 0:
-            existing = read_trace(self.path, warn=False)
-            if existing.header != header:
-                raise TraceError(
-                    f"{self.path}: cannot append, its header differs from this "
-                    "run's (different thresholds, window or seed)"
-                )
-            with self.path.open("r+b") as raw:
-                raw.truncate(existing.whole_bytes)
-                if existing.newline_missing:
-                    raw.seek(existing.whole_bytes)
-                    raw.write(b"\n")
-            self._next_step = existing.records[-1].step + 1 if existing.records else 0
-            self._file = self.path.open("a", encoding="utf-8", newline="\n")
-        else:
-            self._file = self.path.open("w", encoding="utf-8", newline="\n")
-            self._emit(record_line(header.to_json()))
-
-    def _emit(self, line: str) -> None:
-        self._file.write(line)
-        self._file.flush()
-        if self._fsync:
-            os.fsync(self._file.fileno())
-
-    def write(self, record: StepRecord) -> None:
-        """Append one step record and flush it.
-
-        Raises:
-            TraceError: If the record's step is not the next one (steps are consecutive from
-                0), or the writer is closed.
-        """
-        if self._closed:
-            raise TraceError(f"{self.path}: the trace writer is closed")
-        if record.step != self._next_step:
-            raise TraceError(
-                f"{self.path}: step {record.step} written out of order; expected "
-                f"step {self._next_step}"
-            )
-        self._emit(record_line(record.to_json()))
-        self._next_step += 1
-
-    __call__ = write
-
-    def close(self) -> None:
-        """Close the file (idempotent); a stream passed in is flushed, not closed."""
-        self._closed = True
-        if self._owned:
-            self._file.close()
-        else:
-            self._file.flush()
-
-    def __enter__(self) -> TraceWriter:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class TraceReader:
-    """Stream a run trace record by record, in O(1) memory.
-
-    The header is read on construction. Iterating yields the step records in order (once);
-    afterwards :attr:`sha256` (of the file's bytes, including a cut last line),
-    :attr:`truncated`, :attr:`whole_bytes`, :attr:`newline_missing` and :attr:`n_records` are
-    set. A last line without its newline is a whole record if it parses as a JSON object (a
-    proper prefix of a one-line JSON object never does), and cut otherwise.
-
-    Args:
-        path: The trace file.
-        warn: Emit :class:`TraceTruncatedWarning` if the last line was cut mid-record.
-
-    Raises:
-        TraceError: If the file cannot be read or has no valid header; while iterating, if a
-            line (other than a cut last line) is malformed, has an unknown kind, or breaks the
-            step order. Messages name the file and line.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, warn: bool = True) -> None:
-        self.path = Path(path)
-        self._warn = warn
-        self._hash = hashlib.sha256()
-        self.truncated = False
-        self.newline_missing = False
-        self.whole_bytes = 0
-        self.n_records = 0
-        self._done = False
-        try:
-            self._file: IO[bytes] = self.path.open("rb")
-        except OSError as exc:
-            raise TraceError(f"{self.path}: cannot read the trace: {exc}") from exc
-        self._line_number = 0
-        first = self._next_object()
-        if first is None:
-            self._file.close()
-            raise TraceError(
-                f"{self.path}: empty trace, or its header line is cut; nothing to read"
-            )
-        try:
-            self.header = TraceHeader.from_json(first)
-        except TraceError as exc:
-            self._file.close()
-            raise TraceError(f"{self.path}:1: {exc}") from exc
-
-    @property
-    def sha256(self) -> str:
-        """SHA-256 hex digest of the file's bytes; complete once iteration has finished."""
-        if not self._done:
-            raise TraceError(f"{self.path}: the digest is known only after reading every record")
-        return self._hash.hexdigest()
-
-    def _next_object(self) -> dict[str, Any] | None:
-        raw = self._file.readline()
-        if not raw:
-            return None
-        self._hash.update(raw)
-        self._line_number += 1
-        if not raw.endswith(b"\n"):
-            # The writer emits each record and its newline in one write, so a line without its
-            # newline was either being written when the process died (cut: not a JSON object)
-            # or lost only its newline afterwards (whole: a JSON object).
-            try:
-                whole = json.loads(raw)
-            except ValueError:
-                whole = None
-            if isinstance(whole, dict):
-                self.newline_missing = True
-                self.whole_bytes += len(raw)
-                return whole
-            self.truncated = True
-            if self._warn:
-                warnings.warn(
-                    f"{self.path}:{self._line_number}: the last line is cut mid-record (the "
-                    f"writer crashed?); read the {self._line_number - 1} whole lines before it",
-                    TraceTruncatedWarning,
-                    stacklevel=3,
-                )
-            return None
-        try:
-            parsed = json.loads(raw)
-        except ValueError as exc:
-            raise TraceError(f"{self.path}:{self._line_number}: not valid JSON: {exc}") from exc
-        if not isinstance(parsed, dict):
-            raise TraceError(f"{self.path}:{self._line_number}: a trace line must be a JSON object")
-        self.whole_bytes += len(raw)
-        return parsed
-
-    def __iter__(self) -> Iterator[StepRecord]:
-        try:
-            while True:
-                parsed = self._next_object()
-                if parsed is None:
-                    break
-                try:
-                    record = StepRecord.from_json(parsed)
-                except TraceError as exc:
-                    raise TraceError(f"{self.path}:{self._line_number}: {exc}") from exc
-                if record.step != self.n_records:
-                    raise TraceError(
-                        f"{self.path}:{self._line_number}: step {record.step} is "
-                        f"out of order; expected step {self.n_records}"
-                    )
-                self.n_records += 1
-                yield record
-            self._done = True
-        finally:
-            self._file.close()
+        raise TraceError(f"{name} must be an object of node -> number, got {type(value).__name__}")
+    return {str(node): _score(score, f"{name}[{node!r}]") for node, score in value.items()}
 
 
 @dataclass(frozen=True, slots=True)
-class Trace:
-    """A trace read into memory (see :func:`read_trace`).
+class Signature:
+    """An Ed25519 signature of a seal (see :mod:`biasbreaker.trace.signing`).
 
     Args:
-        path: The file.
-        sha256: SHA-256 hex digest of the file's bytes as read (including any cut last line).
-        header: The header.
-        records: The whole step records, in order.
-        truncated: Whether a cut last line was dropped.
-        whole_bytes: Length in bytes of the file up to the end of its last whole line.
-        newline_missing: Whether the last whole line lacks its newline.
+        key: The signer's public key, the 32 raw bytes in standard base64.
+        sig: The 64-byte signature of the seal's message
+            (:func:`biasbreaker.trace.chain.seal_message`), in standard base64.
     """
 
-    path: Path
-    sha256: str
-    header: TraceHeader
-    records: tuple[StepRecord, ...]
-    truncated: bool
-    whole_bytes: int
-    newline_missing: bool = False
+    key: str
+    sig: str
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """Return the signature's JSON object."""
+        return {"key": self.key, "sig": self.sig}
 
 
-def read_trace(path: str | os.PathLike[str], *, warn: bool = True) -> Trace:
-    """Read and validate a whole run trace into memory (use :class:`TraceReader` to stream).
+@dataclass(frozen=True, slots=True)
+class SealRecord:
+    """A seal: the chain head and the step count at a pause for review or the end of a run.
+
+    A trace that does not end with a seal was cut (a crash, or records deleted), which
+    ``verify`` reports. A seal has no free field: everything in it follows from the lines
+    before it (and the signer's key), so an edit of the last seal is detected like an edit of
+    any other line.
 
     Args:
-        path: The trace file.
-        warn: Emit :class:`TraceTruncatedWarning` if the last line was cut mid-record.
+        steps: Step records written before the seal, >= 0.
+        head: The chain head: the digest of the line before the seal (its ``prev``).
+        signature: The Ed25519 signature of the seal, or ``None`` (unsigned).
+    """
 
-    Returns:
-        The trace, with every whole record.
+    steps: int
+    head: str
+    signature: Signature | None = None
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """Return the seal's JSON object (``"kind": "seal"``; ``prev`` is the head)."""
+        data: dict[str, JSONValue] = {"kind": "seal", "prev": self.head, "steps": self.steps}
+        if self.signature is not None:
+            data["signature"] = self.signature.to_json()
+        return data
+
+
+def record_line(record: Mapping[str, JSONValue]) -> str:
+    """Return one trace line: the object's RFC 8785 canonical JSON and a newline.
+
+    RFC 8785 (the JSON Canonicalization Scheme) fixes key order, number and string forms, so
+    the same record is the same bytes in any language that implements it, and a line's digest
+    (:func:`biasbreaker.trace.chain.line_digest`) can be recomputed from the parsed record.
 
     Raises:
-        TraceError: As :class:`TraceReader`.
+        TraceError: If the object has no RFC 8785 form (NaN, infinity, an integer beyond
+            ±(2**53 - 1), a string that is not valid Unicode).
     """
-    reader = TraceReader(path, warn=warn)
-    records = tuple(reader)
-    return Trace(
-        reader.path,
-        reader.sha256,
-        reader.header,
-        records,
-        reader.truncated,
-        reader.whole_bytes,
-        reader.newline_missing,
-    )
+    try:
+        return rfc8785.dumps(record).decode("utf-8") + "\n"
+    except rfc8785.CanonicalizationError as exc:
+        raise TraceError(f"record cannot be written as RFC 8785 JSON: {exc}") from exc
 
 
 __all__ = [
+    "HELD_FOR_REVIEW",
+    "JSON_INT_LIMIT",
+    "PROBATION_MODES",
+    "READABLE_VERSIONS",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "SealRecord",
+    "Signature",
     "StepRecord",
-    "Trace",
     "TraceHeader",
-    "TraceReader",
-    "TraceTruncatedWarning",
-    "TraceWriter",
-    "read_trace",
     "record_line",
 ]

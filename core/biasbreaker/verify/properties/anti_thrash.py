@@ -14,7 +14,8 @@ else changes: without node trips in the header (or without an own score at or ab
 ``tau_enter`` in the record) such a change is a violation, and tripped -> closed still needs
 ``fast < tau_exit``. On traces without node trips v2 is v1.
 
-``checked`` counts the steps whose fast B_net lies in the dead-band.
+``checked`` counts the steps whose fast B_net lies in the dead-band; the verdict is vacuous when
+the breaker never flipped (a violation can only happen at a flip).
 
 Source:
     Phase 3 design (M3), R2 and §3 "the breaker never flips state while B_net stays within
@@ -23,9 +24,11 @@ Source:
 
 from __future__ import annotations
 
-from biasbreaker.properties.report import PropertyReport, ViolationLog
-from biasbreaker.trace import StepRecord
+from collections.abc import Sequence
+
+from biasbreaker.trace.lines import StepLineV1
 from biasbreaker.types import BreakerState, Thresholds
+from biasbreaker.verify.report import PropertyReport, ViolationLog
 
 
 class AntiThrashVerifier:
@@ -45,14 +48,29 @@ class AntiThrashVerifier:
         self._exit = thresholds.tau_exit
         self._previous = BreakerState.NORMAL
         self._in_band = 0
+        self._flips = 0
         self._log = ViolationLog()
 
-    def observe(self, record: StepRecord) -> None:
-        """Check one step against the previous one."""
+    def observe(self, records: Sequence[StepLineV1]) -> None:
+        """Check each step against the previous one."""
+        low, high = self._exit, self._enter
+        previous = self._previous
+        for record in records:
+            fast = record.fast
+            if low <= fast < high:
+                self._in_band += 1
+            state = record.state
+            if state is not previous and state.tripped is not previous.tripped:
+                self._flip(record, previous)
+            previous = state
+        self._previous = previous
+
+    def _flip(self, record: StepLineV1, previous: BreakerState) -> None:
+        """Check one change between closed and tripped."""
+        self._flips += 1
+        self._previous = previous
         fast = record.fast
-        was, now = self._previous.tripped, record.state.tripped
-        if self._exit <= fast < self._enter:
-            self._in_band += 1
+        was, now = previous.tripped, record.state.tripped
         if now and not was and fast < self._enter and not self._node_tripped(record):
             own = None if record.node is None else record.scores.get(record.node)
             if not self._node_trip:
@@ -72,9 +90,8 @@ class AntiThrashVerifier:
                 f"cleared ({self._previous.value} -> {record.state.value}) with fast "
                 f"{fast!r} not below tau_exit {self._exit!r}",
             )
-        self._previous = record.state
 
-    def _node_tripped(self, record: StepRecord) -> bool:
+    def _node_tripped(self, record: StepLineV1) -> bool:
         """Whether node trips are on and this record's own score reached tau_enter."""
         if not self._node_trip or record.node is None:
             return False
@@ -83,8 +100,16 @@ class AntiThrashVerifier:
 
     def report(self) -> PropertyReport:
         """Return the verdict."""
+        vacuous = "" if self._flips else "the breaker never changed between closed and tripped"
         return PropertyReport(
-            self.name, self.version, self._in_band, self._log.count, tuple(self._log.kept)
+            self.name,
+            self.version,
+            self._in_band,
+            self._log.count,
+            tuple(self._log.kept),
+            f"vacuous: {vacuous}" if vacuous else "",
+            what=f"{self._flips} flip(s), {self._in_band} dead-band step(s)",
+            vacuous=vacuous,
         )
 
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from tracegen import forge
 
-from biasbreaker.properties import verify_trace
 from biasbreaker.types import BreakerState
+from biasbreaker.verify import verify_trace
 
 N, IV, R, E = (
     BreakerState.NORMAL,

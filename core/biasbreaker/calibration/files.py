@@ -1,0 +1,282 @@
+"""Reading control runs from a JSON Lines file: run traces, step records, DoT harness records.
+
+Source:
+    ``docs/control.md`` §5 (the TRAJECTORIES.jsonl layouts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from biasbreaker.calibration.runs import ControlStep, unit_score
+from biasbreaker.dot import SCHEMA as DOT_SCHEMA
+from biasbreaker.errors import InputError, ScoreError, TraceError
+from biasbreaker.trace import StepRecord, TraceHeader, TraceTruncatedWarning
+
+STEP_RECORD_KEYS: Final = ("fast", "own", "run", "seed", "slow")
+"""The keys a step record (a line of a control-trajectory file without ``"kind"``) may have."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRuns:
+    """Control runs read from a file.
+
+    Args:
+        runs: One tuple of :class:`ControlStep` per run, in order of first appearance.
+        names: Each run's name: ``trace N`` for the N-th run trace, ``run=<value>`` or
+            ``seed=<value>`` for step records (the value as JSON, so ``run=3`` and
+            ``run="3"`` are different runs), ``dot <preset> seed=<seed>`` for DoT records.
+        sha256: SHA-256 of the file's bytes.
+        skipped: Steps skipped because they had no score yet (``fast`` or ``slow`` null).
+        truncated: Whether a cut last line (no newline, not valid JSON) was ignored.
+    """
+
+    runs: tuple[tuple[ControlStep, ...], ...]
+    names: tuple[str, ...]
+    sha256: str
+    skipped: int
+    truncated: bool = False
+
+
+class _FileRuns:
+    """The state of one pass over a control-trajectory file (see read_control_trajectories)."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.runs: dict[str, list[ControlStep]] = {}
+        self.trace: str | None = None  # the run trace whose steps follow, if any
+        self.next_step = 0
+        self.traces = 0
+        self.skipped = 0
+        self.run_key: tuple[str, int] | None = None  # ("run" or "seed", first line)
+        self.dot_steps: dict[str, tuple[int, int]] = {}  # DoT run -> (last step, its line)
+
+    def fail(self, number: int, message: str) -> InputError:
+        return InputError(f"{self.file}:{number}: {message}")
+
+    def value(self, number: int, name: str, value: object) -> float:
+        try:
+            return unit_score(name, value)
+        except ScoreError as exc:
+            raise self.fail(number, str(exc)) from None
+
+    def record(self, number: int, record: dict[str, Any]) -> None:
+        kind = record.get("kind")
+        if kind == "header":
+            self.header(number, record)
+        elif kind == "step":
+            self.trace_step(number, record)
+        elif kind == "seal":
+            if self.trace is None:
+                raise self.fail(number, "a run-trace seal before any header line")
+        elif kind is not None:
+            raise self.fail(
+                number,
+                f"unknown kind {kind!r}; a run trace has 'header', 'step' and 'seal' lines",
+            )
+        elif record.get("schema") == DOT_SCHEMA:
+            self.dot_step(number, record)
+        else:
+            self.step_record(number, record)
+
+    def header(self, number: int, record: dict[str, Any]) -> None:
+        try:
+            TraceHeader.from_json(record)
+        except TraceError as exc:
+            raise self.fail(number, str(exc)) from None
+        self.traces += 1
+        self.trace = f"trace {self.traces}"
+        self.runs[self.trace] = []
+        self.next_step = 0
+
+    def trace_step(self, number: int, record: dict[str, Any]) -> None:
+        if self.trace is None:
+            raise self.fail(
+                number, "a run-trace step before any header line; put each trace's header first"
+            )
+        try:
+            step = StepRecord.from_json(record)
+        except TraceError as exc:
+            raise self.fail(number, str(exc)) from None
+        if step.step != self.next_step:
+            raise self.fail(
+                number,
+                f"step {step.step} of {self.trace} is out of order; expected step "
+                f"{self.next_step} (is a trace cut short before the next header?)",
+            )
+        self.next_step += 1
+        for node, score in step.scores.items():
+            self.value(number, f"scores[{node!r}]", score)
+        own = None if step.node is None else step.scores.get(step.node)
+        self.runs[self.trace].append(
+            ControlStep(
+                self.value(number, "fast", step.fast), self.value(number, "slow", step.slow), own
+            )
+        )
+
+    def dot_step(self, number: int, record: dict[str, Any]) -> None:
+        seed, preset, node, scores = (record.get(k) for k in ("seed", "preset", "node", "scores"))
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise self.fail(number, f"DoT record seed={seed!r} must be an integer")
+        if not isinstance(preset, str) or not isinstance(node, str):
+            raise self.fail(number, "DoT record needs a string 'preset' and 'node'")
+        if not isinstance(scores, dict):
+            raise self.fail(number, "DoT record needs 'scores', an object of node -> score")
+        checked = {n: self.value(number, f"scores[{n!r}]", v) for n, v in scores.items()}
+        name = f"dot {preset} seed={seed}"
+        step = record.get("step")
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise self.fail(number, f"DoT record step={step!r} must be an integer >= 0")
+        last = self.dot_steps.get(name)
+        if last is not None and step <= last[0]:
+            raise self.fail(
+                number,
+                f"DoT record {preset!r} seed {seed} step {step} follows step {last[0]} (line "
+                f"{last[1]}) of the same run: the file holds one simulation twice, or two with "
+                "the same preset and seed; give each simulation its own --seed",
+            )
+        self.dot_steps[name] = (step, number)
+        self.add(number, name, record, checked.get(node))
+
+    def step_record(self, number: int, record: dict[str, Any]) -> None:
+        unknown = sorted(set(record) - set(STEP_RECORD_KEYS))
+        if unknown:
+            raise self.fail(
+                number,
+                f"unknown key(s) {', '.join(map(repr, unknown))} in a step record; allowed: "
+                f"{', '.join(STEP_RECORD_KEYS)} ('run' or 'seed' names the run, 'own' is the "
+                "guarded step's own local score, optional); run traces start with a header line",
+            )
+        keys = [key for key in ("run", "seed") if key in record]
+        if not keys:
+            raise self.fail(
+                number,
+                "a step without a run: add a 'run' (or 'seed') key, or put the steps of each "
+                "run after its run-trace header",
+            )
+        if len(keys) == 2:
+            raise self.fail(
+                number, "a step record has both 'run' and 'seed'; name its run with one of them"
+            )
+        [key] = keys
+        if self.run_key is None:
+            self.run_key = (key, number)
+        elif self.run_key[0] != key:
+            first, line = self.run_key
+            raise self.fail(
+                number,
+                f"this step record names its run by {key!r}, but line {line} named its run by "
+                f"{first!r}; a file names runs one way (run 3 and seed 3 are not the same run): "
+                "rename the key, or split the file",
+            )
+        value = record[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, str))
+            or (key == "seed" and not isinstance(value, int))
+        ):
+            allowed = "an integer" if key == "seed" else "a string or an integer"
+            raise self.fail(number, f"{key}={value!r} must be {allowed}")
+        own = record.get("own")
+        self.add(
+            number,
+            f"{key}={json.dumps(value)}",
+            record,
+            None if own is None else self.value(number, "own", own),
+        )
+
+    def add(self, number: int, name: str, record: dict[str, Any], own: float | None) -> None:
+        fast, slow = record.get("fast"), record.get("slow")
+        if fast is None or slow is None:
+            if "fast" not in record or "slow" not in record:
+                raise self.fail(number, "a step record needs 'fast' and 'slow' (null: not scored)")
+            self.skipped += 1
+            return
+        step = ControlStep(self.value(number, "fast", fast), self.value(number, "slow", slow), own)
+        self.runs.setdefault(name, []).append(step)
+
+
+def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
+    """Read control runs from a JSON Lines file.
+
+    Three layouts are accepted, and may be concatenated:
+
+    - **run traces** (``biasbreaker simulate`` or a guarded run): a ``"kind": "header"`` line
+      starts a new run; its ``"kind": "step"`` lines follow (validated as trace records, steps
+      numbered from 0; its seals are skipped). A step's own score is ``scores[node]``;
+    - **step records**: each line has ``fast``, ``slow``, a run key and optionally ``own`` (the
+      guarded step's own local score, for node trips) and nothing else. The run key is
+      ``run`` (a string or an integer) or ``seed`` (an integer), the same key throughout the
+      file: a file mixing them is refused rather than merging ``run 3`` with ``seed 3``. Lines
+      of different runs may interleave;
+    - **DoT harness records** (``biasbreaker simulate --trajectory``, ``"schema":
+      "biasbreaker.dot/1"``), one run per preset and seed; the own score is ``scores[node]``.
+      A run's steps must increase: the same simulation twice (or two with the same preset and
+      seed) is refused, not merged into one longer run.
+
+    Steps whose ``fast`` or ``slow`` is ``null`` (nothing scored yet) are skipped and counted.
+    Every value must be a finite number in [0, 1]. A last line without its newline that is not
+    valid JSON was cut while being written: it is ignored with a
+    :class:`~biasbreaker.trace.TraceTruncatedWarning` (``biasbreaker verify`` does the same).
+
+    Args:
+        path: The file.
+
+    Returns:
+        The runs and the file's digest.
+
+    Raises:
+        InputError: If the file cannot be read, a line is not a JSON object, a value is not a
+            finite number in [0, 1], a step record has an unknown key or no run (or the file
+            mixes ``run`` and ``seed``), a trace line is malformed or out of order, or the
+            file holds no scored step; the message names the file and line.
+    """
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{file}: cannot read the control trajectories: {exc}") from exc
+    state = _FileRuns(file)
+    lines = data.split(b"\n")
+    truncated = False
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            if number == len(lines):  # no newline after it: cut while being written
+                truncated = True
+                warnings.warn(
+                    f"{file}:{number}: the last line is cut mid-record (the writer crashed?); "
+                    f"read the {number - 1} whole lines before it",
+                    TraceTruncatedWarning,
+                    stacklevel=2,
+                )
+                break
+            raise state.fail(number, f"not valid JSON: {exc}") from exc
+        if not isinstance(record, dict):
+            raise state.fail(number, "each line must be a JSON object")
+        state.record(number, record)
+    non_empty = {name: steps for name, steps in state.runs.items() if steps}
+    if not non_empty:
+        raise InputError(
+            f"{file}: no scored step found; it should hold control runs (JSON "
+            "Lines with fast and slow B_net)"
+        )
+    return ControlRuns(
+        tuple(tuple(steps) for steps in non_empty.values()),
+        tuple(non_empty),
+        hashlib.sha256(data).hexdigest(),
+        state.skipped,
+        truncated,
+    )
+
+
+__all__ = ["STEP_RECORD_KEYS", "ControlRuns", "read_control_trajectories"]

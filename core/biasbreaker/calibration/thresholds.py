@@ -1,0 +1,327 @@
+"""Choosing thresholds from control runs: the configured calibrator and the kernel's checks.
+
+:func:`calibrate_thresholds` (and :func:`calibrate`, which also reports) hands the control runs
+to the configured ``calibrator`` plugin (first-party: ``percentile``, a finite-sample conformal
+quantile of the per-run maxima). The false-halt rate is *per run*: the share of control runs
+that ever trip the breaker. What trips is the *trip statistic* of a step: fast B_net, or, with
+node trips on (``[breaker] node_trip``), the larger of fast B_net and the guarded step's own
+local score — the calibrator sees that statistic, so the threshold bounds the trigger the
+machine actually uses. The kernel checks whatever a calibrator returns
+(:func:`check_calibration`): consistent thresholds, and an empirical per-run false-halt rate on
+the given control runs at most the target.
+
+Source:
+    Phase 3 design (M3), R6 and WP6; ``docs/control.md`` §5.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from biasbreaker.calibration.runs import (
+    ControlSample,
+    false_halt_rate,
+    normalise_control_runs,
+    summarise_normalised,
+)
+from biasbreaker.errors import InputError, ThresholdError
+from biasbreaker.types import ControlStatistics, JSONValue, Thresholds
+
+if TYPE_CHECKING:
+    from biasbreaker.kernel import Kernel
+
+
+class CalibrationWarning(UserWarning):
+    """The calibration ran, but covers less than asked (e.g. node trips without own scores)."""
+
+
+class CalibratedThresholds(NamedTuple):
+    """Thresholds chosen from control runs: ``(tau_enter, tau_exit, tau_warn)``."""
+
+    tau_enter: float
+    tau_exit: float
+    tau_warn: float
+
+
+Trajectory = Sequence[tuple[float, float]]
+"""One control run as a calibrator sees it: ``(trip statistic, slow B_net)`` pairs in step order.
+
+The trip statistic is fast B_net, or with node trips on the larger of fast B_net and the
+step's own local score (:meth:`ControlStep.trip`): the value the machine compares with
+``tau_enter``."""
+
+
+class Calibrator(Protocol):
+    """What a ``calibrator`` plugin's factory returns."""
+
+    def calibrate(
+        self, trajectories: Sequence[Trajectory], *, target_false_halt_rate: float
+    ) -> CalibratedThresholds:
+        """Choose thresholds from control runs.
+
+        Args:
+            trajectories: One sequence of ``(trip statistic, slow)`` pairs per control run
+                (see :data:`Trajectory`; validated by the kernel: in [0, 1], every run
+                non-empty). ``tau_enter`` bounds the first, ``tau_warn`` the second.
+            target_false_halt_rate: Per-run false-halt rate to stay under, in (0, 1).
+
+        Returns:
+            ``(tau_enter, tau_exit, tau_warn)``.
+
+        Raises:
+            ThresholdError: If the runs cannot support the target (e.g. too few runs; the
+                message says how many are needed).
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationReport:
+    """The outcome of a calibration, as printed by ``biasbreaker calibrate``.
+
+    Args:
+        thresholds: ``(tau_enter, tau_exit, tau_warn)``.
+        statistics: Mean and std of fast B_net over the control steps (the window's bands).
+        n_runs: Number of control runs.
+        target_false_halt_rate: The requested per-run rate.
+        empirical_false_halt_rate: Share of the given control runs whose trip statistic
+            reaches ``tau_enter`` (always at most the target; the kernel checks it).
+        calibrator: Name of the calibrator used.
+        node_trip: Whether the calibrated trigger includes the steps' own scores (the
+            machine's ``node_trip``).
+        own_scores: Control steps that carried an own score (with ``node_trip`` and none,
+            the thresholds bound fast-B_net trips only).
+    """
+
+    thresholds: CalibratedThresholds
+    statistics: ControlStatistics
+    n_runs: int
+    target_false_halt_rate: float
+    empirical_false_halt_rate: float
+    calibrator: str
+    node_trip: bool = False
+    own_scores: int = 0
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """Return the report as plain JSON."""
+        return {
+            "tau_enter": self.thresholds.tau_enter,
+            "tau_exit": self.thresholds.tau_exit,
+            "tau_warn": self.thresholds.tau_warn,
+            "control": self.statistics.to_json(),
+            "n_runs": self.n_runs,
+            "target_false_halt_rate": self.target_false_halt_rate,
+            "empirical_false_halt_rate": self.empirical_false_halt_rate,
+            "calibrator": self.calibrator,
+            "node_trip": self.node_trip,
+            "own_scores": self.own_scores,
+        }
+
+
+def _check_target(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
+        raise ThresholdError(
+            f"target_false_halt_rate={value!r} must be in (0, 1): it is the share of control "
+            "runs allowed to trip the breaker, e.g. 0.01 for 1 %"
+        )
+    return float(value)
+
+
+def check_calibration(
+    result: object, sample: ControlSample, *, name: str, target_false_halt_rate: float
+) -> CalibratedThresholds:
+    """Enforce the kernel's checks on a calibrator's result (fail closed).
+
+    Args:
+        result: What the calibrator returned.
+        sample: The control runs' summary.
+        name: The calibrator's name, for messages.
+        target_false_halt_rate: The target per-run rate.
+
+    Returns:
+        The thresholds.
+
+    Raises:
+        ThresholdError: If the result is not three thresholds, they are inconsistent
+            (``tau_enter <= tau_exit``, not positive, not finite, above 1 — B_net's range),
+            or ``tau_enter`` halts more than the target share of the control runs.
+    """
+    if not isinstance(result, tuple) or len(result) != 3:
+        raise ThresholdError(
+            f"calibrator {name!r} returned {result!r}; expected (tau_enter, tau_exit, tau_warn)"
+        )
+    try:
+        # Any positive kappa validates the three thresholds together.
+        checked = Thresholds(result[0], result[1], result[2], kappa=1.0)
+    except ThresholdError as exc:
+        raise ThresholdError(f"calibrator {name!r} returned invalid thresholds: {exc}") from exc
+    for key, value in (("tau_enter", checked.tau_enter), ("tau_warn", checked.tau_warn)):
+        if value > 1.0:
+            raise ThresholdError(
+                f"calibrator {name!r} chose {key}={value!r}, above 1, the largest B_net: the "
+                "control runs reach the top of the scale, so no threshold separates them; check "
+                "the control runs (are they really unbiased?)"
+            )
+    assert sample.trip_maxima is not None
+    rate = false_halt_rate(sample.trip_maxima, checked.tau_enter)
+    if rate > target_false_halt_rate:
+        raise ThresholdError(
+            f"calibrator {name!r} chose tau_enter={checked.tau_enter!r}, which halts "
+            f"{rate:.4f} of the control runs, above the target {target_false_halt_rate}; the "
+            "calibrator is broken, choose another one"
+        )
+    return CalibratedThresholds(checked.tau_enter, checked.tau_exit, checked.tau_warn)
+
+
+def calibrate(
+    control_trajectories: Iterable[Iterable[object]],
+    *,
+    target_false_halt_rate: float | None = None,
+    kernel: Kernel | None = None,
+    node_trip: bool | None = None,
+) -> CalibrationReport:
+    """Calibrate thresholds and the window statistics from control runs, with a full report.
+
+    Dispatches to the configured ``calibrator`` plugin (``[calibration] calibrator``, default
+    ``percentile``) and checks its result (see :func:`check_calibration`). The calibrator gets
+    each step's *trip statistic* (:meth:`ControlStep.trip`): fast B_net, or with node trips
+    the larger of fast B_net and the step's own score, so ``tau_enter`` bounds the trigger
+    the machine uses. With node trips on and no own score in the control runs, the thresholds
+    bound fast-B_net trips only (the report's ``own_scores`` is 0 and a
+    :class:`CalibrationWarning` says so).
+
+    Args:
+        control_trajectories: Control runs (see :func:`normalise_control_runs`).
+        target_false_halt_rate: Per-run false-halt rate in (0, 1); default
+            ``[calibration] target_false_halt_rate``.
+        kernel: The kernel whose configuration and plugins to use; default
+            :meth:`Kernel.load() <biasbreaker.kernel.Kernel.load>` (configuration of the
+            current directory, installed plugins).
+        node_trip: Whether the machine the thresholds are for trips on own scores too;
+            default ``[breaker] node_trip``.
+
+    Returns:
+        The report: thresholds, control statistics, run count, target and empirical rate.
+
+    Raises:
+        InputError: On malformed runs.
+        ScoreError: On invalid scores (not finite, or outside [0, 1]).
+        ThresholdError: If the target is out of range, the runs cannot support it, or the
+            calibrator's result fails the kernel's checks.
+        PluginError: If the calibrator cannot be built or raises something else.
+        ConfigError: If the configured calibrator is not installed.
+    """
+    from biasbreaker.errors import BiasbreakerError, PluginError
+    from biasbreaker.kernel import Kernel
+
+    if kernel is None:
+        kernel = Kernel.load()
+    settings = kernel.settings.calibration
+    target = _check_target(
+        settings.target_false_halt_rate
+        if target_false_halt_rate is None
+        else target_false_halt_rate
+    )
+    if node_trip is None:
+        node_trip = kernel.settings.breaker.node_trip
+    elif not isinstance(node_trip, bool):
+        raise InputError(f"node_trip={node_trip!r} must be a bool or None")
+    runs = normalise_control_runs(control_trajectories)
+    sample = summarise_normalised(runs, node_trip=node_trip)
+    if node_trip and sample.own_scores == 0:
+        warnings.warn(
+            "node trips are on ([breaker] node_trip) but no control step carries its own "
+            "score: the thresholds bound fast-B_net trips only, not node trips; record the "
+            "control runs as run traces (they carry node and scores) or add 'own' to the "
+            "step records, or set [breaker] node_trip = false",
+            CalibrationWarning,
+            stacklevel=2,
+        )
+    trajectories = [
+        [
+            (fast if not node_trip or own is None or own <= fast else own, slow)
+            for fast, slow, own in run
+        ]
+        for run in runs
+    ]  # ControlStep.trip, inlined: a million steps
+    name = settings.calibrator
+    calibrator = kernel.build("calibrator", name)
+    try:
+        result = calibrator.calibrate(trajectories, target_false_halt_rate=target)  # type: ignore[attr-defined]
+    except BiasbreakerError:
+        raise
+    except Exception as exc:
+        raise PluginError(
+            f"calibrator {name!r} raised {type(exc).__name__}: {exc}; no thresholds were chosen"
+        ) from exc
+    thresholds = check_calibration(result, sample, name=name, target_false_halt_rate=target)
+    return CalibrationReport(
+        thresholds=thresholds,
+        statistics=sample.statistics,
+        n_runs=sample.n_runs,
+        target_false_halt_rate=target,
+        empirical_false_halt_rate=false_halt_rate(sample.trip_maxima or (), thresholds.tau_enter),
+        calibrator=name,
+        node_trip=node_trip,
+        own_scores=sample.own_scores,
+    )
+
+
+def calibrate_thresholds(
+    control_trajectories: Iterable[Iterable[object]],
+    *,
+    target_false_halt_rate: float | None = None,
+    kernel: Kernel | None = None,
+    node_trip: bool | None = None,
+) -> CalibratedThresholds:
+    """Choose ``(tau_enter, tau_exit, tau_warn)`` from control runs at a per-run false-halt rate.
+
+    The false-halt rate is per run: the share of control runs that ever trip the breaker,
+    i.e. whose trip statistic (fast B_net, or with node trips the larger of fast B_net and the
+    guarded step's own score) ever reaches ``tau_enter``. With the first-party ``percentile``
+    calibrator, a new control run exchangeable with the given ones trips — by either trigger
+    when node trips are on and the runs carry own scores — with probability at most the target
+    (the conformal guarantee; see :mod:`biasbreaker_plugins.calibrator_percentile`). The
+    result is a starting point for this deployment, not a validated constant.
+
+    Args:
+        control_trajectories: Control runs (see :func:`normalise_control_runs`).
+        target_false_halt_rate: Per-run false-halt rate in (0, 1); default from the
+            configuration.
+        kernel: The kernel to use; default ``Kernel.load()``.
+        node_trip: Whether to calibrate the node-trip trigger too; default ``[breaker]
+            node_trip``.
+
+    Returns:
+        The thresholds, a named tuple.
+
+    Raises:
+        ThresholdError: As :func:`calibrate`, e.g. 20 runs for a 1 % target ("needs at least
+            99 runs").
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = calibrate(
+            control_trajectories,
+            target_false_halt_rate=target_false_halt_rate,
+            kernel=kernel,
+            node_trip=node_trip,
+        )
+    for item in caught:  # raised again at the caller's line, under the caller's filters
+        warnings.warn(item.message, item.category, stacklevel=2)
+    return report.thresholds
+
+
+__all__ = [
+    "CalibratedThresholds",
+    "CalibrationReport",
+    "CalibrationWarning",
+    "Calibrator",
+    "Trajectory",
+    "calibrate",
+    "calibrate_thresholds",
+    "check_calibration",
+]
