@@ -112,9 +112,7 @@ class GuardedCompiledStateGraph(CompiledStateGraph):  # type: ignore[type-arg]
         finally:
             _seal(self, config)
 
-    async def astream(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Any:
+    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """``CompiledStateGraph.astream``, then seal the run's trace."""
         try:
             async for chunk in super().astream(input, config, **kwargs):
