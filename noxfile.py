@@ -41,7 +41,7 @@ def tests(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """ruff lint and format check."""
-    session.install("ruff>=0.6")
+    session.install(".[lint]")
     session.run("ruff", "check", "core", "plugins", "tests", "benchmarks", "contrib", "noxfile.py")
     session.run("ruff", "format", "--check", "core", "plugins", "tests", "benchmarks", "contrib")
 
@@ -50,8 +50,9 @@ def lint(session: nox.Session) -> None:
 @nox.parametrize("target", PYTHONS)
 def typecheck(session: nox.Session, target: str) -> None:
     """mypy --strict over the kernel and first-party plugins for one target version."""
-    # tomli: mypy follows the Python 3.10 branch of `import tomllib`
-    session.install("-e", ".[langgraph,sign,test]", "mypy>=1.10", "tomli>=2", "types-networkx")
+    # the lint extra pins mypy and brings tomli (mypy follows the Python 3.10 branch of
+    # `import tomllib`) and the networkx stubs
+    session.install("-e", ".[langgraph,sign,test,lint]")
     session.run("mypy", "--strict", "--python-version", target, "core", "plugins")
 
 
