@@ -24,6 +24,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import StreamMode
 from langgraph_apps import APPLICANT, SETTINGS, Watch, flat, model, question, scrub
 
+from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
 from biasbreaker_plugins.langgraph import guard
@@ -234,3 +235,30 @@ def test_stream_first_streams_the_nodes_tokens_before_the_check(tmp_path: Path) 
     assert streamed == "Decision: no"  # documented as leaking: the held reply was shown
     assert not any(v in text for v in watch.variants(APPLICANT))  # re-runs still silenced
     assert graph.get_state({"configurable": {"thread_id": "first"}}).interrupts  # still held
+
+
+def test_astream_events_and_astream_log_are_refused_with_what_to_use(tmp_path: Path) -> None:
+    graph = app(True, Watch(), tmp_path)
+    with pytest.raises(ConfigError, match=r"astream_events\(\) on a guarded graph.*stream_mode"):
+        graph.astream_events(question(), {"configurable": {"thread_id": "e"}}, version="v2")
+    with pytest.raises(ConfigError, match=r"astream_log\(\) on a guarded graph"):
+        graph.astream_log(question(), {"configurable": {"thread_id": "e"}})
+
+
+def test_a_parents_astream_events_never_shows_a_guarded_subgraphs_held_tokens(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    child = app(True, watch, tmp_path)
+    parent = StateGraph(MessagesState)
+    parent.add_node("desk", child)
+    parent.add_edge(START, "desk")
+    outer = parent.compile(checkpointer=InMemorySaver())
+
+    async def gather() -> list[Any]:
+        config = {"configurable": {"thread_id": "outer"}}
+        return [e async for e in outer.astream_events(question(), config, version="v2")]
+
+    events = asyncio.run(gather())  # finishes: the subgraph's capture left the handler out
+    tokens = [e for e in events if e["event"] == "on_chat_model_stream"]
+    assert tokens == []  # the held reply's tokens never streamed

@@ -120,6 +120,37 @@ class GuardedCompiledStateGraph(CompiledStateGraph):  # type: ignore[type-arg]
         finally:
             _seal(self, config)
 
+    def astream_events(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused unless ``stream_first``: see :func:`_no_event_stream`."""
+        _no_event_stream(self, "astream_events")
+        return super().astream_events(*args, **kwargs)
+
+    def astream_log(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused unless ``stream_first``: see :func:`_no_event_stream`."""
+        _no_event_stream(self, "astream_log")
+        return super().astream_log(*args, **kwargs)
+
+
+def _no_event_stream(graph: Any, api: str) -> None:
+    """Refuse LangChain's event streams on a guarded graph (they are not held).
+
+    ``astream_events``/``astream_log`` report every run's start and end with its input and
+    output, so a guarded node's own run would show the held output in its ``on_chain_end``
+    event. ``stream``/``astream`` with any stream mode hold it.
+
+    Raises:
+        ConfigError: Unless ``[plugin.langgraph] stream_first = true`` (which leaks anyway).
+    """
+    guard = getattr(graph, GUARD_ATTR, None)
+    if isinstance(guard, GraphGuard) and not guard.stream_first:
+        raise ConfigError(
+            f"{api}() on a guarded graph would show held outputs (every run's output is in "
+            "its end event); use astream(..., stream_mode=[...]) with the modes you need "
+            "(messages, custom, updates, values, tasks, debug, checkpoints), which hold them "
+            "until they are let through, or set [plugin.langgraph] stream_first = true to "
+            "accept the leak"
+        )
+
 
 def _seal(graph: Any, config: RunnableConfig | None) -> None:
     guard = getattr(graph, GUARD_ATTR, None)

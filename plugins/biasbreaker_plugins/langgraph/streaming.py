@@ -7,7 +7,10 @@ What a LangGraph node streams reaches the caller through *sinks* in its task's c
 * ``"tools"`` — a ``StreamToolCallHandler`` callback;
 * ``"custom"`` — the runtime's ``stream_writer`` (``get_stream_writer()``, the ``writer``
   argument);
-* ``astream_events`` / ``astream_log`` — their callback handlers' ``send_stream``;
+* ``astream_events`` / ``astream_log`` — their callback handlers' ``send_stream``: a guarded
+  graph refuses those two APIs (the node's own run would show its held output in its
+  ``on_chain_end`` event) unless ``stream_first`` is set; reached through a parent graph's
+  call, their handlers are left out of the guarded node's own call and of the probe's re-runs;
 * a graph invoked *inside* the node, with ``subgraphs=True`` — the parent's stream protocol
   (``config["configurable"]["__pregel_stream"]``).
 
@@ -152,7 +155,13 @@ def _callbacks(callbacks: Any, capture: Capture | None, *, drop: bool) -> Any:
 def _handlers(handlers: list[Any], capture: Capture | None, *, drop: bool) -> list[Any]:
     if drop:
         return [h for h in handlers if _kind_of(h) is None]
-    return [_proxy(h, capture) for h in handlers]
+    # astream_events / astream_log handlers are dropped, not copied: their copies never finish
+    # a run, and a guarded graph refuses those APIs itself (a parent's may reach a subgraph)
+    return [
+        _proxy(h, capture)
+        for h in handlers
+        if (_kind_of(h) or ("", ""))[0] not in ("events", "log")
+    ]
 
 
 def _no_op(payload: Any) -> None:
