@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -107,20 +108,27 @@ class StaticSkeptic:
 
 
 class Barrier:
-    """Counts concurrently running reviews; opens when ``parties`` are inside at once."""
+    """Counts concurrently running reviews; opens when ``parties`` are inside at once.
+
+    Thread-safe: the panel runs each review in a worker thread on its own event loop.
+    """
 
     def __init__(self, parties: int) -> None:
         self.parties = parties
         self.inside = 0
         self.max_inside = 0
-        self.event = asyncio.Event()
+        self.event = threading.Event()
+        self._lock = threading.Lock()
 
     async def __call__(self) -> None:
-        self.inside += 1
-        self.max_inside = max(self.max_inside, self.inside)
-        if self.inside >= self.parties:
-            self.event.set()
+        with self._lock:
+            self.inside += 1
+            self.max_inside = max(self.max_inside, self.inside)
+            if self.inside >= self.parties:
+                self.event.set()
         try:
-            await self.event.wait()
+            while not self.event.is_set():
+                await asyncio.sleep(0.001)
         finally:
-            self.inside -= 1
+            with self._lock:
+                self.inside -= 1

@@ -5,14 +5,20 @@ file and line), the offending value, and what to do next. Errors that wrap anoth
 raised with ``raise ... from exc`` so the original traceback is kept.
 
 All errors derive from :class:`BiasbreakerError`. Errors caused by bad input also derive from
-:class:`ValueError`, so callers that validate input generically still catch them.
+:class:`ValueError`, so callers that validate input generically still catch them. A message
+never holds a secret: every text argument goes through :func:`biasbreaker.redaction.redact_text`.
 """
 
 from __future__ import annotations
 
+from biasbreaker.redaction import redact_text
+
 
 class BiasbreakerError(Exception):
-    """Base class of every error raised by biasbreaker."""
+    """Base class of every error raised by biasbreaker; its text arguments are redacted."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact_text(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(BiasbreakerError, ValueError):

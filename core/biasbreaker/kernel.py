@@ -16,22 +16,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from biasbreaker.config import (
-    LoadedSettings,
-    Settings,
-    load_settings,
-    resolve_selection,
-    selection,
-    selection_problems,
-)
+from biasbreaker.catalog import Wanted
+from biasbreaker.config import LoadedSettings, Settings, load_settings, selection
 from biasbreaker.errors import (
     BiasbreakerError,
     ConfigError,
     PluginError,
 )
-from biasbreaker.llm import LLMClient
+from biasbreaker.llm import LLMClient, ThreadedClient
 from biasbreaker.plugins import PluginHost
-from biasbreaker.registry import EXTENSION_POINTS, POINTS, PointName, Registry
+from biasbreaker.points import EXTENSION_POINTS, POINTS, PointName
+from biasbreaker.registry import Registry
+from biasbreaker.resolution import resolve_selection, selection_problems
 
 
 class Kernel:
@@ -61,6 +57,7 @@ class Kernel:
         self._options: dict[tuple[str, str], BaseModel] = {}
         self._resolved: set[str] = set()
         self._built: dict[tuple[str, str], object] = {}
+        self._threaded: ThreadedClient | None = None
 
     def _resolve(self, points: list[PointName] | None) -> None:
         self._options.update(resolve_selection(self.loaded, self.registry, points))
@@ -84,8 +81,8 @@ class Kernel:
         options are valid (so a factory's own checks run, and a missing optional extra such as
         the ``semantic`` scorer's or LangGraph for the ``langgraph`` adapter shows), builds the
         probe (axes, groups, term files, extra terms), the skeptic panel and the MADERA stages,
-        and finally closes what it built (:meth:`close`). Nothing is called on the built
-        objects beyond their construction.
+        and finally closes what it built (implementations built before it stay open). Nothing
+        is called on the built objects beyond their construction.
 
         Returns:
             One message per distinct problem, each naming where the failing setting comes
@@ -96,6 +93,7 @@ class Kernel:
         from biasbreaker.intervention.panel import SkepticPanel
         from biasbreaker.probe import build_probe
 
+        before = set(self._built)
         problems: dict[str, str] = {}
         for problem in selection_problems(self.loaded, self.registry)[1]:
             # an unknown name's message already names any plugin that failed or is disabled
@@ -137,8 +135,33 @@ class Kernel:
                         f"{exc} [building {part}; [{section}]: {source}{self._mentioned(exc)}]",
                     )
         finally:
-            self.close()
+            self._close_since(before)
         return list(problems.values())
+
+    def validate(self) -> None:
+        """Validate as ``biasbreaker run`` and ``demo`` do before they write anything.
+
+        Both passes and a build of everything a guarded run builds (:meth:`check_build`);
+        what it builds is closed again, and implementations built before stay as they were.
+        ``guard()`` in Python calls this, so it refuses what ``run`` refuses (an orphan
+        ``[plugin.<name>]`` table, an LLM client whose key variable is not set).
+
+        Raises:
+            ConfigError: Listing every problem, each with the source of its setting.
+        """
+        problems = self.check_build()
+        if len(problems) == 1:
+            raise ConfigError(problems[0])
+        if problems:
+            raise ConfigError(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
+
+    def _close_since(self, before: set[tuple[str, str]]) -> None:
+        """Close and forget the implementations built since ``before`` was taken."""
+        for key in [k for k in self._built if k not in before]:
+            obj = self._built.pop(key)
+            aclose = getattr(obj, "aclose", None)
+            if aclose is not None and inspect.iscoroutinefunction(aclose):
+                asyncio.run(aclose())
 
     def _mentioned(self, exc: BaseException) -> str:
         """``; key from source`` for every configured key that a message names.
@@ -183,7 +206,9 @@ class Kernel:
             cwd: Directory searched for ``biasbreaker.toml`` and ``pyproject.toml``.
             overrides: Explicit settings, highest precedence (nested like the TOML).
             strict: Make any plugin load failure fatal.
-            host: A prepared plugin host (tests); ``None`` autoloads the entry-point group.
+            host: A prepared plugin host (tests); ``None`` autoloads the entry-point group,
+                importing only the plugins the configuration selects and those that declare
+                nothing (:func:`wanted`).
 
         Returns:
             The kernel.
@@ -194,7 +219,7 @@ class Kernel:
         """
         loaded = load_settings(config_file, cwd=cwd, overrides=overrides)
         if host is None:
-            host = PluginHost(strict=strict)
+            host = PluginHost(strict=strict, wanted=wanted(loaded.settings))
         return cls(loaded, host)
 
     @property
@@ -277,6 +302,9 @@ class Kernel:
     def llm(self) -> LLMClient:
         """The selected LLM client (``[llm] client``), built once.
 
+        A client whose ``complete`` is synchronous is returned wrapped in
+        :class:`~biasbreaker.llm.ThreadedClient`: each call runs in a worker thread.
+
         Raises:
             PluginError: If the factory fails or returns an object that is not an ``LLMClient``.
         """
@@ -288,7 +316,18 @@ class Kernel:
                 f"llm_client {name!r} from plugin {impl.plugin!r} ({impl.origin}) built "
                 f"{type(client).__name__}, which lacks model/complete/aclose of LLMClient"
             )
+        if not inspect.iscoroutinefunction(client.complete):
+            # a synchronous client: every call in a worker thread, never on the event loop
+            if self._threaded is None or self._threaded.inner is not client:
+                self._threaded = ThreadedClient(client)
+            return self._threaded
         return client
+
+
+def wanted(settings: Settings) -> Wanted:
+    """What ``settings`` needs from the plugins: its selected implementations, its tables."""
+    points = {(p.name, n) for p in EXTENSION_POINTS for n in selection(settings, p.name)}
+    return Wanted(frozenset(points), frozenset(settings.plugin))
 
 
 def _caused_by(exc: BaseException, messages: Collection[str]) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -180,6 +181,46 @@ class LLMClient(Protocol):
     async def aclose(self) -> None:
         """Release connections, model handles and other resources. Idempotent."""
         ...
+
+
+class ThreadedClient:
+    """An :class:`LLMClient` around a client whose ``complete`` is synchronous.
+
+    Each call runs in a worker thread (:func:`asyncio.to_thread`), so a synchronous client never
+    blocks the event loop: time-outs around it hold, and a reply that comes after its caller
+    gave up is discarded. :meth:`biasbreaker.kernel.Kernel.llm` wraps such a client itself.
+
+    Args:
+        inner: An object with ``model``, a synchronous ``complete(request)`` and optionally
+            ``close()`` or ``aclose()``.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    @property
+    def model(self) -> str:
+        """The inner client's model."""
+        return str(self.inner.model)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer ``request`` in a worker thread."""
+        reply = await asyncio.to_thread(self.inner.complete, request)
+        if not isinstance(reply, LLMResponse):
+            raise TypeError(f"{type(self.inner).__name__}.complete returned {reply!r}")
+        return reply
+
+    async def aclose(self) -> None:
+        """Close the inner client (its ``aclose()`` or ``close()``, if it has one)."""
+        aclose = getattr(self.inner, "aclose", None)
+        if aclose is not None:
+            result = aclose()
+            if inspect.isawaitable(result):
+                await result
+            return
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            await asyncio.to_thread(close)
 
 
 def complete_sync(client: LLMClient, request: LLMRequest) -> LLMResponse:

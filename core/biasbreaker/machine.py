@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Union
 from biasbreaker.breaker import freeze, mixing_ratio
 from biasbreaker.calibration import CalibrationWindow, ControlStatistics, WindowCounts
 from biasbreaker.errors import InputError
+from biasbreaker.redaction import redact_text
 from biasbreaker.trace import HELD_FOR_REVIEW, StepRecord, TraceHeader
 from biasbreaker.types import (
     BreakerAction,
@@ -596,7 +597,7 @@ def _derive_seed(seed: int, episode: int, attempt: int) -> int:
 
 
 def _describe_error(exc: BaseException) -> str:
-    text = str(exc)
+    text = redact_text(str(exc))  # recorded in the trace: never a key a server echoed
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

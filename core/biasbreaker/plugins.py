@@ -6,6 +6,13 @@ original exception, and commands that do not need it keep working. ``strict=True
 ``--strict``) makes any failure fatal. First-party plugins are entry points of the
 ``biasbreaker`` distribution, loaded exactly like a third party's.
 
+Which plugins are imported: with ``wanted`` (what the configuration selects, see
+:class:`~biasbreaker.catalog.Wanted`), a plugin whose distribution declares its implementations
+in its metadata (:mod:`biasbreaker.catalog`) is imported only if one of them is wanted; the
+others are listed from their metadata (status ``declared``), and none of their code runs. A
+plugin that declares nothing is always imported (nothing else says what it provides). Without
+``wanted`` every plugin is imported (``biasbreaker plugins --verbose``).
+
 Environment:
     ``BIASBREAKER_DISABLE_PLUGINS=a,b``: entry-point names never loaded (pluggy ``set_blocked``);
     names are case-sensitive, and one that matches no installed plugin is a notice.
@@ -25,13 +32,13 @@ import pluggy
 from pydantic import BaseModel
 
 from biasbreaker import hookspecs
+from biasbreaker.catalog import Declared, Wanted, declaration_problems, read_declarations
 from biasbreaker.errors import PluginError, PluginLoadError
+from biasbreaker.points import EXTENSION_POINTS, PointName
 from biasbreaker.registry import (
-    EXTENSION_POINTS,
     Factory,
     Implementation,
     NoOptions,
-    PointName,
     Registry,
     check_registration,
 )
@@ -54,9 +61,12 @@ class PluginInfo:
         target: The entry point's ``module:attr`` target, or the module name.
         distribution: The distribution declaring it, ``None`` for in-process registrations.
         version: The distribution's version, or ``None``.
-        status: ``"loaded"``, ``"failed"`` or ``"disabled"``.
-        hooks: The extension points the plugin implements (empty if it failed to import).
+        status: ``"loaded"``, ``"failed"``, ``"disabled"``, or ``"declared"`` (listed from its
+            metadata, not imported: nothing it declares is wanted).
+        hooks: The extension points the plugin implements (empty if it failed to import; for
+            a declared plugin, those of its declarations).
         error: The import or registration error, for ``status == "failed"``.
+        declared: What its distribution declares it provides, or ``None`` if nothing.
     """
 
     name: str
@@ -66,6 +76,7 @@ class PluginInfo:
     status: str
     hooks: tuple[str, ...] = ()
     error: PluginLoadError | None = None
+    declared: Declared | None = None
 
 
 def disabled_from_env(environ: Mapping[str, str] | None = None) -> frozenset[str]:
@@ -91,6 +102,8 @@ class PluginHost:
             pass ``False`` and register throwaway plugins instead.
         strict: Raise the first :class:`PluginLoadError` instead of recording it.
         disabled: Entry-point names to block; ``None`` reads ``BIASBREAKER_DISABLE_PLUGINS``.
+        wanted: What the configuration needs: a plugin that declares its implementations is
+            imported only if it provides one of these; ``None`` imports every plugin.
 
     Attributes:
         notices: Warnings for the user that are not load failures, e.g. a name in
@@ -104,6 +117,7 @@ class PluginHost:
     autoload: bool = True
     strict: bool = False
     disabled: frozenset[str] | None = None
+    wanted: Wanted | None = None
     pm: pluggy.PluginManager = field(init=False)
     infos: dict[str, PluginInfo] = field(init=False, default_factory=dict)
     notices: list[str] = field(init=False, default_factory=list)
@@ -132,12 +146,19 @@ class PluginHost:
         return [i.error for i in self.infos.values() if i.error is not None]
 
     def load_entry_points(
-        self, entry_points: Iterable[metadata.EntryPoint] | None = None
+        self,
+        entry_points: Iterable[metadata.EntryPoint] | None = None,
+        declarations: Iterable[metadata.EntryPoint] | None = None,
     ) -> list[PluginLoadError]:
-        """Load and register every entry point of the ``biasbreaker`` group, one at a time.
+        """Load and register the entry points of the ``biasbreaker`` group, one at a time.
+
+        With :attr:`wanted`, a plugin whose declarations (:mod:`biasbreaker.catalog`) hold
+        nothing wanted is not imported: it is recorded as ``declared``.
 
         Args:
             entry_points: The entry points to load; ``None`` reads the installed group.
+            declarations: The ``biasbreaker.implementations`` entry points; ``None`` reads the
+                installed group.
 
         Returns:
             The load failures of this call (also kept in :attr:`failures`).
@@ -148,6 +169,10 @@ class PluginHost:
         eps = (
             list(metadata.entry_points(group=GROUP)) if entry_points is None else list(entry_points)
         )
+        declared, notices = read_declarations(eps, declarations)
+        for notice in notices:
+            log.warning("%s", notice)
+            self.notices.append(notice)
         failures: list[PluginLoadError] = []
         for ep in sorted(eps, key=lambda e: (e.name, e.value)):
             dist, version = _dist_of(ep)
@@ -156,6 +181,19 @@ class PluginHost:
                     ep.name, PluginInfo(ep.name, ep.value, dist, version, "disabled")
                 )
                 log.info("plugin %s (%s) disabled by %s", ep.name, dist, DISABLE_ENV)
+                continue
+            pairs = declared.get(ep.name)
+            if (
+                self.wanted is not None
+                and pairs is not None
+                and not self.wanted.needs(pairs)
+                and ep.name not in self.infos
+            ):
+                hooks = tuple(sorted({point for point, _ in pairs}))
+                self.infos[ep.name] = PluginInfo(
+                    ep.name, ep.value, dist, version, "declared", hooks=hooks, declared=pairs
+                )
+                log.info("plugin %s (%s) not imported: nothing declared is wanted", ep.name, dist)
                 continue
             if ep.name in self.infos and self.infos[ep.name].status == "loaded":
                 prior = self.infos[ep.name]
@@ -174,7 +212,7 @@ class PluginHost:
                     err = PluginLoadError(ep.name, dist, version, load_exc, target=ep.value)
                     err.__cause__ = load_exc
                 else:
-                    self._record_loaded(ep.name, ep.value, dist, version, plugin)
+                    self._record_loaded(ep.name, ep.value, dist, version, plugin, pairs)
                     log.info("plugin %s loaded from %s %s", ep.name, dist, version)
                     continue
             if self.strict:
@@ -236,7 +274,13 @@ class PluginHost:
         self.infos.pop(name, None)
 
     def _record_loaded(
-        self, name: str, target: str, dist: str | None, version: str | None, plugin: object
+        self,
+        name: str,
+        target: str,
+        dist: str | None,
+        version: str | None,
+        plugin: object,
+        declared: Declared | None = None,
     ) -> None:
         hooks = tuple(
             sorted(
@@ -245,7 +289,9 @@ class PluginHost:
                 if caller.name in {p.name for p in EXTENSION_POINTS}
             )
         )
-        self.infos[name] = PluginInfo(name, target, dist, version, "loaded", hooks=hooks)
+        self.infos[name] = PluginInfo(
+            name, target, dist, version, "loaded", hooks=hooks, declared=declared
+        )
 
     def build_registry(self) -> Registry:
         """Call every extension-point hook of every loaded plugin and collect the registrations.
@@ -293,6 +339,16 @@ class PluginHost:
                     error=err,
                 )
         registry = Registry(
+            declared={
+                info.name: (
+                    info.declared or (),
+                    f"{info.distribution} {info.version or '?'}"
+                    if info.distribution
+                    else "not from a distribution",
+                )
+                for info in self.infos.values()
+                if info.status == "declared"
+            },
             disabled={
                 info.name: (
                     f"{info.distribution} {info.version or '?'}"
@@ -311,6 +367,14 @@ class PluginHost:
         for impl in staged:
             if impl.plugin not in failed:
                 registry.add(impl)
+        for info in self.infos.values():
+            if info.status != "loaded":
+                continue
+            pairs = {(i.point, i.name) for i in registry.registered_by(info.name)}
+            for problem in declaration_problems(info.name, info.declared, pairs):
+                if problem not in self.notices:
+                    log.warning("%s", problem)
+                    self.notices.append(problem)
         return registry
 
 

@@ -16,7 +16,7 @@ import importlib.util
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +25,7 @@ from biasbreaker.errors import (
     PluginError,
     UnknownImplementationError,
 )
+from biasbreaker.points import PointName
 
 if TYPE_CHECKING:
     from biasbreaker.config import Settings
@@ -33,20 +34,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
 
-PointName = Literal[
-    "classify_route",
-    "skeptic",
-    "diagnoser",
-    "retriever",
-    "editor",
-    "aggregator",
-    "calibrator",
-    "framework_adapter",
-    "scorer",
-    "llm_client",
-]
-"""The names of the extension points; each is also the name of its hook."""
-
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 """Implementation names are lower-kebab: ``trust``, ``empirical-auditor``, ``openai-compatible``."""
 
@@ -54,55 +41,6 @@ FIRST_PARTY_DISTRIBUTION = "biasbreaker"
 """The distribution of the first-party plugins (``biasbreaker_plugins``)."""
 
 _DISABLE_ENV = "BIASBREAKER_DISABLE_PLUGINS"
-
-
-@dataclass(frozen=True)
-class ExtensionPoint:
-    """Static description of one extension point.
-
-    Args:
-        name: The extension point's name, equal to its hook's name.
-        selected_by: The dotted configuration key that chooses implementations by name.
-        multiple: Whether the key holds a list of names (several implementations run) or one.
-        summary: One line for ``biasbreaker plugins`` and the docs.
-    """
-
-    name: PointName
-    selected_by: str
-    multiple: bool
-    summary: str
-
-
-EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
-    ExtensionPoint(
-        "classify_route",
-        "intervention.router",
-        False,
-        "routes a halted step to 'skeptics', 'madera' or 'none'",
-    ),
-    ExtensionPoint("skeptic", "intervention.skeptics", True, "adversarial reviewers of a payload"),
-    ExtensionPoint("diagnoser", "intervention.diagnoser", False, "MADERA: finds the biased step"),
-    ExtensionPoint("retriever", "intervention.retriever", False, "MADERA: finds counter-evidence"),
-    ExtensionPoint("editor", "intervention.editor", False, "MADERA: rewrites the payload"),
-    ExtensionPoint("aggregator", "intervention.aggregator", False, "combines skeptic verdicts"),
-    ExtensionPoint(
-        "calibrator",
-        "calibration.calibrator",
-        False,
-        "chooses thresholds from control runs",
-    ),
-    ExtensionPoint(
-        "framework_adapter",
-        "adapter.framework",
-        False,
-        "guards an agent framework's graph",
-    ),
-    ExtensionPoint(
-        "scorer", "probe.scorers", True, "divergence of counterfactual outputs in [0, 1]"
-    ),
-    ExtensionPoint("llm_client", "llm.client", False, "chat-completion client"),
-)
-POINTS: Mapping[str, ExtensionPoint] = {p.name: p for p in EXTENSION_POINTS}
 
 
 class NoOptions(BaseModel):
@@ -239,12 +177,16 @@ class Registry:
     resolving a conflicted name raises :class:`DuplicateImplementationError`.
 
     Args:
+        declared: Plugins not imported, listed from their metadata: name → (the
+            ``(point, name)`` pairs they declare, their origin); their implementations are
+            named as installed, but cannot be built until the plugin is imported.
         disabled: Plugins blocked by ``BIASBREAKER_DISABLE_PLUGINS`` (name → origin), named
             when a selected implementation is not available.
         failed: Plugins that failed to import or to register (name → the failure's message),
             named when a selected implementation is not available.
     """
 
+    declared: Mapping[str, tuple[tuple[tuple[str, str], ...], str]] = field(default_factory=dict)
     disabled: Mapping[str, str] = field(default_factory=dict)
     failed: Mapping[str, str] = field(default_factory=dict)
     _by_point: dict[str, dict[str, Implementation[Any]]] = field(default_factory=dict)
@@ -333,8 +275,10 @@ class Registry:
         Plugins that are disabled, or that failed to import or register, are named: the
         implementation may be one of theirs.
         """
-        installed = self._by_point.get(point, {})
-        listing = ", ".join(f"{n} ({installed[n].origin})" for n in sorted(installed)) or "none"
+        installed = {n: impl.origin for n, impl in self._by_point.get(point, {}).items()}
+        for pairs, origin in self.declared.values():
+            installed.update({n: origin for p, n in pairs if p == point and n not in installed})
+        listing = ", ".join(f"{n} ({installed[n]})" for n in sorted(installed)) or "none"
         loc = f" ({where})" if where else ""
         parts = [f"{point} {name!r}{loc} is not available; installed: {listing}."]
         if self.failed:
@@ -366,6 +310,12 @@ class Registry:
     def by_name(self, name: str) -> list[Implementation[Any]]:
         """Every implementation called ``name``, in any extension point."""
         return [impl for impl in self if impl.name == name]
+
+    def installed_names(self) -> list[str]:
+        """Every implementation name, registered or declared by a plugin not imported."""
+        names = {impl.name for impl in self}
+        names.update(n for pairs, _ in self.declared.values() for _, n in pairs)
+        return sorted(names)
 
 
 def check_registration(

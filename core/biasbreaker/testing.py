@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from biasbreaker.catalog import DECLARATIONS
 from biasbreaker.config import load_settings
 from biasbreaker.kernel import Kernel
 from biasbreaker.plugins import GROUP, PluginHost
@@ -55,6 +56,7 @@ def write_fake_dist(
     entry_points: Mapping[str, str],
     modules: Mapping[str, str] | None = None,
     group: str = GROUP,
+    implementations: Mapping[str, str] | None = None,
 ) -> Path:
     """Write a distribution with entry points into ``root`` (not yet on ``sys.path``).
 
@@ -65,6 +67,8 @@ def write_fake_dist(
         entry_points: Entry-point name → ``"module:attr"`` or ``"module"`` target.
         modules: Dotted module name → source text; packages are created as needed.
         group: The entry-point group (default ``biasbreaker``).
+        implementations: Its ``biasbreaker.implementations`` declarations,
+            ``"<point>.<name>"`` → the plugin's target (:mod:`biasbreaker.catalog`).
 
     Returns:
         ``root``.
@@ -85,6 +89,9 @@ def write_fake_dist(
         f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"
     )
     lines = [f"[{group}]"] + [f"{name} = {target}" for name, target in entry_points.items()]
+    if implementations:
+        lines += ["", f"[{DECLARATIONS}]"]
+        lines += [f"{name} = {target}" for name, target in implementations.items()]
     (info / "entry_points.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (info / "RECORD").write_text("", encoding="utf-8")
     return root
@@ -104,10 +111,11 @@ def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def fake_plugin_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDist]:
-    """Return ``make(dist, *, version, entry_points, modules)`` installing a fake distribution.
+    """Return ``make(dist, *, version, entry_points, ...)`` installing a fake distribution.
 
-    Each call writes a separate site directory and prepends it to ``sys.path``; modules it
-    imported are removed from ``sys.modules`` after the test.
+    ``make`` takes the arguments of :func:`write_fake_dist` but ``root``. Each call writes a
+    separate site directory and prepends it to ``sys.path``; modules it imported are removed
+    from ``sys.modules`` after the test.
     """
     created: list[str] = []
     counter = iter(range(1_000_000))
@@ -119,10 +127,17 @@ def fake_plugin_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
         entry_points: Mapping[str, str],
         modules: Mapping[str, str] | None = None,
         group: str = GROUP,
+        implementations: Mapping[str, str] | None = None,
     ) -> Path:
         site = tmp_path / f"site-{next(counter)}"
         write_fake_dist(
-            site, dist, version=version, entry_points=entry_points, modules=modules, group=group
+            site,
+            dist,
+            version=version,
+            entry_points=entry_points,
+            modules=modules,
+            group=group,
+            implementations=implementations,
         )
         monkeypatch.syspath_prepend(str(site))
         created.extend(m.split(".")[0] for m in (modules or {}))

@@ -57,6 +57,7 @@ def test_plugins_lists_a_third_party_distribution(aggregators: None, isolated_co
             "conflict": False,
             "missing": [],
             "install": "",
+            "imported": True,  # it declares nothing: it must be imported to be listed
         }
     ]
     table = runner.invoke(app, ["plugins", "--hook", "aggregator"])

@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasbreaker.config import Settings, load_settings, typed_plugin_tables
+from biasbreaker.config import LoadedSettings, Settings, load_settings
 from biasbreaker.errors import ConfigError
 from biasbreaker.hookspecs import hookimpl
+from biasbreaker.resolution import typed_plugin_tables
 
 
 def _write(path: Path, text: str) -> Path:
@@ -351,16 +352,38 @@ def test_plugin_tables_merge_across_files_whatever_their_spelling(
     )
 
 
-def test_config_rows_never_show_secrets(isolated_config: Path) -> None:
+def test_a_secret_in_a_file_is_refused_naming_the_key_not_the_value(
+    isolated_config: Path,
+) -> None:
     (isolated_config / "biasbreaker.toml").write_text(
         '[plugin.openai-compatible]\napi_key = "sk-live-123"\napi_key_env = "OPENAI_API_KEY"\n'
         'model = "gpt"\n'
     )
-    rows = {k: v for k, v, _ in load_settings().rows()}
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert "plugin.openai-compatible.api_key (biasbreaker.toml)" in message
+    assert "api_key_env" in message and "sk-live-123" not in message
+
+
+def test_config_rows_never_show_secrets(isolated_config: Path) -> None:
+    # a tree built in Python skips the refusal of load_settings; its rows still hide the key
+    settings = Settings(
+        plugin={
+            "openai-compatible": {
+                "api_key": "sk-live-123",
+                "api_key_env": "OPENAI_API_KEY",
+                "model": "gpt",
+                "headers": {"Authorization": "Bearer abc-123-def"},
+            }
+        }
+    )
+    rows = {k: v for k, v, _ in LoadedSettings(settings).rows()}
     assert rows["plugin.openai-compatible.api_key"] == "<redacted>"
     assert rows["plugin.openai-compatible.api_key_env"] == "OPENAI_API_KEY"
     assert rows["plugin.openai-compatible.model"] == "gpt"
-    assert "sk-live-123" not in repr(rows)
+    assert rows["plugin.openai-compatible.headers.Authorization"] == "<redacted>"
+    assert "sk-live-123" not in repr(rows) and "abc-123-def" not in repr(rows)
 
 
 # --- environment lists and tables (new-user report, bug 7) ---------------------------------

@@ -17,7 +17,7 @@ from biasbreaker.errors import PluginError
 from biasbreaker.hookspecs import hookimpl
 from biasbreaker.kernel import Kernel
 from biasbreaker.llm import LLMRequest, LLMResponse, complete_sync
-from biasbreaker.registry import EXTENSION_POINTS, POINTS
+from biasbreaker.points import EXTENSION_POINTS, POINTS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -405,3 +405,32 @@ def test_the_functional_api_guards_a_step_by_invoking_a_guarded_graph(tmp_path: 
         ConfigError, match=r"functional API.*invoke the guarded graph in your @task"
     ):
         guard(workflow, kernel(tmp_path))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ node policies
+
+
+def test_a_retry_policy_never_reruns_a_node_because_its_output_was_held(tmp_path: Path) -> None:
+    from langgraph.types import RetryPolicy
+
+    watch, letters = Watch(), []
+    builder = decide_then_write(LoanCase, True, watch, letters)
+    builder.nodes["decide"].retry_policy = RetryPolicy(max_attempts=3, retry_on=Exception)
+    graph = guard(builder, kernel(tmp_path), nodes=["decide"], hook=noop_hook).compile(
+        checkpointer=InMemorySaver()
+    )
+    graph.invoke({"application": APPLICANT}, thread("retry"), durability="sync")
+    own_calls = [p for p in watch.prompts if p == APPLICANT]
+    assert letters == [] and graph.get_state(thread("retry")).interrupts  # held for review
+    # one own call (plus its same-group resamples, which see the same text): never retried
+    assert len(own_calls) == 1 + SETTINGS["probe"]["r"]
+
+
+def test_a_cache_policy_on_a_guarded_node_is_refused(tmp_path: Path) -> None:
+    from langgraph.types import CachePolicy
+
+    builder = decide_then_write(LoanCase, True, Watch(), [])
+    builder.nodes["decide"].cache_policy = CachePolicy()
+    with pytest.raises(ConfigError, match=r"guarded node 'decide' has a CachePolicy"):
+        guard(builder, kernel(tmp_path), nodes=["decide"])
+    guard(builder, kernel(tmp_path), nodes=["write"])  # an unguarded node may keep its cache

@@ -76,6 +76,21 @@ def plain_state():
 NOT_CALLABLE = 3
 
 
+def flaky(llm):
+    # a user's node that raises on some inputs, as real code does
+    async def answer(state: State) -> dict:
+        if "boom" in state["question"]:
+            raise KeyError("no such customer")
+        reply = await llm.complete(with_current_sample(LLMRequest.chat(state["question"])))
+        return {"answer": reply.text}
+
+    builder = StateGraph(State)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder
+
+
 def _names(file):
     data = json.loads((resources.files("biasbreaker") / "data/hiring" / file).read_text())
     return {name.split()[0].title() for name in data["W"]}
@@ -163,19 +178,68 @@ def test_run_guards_the_users_graph_over_every_input(project: Path) -> None:
     assert "RLB-v1: HOLDS" in result.output
 
 
-def test_a_malformed_line_names_the_file_and_line_before_anything_runs(project: Path) -> None:
+def test_a_malformed_line_fails_that_input_and_the_others_run(project: Path) -> None:
     inputs = write_inputs(
         project / "in.jsonl",
-        [json.dumps({"question": "Is it? yes or no"}), '["a list"]', json.dumps({"question": "x"})],
+        [json.dumps({"question": "Is it? yes or no"}), '["a list"]', "{not json", '{"q": 1}'],
     )
     result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
-    assert result.exit_code == 1
-    assert f"{inputs}:2: expected a JSON object" in result.output
-    assert not (project / "o").exists()  # every line is checked before the first run
+    assert result.exit_code == 1, result.output
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["status"]) for r in records] == [
+        (1, "done"),
+        (2, "failed"),
+        (3, "failed"),
+        (4, "failed"),
+    ]
+    assert records[1]["error"]["class"] == "biasbreaker.errors.InputError"
+    assert f"{inputs}:2: expected a JSON object" in records[1]["error"]["message"]
+    assert f"{inputs}:3: not valid JSON" in records[2]["error"]["message"]
+    # a misspelt key: the node that reads the right one fails, the run goes on
+    assert records[3]["error"] == {"class": "KeyError", "message": "'question'", "node": "answer"}
+    output = " ".join(result.output.split())
+    assert "3 of 4 input(s) failed (line(s) 2, 3, 4)" in output
+    assert "Traceback" not in result.output
+    report = (project / "o/report.md").read_text()
+    assert "Failed inputs (3)" in report and "| 2 | — | biasbreaker.errors.InputError |" in report
 
-    write_inputs(inputs, [json.dumps({"question": "x"}), "{not json"])
-    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
-    assert result.exit_code == 1 and f"{inputs}:2: not valid JSON" in result.output
+
+def test_a_node_that_raises_fails_its_input_with_a_traceback_in_the_log(project: Path) -> None:
+    inputs = write_inputs(
+        project / "in.jsonl",
+        [json.dumps({"question": q}) for q in ("Is it? yes or no", "boom", "Is the sky blue?")],
+    )
+    result = invoke("--graph", "user_pipeline_mod:flaky", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and "KeyError" in result.output
+    assert "input line 2 failed in node 'answer': KeyError: 'no such customer'" in " ".join(
+        result.output.split()
+    )
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in records] == ["done", "failed", "done"]
+    assert records[1]["error"] == {
+        "class": "KeyError",
+        "message": "'no such customer'",
+        "node": "answer",
+    }
+    log = (project / "o/run.log").read_text()
+    assert "Traceback (most recent call last)" in log and "input line 2" in log
+    report = (project / "o/report.md").read_text()
+    assert "| 2 | answer | KeyError | 'no such customer' |" in report
+    assert "RLB-v1: HOLDS" in report  # the other inputs' report is complete
+    marker = json.loads((project / "o/biasbreaker-output.json").read_text())
+    assert marker["status"] == "complete" and marker["completed"]["failed_lines"] == [2]
+
+    fast = invoke(
+        "--graph", "user_pipeline_mod:flaky", "--inputs", str(inputs), "--out", "o", "--fail-fast"
+    )
+    assert fast.exit_code == 1, fast.output
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert [r["line"] for r in records] == [1, 2]
+    assert "--fail-fast" in (project / "o/report.md").read_text()
+    assert "not run: lines 3" in (project / "o/report.md").read_text()
+    marker = json.loads((project / "o/biasbreaker-output.json").read_text())
+    assert marker["status"] == "partial"
 
 
 def earlier_outputs(out: Path) -> dict[str, str]:
@@ -211,7 +275,7 @@ def contents(out: Path) -> dict[str, str]:
         ("user_pipeline_mod:build", None, "cannot read it"),
         ("user_pipeline_mod:build", [], "holds no input"),
         ("user_pipeline_mod:build", ["", "  "], "holds no input"),
-        ("user_pipeline_mod:build", ['{"question": "x"}', "{not json"], ":2: not valid JSON"),
+        ("user_pipeline_mod:build", ['{"question": "x"}'], "was not written by biasbreaker"),
     ],
 )
 def test_a_bad_argument_leaves_earlier_outputs_untouched(
@@ -301,18 +365,58 @@ def test_out_naming_a_file_is_an_error(project: Path, out: str) -> None:
     assert (project / "afile").read_text(encoding="utf-8") == "x"
 
 
+USERS_OWN = {
+    "traces/my-own-trace.txt": "the user's trace notes",
+    "traces/keep.jsonl": "the user's own JSON Lines\n",
+    "figures/my.png": "the user's figure",
+    "notes.txt": "the user's own file",
+}
+
+
 def test_a_run_replaces_only_its_own_outputs(project: Path) -> None:
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})] * 2)
+    args = ["--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o"]
+    assert invoke(*args).exit_code == 0
     out = project / "o"
-    earlier_outputs(out)
-    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
-    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
+    marker = json.loads((out / "biasbreaker-output.json").read_text())
+    assert marker["status"] == "complete" and len(marker["run_id"]) == 32
+    assert "traces/input-00002.jsonl" in marker["files"]
+    first = contents(out)
+    for name, text in USERS_OWN.items():
+        (out / name).write_text(text, encoding="utf-8")
+    write_inputs(inputs, [json.dumps({"question": "y"})])  # one input now, not two
+    result = invoke(*args)
     assert result.exit_code == 0, result.output
     after = contents(out)
-    assert after["control-runs.jsonl"] == "control runs recorded by demo\n"  # not run's output
-    assert after["notes.txt"] == "the user's own file"
-    assert after["results.jsonl"] != "old results\n" and after["report.md"] != "old report"
-    assert sorted(p for p in after if p.startswith("traces/")) == ["traces/input-00001.jsonl"]
-    assert after["traces/input-00001.jsonl"] != "old trace\n"
+    assert {k: after[k] for k in USERS_OWN} == USERS_OWN  # the user's files survive
+    assert "traces/input-00002.jsonl" not in after  # the earlier run's own output is gone
+    assert after["report.md"] != first["report.md"]
+    assert json.loads(after["biasbreaker-output.json"])["run_id"] != marker["run_id"]
+
+
+def test_a_folder_biasbreaker_did_not_write_is_refused(project: Path) -> None:
+    out = project / "o"
+    before = earlier_outputs(out)
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 1
+    message = " ".join(result.output.split())
+    assert "--out o is not empty" in message and "biasbreaker-output.json" in message
+    assert contents(out) == before
+
+
+def test_a_file_the_marker_does_not_list_is_never_replaced(project: Path) -> None:
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
+    args = ["--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o"]
+    assert invoke(*args).exit_code == 0
+    out = project / "o"
+    write_inputs(inputs, [json.dumps({"question": "x"})] * 2)
+    (out / "traces/input-00002.jsonl").write_text("the user's, at a name run would use\n")
+    before = contents(out)
+    result = invoke(*args)
+    assert result.exit_code == 1
+    assert "traces/input-00002.jsonl" in result.output and "move them" in result.output
+    assert contents(out) == before
 
 
 @pytest.mark.parametrize(

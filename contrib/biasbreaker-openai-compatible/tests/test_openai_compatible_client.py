@@ -284,7 +284,7 @@ async def test_the_key_never_appears_in_errors_or_logs(
     await client.aclose()
     assert "HTTP 401" in str(errors[0]) and "check the key in MY_LLM_KEY" in str(errors[0])
     assert "HTTP 503" in str(errors[1]) and "after 3 attempt(s)" in str(errors[1])
-    assert all("Bearer ***" in str(e) for e in errors)
+    assert all("Bearer <redacted>" in str(e) for e in errors)
     assert len(openai_server.chat_calls) == 4
     assert caplog.records, "retries should have been logged"
     logged = "\n".join(r.getMessage() for r in caplog.records)

@@ -155,9 +155,8 @@ def test_a_key_written_into_the_config_is_rejected_without_echoing_it(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     config = _write_config(tmp_path, '[llm]\nclient = "openai-compatible"\n')
-    kernel = Kernel.load(config, overrides={"plugin": {"openai-compatible": table}})
-    with pytest.raises(ConfigError) as info:
-        kernel.llm()
+    with pytest.raises(ConfigError) as info:  # refused when the configuration loads
+        Kernel.load(config, overrides={"plugin": {"openai-compatible": table}}).llm()
     message = str(info.value)
     secret = next(v for k, v in table.items() if k != "model")
     assert secret not in message

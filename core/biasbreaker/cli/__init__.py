@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
+import signal
 import sys
 from importlib import metadata
 
 import typer
 
 from biasbreaker import __version__
+from biasbreaker.redaction import redacting_streams
 
 COMMANDS: tuple[str, ...] = (
     "biasbreaker.cli.plugins",
@@ -33,6 +36,8 @@ COMMANDS: tuple[str, ...] = (
     "biasbreaker.cli.score",
 )
 """Modules whose ``register(app)`` adds a command, in ``--help`` order."""
+INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)
+"""Exit statuses of a command stopped by SIGINT (130) or SIGTERM (143)."""
 COMMAND_GROUP = "biasbreaker.commands"
 """Entry-point group of commands contributed by plugins (``name = "module:register"``)."""
 
@@ -94,6 +99,23 @@ def main() -> None:
     library's log records are not printed a second time: a ``NullHandler`` on the
     ``biasbreaker`` logger stops Python's last-resort handler. ``BIASBREAKER_TRACE_PLUGINS=1``
     still configures logging and shows every record.
+
+    Standard output and standard error are redacted (:func:`~biasbreaker.redaction.
+    redacting_streams`): a secret never reaches the screen, whatever prints it, tracebacks
+    included.
+
+    A command stopped by SIGINT or SIGTERM has finished its files when it exits with
+    ``128 + signum`` (:data:`INTERRUPTED`); the process then ends at once, without the
+    interpreter's teardown (seconds, with LangGraph loaded) or waiting for threads still
+    blocked in a synchronous call.
     """
     logging.getLogger("biasbreaker").addHandler(logging.NullHandler())
-    app()
+    try:
+        with redacting_streams():
+            app()
+    except SystemExit as exc:
+        if exc.code in INTERRUPTED:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(int(exc.code))
+        raise

@@ -73,8 +73,9 @@ def calibrate_command(
             dir_okay=False,
             help="Write the thresholds and window statistics into this TOML file (under "
             "[tool.biasbreaker] in a pyproject.toml), marked as calibrated with the date and "
-            "the input's sha256; other keys are kept, comments are not. The result is checked "
-            "to load first, and the file is replaced atomically.",
+            "the input's sha256; everything else in it (comments, formatting, other keys) is "
+            "kept byte for byte. The result is checked to load and read back first, and the "
+            "file is replaced atomically.",
         ),
     ] = None,
     on_date: Annotated[

@@ -17,8 +17,10 @@ from biasbreaker.cli._common import (
     load_kernel,
     stderr,
     stdout,
+    warn,
 )
-from biasbreaker.config import dump_value, typed_plugin_tables
+from biasbreaker.config import dump_value
+from biasbreaker.resolution import typed_plugin_tables
 
 
 def config(
@@ -29,20 +31,25 @@ def config(
         bool,
         typer.Option(
             "--check",
-            help="Also build what a guarded run would build (every selected plugin with its "
-            "options, the probe's term lists, the skeptic panel, the framework adapter); exit 1 "
-            "on any problem.",
+            help="Exit 1 on any problem a guarded run would find (every selected plugin built "
+            "with its options, the probe's term lists, the skeptic panel, the framework "
+            "adapter); without it the same problems are printed as warnings.",
         ),
     ] = False,
 ) -> None:
-    """Print the effective configuration with the source of each value."""
+    """Print the effective configuration with the source of each value.
+
+    Every problem --check fails on is shown as a warning (exit 0 without --check).
+    """
     kernel = load_kernel(config, strict)
+    problems = kernel.check_build()
     if check:
-        problems = kernel.check_build()
         if len(problems) == 1:
             fail(problems[0])
         if problems:
             fail(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
+    for problem in problems:
+        warn(problem)
     rows = kernel.loaded.rows(typed_plugin_tables(kernel.loaded, kernel.registry))
     if as_json:
         typer.echo(json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2))

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from biasbreaker.catalog import Wanted
 from biasbreaker.cli._common import (
     ConfigOption,
     JsonOption,
@@ -20,8 +21,10 @@ from biasbreaker.cli._common import (
 )
 from biasbreaker.config import load_settings, selection
 from biasbreaker.errors import BiasbreakerError
+from biasbreaker.kernel import wanted
 from biasbreaker.plugins import DISABLE_ENV, PluginHost
-from biasbreaker.registry import POINTS, Registry
+from biasbreaker.points import POINTS
+from biasbreaker.registry import Registry
 
 WIDE_WIDTH = 1000
 """Console width for ``--wide``: nothing is wrapped."""
@@ -40,11 +43,13 @@ def collect(
 
     Returns:
         One dict per plugin, sorted by name: ``name``, ``distribution``, ``version``,
-        ``status`` (loaded / failed / disabled), ``hooks``, ``implementations`` and ``error``.
-        Each implementation has ``point``, ``name``, ``summary``, ``selected``, ``conflict``
-        (another plugin registers the same name), ``missing`` (modules it needs that are not
-        installed, found with ``importlib.util.find_spec``, nothing imported) and ``install``
-        (how to get them).
+        ``status`` (loaded / failed / disabled / declared: listed from its metadata, not
+        imported), ``hooks``, ``implementations`` and ``error``. Each implementation has
+        ``point``, ``name``, ``summary``, ``selected``, ``conflict`` (another plugin registers
+        the same name), ``missing`` (modules it needs that are not installed, found with
+        ``importlib.util.find_spec``, nothing imported), ``install`` (how to get them) and
+        ``imported``; a declared plugin's implementations have no summary and no checks
+        (``--verbose`` imports it).
     """
     rows: list[dict[str, Any]] = []
     for name in sorted(host.infos):
@@ -58,9 +63,24 @@ def collect(
                 "conflict": registry.conflicted(impl.point, impl.name),
                 "missing": impl.missing(),
                 "install": impl.install,
+                "imported": True,
             }
             for impl in sorted(registry.registered_by(name), key=lambda i: (i.point, i.name))
         ]
+        if info.status == "declared":
+            impls = [
+                {
+                    "point": point,
+                    "name": impl_name,
+                    "summary": "",
+                    "selected": None if selected is None else (point, impl_name) in selected,
+                    "conflict": False,
+                    "missing": [],
+                    "install": "",
+                    "imported": False,
+                }
+                for point, impl_name in info.declared or ()
+            ]
         rows.append(
             {
                 "name": name,
@@ -107,6 +127,8 @@ def render(rows: list[dict[str, Any]], *, wide: bool = False) -> list[Text]:
             head.append(f"  failed: {row['error']}", style="red")
         elif row["status"] == "disabled":
             head.append(f"  disabled by {DISABLE_ENV}", style="yellow")
+        elif row["status"] == "declared":
+            head.append("  not imported")
         elif not row["implementations"]:
             head.append("  registers nothing")
         lines.append(head)
@@ -141,22 +163,33 @@ def plugins(
         bool,
         typer.Option("--wide", help="Add each implementation's summary; never wrap lines."),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Import every plugin, selected or not, to show its summaries, missing extras "
+            "and conflicts (by default a plugin nothing of which is selected is listed from "
+            "its metadata and not imported).",
+        ),
+    ] = False,
 ) -> None:
     """List installed plugins: distribution, version, extension points, selected or not."""
     if hook is not None and hook not in POINTS:
         fail(f"--hook {hook!r} is not an extension point; choose one of {', '.join(POINTS)}")
-    try:
-        host = PluginHost(strict=strict)
-        registry = host.build_registry()
-    except BiasbreakerError as exc:
-        fail(str(exc))
     selected: set[tuple[str, str]] | None
     try:
         settings = load_settings(config).settings
         selected = {(p, n) for p in POINTS for n in selection(settings, p)}  # type: ignore[arg-type]
+        needed = wanted(settings)
     except BiasbreakerError as exc:
         warn(f"selection unknown, the configuration is invalid: {exc}")
         selected = None
+        needed = Wanted()
+    try:
+        host = PluginHost(strict=strict, wanted=None if verbose else needed)
+        registry = host.build_registry()
+    except BiasbreakerError as exc:
+        fail(str(exc))
     rows = collect(host, registry, selected)
     if hook is not None:
         rows = [r for r in rows if hook in r["hooks"]]

@@ -26,8 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from functools import partial
+from typing import Any, Protocol, runtime_checkable
 
+from biasbreaker.deadline import DeadlineExceeded, call_with_deadline
 from biasbreaker.errors import InterventionError, PluginError
 from biasbreaker.intervention.types import (
     Diagnosis,
@@ -37,6 +39,7 @@ from biasbreaker.intervention.types import (
     RewriteAttempt,
     StopReason,
 )
+from biasbreaker.redaction import redact_text
 from biasbreaker.registry import BuildContext
 
 Rescore = Callable[[str, Diagnosis, Sequence[Evidence]], Awaitable[float]]
@@ -85,9 +88,12 @@ class Madera:
         top_k: Evidence items per round, >= 1.
         names: Implementation name of each stage (``"retriever" -> "keyword"``), used in the
             errors a stage's failure raises; a stage missing here is named by its class.
+        stage_timeout_s: Time-out of each stage call in :meth:`run`, in seconds (> 0). Each
+            call runs in a worker thread (:func:`~biasbreaker.deadline.call_with_deadline`),
+            so it holds whatever the stage does; a late result is discarded.
 
     Raises:
-        InterventionError: On a bound below 1.
+        InterventionError: On a bound below 1 or a time-out that is not > 0.
     """
 
     diagnoser: Diagnoser
@@ -96,12 +102,15 @@ class Madera:
     max_rewrites: int = 3
     top_k: int = 3
     names: Mapping[str, str] = field(default_factory=dict)
+    stage_timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.max_rewrites < 1:
             raise InterventionError(f"max_rewrites={self.max_rewrites!r} must be >= 1")
         if self.top_k < 1:
             raise InterventionError(f"top_k={self.top_k!r} must be >= 1")
+        if not self.stage_timeout_s > 0.0:
+            raise InterventionError(f"stage_timeout_s={self.stage_timeout_s!r} must be > 0")
 
     @classmethod
     def from_context(cls, context: BuildContext) -> Madera:
@@ -134,12 +143,24 @@ class Madera:
             editor,
             max_rewrites=settings.max_rewrites,
             top_k=settings.evidence_top_k,
+            stage_timeout_s=settings.madera_timeout_s,
             names={
                 "diagnoser": settings.diagnoser,
                 "retriever": settings.retriever,
                 "editor": settings.editor,
             },
         )
+
+    async def _bounded(self, point: str, call: Callable[[], object]) -> Any:
+        """``call()`` (a checked stage) under :attr:`stage_timeout_s`.
+
+        Raises:
+            InterventionError: The stage did not finish in time (its result is discarded).
+        """
+        try:
+            return await call_with_deadline(call, self.stage_timeout_s, what=self._stage(point))
+        except DeadlineExceeded as exc:
+            raise InterventionError(f"MADERA {exc}") from None
 
     def _stage(self, point: str) -> str:
         """``"retriever 'keyword'"``: the stage and its implementation's name."""
@@ -220,9 +241,10 @@ class Madera:
             The result: every attempt, the best one, whether it converged and why it stopped.
 
         Raises:
-            InterventionError: A stage raised or returned the wrong type (the message names
-                the stage's implementation), or ``rescore`` returned a non-finite or negative
-                score. The runner fails the attempt closed.
+            InterventionError: A stage raised, returned the wrong type or did not finish within
+                :attr:`stage_timeout_s` (the message names the stage's implementation), or
+                ``rescore`` returned a non-finite or negative score. The runner fails the
+                attempt closed.
             Exception: Whatever ``rescore`` raises.
         """
         attempts: list[RewriteAttempt] = []
@@ -230,12 +252,18 @@ class Madera:
         current = payload
         stop: StopReason = "budget"
         for round_no in range(1, self.max_rewrites + 1):
-            diagnosis = await self.diagnose(current, request)
-            evidence = self.retrieve(diagnosis.query)
+            diagnosis: Diagnosis = await self._bounded(
+                "diagnoser", partial(self.diagnose, current, request)
+            )
+            evidence: list[Evidence] = await self._bounded(
+                "retriever", partial(self.retrieve, diagnosis.query)
+            )
             if not evidence:
                 stop = "no-evidence"
                 break
-            text = await self.rewrite(current, diagnosis, evidence)
+            text: str = await self._bounded(
+                "editor", partial(self.rewrite, current, diagnosis, evidence)
+            )
             score = await rescore(text, diagnosis, evidence)
             if not (isinstance(score, (int, float)) and math.isfinite(score) and score >= 0.0):
                 raise InterventionError(f"rescore returned {score!r}; scores are finite, >= 0")
@@ -262,7 +290,7 @@ class Madera:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc)
+    text = redact_text(str(exc))  # it goes into the trace: never a key a server echoed
     return f"{type(exc).__name__}: {text}"[:4000] if text else type(exc).__name__
 
 

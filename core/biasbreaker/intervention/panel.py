@@ -4,8 +4,10 @@ A panel is built from the configuration (``[intervention] skeptics`` and ``aggre
 from objects. It rejects a panel of fewer than two skeptics or two of one kind at build time
 (``ConfigError``): one skeptic, or one skeptic wearing two names, is a single point of failure
 (seed R1). A run reviews one payload: every skeptic's ``review`` runs concurrently
-(``asyncio.gather``), each under its own time-out; a skeptic that raises, times out, returns an
-unparseable reply (after its one retry) or something that is not a verdict is a *failed*
+(``asyncio.gather``), each in a worker thread under its own time-out
+(:func:`~biasbreaker.deadline.call_with_deadline`: it holds even for a skeptic whose client
+blocks its event loop, and a late verdict is discarded); a skeptic that raises, times out,
+returns an unparseable reply (after its one retry) or something that is not a verdict is a *failed*
 skeptic, recorded with its reason. Fewer than two valid verdicts fail the panel closed: no
 result, no repair (the control machine retries, then escalates). Otherwise the verdicts are
 anonymised, aggregated by the selected aggregator, and the result is checked by
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from biasbreaker.deadline import DeadlineExceeded, call_with_deadline
 from biasbreaker.errors import (
     AggregatorError,
     ConfigError,
@@ -42,6 +45,7 @@ from biasbreaker.intervention.types import (
     SkepticVerdict,
     TrackRecord,
 )
+from biasbreaker.redaction import redact_text
 from biasbreaker.registry import BuildContext
 
 MIN_VALID_VERDICTS = 2
@@ -84,7 +88,9 @@ class SkepticPanel:
         skeptics: At least two skeptics of distinct kinds.
         aggregator: The aggregator.
         aggregator_name: Its name, for errors and the trail.
-        timeout_s: Per-skeptic time-out in seconds (> 0), measured by the event loop's clock.
+        timeout_s: Per-skeptic time-out in seconds (> 0), measured by the caller's event loop;
+            each review runs in a worker thread on its own loop, so the time-out holds
+            whatever the skeptic does (:func:`~biasbreaker.deadline.call_with_deadline`).
         overconfidence: The certainty bound of the pruning rule, in (0.5, 1].
 
     Raises:
@@ -169,11 +175,11 @@ class SkepticPanel:
     ) -> SkepticVerdict | SkepticFailure:
         kind = skeptic.kind
         try:
-            verdict: object = await asyncio.wait_for(skeptic.review(request), self.timeout_s)
-        except asyncio.TimeoutError:
-            return SkepticFailure(
-                kind=kind, failure="timeout", reason=f"no verdict within {self.timeout_s} s"
+            verdict: object = await call_with_deadline(
+                lambda: skeptic.review(request), self.timeout_s, what=f"skeptic {kind!r}"
             )
+        except DeadlineExceeded as exc:  # its verdict, if it ever comes, is discarded
+            return SkepticFailure(kind=kind, failure="timeout", reason=str(exc))
         except MalformedReplyError as exc:
             return SkepticFailure(kind=kind, failure="malformed", reason=_reason(exc))
         except Exception as exc:  # a skeptic must never take the panel down: record, fail closed
@@ -234,7 +240,7 @@ class SkepticPanel:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc)
+    text = redact_text(str(exc))  # it goes into the trace: never a key a server echoed
     return f"{type(exc).__name__}: {text}"[:4000] if text else type(exc).__name__
 
 

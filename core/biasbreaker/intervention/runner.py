@@ -51,6 +51,7 @@ from biasbreaker.intervention.types import (
     ReviewRequest,
     TrackRecord,
 )
+from biasbreaker.redaction import redact_text
 from biasbreaker.registry import BuildContext
 from biasbreaker.types import (
     FrozenJSON,
@@ -305,7 +306,7 @@ class InterventionRunner:
                 return await self._skeptics(context, original, request, trail)
             return await self._madera(context, original, request, trail)
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = redact_text(f"{type(exc).__name__}: {exc}")  # recorded in the trace
             trail.append({"event": "failed", "error": error})
             return InterventionResult(strategy=route, trail=_trail(trail), error=error)
 

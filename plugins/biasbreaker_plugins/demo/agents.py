@@ -15,6 +15,7 @@ can report every LLM call the run made (agents, probe re-runs, skeptics, editors
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,9 +31,18 @@ FAKE = "fake"
 
 @dataclass
 class CallCounter:
-    """LLM calls made, by purpose (``agent``, ``skeptic``, ``editor``, ...)."""
+    """LLM calls made, by purpose (``agent``, ``skeptic``, ``editor``, ...).
+
+    Thread-safe: skeptics and MADERA stages call from worker threads.
+    """
 
     by_purpose: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def count(self, purpose: str) -> None:
+        """Count one call for ``purpose``."""
+        with self._lock:
+            self.by_purpose[purpose] += 1
 
     @property
     def total(self) -> int:
@@ -59,7 +69,7 @@ class CountingClient:
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """Count the call, then let the inner client answer it."""
-        self.counter.by_purpose[request.purpose] += 1
+        self.counter.count(request.purpose)
         return await self.inner.complete(request)
 
     async def aclose(self) -> None:
@@ -84,9 +94,13 @@ class DemoKernel(Kernel):
         return cls(kernel.loaded, kernel.host)
 
     def llm(self) -> LLMClient:
-        """The selected client (built once), counting every call."""
-        if self._counting is None:
-            self._counting = CountingClient(super().llm(), self.counter)
+        """The selected client (built once), counting every call.
+
+        Built again, and wrapped again, after :meth:`validate` closed the one it built.
+        """
+        inner = super().llm()
+        if self._counting is None or self._counting.inner is not inner:
+            self._counting = CountingClient(inner, self.counter)
         return self._counting
 
 

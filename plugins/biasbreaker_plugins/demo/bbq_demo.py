@@ -38,7 +38,8 @@ from biasbreaker_plugins.demo.driver import (
     plain_json,
     run_threads,
 )
-from biasbreaker_plugins.demo.hiring_demo import Phase
+from biasbreaker_plugins.demo.hiring_demo import Phase, Plan
+from biasbreaker_plugins.demo.interrupts import run_in
 from biasbreaker_plugins.demo.phases import (
     RECORD_ONLY,
     RunConfig,
@@ -164,10 +165,13 @@ def _phase(
     log: ResultsLog,
     advance: Advance,
     fake_seed: int | None = None,
+    plan: Plan | None = None,
 ) -> Phase:
     start = time.perf_counter()
-    advance(name, 0)
     folder = out / "traces" / name
+    if plan is not None and guarded:
+        plan([folder / f"{c.id}.jsonl" for c in cases])  # in the marker before written
+    advance(name, 0)
     by_pair: dict[tuple[str, str], list[Case]] = {}
     for case in cases:
         key = (case.item.category, canonical_json(case.probe_settings()))
@@ -205,7 +209,7 @@ def _phase(
                         root=out,
                     )
 
-            loop.run_until_complete(go())
+            run_in(loop, go())
             calls += kernel.counter.total
             advance(name, len(group_cases))
     finally:
@@ -218,9 +222,17 @@ def _phase(
 
 
 def run_bbq(
-    config: RunConfig, out: Path, sizes: BBQSizes, seed: int, advance: Advance
+    config: RunConfig,
+    out: Path,
+    sizes: BBQSizes,
+    seed: int,
+    advance: Advance,
+    *,
+    plan: Plan | None = None,
 ) -> BBQResult:
     """Run the four phases of the bbq scenario.
+
+    ``plan`` is called with each guarded phase's trace files before the phase runs.
 
     Raises:
         ConfigError: Invalid configuration.
@@ -233,7 +245,7 @@ def run_bbq(
         control = make_cases(sizes.control_runs, seed + 1, condition="disambig")
         phases["calibration"] = _phase(
             "calibration", config, out, control, guarded=True,
-            extra={"breaker": dict(RECORD_ONLY)}, log=log, advance=advance,
+            extra={"breaker": dict(RECORD_ONLY)}, log=log, advance=advance, plan=plan,
         )  # fmt: skip
         kernel = phase_kernel(config, traces=None)
         report = calibrate_from_traces(phases["calibration"].traces, kernel)
@@ -250,12 +262,12 @@ def run_bbq(
         for name, guarded in (("unguarded", False), ("guarded", True)):
             phases[name] = _phase(
                 name, config, out, cases, guarded=guarded, extra=calibrated,
-                log=log, advance=advance,
+                log=log, advance=advance, plan=plan,
             )  # fmt: skip
         fresh = make_cases(sizes.fresh_control_runs, seed + 2, condition="disambig")
         phases["fresh-control"] = _phase(
             "fresh-control", config, out, fresh, guarded=True, extra=calibrated,
-            log=log, advance=advance, fake_seed=seed + 1,
+            log=log, advance=advance, plan=plan, fake_seed=seed + 1,
         )  # fmt: skip
     finally:
         log.close()

@@ -10,6 +10,7 @@ from biasbreaker.metrics.bbq import BBQScores, bbq_scores
 from biasbreaker_plugins.demo.bbq import CATEGORIES, index, items
 from biasbreaker_plugins.demo.bbq_demo import BBQResult
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
+from biasbreaker_plugins.demo.output import write_text_atomic
 from biasbreaker_plugins.demo.report import (
     CALIBRATION_SETTINGS,
     Table,
@@ -186,7 +187,7 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
         ]
     write_calibration_settings(out, result.calibration, result.settings)
     report = out / "report.md"
-    report.write_text("\n".join(lines), encoding="utf-8")
+    write_text_atomic(report, "\n".join(lines))
     return BBQOutputs(counts, scores, checked, tables, report, (bnet,))
 
 

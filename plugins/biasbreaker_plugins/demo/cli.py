@@ -7,10 +7,10 @@ import the demo's modules when they run.
 
 from __future__ import annotations
 
-import asyncio
-import shutil
+import logging
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,25 +19,33 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from biasbreaker.cli._common import ConfigOption, fail, report_host, stderr, stdout
-from biasbreaker.errors import BiasbreakerError, ConfigError
+from biasbreaker.cli._common import ConfigOption, fail, report_host, stderr, stdout, warn
+from biasbreaker.errors import BiasbreakerError
+from biasbreaker.redaction import RedactingFormatter
+from biasbreaker_plugins.demo.interrupts import (
+    Interrupted,
+    StopOnSignal,
+    exit_if_threads,
+    run_async,
+)
+from biasbreaker_plugins.demo.output import MARKER, OutputFolder, write_text_atomic
 
 if TYPE_CHECKING:
-    from biasbreaker.kernel import Kernel
     from biasbreaker_plugins.demo.report import Table
+    from biasbreaker_plugins.demo.run_graph import PreparedRun
 
-DEMO_OUTPUTS = (
-    "traces",
-    "figures",
+DEMO_FILES = (
     "results.jsonl",
     "report.md",
     "control-runs.jsonl",
     "calibration.toml",
+    "figures/bnet.png",
+    "figures/selection.png",
 )
-"""What ``demo`` writes into ``--out``; removed once its arguments are checked, nothing else is."""
+"""What ``demo`` writes into ``--out`` besides its traces (``traces/<phase>/<thread>.jsonl``)."""
 
-RUN_OUTPUTS = ("traces", "figures", "results.jsonl", "report.md")
-"""What ``run`` writes into ``--out``; removed once its arguments are checked, nothing else is."""
+DEMO_PHASES = ("calibration", "reference", "unguarded", "guarded", "fresh-control")
+"""Every phase of either scenario; guarded phases write ``traces/<phase>/*.jsonl``."""
 
 DEMO_DEFAULTS: dict[str, Any] = {
     "probe.scorers": ["decision"],
@@ -60,6 +68,8 @@ def _check_out(out: Path) -> None:
     """Fail (exit 1) unless ``--out`` is a folder or can be made one: checked before anything runs.
 
     A file there, or a file where one of its parent folders would be, is an error naming it.
+    Whether the run may write into the folder is checked once the configuration is
+    (:meth:`~biasbreaker_plugins.demo.output.OutputFolder.claim`).
     """
     for path in (out, *out.parents):
         if path.is_dir():
@@ -69,31 +79,48 @@ def _check_out(out: Path) -> None:
             fail(f"--out {out} {where}; give a folder")
 
 
-def _make_out(out: Path, outputs: tuple[str, ...]) -> None:
-    """Create ``out`` if needed and remove the command's earlier outputs from it."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"--out {out}: cannot create the folder: {exc}") from exc
-    _clear(out, outputs)
+class _Stop:
+    """What an interrupted command does last, once, from the main thread or the watchdog.
 
+    ``partial(exc)`` writes the partial report and returns a few words on what completed; the
+    marker is then rewritten as ``partial`` and one line says where the output is.
 
-def _clear(out: Path, outputs: tuple[str, ...]) -> None:
-    for name in outputs:
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
+    Args:
+        partial: Writes ``report.md`` for the interrupted run.
+    """
 
+    def __init__(self, partial: Callable[[OutputFolder, Interrupted], dict[str, Any]]) -> None:
+        self.partial = partial
+        self.folder: OutputFolder | None = None
+        self._lock = threading.Lock()
+        self._done = False
 
-def _check_build(kernel: Kernel) -> None:
-    """Raise a :class:`ConfigError` listing what building ``kernel``'s selection would find."""
-    problems = kernel.check_build()
-    if len(problems) == 1:
-        raise ConfigError(problems[0])
-    if problems:
-        raise ConfigError(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
+    def __call__(self, exc: Interrupted) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            folder = self.folder
+            if folder is None:
+                stderr().print(f"interrupted by {exc.name}: nothing was written")
+                return
+            completed = {"interrupted_by": exc.name}
+            try:
+                completed.update(self.partial(folder, exc))
+            finally:
+                folder.finish("partial", completed)
+            for tmp in folder.path.rglob(".*.tmp"):  # a file being replaced when it stopped
+                tmp.unlink(missing_ok=True)
+            stderr().print(
+                f"interrupted by {exc.name}: the partial output is in {folder.path} "
+                f"({folder.path / 'report.md'} says what completed; {MARKER} lists the files)"
+            )
+
+    def exit(self, exc: Interrupted) -> None:
+        """Finish (if the watchdog has not), then exit with ``128 + signum``."""
+        self(exc)
+        exit_if_threads(exc.exit_code)
+        raise typer.Exit(exc.exit_code)
 
 
 @contextmanager
@@ -138,7 +165,12 @@ def demo(
         bool, typer.Option("--quick", help="Small sizes (seconds), for tests and a first look.")
     ] = False,
     out: Annotated[
-        Path, typer.Option("--out", help="Output folder (traces, report.md, figures).")
+        Path,
+        typer.Option(
+            "--out",
+            help=f"Output folder (traces, report.md, figures): new, empty, or written by "
+            f"biasbreaker before ({MARKER} in it); only the files it lists are replaced.",
+        ),
     ] = Path("biasbreaker-demo"),
     seed: Annotated[
         int | None, typer.Option("--seed", help="Seed of the run; default: the config's seed.")
@@ -149,7 +181,8 @@ def demo(
 
     Offline by default: every agent is the seeded, simulated fake LLM unless [llm] client
     names a real one. Writes the run traces, report.md and PNG figures to --out, and ends by
-    verifying every trace.
+    verifying every trace. SIGINT or SIGTERM stops it within two seconds, leaving whole files
+    and a report of what completed.
     """
     if scenario not in ("hiring", "bbq"):
         fail(f"--scenario {scenario!r} is not a scenario; use hiring or bbq")
@@ -157,33 +190,88 @@ def demo(
     from biasbreaker_plugins.demo.phases import RunConfig, defaults_where_silent
 
     start = time.perf_counter()
-    try:
-        base = RunConfig(config, Path.cwd(), {} if seed is None else {"seed": seed})
-        loaded = base.load()
-        defaults = {**DEMO_DEFAULTS, **(BBQ_DEFAULTS if scenario == "bbq" else {})}
-        overrides = {**defaults_where_silent(loaded, defaults), **base.overrides}
-        run_config = RunConfig(config, Path.cwd(), overrides)
-        settings = run_config.load().settings
-        kernel = run_config.kernel(check=False)
-        report_host(kernel.host)  # once: every phase's kernel loads the same plugins
-        # both validation passes, then build what the run builds (as `config --check` does),
-        # before anything in --out goes: a client that cannot be built (its API key is not
-        # set) would otherwise show only after the earlier outputs were removed
-        _check_build(kernel)
-        _make_out(out, DEMO_OUTPUTS)
-        if scenario == "hiring":
-            _hiring(run_config, settings, out, quick)
-        else:
-            _bbq(run_config, settings, out, quick)
-    except BiasbreakerError as exc:
-        fail(str(exc))
+    stop = _Stop(lambda folder, exc: _demo_partial(folder, scenario, exc))
+    with StopOnSignal(on_force=stop) as signals:
+        try:
+            base = RunConfig(config, Path.cwd(), {} if seed is None else {"seed": seed})
+            loaded = base.load()
+            defaults = {**DEMO_DEFAULTS, **(BBQ_DEFAULTS if scenario == "bbq" else {})}
+            overrides = {**defaults_where_silent(loaded, defaults), **base.overrides}
+            run_config = RunConfig(config, Path.cwd(), overrides)
+            settings = run_config.load().settings
+            kernel = run_config.kernel(check=False)
+            report_host(kernel.host)  # once: every phase's kernel loads the same plugins
+            # both validation passes, then build what the run builds (as `config --check`
+            # does), before anything in --out is written: a client that cannot be built (its
+            # API key is not set) would otherwise show only once the run had started
+            kernel.validate()
+            folder = OutputFolder.claim(
+                out, "demo", DEMO_FILES, [f"traces/{p}/*.jsonl" for p in DEMO_PHASES]
+            )
+            signals.check()
+            folder.begin()
+            stop.folder = folder
+            folder.plan(DEMO_FILES)
+            if scenario == "hiring":
+                _hiring(run_config, settings, folder, quick)
+            else:
+                _bbq(run_config, settings, folder, quick)
+        except Interrupted as exc:
+            stop.exit(exc)
+        except BiasbreakerError as exc:
+            if stop.folder is not None:
+                stop.folder.finish("partial", {"error": str(exc)})
+            fail(str(exc))
+        finally:
+            signals.done.set()
+    folder.finish("complete", {"scenario": scenario, "quick": quick})
     stderr().print(f"done in {time.perf_counter() - start:.1f} s")
 
 
-def _hiring(config: Any, settings: Any, out: Path, quick: bool) -> None:
+def _demo_partial(folder: OutputFolder, scenario: str, exc: Interrupted) -> dict[str, Any]:
+    """``report.md`` of an interrupted demo: the postings or items each phase finished."""
+    from biasbreaker_plugins.demo.driver import read_results
+
+    path = folder.path / "results.jsonl"
+    records = read_results(path) if path.exists() else []
+    finished: dict[str, int] = {}
+    for record in records:
+        finished[str(record.get("phase"))] = finished.get(str(record.get("phase")), 0) + 1
+    traces = {
+        phase: len(list((folder.path / "traces" / phase).glob("*.jsonl")))
+        for phase in DEMO_PHASES
+        if (folder.path / "traces" / phase).is_dir()
+    }
+    rows = [
+        f"| {phase} | {finished.get(phase, 0)} | {traces.get(phase, '—')} |"
+        for phase in DEMO_PHASES
+        if phase in finished or phase in traces
+    ]
+    text = [
+        f"# biasbreaker demo ({scenario}) — partial",
+        "",
+        f"**Interrupted by {exc.name}** before the demo finished: no calibration summary, "
+        "figure or verification was made. What completed:",
+        "",
+        "| phase | records in results.jsonl | trace files |",
+        "|---|---|---|",
+        *(rows or ["| (none) | 0 | — |"]),
+        "",
+        "Every file written is whole: `results.jsonl` holds one whole line per finished "
+        "posting, and each trace holds whole records up to where its run stopped (check them "
+        f"with `biasbreaker verify {folder.path / 'traces'}`). `{MARKER}` lists the files and "
+        "says `partial`; run the demo again into this folder to replace them.",
+        "",
+    ]
+    write_text_atomic(folder.path / "report.md", "\n".join(text))
+    return {"phases": finished}
+
+
+def _hiring(config: Any, settings: Any, folder: OutputFolder, quick: bool) -> None:
     from biasbreaker_plugins.demo.hiring_demo import QUICK_SIZES, Sizes, run_hiring, workers_for
     from biasbreaker_plugins.demo.hiring_report import write_hiring_outputs
 
+    out = folder.path
     d = settings.demo
     sizes = (
         Sizes(*QUICK_SIZES) if quick else Sizes(d.postings, d.control_runs, d.fresh_control_runs)
@@ -198,7 +286,13 @@ def _hiring(config: Any, settings: Any, out: Path, quick: bool) -> None:
     console = stdout()
     with _progress(phases) as advance:
         result = run_hiring(
-            config, out, sizes, settings.seed, advance, workers=workers_for(d.workers)
+            config,
+            out,
+            sizes,
+            settings.seed,
+            advance,
+            workers=workers_for(d.workers),
+            plan=folder.plan,
         )
     outputs = write_hiring_outputs(result, out)
     console.print(
@@ -226,10 +320,11 @@ def _hiring(config: Any, settings: Any, out: Path, quick: bool) -> None:
     _finish(outputs.verification)
 
 
-def _bbq(config: Any, settings: Any, out: Path, quick: bool) -> None:
+def _bbq(config: Any, settings: Any, folder: OutputFolder, quick: bool) -> None:
     from biasbreaker_plugins.demo.bbq_demo import QUICK_SIZES, BBQSizes, run_bbq
     from biasbreaker_plugins.demo.bbq_report import write_bbq_outputs
 
+    out = folder.path
     d = settings.demo
     sizes = (
         BBQSizes(*QUICK_SIZES)
@@ -243,7 +338,7 @@ def _bbq(config: Any, settings: Any, out: Path, quick: bool) -> None:
         "fresh-control": sizes.fresh_control_runs,
     }
     with _progress(phases) as advance:
-        result = run_bbq(config, out, sizes, settings.seed, advance)
+        result = run_bbq(config, out, sizes, settings.seed, advance, plan=folder.plan)
     outputs = write_bbq_outputs(result, out)
     console = stdout()
     console.print(
@@ -290,7 +385,12 @@ def run(
         typer.Option("--inputs", help="JSON Lines: one input state (a JSON object) per line."),
     ],
     out: Annotated[
-        Path, typer.Option("--out", help="Output folder (traces, report.md, figures).")
+        Path,
+        typer.Option(
+            "--out",
+            help=f"Output folder (traces, report.md, figures, run.log): new, empty, or written "
+            f"by biasbreaker before ({MARKER} in it); only the files it lists are replaced.",
+        ),
     ] = Path("biasbreaker-run"),
     checkpoint: Annotated[
         Path | None,
@@ -302,13 +402,22 @@ def run(
             "default: in memory, lost when the command ends.",
         ),
     ] = None,
+    fail_fast: Annotated[
+        bool,
+        typer.Option(
+            "--fail-fast",
+            help="Stop at the first input that fails (default: record it and run the next).",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Guard your own LangGraph StateGraph over a file of inputs, one run per line.
 
     Writes a run trace per input, results.jsonl, report.md and a B_net figure to --out, prints
-    a summary, and ends by verifying every trace. Thresholds come from [breaker]: calibrate
-    them on your control runs first (biasbreaker calibrate).
+    a summary, and ends by verifying every trace. An input that fails (a bad line, a node that
+    raises, a failed LLM call) is recorded with its line, node and error, its traceback in
+    run.log, and the next one runs; exit status 1 if any failed. Thresholds come from
+    [breaker]: calibrate them on your control runs first (biasbreaker calibrate).
     """
     from biasbreaker_plugins.demo.phases import RunConfig
     from biasbreaker_plugins.demo.run_graph import prepare_run, run_user_graph
@@ -316,27 +425,106 @@ def run(
 
     _check_out(out)
     start = time.perf_counter()
-    try:
-        prepared = prepare_run(RunConfig(config, Path.cwd(), {}), graph, inputs, out, checkpoint)
-        report_host(prepared.kernel.host)
-        _make_out(out, RUN_OUTPUTS)
-        with _progress({"run": len(prepared.inputs)}) as advance:
-            result = asyncio.run(run_user_graph(prepared, lambda n: advance("run", n)))
-        outputs = write_run_outputs(result, out, graph=graph, inputs=inputs)
-    except BiasbreakerError as exc:
-        fail(str(exc))
+    done: list[Any] = []
+    prepared_runs: list[PreparedRun] = []
+
+    def partial(folder: OutputFolder, exc: Interrupted) -> dict[str, Any]:
+        from biasbreaker_plugins.demo.run_report import write_partial_run_report
+
+        lines = prepared_runs[0].inputs
+        write_partial_run_report(
+            folder.path,
+            graph=graph,
+            inputs=inputs,
+            lines=lines,
+            outcomes=done,
+            why=f"interrupted by {exc.name}",
+        )
+        return _run_completed(len(lines), done)
+
+    stop = _Stop(partial)
+    with StopOnSignal(on_force=stop) as signals:
+        try:
+            prepared = prepare_run(
+                RunConfig(config, Path.cwd(), {}), graph, inputs, out, checkpoint
+            )
+            prepared_runs.append(prepared)
+            report_host(prepared.kernel.host)
+            folder = OutputFolder.claim(out, "run", prepared.planned())
+            signals.check()
+            folder.begin()
+            stop.folder = folder
+            folder.plan(prepared.planned())
+            errors = _error_log(out / "run.log")
+            try:
+                with _progress({"run": len(prepared.inputs)}) as advance:
+                    result = run_async(
+                        signals,
+                        run_user_graph(
+                            prepared,
+                            lambda n: advance("run", n),
+                            fail_fast=fail_fast,
+                            errors=errors,
+                            done=done,
+                        ),
+                    )
+            finally:
+                for handler in errors.handlers:
+                    handler.close()
+            outputs = write_run_outputs(
+                result, out, graph=graph, inputs=inputs, lines=prepared.inputs
+            )
+        except Interrupted as exc:
+            stop.exit(exc)
+        except BiasbreakerError as exc:
+            if stop.folder is not None:
+                stop.folder.finish("partial", {"error": str(exc)})
+            fail(str(exc))
+        finally:
+            signals.done.set()
+    completed = _run_completed(len(prepared.inputs), result.outcomes)
+    folder.finish("partial" if result.stopped else "complete", completed)
     for table in outputs.tables[:1]:
         print_table(table)
     console = stdout()
     console.print(f"wrote {outputs.report}, {outputs.figure}, traces in {out / 'traces'}")
-    if result.failure is not None:
-        _finish(outputs.verification, fatal=False)
-        fail(
-            f"{result.failure} ({len(result.outcomes)} input(s) before it ran; their traces and "
-            f"{out / 'results.jsonl'} records are complete)"
+    for outcome in result.failed:
+        error = outcome.error or {}
+        where = f" in node {error['node']!r}" if error.get("node") else ""
+        warn(
+            f"input line {int(outcome.thread.rpartition('-')[2])} failed{where}: "
+            f"{error.get('class')}: {error.get('message')}"
         )
-    _finish(outputs.verification)
+    _finish(outputs.verification, fatal=not result.failed)
+    if result.failed:
+        failed_lines = [int(o.thread.rpartition("-")[2]) for o in result.failed]
+        stopped = f"; {result.stopped}" if result.stopped else ""
+        fail(
+            f"{len(result.failed)} of {result.total} input(s) failed (line(s) "
+            f"{', '.join(map(str, failed_lines))}){stopped}: {out / 'report.md'} lists them, "
+            f"the tracebacks are in {out / 'run.log'}; the other inputs' traces and records are "
+            "complete"
+        )
     stderr().print(f"done in {time.perf_counter() - start:.1f} s")
+
+
+def _run_completed(total: int, outcomes: Sequence[Any]) -> dict[str, Any]:
+    """The marker's ``completed`` of a run: inputs, how many ran, which lines failed."""
+    failed = [int(o.thread.rpartition("-")[2]) for o in outcomes if o.status == "failed"]
+    return {"inputs": total, "ran": len(outcomes), "failed_lines": failed}
+
+
+def _error_log(path: Path) -> logging.Logger:
+    """A logger writing each failed input's traceback to ``path`` (created on the first one).
+
+    A logger of its own (not in the ``logging`` tree), so nothing it logs reaches the screen;
+    its text goes through the one redaction rule.
+    """
+    errors = logging.Logger("biasbreaker.run.errors", logging.ERROR)
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.setFormatter(RedactingFormatter("%(levelname)s %(message)s"))
+    errors.addHandler(handler)
+    return errors
 
 
 def register_run(app: typer.Typer) -> None:
@@ -347,8 +535,8 @@ def register_run(app: typer.Typer) -> None:
 __all__ = [
     "BBQ_DEFAULTS",
     "DEMO_DEFAULTS",
-    "DEMO_OUTPUTS",
-    "RUN_OUTPUTS",
+    "DEMO_FILES",
+    "DEMO_PHASES",
     "demo",
     "print_table",
     "register_demo",

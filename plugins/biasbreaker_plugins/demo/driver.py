@@ -8,16 +8,19 @@ A thread whose output was escalated stops at the adapter's review node (``interr
 reported as *waiting for human review*, with the review request, and left paused (a human
 resumes it with ``Command(resume=...)`` on a durable checkpointer).
 
-Each finished thread is appended to ``results.jsonl`` (one canonical-JSON line, flushed), so a
-run cut short leaves every finished thread's record readable. When a thread finishes or pauses
-for review its trace is sealed (:func:`biasbreaker.trace.seal_trace`, signed when
-``BIASBREAKER_SIGNING_KEY_FILE`` names a key) and its head digest recorded with it, so
-``results.jsonl`` is the manifest ``biasbreaker verify --manifest`` checks the traces against.
+Each finished thread is appended to ``results.jsonl`` (one canonical-JSON line, flushed,
+secrets redacted), so a run cut short leaves every finished thread's record readable. When a
+thread finishes or pauses for review its trace is sealed (:func:`biasbreaker.trace.seal_trace`,
+signed when ``BIASBREAKER_SIGNING_KEY_FILE`` names a key) and its head digest recorded with it,
+so ``results.jsonl`` is the manifest ``biasbreaker verify --manifest`` checks the traces
+against. With ``failures="record"`` (``biasbreaker run``) an exception raised while a thread
+runs is the thread's outcome (status ``failed``, :func:`failure_of`) and the next thread runs.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -26,11 +29,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from biasbreaker.errors import ConfigError
+from biasbreaker.redaction import redact_text, redact_value
 from biasbreaker.trace import seal_trace
 from biasbreaker.types import canonical_json
 
-Status = Literal["done", "review"]
-"""``done``: the graph reached its end; ``review``: paused, an output waits for a human."""
+Status = Literal["done", "review", "failed"]
+"""``done``: the graph reached its end; ``review``: paused, an output waits for a human;
+``failed``: an exception ended the thread (its ``error`` says which)."""
+
+_TASK_NOTE = re.compile(r"^(?:During|Before) task with name '(?P<node>[^']+)'")
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,8 @@ class ThreadOutcome:
         review: The review request the run paused on (JSON), or ``None``.
         trace: The thread's trace file, relative to the output folder, or ``None``.
         trace_head: The trace's head digest once sealed (its last seal's digest), or ``None``.
+        error: For ``failed``: :func:`failure_of` the exception; else ``None``.
+        exception: For ``failed``: the exception itself (for the log's traceback).
     """
 
     phase: str
@@ -54,6 +63,31 @@ class ThreadOutcome:
     review: Mapping[str, Any] | None
     trace: str | None
     trace_head: str | None = None
+    error: Mapping[str, Any] | None = None
+    exception: BaseException | None = None
+
+
+def failure_of(exc: BaseException) -> dict[str, Any]:
+    """What ``results.jsonl`` and the report say about an exception that ended a thread.
+
+    Returns:
+        ``class`` (module-qualified name), ``message`` (redacted) and ``node``: the graph node
+        it was raised in, from the note LangGraph adds to the exception (Python 3.11+; ``None``
+        when there is none, e.g. an input the graph refused before any node ran).
+    """
+    kind = type(exc)
+    module = "" if kind.__module__ == "builtins" else f"{kind.__module__}."
+    node = None
+    for note in getattr(exc, "__notes__", ()) or ():
+        match = _TASK_NOTE.match(str(note))
+        if match:
+            node = match.group("node")
+            break
+    return {
+        "class": f"{module}{kind.__qualname__}",
+        "message": redact_text(str(exc)),
+        "node": node,
+    }
 
 
 def user_values(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,8 +109,8 @@ class ResultsLog:
         self._file = path.open("a" if append else "w", encoding="utf-8", newline="\n")
 
     def write(self, record: Mapping[str, Any]) -> None:
-        """Append one record and flush it."""
-        self._file.write(canonical_json(dict(record)) + "\n")
+        """Append one record and flush it; secrets are redacted (the one rule)."""
+        self._file.write(canonical_json(redact_value(dict(record))) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -144,6 +178,8 @@ async def run_threads(
     after: Callable[[ThreadOutcome], None],
     close_traces: Callable[[], None] | None = None,
     root: Path | None = None,
+    failures: Literal["raise", "record"] = "raise",
+    fail_fast: bool = False,
 ) -> list[ThreadOutcome]:
     """Invoke ``app`` once per ``(thread id, input)``, in order.
 
@@ -153,9 +189,14 @@ async def run_threads(
         phase: The phase label recorded in each outcome.
         trace_of: Thread id -> its trace file (relative), or ``None`` when not traced.
         after: Called with each outcome as soon as its thread has finished or paused.
-        close_traces: Called after every thread (closes the adapter's open trace files).
+        close_traces: Called after every thread (closes the adapter's open trace files), also
+            after one that raised.
         root: The output folder the traces are relative to: each thread's trace is sealed
-            there after ``close_traces`` (the thread finished or paused) and its head recorded.
+            there after ``close_traces`` (the thread finished, paused or failed) and its head
+            recorded.
+        failures: ``"raise"``: an exception in a thread propagates; ``"record"``: it becomes
+            the thread's ``failed`` outcome and the next thread runs.
+        fail_fast: With ``"record"``, stop after the first failed thread.
 
     Returns:
         The outcomes, in input order.
@@ -163,30 +204,55 @@ async def run_threads(
     out = []
     for thread, state in items:
         config = {"configurable": {"thread_id": thread}}
-        final = await app.ainvoke(dict(state), config, durability="sync")
-        interrupts = final.get("__interrupt__") or ()
-        review = None
-        if interrupts:
-            value = getattr(interrupts[0], "value", None)
-            review = dict(value) if isinstance(value, Mapping) else {"value": value}
-        if close_traces is not None:
-            close_traces()
-        trace = trace_of(thread)
-        head = None
-        if trace is not None and root is not None and (root / trace).exists():
-            head = seal_trace(root / trace)
-        outcome = ThreadOutcome(
-            phase=phase,
-            thread=thread,
-            status="review" if interrupts else "done",
-            values=user_values(final),
-            review=review,
-            trace=trace,
-            trace_head=head,
-        )
+        try:
+            final = await app.ainvoke(dict(state), config, durability="sync")
+        except Exception as exc:
+            if failures == "raise":
+                raise
+            if close_traces is not None:
+                close_traces()
+            trace = trace_of(thread)
+            outcome = ThreadOutcome(
+                phase=phase,
+                thread=thread,
+                status="failed",
+                values={},
+                review=None,
+                trace=trace,
+                trace_head=_sealed(root, trace),
+                error=failure_of(exc),
+                exception=exc,
+            )
+        else:
+            interrupts = final.get("__interrupt__") or ()
+            review = None
+            if interrupts:
+                value = getattr(interrupts[0], "value", None)
+                review = dict(value) if isinstance(value, Mapping) else {"value": value}
+            if close_traces is not None:
+                close_traces()
+            trace = trace_of(thread)
+            outcome = ThreadOutcome(
+                phase=phase,
+                thread=thread,
+                status="review" if interrupts else "done",
+                values=user_values(final),
+                review=review,
+                trace=trace,
+                trace_head=_sealed(root, trace),
+            )
         after(outcome)
         out.append(outcome)
+        if fail_fast and outcome.status == "failed":
+            break
     return out
+
+
+def _sealed(root: Path | None, trace: str | None) -> str | None:
+    """Seal a thread's trace (idempotent) and return its head, or ``None`` with no trace."""
+    if trace is None or root is None or not (root / trace).exists():
+        return None
+    return seal_trace(root / trace)
 
 
 def plain_json(values: Mapping[str, Any]) -> Any:
@@ -206,6 +272,7 @@ __all__ = [
     "Status",
     "ThreadOutcome",
     "compiled",
+    "failure_of",
     "plain_json",
     "read_results",
     "run_threads",

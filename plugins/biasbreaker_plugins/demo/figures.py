@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from biasbreaker.trace import Trace
+from biasbreaker_plugins.demo.output import write_atomic
 from biasbreaker_plugins.demo.summary import Selection
 
 STATE_COLOURS = {
@@ -125,7 +126,7 @@ def bnet_figure(traces: Sequence[Trace], path: Path, *, title: str) -> None:
     # below the axes, so it hides neither the thresholds nor the first steps
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=7, ncol=4, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, metadata=METADATA)
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", metadata=METADATA))
     plt.close(fig)
 
 
@@ -161,7 +162,7 @@ def selection_figure(
     ax.set_title(title + " — dashed: 4/5 of each phase's best rate", fontsize=10)
     ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
     fig.tight_layout()
-    fig.savefig(path, metadata=METADATA)
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", metadata=METADATA))
     plt.close(fig)
 
 

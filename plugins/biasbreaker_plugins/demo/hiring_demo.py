@@ -47,6 +47,15 @@ from biasbreaker_plugins.demo.driver import (
     run_threads,
 )
 from biasbreaker_plugins.demo.hiring import BIASED_AGENT, Posting, jobs, make_postings
+from biasbreaker_plugins.demo.interrupts import (
+    Interrupted,
+    end_worker,
+    run_in,
+    sigint_blocked,
+    stop_workers,
+    worker_init,
+    worker_stop,
+)
 from biasbreaker_plugins.demo.phases import (
     RECORD_ONLY,
     RunConfig,
@@ -146,6 +155,8 @@ class HiringResult:
 
 Advance = Callable[[str, int], None]
 """Progress callback: ``(phase, finished postings)``."""
+Plan = Callable[[Sequence[Path]], None]
+"""Called with the files a phase is about to write (the ``--out`` marker lists them first)."""
 
 
 class _Runner:
@@ -188,7 +199,8 @@ class _Runner:
             records.append(_record(spec.name, by_id[outcome.thread], outcome))
 
         traces = getattr(getattr(self.graph, "guard", None), "traces", None)
-        self.loop.run_until_complete(
+        run_in(
+            self.loop,
             run_threads(
                 self.app,
                 ((p.id, p.graph_input()) for p in postings),
@@ -197,7 +209,7 @@ class _Runner:
                 after=after,
                 close_traces=None if traces is None else traces.close,
                 root=spec.out,
-            )
+            ),
         )
         return records, self.kernel.counter.total - before
 
@@ -231,13 +243,19 @@ def close_runners() -> None:
 def run_chunk(spec: PhaseSpec, postings: Sequence[Posting]) -> tuple[list[dict[str, Any]], int]:
     """Run postings of one phase in this process (the task of a worker process).
 
-    The phase's kernel and graph are built on the first chunk and kept for the next ones.
+    The phase's kernel and graph are built on the first chunk and kept for the next ones. In a
+    worker process, SIGTERM cancels the chunk and ends the process once its files are closed.
     """
-    key = spec.key()
-    runner = _RUNNERS.get(key)
-    if runner is None:
-        runner = _RUNNERS[key] = _Runner(spec)
-    return runner.run(postings)
+    try:
+        key = spec.key()
+        runner = _RUNNERS.get(key)
+        if runner is None:
+            runner = _RUNNERS[key] = _Runner(spec)
+        return runner.run(postings)
+    except Interrupted as exc:
+        if worker_stop() is not None:
+            end_worker(exc)
+        raise
 
 
 def workers_for(setting: int) -> int:
@@ -247,12 +265,24 @@ def workers_for(setting: int) -> int:
 
 @contextmanager
 def pool(workers: int) -> Iterator[Executor | None]:
-    """A process pool of ``workers`` (spawned processes), or ``None`` for one process."""
+    """A process pool of ``workers`` (spawned processes), or ``None`` for one process.
+
+    Its workers ignore SIGINT and stop on SIGTERM (:func:`~.interrupts.worker_init`); when the
+    block ends with an exception (an interruption included) they are stopped at once
+    (:func:`~.interrupts.stop_workers`) instead of finishing their tasks.
+    """
     if workers <= 1:
         yield None
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as executor:
+    executor = ProcessPoolExecutor(
+        max_workers=workers, mp_context=get_context("spawn"), initializer=worker_init
+    )
+    try:
         yield executor
+    except BaseException:
+        stop_workers(executor)
+        raise
+    executor.shutdown(wait=True)
 
 
 def _phase(
@@ -261,8 +291,11 @@ def _phase(
     executor: Executor | None,
     log: ResultsLog,
     advance: Advance,
+    plan: Plan | None = None,
 ) -> Phase:
     start = time.perf_counter()
+    if plan is not None and spec.traces is not None:
+        plan([spec.traces / f"{p.id}.jsonl" for p in postings])  # in the marker before written
     advance(spec.name, 0)
     chunks = [postings[i : i + CHUNK] for i in range(0, len(postings), CHUNK)]
     records: list[dict[str, Any]] = []
@@ -276,9 +309,10 @@ def _phase(
                 records.append(record)
             advance(spec.name, len(done))
     else:
-        futures: list[Future[tuple[list[dict[str, Any]], int]]] = [
-            executor.submit(run_chunk, spec, chunk) for chunk in chunks
-        ]
+        with sigint_blocked():  # the workers start here: see sigint_blocked
+            futures: list[Future[tuple[list[dict[str, Any]], int]]] = [
+                executor.submit(run_chunk, spec, chunk) for chunk in chunks
+            ]
         for future in futures:  # results.jsonl in posting order, whatever finishes first
             done, n = future.result()
             calls += n
@@ -291,7 +325,14 @@ def _phase(
 
 
 def run_hiring(
-    config: RunConfig, out: Path, sizes: Sizes, seed: int, advance: Advance, *, workers: int = 1
+    config: RunConfig,
+    out: Path,
+    sizes: Sizes,
+    seed: int,
+    advance: Advance,
+    *,
+    workers: int = 1,
+    plan: Plan | None = None,
 ) -> HiringResult:
     """Run the four phases and return what the report needs.
 
@@ -302,6 +343,7 @@ def run_hiring(
         seed: The run's seed (postings, fakes, probes).
         advance: Progress callback.
         workers: Processes to run postings in (1: this process only).
+        plan: Called with each guarded phase's trace files before the phase runs.
 
     Raises:
         ConfigError: Invalid configuration.
@@ -318,7 +360,7 @@ def run_hiring(
                 "calibration", config, out, guarded=True, biased=False,
                 extra={"breaker": dict(RECORD_ONLY)},
             )  # fmt: skip
-            phases["calibration"] = _phase(recording, control, executor, log, advance)
+            phases["calibration"] = _phase(recording, control, executor, log, advance, plan)
             kernel = phase_kernel(config, traces=None)
             report = calibrate_from_traces(phases["calibration"].traces, kernel)
             control_file = "control-runs.jsonl"
@@ -333,17 +375,17 @@ def run_hiring(
             postings = make_postings("posting", sizes.postings, seed)
             if simulated:
                 blind = PhaseSpec("reference", config, out, guarded=False, biased=False)
-                phases["reference"] = _phase(blind, postings, executor, log, advance)
+                phases["reference"] = _phase(blind, postings, executor, log, advance, plan)
             plain = PhaseSpec("unguarded", config, out, guarded=False, biased=True)
-            phases["unguarded"] = _phase(plain, postings, executor, log, advance)
+            phases["unguarded"] = _phase(plain, postings, executor, log, advance, plan)
             guarded = PhaseSpec("guarded", config, out, guarded=True, biased=True, extra=calibrated)
-            phases["guarded"] = _phase(guarded, postings, executor, log, advance)
+            phases["guarded"] = _phase(guarded, postings, executor, log, advance, plan)
             fresh = make_postings("fresh", sizes.fresh_control_runs, seed)
             fresh_spec = PhaseSpec(
                 "fresh-control", config, out, guarded=True, biased=False, extra=calibrated,
                 fake_seed=seed + 1,
             )  # fmt: skip
-            phases["fresh-control"] = _phase(fresh_spec, fresh, executor, log, advance)
+            phases["fresh-control"] = _phase(fresh_spec, fresh, executor, log, advance, plan)
     finally:
         log.close()
         close_runners()

@@ -9,6 +9,7 @@ from typing import Any
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs, selection_figure
 from biasbreaker_plugins.demo.hiring import GROUPS, group_label, measured_rates
 from biasbreaker_plugins.demo.hiring_demo import HiringResult
+from biasbreaker_plugins.demo.output import write_text_atomic
 from biasbreaker_plugins.demo.report import (
     CALIBRATION_SETTINGS,
     Table,
@@ -123,7 +124,8 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
     )
     write_calibration_settings(out, result.calibration, result.settings)
     report = out / "report.md"
-    report.write_text(_markdown(result, counts, selections, changed, checked, tables, calls))
+    text = _markdown(result, counts, selections, changed, checked, tables, calls)
+    write_text_atomic(report, text)
     return HiringOutputs(counts, selections, changed, checked, tables, report, (bnet, sel_png))
 
 

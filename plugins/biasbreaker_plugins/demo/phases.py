@@ -30,6 +30,7 @@ from biasbreaker.errors import ThresholdError
 from biasbreaker.kernel import Kernel
 from biasbreaker.trace import Trace, read_trace
 from biasbreaker_plugins.demo.agents import DemoKernel
+from biasbreaker_plugins.demo.output import write_atomic
 
 RECORD_ONLY: dict[str, float] = {"tau_enter": 1.0, "tau_exit": 0.7, "tau_warn": 1.0}
 """Breaker thresholds of a recording run: it records B_net and never trips (see above)."""
@@ -204,11 +205,15 @@ def concatenate(traces: Sequence[Trace], path: Path) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    with path.open("wb") as out:
-        for trace in traces:
-            data = trace.path.read_bytes()[: trace.whole_bytes]
-            out.write(data)
-            digest.update(data)
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as out:
+            for trace in traces:
+                data = trace.path.read_bytes()[: trace.whole_bytes]
+                out.write(data)
+                digest.update(data)
+
+    write_atomic(path, write)  # whole or not at all, even when the run is interrupted
     return digest.hexdigest()
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from biasbreaker_plugins.demo.output import write_text_atomic
 from biasbreaker_plugins.demo.summary import (
     PropertyTotal,
     Selection,
@@ -89,7 +90,7 @@ def write_calibration_settings(
         f"--config {CALIBRATION_SETTINGS}`\n# in this folder gives the report's thresholds again.\n"
     )
     text = header + tomlkit.dumps(calibration_settings(report, settings))
-    (out / CALIBRATION_SETTINGS).write_text(text, encoding="utf-8")
+    write_text_atomic(out / CALIBRATION_SETTINGS, text)
     return CALIBRATION_SETTINGS
 
 

@@ -6,10 +6,14 @@ argument, or, if it has a parameter named ``llm``, with the configured LLM clien
 (``[llm] client``), so the graph's agents can use the same client as the intervention.
 ``--inputs FILE.jsonl`` holds one JSON object per line: the input state of one run (one
 LangGraph thread, ``input-<line>``). :func:`prepare_run` checks the configuration, the graph
-and every input line before anything is written, so a bad argument leaves ``--out`` as it was.
+and the inputs file before anything is written, so a bad argument leaves ``--out`` as it was.
 Runs go one after another, in file order; each finished run is appended to ``results.jsonl`` at
-once (with the full review request of a run paused for human review), so an error while input N
-runs leaves every earlier run's trace and record complete and readable.
+once (with the full review request of a run paused for human review).
+
+Failures are per input: a line that is not a JSON object, or an exception raised while its run
+executes (a node that raises, an LLM call that fails, a state key the graph does not have), is
+that input's outcome (status ``failed`` with the error's class, message, node and the input's
+line, the traceback in ``run.log``), and the next input runs; ``fail_fast`` stops at the first.
 """
 
 from __future__ import annotations
@@ -17,24 +21,29 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.errors import BiasbreakerError, ConfigError, InputError
+from biasbreaker.errors import ConfigError, InputError
 from biasbreaker_plugins.demo.agents import DemoKernel
 from biasbreaker_plugins.demo.driver import (
     ResultsLog,
     ThreadOutcome,
     compiled,
+    failure_of,
     plain_json,
     run_threads,
 )
 from biasbreaker_plugins.demo.phases import RunConfig, phase_kernel
+
+RUN_FILES = ("results.jsonl", "report.md", "figures/bnet.png", "run.log")
+"""The files of ``run`` besides its traces (``traces/input-<line>.jsonl``), in ``--out``."""
 
 
 def load_factory(spec: str, *, cwd: Path) -> Callable[..., Any]:
@@ -102,12 +111,32 @@ def build_user_graph(factory: Callable[..., Any], spec: str, kernel: DemoKernel)
     )
 
 
-def read_inputs(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, input state)`` per non-blank line, every line checked before any runs.
+@dataclass(frozen=True)
+class InputLine:
+    """One input of ``--inputs``: a state to run, or why the line cannot be one.
+
+    Args:
+        number: The line number (1-based).
+        state: The input state (a JSON object), or ``None`` for a bad line.
+        error: For a bad line: ``class``, ``message`` and ``node`` (``None``), as
+            :func:`~biasbreaker_plugins.demo.driver.failure_of` gives them.
+    """
+
+    number: int
+    state: dict[str, Any] | None
+    error: dict[str, Any] | None = None
+
+    @property
+    def thread(self) -> str:
+        """The LangGraph thread id of this input: ``input-<line, 5 digits>``."""
+        return f"input-{self.number:05d}"
+
+
+def read_inputs(path: Path) -> list[InputLine]:
+    """One :class:`InputLine` per non-blank line; a malformed line is an input that failed.
 
     Raises:
-        InputError: The file cannot be read, holds no input (empty or blank lines only), or a
-            line is not a JSON object (file and line named).
+        InputError: The file cannot be read or holds no input (empty, or blank lines only).
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -116,26 +145,30 @@ def read_inputs(path: Path) -> list[tuple[int, dict[str, Any]]]:
             f"--inputs {path}: cannot read it: {exc}. Give a JSON Lines file, one input state "
             "(a JSON object) per line"
         ) from exc
-    states = []
+    lines = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except ValueError as exc:
-            raise InputError(f"{path}:{number}: not valid JSON: {exc}") from exc
+            error = InputError(f"{path}:{number}: not valid JSON: {exc}")
+            lines.append(InputLine(number, None, failure_of(error)))
+            continue
         if not isinstance(value, dict):
-            raise InputError(
+            error = InputError(
                 f"{path}:{number}: expected a JSON object (the graph's input state), got "
                 f"{type(value).__name__}"
             )
-        states.append((number, value))
-    if not states:
+            lines.append(InputLine(number, None, failure_of(error)))
+            continue
+        lines.append(InputLine(number, value))
+    if not lines:
         raise InputError(
             f"--inputs {path}: the file holds no input; write one input state (a JSON object) "
             'per line, e.g. {"question": "..."}'
         )
-    return states
+    return lines
 
 
 def check_checkpoint(checkpoint: Path) -> None:
@@ -178,7 +211,7 @@ class PreparedRun:
         spec: The ``--graph`` spec.
         kernel: The run's kernel (traces into ``out/traces``).
         guarded: The guarded ``StateGraph`` builder.
-        inputs: ``(line number, input state)`` per input, in file order.
+        inputs: One per non-blank line of ``--inputs``, in file order.
         out: The output folder.
         checkpoint: The SQLite checkpoint file to create, or ``None`` (in memory).
     """
@@ -186,9 +219,14 @@ class PreparedRun:
     spec: str
     kernel: DemoKernel
     guarded: Any
-    inputs: list[tuple[int, dict[str, Any]]]
+    inputs: list[InputLine]
     out: Path
     checkpoint: Path | None = None
+
+    def planned(self) -> list[str]:
+        """The files the run may write into ``out``, relative to it."""
+        traces = [f"traces/{line.thread}.jsonl" for line in self.inputs]
+        return [*RUN_FILES, *traces]
 
 
 def prepare_run(
@@ -205,16 +243,19 @@ def prepare_run(
             otherwise be continued, not started), or ``None``.
 
     Raises:
-        ConfigError: Bad configuration, bad ``--graph``, a graph the adapter cannot guard, or
-            a bad ``--checkpoint`` (see :func:`check_checkpoint`).
-        InputError: The inputs file is unreadable, empty, or has a malformed line.
+        ConfigError: Bad configuration (validated as :meth:`~biasbreaker.kernel.Kernel.validate`
+            does: every selected implementation built), bad ``--graph``, a graph the adapter
+            cannot guard, or a bad ``--checkpoint`` (see :func:`check_checkpoint`).
+        InputError: The inputs file is unreadable or empty (a malformed line is an input
+            that fails when the run gets to it).
     """
     from biasbreaker_plugins.langgraph import guard
 
     if checkpoint is not None:
         check_checkpoint(checkpoint)
-    factory = load_factory(spec, cwd=config.cwd)
     kernel = phase_kernel(config, traces=out / "traces")
+    kernel.validate()  # as `config --check`: everything a guarded run builds, built once
+    factory = load_factory(spec, cwd=config.cwd)
     builder = build_user_graph(factory, spec, kernel)
     guarded = guard(builder, kernel)
     states = read_inputs(inputs)
@@ -226,74 +267,120 @@ class RunResult:
     """What a ``biasbreaker run`` did.
 
     Args:
-        outcomes: One per input run, in file order.
+        outcomes: One per input that ran or failed, in file order.
         llm_calls: Calls through the configured client (agents given ``llm``, interventions).
         seconds: Wall time (console only).
         settings: The effective configuration (JSON).
-        failure: The error that stopped the run early, or ``None``.
+        total: Inputs in the file.
+        stopped: Why the run stopped before the last input (``--fail-fast``, a signal), or
+            ``None``.
     """
 
     outcomes: list[ThreadOutcome]
     llm_calls: int
     seconds: float
     settings: dict[str, Any]
-    failure: str | None = None
+    total: int = 0
+    stopped: str | None = None
+
+    @property
+    def failed(self) -> list[ThreadOutcome]:
+        """The inputs that failed, in file order."""
+        return [o for o in self.outcomes if o.status == "failed"]
 
 
-async def run_user_graph(prepared: PreparedRun, advance: Callable[[int], None]) -> RunResult:
-    """Run the prepared graph once per input, in file order.
+async def run_user_graph(
+    prepared: PreparedRun,
+    advance: Callable[[int], None],
+    *,
+    fail_fast: bool = False,
+    errors: logging.Logger | None = None,
+    done: list[ThreadOutcome] | None = None,
+) -> RunResult:
+    """Run the prepared graph once per input, in file order; a failure is that input's.
 
-    A biasbreaker error while an input runs (e.g. a guarded node returning a ``Command`` the
-    adapter does not support) stops the run: it is returned as ``failure`` (naming the input's
-    line), and every earlier input's trace and ``results.jsonl`` record are complete.
+    Args:
+        prepared: The checked run.
+        advance: Called with 1 after each input.
+        fail_fast: Stop after the first input that fails.
+        errors: Where each failure's traceback is logged (``run.log``); ``None``: nowhere.
+        done: A list the outcomes are appended to as they come (the caller reads it when the
+            run is interrupted); ``None``: a new one.
+
+    Returns:
+        The outcomes. A failed input's ``results.jsonl`` record has ``status`` ``failed`` and
+        ``error`` (``class``, ``message``, ``node``) with its ``line``.
     """
     start = time.perf_counter()
     out, kernel, guarded = prepared.out, prepared.kernel, prepared.guarded
     log = ResultsLog(out / "results.jsonl")
-    outcomes: list[ThreadOutcome] = []
-    lines: dict[str, int] = {}
-    current: list[int] = []
+    outcomes: list[ThreadOutcome] = [] if done is None else done
+    lines = {line.thread: line.number for line in prepared.inputs}
+    stopped: list[str] = []
 
     def after(outcome: ThreadOutcome) -> None:
         outcomes.append(outcome)
-        log.write(
-            {
-                "thread": outcome.thread,
-                "line": lines[outcome.thread],
-                "status": outcome.status,
-                "values": plain_json(outcome.values),
-                "review": None if outcome.review is None else plain_json(outcome.review),
-                "trace": outcome.trace,
-                "trace_head": outcome.trace_head,
-            }
-        )
+        record = {
+            "thread": outcome.thread,
+            "line": lines[outcome.thread],
+            "status": outcome.status,
+            "values": plain_json(outcome.values),
+            "review": None if outcome.review is None else plain_json(outcome.review),
+            "trace": outcome.trace,
+            "trace_head": outcome.trace_head,
+        }
+        if outcome.error is not None:
+            record["error"] = dict(outcome.error)
+            if errors is not None:
+                where = f" in node {outcome.error['node']!r}" if outcome.error["node"] else ""
+                errors.error(
+                    "input line %d (%s) failed%s: %s: %s",
+                    lines[outcome.thread],
+                    outcome.thread,
+                    where,
+                    outcome.error["class"],
+                    outcome.error["message"],
+                    exc_info=outcome.exception,
+                )
+        log.write(record)
         advance(1)
-
-    def items() -> Iterator[tuple[str, Mapping[str, Any]]]:
-        for number, state in prepared.inputs:
-            thread = f"input-{number:05d}"
-            lines[thread] = number
-            current[:] = [number]
-            yield thread, state
 
     def trace_of(thread: str) -> str | None:
         path = out / "traces" / f"{thread}.jsonl"
         return path.relative_to(out).as_posix() if path.exists() else None
 
-    failure = None
+    async def run_lines(app: Any, chunk: list[InputLine]) -> bool:
+        """Run consecutive good lines; False when fail-fast stopped them."""
+        ran = await run_threads(
+            app,
+            ((line.thread, line.state or {}) for line in chunk),
+            phase="run",
+            trace_of=trace_of,
+            after=after,
+            close_traces=guarded.guard.traces.close,
+            root=out,
+            failures="record",
+            fail_fast=fail_fast,
+        )
+        return not (fail_fast and ran and ran[-1].status == "failed")
+
     try:
         async with compiled(guarded, prepared.checkpoint) as app:
-            await run_threads(
-                app,
-                items(),
-                phase="run",
-                trace_of=trace_of,
-                after=after,
-                close_traces=guarded.guard.traces.close,
-                root=out,
-            )
-    except BiasbreakerError as exc:
-        failure = f"input line {current[0]}: {exc}" if current else str(exc)
+            pending: list[InputLine] = []
+            for line in [*prepared.inputs, None]:
+                if line is not None and line.error is None:
+                    pending.append(line)
+                    continue
+                if pending and not await run_lines(app, pending):
+                    stopped.append("--fail-fast: stopped at the first failed input")
+                    break
+                pending = []
+                if line is None:
+                    break
+                after(ThreadOutcome("run", line.thread, "failed", {}, None, None, error=line.error))
+                if fail_fast:
+                    stopped.append("--fail-fast: stopped at the first failed input")
+                    break
     finally:
         log.close()
     return RunResult(
@@ -301,11 +388,14 @@ async def run_user_graph(prepared: PreparedRun, advance: Callable[[int], None]) 
         kernel.counter.total,
         time.perf_counter() - start,
         kernel.settings.model_dump(mode="json"),
-        failure,
+        total=len(prepared.inputs),
+        stopped=stopped[0] if stopped else None,
     )
 
 
 __all__ = [
+    "RUN_FILES",
+    "InputLine",
     "PreparedRun",
     "RunResult",
     "build_user_graph",

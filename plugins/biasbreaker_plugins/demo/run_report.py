@@ -1,16 +1,26 @@
-"""The outputs of ``biasbreaker run``: numbers from its files, ``report.md``, a B_net figure."""
+"""The outputs of ``biasbreaker run``: numbers from its files, ``report.md``, a B_net figure.
+
+The report lists every input that failed (line, node, error) and, when the run stopped early
+(``--fail-fast``) or was interrupted (:func:`write_partial_run_report`), what completed and what
+did not run.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from biasbreaker.trace import read_trace
-from biasbreaker_plugins.demo.driver import read_results
+from biasbreaker_plugins.demo.driver import ThreadOutcome, read_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
+from biasbreaker_plugins.demo.output import MARKER, write_text_atomic
 from biasbreaker_plugins.demo.report import Table, phase_table, property_table, verification_block
-from biasbreaker_plugins.demo.run_graph import RunResult
+from biasbreaker_plugins.demo.run_graph import InputLine, RunResult
 from biasbreaker_plugins.demo.summary import TraceCounts, Verification, trace_counts, verification
+
+_MESSAGE = 300
+"""Characters of an error message shown in the report's table (results.jsonl has it whole)."""
 
 
 @dataclass(frozen=True)
@@ -34,14 +44,70 @@ class RunOutputs:
     figure: Path
 
 
-def write_run_outputs(result: RunResult, out: Path, *, graph: str, inputs: Path) -> RunOutputs:
-    """Compute the run's numbers from ``out`` and write ``report.md`` and the figure."""
+def _cell(text: str) -> str:
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= _MESSAGE else text[: _MESSAGE - 1] + "…"
+
+
+def failure_table(records: Sequence[dict[str, object]]) -> Table | None:
+    """The failed inputs of ``results.jsonl`` records: line, node, error class and message."""
+    rows = []
+    for record in records:
+        error = record.get("error")
+        if record.get("status") != "failed" or not isinstance(error, dict):
+            continue
+        rows.append(
+            (
+                str(record.get("line")),
+                str(error.get("node") or "—"),
+                _cell(str(error.get("class"))),
+                _cell(str(error.get("message"))),
+            )
+        )
+    if not rows:
+        return None
+    return Table(
+        f"Failed inputs ({len(rows)})",
+        ("line", "node", "error", "message"),
+        tuple(rows),
+        note="Each traceback is in `run.log`; each record in `results.jsonl` has the whole error.",
+    )
+
+
+def _not_run(inputs: Sequence[InputLine], outcomes: Sequence[ThreadOutcome]) -> list[int]:
+    ran = {o.thread for o in outcomes}
+    return [line.number for line in inputs if line.thread not in ran]
+
+
+def _lines(numbers: Sequence[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:20])
+    return shown + (f", … ({len(numbers)} in all)" if len(numbers) > 20 else "")
+
+
+def write_run_outputs(
+    result: RunResult,
+    out: Path,
+    *,
+    graph: str,
+    inputs: Path,
+    lines: Sequence[InputLine] = (),
+) -> RunOutputs:
+    """Compute the run's numbers from ``out`` and write ``report.md`` and the figure.
+
+    Args:
+        result: What the run did.
+        out: The output folder.
+        graph: The ``--graph`` spec (the report's title).
+        inputs: The ``--inputs`` file.
+        lines: The inputs, to say which did not run when the run stopped early.
+    """
     records = read_results(out / "results.jsonl")
-    paths = [out / r["trace"] for r in records if r["trace"]]
+    paths = [out / str(r["trace"]) for r in records if r["trace"]]
     traces = [read_trace(p) for p in paths]
     counts = trace_counts(traces)
     checked = verification(paths, out)
     waiting = sum(1 for r in records if r["status"] == "review")
+    failed = sum(1 for r in records if r["status"] == "failed")
     figures = out / "figures"
     figures.mkdir(exist_ok=True)
     figure = figures / "bnet.png"
@@ -50,12 +116,12 @@ def write_run_outputs(result: RunResult, out: Path, *, graph: str, inputs: Path)
     s = result.settings
     b = s["breaker"]
     calibrated = s["calibration"]["calibrated_on"]
-    lines = [
+    text = [
         f"# biasbreaker run: `{graph}`",
         "",
         f"{len(records)} input(s) from `{inputs}`, one LangGraph thread each; "
-        f"{waiting} paused for human review. Thresholds: tau_enter {b['tau_enter']}, tau_exit "
-        f"{b['tau_exit']}, tau_warn {b['tau_warn']} — "
+        f"{waiting} paused for human review, {failed} failed. Thresholds: tau_enter "
+        f"{b['tau_enter']}, tau_exit {b['tau_exit']}, tau_warn {b['tau_warn']} — "
         + (
             f"calibrated on {calibrated}."
             if calibrated
@@ -64,9 +130,17 @@ def write_run_outputs(result: RunResult, out: Path, *, graph: str, inputs: Path)
         ),
         "",
     ]
-    if result.failure:
-        lines += [f"**Stopped early:** {result.failure}", ""]
-    lines += [
+    if result.stopped:
+        not_run = _not_run(lines, result.outcomes)
+        text += [
+            f"**Stopped early** ({result.stopped}): {len(result.outcomes)} of {result.total} "
+            f"input(s) ran; not run: lines {_lines(not_run) or 'none'}.",
+            "",
+        ]
+    failures = failure_table(records)
+    if failures is not None:
+        text += [failures.markdown(), ""]
+    text += [
         tables[0].markdown(),
         "",
         "![B_net](figures/bnet.png)",
@@ -74,8 +148,71 @@ def write_run_outputs(result: RunResult, out: Path, *, graph: str, inputs: Path)
         *verification_block(tables[1], checked),
     ]
     report = out / "report.md"
-    report.write_text("\n".join(lines), encoding="utf-8")
+    write_text_atomic(report, "\n".join(text))
     return RunOutputs(counts, waiting, checked, tables, report, figure)
 
 
-__all__ = ["RunOutputs", "write_run_outputs"]
+def write_partial_run_report(
+    out: Path,
+    *,
+    graph: str,
+    inputs: Path,
+    lines: Sequence[InputLine],
+    outcomes: Sequence[ThreadOutcome],
+    why: str,
+) -> Path:
+    """Write ``report.md`` for an interrupted run: what completed, what failed, what did not run.
+
+    Quick on purpose (no figure, no verification): it is written within the two seconds a run
+    has to stop after SIGINT or SIGTERM.
+
+    Args:
+        out: The output folder.
+        graph: The ``--graph`` spec.
+        inputs: The ``--inputs`` file.
+        lines: Every input of the file.
+        outcomes: The inputs that finished (done, review or failed), in order.
+        why: What stopped the run, e.g. ``"interrupted by SIGINT"``.
+
+    Returns:
+        The report's path.
+    """
+    done = [o for o in outcomes if o.status != "failed"]
+    failed = [o for o in outcomes if o.status == "failed"]
+    not_run = _not_run(lines, outcomes)
+    rows = []
+    for outcome in failed:
+        error = outcome.error or {}
+        number = int(outcome.thread.rpartition("-")[2])
+        rows.append(
+            (
+                str(number),
+                str(error.get("node") or "—"),
+                _cell(str(error.get("class"))),
+                _cell(str(error.get("message"))),
+            )
+        )
+    text = [
+        f"# biasbreaker run: `{graph}` — partial",
+        "",
+        f"**{why.capitalize()}**: {len(outcomes)} of {len(lines)} input(s) from `{inputs}` "
+        f"completed ({len(done)} finished or paused for review, {len(failed)} failed); not "
+        f"run: lines {_lines(not_run) or 'none'}.",
+        "",
+        "Every file written is whole: `results.jsonl` has one line per completed input, each "
+        "trace in `traces/` holds whole records up to where its run stopped (check them with "
+        f"`biasbreaker verify {out / 'traces'}`). `{MARKER}` lists the files and says "
+        "`partial`. No figure or verification was made for this report.",
+        "",
+    ]
+    if rows:
+        table = Table(
+            f"Failed inputs ({len(rows)})", ("line", "node", "error", "message"), tuple(rows)
+        )
+        text += [table.markdown(), ""]
+    report = out / "report.md"
+    write_text_atomic(report, "\n".join(text))
+    return report
+
+
+__all__ = ["RunOutputs", "failure_table", "write_partial_run_report", "write_run_outputs"]

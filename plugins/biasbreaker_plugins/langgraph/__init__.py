@@ -104,6 +104,7 @@ def guard(
         PluginError: The selected ``framework_adapter`` is not this one.
     """
     kernel = load_kernel(config)
+    kernel.validate()  # what `biasbreaker run` checks: every problem in one ConfigError
     adapter = kernel.build("framework_adapter", "langgraph")
     if not isinstance(adapter, LangGraphAdapter):
         raise PluginError(

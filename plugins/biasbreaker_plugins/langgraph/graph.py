@@ -435,6 +435,14 @@ def build_guarded(
                 "(def node(state): return runnable.invoke(state)) or leave it out of "
                 "guard(..., nodes=[...])"
             )
+        cached = builder.nodes[name].cache_policy or builder._node_defaults.cache_policy
+        if cached is not None:
+            raise ConfigError(
+                f"guarded node {name!r} has a CachePolicy: a cached result replays the node's "
+                "writes without running it, and so without the guard (its breaker steps, its "
+                "hold); drop the cache policy of guarded nodes, or leave the node out of "
+                "guard(..., nodes=[...])"
+            )
         marks: NodeOptions = getattr(fn, NODE_OPTIONS_ATTR, NodeOptions())
         original = getattr(fn, "__wrapped__", fn) if hasattr(fn, NODE_OPTIONS_ATTR) else fn
         first, inject = _injected(original)

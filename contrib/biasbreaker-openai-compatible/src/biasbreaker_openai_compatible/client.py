@@ -5,7 +5,10 @@ one ``POST <base_url>/chat/completions``, retried on HTTP 429, 5xx and transport
 (time-outs included) with exponential back-off, honouring ``Retry-After``. At most
 ``max_concurrency`` requests are in flight at once. The API key is read once from the
 environment variable named by ``api_key_env`` and is never put in a message, a log record or
-a repr: every text that could carry it (server bodies, exception texts) is redacted.
+a repr: it is registered with :func:`biasbreaker.redaction.register_secret`, and every text that
+could carry it (server bodies, exception texts) goes through
+:func:`~biasbreaker.redaction.redact_text`, which also finds it upper-cased, base64- or
+URL-encoded, and any other credential-looking text a server echoes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pydantic import SecretStr
 
 from biasbreaker.errors import LLMError
 from biasbreaker.llm import LLMRequest, LLMResponse
+from biasbreaker.redaction import redact_text, register_secret
 from biasbreaker_openai_compatible.plugin import NAME, OpenAICompatibleOptions
 
 log = logging.getLogger("biasbreaker_openai_compatible")
@@ -98,6 +102,7 @@ class OpenAICompatibleClient:
                     "authentication"
                 )
             self._key = SecretStr(value.strip())
+            register_secret(value.strip())
         self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._closed = False
 
@@ -118,9 +123,7 @@ class OpenAICompatibleClient:
         return self.options.endpoint
 
     def _redact(self, text: str) -> str:
-        if self._key is not None:
-            text = text.replace(self._key.get_secret_value(), "***")
-        return text
+        return redact_text(text)
 
     def _state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
@@ -282,7 +285,8 @@ class OpenAICompatibleClient:
         return self._parse(resp, request, attempt)
 
     def _http_problem(self, resp: httpx.Response) -> str:
-        text = resp.text.strip().replace("\n", " ")
+        # redacted before it is cut: a cut copy of a key would no longer be recognised
+        text = self._redact(resp.text.strip().replace("\n", " "))
         if len(text) > _SNIPPET:
             text = text[:_SNIPPET] + "..."
         return self._redact(f"HTTP {resp.status_code} {resp.reason_phrase}: {text or '(empty)'}")
@@ -318,7 +322,8 @@ class OpenAICompatibleClient:
         except ValueError:
             raise LLMError(
                 self._redact(
-                    f"{where}: HTTP {resp.status_code} reply is not JSON: {resp.text[:_SNIPPET]!r}"
+                    f"{where}: HTTP {resp.status_code} reply is not JSON: "
+                    f"{self._redact(resp.text)[:_SNIPPET]!r}"
                 )
             ) from None
         try:
@@ -329,7 +334,7 @@ class OpenAICompatibleClient:
             raise LLMError(
                 self._redact(
                     f"{where}: reply is not a chat completion (no choices[0].message): "
-                    f"{json.dumps(data)[:_SNIPPET]}"
+                    f"{self._redact(json.dumps(data))[:_SNIPPET]}"
                 )
             ) from None
         if not isinstance(content, str):
@@ -346,7 +351,7 @@ class OpenAICompatibleClient:
                     self._redact(
                         f"{where}: the request asked for JSON (json_mode="
                         f"{self.options.json_mode!r}) but the reply does not parse{cut}: {exc}; "
-                        f"reply starts {content[:120]!r}"
+                        f"reply starts {self._redact(content)[:120]!r}"
                     )
                 ) from None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}

@@ -163,6 +163,12 @@ class OpenAICompatibleOptions(BaseModel):
             )
         if parts.query or parts.fragment:
             raise ValueError("must not carry a query string or fragment")
+        if "@" in parts.netloc:
+            raise ValueError(
+                "must not carry user info (user:password@ before the host): a key in the URL "
+                "would be sent and logged with every request; export the key in an environment "
+                "variable and name it in api_key_env"
+            )
         return value.rstrip("/")
 
     @field_validator("api_key_env")

@@ -1,0 +1,281 @@
+"""The one redaction rule (biasbreaker.redaction) and the refusal of secrets in the configuration."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote, quote_plus
+
+import pytest
+from pydantic import BaseModel
+
+from biasbreaker.config import Settings, load_settings
+from biasbreaker.errors import ConfigError, PluginLoadError
+from biasbreaker.plugins import PluginHost
+from biasbreaker.redaction import (
+    REDACTED,
+    RedactingFormatter,
+    RedactingStream,
+    credential_kind,
+    forget_secrets,
+    redact_text,
+    redact_value,
+    register_environment,
+    register_secret,
+    secret_name,
+)
+
+# no provider prefix, so only rule 3 (a secret this process knows) can find its encodings
+KNOWN = "Zq8/Tr+Kx7mP2vL9wQ4nB6yH3jD5fG1s"
+
+
+@pytest.fixture(autouse=True)
+def _no_known_secrets() -> Iterator[None]:
+    forget_secrets()
+    yield
+    forget_secrets()
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("api_key", True),
+        ("apiKey", True),
+        ("API_KEY", True),
+        ("token", True),
+        ("bearer_token", True),
+        ("headers.Authorization", True),
+        ("auth_header", True),
+        ("client_secret", True),
+        ("DB_PASSWORD", True),
+        ("credentials", True),
+        ("plugin.openai-compatible.api_key", True),
+        ("api_key_env", False),
+        ("token_file", False),
+        ("SSH_AUTH_SOCK", False),
+        ("max_tokens", False),
+        ("keyword", False),
+        ("tokenizer", False),
+        ("top_k", False),
+        ("author", False),
+        ("key", False),
+        ("private_key", True),
+    ],
+)
+def test_secret_names(name: str, secret: bool) -> None:
+    assert secret_name(name) is secret
+
+
+def _option_names(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    for field, info in model.model_fields.items():
+        yield f"{prefix}{field}"
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            yield from _option_names(annotation, f"{prefix}{field}.")
+
+
+def test_no_shipped_option_is_named_like_a_secret() -> None:
+    # such an option could never be set: a file or a BIASBREAKER_ variable setting it is refused
+    host = PluginHost()
+    names = list(_option_names(Settings))
+    for impl in host.build_registry():
+        names += [f"plugin.{impl.name}.{n}" for n in _option_names(impl.options)]
+    assert len(names) > 100
+    assert [n for n in names if secret_name(n)] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("sk-proj-abcdefghijklmnop1234", "a provider's API key"),
+        ("SK-PROJ-ABCDEFGHIJKLMNOP1234", "a provider's API key"),
+        ("ghp_abcdefghijklmnopqrstuvwxyz0123", "a provider's API key"),
+        ("AKIAABCDEFGHIJKLMNOP", "a provider's API key"),
+        ("Bearer abcdefgh12345", "an HTTP authorization value"),
+        ("https://me:hunter22@example.com/v1", "URL user info (user:password@)"),
+        (
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+            "a JSON Web Token",
+        ),
+        ("a3F9kL2mQ8xZ7vB1nC4dE6gH", "a long random string"),
+    ],
+)
+def test_credential_looking_values(text: str, kind: str) -> None:
+    assert credential_kind(text) == kind
+    assert text not in redact_text(f"reply: {text}.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sha256 " + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "thread 3fa85f64-5717-4562-b3fc-2c963f66afa6",
+        "model meta-llama/Llama-3.2-1B-Instruct at http://127.0.0.1:11434/v1",
+        "OpenAICompatibleClientFactory2x3y is not an LLMClient",
+        "/work/wt/safety/core/biasbreaker/config/sources.py:42",
+        "breaker.tau_enter = 0.42 (biasbreaker.toml)",
+        'api_key_env = "OPENAI_API_KEY"',
+        '{"key": "breaker.tau_enter", "value": 0.3, "source": "default"}',
+        "task-abcdefghijklmnopqrstuvwxyz is done",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert credential_kind(text) is None
+    assert redact_text(text) == text
+
+
+def _encodings(secret: str) -> list[str]:
+    raw = secret.encode()
+    wrapped = [b"Authorization: Bearer " + raw, b"x" + raw + b"yz", b"ab" + raw]
+    return [
+        secret,
+        secret.upper(),
+        secret.lower(),
+        quote(secret, safe=""),
+        quote_plus(secret),
+        raw.hex(),
+        raw.hex().upper(),
+        json.dumps(secret)[1:-1],
+        *(base64.b64encode(w).decode() for w in [raw, *wrapped]),
+        *(base64.urlsafe_b64encode(w).decode() for w in [raw, *wrapped]),
+    ]
+
+
+def test_a_known_secret_is_found_in_every_common_encoding() -> None:
+    encodings = _encodings(KNOWN)
+    assert credential_kind(KNOWN.encode().hex()) is None  # a hex copy needs rule 3
+    register_secret(KNOWN)
+    for encoded in encodings:
+        out = redact_text(f"server said: {encoded} (HTTP 401)")
+        assert encoded not in out and REDACTED in out, encoded
+        assert credential_kind(encoded) is not None
+
+
+def test_the_environment_registers_variables_named_like_secrets() -> None:
+    register_environment({"MY_SERVICE_TOKEN": KNOWN, "HOME": "/home/someone-long"})
+    assert redact_text(f"got {KNOWN.lower()}") == f"got {REDACTED}"
+    assert redact_text("/home/someone-long") == "/home/someone-long"
+
+
+def test_values_under_secret_keys_are_hidden_at_any_depth() -> None:
+    value = {
+        "model": "m",
+        "headers": {"Authorization": "Bearer x", "Accept": "application/json"},
+        "credentials": {"user": "u", "pin": 1234},
+        "rows": [{"token": "t0k3n"}, "sk-abcdefghijklmnopqrstu"],
+        "api_key_env": "OPENAI_API_KEY",
+        "max_tokens": 12,
+        "token": None,
+    }
+    assert redact_value(value) == {
+        "model": "m",
+        "headers": {"Authorization": REDACTED, "Accept": "application/json"},
+        "credentials": REDACTED,
+        "rows": [{"token": REDACTED}, REDACTED],
+        "api_key_env": "OPENAI_API_KEY",
+        "max_tokens": 12,
+        "token": None,
+    }
+
+
+def test_name_value_pairs_in_text_are_redacted() -> None:
+    text = "unknown key plugin.x.bearer_token = 'abc' ({'password': 'hunter2'}; secret=s3)"
+    assert redact_text(text) == (
+        f"unknown key plugin.x.bearer_token = '{REDACTED}' ({{'password': '{REDACTED}'}}; "
+        f"secret={REDACTED})"
+    )
+
+
+def test_the_stream_redacts_a_secret_split_across_writes() -> None:
+    inner = io.StringIO()
+    stream = RedactingStream(inner)  # type: ignore[arg-type]
+    stream.write("key sk-abcdefghij")
+    stream.write("klmnopqrst and more\nnext ")
+    assert inner.getvalue() == f"key {REDACTED} and more\n"
+    stream.flush()
+    assert inner.getvalue().endswith("next ")
+    with pytest.raises(TypeError):
+        stream.write(b"bytes would bypass redaction")  # type: ignore[arg-type]
+
+
+def test_log_records_and_tracebacks_are_redacted() -> None:
+    formatter = RedactingFormatter("%(message)s")
+    try:
+        raise ValueError("token=abcdefgh1 sk-abcdefghijklmnopqrstu")
+    except ValueError:
+        record = logging.LogRecord("t", logging.ERROR, __file__, 1, "failed", None, None)
+        import sys
+
+        record.exc_info = sys.exc_info()
+    text = formatter.format(record)
+    assert "ValueError" in text and "abcdefgh1" not in text and "sk-abc" not in text
+
+
+def test_biasbreaker_errors_never_hold_a_secret() -> None:
+    register_secret(KNOWN)
+    error = ConfigError(f"server replied {base64.b64encode(KNOWN.encode()).decode()}")
+    assert KNOWN not in str(error) and REDACTED in str(error)
+    load = PluginLoadError("p", "d", "1", RuntimeError("Bearer abcdefghijk"))
+    assert "abcdefghijk" not in str(load)
+
+
+CANARY = "sk-canary-" + "Zq8Tr4Kx7mP2vL9wQ4nB6yH3jD5fG1s"
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        (f'[plugin.openai-compatible]\nbearer_token = "{CANARY}"\n', "bearer_token"),
+        (
+            f'[plugin.openai-compatible]\nheaders = {{Authorization = "Bearer {CANARY}"}}\n',
+            "headers.Authorization",
+        ),
+        (f'[llm]\napi_key = "{CANARY}"\n', "llm.api_key"),
+        (f'[plugin.openai-compatible]\napi_key_env = "{CANARY}"\n', "api_key_env"),
+        (
+            f'[plugin.openai-compatible]\nbase_url = "http://me:{CANARY}@127.0.0.1:1/v1"\n',
+            "base_url",
+        ),
+        (f'[plugin.x]\nrows = [{{secret = "{CANARY}"}}]\n', "rows[0].secret"),
+    ],
+)
+@pytest.mark.parametrize("where", ["--config", "biasbreaker.toml", "pyproject.toml"])
+def test_a_secret_in_any_file_is_refused_by_name(
+    isolated_config: Path, toml: str, key: str, where: str
+) -> None:
+    config = None
+    if where == "pyproject.toml":
+        toml = toml.replace("[", "[tool.biasbreaker.", 1)
+        (isolated_config / "pyproject.toml").write_text(toml)
+    else:
+        path = isolated_config / ("explicit.toml" if where == "--config" else where)
+        path.write_text(toml)
+        config = path if where == "--config" else None
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    message = str(info.value)
+    assert key in message and "the value is not shown" in message
+    assert CANARY not in message and CANARY[10:30] not in message
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("BIASBREAKER_LLM__API_KEY", CANARY),
+        ("BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__AUTH_HEADER", f"Bearer {CANARY}"),
+        ("BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__API_KEY_ENV", CANARY),
+        ("BIASBREAKER_PLUGIN__OPENAI_COMPATIBLE__HEADERS", json.dumps({"X": f"Bearer {CANARY}"})),
+    ],
+)
+def test_a_secret_in_a_biasbreaker_variable_is_refused_naming_the_variable(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert f"(env {variable})" in str(info.value)
+    assert CANARY not in str(info.value)
