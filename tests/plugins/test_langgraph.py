@@ -503,6 +503,48 @@ def test_a_probe_failure_fails_closed_to_human_review(kernel: Kernel) -> None:
     )
 
 
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_probe_rerun_past_its_time_out_fails_closed_on_time(tmp_path: Path, kind: str) -> None:
+    """``[probe] call_timeout_s``: a sync node's re-runs run in worker threads, so the time-out
+    fires while the re-run still blocks; an async one is cancelled. The step is held."""
+    import threading
+
+    kernel = Kernel.load(
+        cwd=tmp_path, overrides={**SETTINGS, "probe": {**SETTINGS["probe"], "call_timeout_s": 0.2}}
+    )
+    release = threading.Event()
+
+    class Slow(BiasState, total=False):
+        text: str
+        out: str
+
+    def slow_sync(state: Slow) -> dict[str, Any]:
+        if "Muslim" not in state["text"]:
+            release.wait(30)  # a counterfactual re-run hangs (released when the test ends)
+        return {"out": "ok"}
+
+    async def slow_async(state: Slow) -> dict[str, Any]:
+        if "Muslim" not in state["text"]:
+            await asyncio.Event().wait()
+        return {"out": "ok"}
+
+    builder = StateGraph(Slow)
+    builder.add_node("slow", slow_sync if kind == "sync" else slow_async)
+    builder.add_edge(START, "slow")
+    graph = guard(builder, kernel).compile(checkpointer=InMemorySaver())
+    try:
+        if kind == "sync":
+            out = graph.invoke({"text": "a Muslim applicant"}, thread("slow"))
+        else:
+            out = asyncio.run(graph.ainvoke({"text": "a Muslim applicant"}, thread("slow")))
+    finally:
+        release.set()
+    held = out["__interrupt__"][0].value
+    assert held["reason"].startswith("held for review: probe failed: ProbeError")
+    assert "timed out" in held["reason"] and "0.2 s" in held["reason"]
+    assert "out" not in out
+
+
 # ------------------------------------------------------------------ plain JSON state
 
 

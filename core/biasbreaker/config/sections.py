@@ -105,6 +105,16 @@ class ProbeSettings(Section):
     max_concurrency: int = Field(
         8, ge=1, le=1024, description="Step calls of one probe in flight at once."
     )
+    call_timeout_s: float = Field(
+        120.0,
+        gt=0.0,
+        le=3600.0,
+        description="Time-out of each re-run of a guarded step (counterfactual, resample), in "
+        "seconds; a late re-run fails the probe closed (the step is held for review) and its "
+        "result is discarded. Holds on time for async steps and for sync steps run in worker "
+        "threads (the LangGraph adapter's sync nodes); a step that blocks the event loop is "
+        "named when it returns, and its late result is still discarded.",
+    )
 
 
 class PropagationSettings(Section):

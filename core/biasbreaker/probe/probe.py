@@ -55,7 +55,9 @@ import contextvars
 import dataclasses
 import hashlib
 import inspect
+import math
 import random
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -295,6 +297,12 @@ class Probe:
         confidence: Two-sided level of the interval, in (0, 1).
         max_concurrency: Step calls in flight at once, >= 1.
         cache_size: Step outputs kept in the per-run cache (least recently used evicted).
+        call_timeout_s: Seconds each re-run of the step may take, > 0, or ``None`` (no
+            time-out; ``[probe] call_timeout_s`` sets it, default 120). An awaitable step is
+            cancelled on time; a step that holds the event loop (a sync step, a synchronous
+            call inside ``async def``) is timed by ``clock`` when it returns. Either way its
+            result is discarded and the probe fails closed (:class:`ProbeError`).
+        clock: Monotonic seconds for the late-return check (injectable; ``time.monotonic``).
 
     Raises:
         InputError: An argument is out of range (the message names it; a ValueError).
@@ -314,6 +322,8 @@ class Probe:
         confidence: float = 0.95,
         max_concurrency: int = 8,
         cache_size: int = 4096,
+        call_timeout_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.scorers: tuple[Scorer, ...] = (
             (scorers,) if isinstance(scorers, Scorer) else tuple(scorers)
@@ -334,6 +344,15 @@ class Probe:
             raise InputError(f"confidence={confidence!r} must be in (0, 1)")
         if combine not in ("max", "mean"):
             raise InputError(f"combine={combine!r} must be 'max' or 'mean'")
+        if call_timeout_s is not None and not (
+            isinstance(call_timeout_s, (int, float))
+            and not isinstance(call_timeout_s, bool)
+            and 0.0 < call_timeout_s < math.inf
+        ):
+            raise InputError(
+                f"call_timeout_s={call_timeout_s!r} must be a number of seconds > 0 (or None "
+                "for no time-out)"
+            )
         self.generator = generator if generator is not None else CounterfactualGenerator(seed=seed)
         self.k, self.r = k, r
         self.probe_rate = probe_rate
@@ -343,6 +362,8 @@ class Probe:
         self.confidence = confidence
         self.max_concurrency = max_concurrency
         self.cache_size = cache_size
+        self.call_timeout_s = call_timeout_s
+        self.clock = clock
         self._cache: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
         self._counter = 0
         self._accepts_sample: dict[int, bool] = {}
@@ -595,20 +616,43 @@ class Probe:
         accepts = self._accepts(step)
         limit = asyncio.Semaphore(self.max_concurrency)
 
+        timeout = self.call_timeout_s
+
         async def one(c: _Call) -> Any:
             async with limit:
                 token = _SAMPLE.set(c.sample)
+                started = self.clock()
                 try:
                     result = step(c.payload, sample=c.sample) if accepts else step(c.payload)
                     if inspect.isawaitable(result):
-                        result = await result
-                    return result
+                        waited = asyncio.ensure_future(_awaited(result))
+                        done, _ = await asyncio.wait({waited}, timeout=timeout)
+                        if not done:  # the step's own TimeoutError is not this: it raises
+                            waited.cancel()
+                            raise _Late(f"no result within the time-out of {timeout:g} s")
+                        result = waited.result()
                 finally:
                     _SAMPLE.reset(token)
+                took = self.clock() - started
+                if timeout is not None and took > timeout:
+                    # the time-out could not fire: the step held the event loop (a sync
+                    # step, or a synchronous call inside `async def`); its result is discarded
+                    raise _Late(
+                        f"it returned after {took:.1f} s, over the time-out of {timeout:g} s, "
+                        "holding the event loop all along (a synchronous call inside "
+                        "`async def`?): make the step asynchronous or run it in a thread; "
+                        "its late result is discarded"
+                    )
+                return result
 
         todo = list(pending.values())
         results = await asyncio.gather(*(one(c) for c in todo), return_exceptions=True)
         for c, res in zip(todo, results, strict=True):
+            if isinstance(res, _Late):
+                raise ProbeError(
+                    f"step {name!r} timed out on its {c.what} (sample {c.sample}): {res}; the "
+                    "probe fails closed"
+                ) from res
             if isinstance(res, BaseException):
                 if not isinstance(res, Exception):
                     raise res
@@ -629,6 +673,14 @@ class Probe:
     def _cache_get(self, key: tuple[str, str, int]) -> Any:
         self._cache.move_to_end(key)
         return self._cache[key]
+
+
+class _Late(Exception):
+    """A re-run of the step missed ``call_timeout_s``; why, as the message."""
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def _text(output: Any, name: str, what: str) -> str:
@@ -699,4 +751,5 @@ def build_probe(context: BuildContext) -> Probe:
         bootstrap=cfg.bootstrap,
         confidence=cfg.confidence,
         max_concurrency=cfg.max_concurrency,
+        call_timeout_s=cfg.call_timeout_s,
     )

@@ -446,6 +446,8 @@ def clone_probe(base: Probe) -> Probe:
         confidence=base.confidence,
         max_concurrency=base.max_concurrency,
         cache_size=base.cache_size,
+        call_timeout_s=base.call_timeout_s,
+        clock=base.clock,
     )
 
 
