@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import os
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -156,12 +157,17 @@ class Kernel:
             raise ConfigError(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
 
     def _close_since(self, before: set[tuple[str, str]]) -> None:
-        """Close and forget the implementations built since ``before`` was taken."""
+        """Close and forget the implementations built since ``before`` was taken.
+
+        They were built and never called, so they hold no connection bound to a loop; inside
+        a running event loop (``guard()`` in a notebook or an async app) they are closed on a
+        loop of their own in a helper thread.
+        """
         for key in [k for k in self._built if k not in before]:
             obj = self._built.pop(key)
             aclose = getattr(obj, "aclose", None)
             if aclose is not None and inspect.iscoroutinefunction(aclose):
-                asyncio.run(aclose())
+                _run_unused_close(aclose)
 
     def _mentioned(self, exc: BaseException) -> str:
         """``; key from source`` for every configured key that a message names.
@@ -340,3 +346,14 @@ def _caused_by(exc: BaseException, messages: Collection[str]) -> bool:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
+
+
+def _run_unused_close(aclose: Callable[[], Any]) -> None:
+    """Run ``aclose()`` of a never-used implementation to completion, even inside a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(aclose())
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="biasbreaker-close") as pool:
+        pool.submit(asyncio.run, aclose()).result()

@@ -545,6 +545,18 @@ def test_a_probe_rerun_past_its_time_out_fails_closed_on_time(tmp_path: Path, ki
     assert "out" not in out
 
 
+async def test_guard_works_inside_a_running_event_loop(tmp_path: Path) -> None:
+    """A notebook or an async app calls guard() with a loop running: validation closes what it
+    built on a loop of its own, and the guarded graph runs on the caller's loop."""
+    kernel = Kernel.load(cwd=tmp_path, overrides=SETTINGS)
+    graph = guard(screening_graph(0.0, Received("answer")), kernel).compile(
+        checkpointer=InMemorySaver()
+    )
+    out = await graph.ainvoke({}, thread("loop"))
+    assert "__interrupt__" not in out and out["report"].startswith("Filed: ")
+    assert guard_state(graph, thread("loop"))["bb_breaker"]["machine"]["step"] > 0
+
+
 # ------------------------------------------------------------------ plain JSON state
 
 
