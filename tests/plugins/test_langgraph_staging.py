@@ -170,15 +170,17 @@ class StandInCall:
     node = Node()
     key = "assess@2#0"
     lg_step = 2
-    update = {"decision": "yes"}
-    view = {"decision": "yes"}
-    goto = [Send("next", {"x": 1})]
     sampled = True
     score = 0.25
-    probe_summary = {"k": 4}
-    outcome = {"status": "scored", "reason": "ok"}
     hold = None
-    not_json: str | None = None
+
+    def __init__(self) -> None:
+        self.update = {"decision": "yes"}
+        self.view: Any = {"decision": "yes"}
+        self.goto = [Send("next", {"x": 1})]
+        self.probe_summary = {"k": 4}
+        self.outcome = {"status": "scored", "reason": "ok"}
+        self.not_json: str | None = None
 
     def staged_input(self, opaque: frozenset[str]) -> tuple[Any, Any]:
         return ({"opaque": sorted(opaque)}, {"template": True})
