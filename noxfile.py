@@ -205,7 +205,8 @@ def mutants(session: nox.Session) -> None:
     staging gates`` runs some. Each group runs on a copy of the tree (the session's tmp
     folder), so the work tree is never mutated; results are printed with ``cr-report`` and
     kept in ``.nox/mutants/tmp/<group>.sqlite``. A mutant on a line marked
-    ``# pragma: no mutate`` (with the reason why it is equivalent) is skipped. The session
+    ``# pragma: no mutate`` (with the reason why it is equivalent) is skipped, and so is one
+    that does not compile (``.ci/mutants_skip_uncompilable.py``). The session
     fails if a mutant survives in a ``strict`` group (gating and promotion).
     """
     import shutil
@@ -252,6 +253,7 @@ def mutants(session: nox.Session) -> None:
             if "only" in spec:
                 session.run("cr-filter-lines", "--config", str(cfg), str(db), env=env)
             session.run("cr-filter-pragma", str(db), env=env)
+            session.run("python", ".ci/mutants_skip_uncompilable.py", str(db), env=env)
             session.run("cosmic-ray", "exec", str(cfg), str(db), env=env)
             session.run("cr-report", str(db), env=env)
         counts = _outcomes(db)

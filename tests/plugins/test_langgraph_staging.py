@@ -439,6 +439,12 @@ def test_check_layout_refuses_a_node_already_run_or_laid_out_differently() -> No
     compiled.invoke({})
     with pytest.raises(ConfigError, match=r"guarded node 'a' was already used"):
         gates.check_layout(compiled, "a")
+    for cached in ("flat_writers", "node"):  # either cache alone is enough to refuse
+        compiled = two_step_graph(False)
+        getattr(compiled.nodes["a"], cached)
+        assert cached in vars(compiled.nodes["a"])
+        with pytest.raises(ConfigError, match=r"guarded node 'a' was already used"):
+            gates.check_layout(compiled, "a")
     compiled = two_step_graph(False)
     compiled.nodes["b"].writers.insert(0, ChannelWrite([ChannelWriteEntry("x", None)]))
     with pytest.raises(ConfigError, match=r"its first writer is not LangGraph's state-update"):
