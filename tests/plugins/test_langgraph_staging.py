@@ -8,6 +8,7 @@ real graphs. ``nox -s mutants -- staging gates`` runs these first (they fail in 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -399,11 +400,17 @@ def test_installed_gates_halt_the_node_and_fire_from_the_promoter(conditional: b
     assert ("a", "b") in edges and ("c", "a") not in edges and ("c", "b") not in edges
 
 
-def test_gates_on_a_real_run_only_a_promotion_naming_the_node_fires_its_edges() -> None:
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_gates_on_a_real_run_only_a_promotion_naming_the_node_fires_its_edges(
+    asynchronous: bool,
+) -> None:
+    def run(compiled: Any) -> Any:
+        return asyncio.run(compiled.ainvoke({})) if asynchronous else compiled.invoke({})
+
     for conditional in (False, True):
         compiled = two_step_graph(conditional)
         gates.install_gates(compiled, ["a"], [])
-        assert compiled.invoke({}) == {"a": "A", "b": "B"}
+        assert run(compiled) == {"a": "A", "b": "B"}
 
     def halting(state: S) -> Any:
         return Halt(goto=[], update={"a": "held"})
@@ -428,7 +435,7 @@ def test_gates_on_a_real_run_only_a_promotion_naming_the_node_fires_its_edges() 
                 builder.add_edge("a", "b")
             compiled = builder.compile()
             gates.install_gates(compiled, ["a"], ["c"])
-            out = compiled.invoke({})
+            out = run(compiled)
             assert out.get("b") == ("B" if fires else None), (conditional, promoter)
             assert out["a"] == "held"
 
