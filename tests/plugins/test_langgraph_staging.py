@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel._write import PASSTHROUGH, SKIP_WRITE, ChannelWrite, ChannelWriteEntry
 from langgraph.types import Command, Send
@@ -377,6 +378,7 @@ def two_step_graph(conditional: bool) -> Any:
     for fn in (a, b, c):
         builder.add_node(fn.__name__, fn)
     builder.add_edge(START, "a")
+    builder.add_edge(START, "c")  # the promoter runs (and is drawn) beside a
     if conditional:
         builder.add_conditional_edges("a", lambda s: "b", ["b"])
     else:
@@ -384,6 +386,20 @@ def two_step_graph(conditional: bool) -> Any:
     builder.add_edge("b", END)
     builder.add_edge("c", END)
     return builder.compile()
+
+
+def drawn(compiled: Any) -> set[tuple[str, str, bool]]:
+    return {(e.source, e.target, e.conditional) for e in compiled.get_graph().edges}
+
+
+class Runs(BaseCallbackHandler):
+    """The names of the runs a tracer sees (LangSmith sees the same callbacks)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.names.append(str(kwargs.get("name")))
 
 
 @pytest.mark.parametrize("conditional", [False, True])
@@ -395,9 +411,28 @@ def test_installed_gates_halt_the_node_and_fire_from_the_promoter(conditional: b
     assert after[0] is before[0] and len(after) == len(before) == 2
     assert after[1] is not before[1]
     assert len(compiled.nodes["c"].writers) == 2  # its own END edge and a copy of a's
-    # drawing still shows the user's edges (the node's own gated writer declares them)
-    edges = {(e.source, e.target) for e in compiled.get_graph().edges}
-    assert ("a", "b") in edges and ("c", "a") not in edges and ("c", "b") not in edges
+    # drawing shows the user's edges exactly: the node's own gated writer declares its
+    # branch, the promoter's copy declares nothing (no edge c -> b is drawn)
+    assert drawn(compiled) == drawn(two_step_graph(conditional))
+    assert ("a", "b", conditional) in drawn(compiled)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("conditional", [False, True])
+def test_the_gates_add_no_run_a_tracer_sees(conditional: bool, asynchronous: bool) -> None:
+    def names(compiled: Any) -> list[str]:
+        runs = Runs()
+        config: Any = {"callbacks": [runs]}
+        if asynchronous:
+            asyncio.run(compiled.ainvoke({}, config))
+        else:
+            compiled.invoke({}, config)
+        return sorted(runs.names)
+
+    plain = names(two_step_graph(conditional))
+    compiled = two_step_graph(conditional)
+    gates.install_gates(compiled, ["a"], ["c"])
+    assert names(compiled) == plain
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
@@ -410,7 +445,7 @@ def test_gates_on_a_real_run_only_a_promotion_naming_the_node_fires_its_edges(
     for conditional in (False, True):
         compiled = two_step_graph(conditional)
         gates.install_gates(compiled, ["a"], [])
-        assert run(compiled) == {"a": "A", "b": "B"}
+        assert run(compiled) == {"a": "A", "b": "B", "c": "C"}
 
     def halting(state: S) -> Any:
         return Halt(goto=[], update={"a": "held"})
