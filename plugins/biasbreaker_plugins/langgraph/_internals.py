@@ -106,7 +106,9 @@ def _promotes(node: str, output: Any) -> bool:
 def _gated_value(pred: Callable[[Any], bool], entry: ChannelWriteEntry, output: Any) -> Any:
     if not pred(output):
         return SKIP_WRITE
-    value = output if entry.value is PASSTHROUGH else entry.value
+    # `is` -> `==` is an equivalent mutant: PASSTHROUGH is a bare object() and an edge entry's
+    # value is None, a node name or PASSTHROUGH, whose == against it is identity
+    value = output if entry.value is PASSTHROUGH else entry.value  # pragma: no mutate
     return entry.mapper(value) if entry.mapper is not None else value
 
 
