@@ -302,6 +302,15 @@ def test_batches_are_promoted_independently_and_one_node_is_named_once() -> None
     assert list(w.staged) == ["a@1"] and out.goto == [BREAKER]
 
 
+def test_a_late_super_step_is_promoted_too() -> None:
+    """Super-steps count on across a thread's runs: past CPython's cached small ints (256),
+    batches are matched by value (a mutant matching them by identity promotes nothing)."""
+    # each entry's super-step is its own int object, as when read back from a checkpoint
+    w = work(cleared("a", int("1000"), key="a@1000#0"), cleared("a", int("1000"), key="a@1000#1"))
+    out = w.result()
+    assert isinstance(out, Promote) and out.promoted == ("a",) and w.staged == {}
+
+
 def test_sends_replace_the_reroute_and_precede_the_promoted_destinations() -> None:
     sends = [Send("bb_skeptic", {"i": 0})]
     w = work(staged("a", 1, "held"), cleared("b", 2, goto=["n"]))
