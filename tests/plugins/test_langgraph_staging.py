@@ -112,7 +112,8 @@ def test_hold_event_names_why_an_output_could_not_be_checked() -> None:
         "key": "k",
         "error": "why",
     }
-    failed = {**base, "not_json": None, "outcome": {"status": "failed"}}
+    # a status read back from a checkpoint is not the interned literal: compared by value
+    failed = {**base, "not_json": None, "outcome": {"status": "".join(["fail", "ed"])}}
     assert hold_event(failed)["event"] == "probe-failed"
     assert hold_event({**base, "outcome": {"status": "scored"}})["event"] == "unreadable"
     assert hold_event({**base, "outcome": None})["event"] == "unreadable"
@@ -259,6 +260,9 @@ def test_entries_frozen_set_breaker_and_extend() -> None:
     assert w.frozen("k") == {"v": 1} and w.frozen("missing") == {}
     w.extend([("bb_frozen", {"k": {"v": 2}}), ("bb_frozen", {"other": {}})])
     assert w.frozen("k") == {"v": 2} and w.frozen("j") == {"v": 0}
+    # only bb_frozen writes are frozen records, not another key's value that holds "k"
+    w.extend([("answer", {"k": "not a record"}), ("bb_breaker", {"k": "nor this"})])
+    assert w.frozen("k") == {"v": 2}
     assert work().frozen("k") == {}
     w.set_breaker({"m": 3})
     assert w.breaker == {"m": 3} and w.pairs[-1] == ("bb_breaker", {"m": 3})

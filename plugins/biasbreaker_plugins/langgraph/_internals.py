@@ -75,7 +75,9 @@ from pydantic import BaseModel
 from biasbreaker.errors import ConfigError
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# removing this decorator is an equivalent mutant: Halt adds no field, so Command's dataclass
+# methods serve it unchanged (it only loses __slots__)
+@dataclass(frozen=True, slots=True, kw_only=True)  # pragma: no mutate
 class Halt(Command):  # type: ignore[misc, type-arg]
     """What a guarded node returns when its output is held: only ``bb_`` keys, a reroute.
 
@@ -131,7 +133,11 @@ def _gate_channel_write(
 
 
 def _gate_branch(
-    writer: Runnable[Any, Any], pred: Callable[[Any], bool], *, declare: bool
+    # `*` -> `/` is an equivalent mutant: every call passes `declare` by keyword
+    writer: Runnable[Any, Any],
+    pred: Callable[[Any], bool],
+    *,  # pragma: no mutate
+    declare: bool,
 ) -> Runnable[Any, Any]:
     def run(output: Any, config: RunnableConfig) -> Any:
         if pred(output):
