@@ -304,6 +304,10 @@ def test_batches_are_promoted_independently_and_one_node_is_named_once() -> None
     assert isinstance(out, Promote) and out.promoted == ("b", "c")
     assert [e["key"] for e in w.promoted] == ["b@2#0", "b@2#1", "c@3"]
     assert list(w.staged) == ["a@1"] and out.goto == [BREAKER]
+    # a later batch still held does not hold back an earlier one that cleared
+    w = work(cleared("b", 2), staged("c", 3, "held"))
+    out = w.result()
+    assert isinstance(out, Promote) and out.promoted == ("b",) and list(w.staged) == ["c@3"]
 
 
 def test_a_late_super_step_is_promoted_too() -> None:
