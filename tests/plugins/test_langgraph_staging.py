@@ -262,7 +262,11 @@ def test_entries_frozen_set_breaker_and_extend() -> None:
     assert w.frozen("k") == {"v": 2} and w.frozen("j") == {"v": 0}
     # only bb_frozen writes are frozen records, not another key's value that holds "k"
     w.extend([("answer", {"k": "not a record"}), ("bb_breaker", {"k": "nor this"})])
+    w.put(staged("x", 1, "held", key="k"))  # a staged entry under the same key
     assert w.frozen("k") == {"v": 2}
+    # names compared by value (one built at run time is not the interned literal)
+    w.extend([("".join(["bb_", "frozen"]), {"k": {"v": 3}})])
+    assert w.frozen("k") == {"v": 3}
     assert work().frozen("k") == {}
     w.set_breaker({"m": 3})
     assert w.breaker == {"m": 3} and w.pairs[-1] == ("bb_breaker", {"m": 3})

@@ -219,7 +219,8 @@ class Work:
         """
         self.put({**staged, "status": "cleared", "final": dict(update), "how": how})
 
-    def result(self, *, sends: Sequence[Send] = ()) -> Any:
+    # `*` -> `/` is an equivalent mutant: every call passes `sends` by keyword
+    def result(self, *, sends: Sequence[Send] = ()) -> Any:  # pragma: no mutate
         """The task's return value: promotions, writes and where to go next."""
         promoted: list[str] = []
         goto: list[Any] = list(sends)
