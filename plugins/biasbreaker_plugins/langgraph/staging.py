@@ -227,7 +227,9 @@ class Work:
         batches = sorted({order(e)[0] for e in self.staged.values()})
         for batch in batches:
             members = [e for e in self.staged.values() if order(e)[0] == batch]
-            if not all(e["status"] == "cleared" for e in members):
+            # `==` -> `<=` is an equivalent mutant: "cleared" sorts before every other status
+            # ("escalated", "fanout", "held", "queued", "tripped")
+            if not all(e["status"] == "cleared" for e in members):  # pragma: no mutate
                 continue
             for staged in sorted(members, key=order):
                 self.pairs.extend(staged["final"].items())
