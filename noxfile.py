@@ -9,6 +9,7 @@ The tests sessions need each interpreter on PATH: with pyenv, ``pyenv global 3.1
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -99,3 +100,209 @@ def slow(session: nox.Session) -> None:
     """Tests marked `slow` (deselected by default)."""
     _install_project(session, "langgraph,test")
     session.run("pytest", "-m", "slow", *session.posargs)
+
+
+# Mutation testing (cosmic-ray): each group mutates its modules (or only the named functions
+# of a module) and runs only the tests that cover them, so a group finishes in minutes, not
+# hours. Gating and promotion must have no surviving mutant: the session fails if one does.
+MUTANT_GROUPS: dict[str, dict[str, Any]] = {
+    "staging": {
+        "module": "plugins/biasbreaker_plugins/langgraph/staging.py",
+        "tests": [
+            "tests/plugins/test_langgraph_staging.py",
+            "tests/plugins/test_langgraph_orders.py",
+        ],
+        "strict": True,
+    },
+    "gates": {
+        "module": "plugins/biasbreaker_plugins/langgraph/_internals.py",
+        "only": [
+            "Halt",
+            "Promote",
+            "_not_halted",
+            "_promotes",
+            "_gated_value",
+            "_gate_channel_write",
+            "_gate_branch",
+            "check_layout",
+            "install_gates",
+        ],
+        "tests": [
+            "tests/plugins/test_langgraph_staging.py",
+            "tests/plugins/test_langgraph_orders.py",
+        ],
+        "strict": True,
+    },
+    "breaker": {"module": "core/biasbreaker/breaker.py", "tests": ["tests/core/test_breaker.py"]},
+    "machine": {
+        "module": "core/biasbreaker/machine.py",
+        "only": [
+            "network_spike",
+            "node_spike",
+            "spike",
+            "drift",
+            "drift_subsided",
+            "hook_returned",
+            "cooldown_elapsed",
+            "relapsed",
+            "relapsed_budget_spent",
+            "relapsed_with_budget",
+            "probation_failed",
+            "probation_failed_budget_spent",
+            "probation_failed_with_budget",
+            "recovered",
+            "TRANSITIONS",
+            "select_transition",
+            "ControlMachine._passes_probation",
+        ],
+        "tests": ["tests/core/test_machine.py"],
+    },
+    "invariants": {
+        "module": "core/biasbreaker/intervention/invariants.py",
+        "tests": ["tests/core/test_intervention_invariants.py"],
+    },
+    "verify": {"module": "core/biasbreaker/verify", "tests": ["tests/core/verify"]},
+}
+"""Group -> ``module`` (a file or package), ``only`` (top-level names or ``Class.method`` to
+mutate; the rest of the module is left alone), ``tests`` and ``strict`` (fail on a survivor)."""
+
+
+PYTEST_FAST = "-p no:cacheprovider -p pytest_asyncio.plugin"
+"""With ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``: only the plugin the tests need."""
+
+
+def _line_ranges(path: Path, names: list[str]) -> list[str]:
+    """``"first-last"`` line ranges of the named top-level definitions of ``path``."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        targets: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            targets = [node.name]
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        found[f"{node.name}.{item.name}"] = item
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            targets = [node.target.id]
+        elif isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        for target in targets:
+            found[target] = node
+    missing = sorted(set(names) - set(found))
+    if missing:
+        raise ValueError(f"mutants: {path} defines no {', '.join(missing)}; fix MUTANT_GROUPS")
+    return [f"{found[n].lineno}-{found[n].end_lineno}" for n in names]
+
+
+@nox.session(python="3.11", default=False)
+def mutants(session: nox.Session) -> None:
+    """Mutation testing with cosmic-ray over gating, promotion, the breaker and its checks.
+
+    ``nox -s mutants`` runs every group (an hour or more on 2 cores); ``nox -s mutants --
+    staging gates`` runs some. Each group runs on a copy of the tree (the session's tmp
+    folder), so the work tree is never mutated; results are printed with ``cr-report`` and
+    kept in ``.nox/mutants/tmp/<group>.sqlite``. A mutant on a line marked
+    ``# pragma: no mutate`` (with the reason why it is equivalent) is skipped, and so is one
+    that does not compile (``.ci/mutants_skip_uncompilable.py``). The session
+    fails if a mutant survives in a ``strict`` group (gating and promotion).
+    """
+    import shutil
+
+    import tomllib
+
+    groups = list(session.posargs) or list(MUTANT_GROUPS)
+    unknown = sorted(set(groups) - set(MUTANT_GROUPS))
+    if unknown:
+        session.error(f"unknown mutant group(s) {unknown}; choose from {sorted(MUTANT_GROUPS)}")
+    session.install(TORCH)
+    session.install("-e", ".[langgraph,sign,test]", "cosmic-ray==8.7.0")
+    tmp = Path(session.create_tmp()).resolve()
+    tree = tmp / "tree"
+    shutil.rmtree(tree, ignore_errors=True)
+    ignore = shutil.ignore_patterns(".git", ".nox", ".venv", "*.egg-info", "__pycache__", ".*cache")
+    shutil.copytree(Path.cwd(), tree, ignore=ignore)
+    # the copy's packages come first (the editable install points at the work tree); no
+    # pytest plugin is loaded but pytest-asyncio: starting pytest is most of a mutant's time
+    env = {
+        "PYTHONPATH": f"{tree / 'core'}:{tree / 'plugins'}",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    failed: list[str] = []
+    for group in groups:
+        spec = MUTANT_GROUPS[group]
+        tests = " ".join(spec["tests"])
+        config = {
+            "module-path": spec["module"],
+            "timeout": 300.0,
+            "excluded-modules": [],
+            "test-command": f"python -m pytest -x -q {PYTEST_FAST} {tests}",
+            "distributor": {"name": "local"},
+        }
+        if "only" in spec:
+            lines = _line_ranges(tree / spec["module"], spec["only"])
+            config["filters"] = {"line-filter": {"lines": {spec["module"]: lines}}}
+        cfg, db = tmp / f"{group}.toml", tmp / f"{group}.sqlite"
+        cfg.write_text(_toml({"cosmic-ray": config}), encoding="utf-8")
+        tomllib.loads(cfg.read_text(encoding="utf-8"))  # written as cosmic-ray reads it
+        db.unlink(missing_ok=True)
+        with session.chdir(tree):
+            session.run("cosmic-ray", "init", str(cfg), str(db), env=env)
+            if "only" in spec:
+                session.run("cr-filter-lines", "--config", str(cfg), str(db), env=env)
+            session.run("cr-filter-pragma", str(db), env=env)
+            session.run("python", ".ci/mutants_skip_uncompilable.py", str(db), env=env)
+            session.run("cosmic-ray", "exec", str(cfg), str(db), env=env)
+            session.run("cr-report", str(db), env=env)
+        counts = _outcomes(db)
+        session.log(f"mutants {group}: {counts}")
+        if spec.get("strict") and counts.get("survived", 0) + counts.get("timeout", 0):
+            failed.append(group)
+    if failed:
+        session.error(f"surviving mutants in gating/promotion group(s) {failed}")
+
+
+def _outcomes(db: Path) -> dict[str, int]:
+    """Counts of a cosmic-ray session: killed (``syntax`` of them: the mutant did not even
+    compile, e.g. ``*`` of a keyword-only marker turned into ``/``), survived, timeout,
+    skipped (filtered: outside ``only`` or ``# pragma: no mutate``), incompetent, pending."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        total = conn.execute("SELECT count(*) FROM work_items").fetchone()[0]
+        rows = conn.execute("SELECT worker_outcome, test_outcome, output FROM work_results")
+        counts: dict[str, int] = {}
+        done = 0
+        for worker, test, output in rows:
+            done += 1
+            if worker == "SKIPPED":
+                name = "skipped"
+            elif worker == "TIMEOUT":
+                name = "timeout"
+            elif test == "KILLED":
+                name = "killed"
+                if "SyntaxError" in (output or ""):
+                    counts["syntax"] = counts.get("syntax", 0) + 1
+            elif test == "SURVIVED":
+                name = "survived"
+            else:
+                name = "incompetent"
+            counts[name] = counts.get(name, 0) + 1
+    counts["pending"] = total - done
+    return counts
+
+
+def _toml(data: dict[str, Any], prefix: str = "") -> str:
+    """A small TOML writer for the cosmic-ray config (strings, floats, lists, tables)."""
+    import json
+
+    scalars = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    out = [f"[{prefix}]"] if prefix else []
+    out += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in scalars.items()]
+    for key, value in data.items():
+        if isinstance(value, dict):
+            name = f"{prefix}.{json.dumps(key)}" if prefix else json.dumps(key)
+            out.append(_toml(value, name))
+    return "\n".join(out) + "\n"

@@ -107,7 +107,7 @@ def test_mixing_ratio_is_stable_for_extreme_arguments() -> None:
     assert mixing_ratio(0.31, 0.3, 0.01) == pytest.approx(1 / (1 + math.exp(-1.0)))
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -0.01, "0.4", None, True])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, float("inf"), -0.01, "0.4", None, True])
 def test_check_rejects_invalid_scores_naming_the_argument_and_keeps_state(bad: object) -> None:
     cb = breaker()
     cb.check(0.9, 0.0)

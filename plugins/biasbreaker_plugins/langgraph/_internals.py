@@ -75,7 +75,9 @@ from pydantic import BaseModel
 from biasbreaker.errors import ConfigError
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# removing this decorator is an equivalent mutant: Halt adds no field, so Command's dataclass
+# methods serve it unchanged (it only loses __slots__)
+@dataclass(frozen=True, slots=True, kw_only=True)  # pragma: no mutate
 class Halt(Command):  # type: ignore[misc, type-arg]
     """What a guarded node returns when its output is held: only ``bb_`` keys, a reroute.
 
@@ -106,7 +108,9 @@ def _promotes(node: str, output: Any) -> bool:
 def _gated_value(pred: Callable[[Any], bool], entry: ChannelWriteEntry, output: Any) -> Any:
     if not pred(output):
         return SKIP_WRITE
-    value = output if entry.value is PASSTHROUGH else entry.value
+    # `is` -> `==` is an equivalent mutant: PASSTHROUGH is a bare object() and an edge entry's
+    # value is None, a node name or PASSTHROUGH, whose == against it is identity
+    value = output if entry.value is PASSTHROUGH else entry.value  # pragma: no mutate
     return entry.mapper(value) if entry.mapper is not None else value
 
 
@@ -129,7 +133,11 @@ def _gate_channel_write(
 
 
 def _gate_branch(
-    writer: Runnable[Any, Any], pred: Callable[[Any], bool], *, declare: bool
+    # `*` -> `/` is an equivalent mutant: every call passes `declare` by keyword
+    writer: Runnable[Any, Any],
+    pred: Callable[[Any], bool],
+    *,  # pragma: no mutate
+    declare: bool,
 ) -> Runnable[Any, Any]:
     def run(output: Any, config: RunnableConfig) -> Any:
         if pred(output):

@@ -110,12 +110,16 @@ def order(staged: Mapping[str, Any]) -> tuple[int, str]:
 
 def held_status(decision: BreakerDecision) -> str:
     """The status of an output the decision did not let through."""
-    return "escalated" if decision.action is BreakerAction.ESCALATE else "held"
+    # `is` -> `==` or `<=` are equivalent mutants: the action is a BreakerAction (a str enum
+    # checked by BreakerDecision) and "escalate" sorts before "halt", "proceed", "reroute"
+    return "escalated" if decision.action is BreakerAction.ESCALATE else "held"  # pragma: no mutate
 
 
 def route_for(decision: BreakerDecision) -> str:
     """Where an output the decision did not let through goes next."""
-    return REVIEW if decision.action is BreakerAction.ESCALATE else BREAKER
+    # `is` -> `==` or `<=` are equivalent mutants: the action is a BreakerAction (a str enum
+    # checked by BreakerDecision) and "escalate" sorts before "halt", "proceed", "reroute"
+    return REVIEW if decision.action is BreakerAction.ESCALATE else BREAKER  # pragma: no mutate
 
 
 def staged_with(state: Mapping[str, Any], *statuses: str) -> list[dict[str, Any]]:
@@ -215,14 +219,17 @@ class Work:
         """
         self.put({**staged, "status": "cleared", "final": dict(update), "how": how})
 
-    def result(self, *, sends: Sequence[Send] = ()) -> Any:
+    # `*` -> `/` is an equivalent mutant: every call passes `sends` by keyword
+    def result(self, *, sends: Sequence[Send] = ()) -> Any:  # pragma: no mutate
         """The task's return value: promotions, writes and where to go next."""
         promoted: list[str] = []
         goto: list[Any] = list(sends)
         batches = sorted({order(e)[0] for e in self.staged.values()})
         for batch in batches:
             members = [e for e in self.staged.values() if order(e)[0] == batch]
-            if not all(e["status"] == "cleared" for e in members):
+            # `==` -> `<=` is an equivalent mutant: "cleared" sorts before every other status
+            # ("escalated", "fanout", "held", "queued", "tripped")
+            if not all(e["status"] == "cleared" for e in members):  # pragma: no mutate
                 continue
             for staged in sorted(members, key=order):
                 self.pairs.extend(staged["final"].items())
