@@ -31,6 +31,7 @@ from biasbreaker_plugins.demo.interrupts import (
 from biasbreaker_plugins.demo.output import MARKER, OutputFolder, write_text_atomic
 
 if TYPE_CHECKING:
+    from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint
     from biasbreaker_plugins.demo.report import Table
     from biasbreaker_plugins.demo.run_graph import PreparedRun
 
@@ -77,6 +78,15 @@ def _check_out(out: Path) -> None:
         if path.exists() or path.is_symlink():
             where = "is a file" if path == out else f"is inside {path}, which is a file"
             fail(f"--out {out} {where}; give a folder")
+
+
+def _checkpoint(value: str | None) -> Path | PostgresCheckpoint | None:
+    """``--checkpoint``: a PostgreSQL URL (``postgresql://``, ``postgres://``) or a file path."""
+    from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, is_postgres_url
+
+    if value is None:
+        return None
+    return PostgresCheckpoint(value) if is_postgres_url(value) else Path(value)
 
 
 class _Stop:
@@ -393,13 +403,14 @@ def run(
         ),
     ] = Path("biasbreaker-run"),
     checkpoint: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--checkpoint",
-            dir_okay=False,
-            help="Checkpoint the runs into this new SQLite file, so a run paused for human "
-            "review can be resumed later (Command(resume=...) on thread input-<line>); "
-            "default: in memory, lost when the command ends.",
+            help="Checkpoint the runs into this new SQLite file, or a PostgreSQL database "
+            "(postgresql://...; the postgres extra) that holds none of the run's threads yet, "
+            "so a run paused for human review can be resumed later, by any process "
+            "(Command(resume=...) on thread input-<line>); default: in memory, lost when the "
+            "command ends.",
         ),
     ] = None,
     fail_fast: Annotated[
@@ -446,7 +457,7 @@ def run(
     with StopOnSignal(on_force=stop) as signals:
         try:
             prepared = prepare_run(
-                RunConfig(config, Path.cwd(), {}), graph, inputs, out, checkpoint
+                RunConfig(config, Path.cwd(), {}), graph, inputs, out, _checkpoint(checkpoint)
             )
             prepared_runs.append(prepared)
             report_host(prepared.kernel.host)

@@ -32,6 +32,7 @@ from biasbreaker.errors import ConfigError
 from biasbreaker.redaction import redact_text, redact_value
 from biasbreaker.trace import seal_trace
 from biasbreaker.types import canonical_json
+from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, postgres_saver
 
 Status = Literal["done", "review", "failed"]
 """``done``: the graph reached its end; ``review``: paused, an output waits for a human;
@@ -129,22 +130,30 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 
 @asynccontextmanager
-async def compiled(builder: Any, checkpoint: Path | None = None) -> AsyncIterator[Any]:
+async def compiled(
+    builder: Any, checkpoint: Path | PostgresCheckpoint | None = None
+) -> AsyncIterator[Any]:
     """Compile ``builder`` with a checkpointer (``interrupt()`` needs one).
 
     Args:
         builder: The (guarded) ``StateGraph`` builder.
-        checkpoint: A SQLite file to checkpoint into, so a thread paused for review can be
+        checkpoint: A SQLite file, or a PostgreSQL database (``AsyncPostgresSaver``, the
+            ``postgres`` extra), to checkpoint into, so a thread paused for review can be
             resumed by another process; ``None``: in memory (lost at the end).
 
     Raises:
-        ConfigError: The checkpoint file cannot be opened or set up as a SQLite database
-            (checked before the graph gets it, so this is never a traceback mid-run).
+        ConfigError: The checkpoint cannot be opened or set up as a SQLite or PostgreSQL
+            checkpoint database (checked before the graph gets it, so this is never a
+            traceback mid-run).
     """
     if checkpoint is None:
         from langgraph.checkpoint.memory import InMemorySaver
 
         yield builder.compile(checkpointer=InMemorySaver())
+        return
+    if isinstance(checkpoint, PostgresCheckpoint):
+        async with postgres_saver(checkpoint) as saver:
+            yield builder.compile(checkpointer=saver)
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from biasbreaker.errors import ConfigError, InputError
 from biasbreaker_plugins.demo.agents import DemoKernel
+from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, check_postgres_checkpoint
 from biasbreaker_plugins.demo.driver import (
     ResultsLog,
     ThreadOutcome,
@@ -213,7 +214,8 @@ class PreparedRun:
         guarded: The guarded ``StateGraph`` builder.
         inputs: One per non-blank line of ``--inputs``, in file order.
         out: The output folder.
-        checkpoint: The SQLite checkpoint file to create, or ``None`` (in memory).
+        checkpoint: The SQLite checkpoint file to create, a PostgreSQL database, or ``None``
+            (in memory).
     """
 
     spec: str
@@ -221,7 +223,7 @@ class PreparedRun:
     guarded: Any
     inputs: list[InputLine]
     out: Path
-    checkpoint: Path | None = None
+    checkpoint: Path | PostgresCheckpoint | None = None
 
     def planned(self) -> list[str]:
         """The files the run may write into ``out``, relative to it."""
@@ -230,7 +232,11 @@ class PreparedRun:
 
 
 def prepare_run(
-    config: RunConfig, spec: str, inputs: Path, out: Path, checkpoint: Path | None = None
+    config: RunConfig,
+    spec: str,
+    inputs: Path,
+    out: Path,
+    checkpoint: Path | PostgresCheckpoint | None = None,
 ) -> PreparedRun:
     """Check everything a run needs (configuration, graph, inputs) without writing anything.
 
@@ -240,18 +246,20 @@ def prepare_run(
         inputs: The JSON Lines inputs file.
         out: The output folder.
         checkpoint: ``--checkpoint``: a SQLite file that must not exist yet (its threads would
-            otherwise be continued, not started), or ``None``.
+            otherwise be continued, not started), a PostgreSQL database that holds none of
+            the run's threads yet (``checkpoints.check_postgres_checkpoint``), or ``None``.
 
     Raises:
         ConfigError: Bad configuration (validated as :meth:`~biasbreaker.kernel.Kernel.validate`
             does: every selected implementation built), bad ``--graph``, a graph the adapter
-            cannot guard, or a bad ``--checkpoint`` (see :func:`check_checkpoint`).
+            cannot guard, or a bad ``--checkpoint`` (see :func:`check_checkpoint`; for
+            PostgreSQL also a database that cannot be reached or already holds a thread).
         InputError: The inputs file is unreadable or empty (a malformed line is an input
             that fails when the run gets to it).
     """
     from biasbreaker_plugins.langgraph import guard
 
-    if checkpoint is not None:
+    if isinstance(checkpoint, Path):
         check_checkpoint(checkpoint)
     kernel = phase_kernel(config, traces=out / "traces")
     kernel.validate()  # as `config --check`: everything a guarded run builds, built once
@@ -259,6 +267,8 @@ def prepare_run(
     builder = build_user_graph(factory, spec, kernel)
     guarded = guard(builder, kernel)
     states = read_inputs(inputs)
+    if isinstance(checkpoint, PostgresCheckpoint):
+        check_postgres_checkpoint(checkpoint, [line.thread for line in states])
     return PreparedRun(spec, kernel, guarded, states, out, checkpoint)
 
 

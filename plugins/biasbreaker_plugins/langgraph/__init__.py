@@ -33,7 +33,7 @@ from biasbreaker.errors import PluginError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import AnyHook
 from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
-from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, guard_state
+from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, aguard_state, guard_state
 from biasbreaker_plugins.langgraph.names import ADDED_NODES
 from biasbreaker_plugins.langgraph.node import GuardedNode, NodeOptions, guard_node
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
@@ -126,6 +126,7 @@ __all__ = [
     "NodeOptions",
     "ReviewDecision",
     "ReviewRequest",
+    "aguard_state",
     "guard",
     "guard_node",
     "guard_state",

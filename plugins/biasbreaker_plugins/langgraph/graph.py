@@ -187,20 +187,41 @@ def guard_state(
     Raises:
         ConfigError: ``graph`` was not guarded, or it has no checkpointer.
     """
+    found = _saver_of(graph, "guard_state").get_tuple(config)
+    return {} if found is None else _guard_keys(graph, found.checkpoint)
+
+
+async def aguard_state(
+    graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig
+) -> dict[str, Any]:
+    """:func:`guard_state` through the checkpointer's async interface (``aget_tuple``).
+
+    Use it inside an event loop with an async-only saver (``AsyncPostgresSaver``,
+    ``AsyncSqliteSaver``), whose synchronous calls refuse to run on the loop's thread.
+
+    Raises:
+        ConfigError: As :func:`guard_state`.
+    """
+    found = await _saver_of(graph, "aguard_state").aget_tuple(config)
+    return {} if found is None else _guard_keys(graph, found.checkpoint)
+
+
+def _saver_of(graph: CompiledStateGraph[Any, Any, Any, Any], name: str) -> Any:
     if guard_of(graph) is None:
         raise ConfigError(
-            "guard_state() reads a graph compiled from guard(builder); this one was not guarded"
+            f"{name}() reads a graph compiled from guard(builder); this one was not guarded"
         )
     saver = graph.checkpointer
     if saver is None or saver is True or saver is False:
         raise ConfigError(
-            "guard_state() reads the thread's checkpoint: compile the guarded graph with a "
+            f"{name}() reads the thread's checkpoint: compile the guarded graph with a "
             "checkpointer, e.g. .compile(checkpointer=InMemorySaver())"
         )
-    found = saver.get_tuple(config)
-    if found is None:
-        return {}
-    values = found.checkpoint["channel_values"]
+    return saver
+
+
+def _guard_keys(graph: CompiledStateGraph[Any, Any, Any, Any], checkpoint: Any) -> dict[str, Any]:
+    values = checkpoint["channel_values"]
     out: dict[str, Any] = {}
     for key in sorted(BB_KEYS):
         # a reducer key never written reads as its channel's default (an empty dict or list)
@@ -515,4 +536,11 @@ def build_guarded(
     return guarded
 
 
-__all__ = ["GUARD_ATTR", "GuardedStateGraph", "build_guarded", "guard_of", "guard_state"]
+__all__ = [
+    "GUARD_ATTR",
+    "GuardedStateGraph",
+    "aguard_state",
+    "build_guarded",
+    "guard_of",
+    "guard_state",
+]
