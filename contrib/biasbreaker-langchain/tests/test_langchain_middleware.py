@@ -232,3 +232,11 @@ def test_unreadable_reply_is_held_with_the_reason(tmp_path: Path) -> None:
     request = out["__interrupt__"][0].value
     assert request["probe"]["status"] == "unreadable"
     assert "bytes" in request["reason"] and "tool_calls[0].args" in request["reason"]
+
+
+def test_plugins_lists_the_adapter_with_its_distribution() -> None:
+    result = runner.invoke(app, ["plugins"])
+    assert result.exit_code == 0, result.stdout
+    line = next(row for row in result.stdout.splitlines() if row.startswith("langchain-agent"))
+    assert "biasbreaker-langchain" in line
+    assert "framework_adapter  langchain-agent" in result.stdout

@@ -456,7 +456,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         adapter = self.adapter
         state = call.request.state
         node = adapter.node
-        raw = state.get("bb_breaker")
+        raw: Any = state.get("bb_breaker")
         records: list[StepRecord] = []
         if raw:
             machine = ControlMachine.restore(raw, recorder=records.append)
