@@ -202,6 +202,20 @@ def test_streamed_fair_run_streams_each_reply_once(tmp_path: Path) -> None:
     assert len(watch.executed) == 1
 
 
+def test_async_streamed_biased_run_shows_no_held_reply(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+
+    async def collect() -> list[Any]:
+        config = thread("as-biased")
+        return [c async for c in agent.astream(question(WOMAN), config, stream_mode="messages")]
+
+    chunks = asyncio.run(collect())
+    assert watch.executed == []
+    text = "\n".join(repr(c) for c in chunks)
+    assert "deny_loan" not in text and "Decision" not in text
+
+
 def test_another_adapter_selected_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="langchain-agent"):
         BiasGuardMiddleware({**SETTINGS, "adapter": {"framework": "langgraph"}})
