@@ -77,6 +77,7 @@ def bench(session: nox.Session) -> None:
     """Benchmarks, printed as ratios against baselines measured in the same run."""
     _install_project(session, "langgraph,sign,test")
     session.install("pytest-benchmark>=4", "pybreaker>=1.2", "networkx>=3.2")
+    session.install("./contrib/biasbreaker-langchain")  # benchmarks/test_bench_langchain.py
     session.run(
         "pytest",
         "benchmarks",

@@ -31,11 +31,14 @@ class Traces:
     Args:
         template: The path, ``{thread_id}`` replaced by the thread id; empty for no trace.
         fsync: fsync after every record.
+        adapter: The adapter named in each file's header (another framework adapter that
+            reuses these traces, e.g. ``"langchain-agent"``, names itself).
     """
 
-    def __init__(self, template: str, *, fsync: bool = False) -> None:
+    def __init__(self, template: str, *, fsync: bool = False, adapter: str = "langgraph") -> None:
         self.template = template
         self.fsync = fsync
+        self.adapter = adapter
         self._open: dict[Path, tuple[TraceWriter, int]] = {}
         self._lock = threading.Lock()
 
@@ -89,7 +92,7 @@ class Traces:
             if writer is None or expected != first:
                 if writer is not None:
                     writer.close()
-                header = machine.config.trace_header({"adapter": "langgraph", "thread": thread_id})
+                header = machine.config.trace_header({"adapter": self.adapter, "thread": thread_id})
                 writer = self._reopen(path, header, first, thread_id)
             for record in records:
                 writer.write(record)

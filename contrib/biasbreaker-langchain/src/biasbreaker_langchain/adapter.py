@@ -1,0 +1,80 @@
+"""The ``langchain-agent`` adapter object: what one kernel's guarded agents share.
+
+The factory (:func:`biasbreaker_langchain.plugin.make_adapter`) builds one
+:class:`LangChainAgentAdapter` per kernel; every
+:class:`~biasbreaker_langchain.middleware.BiasGuardMiddleware` built from that kernel uses
+its probe, machine configuration, B_net fold and run traces.
+
+The building blocks come from the LangGraph adapter through its modules' public names, not
+copies: the message views the probe varies and compares
+(:mod:`biasbreaker_plugins.langgraph.values`), stream capture and release
+(:mod:`biasbreaker_plugins.langgraph.streaming`), the B_net fold
+(:class:`biasbreaker_plugins.langgraph.deciding.Decider`) and the per-thread run traces
+(:class:`biasbreaker_plugins.langgraph.traces.Traces`).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from biasbreaker.errors import ConfigError
+from biasbreaker.machine import MachineConfig
+from biasbreaker.probe import Probe, build_probe
+from biasbreaker.registry import BuildContext
+from biasbreaker_plugins.langgraph.deciding import Decider
+from biasbreaker_plugins.langgraph.machines import Machines
+from biasbreaker_plugins.langgraph.traces import Traces
+
+if TYPE_CHECKING:
+    from biasbreaker_langchain.plugin import LangChainAgentOptions
+
+
+class LangChainAgentAdapter:
+    """The ``langchain-agent`` framework adapter for one kernel.
+
+    Args:
+        options: ``[plugin.langchain-agent]``.
+        context: The kernel (settings, seed, plugins).
+
+    Raises:
+        ConfigError: ``[breaker] probation`` is not ``"half-open"``.
+        ProbeError, ConfigError: The probe cannot be built (``[probe]``).
+    """
+
+    def __init__(self, options: LangChainAgentOptions, context: BuildContext) -> None:
+        settings = context.settings
+        if settings.breaker.probation != "half-open":
+            raise ConfigError(
+                f"[breaker] probation = {settings.breaker.probation!r}: a guarded LangChain "
+                "agent needs 'half-open' (in 'hold' mode every model reply after a halt would "
+                "be held until the machine is NORMAL again); set [breaker] probation = "
+                "'half-open' (the default)"
+            )
+        self.options = options
+        self.context = context
+        self.node = options.node
+        self.machine_config = MachineConfig.from_settings(settings)
+        self.probe: Probe = build_probe(context)
+        self.traces = Traces(
+            options.trace_path, fsync=settings.trace.fsync, adapter="langchain-agent"
+        )
+        # one guarded step per model call: B_net is that call's score (Katz weight 1)
+        self.decider = Decider(
+            Machines(self.machine_config),
+            self.traces,
+            {self.node: 1.0},
+            settings.propagation.network_ewma,
+        )
+        self.pool = ThreadPoolExecutor(
+            max_workers=settings.probe.max_concurrency,
+            thread_name_prefix="biasbreaker-langchain-probe",
+        )
+
+    def close(self) -> None:
+        """Close the trace files and the probe's worker threads."""
+        self.traces.close()
+        self.pool.shutdown(wait=False)
+
+
+__all__ = ["LangChainAgentAdapter"]

@@ -1,0 +1,256 @@
+"""BiasGuardMiddleware on real create_agent agents over the seeded fake (**simulated**).
+
+The biased model calls ``approve_loan`` only for men (and ``deny_loan`` for women); asked about
+Ms. Mary Carter it denies. Its counterfactual re-issues (Mr. ...) approve, so the call trips:
+the reply is never appended and its tool call never runs. The fair model is blind to gender:
+its runs are untouched and each tool call runs once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from biasbreaker_langchain import WITHHELD, BiasGuardMiddleware
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from lc_agents import NEUTRAL, SETTINGS, WOMAN, LoanModel, Watch, loan_tools, model, question
+from typer.testing import CliRunner
+
+from biasbreaker.cli import app
+from biasbreaker.errors import ConfigError
+
+runner = CliRunner()
+
+
+def settings(tmp_path: Path, **extra: Any) -> dict[str, Any]:
+    trace = str(tmp_path / "trace-{thread_id}.jsonl")
+    return {**SETTINGS, "plugin": {"langchain-agent": {"trace_path": trace}}, **extra}
+
+
+def build(biased: bool, watch: Watch, tmp_path: Path, **extra: Any) -> Any:
+    middleware = BiasGuardMiddleware(settings(tmp_path, **extra))
+    return create_agent(
+        model(biased, watch),
+        tools=loan_tools(watch),
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+
+
+def verify(path: Path) -> str:
+    result = runner.invoke(app, ["verify", str(path)])
+    assert result.exit_code == 0, result.stdout
+    assert "all properties hold" in result.stdout
+    return result.stdout
+
+
+def thread(name: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": name}}
+
+
+def tool_calls(messages: list[Any]) -> list[str]:
+    return [c["name"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+
+
+def test_fair_agent_untouched_tools_run_once(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(False, watch, tmp_path)
+    out = agent.invoke(question(WOMAN), thread("fair"))
+    messages = out["messages"]
+    assert [type(m).__name__ for m in messages] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+    ]
+    assert len(watch.executed) == 1 and tool_calls(messages) == [watch.executed[0][0]]
+    assert "__interrupt__" not in out
+    assert "bb_breaker" not in out  # private state: not in the agent's output
+    # probed: each of the two model calls was re-issued (1 + k counterfactuals + r resamples)
+    assert watch.calls == 2 * (1 + 4 + 2)
+    verify(tmp_path / "trace-fair.jsonl")
+
+
+def test_unguarded_fair_agent_gives_the_same_messages(tmp_path: Path) -> None:
+    guarded, bare = Watch(), Watch()
+    out = build(False, guarded, tmp_path).invoke(question(WOMAN), thread("same"))
+    plain = create_agent(model(False, bare), tools=loan_tools(bare)).invoke(question(WOMAN))
+    assert [(type(m), m.content) for m in out["messages"]] == [
+        (type(m), m.content) for m in plain["messages"]
+    ]
+    assert guarded.executed == bare.executed
+
+
+def test_biased_agent_halted_its_tool_call_never_runs(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+    config = thread("biased")
+    out = agent.invoke(question(WOMAN), config)
+    assert watch.executed == []
+    assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage"]  # nothing appended
+    (pending,) = out["__interrupt__"]
+    request = pending.value
+    assert request["kind"] == "biasbreaker-review" and request["action"] != "proceed"
+    assert request["probe"]["status"] == "scored" and request["b_net"] >= 0.3
+    held = request["reply"]["messages"][0]["tool_calls"]
+    assert held == [{"name": "deny_loan", "args": {"reason": "Decision: no"}}]
+    state = agent.get_state(config)
+    assert [type(m).__name__ for m in state.values["messages"]] == ["HumanMessage"]
+    assert "bb_breaker" not in state.values  # the held step's node did not complete
+    verify(tmp_path / "trace-biased.jsonl")  # sealed when the run paused for review
+
+    # the reviewer rejects: a withheld notice without tool calls; the agent ends
+    answer = {"action": "reject", "sha256": request["sha256"]}
+    done = agent.invoke(Command(resume=answer), config)
+    assert watch.executed == []
+    last = done["messages"][-1]
+    assert isinstance(last, AIMessage) and not last.tool_calls
+    assert last.content == WITHHELD.format(reason=request["reason"])
+    assert not any(isinstance(m, ToolMessage) for m in done["messages"])
+    verify(tmp_path / "trace-biased.jsonl")
+
+
+def test_biased_reply_approved_by_the_reviewer_runs_its_tool_once(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+    config = thread("approved")
+    out = agent.invoke(question(WOMAN), config)
+    request = out["__interrupt__"][0].value
+    done = agent.invoke(Command(resume={"action": "approve", "sha256": request["sha256"]}), config)
+    assert watch.executed == [("deny_loan", "Decision: no")]
+    reviews = agent.get_state(config).values["bb_reviews"]
+    assert [r["action"] for r in reviews] == ["approve"]
+    assert tool_calls(done["messages"]) == ["deny_loan"]  # the reviewed reply, appended once
+
+
+def test_a_stale_approval_is_reviewed_again(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+    config = thread("stale")
+    agent.invoke(question(WOMAN), config)
+    again = agent.invoke(Command(resume={"action": "approve", "sha256": "0" * 64}), config)
+    assert watch.executed == []
+    assert again["__interrupt__"][0].value["kind"] == "biasbreaker-review"
+
+
+def test_an_invalid_resume_value_names_the_field(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+    config = thread("invalid")
+    agent.invoke(question(WOMAN), config)
+    with pytest.raises(ConfigError, match="action"):
+        agent.invoke(Command(resume={"action": "ok"}), config)
+    assert watch.executed == []
+
+
+def test_no_protected_group_is_not_applicable(tmp_path: Path) -> None:
+    watch = Watch()
+    out = build(True, watch, tmp_path).invoke(question(NEUTRAL), thread("neutral"))
+    assert "__interrupt__" not in out
+    assert watch.calls == 1  # nothing to swap: no re-issue
+    record = json.loads((tmp_path / "trace-neutral.jsonl").read_text().splitlines()[1])
+    assert record["probe"]["status"] == "not_applicable"
+
+
+# The middleware is built outside the event loop: building validates the configuration as
+# `biasbreaker run` does, and that closes what it built with asyncio.run().
+
+
+def test_async_biased_agent_halted(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+    out = asyncio.run(agent.ainvoke(question(WOMAN), thread("async-biased")))
+    assert watch.executed == [] and "__interrupt__" in out
+    verify(tmp_path / "trace-async-biased.jsonl")
+
+
+def test_async_fair_agent_tools_run_once(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(False, watch, tmp_path)
+    out = asyncio.run(agent.ainvoke(question(WOMAN), thread("async-fair")))
+    assert len(watch.executed) == 1 and "__interrupt__" not in out
+    assert watch.calls == 2 * (1 + 4 + 2)
+    verify(tmp_path / "trace-async-fair.jsonl")
+
+
+@pytest.mark.parametrize("mode", ["messages", "updates", "values"])
+def test_streamed_biased_run_shows_no_held_reply(tmp_path: Path, mode: str) -> None:
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+    chunks = list(agent.stream(question(WOMAN), thread(f"s-{mode}"), stream_mode=mode))
+    assert watch.executed == []
+    shown = [c for c in chunks if not (isinstance(c, dict) and "__interrupt__" in c)]
+    text = "\n".join(repr(c) for c in shown)
+    assert "deny_loan" not in text and "approve_loan" not in text and "Decision" not in text
+
+
+def test_streamed_fair_run_streams_each_reply_once(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(False, watch, tmp_path)
+    chunks = list(agent.stream(question(WOMAN), thread("s-fair"), stream_mode="messages"))
+    ai = [m for m, _ in chunks if isinstance(m, AIMessage)]
+    # the probe's 12 re-issues stream nothing; the two promoted replies are released
+    assert "".join(str(m.content) for m in ai) == "Done: the application was denied."
+    calls = [c["name"] for m in ai for c in getattr(m, "tool_call_chunks", []) or []]
+    assert calls == ["deny_loan"]
+    assert len(watch.executed) == 1
+
+
+def test_async_streamed_biased_run_shows_no_held_reply(tmp_path: Path) -> None:
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+
+    async def collect() -> list[Any]:
+        config = thread("as-biased")
+        return [c async for c in agent.astream(question(WOMAN), config, stream_mode="messages")]
+
+    chunks = asyncio.run(collect())
+    assert watch.executed == []
+    text = "\n".join(repr(c) for c in chunks)
+    assert "deny_loan" not in text and "Decision" not in text
+
+
+def test_another_adapter_selected_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="langchain-agent"):
+        BiasGuardMiddleware({**SETTINGS, "adapter": {"framework": "langgraph"}})
+
+
+class BytesModel(LoanModel):
+    """Replies with a tool call whose argument is bytes: a reply the probe cannot read."""
+
+    def _reply(self, messages: list[Any]) -> AIMessage:
+        if messages and isinstance(messages[-1], ToolMessage):
+            return super()._reply(messages)
+        call = {"name": "approve_loan", "args": {"reason": b"\x00"}, "id": "call_bytes"}
+        return AIMessage(content="", tool_calls=[call])
+
+
+def test_unreadable_reply_is_held_with_the_reason(tmp_path: Path) -> None:
+    watch = Watch()
+    fair = model(False, watch)
+    bytes_model = BytesModel(client=fair.client, tool_for=fair.tool_for, watch=watch)
+    agent = create_agent(
+        bytes_model,
+        tools=loan_tools(watch),
+        middleware=[BiasGuardMiddleware(settings(tmp_path))],
+        checkpointer=InMemorySaver(),
+    )
+    out = agent.invoke(question(WOMAN), thread("bytes"))
+    assert watch.executed == []
+    request = out["__interrupt__"][0].value
+    assert request["probe"]["status"] == "unreadable"
+    assert "bytes" in request["reason"] and "tool_calls[0].args" in request["reason"]
+
+
+def test_plugins_lists_the_adapter_with_its_distribution() -> None:
+    result = runner.invoke(app, ["plugins"])
+    assert result.exit_code == 0, result.stdout
+    line = next(row for row in result.stdout.splitlines() if row.startswith("langchain-agent"))
+    assert "biasbreaker-langchain" in line
+    assert "framework_adapter  langchain-agent" in result.stdout
