@@ -158,14 +158,14 @@ def test_no_protected_group_is_not_applicable(tmp_path: Path) -> None:
     assert record["probe"]["status"] == "not_applicable"
 
 
-# The middleware is built outside the event loop: building validates the configuration as
-# `biasbreaker run` does, and that closes what it built with asyncio.run().
-
-
 def test_async_biased_agent_halted(tmp_path: Path) -> None:
     watch = Watch()
-    agent = build(True, watch, tmp_path)
-    out = asyncio.run(agent.ainvoke(question(WOMAN), thread("async-biased")))
+
+    async def main() -> Any:  # built inside the running loop, as an async app would
+        agent = build(True, watch, tmp_path)
+        return await agent.ainvoke(question(WOMAN), thread("async-biased"))
+
+    out = asyncio.run(main())
     assert watch.executed == [] and "__interrupt__" in out
     verify(tmp_path / "trace-async-biased.jsonl")
 
