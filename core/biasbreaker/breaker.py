@@ -30,10 +30,9 @@ from biasbreaker.types import (
     FrozenPayload,
     JSONValue,
     Thresholds,
-    check_score,
+    check_unit_score,
 )
 
-_INF: Final = math.inf
 _exp: Final = math.exp
 
 # The hot path builds decisions with tuple.__new__, skipping BreakerDecision's validation: every
@@ -180,21 +179,22 @@ class CircuitBreaker:
         """Decide on one step from the two scales of B_net.
 
         Args:
-            fast: Fast-EWMA B_net (spikes), finite and >= 0.
-            slow: Slow-EWMA B_net (drift), finite and >= 0.
+            fast: Fast-EWMA B_net (spikes), in [0, 1].
+            slow: Slow-EWMA B_net (drift), in [0, 1].
 
         Returns:
             The decision; ``b_net`` is ``fast``; ``frozen_payload`` is ``None`` (freezing is
             the caller's or the control machine's job).
 
         Raises:
-            ScoreError: If ``fast`` or ``slow`` is not a finite number >= 0; the message names
-                the argument and its value. The breaker's state is unchanged.
+            ScoreError: If ``fast`` or ``slow`` is not a number in [0, 1] (NaN, infinite,
+                negative or above 1); the message names the argument and its value. The
+                breaker's state is unchanged.
         """
-        if type(fast) is not float or not 0.0 <= fast < _INF:
-            fast = check_score("fast", fast)
-        if type(slow) is not float or not 0.0 <= slow < _INF:
-            slow = check_score("slow", slow)
+        if type(fast) is not float or not 0.0 <= fast <= 1.0:
+            fast = check_unit_score("fast", fast)
+        if type(slow) is not float or not 0.0 <= slow <= 1.0:
+            slow = check_unit_score("slow", slow)
         x = (fast - self._tau_enter) / self._kappa
         if x >= 0.0:
             ratio = 1.0 / (1.0 + _exp(-x))

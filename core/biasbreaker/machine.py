@@ -54,6 +54,7 @@ from biasbreaker.types import (
     JSONValue,
     Thresholds,
     check_score,
+    check_unit_score,
 )
 
 if TYPE_CHECKING:
@@ -704,10 +705,10 @@ class ControlMachine:
         """Advance the machine by one guarded step.
 
         Args:
-            fast: Fast-scale B_net of this step, finite and >= 0.
-            slow: Slow-scale B_net of this step, finite and >= 0.
+            fast: Fast-scale B_net of this step, in [0, 1].
+            slow: Slow-scale B_net of this step, in [0, 1].
             node: The guarded node whose output this step checks, or ``None``.
-            local_scores: Per-node local scores ``b_i`` at this step (node -> float >= 0);
+            local_scores: Per-node local scores ``b_i`` at this step (node -> float in [0, 1]);
                 recorded in the trace and the per-node history.
             weights: Per-node Katz weights (node -> float >= 0) summing to 1 (within
                 1e-6) and covering every node of ``local_scores``, or ``None``/empty when
@@ -736,8 +737,9 @@ class ControlMachine:
             The decision for this step.
 
         Raises:
-            ScoreError: If ``fast``, ``slow`` or a local score or weight is not a finite
-                number >= 0 (the machine's state is unchanged).
+            ScoreError: If ``fast``, ``slow`` or a local score is not a number in [0, 1]
+                (NaN, infinite, negative or above 1), or a weight is not a finite number
+                >= 0 (the machine's state is unchanged).
             InputError: If ``payload`` is not JSON-like when it has to be frozen, a node
                 name is invalid, or the weights do not sum to 1 or miss a scored node
                 (state unchanged).
@@ -817,12 +819,12 @@ class ControlMachine:
         step_input: object = None,
         hold: str | None = None,
     ) -> _Plan:
-        fast = check_score("fast", fast)
-        slow = check_score("slow", slow)
+        fast = check_unit_score("fast", fast)
+        slow = check_unit_score("slow", slow)
         if node is not None and (not isinstance(node, str) or not node):
             raise InputError(f"node={node!r} must be a non-empty str or None")
         scores = {
-            name: check_score(f"local_scores[{name!r}]", value)
+            name: check_unit_score(f"local_scores[{name!r}]", value)
             for name, value in sorted((local_scores or {}).items())
         }
         checked_weights = _checked_weights(weights, scores)
@@ -1260,7 +1262,7 @@ class ControlMachine:
             if not isinstance(history, Mapping):
                 raise InputError("machine snapshot: 'history' must be an object")
             for name, values in history.items():
-                checked = [check_score(f"history[{name!r}]", v) for v in values]
+                checked = [check_unit_score(f"history[{name!r}]", v) for v in values]
                 machine._history[name] = deque(checked, maxlen=config.history_steps)
             recorded = snapshot.get("recorded_weights") or {}
             if not isinstance(recorded, Mapping):

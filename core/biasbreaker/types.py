@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -102,6 +102,33 @@ def check_score(name: str, value: object) -> float:
             "upstream rather than clamping here)"
         )
     return as_float
+
+
+def check_unit_score(name: str, value: object) -> float:
+    """Validate a B_net value or a local score: a finite real number in [0, 1].
+
+    Local scores ``b_i`` lie in [0, 1] (the probe clips its estimate there) and B_net, fast and
+    slow are weighted averages of them, so a value above 1 means the writer is broken, exactly
+    like a NaN: it is refused, never clamped.
+
+    Args:
+        name: The field's name (with its place, e.g. ``"local_scores['a']"``).
+        value: The candidate.
+
+    Returns:
+        ``value`` as a float.
+
+    Raises:
+        ScoreError: If ``value`` is not a number (``bool`` included), is NaN, infinite,
+            negative, or above 1; the message names the field and the value.
+    """
+    score = check_score(name, value)
+    if score > 1.0:
+        raise ScoreError(
+            f"{name}={value!r} is above 1: B_net and local bias scores lie in [0, 1]; check "
+            "what wrote this value (a probe or propagation step that does not clip)"
+        )
+    return score
 
 
 def _check_int(name: str, value: object, *, minimum: int) -> int:
@@ -553,7 +580,7 @@ class BreakerDecision(_DecisionTuple):
             or not 0.0 <= mixing_ratio <= 1.0
         ):
             raise ScoreError(f"BreakerDecision.mixing_ratio={mixing_ratio!r} must be in [0, 1]")
-        b_net = check_score("BreakerDecision.b_net", b_net)
+        b_net = check_unit_score("BreakerDecision.b_net", b_net)
         if not isinstance(reason, str) or not reason:
             raise InputError(f"BreakerDecision.reason={reason!r} must be a non-empty str")
         if frozen_payload is not None and not isinstance(frozen_payload, FrozenPayload):
@@ -642,7 +669,9 @@ class BreakerDecision(_DecisionTuple):
 # --------------------------------------------------------------------------------------------
 
 
-def _score_map(name: str, raw: Mapping[str, Any]) -> Mapping[str, float]:
+def _score_map(
+    name: str, raw: Mapping[str, Any], check: Callable[[str, object], float] = check_unit_score
+) -> Mapping[str, float]:
     if not isinstance(raw, Mapping):
         raise InputError(
             f"{name} must be a mapping of node name to score, got {type(raw).__name__}"
@@ -651,7 +680,7 @@ def _score_map(name: str, raw: Mapping[str, Any]) -> Mapping[str, float]:
     for node in sorted(raw):
         if not isinstance(node, str) or not node:
             raise InputError(f"{name} has a node key {node!r}; node names are non-empty str")
-        out[node] = check_score(f"{name}[{node!r}]", raw[node])
+        out[node] = check(f"{name}[{node!r}]", raw[node])
     return MappingProxyType(out)
 
 
@@ -667,7 +696,9 @@ def _history_map(raw: Mapping[str, Any]) -> Mapping[str, tuple[float, ...]]:
         scores = raw[node]
         if isinstance(scores, (str, bytes)) or not isinstance(scores, Iterable):
             raise InputError(f"history[{node!r}] must be a sequence of scores, oldest first")
-        out[node] = tuple(check_score(f"history[{node!r}][{i}]", s) for i, s in enumerate(scores))
+        out[node] = tuple(
+            check_unit_score(f"history[{node!r}][{i}]", s) for i, s in enumerate(scores)
+        )
     return MappingProxyType(out)
 
 
@@ -735,8 +766,8 @@ class InterventionContext:
             )
         if not isinstance(self.thresholds, Thresholds):
             raise InputError("InterventionContext.thresholds must be a Thresholds instance")
-        object.__setattr__(self, "fast", check_score("InterventionContext.fast", self.fast))
-        object.__setattr__(self, "slow", check_score("InterventionContext.slow", self.slow))
+        object.__setattr__(self, "fast", check_unit_score("InterventionContext.fast", self.fast))
+        object.__setattr__(self, "slow", check_unit_score("InterventionContext.slow", self.slow))
         ratio = self.mixing_ratio
         if (
             isinstance(ratio, bool)
@@ -746,7 +777,7 @@ class InterventionContext:
             raise ScoreError(f"InterventionContext.mixing_ratio={ratio!r} must be in [0, 1]")
         object.__setattr__(self, "mixing_ratio", float(ratio))
         object.__setattr__(self, "local_scores", _score_map("local_scores", self.local_scores))
-        object.__setattr__(self, "weights", _score_map("weights", self.weights))
+        object.__setattr__(self, "weights", _score_map("weights", self.weights, check_score))
         object.__setattr__(self, "history", _history_map(self.history))
         if self.frozen_payload is not None and not isinstance(self.frozen_payload, FrozenPayload):
             raise InputError("InterventionContext.frozen_payload must be a FrozenPayload or None")
@@ -984,5 +1015,6 @@ __all__ = [
     "WindowCounts",
     "canonical_json",
     "check_score",
+    "check_unit_score",
     "sha256_hex",
 ]

@@ -63,7 +63,8 @@ class SkepticReply(BaseModel):
     """The JSON reply every first-party skeptic asks for (its schema is ``response_schema``).
 
     A finite confidence outside [0, 1] is clamped into it (the kernel's rule); anything that is
-    not a number, or is NaN, makes the reply malformed.
+    not a JSON number (a string such as ``"1.0"``, ``true``/``false``, ``null``), or is NaN or
+    infinite, makes the reply malformed.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -84,9 +85,16 @@ class SkepticReply(BaseModel):
     @field_validator("confidence", mode="before")
     @classmethod
     def _clamp(cls, value: Any) -> Any:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return min(1.0, max(0.0, float(value)))
-        return value
+        # pydantic's lax mode would read "1.0", true and "0.9" as numbers; a skeptic that
+        # answers with a string or a bool did not follow the schema, so the reply is malformed
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(
+                f"confidence={value!r} is {type(value).__name__}, not a number: give a JSON "
+                "number in [0, 1]"
+            )
+        if not math.isfinite(value):
+            raise ValueError(f"confidence={value!r} is not finite: give a number in [0, 1]")
+        return min(1.0, max(0.0, float(value)))
 
 
 class SkepticOptions(BaseModel):

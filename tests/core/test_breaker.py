@@ -14,7 +14,7 @@ from biasbreaker.types import BreakerAction, BreakerDecision, BreakerState
 
 TAU_ENTER, TAU_EXIT, TAU_WARN, KAPPA = 0.5, 0.35, 0.2, 0.05
 
-scores = st.floats(0.0, 2.0)
+scores = st.floats(0.0, 1.0)
 band = st.floats(TAU_EXIT, TAU_ENTER, exclude_max=True)
 
 
@@ -107,7 +107,9 @@ def test_mixing_ratio_is_stable_for_extreme_arguments() -> None:
     assert mixing_ratio(0.31, 0.3, 0.01) == pytest.approx(1 / (1 + math.exp(-1.0)))
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, float("inf"), -0.01, "0.4", None, True])
+@pytest.mark.parametrize(
+    "bad", [math.nan, math.inf, float("inf"), -0.01, 1.0000001, 5, 7.0, "0.4", None, True]
+)
 def test_check_rejects_invalid_scores_naming_the_argument_and_keeps_state(bad: object) -> None:
     cb = breaker()
     cb.check(0.9, 0.0)
@@ -116,6 +118,19 @@ def test_check_rejects_invalid_scores_naming_the_argument_and_keeps_state(bad: o
     with pytest.raises(ScoreError, match=r"slow="):
         cb.check(0.1, bad)  # type: ignore[arg-type]
     assert cb.tripped
+
+
+def test_check_accepts_both_ends_of_the_unit_interval() -> None:
+    cb = breaker()
+    assert cb.check(1.0, 1.0).state is BreakerState.INTERVENTION
+    assert cb.check(0.0, 0.0).state is BreakerState.NORMAL
+
+
+def test_a_slow_b_net_above_1_is_refused_not_a_warning() -> None:
+    cb = breaker()
+    with pytest.raises(ScoreError, match=r"slow=5 is above 1"):
+        cb.check(0.1, 5)
+    assert not cb.tripped
 
 
 def test_check_accepts_ints() -> None:

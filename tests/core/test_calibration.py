@@ -410,9 +410,14 @@ def test_own_scores_and_other_nodes_scores_are_validated_too(tmp_path: Path) -> 
         read_control_trajectories(own)
     trace = tmp_path / "trace.jsonl"
     with TraceWriter(trace, MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05)).trace_header()) as w:
-        ControlMachine(MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05)), recorder=w).step(
-            0.1, 0.1, node="a", local_scores={"a": 0.1, "b": 3.0}
-        )
+        machine = ControlMachine(MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05)), recorder=w)
+        with pytest.raises(ScoreError, match=r"local_scores\['b'\]=3\.0 is above 1"):
+            machine.step(0.1, 0.1, node="a", local_scores={"a": 0.1, "b": 3.0})
+        machine.step(0.1, 0.1, node="a", local_scores={"a": 0.1, "b": 0.375})
+    # the machine no longer writes such a value: a trace edited by hand still fails the reader
+    text = trace.read_text(encoding="utf-8")
+    assert text.count('"b":0.375') == 1
+    trace.write_text(text.replace('"b":0.375', '"b":3.0'), encoding="utf-8")
     with pytest.raises(InputError, match=r"trace\.jsonl:2: scores\['b'\]=3\.0 is above 1"):
         read_control_trajectories(trace)
 

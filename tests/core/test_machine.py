@@ -377,6 +377,16 @@ def test_invalid_inputs_raise_and_leave_the_machine_unchanged() -> None:
         machine.step(0.1, -1)
     with pytest.raises(ScoreError, match=r"local_scores\['a'\]"):
         machine.step(0.1, 0.0, local_scores={"a": math.inf})
+    with pytest.raises(ScoreError, match=r"local_scores\['a'\]=7 is above 1"):
+        machine.step(0.1, 0.0, local_scores={"a": 7})
+    with pytest.raises(ScoreError, match=r"fast=1\.5 is above 1"):
+        machine.step(1.5, 0.0)
+    with pytest.raises(ScoreError, match=r"slow=5 is above 1"):
+        machine.step(0.1, 5)
+    with pytest.raises(ScoreError, match=r"local_scores\['a'\]='0\.4' is not a score"):
+        machine.step(0.1, 0.0, local_scores={"a": "0.4"})
+    with pytest.raises(ScoreError, match=r"local_scores\['a'\]=True is not a score"):
+        machine.step(0.1, 0.0, local_scores={"a": True})
     with pytest.raises(InputError, match=r"payload\['x'\].*set"):
         machine.step(0.9, 0.0, payload={"x": {1}})
     with pytest.raises(InputError, match="node="):

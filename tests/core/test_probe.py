@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from biasbreaker.errors import InputError, ProbeError
+from biasbreaker.errors import InputError, ProbeError, ScoreError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import mean
 from biasbreaker.probe import (
@@ -343,6 +343,17 @@ def test_result_is_json_serialisable_and_round_trips() -> None:
     again = ProbeResult.from_dict(json.loads(blob))
     assert again == result
     assert json.dumps(again.to_dict(), sort_keys=True) == blob
+
+
+@pytest.mark.parametrize("bad", [7, 1.5, -0.1, math.nan, math.inf, "0.4", True, None])
+def test_a_result_with_a_score_outside_the_unit_interval_is_refused(bad: object) -> None:
+    probe = Probe(ExactScorer(), generator=GEN, k=2, r=1)
+    data = probe.probe_sync(hiring_step, PROMPT, hiring_step(PROMPT), step_id="s1").to_dict()
+    with pytest.raises(ScoreError, match="ProbeResult.score"):
+        ProbeResult.from_dict({**data, "score": bad})
+    with pytest.raises(ScoreError, match=r"ProbeResult.ci\[1\]"):
+        ProbeResult.from_dict({**data, "score": 0.5, "ci": [0.1, 2]})
+    assert ProbeResult.from_dict({**data, "score": 1}).score == 1.0
 
 
 def test_several_scorers_combine_by_max_or_mean() -> None:

@@ -48,7 +48,7 @@ def decisions(draw: st.DrawFn) -> BreakerDecision:
         state,
         action,
         draw(st.floats(0.0, 1.0)),
-        draw(st.floats(0.0, 1e6)),
+        draw(st.floats(0.0, 1.0)),
         draw(st.text(min_size=1, max_size=20)),
         payload,
     )

@@ -1,11 +1,12 @@
 import json
 import re
 
+import pydantic
 import pytest
 
 from biasbreaker.errors import MalformedReplyError
 from biasbreaker.intervention.review import UNTRUSTED_RULES, fence, nonce_for, parse_reply
-from biasbreaker.intervention.types import ReviewRequest
+from biasbreaker.intervention.types import ReviewRequest, SkepticVerdict
 from biasbreaker_plugins.skeptics import ROLE_PROMPTS, LLMSkeptic, SkepticReply
 from intervention_doubles import PAYLOAD_BLOCK, ScriptedLLM, fenced_payload, verdict_json
 
@@ -107,6 +108,27 @@ async def test_a_malformed_reply_is_retried_once():
 async def test_schema_violations_are_malformed(reply):
     with pytest.raises(MalformedReplyError):
         await review(lambda r, p: reply, BIASED)
+
+
+@pytest.mark.parametrize("bad", ["1.0", "0.9", "high", True, False, None, [0.5], {"p": 1}])
+async def test_a_non_numeric_confidence_makes_the_reply_malformed(bad):
+    reply = json.dumps({**json.loads(verdict_json()), "confidence": bad})
+    with pytest.raises(MalformedReplyError, match="confidence"):
+        parse_reply(reply, SkepticReply)
+    with pytest.raises(MalformedReplyError):
+        await review(lambda r, p: reply, BIASED)
+
+
+@pytest.mark.parametrize("bad", ["1.0", True, None])
+def test_the_kernel_verdict_refuses_a_non_numeric_confidence(bad):
+    with pytest.raises(pydantic.ValidationError, match="confidence"):
+        SkepticVerdict(kind="k", decision="stands", confidence=bad)
+
+
+def test_an_integer_confidence_is_a_number():
+    reply = json.dumps({**json.loads(verdict_json()), "confidence": 1})
+    assert parse_reply(reply, SkepticReply).confidence == 1.0
+    assert SkepticVerdict(kind="k", decision="stands", confidence=1).confidence == 1.0
 
 
 async def test_out_of_range_confidence_is_clamped():

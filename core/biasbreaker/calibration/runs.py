@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from biasbreaker.errors import InputError, ScoreError
-from biasbreaker.types import ControlStatistics, check_score
+from biasbreaker.errors import InputError
+from biasbreaker.types import ControlStatistics, check_unit_score
 
 
 class ControlStep(NamedTuple):
@@ -50,24 +50,13 @@ class ControlStep(NamedTuple):
 def unit_score(name: str, value: object) -> float:
     """Validate a B_net value or a local score: a finite number in [0, 1].
 
-    Args:
-        name: The field's name (with its place, e.g. ``"control run 2 step 5.fast"``).
-        value: The candidate.
-
-    Returns:
-        ``value`` as a float.
+    The kernel's :func:`biasbreaker.types.check_unit_score`, the same rule the breaker and
+    the control machine apply.
 
     Raises:
-        ScoreError: If ``value`` is not a number, is NaN, infinite, negative, or above 1 (B_net
-            is an average of local scores, each in [0, 1]).
+        ScoreError: If ``value`` is not a number, is NaN, infinite, negative, or above 1.
     """
-    score = check_score(name, value)
-    if score > 1.0:
-        raise ScoreError(
-            f"{name}={value!r} is above 1: B_net and local bias scores lie in [0, 1]; check "
-            "what wrote this value"
-        )
-    return score
+    return check_unit_score(name, value)
 
 
 def _own_of(step: object) -> object:

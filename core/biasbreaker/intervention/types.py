@@ -104,15 +104,16 @@ class SkepticVerdict(_Frozen):
             ...), or ``None``.
 
     Raises:
-        pydantic.ValidationError: On a confidence outside [0, 1] or not finite, an unknown
-            decision, or an over-long text.
+        pydantic.ValidationError: On a confidence outside [0, 1], not finite or not a number
+            (strict: the string ``"1.0"`` and booleans are refused), an unknown decision, or an
+            over-long text.
     """
 
     kind: str = Field(min_length=1, max_length=200)
     decision: Decision
     critique: str = Field("", max_length=MAX_TEXT)
     revision: str | None = Field(None, max_length=MAX_TEXT)
-    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
     evidence: tuple[str, ...] = ()
     attribute: str | None = Field(None, max_length=200)
 
@@ -148,7 +149,7 @@ class AnonymousVerdict(_Frozen):
     decision: Decision
     critique: str = Field("", max_length=MAX_TEXT)
     revision: str | None = Field(None, max_length=MAX_TEXT)
-    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
     evidence: tuple[str, ...] = ()
     attribute: str | None = None
     reliability: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
@@ -277,7 +278,7 @@ class PanelResult(_Frozen):
 
     decision: Decision
     corrected: str | None = Field(None, max_length=MAX_TEXT)
-    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
     weights: dict[str, float] = Field(default_factory=dict)
     pruned: tuple[PrunedVerdict, ...] = ()
     trust: dict[str, TrustScore] = Field(default_factory=dict)

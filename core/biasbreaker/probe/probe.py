@@ -63,7 +63,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from biasbreaker.errors import ConfigError, InputError, ProbeError
+from biasbreaker.errors import ConfigError, InputError, ProbeError, ScoreError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import bootstrap_interval, mean
 from biasbreaker.probe.counterfactual import (
@@ -80,6 +80,7 @@ from biasbreaker.probe.scoring import (
     combine,
 )
 from biasbreaker.probe.terms import TermSet
+from biasbreaker.types import check_unit_score
 
 if TYPE_CHECKING:
     from biasbreaker.registry import BuildContext
@@ -187,6 +188,12 @@ class ProbeResult:
         axes: Axes of the variants.
         variants: Per-variant outcomes.
         reason: Why not scored (empty when scored).
+
+    Raises:
+        ScoreError: ``score`` (or an end of ``ci``) is not a number in [0, 1] (NaN,
+            infinite, negative, above 1, a string or a bool), or a scored result has no
+            score: a value the breaker and the machine would refuse is refused here, where it
+            is made (also by :meth:`from_dict`).
     """
 
     status: Literal["scored", "not_applicable", "not_sampled"]
@@ -204,6 +211,25 @@ class ProbeResult:
     axes: tuple[str, ...] = ()
     variants: tuple[VariantOutcome, ...] = ()
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.score is not None:
+            object.__setattr__(self, "score", check_unit_score("ProbeResult.score", self.score))
+        elif self.status == "scored":
+            raise ScoreError(
+                f"ProbeResult.score=None for step {self.step!r} with status 'scored': a scored "
+                "result needs a local score in [0, 1]"
+            )
+        if self.ci is not None:
+            low, high = self.ci
+            object.__setattr__(
+                self,
+                "ci",
+                (
+                    check_unit_score("ProbeResult.ci[0]", low),
+                    check_unit_score("ProbeResult.ci[1]", high),
+                ),
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-compatible data (round-trips through :meth:`from_dict`)."""
