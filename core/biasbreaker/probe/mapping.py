@@ -1,0 +1,164 @@
+"""What a counterfactual is: the mentions found, the mapping a variant applied and its inverse.
+
+:class:`CounterfactualMapping.inverse` is what maps a counterfactual output back to the
+original groups (:meth:`biasbreaker.probe.CounterfactualGenerator.map_back` applies it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from biasbreaker.probe.payloads import Path
+
+__all__ = [
+    "CounterfactualMapping",
+    "CounterfactualSet",
+    "Detection",
+    "Substitution",
+    "Variant",
+    "present_groups",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """One protected mention found in a payload.
+
+    Args:
+        path: Where the string sits in the payload (``()`` for a plain string).
+        start: Character offset of the mention in that string (inclusive).
+        end: Character offset after the mention.
+        surface: The mention as written.
+        axis: The axis it belongs to (a name may be reported twice: gender and race).
+        groups: The group(s) of that axis it names; more than one for a shared form such as
+            ``church``, which alone does not make a payload applicable.
+        kind: ``"term"``, ``"name"`` or ``"age"``.
+    """
+
+    path: Path
+    start: int
+    end: int
+    surface: str
+    axis: str
+    groups: tuple[str, ...]
+    kind: Literal["term", "name", "age"]
+
+
+@dataclass(frozen=True, slots=True)
+class CounterfactualMapping:
+    """The mapping one variant applied, enough to map an output back.
+
+    Args:
+        axis: The swapped axis.
+        groups: ``(from_group, to_group)`` pairs of the groups it moves (a permutation for
+            variants drawn by :meth:`CounterfactualGenerator.generate`).
+        names: ``(original, replacement)`` name strings (full names, first names, surnames),
+            Title-cased.
+        prefer: ``(replacement, original)`` term surfaces as written, used when mapping back:
+            a replacement found verbatim in an output returns to exactly the original word
+            (``Mr.`` back to ``Mrs.`` rather than ``Ms.``, ``Black people`` back to
+            ``white people``).
+        invertible: False when the payload already mentioned a target group, so its
+            mentions cannot be told from the swapped ones (a ``to_group`` variant of a text
+            mentioning both genders).
+    """
+
+    axis: str
+    groups: tuple[tuple[str, str], ...]
+    names: tuple[tuple[str, str], ...] = ()
+    prefer: tuple[tuple[str, str], ...] = ()
+    invertible: bool = True
+
+    def inverse(self) -> CounterfactualMapping:
+        """The mapping that undoes this one.
+
+        Raises:
+            ValueError: The mapping sends two groups (or two names) to one, so it has no
+                inverse (e.g. a :meth:`CounterfactualGenerator.to_group` variant of a text
+                that mentions both groups).
+        """
+        targets = [t for _, t in self.groups]
+        name_targets = [t for _, t in self.names]
+        if (
+            not self.invertible
+            or len(set(targets)) != len(targets)
+            or len(set(name_targets)) != len(name_targets)
+        ):
+            raise ValueError(
+                f"mapping {self.groups!r} on axis {self.axis!r} is not one-to-one (or the payload "
+                "already mentioned a target group), so it cannot be inverted; map outputs back "
+                "only for variants drawn by generate()"
+            )
+        return CounterfactualMapping(
+            axis=self.axis,
+            groups=tuple((t, s) for s, t in self.groups),
+            names=tuple((t, s) for s, t in self.names),
+            prefer=(),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable form."""
+        return {
+            "axis": self.axis,
+            "groups": [list(p) for p in self.groups],
+            "names": [list(p) for p in self.names],
+            "prefer": [list(p) for p in self.prefer],
+            "invertible": self.invertible,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Substitution:
+    """One replaced span: where, what it was and what it became."""
+
+    path: Path
+    start: int
+    end: int
+    original: str
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One counterfactual payload with the mapping that produced it.
+
+    Args:
+        payload: The rewritten payload (same structure as the input).
+        mapping: The mapping applied.
+        substitutions: Every replaced span, in order (article corrections not included).
+        draw: 0 for the first variant of this mapping, 1 for its second draw, … (later draws
+            differ in the names drawn and in the sample index the probe uses).
+    """
+
+    payload: Any
+    mapping: CounterfactualMapping
+    substitutions: tuple[Substitution, ...]
+    draw: int = 0
+
+
+@dataclass(frozen=True)
+class CounterfactualSet:
+    """The result of :meth:`CounterfactualGenerator.generate`.
+
+    Args:
+        status: ``"applicable"`` when variants were produced, else ``"not_applicable"``.
+        detections: The protected mentions found.
+        variants: ``k`` variants when applicable, else empty.
+        reason: Why it is not applicable (empty when applicable).
+    """
+
+    status: Literal["applicable", "not_applicable"]
+    detections: tuple[Detection, ...]
+    variants: tuple[Variant, ...]
+    reason: str = ""
+
+
+def present_groups(detections: Sequence[Detection]) -> dict[str, set[str]]:
+    """Axis → the groups named by a detection that names exactly one group."""
+    present: dict[str, set[str]] = {}
+    for d in detections:
+        if len(d.groups) == 1:
+            present.setdefault(d.axis, set()).add(d.groups[0])
+    return present

@@ -1,0 +1,388 @@
+"""Finding protected mentions: terms (with their context rules), ages and names.
+
+:class:`MentionFinder` compiles the term and name lists of a :class:`~biasbreaker.probe.terms.
+TermSet` into two regexes (tries of every surface, longest first) and reports each mention of
+the configured axes as a :class:`~biasbreaker.probe.mapping.Detection`. The context rules
+(a context-dependent word counts only before a person word, coordinated with one, or as a
+predicate) and the part-of-speech cue (:func:`context_pos`) live here; the rewriting that uses
+them is :mod:`biasbreaker.probe.rewriting`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from biasbreaker.probe.mapping import Detection
+from biasbreaker.probe.payloads import Path, leaves
+from biasbreaker.probe.terms import Axis, NameBook, NameInfo, TermRow, TermSet
+
+__all__ = [
+    "AGE_RE",
+    "Hit",
+    "MentionFinder",
+    "by_context",
+    "capitalised",
+    "context_pos",
+    "literal_regex",
+    "non_overlapping",
+    "norm",
+]
+
+# Words after which a pronoun or adjective-noun ambiguous form stands alone (not before a noun).
+_FUNCTION_WORDS = frozenset(
+    """
+    a an the this that these those my your his her its our their some any no every each
+    either neither all both few many much more most other another such what which whose to
+    of in on at by for with from about into onto upon over under above below across along
+    around through during before after since until till than as like near off out up down
+    away back behind beside besides between beyond against among toward towards within
+    without via per and or but nor so yet because if when while whereas although though
+    unless whether once where why how then now today tonight tomorrow yesterday here there
+    again also too very just only even still already soon later always never ever often
+    sometimes usually really quite rather almost well maybe perhaps instead anyway else i me
+    you he him she it we us they them myself yourself himself herself itself ourselves
+    themselves who whom whoever someone somebody anyone anybody everyone everybody nobody
+    nothing something anything everything is are was were am be been being has have had do
+    does did will would shall should can could may might must ought not n't 's 're 've 'd
+    'll 'm
+    """.split()  # noqa: SIM905
+)
+# Verbs after which "her" is the object even before a noun ("gave her flowers", "let her go").
+_OBJECT_VERBS = frozenset(
+    """
+    give gives gave giving given tell tells told telling show shows showed showing shown
+    send sends sent sending offer offers offered offering buy buys bought buying ask asks
+    asked asking teach teaches taught teaching hand hands handed handing bring brings
+    brought bringing pay pays paid paying owe owes owed promise promises promised lend lends
+    lent wish wishes wished let lets letting make makes made making help helps helped
+    helping
+    """.split()  # noqa: SIM905
+)
+_COPULAS = frozenset(
+    """
+    is are was were am be been being seem seems seemed become becomes became 's 're ’s ’re
+    identifies identify identified
+    """.split()  # noqa: SIM905
+)
+_LANGUAGE_VERBS = frozenset(
+    """
+    speak speaks spoke speaking spoken learn learns learned learnt learning fluent translate
+    translates translated translating
+    """.split()  # noqa: SIM905
+)
+_ONE = frozenset({"one", "ones"})
+_POSSESSIVE = re.compile(r"['’]s?$")
+_COORDINATED = re.compile(r"\s*,?\s*(?:and|or|nor)\s+(?:(?:a|an|the)\s+)?[\w'’-]+\s+(\w+)", re.I)
+_WORD_AFTER = re.compile(r"\s*(?:(\w[\w'’]*)|(\S))?")
+_WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
+AGE_RE = re.compile(
+    r"(?<![\w.-])(\d{1,3})(\s*-\s*|\s+)(years?)(\s*-\s*|\s+)(old)(?![\w-])", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One mention in one string: span, surface, kind, axis and groups (names: the book key)."""
+
+    start: int
+    end: int
+    surface: str
+    kind: Literal["term", "name", "age"]
+    axis: str
+    groups: tuple[str, ...]
+    name: str = ""
+
+
+@dataclass
+class Compiled:
+    """The compiled patterns of a finder."""
+
+    terms: re.Pattern[str] | None
+    names: re.Pattern[str] | None
+    axis_of: dict[str, Axis]
+    name_key: dict[str, str] = field(default_factory=dict)
+
+
+class MentionFinder:
+    """Find the protected mentions of some axes of a term set.
+
+    Args:
+        terms: The term set.
+        axes: The axes to look for, in order.
+    """
+
+    def __init__(self, terms: TermSet, axes: Sequence[Axis]) -> None:
+        self.terms = terms
+        self.axes = tuple(axes)
+        self.compiled = compile_patterns(self.axes, terms.names)
+
+    def detect(self, payload: Any) -> tuple[Detection, ...]:
+        """Find the protected mentions in a payload.
+
+        Args:
+            payload: ``str`` or a nested ``dict``/``list``/``tuple`` of them.
+
+        Returns:
+            The mentions, in payload order then text order. A name is reported once per axis
+            it informs (gender and/or race).
+        """
+        found: list[Detection] = []
+        for path, text in leaves(payload):
+            for hit in self.scan(text):
+                if hit.kind == "name":
+                    found.extend(self._name_detections(path, hit))
+                else:
+                    found.append(
+                        Detection(
+                            path, hit.start, hit.end, hit.surface, hit.axis, hit.groups, hit.kind
+                        )
+                    )
+        return tuple(found)
+
+    def _name_detections(self, path: Path, hit: Hit) -> list[Detection]:
+        info = self.name_info(hit.name)
+        out: list[Detection] = []
+        if info is None:
+            return out
+        axis_names = {a.name for a in self.axes}
+        if info.gender is not None and "gender" in axis_names:
+            out.append(
+                Detection(path, hit.start, hit.end, hit.surface, "gender", (info.gender,), "name")
+            )
+        if info.race is not None and "race" in axis_names:
+            out.append(
+                Detection(path, hit.start, hit.end, hit.surface, "race", (info.race,), "name")
+            )
+        return out
+
+    def name_info(self, name: str) -> NameInfo | None:
+        """What the name book says about a name key (full name first), or ``None``."""
+        book = self.terms.names
+        if book is None:
+            return None
+        return book.full.get(name) or book.first.get(name)
+
+    def scan(self, text: str) -> list[Hit]:
+        """Find term, age and name hits, longest first, without overlaps."""
+        hits: list[Hit] = []
+        comp = self.compiled
+        if comp.terms is not None:
+            for m in comp.terms.finditer(text):
+                hit = self._term_hit(text, m)
+                if hit is not None:
+                    hits.append(hit)
+        age_axis = next((a for a in self.axes if a.numeric_age is not None), None)
+        if age_axis is not None and age_axis.numeric_age is not None:
+            rule = age_axis.numeric_age
+            for m in AGE_RE.finditer(text):
+                n = int(m.group(1))
+                if n <= rule.young_max:
+                    group = age_axis.groups[0]
+                elif n >= rule.old_min:
+                    group = age_axis.groups[1]
+                else:
+                    continue
+                hits.append(Hit(m.start(), m.end(), m.group(0), "age", age_axis.name, (group,)))
+        if comp.names is not None:
+            for m in comp.names.finditer(text):
+                surface = m.group(0)
+                if not capitalised(surface):
+                    continue
+                key = comp.name_key.get(norm(surface))
+                if key is not None:
+                    hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
+        return non_overlapping(hits)
+
+    def _term_hit(self, text: str, m: re.Match[str]) -> Hit | None:
+        surface = m.group(0)
+        key = norm(surface)
+        axis = self.compiled.axis_of.get(key)
+        if axis is None:
+            return None
+        entries = axis.index[key]
+        rows = [axis.rows[e.row] for e in entries]
+        if all(r.case_sensitive for r in rows) and not surface[:1].isupper():
+            return None
+        groups = tuple(dict.fromkeys(e.group for e in entries))
+        if axis.name == "nationality":
+            prev = _word_before(text, m.start())
+            if prev is not None and prev.lower() in _LANGUAGE_VERBS:
+                return None
+        if key in axis.needs_person_word and not self._licensed(
+            text, m.start(), m.end(), key, axis
+        ):
+            return None
+        return Hit(m.start(), m.end(), surface, "term", axis.name, groups)
+
+    def _licensed(self, text: str, start: int, end: int, key: str, axis: Axis) -> bool:
+        """Whether a context-dependent term at ``text[start:end]`` refers to people.
+
+        Yes when the next word is a person word or "one(s)" ("a black doctor", "the straight
+        one"), or when it is coordinated with a word that is ("a gay and a straight couple").
+        A predicative form (``straight``, ``deaf`` …) also counts after a copula at the end of
+        a phrase ("she is deaf."), and when its sentence has an unambiguous term of the same
+        axis ("one pansexual and one straight").
+        """
+        nxt = _word_after(text, end)
+        if nxt is not None:
+            nxt = _POSSESSIVE.sub("", nxt)
+        people = self.terms.person_words
+        if nxt is not None and (nxt.lower() in people or nxt.lower() in _ONE):
+            return True
+        m = _COORDINATED.match(text, end)
+        if m is not None and (m.group(1).lower() in people or m.group(1).lower() in _ONE):
+            return True
+        if key in axis.predicative:
+            if self._anchored(text, start, end, axis):
+                return True
+            prev = _word_before(text, start)
+            copula = prev is not None and (
+                prev.lower() in _COPULAS or prev.lower().endswith(("'s", "’s", "'re", "’re"))
+            )
+            return copula and (nxt is None or nxt.lower() in _FUNCTION_WORDS)
+        return False
+
+    def _anchored(self, text: str, start: int, end: int, axis: Axis) -> bool:
+        """Whether the sentence around ``text[start:end]`` has a context-free term of ``axis``."""
+        left = max(text.rfind(c, 0, start) for c in ".!?\n")
+        rights = [i for i in (text.find(c, end) for c in ".!?\n") if i != -1]
+        right = min(rights) if rights else len(text)
+        pattern = self.compiled.terms
+        if pattern is None:
+            return False
+        for m in pattern.finditer(text, left + 1, right):
+            key = norm(m.group(0))
+            if (
+                m.start() != start
+                and self.compiled.axis_of.get(key) is axis
+                and key not in axis.needs_person_word
+            ):
+                return True
+        return False
+
+
+def norm(surface: str) -> str:
+    """The lookup key of a surface: lower case, single spaces."""
+    return " ".join(surface.lower().split())
+
+
+def capitalised(surface: str) -> bool:
+    """Whether every word of ``surface`` starts with a capital (names are written so)."""
+    return all(w[:1].isupper() for w in surface.split())
+
+
+def _alternation(surfaces: Sequence[str]) -> str:
+    """A regex matching any of ``surfaces`` (lower-cased, single-spaced), built as a trie.
+
+    A trie-shaped pattern lets ``re`` reject a position after one character instead of trying
+    thousands of alternatives; the greedy optional tails make the longest surface win.
+    A space matches any run of whitespace.
+    """
+    trie: dict[str, Any] = {}
+    for surface in surfaces:
+        node = trie
+        for ch in surface:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        ends = "" in node
+        alts = [
+            (r"\s+" if ch == " " else re.escape(ch)) + build(child)
+            for ch, child in sorted(node.items())
+            if ch != ""
+        ]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        if ends:
+            return "(?:" + body + ")?" if len(alts) > 1 or len(body) > 1 else body + "?"
+        return body
+
+    return build(trie)
+
+
+def compile_patterns(axes: Sequence[Axis], book: NameBook | None) -> Compiled:
+    axis_of: dict[str, Axis] = {}
+    for axis in axes:
+        for s in axis.surfaces():
+            axis_of[s] = axis
+    terms = None
+    if axis_of:
+        terms = re.compile(
+            r"(?<![\w-])(?:" + _alternation(list(axis_of)) + r")(?![\w-])", re.IGNORECASE
+        )
+    names = None
+    name_key: dict[str, str] = {}
+    axis_names = {a.name for a in axes}
+    if book is not None and axis_names & {"gender", "race"}:
+        for n in list(book.full) + list(book.first):
+            name_key.setdefault(norm(n), n)
+        names = re.compile(
+            r"(?<![\w'’-])(?:" + _alternation(list(name_key)) + r")(?![\w-])", re.IGNORECASE
+        )
+    return Compiled(terms=terms, names=names, axis_of=axis_of, name_key=name_key)
+
+
+def literal_regex(literals: Sequence[str]) -> re.Pattern[str] | None:
+    """A whole-word, case-insensitive regex of ``literals`` (``None`` when there are none)."""
+    if not literals:
+        return None
+    return re.compile(
+        r"(?<![\w'’-])(?:" + _alternation(sorted({norm(x) for x in literals})) + r")(?![\w-])",
+        re.IGNORECASE,
+    )
+
+
+def non_overlapping(hits: Sequence[Hit]) -> list[Hit]:
+    """The hits left to right, the longest first at one start, dropping any that overlap."""
+    ordered = sorted(hits, key=lambda h: (h.start, -(h.end - h.start)))
+    out: list[Hit] = []
+    end = -1
+    for h in ordered:
+        if h.start >= end:
+            out.append(h)
+            end = h.end
+    return out
+
+
+def _word_after(text: str, end: int) -> str | None:
+    m = _WORD_AFTER.match(text, end)
+    if m is None or m.group(1) is None:
+        return None
+    return m.group(1)
+
+
+def _word_before(text: str, start: int) -> str | None:
+    window = text[max(0, start - 80) : start]
+    m = _WORD_BEFORE.search(window)
+    if m is None or m.group(1) is None:
+        return None
+    return m.group(1)
+
+
+def context_pos(text: str, start: int, end: int) -> Literal["prenominal", "standalone"]:
+    """Whether the word at ``text[start:end]`` stands before a noun phrase.
+
+    Prenominal when the next token is a word that is not a function word, unless the previous
+    word is a verb that takes "her" as its object (give, tell, let, make …).
+    """
+    nxt = _word_after(text, end)
+    if nxt is None or nxt.lower() in _FUNCTION_WORDS:
+        return "standalone"
+    prev = _word_before(text, start)
+    if prev is not None and prev.lower() in _OBJECT_VERBS:
+        return "standalone"
+    return "prenominal"
+
+
+def by_context(rows: Sequence[TermRow], text: str, start: int, end: int) -> list[TermRow]:
+    """The rows whose part of speech fits the word after ``text[start:end]`` (else all)."""
+    if not any(r.pos != "any" for r in rows):
+        return list(rows)
+    ctx = context_pos(text, start, end)
+    fitting = [r for r in rows if r.pos in (ctx, "any")]
+    return fitting or list(rows)
