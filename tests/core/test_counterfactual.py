@@ -388,3 +388,112 @@ def test_every_variant_of_a_full_slate_of_names_maps_back() -> None:
             assert gen.map_back(variant.payload, variant.mapping) == prompt
             checked += 1
     assert checked == 800
+
+
+# --- issue 14 item 3: person words, -man/-woman compounds, predicate adjectives -------------
+
+
+def swap(
+    gen: CounterfactualGenerator, axis: str, pairs: tuple[tuple[str, str], ...], text: str
+) -> str:
+    return str(gen.apply(text, CounterfactualMapping(axis, pairs)).payload)
+
+
+BLACK_WHITE = (("black", "white"), ("white", "black"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # occupation heads from the BLS titles license the context-dependent race words
+        ("The Black engineer met the white pilot.", "The white engineer met the Black pilot."),
+        ("a Black CEO hired a Black developer", "a white CEO hired a white developer"),
+        (
+            "The white electrician called a Black plumber.",
+            "The Black electrician called a white plumber.",
+        ),
+        ("two white firefighters", "two Black firefighters"),
+        # still no person: left alone
+        ("the black car and the white house", "the black car and the white house"),
+        ("the black cutter broke", "the black cutter broke"),
+    ],
+)
+def test_occupation_nouns_are_person_heads(
+    gen: CounterfactualGenerator, text: str, expected: str
+) -> None:
+    assert swap(gen, "race", BLACK_WHITE, text) == expected
+
+
+def test_occupation_heads_come_from_the_shipped_bls_titles() -> None:
+    doc = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "core/biasbreaker/data/terms/occupations.json"
+        ).read_text()
+    )
+    assert len(doc["titles"]) == 1104 and "Software Developers" in doc["titles"]
+    words = set(doc["words"])
+    assert {"engineer", "pilot", "developer", "electrician", "plumber", "firefighter"} <= words
+    assert not words & set(doc["excluded"])
+    people = TermSet.default().person_words
+    assert {"engineer", "engineers", "pilot", "ceo", "developers"} <= people
+    assert "cutter" not in people  # a tool as often as a person: excluded
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The handyman is a Frenchman.", "The handywoman is a Frenchwoman."),
+        ("Two handymen met three Irishwomen.", "Two handywomen met three Irishmen."),
+        ("The chairman and the foreman", "The chairwoman and the forewoman"),
+        ("FIREMAN", "FIREWOMAN"),
+        # not compounds: left alone
+        ("A human and a German shaman in Oman.", "A human and a German shaman in Oman."),
+    ],
+)
+def test_man_woman_compounds_swap_on_gender(
+    gen: CounterfactualGenerator, text: str, expected: str
+) -> None:
+    assert swap_gender(gen, text) == expected
+
+
+def test_a_demonym_compound_is_a_gender_term_only(gen: CounterfactualGenerator) -> None:
+    # the documented policy: one surface, one axis; "Frenchman" carries gender, and a
+    # nationality variant leaves it (and says so in docs/detection.md)
+    found = {(d.surface, d.axis) for d in gen.detect("The Frenchman met a German engineer.")}
+    assert found == {("Frenchman", "gender"), ("German", "nationality")}
+    text = "The Frenchman met a German engineer."
+    assert swap(gen, "nationality", (("german", "french"), ("french", "german")), text) == (
+        "The Frenchman met a French engineer."
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "pairs", "expected"),
+    [
+        ("He is Muslim.", (("muslim", "christian"), ("christian", "muslim")), "He is Christian."),
+        ("He is Muslim.", (("muslim", "jewish"), ("jewish", "muslim")), "He is Jewish."),
+        ("She's Jewish.", (("jewish", "muslim"), ("muslim", "jewish")), "She's Muslim."),
+        (
+            "They were Muslim and proud.",
+            (("muslim", "jewish"), ("jewish", "muslim")),
+            "They were Jewish and proud.",
+        ),
+        # a noun stays a noun
+        ("He is a Muslim.", (("muslim", "jewish"), ("jewish", "muslim")), "He is a Jew."),
+        ("A Jew.", (("jewish", "muslim"), ("muslim", "jewish")), "A Muslim."),
+        # adjective before a noun, as before
+        ("a Muslim woman", (("muslim", "jewish"), ("jewish", "muslim")), "a Jewish woman"),
+    ],
+)
+def test_predicate_adjectives_keep_their_part_of_speech(
+    gen: CounterfactualGenerator, text: str, pairs: tuple[tuple[str, str], ...], expected: str
+) -> None:
+    out = swap(gen, "religion", pairs, text)
+    assert out == expected
+    mapping = CounterfactualMapping("religion", pairs)
+    variant = gen.apply(text, mapping)
+    assert gen.map_back(variant.payload, variant.mapping) == text
+
+
+def test_a_predicate_possessive_pronoun_is_still_hers(gen: CounterfactualGenerator) -> None:
+    assert swap_gender(gen, "The book is his.") == "The book is hers."

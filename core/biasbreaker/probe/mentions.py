@@ -379,10 +379,24 @@ def context_pos(text: str, start: int, end: int) -> Literal["prenominal", "stand
     return "prenominal"
 
 
-def by_context(rows: Sequence[TermRow], text: str, start: int, end: int) -> list[TermRow]:
-    """The rows whose part of speech fits the word after ``text[start:end]`` (else all)."""
+def by_context(
+    rows: Sequence[TermRow], text: str, start: int, end: int, *, predicate: bool = False
+) -> list[TermRow]:
+    """The rows whose part of speech fits the words around ``text[start:end]`` (else all).
+
+    With ``predicate`` (every axis but gender, whose standalone forms are pronouns: "is
+    hers"), a word standing alone right after a copula is a predicate adjective and takes
+    the adjective (prenominal) form: "He is Muslim." → "He is Christian." (not "Jew"),
+    while "He is a Muslim." keeps the noun reading ("a Jew").
+    """
     if not any(r.pos != "any" for r in rows):
         return list(rows)
     ctx = context_pos(text, start, end)
+    if predicate and ctx == "standalone":
+        prev = _word_before(text, start)
+        if prev is not None and (
+            prev.lower() in _COPULAS or prev.lower().endswith(("'s", "’s", "'re", "’re"))
+        ):
+            ctx = "prenominal"
     fitting = [r for r in rows if r.pos in (ctx, "any")]
     return fitting or list(rows)

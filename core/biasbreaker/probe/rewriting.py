@@ -147,7 +147,7 @@ def replacement(
     wanted = prefer.get(hit.surface)
     if wanted and any(norm(r.form(h) or "") == norm(wanted) for r in rows):
         return wanted
-    rows = by_context(rows, text, hit.start, hit.end)
+    rows = by_context(rows, text, hit.start, hit.end, predicate=axis.name != "gender")
     target = rows[0].form(h)
     assert target is not None
     return match_case(hit.surface, target, rows[0].form(g))
@@ -157,7 +157,7 @@ def neutral_form(terms: TermSet, text: str, hit: Hit) -> str:
     """The group-neutral form of a term hit (``he`` → ``they``), else :data:`MASK`."""
     axis = terms.axis(hit.axis)
     rows = [axis.rows[e.row] for e in axis.index[norm(hit.surface)]]
-    rows = by_context(rows, text, hit.start, hit.end)
+    rows = by_context(rows, text, hit.start, hit.end, predicate=axis.name != "gender")
     neutral = rows[0].neutral if rows else None
     return match_case(hit.surface, neutral) if neutral else MASK
 

@@ -541,7 +541,10 @@ def _person_words_from(doc: Mapping[str, Any], where: str) -> list[str]:
 
 
 def _packaged_person_words() -> list[str]:
-    return _person_words_from(_read_packaged_json("person_words.json"), "person_words.json")
+    """LangFair's and our person nouns plus the BLS occupation heads (``occupations.json``)."""
+    words = _person_words_from(_read_packaged_json("person_words.json"), "person_words.json")
+    words += _person_words_from(_read_packaged_json("occupations.json"), "occupations.json")
+    return words
 
 
 def _with_plurals(words: Iterable[str]) -> set[str]:
