@@ -39,7 +39,7 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel
 
 from biasbreaker.errors import ConfigError
-from biasbreaker.probe import Probe
+from biasbreaker.probe import Probe, ProbeResult
 from biasbreaker_plugins.langgraph._internals import (
     interrupted,
     model_update,
@@ -358,11 +358,7 @@ class Prober:
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
         call.score = result.score
-        if result.status == "scored":
-            reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
-        else:
-            reason = result.reason or "no protected group named in the input"
-        call.outcome = {"status": result.status, "reason": reason}
+        call.outcome = probe_outcome(result)
         call.probe_summary = {
             "status": result.status,
             "score": result.score,
@@ -432,6 +428,19 @@ class FreshProbes:
         return await clone_probe(self.base).probe(*args, **kwargs)
 
 
+def probe_outcome(result: ProbeResult) -> dict[str, str]:
+    """The trace's ``probe`` outcome of a probe that ran: ``{"status", "reason"}``.
+
+    ``scored`` says how many counterfactuals and resamples were compared; any other status
+    (``not_applicable``) carries the probe's reason, or that no protected group was named.
+    """
+    if result.status == "scored":
+        reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
+    else:
+        reason = result.reason or "no protected group named in the input"
+    return {"status": result.status, "reason": reason}
+
+
 def clone_probe(base: Probe) -> Probe:
     """A probe configured like ``base``, with an empty call cache."""
     return Probe(
@@ -458,6 +467,7 @@ __all__ = [
     "Rerun",
     "clone_probe",
     "in_rerun",
+    "probe_outcome",
     "rerun_context",
     "reset_rerun",
     "split_output",

@@ -72,7 +72,7 @@ from biasbreaker.trace import StepRecord
 from biasbreaker.types import BreakerAction, BreakerDecision, FrozenPayload
 from biasbreaker_langchain.adapter import LangChainAgentAdapter
 from biasbreaker_langchain.plugin import NAME
-from biasbreaker_plugins.langgraph.probing import clone_probe
+from biasbreaker_plugins.langgraph.probing import clone_probe, probe_outcome
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import Capture, capturing, silenced
 from biasbreaker_plugins.langgraph.values import Unreadable, read, rebuild
@@ -445,11 +445,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
         call.score = result.score
-        if result.status == "scored":
-            reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
-        else:
-            reason = result.reason or "no protected group named in the input"
-        call.outcome = {"status": result.status, "reason": reason}
+        call.outcome = probe_outcome(result)
 
     def _finish(self, call: _Call) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Step the machine; return the reply with the state update, or hold it for review."""
