@@ -254,3 +254,18 @@ def test_plugins_lists_the_adapter_with_its_distribution() -> None:
     line = next(row for row in result.stdout.splitlines() if row.startswith("langchain-agent"))
     assert "biasbreaker-langchain" in line
     assert "framework_adapter  langchain-agent" in result.stdout
+
+
+def test_loading_the_entry_point_imports_neither_langchain_nor_langgraph() -> None:
+    """Every biasbreaker process loads installed plugins' entry points: this one must be cheap."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import biasbreaker_langchain.plugin\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain', 'langgraph'}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

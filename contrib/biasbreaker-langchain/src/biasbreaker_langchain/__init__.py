@@ -17,18 +17,22 @@ Modules:
     ``adapter``: :class:`~biasbreaker_langchain.adapter.LangChainAgentAdapter`.
     ``middleware``: :class:`~biasbreaker_langchain.middleware.BiasGuardMiddleware`.
 
-Importing this package imports LangChain; the entry point does not.
+Importing this package imports no LangChain until one of its names is used; the entry point
+never does.
 """
 
 from __future__ import annotations
 
-from biasbreaker_langchain.middleware import (
-    WITHHELD,
-    BiasGuardMiddleware,
-    BiasGuardState,
-    ReviewAnswer,
-    ReviewRequest,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from biasbreaker_langchain.middleware import (
+        WITHHELD,
+        BiasGuardMiddleware,
+        BiasGuardState,
+        ReviewAnswer,
+        ReviewRequest,
+    )
 
 __version__ = "0.1.0"
 
@@ -39,3 +43,16 @@ __all__ = [
     "ReviewAnswer",
     "ReviewRequest",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the middleware (and LangChain) on first use (PEP 562).
+
+    Loading the entry-point module ``biasbreaker_langchain.plugin``, which every biasbreaker
+    process does, then imports neither LangChain nor LangGraph.
+    """
+    if name in __all__:
+        from biasbreaker_langchain import middleware
+
+        return getattr(middleware, name)
+    raise AttributeError(f"module 'biasbreaker_langchain' has no attribute {name!r}")
