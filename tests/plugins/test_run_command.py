@@ -394,6 +394,45 @@ def test_a_run_replaces_only_its_own_outputs(project: Path) -> None:
     assert json.loads(after["biasbreaker-output.json"])["run_id"] != marker["run_id"]
 
 
+@pytest.mark.parametrize(
+    ("key", "entry"),
+    [
+        ("files", "../victim.txt"),
+        ("files", "{abs}"),
+        ("files", "link/victim.txt"),
+        ("dirs", "../emptydir"),
+        ("dirs", "link"),
+    ],
+)
+def test_a_forged_marker_never_removes_anything_outside_out(
+    project: Path, key: str, entry: str
+) -> None:
+    """A marker listing paths outside --out (``..``, absolute, through a link) is refused."""
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": "x"})])
+    args = ["--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o"]
+    assert invoke(*args).exit_code == 0
+    out = project / "o"
+    victim = project / "victim.txt"
+    victim.write_text("the user's own\n")
+    (project / "emptydir").mkdir()
+    outside = project / "elsewhere"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("the user's own too\n")
+    (out / "link").symlink_to(outside, target_is_directory=True)
+    marker_path = out / "biasbreaker-output.json"
+    marker = json.loads(marker_path.read_text())
+    marker[key] = [*marker[key], entry.format(abs=victim)]
+    marker_path.write_text(json.dumps(marker))
+    before = contents(out)
+    result = invoke(*args)
+    assert result.exit_code == 1
+    assert "not a path inside the folder" in " ".join(result.output.split())
+    assert victim.read_text() == "the user's own\n"
+    assert (outside / "victim.txt").read_text() == "the user's own too\n"
+    assert (project / "emptydir").is_dir() and outside.is_dir()
+    assert contents(out) == before  # nothing inside was removed either
+
+
 def test_a_folder_biasbreaker_did_not_write_is_refused(project: Path) -> None:
     out = project / "o"
     before = earlier_outputs(out)

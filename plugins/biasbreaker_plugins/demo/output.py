@@ -24,7 +24,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
 from biasbreaker.errors import ConfigError
@@ -79,6 +79,23 @@ def _relative(root: Path, paths: Iterable[str | Path]) -> set[str]:
                 raise
         out.add(path.as_posix())
     return out
+
+
+def _inside(folder: Path, relative: str, *, folder_entry: bool = False) -> bool:
+    """Whether the marker entry ``relative`` names a path inside ``folder``.
+
+    Relative, without ``..``, not empty, and its parent, links resolved, inside the folder (a
+    listed file may itself be a link: removing a link removes only the link); a listed folder
+    (``folder_entry``) must itself resolve inside.
+    """
+    rel = PurePosixPath(relative.rstrip("/"))
+    if not relative.strip("/") or rel.is_absolute() or ".." in rel.parts or "\\" in relative:
+        return False
+    if PureWindowsPath(relative).drive:
+        return False
+    root = folder.resolve()
+    parent = (folder / rel).resolve() if folder_entry else (folder / rel).parent.resolve()
+    return parent == root or root in parent.parents
 
 
 def _pid_alive(pid: object) -> bool:
@@ -192,6 +209,15 @@ class OutputFolder:
         ):
             raise ConfigError(
                 f"--out {path}: {marker} is not a biasbreaker output marker; give another folder"
+            )
+        outside = [f for f in listed if not _inside(path, f)]
+        outside += [d for d in dirs if not _inside(path, d, folder_entry=True)]
+        if outside:
+            raise ConfigError(
+                f"--out {path}: {marker} lists {outside[0]!r}, which is not a path inside the "
+                "folder (absolute, '..', or through a link that leaves it); biasbreaker never "
+                "writes such a marker, so nothing was removed; give another folder, or remove "
+                "the marker if you know the folder holds only biasbreaker's outputs"
             )
         if data.get("status") == "running" and _pid_alive(data.get("pid")):
             raise ConfigError(
