@@ -139,14 +139,30 @@ def test_a_stale_approval_is_reviewed_again(tmp_path: Path) -> None:
     assert again["__interrupt__"][0].value["kind"] == "biasbreaker-review"
 
 
-def test_an_invalid_resume_value_names_the_field(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ({"action": "ok"}, "action"),
+        ({"action": "reject"}, "sha256"),
+        ({"action": "edit", "sha256": "{sha}"}, "content"),
+    ],
+)
+def test_an_invalid_resume_value_pauses_again_naming_the_field(
+    tmp_path: Path, bad: dict[str, str], named: str
+) -> None:
+    """A bad answer never jams the thread: the review asks again, and a good answer works."""
     watch = Watch()
     agent = build(True, watch, tmp_path)
     config = thread("invalid")
-    agent.invoke(question(WOMAN), config)
-    with pytest.raises(ConfigError, match="action"):
-        agent.invoke(Command(resume={"action": "ok"}), config)
+    request = agent.invoke(question(WOMAN), config)["__interrupt__"][0].value
+    answer = {k: v.format(sha=request["sha256"]) for k, v in bad.items()}
+    again = agent.invoke(Command(resume=answer), config)["__interrupt__"][0].value
+    assert named in again["error"] and again["sha256"] == request["sha256"]
     assert watch.executed == []
+    done = agent.invoke(Command(resume={"action": "reject", "sha256": again["sha256"]}), config)
+    assert "__interrupt__" not in done and watch.executed == []
+    reviews = agent.get_state(config).values["bb_reviews"]
+    assert [r["action"] for r in reviews] == ["reject"]
 
 
 def test_no_protected_group_is_not_applicable(tmp_path: Path) -> None:

@@ -504,19 +504,30 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             reply=call.view,
             sha256=sha256,
         )
+        how = (
+            'resume with Command(resume={"action": "approve" | "reject" | "edit", "sha256": '
+            f'"{sha256}"[, "content": "..."]}})'
+        )
+        error: str | None = None
         while True:
-            raw = interrupt(request.model_dump())
+            # a bad answer pauses again with the error (raising would replay the same bad
+            # resume value into this interrupt() on every later resume: the thread would jam)
+            shown_request = request.model_dump()
+            if error is not None:
+                shown_request["error"] = error
+            raw = interrupt(shown_request)
             try:
                 answer = ReviewAnswer.model_validate(raw)
             except ValueError as exc:
-                raise ConfigError(
-                    f"the resume value of a biasbreaker review is invalid ({exc}); resume "
-                    'with Command(resume={"action": "approve" | "reject" | "edit", "sha256": '
-                    f'"{sha256}"[, "content": "..."]}})'
-                ) from exc
+                error = f"the resume value of a biasbreaker review is invalid ({exc}); {how}"
+                continue
+            if answer.action == "edit" and not answer.content:
+                error = f'"edit" needs "content", the replacement text; {how}'
+                continue
             if answer.sha256 == sha256:
                 break
             # the re-run model answered differently from what was reviewed: review this one
+            error = f"the sha256 answered is not this reply's (it changed, or is mistyped); {how}"
         record = {
             "step": step_id,
             "action": answer.action,
@@ -532,11 +543,6 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             # a held reply the probe could not read: approving it lets it through as it is
             return self._respond(call.response, call, writes)
         if answer.action == "edit":
-            if not answer.content:
-                raise ConfigError(
-                    'a biasbreaker review answered "edit" without "content"; give the '
-                    "replacement text in the resume value's content"
-                )
             return self._respond(ModelResponse(result=[AIMessage(answer.content)]), call, writes)
         notice = AIMessage(WITHHELD.format(reason=request.reason))
         return self._respond(ModelResponse(result=[notice]), call, writes)
