@@ -66,10 +66,10 @@ class Traces:
         except TraceError as exc:
             raise TraceError(
                 f"{path}: a new run on thread {thread_id!r} would overwrite this file, which "
-                f"is not a readable run trace ({exc}); {_FIXES}"
+                f"is not a readable run trace ({exc}); {_fixes(self.adapter)}"
             ) from exc
         if count:
-            raise _taken(path, thread_id, count)
+            raise _taken(path, thread_id, count, self.adapter)
 
     def write(self, thread_id: str, machine: ControlMachine, records: list[StepRecord]) -> None:
         """Append ``records`` (consecutive steps) to the thread's trace.
@@ -102,7 +102,7 @@ class Traces:
         if path.exists() and path.stat().st_size > 0:
             existing = read_trace(path, warn=False)
             if step == 0 and existing.records:
-                raise _taken(path, thread_id, len(existing.records))
+                raise _taken(path, thread_id, len(existing.records), self.adapter)
             if existing.header != header:
                 raise TraceError(
                     f"{path}: its header differs from this run's (other thresholds, window or "
@@ -153,19 +153,20 @@ class Traces:
             self._open.clear()
 
 
-_FIXES = (
-    "run it on a new thread id, set another [plugin.langgraph] trace_path (it may contain "
-    "{thread_id}), or delete the file if that run's trace is no longer needed"
-)
+def _fixes(adapter: str) -> str:
+    return (
+        f"run it on a new thread id, set another [plugin.{adapter}] trace_path (it may contain "
+        "{thread_id}), or delete the file if that run's trace is no longer needed"
+    )
 
 
-def _taken(path: Path, thread_id: str, count: int) -> TraceError:
+def _taken(path: Path, thread_id: str, count: int, adapter: str) -> TraceError:
     return TraceError(
         f"{path} already holds {count} record(s) of a run on thread {thread_id!r}, but the "
         "checkpointer has no breaker state for that thread, so this is a new run, not a resume: "
-        f"it would overwrite them. To keep them, {_FIXES}. (If that thread's process was killed "
-        "before its first breaker step was checkpointed, the file holds only that lost step: "
-        "delete it.)"
+        f"it would overwrite them. To keep them, {_fixes(adapter)}. (If that thread's process "
+        "was killed before its first breaker step was checkpointed, the file holds only that "
+        "lost step: delete it.)"
     )
 
 
