@@ -44,7 +44,6 @@ import contextvars
 import functools
 import operator
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -72,6 +71,7 @@ from biasbreaker.trace import StepRecord
 from biasbreaker.types import BreakerAction, BreakerDecision, FrozenPayload
 from biasbreaker_langchain.adapter import LangChainAgentAdapter
 from biasbreaker_langchain.plugin import NAME
+from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.probing import clone_probe, probe_outcome
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import Capture, capturing, silenced
@@ -271,20 +271,6 @@ def _resuming(config: RunnableConfig) -> bool:
     return null_resume is not None and null_resume(False) is not None
 
 
-def _run_blocking(factory: Callable[[], Awaitable[_T]]) -> _T:
-    """Run a coroutine from sync code: here if no loop runs, else on a fresh thread's loop."""
-
-    async def main() -> _T:
-        return await factory()
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(main())
-    with ThreadPoolExecutor(max_workers=1) as one:
-        return one.submit(contextvars.copy_context().run, asyncio.run, main()).result()
-
-
 def _with_config(config: RunnableConfig, fn: Callable[..., _T], *args: Any) -> _T:
     token = var_child_runnable_config.set(config)
     try:
@@ -350,7 +336,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                 out = await asyncio.get_running_loop().run_in_executor(pool, job)
                 return _output_view(_as_response(out)[0])
 
-            _run_blocking(lambda: self._probe(call, step))
+            run_sync(self._probe(call, step))
         return self._finish(call)
 
     async def awrap_model_call(
