@@ -74,6 +74,11 @@ NOT_SECRET_LAST = frozenset(
 """A secret-named key whose last word is one of these holds where a secret is, not the secret:
 ``api_key_env = "OPENAI_API_KEY"`` is shown."""
 
+ERROR_LAST = frozenset({"error", "exception", "warning"})
+"""A name whose last word is one of these is an exception class, not a key: in
+``KeyError: 'decision'`` or ``TokenError: expired`` what follows is the error's message (the
+missing key's name, a reason), shown; a credential in it is still found by its look (rule 2)."""
+
 MIN_SECRET_LENGTH = 8
 """Known secrets shorter than this are not registered (they would hide ordinary words)."""
 
@@ -96,13 +101,14 @@ def secret_name(name: str) -> bool:
 
     Returns:
         True when a word of the key is in :data:`SECRET_WORDS` and its last word is not in
-        :data:`NOT_SECRET_LAST`. A bare ``key`` is not a secret's name: in biasbreaker's own
-        data it names a configuration key or a record's identity (``"key": "assess@2"``);
-        ``api_key``, ``private_key``, ``access_key`` are; a credential stored under a bare
-        ``key`` is still found by its look (rule 2).
+        :data:`NOT_SECRET_LAST` or :data:`ERROR_LAST` (an exception class). A bare ``key``
+        is not a secret's name: in biasbreaker's own data it names a configuration key or a
+        record's identity (``"key": "assess@2"``); ``api_key``, ``private_key``,
+        ``access_key`` are; a credential stored under a bare ``key`` is still found by its
+        look (rule 2).
     """
     words = key_words(str(name).rpartition(".")[2])
-    if not words or words[-1] in NOT_SECRET_LAST or words == ["key"]:
+    if not words or words[-1] in NOT_SECRET_LAST or words[-1] in ERROR_LAST or words == ["key"]:
         return False
     return any(w in SECRET_WORDS for w in words) or "".join(words) in SECRET_WORDS
 

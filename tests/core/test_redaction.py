@@ -64,6 +64,11 @@ def _no_known_secrets() -> Iterator[None]:
         ("author", False),
         ("key", False),
         ("private_key", True),
+        ("KeyError", False),
+        ("TokenError", False),
+        ("AuthenticationError", False),
+        ("PrivateKeyException", False),
+        ("CredentialWarning", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
@@ -279,3 +284,13 @@ def test_a_secret_in_a_biasbreaker_variable_is_refused_naming_the_variable(
         load_settings()
     assert f"(env {variable})" in str(info.value)
     assert CANARY not in str(info.value)
+
+
+def test_an_exception_message_after_its_class_name_is_shown() -> None:
+    """``KeyError: 'decision'`` names the missing key; redacting it hid the error's cause."""
+    assert redact_text("KeyError: 'decision'") == "KeyError: 'decision'"
+    assert redact_text("TokenError: the token expired") == "TokenError: the token expired"
+    # a credential in the message is still found by its look
+    leaked = "AuthError: sk-" + "A1b2C3d4E5f6G7h8J9k0"
+    assert "A1b2C3d4" not in redact_text(leaked)
+    assert redact_text("api_key: hunter22x") == "api_key: <redacted>"
