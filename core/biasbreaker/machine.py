@@ -570,6 +570,15 @@ class KatzWeights(Mapping[str, float]):
     def __len__(self) -> int:
         return len(self._weights)
 
+    def __eq__(self, other: object) -> bool:
+        # the machine compares the step's weights with the last recorded ones (a dict) on
+        # every step: compare the dicts directly, not through Mapping's generic items() copy
+        if isinstance(other, KatzWeights):
+            return self._weights == other._weights
+        if isinstance(other, dict):
+            return self._weights == other
+        return super().__eq__(other)
+
 
 def _checked_weights(
     weights: Mapping[str, float] | None, scores: Mapping[str, float]
@@ -583,7 +592,7 @@ def _checked_weights(
     if not weights:
         return {}
     checked = weights if isinstance(weights, KatzWeights) else KatzWeights(weights)
-    missing = sorted(set(scores) - set(checked))
+    missing = sorted(name for name in scores if name not in checked)
     if missing:
         raise InputError(
             f"local_scores name node(s) {missing} that have no weight (weights cover "
@@ -823,11 +832,16 @@ class ControlMachine:
         slow = check_unit_score("slow", slow)
         if node is not None and (not isinstance(node, str) or not node):
             raise InputError(f"node={node!r} must be a non-empty str or None")
-        scores = {
-            name: check_unit_score(f"local_scores[{name!r}]", value)
-            for name, value in sorted((local_scores or {}).items())
-        }
+        scores = (
+            {
+                name: check_unit_score(f"local_scores[{name!r}]", value)
+                for name, value in sorted(local_scores.items())
+            }
+            if local_scores
+            else {}
+        )
         checked_weights = _checked_weights(weights, scores)
+        weights_changed = checked_weights != self._recorded_weights
         config = self._config
         thresholds = config.thresholds
         window = None if self._window is None else self._window.peek(fast)
@@ -859,9 +873,7 @@ class ControlMachine:
                 None,
                 self._frozen_input,
                 held=None if payload is None else freeze(payload),
-                weights=None
-                if checked_weights == self._recorded_weights
-                else dict(checked_weights),
+                weights=dict(checked_weights) if weights_changed else None,
                 hold=hold,
             )
         transition = select_transition(
@@ -962,7 +974,7 @@ class ControlMachine:
             context,
             frozen_input,
             held,
-            None if checked_weights == self._recorded_weights else dict(checked_weights),
+            dict(checked_weights) if weights_changed else None,
         )
 
     def _commit(

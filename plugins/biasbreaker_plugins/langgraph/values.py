@@ -154,6 +154,11 @@ def read(value: Any, path: str = "value") -> Any:
         if not math.isfinite(value):
             raise Unreadable(path, repr(value), "JSON has no NaN or infinity")
         return value
+    # exact builtin containers and messages first: the ABC checks below are slow
+    if kind is list:
+        return [read(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if kind is not dict and isinstance(value, BaseMessage):
+        return _message_view(value, path)
     if isinstance(value, enum.Enum):
         return read(value.value, path)
     if isinstance(value, str):
