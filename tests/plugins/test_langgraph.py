@@ -469,6 +469,12 @@ def test_hold_probation_is_refused(tmp_path: Path) -> None:
         guard(screening_graph(0.0, Received("answer")), kernel)
 
 
+@pytest.mark.parametrize("config", [42, True, 0.4, ["breaker"], b"biasbreaker.toml"])
+def test_a_config_of_another_kind_is_refused_naming_the_kinds(config: object) -> None:
+    with pytest.raises(ConfigError, match=r"guard\(\): config=.* a dict of settings"):
+        guard(screening_graph(0.0, Received("answer")), config)  # type: ignore[arg-type]
+
+
 def test_unknown_or_unguardable_nodes_are_refused(kernel: Kernel) -> None:
     builder = screening_graph(0.0, Received("answer"))
     with pytest.raises(ConfigError, match=r"unknown nodes \['nope'\]"):

@@ -255,6 +255,12 @@ def test_another_adapter_selected_is_refused(tmp_path: Path) -> None:
         BiasGuardMiddleware({**SETTINGS, "adapter": {"framework": "langgraph"}})
 
 
+@pytest.mark.parametrize("config", [42, True, ["adapter"]])
+def test_a_config_of_another_kind_is_refused_naming_the_kinds(config: object) -> None:
+    with pytest.raises(ConfigError, match=r"BiasGuardMiddleware\(\): config=.* a dict of"):
+        BiasGuardMiddleware(config)  # type: ignore[arg-type]
+
+
 class BytesModel(LoanModel):
     """Replies with a tool call whose argument is bytes: a reply the probe cannot read."""
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from langgraph.graph import StateGraph
 
-from biasbreaker.errors import PluginError
+from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import AnyHook
 from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
@@ -62,7 +62,18 @@ def load_kernel(config: Config = None) -> Kernel:
         return Kernel.load()
     if isinstance(config, Mapping):
         return Kernel.load(overrides=config)
+    if not isinstance(config, (str, os.PathLike)):
+        raise ConfigError(config_type_problem("guard()", config))
     return Kernel.load(config_file=config)
+
+
+def config_type_problem(where: str, config: object) -> str:
+    """The message for a ``config`` argument of ``where`` that is none of the accepted kinds."""
+    return (
+        f"{where}: config={config!r} ({type(config).__name__}); give None (the configuration "
+        "of the current directory), a Kernel, a dict of settings nested like the TOML "
+        "({'breaker': {'tau_enter': 0.4}}) or the path of a TOML file"
+    )
 
 
 def guard(
