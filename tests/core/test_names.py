@@ -89,9 +89,11 @@ def test_a_disagreeing_surname_and_first_name_leave_the_race_unknown_and_say_so(
         "The office is in Virginia Beach.",
         "She studied at George Washington University.",
         "Christian Smith",  # a religion term is never a first name
+        "Analyst, J.P. Morgan Chase & Co.; then Morgan Stanley and Merrill Lynch.",
+        "He looks like Tiger Woods!",  # Tiger: a gender in nomquamgender, no US first name
     ],
 )
-def test_places_and_terms_are_not_people(text: str) -> None:
+def test_places_firms_and_terms_are_not_people(text: str) -> None:
     assert [d for d in GEN.detect(text) if d.kind == "name"] == []
 
 

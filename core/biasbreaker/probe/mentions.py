@@ -226,7 +226,8 @@ class MentionFinder:
         """Two capitalised words on one line that :func:`person_name` reads as a person.
 
         A possessive ending stays outside the hit (``Greg Baker's`` → ``Greg Baker``); a pair
-        followed by a place or organisation word is none (``George Washington University``).
+        followed by a place or organisation word or by ``&`` is none (``George Washington
+        University``, ``Merrill Lynch & Co.``).
         """
         book = self.terms.names
         if book is None:
@@ -245,6 +246,8 @@ class MentionFinder:
             end = b.start() + len(last)
             nxt = _word_after(text, b.end())
             if nxt is not None and fold(nxt) in PLACE_WORDS:
+                continue
+            if text[b.end() :].lstrip(" \t").startswith("&"):  # Merrill Lynch & Co.
                 continue
             if _in_place_name(text, a.start(), end) or person_name(a.group(0), last, book) is None:
                 continue

@@ -24,6 +24,7 @@ from biasbreaker.errors import ConfigError
 
 __all__ = [
     "GENDER_SHARE",
+    "ORGANISATIONS",
     "PLACE_FIRST",
     "PLACE_WORDS",
     "RACE_SHARE",
@@ -64,6 +65,20 @@ PLACE_WORDS = frozenset(
     hall park river mountains county's state
     """.split()  # noqa: SIM905
 )
+# Firms named like a person (hand-written, from firm names common in resumes and finance
+# news): never read as one person. A pair followed by ``&`` is a firm too (``Merrill Lynch &``).
+ORGANISATIONS = frozenset(
+    {
+        "morgan stanley", "morgan chase", "merrill lynch", "goldman sachs", "charles schwab",
+        "edward jones", "raymond james", "smith barney", "dean witter", "booz allen",
+        "grant thornton", "lockheed martin", "dow jones", "harley davidson", "marsh mclennan",
+        "wells fargo", "johnson controls", "ernst young", "paul weiss", "sullivan cromwell",
+        "baker mckenzie", "latham watkins", "arthur andersen", "bain capital", "janney montgomery",
+        "stanley morgan", "alex brown", "franklin templeton", "thomas reuters", "thomson reuters",
+        "warner bros", "walt disney", "tommy hilfiger", "ralph lauren", "calvin klein",
+        "kenneth cole", "marc jacobs", "michael kors", "tory burch", "kate spade",
+    }
+)  # fmt: skip
 
 
 def fold(word: str) -> str:
@@ -304,7 +319,7 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     and nicknames such as ``Tiger``, only gives the gender); ``last`` a surname of the
     shipped lists or of the census table; neither an excluded word, ``first`` no place
     prefix (``San``, ``Fort``, ``New`` …) and ``last`` no place or organisation word
-    (``Beach``, ``University``).
+    (``Beach``, ``University``); the pair no firm of :data:`ORGANISATIONS`.
 
     Gender: from the shipped lists when they tag the first name, else from nomquamgender at
     :data:`GENDER_SHARE` % or more. Race: from the surname (the shipped lists, else the
@@ -320,6 +335,7 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
         or s in PLACE_WORDS
         or len(f) < 2
         or len(s) < 2
+        or f"{f} {s}" in ORGANISATIONS
     ):
         return None
     data = name_shares()
