@@ -142,6 +142,7 @@ class CounterfactualGenerator:
             raise ValueError(f"k={k!r} must be >= 1 (the number of counterfactual variants)")
         detections = self.detect(payload)
         present = present_groups(detections)
+        notes = self._finder.ambiguities(payload)
         if not present:
             return CounterfactualSet(
                 status="not_applicable",
@@ -151,7 +152,9 @@ class CounterfactualGenerator:
                     "no protected term or name of axes "
                     f"{', '.join(a.name for a in self.axes)} found: the payload is group-blind "
                     "(fairness through unawareness), so a counterfactual test does not apply"
+                    + "".join(f"; ambiguous name: {n}" for n in notes)
                 ),
+                notes=notes,
             )
         digest = payload_digest(payload)
         per_axis: list[list[tuple[str, dict[str, str]]]] = []
@@ -173,6 +176,7 @@ class CounterfactualGenerator:
                 detections=detections,
                 variants=(),
                 reason="protected terms were found but none has a counterpart in another group",
+                notes=notes,
             )
         round_robin = [c for row in itertools.zip_longest(*per_axis) for c in row if c is not None]
         variants: list[Variant] = []
@@ -205,8 +209,9 @@ class CounterfactualGenerator:
                 detections=detections,
                 variants=(),
                 reason="protected terms were found but no swap changes the payload",
+                notes=notes,
             )
-        return CounterfactualSet("applicable", detections, tuple(variants))
+        return CounterfactualSet("applicable", detections, tuple(variants), notes=notes)
 
     def to_group(self, payload: Any, axis: str, group: str) -> Variant:
         """Set every mention of an axis to one group (LangFair's ``male_prompt`` style).

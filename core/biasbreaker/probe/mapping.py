@@ -147,12 +147,15 @@ class CounterfactualSet:
         detections: The protected mentions found.
         variants: ``k`` variants when applicable, else empty.
         reason: Why it is not applicable (empty when applicable).
+        notes: The names whose data leave an axis unknown, one note per name and axis
+            (docs/detection.md, "Names"): such a name is swapped on the axes it tells only.
     """
 
     status: Literal["applicable", "not_applicable"]
     detections: tuple[Detection, ...]
     variants: tuple[Variant, ...]
     reason: str = ""
+    notes: tuple[str, ...] = ()
 
 
 def present_groups(detections: Sequence[Detection]) -> dict[str, set[str]]:

@@ -10,12 +10,14 @@ them is :mod:`biasbreaker.probe.rewriting`.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from biasbreaker.probe.mapping import Detection
+from biasbreaker.probe.names import PLACE_FIRST, PLACE_WORDS, PersonName, fold, person_name
 from biasbreaker.probe.payloads import Path, leaves
 from biasbreaker.probe.terms import Axis, NameBook, NameInfo, TermRow, TermSet
 
@@ -78,6 +80,9 @@ _POSSESSIVE = re.compile(r"['’]s?$")
 _COORDINATED = re.compile(r"\s*,?\s*(?:and|or|nor)\s+(?:(?:a|an|the)\s+)?[\w'’-]+\s+(\w+)", re.I)
 _WORD_AFTER = re.compile(r"\s*(?:(\w[\w'’]*)|(\S))?")
 _WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
+# A word of a name: letters (any script), inner hyphens or apostrophes (Al-Zoubi, O'Brien).
+_NAME_WORD = re.compile(r"(?<![\w'’-])[^\W\d_]+(?:[-'’][^\W\d_]+)*")
+_POSSESSIVE_END = re.compile(r"['’]s?$")
 AGE_RE = re.compile(
     r"(?<![\w.-])(\d{1,3})(\s*-\s*|\s+)(years?)(\s*-\s*|\s+)(old)(?![\w-])", re.IGNORECASE
 )
@@ -159,11 +164,96 @@ class MentionFinder:
         return out
 
     def name_info(self, name: str) -> NameInfo | None:
-        """What the name book says about a name key (full name first), or ``None``."""
+        """What a name key tells, or ``None``.
+
+        The book's full name, else a person's name read from the public-record tables
+        (:func:`~biasbreaker.probe.names.person_name`), else the book's first name.
+        """
         book = self.terms.names
         if book is None:
             return None
-        return book.full.get(name) or book.first.get(name)
+        if name in book.full:
+            return book.full[name]
+        person = self.person(name)
+        if person is not None:
+            return person.info
+        return book.first.get(name)
+
+    def person(self, name: str) -> PersonName | None:
+        """A two-word name key read as a person's first name and surname, else ``None``."""
+        book = self.terms.names
+        first, _, last = name.partition(" ")
+        if book is None or not last or " " in last:
+            return None
+        return person_name(first, last, book)
+
+    def name_key(self, surface: str) -> str | None:
+        """The name key of a name hit's surface (``None`` when it is no name)."""
+        key = self.compiled.name_key.get(norm(surface))
+        if key is not None:
+            return key
+        words = surface.split()
+        if len(words) == 2 and self.person(" ".join(words)) is not None:
+            return " ".join(words)
+        return None
+
+    def ambiguities(self, payload: Any) -> tuple[str, ...]:
+        """One note per name and axis the name data leave unknown (docs/detection.md, "Names").
+
+        Returns:
+            The notes, in text order, each once: which name, which axis, what the data say
+            and the threshold it falls short of.
+        """
+        axis_names = {a.name for a in self.axes}
+        notes: dict[str, None] = {}
+        for _, text in leaves(payload):
+            for hit in self.scan(text):
+                if hit.kind != "name":
+                    continue
+                person = self.person(hit.name) if hit.name not in self._full_names() else None
+                if person is None:
+                    continue
+                for note in person.ambiguous:
+                    if note.split(" ", 1)[0] in axis_names:
+                        notes.setdefault(note, None)
+        return tuple(notes)
+
+    def _full_names(self) -> Mapping[str, NameInfo]:
+        book = self.terms.names
+        return book.full if book is not None else {}
+
+    def _person_hits(self, text: str) -> list[Hit]:
+        """Two capitalised words on one line that :func:`person_name` reads as a person.
+
+        A possessive ending stays outside the hit (``Greg Baker's`` → ``Greg Baker``); a pair
+        followed by a place or organisation word or by ``&`` is none (``George Washington
+        University``, ``Merrill Lynch & Co.``).
+        """
+        book = self.terms.names
+        if book is None:
+            return []
+        words = list(_NAME_WORD.finditer(text))
+        out: list[Hit] = []
+        for a, b in itertools.pairwise(words):
+            gap = text[a.end() : b.start()]
+            if not gap or gap.strip(" \t"):
+                continue
+            if not (a.group(0)[:1].isupper() and b.group(0)[:1].isupper()):
+                continue
+            if _POSSESSIVE_END.search(a.group(0)):
+                continue
+            last = _POSSESSIVE_END.sub("", b.group(0))
+            end = b.start() + len(last)
+            nxt = _word_after(text, b.end())
+            if nxt is not None and fold(nxt) in PLACE_WORDS:
+                continue
+            if text[b.end() :].lstrip(" \t").startswith("&"):  # Merrill Lynch & Co.
+                continue
+            if _in_place_name(text, a.start(), end) or person_name(a.group(0), last, book) is None:
+                continue
+            key = f"{a.group(0)} {last}"
+            out.append(Hit(a.start(), end, text[a.start() : end], "name", "", (), key))
+        return out
 
     def scan(self, text: str) -> list[Hit]:
         """Find term, age and name hits, longest first, without overlaps."""
@@ -192,8 +282,10 @@ class MentionFinder:
                 if not capitalised(surface):
                     continue
                 key = comp.name_key.get(norm(surface))
-                if key is not None:
+                if key is not None and not _in_place_name(text, m.start(), m.end()):
                     hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
+            # after the book's hits: at one span (a listed full name) the book's reading wins
+            hits.extend(self._person_hits(text))
         return non_overlapping(hits)
 
     def _term_hit(self, text: str, m: re.Match[str]) -> Hit | None:
@@ -262,6 +354,27 @@ class MentionFinder:
             ):
                 return True
         return False
+
+
+def _in_place_name(text: str, start: int, end: int) -> bool:
+    """Whether the name at ``text[start:end]`` is part of a place or organisation name.
+
+    Yes after a capitalised place prefix (``San Antonio``, ``Fort Worth``), or before a place
+    or organisation word, directly or after one more capitalised word (``Virginia Beach``,
+    ``George Washington University``). The lists are :data:`~biasbreaker.probe.names.
+    PLACE_FIRST` and :data:`~biasbreaker.probe.names.PLACE_WORDS`.
+    """
+    prev = _word_before(text, start)
+    if prev is not None and prev[:1].isupper() and fold(prev.rstrip(".")) in PLACE_FIRST:
+        return True
+    nxt = _WORD_AFTER.match(text, end)
+    word = nxt.group(1) if nxt is not None else None
+    if word is None:
+        return False
+    if fold(word) in PLACE_WORDS:
+        return True
+    after = _word_after(text, nxt.end()) if nxt is not None and word[:1].isupper() else None
+    return after is not None and fold(after) in PLACE_WORDS
 
 
 def norm(surface: str) -> str:

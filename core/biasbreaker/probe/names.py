@@ -1,14 +1,20 @@
-"""Name data: first and full names tagged by gender and race, and the shipped name book.
+"""Name data: the shipped name book (coded lists) and the public-record name shares.
 
-The lists and their sources are named in ``biasbreaker/data/terms/names.json`` (sources and
-licences in that folder's ``SOURCE.md``).
+The coded lists and their sources are named in ``biasbreaker/data/terms/names.json``
+(sources and licences in that folder's ``SOURCE.md``). The public-record shares (2010 Census
+surnames, Tzioumis first names, nomquamgender first-name gender) are the reduced tables of
+``biasbreaker/data/names/`` (``SOURCE.md`` there; built by ``scripts/build_name_data.py``),
+read lazily, once, by :func:`name_shares`. :func:`person_name` applies the documented rule
+(docs/detection.md, "Names") that turns a first name and a surname into what they tell.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -16,7 +22,69 @@ from typing import Any
 
 from biasbreaker.errors import ConfigError
 
-__all__ = ["NameBook", "NameInfo", "packaged_names"]
+__all__ = [
+    "GENDER_SHARE",
+    "ORGANISATIONS",
+    "PLACE_FIRST",
+    "PLACE_WORDS",
+    "RACE_SHARE",
+    "NameBook",
+    "NameInfo",
+    "NameShares",
+    "PersonName",
+    "Share",
+    "fold",
+    "name_shares",
+    "packaged_names",
+    "person_name",
+]
+
+GENDER_SHARE = 90
+"""A first name tells the gender when at least this percent of its bearers have it."""
+RACE_SHARE = 75
+"""A surname (or a first name) tells the race when at least this percent of bearers have it."""
+
+# First words of place names that are also first names in the tables (San Antonio, Santa
+# Clara, St. Louis, Fort Worth …): a pair starting with one is never read as a person.
+PLACE_FIRST = frozenset(
+    """
+    san santa santo sao los las la le el del de des di da du fort ft saint st port mount mt
+    lake palm palo salt baton grand great little long cape glen rio costa puerto hong sri
+    buenos new north south east west upper lower old university college
+    """.split()  # noqa: SIM905
+)
+# Words that, right after the pair or as its second word, make it a place or an organisation
+# (Virginia Beach, George Washington University, Morgan Stanley Inc).
+PLACE_WORDS = frozenset(
+    """
+    city county beach springs falls heights valley island islands bay harbor harbour creek
+    village township parish airport station street st avenue ave road rd boulevard blvd
+    square university college institute school academy hospital clinic bank group inc corp
+    corporation company co llc ltd plc foundation center centre capital partners associates
+    technologies systems labs laboratories museum library church cathedral stadium arena
+    hall park river mountains county's state
+    """.split()  # noqa: SIM905
+)
+# Firms named like a person (hand-written, from firm names common in resumes and finance
+# news): never read as one person. A pair followed by ``&`` is a firm too (``Merrill Lynch &``).
+ORGANISATIONS = frozenset(
+    {
+        "morgan stanley", "morgan chase", "merrill lynch", "goldman sachs", "charles schwab",
+        "edward jones", "raymond james", "smith barney", "dean witter", "booz allen",
+        "grant thornton", "lockheed martin", "dow jones", "harley davidson", "marsh mclennan",
+        "wells fargo", "johnson controls", "ernst young", "paul weiss", "sullivan cromwell",
+        "baker mckenzie", "latham watkins", "arthur andersen", "bain capital", "janney montgomery",
+        "stanley morgan", "alex brown", "franklin templeton", "thomas reuters", "thomson reuters",
+        "warner bros", "walt disney", "tommy hilfiger", "ralph lauren", "calvin klein",
+        "kenneth cole", "marc jacobs", "michael kors", "tory burch", "kate spade",
+    }
+)  # fmt: skip
+
+
+def fold(word: str) -> str:
+    """``word`` lower-cased, accents removed (``García`` → ``garcia``): the tables' key."""
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
 
 
 def _norm(surface: str) -> str:
@@ -53,11 +121,16 @@ class NameBook:
         first: Title-cased first name → what it tells.
         full: Title-cased ``"First Last"`` → what it tells.
         last: Title-cased last name → race group (``None`` if the lists disagree).
+        excluded: Lower-cased words never read as part of a person's name: the terms of an
+            axis :meth:`without` dropped (``Christian``, ``Black``). ``names.json``'s
+            ``exclude`` list (English words and places such as ``Grace``, ``Washington``) only
+            keeps a word from being read as a name on its own.
     """
 
     first: Mapping[str, NameInfo]
     full: Mapping[str, NameInfo]
     last: Mapping[str, str | None]
+    excluded: frozenset[str] = frozenset()
     _pools: dict[tuple[str, str | None, str | None], tuple[str, ...]] = field(
         init=False, repr=False, compare=False
     )
@@ -84,6 +157,7 @@ class NameBook:
             first={n: i for n, i in self.first.items() if _norm(n) not in banned},
             full={n: i for n, i in self.full.items() if _norm(n) not in banned},
             last={n: r for n, r in self.last.items() if _norm(n) not in banned},
+            excluded=self.excluded | banned,
         )
 
 
@@ -154,3 +228,161 @@ def packaged_names() -> NameBook:
         if _norm(n) not in excluded
     }
     return NameBook(first=first, full=full, last=last)
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """The largest group among a name's bearers and its share, in whole percent (0-100)."""
+
+    group: str
+    percent: int
+
+
+@dataclass(frozen=True)
+class NameShares:
+    """The public-record tables of ``data/names/``, keyed by :func:`fold`-ed name.
+
+    Args:
+        first_gender: First name → ``female``/``male`` share (nomquamgender 0.1.4).
+        first_race: First name → race share (Tzioumis 2018).
+        surname_race: Surname → race share (2010 Census).
+    """
+
+    first_gender: Mapping[str, Share]
+    first_race: Mapping[str, Share]
+    surname_race: Mapping[str, Share]
+
+    def ambiguous_first_names(self, race: str) -> tuple[str, ...]:
+        """Title-cased first names that tell ``race`` but no gender, sorted.
+
+        Drawn for a race swap of a person whose first name tells no gender (``Wei Chen``),
+        so the counterfactual does not add a gender the original did not carry.
+        """
+        return self._ambiguous_pools.get(race, ())
+
+    @functools.cached_property
+    def _ambiguous_pools(self) -> dict[str, tuple[str, ...]]:
+        pools: dict[str, list[str]] = {}
+        for name, share in self.first_race.items():
+            gender = self.first_gender.get(name)
+            if share.percent >= RACE_SHARE and gender is not None and gender.percent < GENDER_SHARE:
+                pools.setdefault(share.group, []).append(name.title())
+        return {race: tuple(sorted(v)) for race, v in pools.items()}
+
+
+def _read_shares(filename: str) -> dict[str, Share]:
+    text = _data_dir().joinpath("names", filename).read_text(encoding="utf-8")
+    out: dict[str, Share] = {}
+    distinct: dict[tuple[str, str], Share] = {}  # at most 6 groups x 101 shares: one object each
+    for line in text.splitlines()[1:]:
+        name, group, percent = line.split("\t")
+        share = distinct.get((group, percent))
+        if share is None:
+            share = distinct[(group, percent)] = Share(group, int(percent))
+        out[name] = share
+    return out
+
+
+@functools.cache
+def name_shares() -> NameShares:
+    """The shipped public-record tables, read on first use and kept (184,019 names)."""
+    return NameShares(
+        first_gender=_read_shares("first_gender.tsv"),
+        first_race=_read_shares("first_race.tsv"),
+        surname_race=_read_shares("surname_race.tsv"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PersonName:
+    """A first name and a surname read as one person, and what they tell.
+
+    Args:
+        first: The first name as written.
+        last: The surname as written.
+        info: Gender and race it tells, each ``None`` when the data are weak or disagree.
+        ambiguous: One note per axis left unknown, naming the evidence and the threshold
+            (``"gender of 'Wei Chen': first name 'Wei' 69 % male (< 90 %)"``).
+    """
+
+    first: str
+    last: str
+    info: NameInfo
+    ambiguous: tuple[str, ...] = ()
+
+
+def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
+    """Read ``first last`` as a person's name, or ``None`` when it is not one.
+
+    Rule (docs/detection.md, "Names"): ``first`` must be a first name of the shipped lists
+    or of the Tzioumis table (US first names; nomquamgender's world-wide list, with words
+    and nicknames such as ``Tiger``, only gives the gender); ``last`` a surname of the
+    shipped lists or of the census table; neither an excluded word, ``first`` no place
+    prefix (``San``, ``Fort``, ``New`` …) and ``last`` no place or organisation word
+    (``Beach``, ``University``); the pair no firm of :data:`ORGANISATIONS`.
+
+    Gender: from the shipped lists when they tag the first name, else from nomquamgender at
+    :data:`GENDER_SHARE` % or more. Race: from the surname (the shipped lists, else the
+    census table at :data:`RACE_SHARE` % or more), else from the first name (the shipped
+    lists, else Tzioumis at :data:`RACE_SHARE` %); when both tell a race and they differ,
+    the race is unknown. An unknown axis is noted in :attr:`PersonName.ambiguous`.
+    """
+    f, s = fold(first), fold(last)
+    if (
+        f in book.excluded
+        or s in book.excluded
+        or f in PLACE_FIRST
+        or s in PLACE_WORDS
+        or len(f) < 2
+        or len(s) < 2
+        or f"{f} {s}" in ORGANISATIONS
+    ):
+        return None
+    data = name_shares()
+    listed = book.first.get(first) or book.first.get(first.title())
+    gender_share = data.first_gender.get(f)
+    first_race = data.first_race.get(f)
+    strong_gender = gender_share is not None and gender_share.percent >= GENDER_SHARE
+    if listed is None and first_race is None:
+        return None
+    surname_share = data.surname_race.get(s)
+    listed_last = book.last.get(last.title())
+    if surname_share is None and last.title() not in book.last:
+        return None
+    whole = f"{first} {last}"
+    notes: list[str] = []
+    gender = listed.gender if listed is not None else None
+    if gender is None and strong_gender:
+        assert gender_share is not None
+        gender = gender_share.group
+    if gender is None:
+        evidence = (
+            f"{gender_share.percent} % {gender_share.group}"
+            if gender_share is not None
+            else "in no gender table"
+        )
+        notes.append(f"gender of {whole!r}: first name {first!r} {evidence} (< {GENDER_SHARE} %)")
+    race_last = listed_last
+    if race_last is None and surname_share is not None and surname_share.percent >= RACE_SHARE:
+        race_last = surname_share.group if surname_share.group != "multiple" else None
+    race_first = listed.race if listed is not None else None
+    if race_first is None and first_race is not None and first_race.percent >= RACE_SHARE:
+        race_first = first_race.group if first_race.group != "multiple" else None
+    race = race_last or race_first
+    if race_last is not None and race_first is not None and race_last != race_first:
+        race = None
+        notes.append(
+            f"race of {whole!r}: surname {last!r} tells {race_last}, first name {first!r} "
+            f"tells {race_first}"
+        )
+    elif race is None:
+        evidence = (
+            f"{surname_share.percent} % {surname_share.group}"
+            if surname_share is not None
+            else "in no race table"
+        )
+        notes.append(
+            f"race of {whole!r}: surname {last!r} {evidence} (< {RACE_SHARE} %) and first "
+            f"name {first!r} tells none"
+        )
+    return PersonName(first, last, NameInfo(gender, race), tuple(notes))

@@ -188,6 +188,8 @@ class ProbeResult:
         axes: Axes of the variants.
         variants: Per-variant outcomes.
         reason: Why not scored (empty when scored).
+        notes: Names the probe swapped on some axes only because their data leave the
+            others unknown (:attr:`CounterfactualSet.notes`).
 
     Raises:
         ScoreError: ``score`` (or an end of ``ci``) is not a number in [0, 1] (NaN,
@@ -211,6 +213,7 @@ class ProbeResult:
     axes: tuple[str, ...] = ()
     variants: tuple[VariantOutcome, ...] = ()
     reason: str = ""
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.score is not None:
@@ -259,6 +262,7 @@ class ProbeResult:
                 for v in self.variants
             ],
             "reason": self.reason,
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -294,6 +298,7 @@ class ProbeResult:
                 for v in data["variants"]
             ),
             reason=data["reason"],
+            notes=tuple(data.get("notes", ())),  # absent from results written before it
         )
 
 
@@ -484,6 +489,7 @@ class Probe:
                 confidence=self.confidence,
                 combine=self.combine,
                 reason=cf_set.reason,
+                notes=cf_set.notes,
             )
         variants = cf_set.variants
         original_text = _text(output, name, "guarded output (sample 0)")
@@ -582,6 +588,7 @@ class Probe:
             cache_hits=hits,
             axes=tuple(dict.fromkeys(v.mapping.axis for v in variants)),
             variants=outcomes,
+            notes=cf_set.notes,
         )
 
     # ------------------------------------------------------------------ internals

@@ -15,6 +15,7 @@ from typing import Any
 
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.mentions import MentionFinder, norm
+from biasbreaker.probe.names import NameInfo, name_shares
 from biasbreaker.probe.payloads import leaves
 from biasbreaker.probe.terms import Axis
 
@@ -92,6 +93,37 @@ def _pick(pool: Sequence[str], taken: set[str], rng: random.Random) -> str | Non
     return rng.choice(candidates) if candidates else None
 
 
+def _name_pool(
+    finder: MentionFinder, name: str, info: NameInfo, axis: str, target: str
+) -> tuple[str, ...]:
+    """The names a swap of ``name`` to group ``target`` of ``axis`` draws from (sorted).
+
+    Gender: first names of the target gender and the name's race (else of unknown race, else
+    of any race), the surname kept. Race, for a full name (a listed full name or a person's
+    first name and surname): full names of the target race and the name's gender; when the
+    first name tells no gender, a first name of the target race that tells none either
+    (:meth:`~biasbreaker.probe.names.NameShares.ambiguous_first_names`) with a listed surname
+    of that race. Race, for a lone first name: first names of the target race and gender.
+    """
+    book = finder.terms.names
+    if book is None:
+        return ()
+    if axis == "gender":
+        pool = book.first_pool(target, info.race) or book.first_pool(target, None)
+        if not pool and info.race is None:
+            pool = tuple(sorted(n for n, i in book.first.items() if i.gender == target))
+        return pool
+    if " " in name:
+        if info.gender is not None:
+            return book.full_pool(info.gender, target)
+        lasts = sorted(n for n, r in book.last.items() if r == target)
+        firsts = name_shares().ambiguous_first_names(target)
+        return tuple(f"{first} {last}" for first in firsts for last in lasts)
+    if info.gender is None:
+        return ()
+    return book.first_pool(info.gender, target)
+
+
 def feasible(
     finder: MentionFinder, axis: Axis, pi: Mapping[str, str], detections: Sequence[Detection]
 ) -> bool:
@@ -102,17 +134,11 @@ def feasible(
             continue
         g = det.groups[0]
         if det.kind == "name":
-            key = finder.compiled.name_key.get(norm(det.surface))
+            key = finder.name_key(det.surface)
             info = finder.name_info(key) if key else None
-            if book is None or info is None:
+            if book is None or info is None or key is None:
                 continue
-            if axis.name == "gender":
-                ok = bool(book.first_pool(pi[g], info.race) or book.first_pool(pi[g], None))
-            elif key in book.full and info.gender is not None:
-                ok = bool(book.full_pool(info.gender, pi[g]))
-            else:
-                ok = info.gender is not None and bool(book.first_pool(info.gender, pi[g]))
-            if not ok:
+            if not _name_pool(finder, key, info, axis.name, pi[g]):
                 return False
             continue
         if det.kind != "term":
@@ -143,51 +169,40 @@ def name_map(
     seen: dict[str, None] = {}
     for det in detections:
         if det.kind == "name" and det.axis == axis and det.groups[0] in pi:
-            key = finder.compiled.name_key.get(norm(det.surface))
+            key = finder.name_key(det.surface)
             if key is not None:
                 seen.setdefault(key, None)
     pairs: list[tuple[str, str]] = []
     used: set[str] = set()
     for name in seen:
-        info = book.full.get(name) or book.first.get(name)
+        info = finder.name_info(name)
         if info is None:
             continue
-        is_full = name in book.full
         first, _, last = name.partition(" ")
-        if axis == "gender":
-            assert info.gender is not None
-            pool = book.first_pool(pi[info.gender], info.race) or book.first_pool(
-                pi[info.gender], None
-            )
-            new_first = _pick(pool, taken | used, rng)
-            if new_first is None:
-                continue
-            used.add(new_first.lower())
-            if is_full:
-                pairs.append((name, f"{new_first} {last}"))
-            pairs.append((first, new_first))
-        else:
-            assert info.race is not None
-            if is_full:
-                assert info.gender is not None
-                pool = book.full_pool(info.gender, pi[info.race])
-                new = _pick(pool, taken | used, rng)
-                if new is None:
-                    continue
-                new_first, _, new_last = new.partition(" ")
-                used.update((new.lower(), new_first.lower(), new_last.lower()))
-                pairs.append((name, new))
-                pairs.append((first, new_first))
-                if book.last.get(last) == info.race:
-                    pairs.append((last, new_last))
-            elif info.gender is not None:
-                pool = book.first_pool(info.gender, pi[info.race])
-                new_first = _pick(pool, taken | used, rng)
-                if new_first is None:
-                    continue
-                used.add(new_first.lower())
-                pairs.append((first, new_first))
+        group = info.gender if axis == "gender" else info.race
+        assert group is not None
+        pool = _name_pool(finder, name, info, axis, pi[group])
+        new = _pick(pool, taken | used, rng)
+        if new is None:
+            continue
+        used.update(w.lower() for w in (new, *new.split()))
+        if " " not in new:  # a first name: the surname stays
+            if last:
+                pairs.append((name, f"{new} {last}"))
+            pairs.append((first, new))
+            continue
+        # a whole name for a whole name: full name, first name and surname (later mentions)
+        new_first, _, new_last = new.partition(" ")
+        pairs.append((name, new))
+        pairs.append((first, new_first))
+        if last:
+            pairs.append((last, new_last))
+    # One source, one target: a word two names share (one's surname, the other's first name)
+    # keeps its first mapping, and no target is given to two sources, so the map inverts.
     unique: dict[str, str] = {}
+    targets: set[str] = set()
     for src, dst in pairs:
-        unique.setdefault(src, dst)
+        if src not in unique and dst not in targets:
+            unique[src] = dst
+            targets.add(dst)
     return tuple(unique.items())

@@ -1,0 +1,194 @@
+"""Issue 14 item 2: people named in the public-record name data are recognised and swapped whole.
+
+The examples are the ones seen in trials (``Greg Baker``, ``Brad Miller``, ``Wei Chen``,
+``José García`` not recognised; ``Jamal Washington`` half swapped; ``Mr. Greg Baker`` →
+``Ms. Greg Baker``), plus place names that look like names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from biasbreaker.probe import CounterfactualGenerator, Probe, TermSet
+from biasbreaker.probe.mapping import Variant
+from biasbreaker.probe.names import (
+    GENDER_SHARE,
+    RACE_SHARE,
+    fold,
+    name_shares,
+    person_name,
+)
+
+GEN = CounterfactualGenerator(seed=0)
+BOOK = TermSet.default().names
+assert BOOK is not None
+FEMALE_FIRST = {n for n, i in BOOK.first.items() if i.gender == "female"}
+FULL = dict(BOOK.full)
+
+
+def variants(text: str, axis: str, k: int = 8) -> list[Variant]:
+    cs = GEN.generate(text, k)
+    assert cs.status == "applicable", cs.reason
+    out = [v for v in cs.variants if v.mapping.axis == axis]
+    assert out, f"no {axis} variant of {text!r}"
+    for v in cs.variants:  # every variant maps back to the original exactly
+        assert GEN.map_back(v.payload, v.mapping) == text, v.payload
+    return out
+
+
+def test_the_tables_hold_the_census_and_tzioumis_shares() -> None:
+    data = name_shares()
+    assert len(data.surname_race) == 162_253
+    assert len(data.first_race) == 4_250
+    assert len(data.first_gender) == 17_516
+    washington = data.surname_race["washington"]
+    assert (washington.group, washington.percent) == ("black", 88)
+    assert data.surname_race["garcia"].group == "hispanic"
+    assert data.surname_race["chen"].group == "asian"
+    assert (data.first_gender["greg"].group, data.first_gender["greg"].percent) == ("male", 100)
+    wei = data.first_gender["wei"]
+    assert wei.group == "male" and wei.percent < GENDER_SHARE
+    assert name_shares() is data  # read once
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "gender", "race"),
+    [
+        ("Greg", "Baker", "male", "white"),
+        ("Brad", "Miller", "male", "white"),
+        ("Wei", "Chen", None, "asian"),
+        ("José", "García", "male", "hispanic"),
+        ("Jamal", "Washington", "male", "black"),
+        ("Khadijah", "Charles", "female", "black"),  # Charles 53 % black: race from Khadijah
+    ],
+)
+def test_what_a_name_tells(first: str, last: str, gender: str | None, race: str | None) -> None:
+    assert BOOK is not None
+    person = person_name(first, last, BOOK)
+    assert person is not None
+    assert (person.info.gender, person.info.race) == (gender, race)
+    assert bool(person.ambiguous) == (gender is None or race is None)
+
+
+def test_a_disagreeing_surname_and_first_name_leave_the_race_unknown_and_say_so() -> None:
+    assert BOOK is not None
+    person = person_name("Jamal", "Miller", BOOK)
+    assert person is not None and person.info == type(person.info)("male", None)
+    assert person.ambiguous == (
+        "race of 'Jamal Miller': surname 'Miller' tells white, first name 'Jamal' tells black",
+    )
+    assert name_shares().surname_race[fold("Miller")].percent >= RACE_SHARE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We flew to San Antonio, then Fort Worth.",
+        "The office is in Virginia Beach.",
+        "She studied at George Washington University.",
+        "Christian Smith",  # a religion term is never a first name
+        "Analyst, J.P. Morgan Chase & Co.; then Morgan Stanley and Merrill Lynch.",
+        "He looks like Tiger Woods!",  # Tiger: a gender in nomquamgender, no US first name
+    ],
+)
+def test_places_firms_and_terms_are_not_people(text: str) -> None:
+    assert [d for d in GEN.detect(text) if d.kind == "name"] == []
+
+
+@pytest.mark.parametrize("name", ["Greg Baker", "Brad Miller", "José García"])
+def test_unlisted_people_get_a_gender_swap_of_the_first_name_only(name: str) -> None:
+    last = name.split()[1]
+    text = f"{name} applied for the job."
+    for v in variants(text, "gender"):
+        new_first, new_last = v.payload.split()[:2]
+        assert new_last == last
+        assert new_first in FEMALE_FIRST, v.payload
+
+
+@pytest.mark.parametrize("name", ["Greg Baker", "Brad Miller", "José García", "Wei Chen"])
+def test_unlisted_people_get_a_whole_name_race_swap(name: str) -> None:
+    first, last = name.split()
+    text = f"{name} applied. {last}'s letter was short; {last} called twice."
+    for v in variants(text, "race"):
+        new_first, new_last = v.payload.split(" applied")[0].split()
+        assert new_first != first and new_last != last, v.payload
+        # every later mention follows, possessive included
+        assert v.payload.endswith(f"{new_last}'s letter was short; {new_last} called twice.")
+        target = dict(v.mapping.groups)[GEN.detect(text)[-1].groups[0]]
+        drawn = FULL.get(f"{new_first} {new_last}")  # a listed full name of the target race
+        assert BOOK is not None
+        race = drawn.race if drawn is not None else BOOK.last.get(new_last)
+        assert race == target, v.payload
+
+
+def test_jamal_washington_is_swapped_whole_and_mr_washington_follows() -> None:
+    text = "Jamal Washington met Mr. Washington."
+    for v in variants(text, "race"):
+        new_first, new_last = v.payload.split(" met ")[0].split()
+        assert new_last != "Washington"
+        assert v.payload == f"{new_first} {new_last} met Mr. {new_last}."
+    for v in variants(text, "gender"):
+        assert v.payload.endswith(" Washington met Ms. Washington.")
+        assert v.payload.split()[0] in FEMALE_FIRST
+
+
+def test_a_title_a_first_name_and_the_pronouns_swap_together() -> None:
+    text = "Mr. Greg Baker said his plan was good; Baker agreed."
+    for v in variants(text, "gender"):
+        words = v.payload.split()
+        assert words[0] == "Ms." and words[1] in FEMALE_FIRST and words[2] == "Baker"
+        assert v.payload.endswith(" said her plan was good; Baker agreed.")
+
+
+def test_a_name_of_unknown_gender_is_swapped_on_race_only_and_noted() -> None:
+    text = "Wei Chen applied for the analyst job."
+    cs = GEN.generate(text, 4)
+    assert cs.status == "applicable"
+    assert {v.mapping.axis for v in cs.variants} == {"race"}
+    assert cs.notes == ("gender of 'Wei Chen': first name 'Wei' 69 % male (< 90 %)",)
+    data = name_shares()
+    for v in cs.variants:  # the drawn first name tells no gender either
+        new_first = v.payload.split()[0]
+        assert data.first_gender[fold(new_first)].percent < GENDER_SHARE, v.payload
+    # with a title, the title carries the gender: swapped, the first name kept
+    titled = GEN.generate("Ms. Wei Chen applied.", 8)
+    gender = [v for v in titled.variants if v.mapping.axis == "gender"]
+    assert gender and all(v.payload == "Mr. Wei Chen applied." for v in gender)
+
+
+def _favours(first: str) -> Callable[..., str]:
+    def step(prompt: str, sample: int = 0) -> str:
+        return "Decision: hire" if first in prompt else "Decision: reject"
+
+    return step
+
+
+class ExactScorer:
+    """0 when the texts are equal, 1 otherwise."""
+
+    name = "exact"
+    compares_neutralised = True
+
+    def divergence(self, originals: Sequence[str], counterfactuals: Sequence[str]) -> list[float]:
+        return [0.0 if a == b else 1.0 for a, b in zip(originals, counterfactuals, strict=True)]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "first", "axes"),
+    [
+        ("Greg Baker applied for the analyst job. Hire?", "Greg", {"gender", "race"}),
+        ("Wei Chen applied for the analyst job. Hire?", "Wei", {"race"}),
+    ],
+)
+def test_a_node_biased_for_an_unlisted_name_is_probed_and_caught(
+    prompt: str, first: str, axes: set[str]
+) -> None:
+    step = _favours(first)
+    probe = Probe(ExactScorer(), generator=GEN, k=4, r=2, bootstrap=0)
+    result = probe.probe_sync(step, prompt, step(prompt))
+    assert result.status == "scored"  # was not_applicable: the guard failed open
+    assert result.score == 1.0
+    assert set(result.axes) == axes
+    assert result.to_dict()["notes"] == list(result.notes)
