@@ -390,10 +390,12 @@ class AdapterSettings(Section):
 class LLMSettings(Section):
     """``[llm]``: the LLM client every LLM-backed part uses."""
 
-    client: str = Field(
-        "fake",
-        description="LLM client (`llm_client` extension point); the default `fake` is the "
-        "seeded, simulated client (no model, no network).",
+    client: str | None = Field(
+        None,
+        description="LLM client (`llm_client` extension point), e.g. `openai-compatible`; "
+        "unset by default, so a repair strategy that needs an LLM is a configuration error "
+        "until one is named. `fake` is the seeded, simulated client (no model, no network) "
+        "for tests and demos, used only when named.",
     )
 
 
