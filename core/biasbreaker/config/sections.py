@@ -51,10 +51,12 @@ class ProbeSettings(Section):
         1.0, ge=0.0, le=1.0, description="Share of guarded steps probed, sampled from the seed."
     )
     scorers: list[str] = Field(
-        default_factory=lambda: ["lexical"],
+        default_factory=lambda: ["decision", "lexical"],
         min_length=1,
         description="Scorer implementations (`scorer` extension point) whose divergences "
-        "make the local score.",
+        "make the local score. The default pairs `decision` (a changed approve/deny, label, "
+        "answer or ranking scores 1; text stating no decision scores 0) with `lexical` "
+        "(wording), combined by `combine`; see docs/detection.md.",
     )
     combine: Literal["max", "mean"] = Field(
         "max",
