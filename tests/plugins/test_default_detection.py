@@ -156,3 +156,18 @@ def test_decision_reads_the_decision_of_free_text_and_nothing_else() -> None:
     assert s.pair(letter(APPROVED), letter("We need two more payslips before we decide.")) == 1.0
     # short one-line answers are labels, as before
     assert s.pair("Yes.", "No.") == 1.0 and s.pair("Answer: B.", "answer: b") == 0.0
+
+
+def test_the_two_line_guard_without_a_client_fails_at_build_with_the_choices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing configured: guard() refuses to build (no simulated fake repairs a real graph)."""
+    from biasbreaker.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)  # guard(builder) reads the current directory's configuration
+    with pytest.raises(ConfigError) as caught:
+        guard(loan_graph(FAIR["letter"]))
+    text = " ".join(str(caught.value).split())
+    assert "[llm] client is not set (default)" in text
+    for choice in ('client = "openai-compatible"', 'router = "human-review"', 'client = "fake"'):
+        assert choice in text
