@@ -68,7 +68,11 @@ def _guard_state(builder: Any, kernel: Kernel) -> dict[str, Any]:
 
 def _kernel(tmp_path: Path, **probe: Any) -> Kernel:
     return Kernel.load(
-        cwd=tmp_path, overrides={"probe": {"scorers": ["decision"], "bootstrap": 0, **probe}}
+        cwd=tmp_path,
+        overrides={
+            "llm": {"client": "fake"},  # the repairs, built by guard(); these chains never trip
+            "probe": {"scorers": ["decision"], "bootstrap": 0, **probe},
+        },
     )
 
 

@@ -84,6 +84,7 @@ def kernel(register_plugin, make_kernel):
         return make_kernel(
             {
                 "seed": 7,
+                "llm": {"client": "fake"},
                 "probe": {"scorers": ["sentiment", "lexical"], "k": 2, "r": 1, "bootstrap": 0},
                 "intervention": {"router": router},
                 # one guarded node: its first high score is enough to call its bias parametric

@@ -24,11 +24,13 @@ from biasbreaker.errors import (
     ConfigError,
     PluginError,
 )
+from biasbreaker.intervention.router import STRATEGY_POINTS, possible_routes
 from biasbreaker.llm import LLMClient, ThreadedClient
 from biasbreaker.plugins import PluginHost
 from biasbreaker.points import EXTENSION_POINTS, POINTS, PointName
 from biasbreaker.registry import Registry
 from biasbreaker.resolution import resolve_selection, selection_problems
+from biasbreaker.types import ROUTES, Route
 
 
 class Kernel:
@@ -95,6 +97,11 @@ class Kernel:
         from biasbreaker.probe import build_probe
 
         before = set(self._built)
+        try:
+            routes = self.repair_routes()
+        except BiasbreakerError:
+            routes = frozenset(ROUTES)  # the router's own problem is listed below
+        unused = {p for r in ROUTES if r not in routes for p in STRATEGY_POINTS[r]}
         problems: dict[str, str] = {}
         for problem in selection_problems(self.loaded, self.registry)[1]:
             # an unknown name's message already names any plugin that failed or is disabled
@@ -108,6 +115,8 @@ class Kernel:
                 except BiasbreakerError as exc:
                     unresolved.add(str(exc))
                     continue  # listed above
+                if point.name in unused:
+                    continue  # a strategy the router never routes to is not built
                 selected_by = point.selected_by
                 for name in self.selected(point.name):
                     where = f"selected by {selected_by} ({self.loaded.source_of(selected_by)})"
@@ -119,11 +128,13 @@ class Kernel:
                     except BiasbreakerError as exc:
                         if not _caused_by(exc, problems.keys() | unresolved):
                             problems.setdefault(str(exc), f"{exc} [{where}{self._mentioned(exc)}]")
-            assemblies: tuple[tuple[str, str, Callable[[Kernel], object]], ...] = (
-                ("the probe", "probe", build_probe),
-                ("the skeptic panel", "intervention", SkepticPanel.from_context),
-                ("the MADERA stages", "intervention", Madera.from_context),
-            )
+            assemblies: list[tuple[str, str, Callable[[Kernel], object]]] = [
+                ("the probe", "probe", build_probe)
+            ]
+            if "skeptics" in routes:
+                assemblies.append(("the skeptic panel", "intervention", SkepticPanel.from_context))
+            if "madera" in routes:
+                assemblies.append(("the MADERA stages", "intervention", Madera.from_context))
             for part, section, assemble in assemblies:
                 try:
                     assemble(self)
@@ -305,6 +316,20 @@ class Kernel:
         self._built[key] = obj
         return obj
 
+    def repair_routes(self) -> frozenset[Route]:
+        """The routes the configured router (``[intervention] router``) can return.
+
+        Only the strategies among them are built (:func:`~biasbreaker.intervention.router.
+        possible_routes`): with ``router = "human-review"`` neither the skeptics nor MADERA,
+        so no LLM client is needed.
+
+        Raises:
+            UnknownImplementationError: The router is not installed.
+            PluginError: The router failed to build or declares invalid routes.
+        """
+        name = self.settings.intervention.router
+        return possible_routes(self.build("classify_route", name), name=name)
+
     def llm(self) -> LLMClient:
         """The selected LLM client (``[llm] client``), built once.
 
@@ -312,8 +337,12 @@ class Kernel:
         :class:`~biasbreaker.llm.ThreadedClient`: each call runs in a worker thread.
 
         Raises:
+            ConfigError: No client is configured (``[llm] client`` unset): the message names
+                the three choices (a real client, human review only, the fake by name).
             PluginError: If the factory fails or returns an object that is not an ``LLMClient``.
         """
+        if not self.selected("llm_client"):
+            raise ConfigError(self._no_client_message())
         client = self.build("llm_client")
         if not isinstance(client, LLMClient):
             name = self.selected("llm_client")[0]
@@ -328,6 +357,29 @@ class Kernel:
                 self._threaded = ThreadedClient(client)
             return self._threaded
         return client
+
+    def _no_client_message(self) -> str:
+        declared = {
+            name
+            for info in self.host.infos.values()
+            for point, name in info.declared or ()
+            if point == "llm_client"
+        }
+        installed = sorted((set(self.registry.names("llm_client")) | declared) - {"fake"})
+        clients = ", ".join(map(repr, installed)) or "none installed besides 'fake'"
+        example = installed[0] if installed else "openai-compatible"
+        if "openai-compatible" in installed:
+            example = "openai-compatible"
+        return (
+            f"[llm] client is not set ({self.loaded.source_of('llm.client')}), and a part of "
+            "this configuration needs an LLM (a skeptic, a MADERA stage, or a graph factory "
+            "that takes llm). Choose one: (1) configure a client, e.g. "
+            f'[llm] client = "{example}" with its [plugin.{example}] table (installed '
+            f"clients: {clients}); (2) route tripped steps to human review only, with no LLM "
+            'repair: [intervention] router = "human-review"; (3) for tests and demos only, '
+            'name the seeded simulated client explicitly: [llm] client = "fake" (not a '
+            "language model)"
+        )
 
 
 def wanted(settings: Settings) -> Wanted:

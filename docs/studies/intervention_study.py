@@ -254,6 +254,7 @@ def _kernel(seed: int, router: str, max_rewrites: int) -> Any:
         cwd=HERE,
         overrides={
             "seed": seed,
+            "llm": {"client": "fake"},  # the study is of the seeded simulated fake, named
             "probe": {"scorers": ["sentiment", "lexical"], "k": 2, "r": 1, "bootstrap": 0},
             "intervention": {"router": router, "max_rewrites": max_rewrites},
             "plugin": {"heuristic": {"persistence_steps": 1}},

@@ -84,6 +84,10 @@ class HeuristicRouter:
             per-node history must keep at least this many steps (``history_steps``).
         min_share: Share of B_net the persistent node must carry, in (0, 1].
         persistent_route: Where a lone persistent node goes, ``"madera"`` or ``"skeptics"``.
+
+    Attributes:
+        routes: The routes it can return (``"skeptics"``, ``persistent_route``, ``"none"``):
+            with ``persistent_route = "skeptics"`` MADERA is not built.
     """
 
     def __init__(
@@ -102,6 +106,7 @@ class HeuristicRouter:
             persistent_route=persistent_route,
         )
         self.options = options
+        self.routes: frozenset[Route] = frozenset({"skeptics", persistent_route, "none"})
 
     def contaminated(self, context: InterventionContext) -> list[str]:
         """Return the contaminated nodes, sorted by name."""

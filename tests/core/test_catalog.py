@@ -53,6 +53,8 @@ def _imported(mark: Path) -> bool:
 def test_an_unselected_declared_plugin_is_never_imported(
     canary: Path, isolated_config: Path
 ) -> None:
+    # no LLM client, so no LLM repair: config --check passes
+    (isolated_config / "biasbreaker.toml").write_text('[intervention]\nrouter = "human-review"\n')
     kernel = Kernel.load(cwd=isolated_config)
     kernel.check_build()
     assert kernel.host.infos["canary"].status == "declared"

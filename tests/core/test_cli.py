@@ -256,7 +256,28 @@ def test_config_check_finds_a_missing_extra(
     assert "(biasbreaker.toml)" in result.stderr
 
 
-def test_config_check_passes_the_defaults(isolated_config: Path) -> None:
+def test_config_check_fails_the_defaults_naming_the_three_choices(isolated_config: Path) -> None:
+    """No LLM client by default: the skeptics and MADERA cannot be built, and the error says
+    how to go on (a client, human review only, or the fake by name)."""
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.stderr.split())
+    assert text.count("[llm] client is not set (default)") == 1, text  # once, not per skeptic
+    for choice in (
+        '[llm] client = "openai-compatible"',
+        'router = "human-review"',
+        'client = "fake"',
+    ):
+        assert choice in text
+
+
+@pytest.mark.parametrize(
+    "toml", ['[intervention]\nrouter = "human-review"\n', '[llm]\nclient = "fake"\n']
+)
+def test_config_check_passes_with_human_review_only_or_a_named_client(
+    isolated_config: Path, toml: str
+) -> None:
+    (isolated_config / "biasbreaker.toml").write_text(toml)
     result = runner.invoke(app, ["config", "--check"])
     assert result.exit_code == 0, result.output
     assert "configuration OK" in result.stdout
@@ -269,7 +290,9 @@ def test_config_check_passes_the_defaults(isolated_config: Path) -> None:
 
 
 def test_config_check_reports_an_invalid_plugin_table_once(isolated_config: Path) -> None:
-    (isolated_config / "biasbreaker.toml").write_text('[plugin.lexical]\nmetric = "foo"\n')
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[llm]\nclient = "fake"\n[plugin.lexical]\nmetric = "foo"\n'
+    )
     result = runner.invoke(app, ["config", "--check"])
     assert result.exit_code == 1
     assert "problems" not in result.stderr
@@ -282,7 +305,8 @@ def _bullets(stderr: str) -> list[str]:
 
 def test_config_check_lists_each_problem_once_with_the_right_count(isolated_config: Path) -> None:
     (isolated_config / "typo.toml").write_text(
-        '[intervention]\nskeptics = ["empirical-auditor", "contrarain"]\nretriever = "kewyord"\n'
+        '[llm]\nclient = "fake"\n[intervention]\nskeptics = ["empirical-auditor", "contrarain"]\n'
+        'retriever = "kewyord"\n'
     )
     result = runner.invoke(app, ["config", "--check", "-c", "typo.toml"])
     assert result.exit_code == 1, result.output
@@ -294,7 +318,8 @@ def test_config_check_lists_each_problem_once_with_the_right_count(isolated_conf
     assert "configuration problems" not in result.stderr
     # a problem found only by building (the probe's axis) is listed next to them, once
     (isolated_config / "typo.toml").write_text(
-        '[intervention]\nskeptics = ["contrarion", "contrarain"]\n[probe]\naxes = ["gendr"]\n'
+        '[llm]\nclient = "fake"\n[intervention]\nskeptics = ["contrarion", "contrarain"]\n'
+        '[probe]\naxes = ["gendr"]\n'
     )
     result = runner.invoke(app, ["config", "--check", "-c", "typo.toml"])
     assert result.stderr.startswith("error: 3 problems:\n")
@@ -321,9 +346,9 @@ def test_config_check_with_a_broken_plugin_counts_each_problem_once(
         modules={"bb_cli_nu3": "raise ImportError('needs numpy 9')\n"},
     )
     (isolated_config / "biasbreaker.toml").write_text(
-        '[intervention]\nskeptics = ["empirical-auditor", "contrarian"]\naggregator = "nu3-agg"\n'
-        'retriever = "nu3-retr"\n[plugin.contrarian]\ndecision = "revise"\n'
-        "[plugin.nu3-retr]\ntop_k = 2\n"
+        '[llm]\nclient = "fake"\n[intervention]\nskeptics = ["empirical-auditor", "contrarian"]\n'
+        'aggregator = "nu3-agg"\nretriever = "nu3-retr"\n[plugin.contrarian]\n'
+        'decision = "revise"\n[plugin.nu3-retr]\ntop_k = 2\n'
     )
     result = runner.invoke(app, ["config", "--check"])
     assert result.exit_code == 1, result.output
@@ -410,6 +435,7 @@ def test_a_plugin_that_fails_to_register_is_reported_once_and_commands_keep_work
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("BIASBREAKER_")}
     env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    env["BIASBREAKER_LLM__CLIENT"] = "fake"  # config --check builds the skeptics
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

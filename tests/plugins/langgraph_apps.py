@@ -22,6 +22,7 @@ from biasbreaker_plugins.llm_fake import FakeLLM, FakeLLMOptions
 from biasbreaker_plugins.llm_fake.chat_model import FakeChatModel
 
 SETTINGS: dict[str, Any] = {
+    "llm": {"client": "fake"},  # the skeptics and MADERA: seeded, simulated
     "probe": {"scorers": ["decision"], "axes": ["gender"], "k": 4, "r": 2, "bootstrap": 0},
     "breaker": {"tau_enter": 0.3, "tau_exit": 0.2, "cooldown_steps": 1},
 }

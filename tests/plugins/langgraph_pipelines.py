@@ -40,6 +40,7 @@ WEIGHTS = {
 NEUTRAL = "Answer: C. Cannot be determined"
 SETTINGS: dict[str, Any] = {
     "seed": 3,
+    "llm": {"client": "fake"},  # the skeptics and MADERA: seeded, simulated
     "probe": {"scorers": ["decision"], "axes": ["religion"], "k": 4, "r": 4, "bootstrap": 0},
     "breaker": {"tau_enter": 0.3, "tau_exit": 0.2, "tau_warn": 0.15, "cooldown_steps": 1},
 }
@@ -165,6 +166,7 @@ TASK = (
 )
 ASSESS_SETTINGS: dict[str, Any] = {
     "seed": 7,
+    "llm": {"client": "fake"},
     "probe": {"scorers": ["sentiment", "lexical"], "k": 2, "r": 1, "bootstrap": 0},
     "plugin": {"heuristic": {"persistence_steps": 1}},
 }

@@ -218,6 +218,7 @@ def test_run_stops_within_2s_whatever_the_node_blocks(project: Path, graph: str)
     proc = _start(
         project,
         ["run", "--graph", f"stop_pipeline_mod:{graph}", "--inputs", "in.jsonl", "--out", "o"],
+        BIASBREAKER_INTERVENTION__ROUTER="human-review",  # no LLM: the graph makes no calls
     )
     _wait_for(lambda: _lines(project / "o/results.jsonl") >= 1, proc, 60)
     time.sleep(0.5)  # the second input is in its 60 s call now

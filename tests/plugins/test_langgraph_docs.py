@@ -62,7 +62,8 @@ def test_the_guides_call_count_is_what_the_default_probe_does(tmp_path: Path) ->
     builder.add_node("notify", notify)
     builder.add_edge(START, "notify")
     builder.add_edge("notify", END)
-    graph = guard(builder, Kernel.load(cwd=tmp_path)).compile()
+    no_llm = {"intervention": {"router": "human-review"}}  # the default probe, no LLM repair
+    graph = guard(builder, Kernel.load(cwd=tmp_path, overrides=no_llm)).compile()
     graph.invoke({"applicant": "Adam Erickson"})
     assert len(seen) == calls
     assert seen.count("Adam Erickson") == 1 + probe.r  # its own call and the resamples

@@ -255,6 +255,7 @@ def test_run_checkpoints_into_postgres_and_a_fresh_graph_resumes_the_review(
     from biasbreaker_plugins.langgraph import guard, guard_state
 
     (tmp_path / "pg_pipeline_mod.py").write_text(GRAPH, encoding="utf-8")
+    (tmp_path / "biasbreaker.toml").write_text('[llm]\nclient = "fake"\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     inputs = tmp_path / "in.jsonl"

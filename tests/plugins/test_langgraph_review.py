@@ -42,6 +42,7 @@ from biasbreaker_plugins.langgraph.state import annotation_problem
 
 SETTINGS: dict[str, Any] = {
     "seed": 1,
+    "llm": {"client": "fake"},  # the skeptics and MADERA: seeded, simulated
     "probe": {"scorers": ["decision"], "axes": ["gender"], "k": 2, "r": 1, "bootstrap": 0},
 }
 NAN, INF = float("nan"), float("inf")

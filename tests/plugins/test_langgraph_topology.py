@@ -35,7 +35,8 @@ def node(name: str) -> Any:
 
 @pytest.fixture
 def kernel(tmp_path: Any) -> Kernel:
-    return Kernel.load(cwd=tmp_path, overrides={"probe": {"probe_rate": 0.0}})
+    settings = {"probe": {"probe_rate": 0.0}, "intervention": {"router": "human-review"}}
+    return Kernel.load(cwd=tmp_path, overrides=settings)
 
 
 def router_graph() -> StateGraph[Any, Any, Any, Any]:

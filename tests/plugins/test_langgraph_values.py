@@ -187,6 +187,7 @@ def traced(tmp_path: Path, node: Any, *, saver: bool = False, **guard_kwargs: An
     builder.add_edge(START, "node")
     settings = {
         "probe": {"scorers": ["decision"], "k": 4, "r": 2, "bootstrap": 0},
+        "intervention": {"router": "human-review"},  # no LLM repair: these graphs make no calls
         "plugin": {"langgraph": {"trace_path": str(tmp_path / "{thread_id}.jsonl")}},
     }
     kernel = Kernel.load(cwd=tmp_path, overrides=settings)
@@ -296,7 +297,7 @@ def test_a_key_declared_with_an_unreadable_type_is_refused_when_the_graph_is_bui
     builder = StateGraph(Audio)
     builder.add_node("node", lambda state: {"text": "x"})
     builder.add_edge(START, "node")
-    kernel = Kernel.load(cwd=tmp_path)
+    kernel = Kernel.load(cwd=tmp_path, overrides={"intervention": {"router": "human-review"}})
     with pytest.raises(
         ConfigError, match=r"state key 'clip' is declared as bytes.*opaque=\['clip'\]"
     ):

@@ -680,8 +680,10 @@ def test_group_keys_use_the_kernels_group_names() -> None:
 # ---------------------------------------------------------------- the plugin
 
 
-def test_fake_is_the_default_llm_client_through_its_entry_point(isolated_config: Path) -> None:
-    kernel = Kernel.load(cwd=isolated_config)
+def test_fake_is_built_through_its_entry_point_only_when_named(isolated_config: Path) -> None:
+    with pytest.raises(ConfigError, match=r'\[llm\] client is not set.*client = "fake"'):
+        Kernel.load(cwd=isolated_config).llm()  # never the default
+    kernel = Kernel.load(cwd=isolated_config, overrides={"llm": {"client": "fake"}})
     client = kernel.llm()
     assert isinstance(client, FakeLLM)
     assert client.seed == kernel.seed == 0
@@ -698,7 +700,8 @@ def test_plugin_options_come_from_the_configuration(
 ) -> None:
     register_plugin(llm_fake_module, name="llm-fake")
     (isolated_config / "biasbreaker.toml").write_text(
-        'seed = 21\n[plugin.fake]\nbias = 0.4\npreset = "bloomberg-gpt35"\nerror_rate = 0.1\n'
+        'seed = 21\n[llm]\nclient = "fake"\n[plugin.fake]\nbias = 0.4\npreset = "bloomberg-gpt35"\n'
+        "error_rate = 0.1\n"
     )
     monkeypatch.setenv("BIASBREAKER_PLUGIN__FAKE__WEIGHTS", '{"woman": 2.5}')
     client = make_kernel().llm()
@@ -707,7 +710,7 @@ def test_plugin_options_come_from_the_configuration(
     assert client.options.bias == 0.4
     assert client.options.preset == "bloomberg-gpt35"
     assert client.options.weights == {"woman": 2.5}
-    own_seed = make_kernel({"plugin": {"fake": {"seed": 5}}}).llm()
+    own_seed = make_kernel({"plugin": {"fake": {"seed": 5}}}).llm()  # [llm] from the file
     assert isinstance(own_seed, FakeLLM)
     assert own_seed.seed == 5
 
@@ -716,10 +719,14 @@ def test_invalid_plugin_options_name_the_key(
     register_plugin: Any, make_kernel: Any, isolated_config: Path
 ) -> None:
     register_plugin(llm_fake_module, name="llm-fake")
-    (isolated_config / "biasbreaker.toml").write_text("[plugin.fake]\nbias = 1.5\n")
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[llm]\nclient = "fake"\n[plugin.fake]\nbias = 1.5\n'
+    )
     with pytest.raises(ConfigError, match=r"plugin\.fake\.bias = 1\.5 \(biasbreaker\.toml\)"):
         make_kernel().llm()
-    (isolated_config / "biasbreaker.toml").write_text('[plugin.fake]\npreset = "gpt-9"\n')
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[llm]\nclient = "fake"\n[plugin.fake]\npreset = "gpt-9"\n'
+    )
     with pytest.raises(ConfigError, match="presets: bloomberg-gpt35"):
         make_kernel().llm()
 
@@ -729,14 +736,15 @@ def test_the_fake_masks_the_words_the_probe_config_adds(
 ) -> None:
     register_plugin(llm_fake_module, name="llm-fake")
     request = LLMRequest.chat("The knight spoke first.\nA. agree\nB. disagree")
-    plain = make_kernel().llm()
+    fake = {"llm": {"client": "fake"}}
+    plain = make_kernel(fake).llm()
     assert isinstance(plain, FakeLLM)
     assert "knight" in plain.parse(request).masked
     rows = {"gender": [{"male": "knight", "female": "dame"}]}
-    extended = make_kernel({"probe": {"extra_terms": rows}}).llm()
+    extended = make_kernel({**fake, "probe": {"extra_terms": rows}}).llm()
     assert isinstance(extended, FakeLLM)
     assert "knight" not in extended.parse(request).masked
     assert extended.parse(LLMRequest.chat("The dame spoke.")).subject[0].labels == {"woman"}
-    bad = {"probe": {"extra_terms": {"gender": [{"male": "knight", "queen": "dame"}]}}}
+    bad = {**fake, "probe": {"extra_terms": {"gender": [{"male": "knight", "queen": "dame"}]}}}
     with pytest.raises(ConfigError, match="as read by the fake LLM.*unknown key"):
         make_kernel(bad).llm()

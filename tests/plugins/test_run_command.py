@@ -136,6 +136,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in [v for v in list(__import__("os").environ) if v.startswith("BIASBREAKER_")]:
         monkeypatch.delenv(var)
     (tmp_path / "user_pipeline_mod.py").write_text(textwrap.dedent(GRAPH), encoding="utf-8")
+    # the graph's agents and the repairs: the seeded simulated fake, named (no default client)
+    (tmp_path / "biasbreaker.toml").write_text('[llm]\nclient = "fake"\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
@@ -476,6 +478,59 @@ def test_a_bad_graph_is_named_in_the_error(project: Path, spec: str, message: st
     result = invoke("--graph", spec, "--inputs", str(inputs), "--out", "o")
     assert result.exit_code == 1
     assert message in result.output, result.output
+
+
+def test_a_run_records_the_client_and_model_of_each_role(project: Path) -> None:
+    from biasbreaker_plugins.llm_fake import MODEL_ID
+
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": QUESTION})])
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    fake = {"client": "fake", "model": MODEL_ID}
+    assert record["llm"] == {"graph": fake, "skeptics": fake, "madera": fake}
+    line = f"fake / {MODEL_ID} (seeded simulated fake, not a language model)"
+    assert f"skeptics: {line}" in (project / "o/report.md").read_text()
+    assert f"graph: {line}" in " ".join(result.output.split())
+
+
+def test_without_a_client_a_run_fails_before_writing_and_names_the_choices(
+    project: Path,
+) -> None:
+    (project / "biasbreaker.toml").unlink()
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 1
+    text = " ".join(result.output.split())
+    assert "[llm] client is not set (default)" in text
+    for choice in (
+        '[llm] client = "openai-compatible"',
+        'router = "human-review"',
+        'client = "fake"',
+    ):
+        assert choice in text
+    assert not (project / "o").exists()
+
+
+def test_with_human_review_only_a_graph_without_an_llm_runs_and_escalates(
+    project: Path,
+) -> None:
+    (project / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n', encoding="utf-8"
+    )
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["llm"] == {"graph": None, "skeptics": None, "madera": None}
+    assert record["status"] == "review" and record["review"]["held"] == {"verdict": "hire"}
+    assert "max_retries" in record["review"]["reason"]
+    assert (
+        "graph: no LLM; skeptics: no LLM; madera: no LLM" in (project / "o/report.md").read_text()
+    )
+    # a graph that asks for the client still needs one: the choices, before anything runs
+    again = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "p")
+    assert again.exit_code == 1 and 'router = "human-review"' in again.output
 
 
 def test_a_run_paused_for_review_records_the_full_review_request(project: Path) -> None:

@@ -192,7 +192,11 @@ def fake_kernel(register_plugin, make_kernel):
         for kind, directive in directives.items():
             plugin[kind] = {"prompt": f"{ROLE_PROMPTS[kind]} {directive}"}
         return make_kernel(
-            {"intervention": {"skeptic_timeout_s": 0.2, **intervention}, "plugin": plugin}
+            {
+                "llm": {"client": "fake"},
+                "intervention": {"skeptic_timeout_s": 0.2, **intervention},
+                "plugin": plugin,
+            }
         )
 
     return make

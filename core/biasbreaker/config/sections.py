@@ -51,10 +51,12 @@ class ProbeSettings(Section):
         1.0, ge=0.0, le=1.0, description="Share of guarded steps probed, sampled from the seed."
     )
     scorers: list[str] = Field(
-        default_factory=lambda: ["lexical"],
+        default_factory=lambda: ["decision", "lexical"],
         min_length=1,
         description="Scorer implementations (`scorer` extension point) whose divergences "
-        "make the local score.",
+        "make the local score. The default pairs `decision` (a changed approve/deny, label, "
+        "answer or ranking scores 1; text stating no decision scores 0) with `lexical` "
+        "(wording), combined by `combine`; see docs/detection.md.",
     )
     combine: Literal["max", "mean"] = Field(
         "max",
@@ -390,10 +392,12 @@ class AdapterSettings(Section):
 class LLMSettings(Section):
     """``[llm]``: the LLM client every LLM-backed part uses."""
 
-    client: str = Field(
-        "fake",
-        description="LLM client (`llm_client` extension point); the default `fake` is the "
-        "seeded, simulated client (no model, no network).",
+    client: str | None = Field(
+        None,
+        description="LLM client (`llm_client` extension point), e.g. `openai-compatible`; "
+        "unset by default, so a repair strategy that needs an LLM is a configuration error "
+        "until one is named. `fake` is the seeded, simulated client (no model, no network) "
+        "for tests and demos, used only when named.",
     )
 
 

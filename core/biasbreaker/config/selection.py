@@ -26,11 +26,16 @@ from biasbreaker.points import EXTENSION_POINTS, PointName
 
 
 def selection(settings: Settings, point: PointName) -> list[str]:
-    """The implementation names the configuration selects for ``point``, in order."""
+    """The implementation names the configuration selects for ``point``, in order.
+
+    An unset single selection (``[llm] client`` by default) selects nothing: ``[]``.
+    """
     spec = next(p for p in EXTENSION_POINTS if p.name == point)
     section, key = spec.selected_by.split(".")
     value = getattr(getattr(settings, section), key)
-    return list(value) if spec.multiple else [value]
+    if spec.multiple:
+        return list(value)
+    return [] if value is None else [value]
 
 
 def validate_plugin_options(

@@ -16,9 +16,11 @@ Source:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Final, Protocol
 
 from biasbreaker.errors import PluginError
+from biasbreaker.points import PointName
 from biasbreaker.types import ROUTES, InterventionContext, Route
 
 if TYPE_CHECKING:
@@ -26,11 +28,56 @@ if TYPE_CHECKING:
 
 
 class Router(Protocol):
-    """What a ``classify_route`` plugin's factory returns."""
+    """What a ``classify_route`` plugin's factory returns.
+
+    A router may also have a ``routes`` attribute: the routes it can ever return (a
+    collection of :data:`~biasbreaker.types.ROUTES`). Only the strategies in it are built
+    (:func:`possible_routes`); a router without one may return any route, so every strategy
+    is built and its configuration checked.
+    """
 
     def route(self, context: InterventionContext) -> Route:
         """Return ``"skeptics"``, ``"madera"`` or ``"none"`` for a tripped step."""
         ...
+
+
+STRATEGY_POINTS: Final[Mapping[Route, tuple[PointName, ...]]] = {
+    "skeptics": ("skeptic", "aggregator"),
+    "madera": ("diagnoser", "retriever", "editor"),
+    "none": (),
+}
+"""The extension points each repair strategy builds."""
+
+
+def possible_routes(router: object, *, name: str) -> frozenset[Route]:
+    """The routes ``router`` can return: its ``routes`` attribute, else all of them.
+
+    Args:
+        router: The built router.
+        name: Its registry name, for messages.
+
+    Returns:
+        A subset of :data:`~biasbreaker.types.ROUTES`; every route when the router does not
+        say (fail closed: every strategy is built and checked).
+
+    Raises:
+        PluginError: ``routes`` is not a collection of routes (a string, an unknown route).
+    """
+    routes = getattr(router, "routes", None)
+    if routes is None:
+        return frozenset(ROUTES)
+    if isinstance(routes, str) or not isinstance(routes, Collection):
+        raise PluginError(
+            f"router {name!r} has routes = {routes!r}; it must be a collection of "
+            f"{', '.join(map(repr, ROUTES))}"
+        )
+    unknown = [r for r in routes if r not in ROUTES]
+    if unknown:
+        raise PluginError(
+            f"router {name!r} lists unknown route(s) {unknown!r} in routes; a router can "
+            f"return only {', '.join(map(repr, ROUTES))}"
+        )
+    return frozenset(routes)
 
 
 def checked_route(router: object, context: InterventionContext, *, name: str) -> Route:
@@ -93,4 +140,4 @@ def route_intervention(context: InterventionContext, kernel: Kernel | None = Non
     return checked_route(kernel.build("classify_route", name), context, name=name)
 
 
-__all__ = ["Router", "checked_route", "route_intervention"]
+__all__ = ["STRATEGY_POINTS", "Router", "checked_route", "possible_routes", "route_intervention"]

@@ -43,7 +43,7 @@ from biasbreaker.errors import InterventionError
 from biasbreaker.intervention.blend import blend
 from biasbreaker.intervention.madera import Madera
 from biasbreaker.intervention.panel import SkepticPanel
-from biasbreaker.intervention.router import Router, checked_route
+from biasbreaker.intervention.router import Router, checked_route, possible_routes
 from biasbreaker.intervention.types import (
     Diagnosis,
     Evidence,
@@ -261,17 +261,23 @@ class InterventionRunner:
     ) -> InterventionRunner:
         """Build the configured runner (router, panel, MADERA from ``[intervention]``).
 
+        Only the strategies the router can route to (its ``routes``,
+        :func:`~biasbreaker.intervention.router.possible_routes`) are built; the other is
+        ``None``.
+
         Raises:
-            ConfigError: The panel is misconfigured (fewer than two distinct kinds).
+            ConfigError: The panel is misconfigured (fewer than two distinct kinds), or a
+                strategy needs an LLM and ``[llm] client`` is unset.
             PluginError: A selected implementation failed to build.
         """
         name = context.settings.intervention.router
         router = context.build("classify_route", name)
+        routes = possible_routes(router, name=name)
         return cls(
             router=router,  # type: ignore[arg-type]
             rechecker=rechecker,
-            panel=SkepticPanel.from_context(context),
-            madera=Madera.from_context(context),
+            panel=SkepticPanel.from_context(context) if "skeptics" in routes else None,
+            madera=Madera.from_context(context) if "madera" in routes else None,
             router_name=name,
             track_record=track_record or TrackRecord(),
             attributes=attributes,

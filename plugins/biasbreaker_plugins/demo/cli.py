@@ -49,6 +49,7 @@ DEMO_PHASES = ("calibration", "reference", "unguarded", "guarded", "fresh-contro
 """Every phase of either scenario; guarded phases write ``traces/<phase>/*.jsonl``."""
 
 DEMO_DEFAULTS: dict[str, Any] = {
+    "llm.client": "fake",
     "probe.scorers": ["decision"],
     "probe.r": 0,
     "probe.bootstrap": 0,
@@ -58,7 +59,9 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "plugin.heuristic.persistent_route": "skeptics",
     "plugin.fake.prompt_sensitivity": 0.03,
 }
-"""The demo's settings where the user's configuration is silent (see docs/demo.md)."""
+"""The demo's settings where the user's configuration is silent (see docs/demo.md). The demo
+names the seeded simulated client (``llm.client = "fake"``) unless ``[llm] client`` names
+another; it says so in its output and report."""
 
 BBQ_DEFAULTS: dict[str, Any] = {"calibration.target_false_halt_rate": 0.1}
 """The bbq scenario's own, on top: UnifiedQA changes its answer on 3.8 % of disambiguated
@@ -431,7 +434,7 @@ def run(
     [breaker]: calibrate them on your control runs first (biasbreaker calibrate).
     """
     from biasbreaker_plugins.demo.phases import RunConfig
-    from biasbreaker_plugins.demo.run_graph import prepare_run, run_user_graph
+    from biasbreaker_plugins.demo.run_graph import describe_roles, prepare_run, run_user_graph
     from biasbreaker_plugins.demo.run_report import write_run_outputs
 
     _check_out(out)
@@ -461,6 +464,7 @@ def run(
             )
             prepared_runs.append(prepared)
             report_host(prepared.kernel.host)
+            stdout().print(f"LLM per role: {describe_roles(prepared.roles)}")
             folder = OutputFolder.claim(out, "run", prepared.planned())
             signals.check()
             folder.begin()

@@ -26,7 +26,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,62 @@ def load_factory(spec: str, *, cwd: Path) -> Callable[..., Any]:
     return factory
 
 
+def takes_llm(factory: Callable[..., Any]) -> bool:
+    """Whether the factory has a parameter named ``llm`` (it is then given the client)."""
+    try:
+        return "llm" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+LLMRole = dict[str, str]
+"""``{"client": <[llm] client>, "model": <the client's model>}``."""
+
+
+def llm_roles(kernel: DemoKernel, *, graph: bool) -> dict[str, LLMRole | None]:
+    """Which client and model each LLM-using role of a run uses (``None``: the role has none).
+
+    Args:
+        kernel: The run's kernel.
+        graph: Whether the graph factory is given the client (it takes ``llm``).
+
+    Returns:
+        ``{"graph": …, "skeptics": …, "madera": …}``: the graph's agents (only when the factory
+        takes ``llm``), the skeptic panel and MADERA (only when the router can route to them,
+        :meth:`~biasbreaker.kernel.Kernel.repair_routes`), each ``{"client", "model"}`` or
+        ``None``.
+
+    Raises:
+        ConfigError: A role needs an LLM and ``[llm] client`` is unset (the choices named).
+    """
+    routes = kernel.repair_routes()
+    used = {"graph": graph, "skeptics": "skeptics" in routes, "madera": "madera" in routes}
+    roles: dict[str, LLMRole | None] = {}
+    for role, uses in used.items():
+        if not uses:
+            roles[role] = None
+            continue
+        client = kernel.llm()
+        roles[role] = {"client": kernel.selected("llm_client")[0], "model": client.model}
+    return roles
+
+
+def describe_roles(roles: dict[str, LLMRole | None]) -> str:
+    """One line naming each role's client and model, e.g. for the console and ``report.md``.
+
+    The seeded fake is named as what it is (simulated, not a language model).
+    """
+    parts = []
+    for role, used in roles.items():
+        if used is None:
+            parts.append(f"{role}: no LLM")
+            continue
+        fake = used["client"] == "fake"
+        simulated = " (seeded simulated fake, not a language model)" if fake else ""
+        parts.append(f"{role}: {used['client']} / {used['model']}{simulated}")
+    return "; ".join(parts)
+
+
 def build_user_graph(factory: Callable[..., Any], spec: str, kernel: DemoKernel) -> Any:
     """Call the factory and check that it returned a ``StateGraph`` builder.
 
@@ -90,12 +146,9 @@ def build_user_graph(factory: Callable[..., Any], spec: str, kernel: DemoKernel)
     """
     from langgraph.graph import StateGraph
 
+    llm = kernel.llm() if takes_llm(factory) else None  # unset client: the choices, named
     try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        params = {}  # type: ignore[assignment]
-    try:
-        graph = factory(llm=kernel.llm()) if "llm" in params else factory()
+        graph = factory() if llm is None else factory(llm=llm)
     except Exception as exc:
         raise ConfigError(
             f"--graph {spec!r}: the factory raised {type(exc).__name__}: {exc}"
@@ -216,6 +269,7 @@ class PreparedRun:
         out: The output folder.
         checkpoint: The SQLite checkpoint file to create, a PostgreSQL database, or ``None``
             (in memory).
+        roles: The client and model of each LLM-using role (:func:`llm_roles`).
     """
 
     spec: str
@@ -224,6 +278,7 @@ class PreparedRun:
     inputs: list[InputLine]
     out: Path
     checkpoint: Path | PostgresCheckpoint | None = None
+    roles: dict[str, LLMRole | None] = field(default_factory=dict)
 
     def planned(self) -> list[str]:
         """The files the run may write into ``out``, relative to it."""
@@ -266,10 +321,11 @@ def prepare_run(
     factory = load_factory(spec, cwd=config.cwd)
     builder = build_user_graph(factory, spec, kernel)
     guarded = guard(builder, kernel)
+    roles = llm_roles(kernel, graph=takes_llm(factory))
     states = read_inputs(inputs)
     if isinstance(checkpoint, PostgresCheckpoint):
         check_postgres_checkpoint(checkpoint, [line.thread for line in states])
-    return PreparedRun(spec, kernel, guarded, states, out, checkpoint)
+    return PreparedRun(spec, kernel, guarded, states, out, checkpoint, roles)
 
 
 @dataclass
@@ -284,6 +340,7 @@ class RunResult:
         total: Inputs in the file.
         stopped: Why the run stopped before the last input (``--fail-fast``, a signal), or
             ``None``.
+        roles: The client and model of each LLM-using role (:func:`llm_roles`).
     """
 
     outcomes: list[ThreadOutcome]
@@ -292,6 +349,7 @@ class RunResult:
     settings: dict[str, Any]
     total: int = 0
     stopped: str | None = None
+    roles: dict[str, LLMRole | None] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[ThreadOutcome]:
@@ -338,6 +396,7 @@ async def run_user_graph(
             "review": None if outcome.review is None else plain_json(outcome.review),
             "trace": outcome.trace,
             "trace_head": outcome.trace_head,
+            "llm": prepared.roles,
         }
         if outcome.error is not None:
             record["error"] = dict(outcome.error)
@@ -400,18 +459,23 @@ async def run_user_graph(
         kernel.settings.model_dump(mode="json"),
         total=len(prepared.inputs),
         stopped=stopped[0] if stopped else None,
+        roles=prepared.roles,
     )
 
 
 __all__ = [
     "RUN_FILES",
     "InputLine",
+    "LLMRole",
     "PreparedRun",
     "RunResult",
     "build_user_graph",
     "check_checkpoint",
+    "describe_roles",
+    "llm_roles",
     "load_factory",
     "prepare_run",
     "read_inputs",
     "run_user_graph",
+    "takes_llm",
 ]

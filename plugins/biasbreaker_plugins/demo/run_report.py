@@ -16,7 +16,7 @@ from biasbreaker_plugins.demo.driver import ThreadOutcome, read_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
 from biasbreaker_plugins.demo.output import MARKER, write_text_atomic
 from biasbreaker_plugins.demo.report import Table, phase_table, property_table, verification_block
-from biasbreaker_plugins.demo.run_graph import InputLine, RunResult
+from biasbreaker_plugins.demo.run_graph import InputLine, RunResult, describe_roles
 from biasbreaker_plugins.demo.summary import TraceCounts, Verification, trace_counts, verification
 
 _MESSAGE = 300
@@ -128,6 +128,8 @@ def write_run_outputs(
             else "the shipped starting points, **not calibrated** (record control runs and "
             "run `biasbreaker calibrate`)."
         ),
+        "",
+        f"LLM per role: {describe_roles(result.roles)}.",
         "",
     ]
     if result.stopped:
