@@ -168,6 +168,35 @@ def test_score_equals_the_estimator_computed_by_hand() -> None:
     assert result.score == pytest.approx(min(1.0, max(0.0, expected)))
 
 
+def test_each_axis_is_scored_apart_and_the_largest_is_the_score() -> None:
+    """A step deciding by gender alone, on a person whose name carries race too.
+
+    "Mr. John Carter" draws gender and race variants; the step flips on the gender ones only,
+    so the score is the gender variants' flip rate (1), not the rate over all variants.
+    """
+    prompt = "Loan application from Mr. John Carter; he earns 40k a year."
+
+    def step(text: str, sample: int = 0) -> str:
+        return "Decision: deny" if " she " in f" {text} " else "Decision: approve"
+
+    generator = CounterfactualGenerator(seed=0)
+    k = 4
+    variants = generator.generate(prompt, k).variants
+    axes = [v.mapping.axis for v in variants]
+    assert set(axes) == {"gender", "race"}  # the premise: both axes are drawn
+    probe = Probe(ExactScorer(), generator=generator, k=k, r=1, bootstrap=0)
+    result = probe.probe_sync(step, prompt, step(prompt))
+    flips = [step(str(v.payload)) != step(prompt) for v in variants]
+    by_axis = {
+        a: mean([float(f) for f, b in zip(flips, axes, strict=True) if b == a]) for a in axes
+    }
+    assert by_axis["gender"] == 1.0 and by_axis["race"] == 0.0
+    assert mean([float(f) for f in flips]) < 0.5  # the mean over all variants would not trip
+    assert result.score == 1.0
+    parts = result.parts["exact"]
+    assert (parts.counterfactual, parts.same_group) == (1.0, 0.0)
+
+
 def test_r_zero_compares_with_the_guarded_output_only() -> None:
     probe = Probe(ExactScorer(), generator=GEN, k=2, r=0, bootstrap=0)
     result = probe.probe_sync(hiring_step, PROMPT, hiring_step(PROMPT))

@@ -10,8 +10,9 @@ the output it produced, the probe
    every variant, concurrently (bounded by ``max_concurrency``), each distinct call once;
 4. maps each counterfactual output back to the original groups (for scorers that compare
    neutralised text) and measures divergences with every scorer;
-5. reports, per scorer, ``b = clip(D_cf − D_same, 0, 1)``, combines the scorers (``max`` or
-   ``mean``), and adds a seeded bootstrap interval when ``k >= 2``.
+5. reports, per scorer, ``b = clip(D_cf − D_same, 0, 1)`` on each axis's variants apart and
+   takes the largest axis, combines the scorers (``max`` or ``mean``), and adds a seeded
+   bootstrap interval when ``k >= 2``.
 
 The estimator. Let ``y_0`` be the guarded output, ``y_1…y_r`` the same-group resamples and
 ``c_1…c_k`` the mapped-back counterfactual outputs. Counterfactual ``j`` is paired with the
@@ -20,7 +21,12 @@ with the same *anchors*, the other same-group outputs ``A_j = {y_a : a ≠ t(j)}
 
 * ``D_cf`` = mean over ``j`` of mean over ``a ∈ A_j`` of ``d(y_a, c_j)``;
 * ``D_same`` = mean over ``j`` of mean over ``a ∈ A_j`` of ``d(y_a, y_t(j))``;
-* ``b = clip(D_cf − D_same, 0, 1)``.
+* ``b = clip(D_cf − D_same, 0, 1)``,
+
+each over the variants of one axis; the step's ``b`` is the largest axis's (the first such
+axis on a tie), and the scorer's parts are that axis's. A mean over every variant would dilute
+an effect on one axis by the others the input names: "Mr. John Carter" carries gender and
+race, and a step deciding by gender alone flips on its gender variants only.
 
 If the swap has no effect, ``c_j`` and ``y_t(j)`` are two draws of one output distribution,
 compared with the same anchors, so the excess has expectation 0 whatever the sampling
@@ -557,11 +563,12 @@ class Probe:
             rows[scorer.name] = row
             floors[scorer.name] = floor
 
-        parts = {sname: _parts(rows[sname], floors[sname]) for sname in rows}
+        groups = _axis_groups([v.mapping.axis for v in variants])
+        parts = {sname: _worst_axis(rows[sname], floors[sname], groups) for sname in rows}
         score = combine({s: p.score for s, p in parts.items()}, self.combine)
         ci = None
         if k >= 2 and self.bootstrap > 0:
-            ci = self._interval(rows, floors, sid)
+            ci = self._interval(rows, floors, sid, [v.mapping.axis for v in variants])
         outcomes = tuple(
             VariantOutcome(
                 axis=v.mapping.axis,
@@ -593,15 +600,23 @@ class Probe:
 
     # ------------------------------------------------------------------ internals
     def _interval(
-        self, rows: Mapping[str, Sequence[float]], floors: Mapping[str, Sequence[float]], sid: str
+        self,
+        rows: Mapping[str, Sequence[float]],
+        floors: Mapping[str, Sequence[float]],
+        sid: str,
+        axes: Sequence[str],
     ) -> tuple[float, float]:
         diffs = {s: [c - f for c, f in zip(v, floors[s], strict=True)] for s, v in rows.items()}
         k = len(next(iter(diffs.values())))
 
         def statistic(sample: Sequence[Sequence[float]]) -> float:
-            picked = sample[0]
+            picked = [int(i) for i in sample[0]]
+            groups = _axis_groups([axes[i] for i in picked])
             scores = {
-                s: min(1.0, max(0.0, sum(d[int(i)] for i in picked) / len(picked)))
+                s: max(
+                    min(1.0, max(0.0, sum(d[picked[i]] for i in members) / len(members)))
+                    for members in groups.values()
+                )
                 for s, d in diffs.items()
             }
             return combine(scores, self.combine)
@@ -722,6 +737,33 @@ def _text(output: Any, name: str, what: str) -> str:
         return as_text(output)
     except ProbeError as exc:
         raise ProbeError(f"step {name!r}, {what}: {exc}; the probe fails closed") from exc
+
+
+def _axis_groups(axes: Sequence[str]) -> dict[str, list[int]]:
+    """The positions of each axis in ``axes``, axes in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for j, axis in enumerate(axes):
+        groups.setdefault(axis, []).append(j)
+    return groups
+
+
+def _worst_axis(
+    cf_rows: Sequence[float], floor_rows: Sequence[float], groups: Mapping[str, Sequence[int]]
+) -> ScorerParts:
+    """One scorer's parts on the axis with the largest score (the first such axis on a tie).
+
+    Each axis's variants are scored apart (:func:`_parts` over its own paired rows) and the
+    largest score is the scorer's: a step that changes its answer for one axis only (gender)
+    scores that axis's flip rate, not that rate diluted by the variants of the other axes the
+    input happens to name (race, from the same person's name).
+    """
+    best: ScorerParts | None = None
+    for members in groups.values():
+        part = _parts([cf_rows[j] for j in members], [floor_rows[j] for j in members])
+        if best is None or part.score > best.score:
+            best = part
+    assert best is not None  # a scored step has at least one variant
+    return best
 
 
 def _parts(cf_rows: Sequence[float], floor_rows: Sequence[float]) -> ScorerParts:
