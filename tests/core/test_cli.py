@@ -289,6 +289,19 @@ def test_config_check_passes_with_human_review_only_or_a_named_client(
     assert "configuration OK" in as_json.stderr
 
 
+def test_config_warns_that_probe_rate_zero_guards_nothing(isolated_config: Path) -> None:
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n[probe]\nprobe_rate = 0\n'
+    )
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 0, result.output  # a legitimate setting (benchmarks), not an error
+    assert "probe_rate = 0: no guarded step is probed" in result.stderr
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n[probe]\nprobe_rate = 0.5\n'
+    )
+    assert "probe_rate" not in runner.invoke(app, ["config", "--check"]).stderr
+
+
 def test_config_check_reports_an_invalid_plugin_table_once(isolated_config: Path) -> None:
     (isolated_config / "biasbreaker.toml").write_text(
         '[llm]\nclient = "fake"\n[plugin.lexical]\nmetric = "foo"\n'

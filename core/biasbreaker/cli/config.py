@@ -50,6 +50,11 @@ def config(
             fail(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
     for problem in problems:
         warn(problem)
+    if kernel.settings.probe.probe_rate == 0.0:
+        warn(
+            "[probe] probe_rate = 0: no guarded step is probed, so none can trip on a score "
+            "(each is recorded 'not sampled'); set it above 0 to guard"
+        )
     rows = kernel.loaded.rows(typed_plugin_tables(kernel.loaded, kernel.registry))
     if as_json:
         typer.echo(json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2))
