@@ -79,6 +79,11 @@ ERROR_LAST = frozenset({"error", "exception", "warning"})
 ``KeyError: 'decision'`` or ``TokenError: expired`` what follows is the error's message (the
 missing key's name, a reason), shown; a credential in it is still found by its look (rule 2)."""
 
+SHELL_DIRECTORIES = frozenset({"PWD", "OLDPWD"})
+"""Environment variables the shell sets to directories, whose names read as a secret's
+(``pwd`` is also short for password): registering them hid the working directory in every
+path printed."""
+
 MIN_SECRET_LENGTH = 8
 """Known secrets shorter than this are not registered (they would hide ordinary words)."""
 
@@ -347,10 +352,13 @@ def register_environment(environ: Mapping[str, str] | None = None) -> None:
     so a key is redacted even where biasbreaker never reads it.
 
     Args:
-        environ: The environment; ``None`` reads ``os.environ``.
+        environ: The environment; ``None`` reads ``os.environ``. :data:`SHELL_DIRECTORIES`
+            are skipped.
     """
     env = os.environ if environ is None else environ
     for name, value in env.items():
+        if name in SHELL_DIRECTORIES:
+            continue
         if secret_name(name.replace("__", ".")) or secret_name(name):
             register_secret(value)
 

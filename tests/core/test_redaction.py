@@ -294,3 +294,16 @@ def test_an_exception_message_after_its_class_name_is_shown() -> None:
     leaked = "AuthError: sk-" + "A1b2C3d4E5f6G7h8J9k0"
     assert "A1b2C3d4" not in redact_text(leaked)
     assert redact_text("api_key: hunter22x") == "api_key: <redacted>"
+
+
+def test_the_shell_s_working_directory_is_not_a_secret() -> None:
+    """``PWD`` names a password by its words, but the shell sets it to the working directory."""
+    forget_secrets()
+    try:
+        register_environment(
+            {"PWD": "/tmp/trialapp/cfg", "OLDPWD": "/tmp/trialapp", "DB_PWD": "hunter22x!"}
+        )
+        assert redact_text("trace /tmp/trialapp/cfg/a.jsonl") == "trace /tmp/trialapp/cfg/a.jsonl"
+        assert "hunter22x!" not in redact_text("connecting with hunter22x!")
+    finally:
+        forget_secrets()
