@@ -8,13 +8,40 @@ LangGraph, only when a guarded graph is built. The adapter itself lives in
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from biasbreaker.errors import PluginError
 from biasbreaker.hookspecs import hookimpl
 from biasbreaker.registry import BuildContext, Register
+
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}?|\}")
+
+
+def check_trace_template(template: str) -> str:
+    """A ``trace_path`` whose only placeholder is ``{thread_id}`` (returned unchanged).
+
+    The path is filled by replacing ``{thread_id}`` literally, so any other brace would stay
+    in the file name: ``"{thread}.jsonl"`` wrote every thread into one file named
+    ``{thread}.jsonl``, and the second thread's run was refused as a trace already taken.
+
+    Raises:
+        ValueError: ``template`` holds a brace other than in ``{thread_id}`` (pydantic reports
+            it as a configuration error naming the key).
+    """
+    for match in _PLACEHOLDER.finditer(template):
+        if match.group(0) != "{thread_id}":
+            raise ValueError(
+                f"{match.group(0)!r} in {template!r} is no placeholder: the only one is "
+                "'{thread_id}' (the run's thread id), and a path holds no other brace"
+            )
+    return template
+
+
+TraceTemplate = Annotated[str, AfterValidator(check_trace_template)]
+"""A ``trace_path`` option: a path, ``{thread_id}`` its only placeholder."""
 
 
 class LangGraphOptions(BaseModel):
@@ -35,7 +62,7 @@ class LangGraphOptions(BaseModel):
         "biased output is shown to the caller before it is held. Default false: they are held "
         "until the output is let through. The probe's re-runs are never streamed.",
     )
-    trace_path: str = Field(
+    trace_path: TraceTemplate = Field(
         "",
         description="Run trace file (JSON Lines, one record per guarded step); '{thread_id}' "
         "in the path is replaced by the run's thread id. Empty: no trace.",

@@ -475,6 +475,15 @@ def test_a_config_of_another_kind_is_refused_naming_the_kinds(config: object) ->
         guard(screening_graph(0.0, Received("answer")), config)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("template", ["{thread}.jsonl", "runs/{id}/t.jsonl", "a}b", "x{thread_id"])
+def test_a_trace_path_with_another_placeholder_is_refused(tmp_path: Path, template: str) -> None:
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(tmp_path / template)}}}
+    with pytest.raises(ConfigError, match=r"trace_path = .* the only one is '\{thread_id\}'"):
+        guard(
+            screening_graph(0.0, Received("answer")), Kernel.load(cwd=tmp_path, overrides=settings)
+        )
+
+
 def test_unknown_or_unguardable_nodes_are_refused(kernel: Kernel) -> None:
     builder = screening_graph(0.0, Received("answer"))
     with pytest.raises(ConfigError, match=r"unknown nodes \['nope'\]"):

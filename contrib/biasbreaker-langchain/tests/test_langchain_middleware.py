@@ -261,6 +261,15 @@ def test_a_config_of_another_kind_is_refused_naming_the_kinds(config: object) ->
         BiasGuardMiddleware(config)  # type: ignore[arg-type]
 
 
+def test_a_trace_path_with_another_placeholder_is_refused(tmp_path: Path) -> None:
+    settings = {
+        **SETTINGS,
+        "plugin": {"langchain-agent": {"trace_path": str(tmp_path / "{thread}")}},
+    }
+    with pytest.raises(ConfigError, match=r"trace_path = .* the only one is '\{thread_id\}'"):
+        BiasGuardMiddleware(settings)
+
+
 class BytesModel(LoanModel):
     """Replies with a tool call whose argument is bytes: a reply the probe cannot read."""
 

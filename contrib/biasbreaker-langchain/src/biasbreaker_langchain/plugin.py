@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from biasbreaker.errors import PluginError
 from biasbreaker.hookspecs import hookimpl
+from biasbreaker_plugins.langgraph_plugin import TraceTemplate
 
 if TYPE_CHECKING:
     from biasbreaker.registry import BuildContext, Register
@@ -28,7 +29,7 @@ class LangChainAgentOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    trace_path: str = Field(
+    trace_path: TraceTemplate = Field(
         "",
         description="Run trace file (JSON Lines, one record per guarded model call); "
         "'{thread_id}' in the path is replaced by the run's thread id. Empty: no trace.",
