@@ -484,6 +484,12 @@ def test_a_trace_path_with_another_placeholder_is_refused(tmp_path: Path, templa
         )
 
 
+def test_a_config_path_that_is_no_file_is_named_for_the_python_api(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"guard\(\): config='nope.toml' is no file") as info:
+        guard(screening_graph(0.0, Received("answer")), "nope.toml")
+    assert "--config" not in str(info.value)
+
+
 def test_unknown_or_unguardable_nodes_are_refused(kernel: Kernel) -> None:
     builder = screening_graph(0.0, Received("answer"))
     with pytest.raises(ConfigError, match=r"unknown nodes \['nope'\]"):

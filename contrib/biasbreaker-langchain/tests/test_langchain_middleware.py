@@ -270,6 +270,11 @@ def test_a_trace_path_with_another_placeholder_is_refused(tmp_path: Path) -> Non
         BiasGuardMiddleware(settings)
 
 
+def test_a_config_path_that_is_no_file_is_named_for_the_python_api() -> None:
+    with pytest.raises(ConfigError, match=r"BiasGuardMiddleware\(\): config='nope.toml' is no"):
+        BiasGuardMiddleware("nope.toml")
+
+
 class BytesModel(LoanModel):
     """Replies with a tool call whose argument is bytes: a reply the probe cannot read."""
 

@@ -64,7 +64,18 @@ def load_kernel(config: Config = None) -> Kernel:
         return Kernel.load(overrides=config)
     if not isinstance(config, (str, os.PathLike)):
         raise ConfigError(config_type_problem("guard()", config))
+    if not os.path.isfile(config):
+        raise ConfigError(config_file_problem("guard()", config))
     return Kernel.load(config_file=config)
+
+
+def config_file_problem(where: str, path: str | os.PathLike[str]) -> str:
+    """The message for a ``config`` path of ``where`` that is not a file."""
+    return (
+        f"{where}: config={os.fspath(path)!r} is no file (looked for from "
+        f"{os.getcwd()!r}); give the path of a TOML file, or a dict of settings nested like "
+        "the TOML"
+    )
 
 
 def config_type_problem(where: str, config: object) -> str:

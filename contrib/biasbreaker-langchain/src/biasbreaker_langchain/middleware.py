@@ -71,7 +71,7 @@ from biasbreaker.trace import StepRecord
 from biasbreaker.types import BreakerAction, BreakerDecision, FrozenPayload
 from biasbreaker_langchain.adapter import LangChainAgentAdapter
 from biasbreaker_langchain.plugin import NAME
-from biasbreaker_plugins.langgraph import config_type_problem
+from biasbreaker_plugins.langgraph import config_file_problem, config_type_problem
 from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.probing import clone_probe, probe_outcome
 from biasbreaker_plugins.langgraph.state import shown
@@ -196,6 +196,8 @@ def _kernel(config: Config) -> Kernel:
         return Kernel.load(overrides={**config, "adapter": {**adapter, "framework": NAME}})
     if not isinstance(config, (str, Path)):
         raise ConfigError(config_type_problem("BiasGuardMiddleware()", config))
+    if not Path(config).is_file():
+        raise ConfigError(config_file_problem("BiasGuardMiddleware()", config))
     return Kernel.load(config_file=config, overrides=select)
 
 
