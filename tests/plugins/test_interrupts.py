@@ -75,6 +75,25 @@ def blocking():
     return builder
 
 
+def two_steps():
+    # a fast first step (a trace record), then a second that blocks on "slow"
+    def intake(state: State) -> dict:
+        return {"question": state["question"]}
+
+    def answer(state: State) -> dict:
+        if "slow" in state["question"]:
+            time.sleep(60)
+        return {"answer": "yes"}
+
+    builder = StateGraph(State)
+    builder.add_node("intake", intake)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "intake")
+    builder.add_edge("intake", "answer")
+    builder.add_edge("answer", END)
+    return builder
+
+
 def loop_blocking():
     # an async node that blocks the event loop itself (a synchronous call inside async def)
     async def answer(state: State) -> dict:
@@ -229,6 +248,37 @@ def test_run_stops_within_2s_whatever_the_node_blocks(project: Path, graph: str)
     _one_line(err, "SIGINT", project / "o")
     _check_left_whole(project / "o")
     assert "1 of 3 input(s)" in (project / "o/report.md").read_text()
+
+
+def test_an_input_stopped_while_running_is_listed_with_its_trace(project: Path) -> None:
+    """Its trace holds the records up to the stop; results.jsonl lists it, so the manifest holds."""
+    questions = ["Is it? yes or no", "slow", "never run"]
+    (project / "in.jsonl").write_text(
+        "".join(json.dumps({"question": q}) + "\n" for q in questions)
+    )
+    proc = _start(
+        project,
+        ["run", "--graph", "stop_pipeline_mod:two_steps", "--inputs", "in.jsonl", "--out", "o"],
+        BIASBREAKER_INTERVENTION__ROUTER="human-review",
+    )
+    second = project / "o/traces/input-00002.jsonl"
+    _wait_for(lambda: second.exists() and _lines(second) >= 2, proc, 60)
+    time.sleep(0.5)  # its second step is in its 60 s call now
+    _, _, err = _interrupt(proc, signal.SIGINT)
+    assert proc.returncode == 130, err
+    _check_left_whole(project / "o")
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["status"]) for r in records] == [(1, "done"), (2, "interrupted")]
+    assert records[1]["trace"] == "traces/input-00002.jsonl"
+    report = (project / "o/report.md").read_text()
+    assert "1 of 3 input(s)" in report and "stopped while running: lines 2" in report
+    assert "not run: lines 3" in report
+    verify = subprocess.run(
+        [sys.executable, "-c", "from biasbreaker.cli import main; main()", "verify",
+         "o/traces", "--manifest", "o/results.jsonl"],
+        cwd=project, capture_output=True, text=True, env=_env(), timeout=120,
+    )  # fmt: skip
+    assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -34,9 +34,10 @@ from biasbreaker.trace import seal_trace
 from biasbreaker.types import canonical_json
 from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, postgres_saver
 
-Status = Literal["done", "review", "failed"]
+Status = Literal["done", "review", "failed", "interrupted"]
 """``done``: the graph reached its end; ``review``: paused, an output waits for a human;
-``failed``: an exception ended the thread (its ``error`` says which)."""
+``failed``: an exception ended the thread (its ``error`` says which); ``interrupted``: a signal
+stopped the run while this thread ran (its trace holds the records up to the stop)."""
 
 _TASK_NOTE = re.compile(r"^(?:During|Before) task with name '(?P<node>[^']+)'")
 
@@ -228,7 +229,7 @@ async def run_threads(
                 values={},
                 review=None,
                 trace=trace,
-                trace_head=_sealed(root, trace),
+                trace_head=sealed_head(root, trace),
                 error=failure_of(exc),
                 exception=exc,
             )
@@ -248,7 +249,7 @@ async def run_threads(
                 values=user_values(final),
                 review=review,
                 trace=trace,
-                trace_head=_sealed(root, trace),
+                trace_head=sealed_head(root, trace),
             )
         after(outcome)
         out.append(outcome)
@@ -257,7 +258,7 @@ async def run_threads(
     return out
 
 
-def _sealed(root: Path | None, trace: str | None) -> str | None:
+def sealed_head(root: Path | None, trace: str | None) -> str | None:
     """Seal a thread's trace (idempotent) and return its head, or ``None`` with no trace."""
     if trace is None or root is None or not (root / trace).exists():
         return None
@@ -285,5 +286,6 @@ __all__ = [
     "plain_json",
     "read_results",
     "run_threads",
+    "sealed_head",
     "user_values",
 ]

@@ -40,6 +40,7 @@ from biasbreaker_plugins.demo.driver import (
     failure_of,
     plain_json,
     run_threads,
+    sealed_head,
 )
 from biasbreaker_plugins.demo.phases import RunConfig, phase_kernel
 
@@ -450,6 +451,16 @@ async def run_user_graph(
                 if fail_fast:
                     stopped.append("--fail-fast: stopped at the first failed input")
                     break
+    except BaseException:
+        # a signal (or a cancellation) stopped the input that was running: record it with its
+        # trace, so results.jsonl lists every trace the run wrote (verify --manifest holds)
+        ran = {o.thread for o in outcomes}
+        for line in prepared.inputs:
+            trace = trace_of(line.thread)
+            if line.thread not in ran and trace is not None:
+                head = sealed_head(out, trace)
+                after(ThreadOutcome("run", line.thread, "interrupted", {}, None, trace, head))
+        raise
     finally:
         log.close()
     return RunResult(

@@ -79,6 +79,11 @@ def _not_run(inputs: Sequence[InputLine], outcomes: Sequence[ThreadOutcome]) -> 
     return [line.number for line in inputs if line.thread not in ran]
 
 
+def _numbers(outcomes: Sequence[ThreadOutcome]) -> list[int]:
+    """The input line numbers of ``outcomes`` (threads are named ``input-<line>``)."""
+    return [int(o.thread.rpartition("-")[2]) for o in outcomes]
+
+
 def _lines(numbers: Sequence[int]) -> str:
     shown = ", ".join(str(n) for n in numbers[:20])
     return shown + (f", … ({len(numbers)} in all)" if len(numbers) > 20 else "")
@@ -179,8 +184,9 @@ def write_partial_run_report(
     Returns:
         The report's path.
     """
-    done = [o for o in outcomes if o.status != "failed"]
+    done = [o for o in outcomes if o.status in ("done", "review")]
     failed = [o for o in outcomes if o.status == "failed"]
+    stopped = [o for o in outcomes if o.status == "interrupted"]
     not_run = _not_run(lines, outcomes)
     rows = []
     for outcome in failed:
@@ -197,14 +203,17 @@ def write_partial_run_report(
     text = [
         f"# biasbreaker run: `{graph}` — partial",
         "",
-        f"**{why.capitalize()}**: {len(outcomes)} of {len(lines)} input(s) from `{inputs}` "
-        f"completed ({len(done)} finished or paused for review, {len(failed)} failed); not "
+        f"**{why.capitalize()}**: {len(done) + len(failed)} of {len(lines)} input(s) from "
+        f"`{inputs}` completed ({len(done)} finished or paused for review, {len(failed)} "
+        f"failed); stopped while running: lines {_lines(_numbers(stopped)) or 'none'}; not "
         f"run: lines {_lines(not_run) or 'none'}.",
         "",
-        "Every file written is whole: `results.jsonl` has one line per completed input, each "
-        "trace in `traces/` holds whole records up to where its run stopped (check them with "
-        f"`biasbreaker verify {out / 'traces'}`). `{MARKER}` lists the files and says "
-        "`partial`. No figure or verification was made for this report.",
+        "Every file written is whole: `results.jsonl` has one line per input that completed "
+        "or was stopped while running (`status` `interrupted`, with its trace), each trace in "
+        "`traces/` holds whole records up to where its run stopped (check them with "
+        f"`biasbreaker verify {out / 'traces'} --manifest {out / 'results.jsonl'}`). "
+        f"`{MARKER}` lists the files and says `partial`. No figure or verification was made "
+        "for this report.",
         "",
     ]
     if rows:
