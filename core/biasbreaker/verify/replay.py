@@ -171,6 +171,16 @@ class Replay:
         self._resteps = 0
         self._log = ViolationLog()
 
+    def resume_weights(self, weights: Mapping[str, float]) -> None:
+        """Take the Katz weights recorded before the first step this replay observes.
+
+        For a replay that starts in the middle of a trace (:mod:`biasbreaker.verify.split`):
+        what a step recording ``weights`` sets, without checking them (the replay of that
+        step checks them).
+        """
+        self._weights = dict(weights) if weights else None
+        self._weight_sums.clear()
+
     @property
     def violations(self) -> int:
         """Violations so far."""
