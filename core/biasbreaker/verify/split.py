@@ -38,14 +38,13 @@ Source:
 from __future__ import annotations
 
 import math
-import mmap
 import os
 import pickle
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Union
+from typing import IO, Any, Final, Union
 
 import msgspec
 
@@ -176,8 +175,8 @@ def cut_point(path: Path, header_bytes: int) -> int | None:
     if k < 1:
         return None
     boundary = header_bytes + k * BLOCK_BYTES
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        cut = data.rfind(b"\n", boundary - BLOCK_BYTES, min(boundary, size)) + 1
+    with path.open("rb") as fh:
+        cut = _Bytes(fh).rfind(b"\n", boundary - BLOCK_BYTES, min(boundary, size)) + 1
     return cut if header_bytes < cut < size else None
 
 
@@ -278,7 +277,8 @@ def verify_half(
     head = LineBlocks(path, warn=False)
     head.close()
     header, version, start = head.header, head.version, len(head.header_line)
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    with path.open("rb") as fh:
+        data = _Bytes(fh)
         if not start < cut < len(data) or data[cut - 1 : cut] != b"\n":
             return None
         low = _line_start(data, start, cut - warmup_bytes)
@@ -335,7 +335,49 @@ class _Brief(msgspec.Struct, gc=False):
 _BRIEF: Final = msgspec.json.Decoder(list[_Brief])
 
 
-def _line_start(data: mmap.mmap, start: int, offset: int) -> int:
+class _Bytes:
+    """Byte ranges of an open file, read when asked for (O(1) memory, unlike a mapping).
+
+    Args:
+        fh: The file, opened in binary mode.
+    """
+
+    STEP: Final = 1 << 16
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh = fh
+        self._size = os.fstat(fh.fileno()).st_size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: slice) -> bytes:
+        start, stop, _ = index.indices(self._size)
+        self._fh.seek(start)
+        return self._fh.read(max(0, stop - start))
+
+    def rfind(self, sub: bytes, low: int, high: int) -> int:
+        """The last offset of ``sub`` (one byte) in ``[low, high)``, or -1."""
+        high = min(high, self._size)
+        while high > low:
+            begin = max(low, high - self.STEP)
+            hit = self[begin:high].rfind(sub)
+            if hit >= 0:
+                return begin + hit
+            high = begin
+        return -1
+
+    def find(self, sub: bytes, low: int) -> int:
+        """The first offset of ``sub`` (one byte) at or after ``low``, or -1."""
+        while low < self._size:
+            hit = self[low : low + self.STEP].find(sub)
+            if hit >= 0:
+                return low + hit
+            low += self.STEP
+        return -1
+
+
+def _line_start(data: _Bytes, start: int, offset: int) -> int:
     """The start of the line holding byte ``offset``, not before ``start`` (a line start)."""
     if offset <= start:
         return start
@@ -343,7 +385,7 @@ def _line_start(data: mmap.mmap, start: int, offset: int) -> int:
 
 
 def _look_back(
-    data: mmap.mmap, start: int, end: int, over_3: float, need_weights: bool, need_over: bool
+    data: _Bytes, start: int, end: int, over_3: float, need_weights: bool, need_over: bool
 ) -> tuple[dict[str, float] | None, int | None]:
     """Scan ``data[start:end]`` backwards for what the warm-up did not see.
 
