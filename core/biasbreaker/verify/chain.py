@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from biasbreaker.trace.chain import seal_message
+from biasbreaker.trace.chain import line_digest, seal_message
 from biasbreaker.trace.lines import AnyLine, SealLine
 from biasbreaker.trace.signing import signature_valid
 from biasbreaker.verify.report import PropertyReport, Violation, ViolationLog
@@ -54,6 +54,21 @@ class ChainVerifier:
         self._last_is_seal = False
         self._last_seal_steps: int | None = None
         self._log = ViolationLog()
+
+    def resume(self, line_before: bytes, steps: int) -> None:
+        """Check from a line in the middle of the trace (:mod:`biasbreaker.verify.split`).
+
+        The chain continues from ``line_before`` (the line before the first one observed) and
+        ``steps`` step records precede it; lines are counted from 0 (the join adds the lines
+        before).
+
+        Args:
+            line_before: The bytes of the line before, with or without its newline.
+            steps: The step records before the first line observed.
+        """
+        self._head = line_digest(line_before)
+        self._lines = 0
+        self._steps = steps
 
     @property
     def head(self) -> str:

@@ -74,6 +74,10 @@ _N, _W, _I, _R, _E = (
     BreakerState.ESCALATED,
 )
 _CLOSED: Final = frozenset({_N, _W})
+_NOT_FRESH: Final = -1.0
+"""What :meth:`Replay._fresh_inputs` returns for a step it leaves to :meth:`Replay._inputs`
+(never an own score: every recorded score is >= 0)."""
+fsum, exp = math.fsum, math.exp
 HOLDING_STATUSES: Final = frozenset({"unreadable", "failed"})
 """Probe outcomes whose step must be held for review (the output could not be checked)."""
 READING_STATUSES: Final = frozenset({"scored", "not_applicable", "not_sampled", "not_probed"})
@@ -167,6 +171,16 @@ class Replay:
         self._resteps = 0
         self._log = ViolationLog()
 
+    def resume_weights(self, weights: Mapping[str, float]) -> None:
+        """Take the Katz weights recorded before the first step this replay observes.
+
+        For a replay that starts in the middle of a trace (:mod:`biasbreaker.verify.split`):
+        what a step recording ``weights`` sets, without checking them (the replay of that
+        step checks them).
+        """
+        self._weights = dict(weights) if weights else None
+        self._weight_sums.clear()
+
     @property
     def violations(self) -> int:
         """Violations so far."""
@@ -176,16 +190,25 @@ class Replay:
         """Replay the next records (in step order).
 
         Each step's inputs are re-derived (:meth:`_inputs`), then its decision
-        (:meth:`_decide`). The two commonest steps of a long trace — a NORMAL step that holds
-        NORMAL, an ESCALATED step that holds ESCALATED — are compared here directly with
-        what :meth:`_decide` would derive for them (the same rows of the table, specialised);
-        anything else, or any difference, goes through :meth:`_decide`.
+        (:meth:`_decide`). Two shortcuts keep a long trace fast, each deriving exactly what
+        the general path derives and falling back to it on any difference:
+
+        - :meth:`_fresh_inputs` re-derives a step that records no new weights, whose fast and
+          slow follow from its scores and whose window and mixing ratio match, without a
+          violation to log (anything else goes through :meth:`_inputs`);
+        - the two commonest steps — a NORMAL step that holds NORMAL, an ESCALATED step that
+          holds ESCALATED — are compared here directly with what :meth:`_decide` would derive
+          for them (the same rows of the table, specialised); anything else, or any
+          difference, goes through :meth:`_decide`.
         """
         normal, escalated = _N, _E
         proceed, escalate = BreakerAction.PROCEED, BreakerAction.ESCALATE
         enter, warn, node_trip = self._enter, self._warn, self._node_trip
+        fresh_inputs, inputs = self._fresh_inputs, self._inputs
         for r in records:
-            own = self._inputs(r)
+            own = fresh_inputs(r)
+            if own == _NOT_FRESH:
+                own = inputs(r)
             state = self._state
             if (
                 state is normal
@@ -217,6 +240,92 @@ class Replay:
             ):
                 continue
             self._decide(r, own)
+
+    def _fresh_inputs(self, r: StepLineV1) -> float | None:
+        """:meth:`_inputs` for the commonest step, or :data:`_NOT_FRESH` to take that path.
+
+        The commonest step records no new weights, has at least one score, and its fast and
+        slow are the EWMAs of its B_net (not a re-step); with a calibration window, its
+        counts are the replayed ones; its mixing ratio is the replayed one. Such a step has
+        nothing to log: this derives the same values as :meth:`_inputs` and commits the same
+        state. Every other step — or any difference — returns :data:`_NOT_FRESH` *before*
+        anything is changed, and :meth:`_inputs` derives it (and logs what differs).
+        """
+        weights, ewma, scores = self._weights, self._ewma, r.scores
+        if (
+            r.weights is not None
+            or weights is None
+            or ewma is None
+            or not scores
+            or self._fast is None
+            or self._slow is None
+            or not self._windowed
+        ):
+            return _NOT_FRESH
+        fast, slow = r.fast, r.slow
+        # -- B_net and the two EWMAs (as _propagate and b_net) -------------------------------
+        key = tuple(scores)
+        weight_sum = self._weight_sums.get(key)
+        if weight_sum is None:
+            return _NOT_FRESH
+        try:
+            total = fsum([weights[n] * b for n, b in scores.items()])
+        except KeyError:
+            return _NOT_FRESH
+        value = total / weight_sum
+        values = scores.values()
+        low = min(values)
+        if value < low:
+            value = low
+        else:
+            high = max(values)
+            if value > high:
+                value = high
+        a_fast, a_slow = ewma
+        if (
+            fast != a_fast * value + (1.0 - a_fast) * self._fast
+            or slow != a_slow * value + (1.0 - a_slow) * self._slow
+        ):
+            return _NOT_FRESH
+        # -- the calibration window -----------------------------------------------------------
+        window = r.window
+        if window is None:
+            return _NOT_FRESH
+        level = 5 if fast > self._beyond_5 else 3 if fast > self._beyond_3 else 0
+        levels = self._levels
+        n3, n5 = self._n3, self._n5
+        size = len(levels)
+        if size == levels.maxlen:
+            oldest = levels[0]
+            n3 -= oldest >= 3
+            n5 -= oldest == 5
+        else:
+            size += 1
+        n3 += level >= 3
+        n5 += level == 5
+        if window.size != size or window.beyond_3 != n3 or window.beyond_5 != n5:
+            return _NOT_FRESH
+        # -- the trip statistic and the mixing ratio ------------------------------------------
+        node = r.node
+        own = None if node is None else scores.get(node)
+        statistic = own if self._node_trip and own is not None and own > fast else fast
+        x = (statistic - self._enter) / self._kappa
+        if x >= 0.0:
+            ratio = 1.0 / (1.0 + exp(-x))
+        else:
+            e = exp(x)
+            ratio = e / (1.0 + e)
+        if abs(r.mixing_ratio - ratio) > RATIO_TOLERANCE:
+            return _NOT_FRESH
+        # -- everything matches: commit what _inputs would ------------------------------------
+        self._steps += 1
+        self._derived += 1
+        self._fast, self._slow = fast, slow
+        self._fresh[node] = (fast, slow, scores)
+        levels.append(level)
+        self._n3, self._n5 = n3, n5
+        self._dirty = n3 + n5 > 0
+        return own
 
     def _bad(
         self, step: int, field: str, recorded: object, replayed: object, why: str = ""

@@ -64,7 +64,7 @@ def test_bad_max_history(tmp_path: Path) -> None:
 
 
 def test_the_replay_worker_gives_the_same_verdicts(tmp_path: Path) -> None:
-    """workers=2 replays in `python -m biasbreaker.verify.worker`: same report as in-process."""
+    """workers=2 (two halves at once, or one pass for a trace too small to cut): same report."""
     path = forge(tmp_path / "run.jsonl", [(N, 0.1), (IV, 0.6), (R, 0.3), (R, 0.2), (N, 0.1)])
     alone, split = verify_trace(path, workers=1), verify_trace(path, workers=2)
     assert split.replay == alone.replay and not split.replay.holds  # a forged trace

@@ -213,6 +213,15 @@ class RLBVerifier:
         self._windowless = 0
         self._log = ViolationLog()
 
+    def resume(self, last_over: int | None) -> None:
+        """Start after steps observed elsewhere, the last over-threshold one at ``last_over``.
+
+        For a verifier that starts in the middle of a trace (:mod:`biasbreaker.verify.split`)
+        whose warm-up saw no over-threshold outcome: the step of the last one before it, or
+        ``None`` if there was none.
+        """
+        self._tracker._last_over = last_over
+
     def observe(self, records: Sequence[StepLineV1]) -> None:
         """Take the next records (in step order)."""
         self._cycles += len(records)
