@@ -148,6 +148,8 @@ def _edited(path: Path, line: int, **changes: Any) -> Path:
         (2, {"transition": "hold", "reason": "normal", "action": "proceed"}, "transition"),
         (2, {"probe": SCORED}, "probe"),  # held although the probe read it
         (2, {"payload_sha256": None}, "payload_sha256"),
+        (2, {"attempt": 1}, "attempt"),  # a held step keeps the counters
+        (2, {"episode": 1}, "episode"),
         (5, {"state": "normal"}, "state"),  # a held step that left RECOVERY
         (1, {"probe": UNREADABLE}, "transition"),  # unreadable, yet not held
     ],
