@@ -155,6 +155,9 @@ def test_check_rejects_an_unknown_pruned_label_a_double_prune_and_any_other_reas
     )
     with pytest.raises(AggregatorError, match=r"not given: \['v9'\]"):
         check_panel_result(unknown, anon, aggregator="x")
+    both = unknown.model_copy(update={"weights": {**unknown.weights, "v9": 1.0}})
+    with pytest.raises(AggregatorError, match=r"not given: \['v9'\]"):  # kept and pruned
+        check_panel_result(both, anon, aggregator="x")
     _, twice = _loud_pruned("overconfidence", "overconfidence")
     with pytest.raises(AggregatorError, match="pruned a verdict twice"):
         check_panel_result(twice, anon, aggregator="x")
