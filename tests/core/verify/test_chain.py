@@ -53,10 +53,11 @@ def test_counts_every_line_and_seal(tmp_path: Path) -> None:
     assert report.chain.note == "unsigned: the chain shows edits, not who wrote it"
 
 
-def test_an_edited_line_breaks_the_link_of_the_next(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fast", [f"0.{n}" for n in range(2, 10)])  # digests above and below
+def test_an_edited_line_breaks_the_link_of_the_next(tmp_path: Path, fast: str) -> None:
     path = write(tmp_path / "t.jsonl", [4])
     out = lines(path)
-    out[2] = out[2].replace('"fast":0.1', '"fast":0.2')
+    out[2] = out[2].replace('"fast":0.1', f'"fast":{fast}')
     [broken] = verify_trace(save(path, out, relink=False)).chain.violations
     assert broken.step == 2
     assert broken.message.startswith("line 4 (step 2): prev does not match the digest of line 3")
@@ -104,7 +105,7 @@ def test_seals_against_a_public_key(tmp_path: Path) -> None:
     from biasbreaker.trace.signing import Signer, write_key_pair
 
     private, _, public = write_key_pair(tmp_path / "key")
-    _, _, other = write_key_pair(tmp_path / "other")
+    other_private, _, other = write_key_pair(tmp_path / "other")
     signed = write(tmp_path / "signed.jsonl", [2, 1], signer=Signer.from_file(private))
     unsigned = write(tmp_path / "unsigned.jsonl", [2])
 
@@ -115,10 +116,12 @@ def test_seals_against_a_public_key(tmp_path: Path) -> None:
     assert verify_trace(signed).chain.what == (
         f"6 line(s) linked, 2 seal(s), 2 signed (by key {public})"
     )  # no key given: every seal's signature is still checked
-    wrong = verify_trace(signed, public_key=other).chain.violations
-    assert [v.message.split(": ", 1)[1] for v in wrong] == [
-        f"the seal is signed by another key ({public})"
-    ] * 2
+    by_other = write(tmp_path / "other.jsonl", [1], signer=Signer.from_file(other_private))
+    for trace, key, signer in ((signed, other, public), (by_other, public, other)):  # both orders
+        wrong = verify_trace(trace, public_key=key).chain.violations
+        assert {v.message.split(": ", 1)[1] for v in wrong} == {
+            f"the seal is signed by another key ({signer})"
+        }
     [not_signed] = verify_trace(unsigned, public_key=public).chain.violations
     assert not_signed.message.endswith("the seal is not signed (a public key was given)")
 

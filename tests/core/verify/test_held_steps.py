@@ -149,8 +149,11 @@ def _edited(path: Path, line: int, **changes: Any) -> Path:
         (2, {"probe": SCORED}, "probe"),  # held although the probe read it
         (2, {"payload_sha256": None}, "payload_sha256"),
         (2, {"attempt": 1}, "attempt"),  # a held step keeps the counters
+        (2, {"reason": "held for review: zzz"}, "reason"),  # sorts after the probe's reason
+        (2, {"reason": "held for review: "}, "reason"),  # and before it
         (2, {"episode": 1}, "episode"),
         (5, {"state": "normal"}, "state"),  # a held step that left RECOVERY
+        (2, {"state": "warning"}, "state"),  # and one that left NORMAL
         (1, {"probe": UNREADABLE}, "transition"),  # unreadable, yet not held
     ],
 )
@@ -161,4 +164,5 @@ def test_the_replay_catches_a_held_step_recorded_otherwise(
     write(path)
     report = verify_trace(_edited(path, line, **changes))
     assert not report.replay.holds
-    assert any(f"{field}:" in v.message for v in report.replay.violations), report.replay.violations
+    violations = report.replay.violations
+    assert any(v.step == line - 1 and f"{field}:" in v.message for v in violations), violations

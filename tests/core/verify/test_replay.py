@@ -86,6 +86,12 @@ SCENARIOS: dict[str, tuple[Sequence[Step], dict[str, Any]]] = {
     # node trips: the node's own score trips with fast below tau_enter
     "node-trip": ([(0.1, 0.1, 0.1), (0.2, 0.1, 0.9), (0.1, 0.1, 0.1), (0.1, 0.1, 0.1),
                    (0.1, 0.1, 0.1), (0.1, 0.1, 0.1)], {"node_trip": True}),
+    # node trips on: WARNING holds go through the table (no fast path), and a node's own
+    # score exactly tau_enter trips
+    "node-trip-warning": ([(0.1, 0.3, 0.1), (0.1, 0.3, 0.2), (0.2, 0.3, 0.5), (0.1, 0.1, 0.1)],
+                          {"node_trip": True}),
+    # node trips off: a node's own score above tau_enter in WARNING does not trip
+    "own-high-without-node-trip": ([(0.1, 0.3, 0.9), (0.1, 0.3, 0.9)], {}),
     # half-open: a passed re-check lets a clean output through; a dirty one relapses
     "half-open-relapse": ([(0.6, 0.1, 0.6), (0.2, 0.1, 0.1), (0.2, 0.1, 0.4), (0.2, 0.1, 0.1),
                            (0.1, 0.1, 0.1), (0.1, 0.1, 0.1), (0.1, 0.1, 0.1)],
@@ -171,6 +177,8 @@ def test_a_long_trace_replays_clean_and_its_seal_counts_every_step(tmp_path: Pat
         # the trip let through, and a rerouted trip recorded as halted
         ("recover", 1, {"state": "normal", "transition": "hold", "action": "proceed"}, "state"),
         ("trip-from-warning", 1, {"action": "halt"}, "action"),
+        # a recover-start recorded as still in INTERVENTION
+        ("recover", 2, {"state": "intervention"}, "state"),
         # a node trip not taken
         ("node-trip", 1, {"state": "normal", "transition": "hold", "action": "proceed"}, "state"),
         # a retry recorded as a recovery, an escalation recorded as a retry
