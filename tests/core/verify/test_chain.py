@@ -138,3 +138,30 @@ def test_seals_against_a_public_key(tmp_path: Path) -> None:
         pass
     empty = verify_trace(path, public_key=public).chain.violations
     assert [v.message for v in empty][-1] == "no seal to check the public key against"
+
+
+def test_a_version_1_trace_is_unchained_and_a_public_key_cannot_be_checked(tmp_path: Path) -> None:
+    """Version 1 (no ``prev``, no seals): the chain checks nothing, and says so."""
+    out = lines(write(tmp_path / "t.jsonl", [3]))
+    header = json.loads(out[0])
+    header = {k: v for k, v in header.items() if k not in ("probation", "ewma")} | {"version": 1}
+    v1 = [json.dumps(header, sort_keys=True, separators=(",", ":"))]
+    for line in out[1:]:
+        record = json.loads(line)
+        if record["kind"] == "step":
+            drop = ("prev", "weights", "probe")
+            v1.append(json.dumps({k: v for k, v in record.items() if k not in drop}))
+    path = save(tmp_path / "v1.jsonl", v1, relink=False)
+    report = verify_trace(path).chain
+    assert (report.holds, report.checked, report.violation_count) == (True, 0, 0)
+    assert report.what == "nothing (unchained)"
+    keyed = verify_trace(path, public_key="a" * 44).chain
+    assert (keyed.holds, keyed.violation_count) == (False, 1)
+    assert keyed.violations[0].message == "a version-1 trace has no seals, so none is signed"
+
+
+def test_a_trace_cut_after_its_last_step_names_that_step(tmp_path: Path) -> None:
+    out = lines(write(tmp_path / "t.jsonl", [4]))
+    assert json.loads(out[-1])["kind"] == "seal"
+    [cut] = verify_trace(save(tmp_path / "cut.jsonl", out[:-1], relink=False)).chain.violations
+    assert cut.message.startswith("the trace ends without a seal after step 3:"), cut

@@ -92,6 +92,13 @@ SCENARIOS: dict[str, tuple[Sequence[Step], dict[str, Any]]] = {
                           {"node_trip": True}),
     # node trips off: a node's own score above tau_enter in WARNING does not trip
     "own-high-without-node-trip": ([(0.1, 0.3, 0.9), (0.1, 0.3, 0.9)], {}),
+    # fast exactly tau_exit after the cool-down: RECOVERY holds
+    "recovery-at-tau-exit": ([(0.6, 0.1), (0.35, 0.1), (0.35, 0.1), (0.35, 0.1), (0.1, 0.1),
+                              (0.1, 0.1)], {}),
+    # half-open, own score exactly tau_exit: held on leaving INTERVENTION, a relapse later
+    "half-open-at-tau-exit": ([(0.6, 0.1, 0.6), (0.2, 0.1, 0.35), (0.2, 0.1, 0.1),
+                               (0.2, 0.1, 0.35), (0.2, 0.1, 0.1)],
+                              {"probation": "half-open", "max_retries": 3}),
     # half-open: a passed re-check lets a clean output through; a dirty one relapses
     "half-open-relapse": ([(0.6, 0.1, 0.6), (0.2, 0.1, 0.1), (0.2, 0.1, 0.4), (0.2, 0.1, 0.1),
                            (0.1, 0.1, 0.1), (0.1, 0.1, 0.1), (0.1, 0.1, 0.1)],
@@ -177,6 +184,8 @@ def test_a_long_trace_replays_clean_and_its_seal_counts_every_step(tmp_path: Pat
         # the trip let through, and a rerouted trip recorded as halted
         ("recover", 1, {"state": "normal", "transition": "hold", "action": "proceed"}, "state"),
         ("trip-from-warning", 1, {"action": "halt"}, "action"),
+        # a held RECOVERY output recorded as let through
+        ("recovery-holds", 2, {"action": "proceed"}, "action"),
         # a recover-start recorded as still in INTERVENTION
         ("recover", 2, {"state": "intervention"}, "state"),
         # a node trip not taken
