@@ -486,7 +486,8 @@ _BY_SOURCE: Final[Mapping[BreakerState, tuple[Transition, ...]]] = {
 }
 
 
-def select_transition(g: GuardInputs) -> Transition | None:
+# equivalent mutants: annotations are never evaluated (`from __future__ import annotations`)
+def select_transition(g: GuardInputs) -> Transition | None:  # pragma: no mutate
     """Return the transition the table takes for ``g``, or ``None`` to hold the state.
 
     A pure function of its argument: this is the machine's whole transition logic.
@@ -1077,7 +1078,12 @@ class ControlMachine:
             self._recorder(record)
         return decision
 
-    def _passes_probation(self, step_score: float | None, counters: Counters) -> bool:
+    def _passes_probation(
+        self,
+        # equivalent mutants: annotations are never evaluated (`from __future__ import annotations`)
+        step_score: float | None,  # pragma: no mutate
+        counters: Counters,
+    ) -> bool:
         """Half-open only: the repair passed its re-check and this step's own score is clean."""
         return (
             self._config.probation == "half-open"

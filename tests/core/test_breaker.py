@@ -154,6 +154,25 @@ def test_constructor_rejects_bad_thresholds(args: tuple[float, ...], match: str)
         CircuitBreaker(*args)
 
 
+def test_thresholds_by_keyword_and_tripped_only_by_keyword() -> None:
+    cb = CircuitBreaker(tau_enter=TAU_ENTER, tau_exit=TAU_EXIT, tau_warn=TAU_WARN, kappa=KAPPA)
+    assert not cb.tripped and cb.thresholds == breaker().thresholds
+    restored = CircuitBreaker.from_thresholds(thresholds=cb.thresholds, tripped=True)
+    assert restored.tripped
+    assert not CircuitBreaker.from_thresholds(cb.thresholds).tripped  # closed by default
+    with pytest.raises(TypeError):
+        CircuitBreaker(TAU_ENTER, TAU_EXIT, TAU_WARN, KAPPA, True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        CircuitBreaker.from_thresholds(cb.thresholds, True)  # type: ignore[call-arg]
+
+
+def test_the_ratio_just_above_tau_enter_is_mixing_ratio_to_the_bit() -> None:
+    """0 < x < 1: the two sigmoid forms differ in the last bit there; check uses mixing_ratio's."""
+    for k in range(1, 200):
+        fast = TAU_ENTER + KAPPA * k / 200
+        assert breaker().check(fast, 0.0).mixing_ratio == mixing_ratio(fast, TAU_ENTER, KAPPA)
+
+
 def test_snapshot_restore_and_reset() -> None:
     cb = breaker()
     cb.check(0.9, 0.0)

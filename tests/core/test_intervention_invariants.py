@@ -119,3 +119,72 @@ def test_check_allows_pruning_an_overconfident_verdict():
 def test_check_rejects_malformed_results(result, match):
     with pytest.raises(AggregatorError, match=match):
         check_panel_result(result, anonymise(PANEL), aggregator="x")
+
+
+def test_the_overconfidence_bound_is_in_half_open_range_and_inclusive():
+    sure = v("a", "stands", 0.9)
+    assert is_overconfident(sure, 0.9)  # confidence == threshold counts
+    assert is_overconfident(v("a", "stands", 1.0), 1.0)  # the upper end is allowed
+    for bad in (0.5, 1.5, 2.0):
+        with pytest.raises(ValueError, match="threshold"):
+            is_overconfident(sure, bad)
+
+
+def test_options_are_keyword_only():
+    anon = anonymise(verdicts=PANEL, track_record=None, attributes=())
+    assert check_panel_result(result=_result(), verdicts=anon, aggregator="x")
+    with pytest.raises(TypeError):
+        anonymise(PANEL, None)
+    with pytest.raises(TypeError):
+        check_panel_result(_result(), anon, "x")
+
+
+def _loud_pruned(*reasons):
+    anon = anonymise(PANEL)
+    loud = next(a for a in anon if a.confidence == 0.95)
+    return anon, _result(
+        weights={a.label: 1.0 for a in anon if a is not loud},
+        pruned=tuple(PrunedVerdict(label=loud.label, reason=r) for r in reasons),
+    )
+
+
+def test_check_rejects_an_unknown_pruned_label_a_double_prune_and_any_other_reason():
+    anon, ok = _loud_pruned("overconfidence")
+    unknown = ok.model_copy(
+        update={"pruned": (*ok.pruned, PrunedVerdict(label="v9", reason="overconfidence"))}
+    )
+    with pytest.raises(AggregatorError, match=r"not given: \['v9'\]"):
+        check_panel_result(unknown, anon, aggregator="x")
+    both = unknown.model_copy(update={"weights": {**unknown.weights, "v9": 1.0}})
+    with pytest.raises(AggregatorError, match=r"not given: \['v9'\]"):  # kept and pruned
+        check_panel_result(both, anon, aggregator="x")
+    _, twice = _loud_pruned("overconfidence", "overconfidence")
+    with pytest.raises(AggregatorError, match="pruned a verdict twice"):
+        check_panel_result(twice, anon, aggregator="x")
+    for reason in ("zealotry", "overconfidence!", "disagrees"):  # after and before the word
+        _, other = _loud_pruned(reason)
+        with pytest.raises(AggregatorError, match="only allowed reason"):
+            check_panel_result(other, anon, aggregator="x")
+    _, built = _loud_pruned("".join(["over", "confidence"]))  # not the interned literal
+    check_panel_result(built, anon, aggregator="x")
+
+
+def test_check_rejects_a_negative_weight_that_skipped_validation():
+    """model_copy(update=...) does not validate: the kernel's check must not rely on it."""
+    bad = _result().model_copy(update={"weights": {"v1": 1.0, "v2": 1.0, "v3": -1.0}})
+    with pytest.raises(AggregatorError, match="v3 weight -1.0"):
+        check_panel_result(bad, anonymise(PANEL), aggregator="x")
+
+
+def test_a_panel_of_hundreds_prunes_every_overconfident_verdict():
+    """Past 256 verdicts the label counts are not CPython's cached small ints."""
+    panel = [v(f"k{n}", "stands", 0.95) for n in range(300)] + [v("kept", "stands", 0.6)]
+    anon = anonymise(panel)
+    [kept] = [a.label for a in anon if a.confidence == 0.6]
+    result = _result(
+        weights={kept: 1.0},
+        pruned=tuple(
+            PrunedVerdict(label=a.label, reason="overconfidence") for a in anon if a.label != kept
+        ),
+    )
+    assert check_panel_result(result, anon, aggregator="x") is result

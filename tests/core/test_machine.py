@@ -21,9 +21,15 @@ from biasbreaker.errors import InputError, ScoreError
 from biasbreaker.machine import (
     TRANSITIONS,
     ControlMachine,
+    Counters,
     GuardInputs,
     MachineConfig,
+    cooldown_elapsed,
     noop_hook,
+    probation_failed_budget_spent,
+    probation_failed_with_budget,
+    relapsed_budget_spent,
+    relapsed_with_budget,
     select_transition,
 )
 from biasbreaker.propagation import AgentGraph, katz_influence, network_score
@@ -365,6 +371,52 @@ def test_warning_follows_the_slow_scale_and_trip_from_warning() -> None:
     assert machine.step(0.1, 0.3).state is S.WARNING
     assert machine.step(0.7, 0.3).state is S.INTERVENTION
     assert calls[0].state is S.WARNING
+
+
+def test_warning_holds_while_slow_is_exactly_tau_warn() -> None:
+    machine = ControlMachine(config(), hook=repairing())
+    assert machine.step(0.1, TH.tau_warn).state is S.WARNING  # slow >= tau_warn warns
+    held = machine.step(0.1, TH.tau_warn)  # slow >= tau_warn: the drift has not subsided
+    assert held.state is S.WARNING
+    assert machine.last_record is not None and machine.last_record.transition == "hold"
+    assert machine.step(0.1, math.nextafter(TH.tau_warn, 0.0)).state is S.NORMAL
+
+
+@pytest.mark.parametrize("attempts", range(5))
+def test_the_budget_guards_split_every_attempt_count_in_two(attempts: int) -> None:
+    """With max_retries=2: spent iff attempts >= 2, with budget iff attempts < 2, never both.
+
+    Counts past the budget (3, 4) are checked too: the guards are the table's whole logic, and
+    a guard that is right only at the budget would retry a restored machine for ever.
+    """
+    relapsed = Counters(S.RECOVERY, attempts=attempts, recovery_steps=3, recheck_ok=False)
+    probation = Counters(S.RECOVERY, attempts=attempts, recovery_steps=0, recheck_ok=True)
+    for counters, spent, with_budget in (
+        (relapsed, relapsed_budget_spent, relapsed_with_budget),
+        (probation, probation_failed_budget_spent, probation_failed_with_budget),
+    ):
+        # own score exactly tau_exit fails probation (>= tau_exit)
+        g = GuardInputs(counters, 0.2, 0.0, False, TH, 3, 2, TH.tau_exit, True, False)
+        assert spent(g) is (attempts >= 2)
+        assert with_budget(g) is (attempts < 2)
+
+
+def test_a_cooldown_of_zero_still_takes_one_recovery_step() -> None:
+    for steps, elapsed in ((0, False), (1, True)):
+        counters = Counters(S.RECOVERY, attempts=1, recovery_steps=steps, recheck_ok=True)
+        g = GuardInputs(counters, 0.1, 0.0, False, TH, 0, 2)
+        assert cooldown_elapsed(g) is elapsed
+
+
+def test_half_open_holds_the_output_that_leaves_intervention_at_exactly_tau_exit() -> None:
+    machine = ControlMachine(config(probation="half-open"), hook=repairing(0.05))
+    machine.step(0.6, 0.1, node="a", local_scores={"a": 0.6}, payload={"out": 1})
+    # the re-check passed, but this output's own score is not below tau_exit: held
+    held = machine.step(0.4, 0.1, node="b", local_scores={"b": TH.tau_exit}, payload={"out": 2})
+    assert (held.state, held.action) == (S.RECOVERY, A.HALT)
+    clean = math.nextafter(TH.tau_exit, 0.0)
+    passed = machine.step(0.4, 0.1, node="c", local_scores={"c": clean}, payload={"out": 3})
+    assert (passed.state, passed.action) == (S.RECOVERY, A.PROCEED)
 
 
 def test_invalid_inputs_raise_and_leave_the_machine_unchanged() -> None:

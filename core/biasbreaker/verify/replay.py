@@ -427,7 +427,8 @@ class Replay:
         self._episode, self._attempts = r.episode, r.attempt
         return True
 
-    def _decide(self, r: StepLineV1, own: float | None) -> None:
+    # equivalent mutants: annotations are never evaluated (`from __future__ import annotations`)
+    def _decide(self, r: StepLineV1, own: float | None) -> None:  # pragma: no mutate
         """Derive a step's decision by the table and compare it with the record's."""
         if self._held(r):
             return
@@ -436,11 +437,14 @@ class Replay:
         before = self._state
         name, target = self._transition(before, fast, slow, own, dirty)
         intervention = r.intervention
-        reroute = False
+        # equivalent mutant: reroute is read only when target is _I, which sets it below
+        reroute = False  # pragma: no mutate
         if target is _I:
             self._episode += before in _CLOSED
             self._attempts = 1 if before in _CLOSED else self._attempts + 1
-            self._recovery_steps = 0
+            # equivalent mutants: INTERVENTION never reads it, and the only row out of it
+            # (recover-start) and _resync both set it before RECOVERY reads it
+            self._recovery_steps = 0  # pragma: no mutate
             reroute, self._recheck_ok = self._hook_outcome(step, intervention)
         else:
             if intervention is not None:
@@ -532,7 +536,13 @@ class Replay:
         self._fresh[node] = (fast, slow, scores)
 
     def _transition(
-        self, state: BreakerState, fast: float, slow: float, own: float | None, dirty: bool
+        self,
+        state: BreakerState,
+        fast: float,
+        slow: float,
+        # equivalent mutants: annotations are never evaluated (`from __future__ import annotations`)
+        own: float | None,  # pragma: no mutate
+        dirty: bool,
     ) -> tuple[str, BreakerState]:
         """The first row of the table whose guard holds (§3), or ``("hold", state)``."""
         if state in _CLOSED:

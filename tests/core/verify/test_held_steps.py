@@ -148,7 +148,14 @@ def _edited(path: Path, line: int, **changes: Any) -> Path:
         (2, {"transition": "hold", "reason": "normal", "action": "proceed"}, "transition"),
         (2, {"probe": SCORED}, "probe"),  # held although the probe read it
         (2, {"payload_sha256": None}, "payload_sha256"),
+        (2, {"attempt": 1}, "attempt"),  # a held step keeps the counters
+        (2, {"reason": "held for review: zzz"}, "reason"),  # sorts after the probe's reason
+        (2, {"reason": "held for review: "}, "reason"),  # and before it
+        (2, {"episode": 1}, "episode"),
         (5, {"state": "normal"}, "state"),  # a held step that left RECOVERY
+        (2, {"state": "warning"}, "state"),  # and one that left NORMAL
+        (5, {"attempt": 0}, "attempt"),  # counters below the replayed ones
+        (5, {"episode": 0}, "episode"),
         (1, {"probe": UNREADABLE}, "transition"),  # unreadable, yet not held
     ],
 )
@@ -159,4 +166,47 @@ def test_the_replay_catches_a_held_step_recorded_otherwise(
     write(path)
     report = verify_trace(_edited(path, line, **changes))
     assert not report.replay.holds
-    assert any(f"{field}:" in v.message for v in report.replay.violations), report.replay.violations
+    violations = report.replay.violations
+    assert any(v.step == line - 1 and f"{field}:" in v.message for v in violations), violations
+
+
+@pytest.mark.parametrize(("probe", "shown"), [(None, "None"), (SCORED, "'scored'")])
+def test_a_held_step_without_a_holding_probe_names_what_was_recorded(
+    tmp_path: Path, probe: dict[str, str] | None, shown: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    write(path)
+    report = verify_trace(_edited(path, 2, probe=probe))
+    assert any(v.message.startswith(f"probe: recorded {shown},") for v in report.replay.violations)
+
+
+def failing(context: Any) -> InterventionResult:
+    """A repair whose re-check fails: every cool-down ends in a retry."""
+    from biasbreaker.breaker import freeze
+
+    return InterventionResult(freeze({"fixed": False}), True, "madera", [], 0.5)
+
+
+@pytest.mark.parametrize(
+    ("hook", "fasts"), [(repair, (0.9, 0.1, 0.1) * 260), (failing, (0.9,) * 520)]
+)
+def test_a_held_step_past_256_episodes_or_attempts_replays_clean(
+    tmp_path: Path, hook: Any, fasts: tuple[float, ...]
+) -> None:
+    """Counts read back from the trace past 256 are not CPython's cached small ints.
+
+    ``repair``: 260 episodes (trip, recover-start, recover); ``failing``: one episode of 260
+    attempts (a retry every second step). Then a held step.
+    """
+    config = MachineConfig(thresholds=TH, cooldown_steps=1, max_retries=300, seed=3)
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path, config.trace_header({"writer": "test"})) as writer:
+        machine = ControlMachine(config, hook=hook, recorder=writer.write)
+        for fast in fasts:
+            machine.step(fast, 0.1)
+        machine.step(0.1, 0.1, payload={"x": 1}, probe=UNREADABLE, hold=UNREADABLE["reason"])
+        writer.seal()
+    held = read_trace(path).records[-1]
+    assert held.transition == HELD_FOR_REVIEW and max(held.episode, held.attempt) == 260
+    report = verify_trace(path)
+    assert report.replay.holds, report.replay.violations
