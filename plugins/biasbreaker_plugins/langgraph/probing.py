@@ -243,6 +243,9 @@ class Prober:
         self.steps: dict[str, Callable[..., Any]] = {
             name: self._probe_step(spec) for name, spec in nodes.items()
         }
+        # node → the probe's covering rotation (docs/detection.md, "Every group covered"):
+        # kept for the guard's lifetime, not in the checkpointed bb_* state
+        self.coverage: dict[str, dict[str, int]] = {}
 
     def new_probe(self) -> Probe:
         """A fresh probe with the configured scorers and generator (one per probed call).
@@ -337,6 +340,7 @@ class Prober:
                 call.view,
                 step_id=call.step_id,
                 step_name=call.node.name,
+                coverage=self.coverage.get(call.node.name, {}),
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
             error = f"{type(exc).__name__}: {exc}"
@@ -357,6 +361,7 @@ class Prober:
             call.sampled = False
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
+        self.coverage[call.node.name] = dict(result.coverage)
         call.score = result.score
         call.outcome = probe_outcome(result)
         call.probe_summary = {

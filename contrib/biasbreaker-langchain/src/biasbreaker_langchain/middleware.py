@@ -311,6 +311,9 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         self.kernel = kernel
         self.adapter = adapter
         self.tools = []
+        # the probe's covering rotation of this node (docs/detection.md, "Every group
+        # covered"): kept for the middleware's lifetime, not in the checkpointed state
+        self._coverage: dict[str, int] = {}
 
     # -- the hooks ---------------------------------------------------------------------------
 
@@ -423,6 +426,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                 call.view,
                 step_id=self._step_id(call.request.state),
                 step_name=self.adapter.node,
+                coverage=self._coverage,
             )
         except Exception as exc:  # fail closed: the reply goes to review, named why
             call.sampled = False
@@ -433,6 +437,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             call.sampled = False
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
+        self._coverage = dict(result.coverage)
         call.score = result.score
         call.outcome = probe_outcome(result)
 
