@@ -39,7 +39,9 @@ Swap rules (sources in ``docs/detection.md``):
   a gender swap keeps the surname (``Jamal Washington`` → ``Ebony Washington``), a race swap
   draws a full name of the same gender from the target group; a name maps to one name
   throughout the payload.
-* Ages: ``22-year-old`` ↔ ``78-year-old`` (``n`` ↔ ``100 − n`` for ``n ≤ 39`` or ``n ≥ 61``).
+* Ages: ``22-year-old`` ↔ ``78-year-old`` (``n`` ↔ ``100 − n`` for ``n ≤ 39`` or ``n ≥ 61``),
+  likewise ``aged 65``, ``65 years of age`` and ``born in 1958`` (a birth year against a fixed
+  reference year, :class:`~biasbreaker.probe.terms.NumericAge`); ``retired`` ↔ ``young``.
 
 This module is the facade; the work is split by concern: :mod:`~biasbreaker.probe.mentions`
 (finding mentions), :mod:`~biasbreaker.probe.variants` (choosing variants),
