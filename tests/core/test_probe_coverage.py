@@ -160,6 +160,42 @@ def test_a_bad_coverage_position_is_refused() -> None:
         GEN.generate(prompt("religion", "hindu"), K, coverage={"religion": True})
 
 
+NAMED = (
+    "Mr. Greg Baker applied for the loan.",
+    "Jamal Washington applied for the loan.",
+    "Wei Chen, a Muslim, applied.",
+    "Ms. Maria Garcia, aged 65, applied.",
+)
+
+
+def first_reached(text: str, probes: int) -> dict[tuple[str, str], dict[str, int]]:
+    """(axis, mentioned group) → target group → the first probe whose variants moved it there.
+
+    The generator alone, the state carried from draw to draw (what a probe passes it).
+    """
+    present = {(d.axis, d.groups[0]) for d in GEN.detect(text) if len(d.groups) == 1}
+    reached: dict[tuple[str, str], dict[str, int]] = {key: {} for key in present}
+    state: dict[str, int] = {}
+    for n in range(1, probes + 1):
+        drawn = GEN.generate(text, K, coverage=state)
+        state = dict(drawn.coverage)
+        for v in drawn.variants:
+            for frm, to in v.mapping.groups:
+                if (v.mapping.axis, frm) in reached:
+                    reached[(v.mapping.axis, frm)].setdefault(to, n)
+    return reached
+
+
+@pytest.mark.parametrize("text", NAMED)
+def test_inputs_with_names_reach_their_groups_within_the_bound(text: str) -> None:
+    """Several axes named (A > 1): every reached group is reached within ceil((N-1)A/k)."""
+    reached = first_reached(text, 12)
+    n_axes = len({axis for axis, _ in reached})
+    for (axis, _), targets in reached.items():
+        assert targets, (text, axis)
+        assert max(targets.values()) <= bound(axis, n_axes), (text, axis, targets)
+
+
 def main() -> None:
     print(f"k = {K}, r = {R}, seed = {SEED}, tau_enter = {TAU_ENTER} (default)")
     print("axis | group X | N | bound | worst steps | mean steps | share >= tau_enter")
@@ -173,6 +209,18 @@ def main() -> None:
             print(
                 f"{axis} | {target} | {len(groups)} | {limit} | {max(steps)} | "
                 f"{sum(steps) / len(steps):.2f} | {over}/{len(runs)}"
+            )
+    print()
+    print("input | axis: group | A | bound | probe that first reached each target | never")
+    for text in NAMED:
+        reached = first_reached(text, 12)
+        n_axes = len({axis for axis, _ in reached})
+        for (axis, group), targets in sorted(reached.items()):
+            missing = [g for g in TERMS.axis(axis).groups if g != group and g not in targets]
+            firsts = ", ".join(f"{g} {n}" for g, n in sorted(targets.items(), key=lambda t: t[1]))
+            print(
+                f"{text} | {axis}: {group} | {n_axes} | {bound(axis, n_axes)} | {firsts} | "
+                f"{', '.join(missing) or '-'}"
             )
 
 
