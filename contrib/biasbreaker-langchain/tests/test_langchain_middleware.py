@@ -323,3 +323,18 @@ def test_loading_the_entry_point_imports_neither_langchain_nor_langgraph() -> No
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_probe_rotation_is_kept_in_the_agent_state(tmp_path: Path) -> None:
+    """bb_probe_coverage (private) advances one gender position per probed model call."""
+    watch = Watch()
+    agent = build(False, watch, tmp_path)
+    config = thread("rotation")
+    out = agent.invoke(question(WOMAN), config)
+    assert "bb_probe_coverage" not in out  # private state: not in the agent's output
+    calls = sum(1 for m in out["messages"] if isinstance(m, AIMessage))
+    # gender has one other group: each probed call takes the one shift once
+    assert agent.get_state(config).values["bb_probe_coverage"] == {"gender": calls}
+    again = agent.invoke(question(WOMAN), config)
+    more = sum(1 for m in again["messages"] if isinstance(m, AIMessage))
+    assert agent.get_state(config).values["bb_probe_coverage"] == {"gender": more}

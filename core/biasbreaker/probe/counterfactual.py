@@ -39,7 +39,9 @@ Swap rules (sources in ``docs/detection.md``):
   a gender swap keeps the surname (``Jamal Washington`` → ``Ebony Washington``), a race swap
   draws a full name of the same gender from the target group; a name maps to one name
   throughout the payload.
-* Ages: ``22-year-old`` ↔ ``78-year-old`` (``n`` ↔ ``100 − n`` for ``n ≤ 39`` or ``n ≥ 61``).
+* Ages: ``22-year-old`` ↔ ``78-year-old`` (``n`` ↔ ``100 − n`` for ``n ≤ 39`` or ``n ≥ 61``),
+  likewise ``aged 65``, ``65 years of age`` and ``born in 1958`` (a birth year against a fixed
+  reference year, :class:`~biasbreaker.probe.terms.NumericAge`); ``retired`` ↔ ``young``.
 
 This module is the facade; the work is split by concern: :mod:`~biasbreaker.probe.mentions`
 (finding mentions), :mod:`~biasbreaker.probe.variants` (choosing variants),
@@ -52,7 +54,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from biasbreaker.probe.mapping import (
@@ -67,7 +69,7 @@ from biasbreaker.probe.mentions import MentionFinder
 from biasbreaker.probe.payloads import Path, payload_digest, rebuild
 from biasbreaker.probe.rewriting import MASK, neutral_form, rewrite
 from biasbreaker.probe.terms import Axis, TermSet
-from biasbreaker.probe.variants import candidate_permutations, feasible, name_map, ordered_pairs
+from biasbreaker.probe.variants import feasible, name_map, ordered_pairs, shift_permutation
 
 __all__ = [
     "CounterfactualGenerator",
@@ -119,27 +121,48 @@ class CounterfactualGenerator:
         return self._finder.detect(payload)
 
     # ------------------------------------------------------------------ generation
-    def generate(self, payload: Any, k: int) -> CounterfactualSet:
-        """Draw ``k`` counterfactual variants of a payload.
+    def generate(
+        self, payload: Any, k: int, *, coverage: Mapping[str, int] | None = None
+    ) -> CounterfactualSet:
+        """Draw ``k`` counterfactual variants of a payload by the covering rotation.
 
-        Each variant permutes the groups of one axis mentioned in the payload. Candidate
-        permutations are shuffled per axis from the seed and the payload, then taken round
-        robin across axes (in axis order) so the variants cover every mentioned axis; when
-        there are fewer distinct permutations than ``k``, they are drawn again (``draw`` 1,
-        2, …) with fresh names.
+        Each axis has a fixed order of its ``N`` groups, shuffled from the seed and the axis
+        name alone (:meth:`rotation_order`). Rotation position ``c`` of an axis is the shift
+        ``s = 1 + (c mod (N − 1))``: every mentioned group moves ``s`` places along that order
+        (completed to a permutation, :func:`~biasbreaker.probe.variants.shift_permutation`),
+        so ``N − 1`` consecutive positions compare every mentioned group with each of the
+        other ``N − 1`` groups once. A shift that some mention has no counterpart for is
+        skipped (:func:`~biasbreaker.probe.variants.feasible`). The axes mentioned share the
+        ``k`` slots round robin, the least advanced axis first (ties in axis order); an axis
+        takes at most one slot per distinct shift, and when every axis has given all of its
+        shifts the round starts again (``draw`` 1, 2, …) with fresh names.
 
         Args:
             payload: ``str`` or a nested ``dict``/``list``/``tuple`` of them.
             k: Number of variants, >= 1.
+            coverage: Axis name → rotation position before this draw (the state a caller
+                keeps per guarded node, e.g. :attr:`ProbeResult.coverage` of that node's
+                previous probe; an axis not in it starts at 0). ``None`` (stateless use):
+                each axis starts at a position drawn from the seed and the payload, so
+                variants still vary from payload to payload, but nothing bounds coverage.
 
         Returns:
-            ``k`` variants, or a ``not_applicable`` set when nothing can be swapped.
+            ``k`` variants, or a ``not_applicable`` set when nothing can be swapped; its
+            :attr:`CounterfactualSet.coverage` is the rotation after this draw.
 
         Raises:
-            ValueError: ``k < 1``.
+            ValueError: ``k < 1``, or a position in ``coverage`` is not an integer >= 0.
         """
         if k < 1:
             raise ValueError(f"k={k!r} must be >= 1 (the number of counterfactual variants)")
+        if coverage is not None:
+            for axis_name, pos in coverage.items():
+                if isinstance(pos, bool) or not isinstance(pos, int) or pos < 0:
+                    raise ValueError(
+                        f"coverage[{axis_name!r}]={pos!r} must be an integer >= 0 (a rotation "
+                        "position, as ProbeResult.coverage gives it)"
+                    )
+        state = dict(coverage) if coverage is not None else {}
         detections = self.detect(payload)
         present = present_groups(detections)
         notes = self._finder.ambiguities(payload)
@@ -155,43 +178,58 @@ class CounterfactualGenerator:
                     + "".join(f"; ambiguous name: {n}" for n in notes)
                 ),
                 notes=notes,
+                coverage=state,
             )
         digest = payload_digest(payload)
-        per_axis: list[list[tuple[str, dict[str, str]]]] = []
+        # per axis: (axis, start position, the feasible shifts in rotation order from there)
+        rotations: list[tuple[Axis, int, list[tuple[int, dict[str, str]]]]] = []
         for axis in self.axes:
             groups = present.get(axis.name)
-            if not groups:
+            if not groups or len(axis.groups) < 2:
                 continue
-            rng = random.Random(f"{self.seed}:{digest}:{axis.name}:order")
-            cands = [
-                (axis.name, pi)
-                for pi in candidate_permutations(axis.groups, groups, rng)
-                if feasible(self._finder, axis, pi, detections)
-            ]
-            if cands:
-                per_axis.append(cands)
-        if not per_axis:
+            order = self.rotation_order(axis.name)
+            span = len(order) - 1
+            if coverage is not None:
+                start = state.get(axis.name, 0)
+            else:
+                start = random.Random(f"{self.seed}:{digest}:{axis.name}:start").randrange(span)
+            picks = []
+            for step in range(span):
+                pi = shift_permutation(order, groups, 1 + (start + step) % span)
+                if feasible(self._finder, axis, pi, detections):
+                    picks.append((step, pi))
+            if picks:
+                rotations.append((axis, start, picks))
+        if not rotations:
             return CounterfactualSet(
                 status="not_applicable",
                 detections=detections,
                 variants=(),
                 reason="protected terms were found but none has a counterpart in another group",
                 notes=notes,
+                coverage=state,
             )
-        round_robin = [c for row in itertools.zip_longest(*per_axis) for c in row if c is not None]
+        # the least advanced axis first, so with k below the number of axes each is served
+        rotations.sort(key=lambda r: state.get(r[0].name, 0) if coverage is not None else 0)
+        slots = [
+            (axis, start, pick)
+            for row in itertools.zip_longest(*[[(a, s, p) for p in ps] for a, s, ps in rotations])
+            for axis, start, pick in (c for c in row if c is not None)
+        ]
         variants: list[Variant] = []
+        walked: dict[str, int] = {}
         draw = 0
         while len(variants) < k:
             produced = False
-            for axis_name, pi in round_robin:
+            for axis, _, (step, pi) in slots:
                 if len(variants) == k:
                     break
-                rng = random.Random(f"{self.seed}:{digest}:{axis_name}:{sorted(pi.items())}:{draw}")
-                names = name_map(self._finder, payload, detections, axis_name, pi, rng)
+                if draw == 0:
+                    walked[axis.name] = step + 1
+                rng = random.Random(f"{self.seed}:{digest}:{axis.name}:{sorted(pi.items())}:{draw}")
+                names = name_map(self._finder, payload, detections, axis.name, pi, rng)
                 mapping = CounterfactualMapping(
-                    axis=axis_name,
-                    groups=ordered_pairs(self.terms.axis(axis_name), pi),
-                    names=names,
+                    axis=axis.name, groups=ordered_pairs(axis, pi), names=names
                 )
                 applied = rewrite(self._finder, payload, mapping, detections)
                 if not applied.substitutions:
@@ -203,6 +241,9 @@ class CounterfactualGenerator:
             if not produced:
                 break
             draw += 1
+        for axis, start, _ in rotations:
+            if axis.name in walked:
+                state[axis.name] = start + walked[axis.name]
         if not variants:
             return CounterfactualSet(
                 status="not_applicable",
@@ -210,8 +251,24 @@ class CounterfactualGenerator:
                 variants=(),
                 reason="protected terms were found but no swap changes the payload",
                 notes=notes,
+                coverage=state,
             )
-        return CounterfactualSet("applicable", detections, tuple(variants), notes=notes)
+        return CounterfactualSet(
+            "applicable", detections, tuple(variants), notes=notes, coverage=state
+        )
+
+    def rotation_order(self, axis: str) -> tuple[str, ...]:
+        """The fixed order of an axis's groups the covering rotation shifts along.
+
+        A shuffle of the axis's groups from the seed and the axis name only (never the
+        payload), so one node's probes rotate along one order whatever their inputs say.
+
+        Raises:
+            KeyError: ``axis`` is not in the term set.
+        """
+        groups = list(self.terms.axis(axis).groups)
+        random.Random(f"{self.seed}:{axis}:rotation").shuffle(groups)
+        return tuple(groups)
 
     def to_group(self, payload: Any, axis: str, group: str) -> Variant:
         """Set every mention of an axis to one group (LangFair's ``male_prompt`` style).

@@ -6,8 +6,8 @@ original groups (:meth:`biasbreaker.probe.CounterfactualGenerator.map_back` appl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from biasbreaker.probe.payloads import Path
@@ -149,6 +149,8 @@ class CounterfactualSet:
         reason: Why it is not applicable (empty when applicable).
         notes: The names whose data leave an axis unknown, one note per name and axis
             (docs/detection.md, "Names"): such a name is swapped on the axes it tells only.
+        coverage: Axis name → rotation position after this draw (the ``coverage`` to pass to
+            the next :meth:`CounterfactualGenerator.generate` of the same node).
     """
 
     status: Literal["applicable", "not_applicable"]
@@ -156,6 +158,7 @@ class CounterfactualSet:
     variants: tuple[Variant, ...]
     reason: str = ""
     notes: tuple[str, ...] = ()
+    coverage: Mapping[str, int] = field(default_factory=dict)
 
 
 def present_groups(detections: Sequence[Detection]) -> dict[str, set[str]]:

@@ -196,6 +196,9 @@ class ProbeResult:
         reason: Why not scored (empty when scored).
         notes: Names the probe swapped on some axes only because their data leave the
             others unknown (:attr:`CounterfactualSet.notes`).
+        coverage: Axis name → the node's covering-rotation position after this probe (keep
+            it per node and pass it as ``coverage=`` to the node's next probe; empty when
+            not sampled). See :meth:`Probe.probe`.
 
     Raises:
         ScoreError: ``score`` (or an end of ``ci``) is not a number in [0, 1] (NaN,
@@ -220,6 +223,7 @@ class ProbeResult:
     variants: tuple[VariantOutcome, ...] = ()
     reason: str = ""
     notes: tuple[str, ...] = ()
+    coverage: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.score is not None:
@@ -269,6 +273,7 @@ class ProbeResult:
             ],
             "reason": self.reason,
             "notes": list(self.notes),
+            "coverage": dict(self.coverage),
         }
 
     @classmethod
@@ -305,6 +310,7 @@ class ProbeResult:
             ),
             reason=data["reason"],
             notes=tuple(data.get("notes", ())),  # absent from results written before it
+            coverage=dict(data.get("coverage", {})),  # likewise
         )
 
 
@@ -403,6 +409,7 @@ class Probe:
         self.clock = clock
         self._cache: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
         self._counter = 0
+        self._coverage: dict[str, dict[str, int]] = {}
         self._accepts_sample: dict[int, bool] = {}
 
     # ------------------------------------------------------------------ sampling
@@ -430,6 +437,7 @@ class Probe:
         *,
         step_id: str | None = None,
         step_name: str | None = None,
+        coverage: Mapping[str, int] | None = None,
     ) -> ProbeResult:
         """:meth:`probe` from synchronous code (runs its own event loop).
 
@@ -441,7 +449,14 @@ class Probe:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(
-                self.probe(step, input, output, step_id=step_id, step_name=step_name)
+                self.probe(
+                    step,
+                    input,
+                    output,
+                    step_id=step_id,
+                    step_name=step_name,
+                    coverage=coverage,
+                )
             )
         raise RuntimeError("probe_sync() was called inside a running event loop; await probe()")
 
@@ -453,6 +468,7 @@ class Probe:
         *,
         step_id: str | None = None,
         step_name: str | None = None,
+        coverage: Mapping[str, int] | None = None,
     ) -> ProbeResult:
         """Score one step.
 
@@ -465,9 +481,22 @@ class Probe:
                 counting this probe's calls.
             step_name: Name for results and the cache key; default the callable's qualified
                 name.
+            coverage: The node's covering-rotation state, axis name → position (the
+                :attr:`ProbeResult.coverage` of its previous probe; ``{}`` for its first).
+                Default: what this probe object kept for ``step_name`` (so one probe that
+                lives across a run rotates by itself; an adapter that makes a probe per call
+                or resumes from a checkpoint passes the state it persisted). With the same
+                state, input and seed the variants are the same.
 
         Returns:
-            The result (``scored``, ``not_applicable`` or ``not_sampled``).
+            The result (``scored``, ``not_applicable`` or ``not_sampled``); its
+            ``coverage`` is the state after this probe.
+
+        Coverage bound: an axis with ``N`` groups is rotated along a fixed seeded order, so
+        while a node's probed inputs mention the same groups of the same ``A`` axes, every
+        other group of each axis is compared with each mentioned one within
+        ``ceil((N − 1) · A / k)`` probes of the node (one probe when ``k >= (N − 1) · A``);
+        docs/detection.md, "Every group covered".
 
         Raises:
             ProbeError: The step or a scorer failed or misbehaved, or an output (the guarded
@@ -486,7 +515,9 @@ class Probe:
                 combine=self.combine,
                 reason=f"not sampled (probe_rate = {self.probe_rate})",
             )
-        cf_set = self.generator.generate(input, self.k)
+        state = coverage if coverage is not None else self._coverage.get(name, {})
+        cf_set = self.generator.generate(input, self.k, coverage=state)
+        self._coverage[name] = dict(cf_set.coverage)
         if cf_set.status == "not_applicable":
             return ProbeResult(
                 status="not_applicable",
@@ -496,6 +527,7 @@ class Probe:
                 combine=self.combine,
                 reason=cf_set.reason,
                 notes=cf_set.notes,
+                coverage=cf_set.coverage,
             )
         variants = cf_set.variants
         original_text = _text(output, name, "guarded output (sample 0)")
@@ -596,6 +628,7 @@ class Probe:
             axes=tuple(dict.fromkeys(v.mapping.axis for v in variants)),
             variants=outcomes,
             notes=cf_set.notes,
+            coverage=cf_set.coverage,
         )
 
     # ------------------------------------------------------------------ internals

@@ -19,12 +19,12 @@ from biasbreaker.probe.mapping import (
     present_groups,
 )
 from biasbreaker.probe.mentions import (
-    AGE_RE,
     Hit,
     MentionFinder,
     by_context,
     capitalised,
     literal_regex,
+    mirrored_age,
     non_overlapping,
     norm,
 )
@@ -126,10 +126,7 @@ def replacement(
         rule = axis.numeric_age
         if rule is None or hit.groups[0] not in pi:
             return None
-        m = AGE_RE.fullmatch(hit.surface)
-        if m is None:
-            return None
-        return str(rule.mirror_sum - int(m.group(1))) + hit.surface[m.end(1) :]
+        return mirrored_age(hit.surface, rule)
     entries = axis.index[norm(hit.surface)]
     moved = list(dict.fromkeys(e.group for e in entries if e.group in pi))
     if not moved:

@@ -47,6 +47,7 @@ from biasbreaker.probe.names import NameBook, NameInfo, packaged_names
 
 __all__ = [
     "DEFAULT_AXES",
+    "REFERENCE_YEAR",
     "Axis",
     "NameBook",
     "NameInfo",
@@ -84,23 +85,33 @@ _NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 _ROW_META = frozenset({"pos", "case_sensitive"})
 
 
+REFERENCE_YEAR = 2025
+"""The year a birth year is read against when a term file gives no ``reference_year``."""
+
+
 @dataclass(frozen=True, slots=True)
 class NumericAge:
     """The numeric-age rule of the age axis: ``"22-year-old"`` ↔ ``"78-year-old"``.
 
     An age ``n <= young_max`` belongs to the young group, ``n >= old_min`` to the old group;
     a swap maps ``n`` to ``mirror_sum - n`` (an involution, so mapping back is the same rule).
-    Ages in between are not a protected mention.
+    Ages in between are not a protected mention. A birth year ``y`` ("born in 1958") is the
+    age ``reference_year - y`` and swaps to the year of the mirrored age,
+    ``2 * reference_year - mirror_sum - y`` (an involution too). The forms read are
+    :data:`biasbreaker.probe.mentions.AGE_PATTERNS`.
 
     Args:
         young_max: Largest age (years) counted as young.
         old_min: Smallest age (years) counted as old; greater than ``young_max``.
         mirror_sum: ``n`` is swapped to ``mirror_sum - n``.
+        reference_year: The calendar year birth years are read against (fixed, so results
+            do not change with the clock; default :data:`REFERENCE_YEAR`).
     """
 
     young_max: int
     old_min: int
     mirror_sum: int
+    reference_year: int = REFERENCE_YEAR
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,11 +413,12 @@ def _parse_axis(doc: Mapping[str, Any], where: str) -> Axis:
                 young_max=int(age["young_max"]),
                 old_min=int(age["old_min"]),
                 mirror_sum=int(age["mirror_sum"]),
+                reference_year=int(age.get("reference_year", REFERENCE_YEAR)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(
                 f"{where}: field 'numeric_age' = {age!r} needs integer young_max, old_min and "
-                "mirror_sum"
+                "mirror_sum (and, optionally, an integer reference_year)"
             ) from exc
         if numeric.young_max >= numeric.old_min or len(groups) != 2:
             raise ConfigError(

@@ -1,13 +1,13 @@
 """Choosing variants: which permutations of an axis's groups to try, and which names to draw.
 
-A variant permutes the groups of one axis (:func:`candidate_permutations`); it is feasible
-when every mention of a moved group has a counterpart in its target group
-(:func:`feasible`); the names it swaps are drawn by :func:`name_map` from the name book.
+A variant permutes the groups of one axis (:func:`shift_permutation`, one position of the
+covering rotation); it is feasible when every mention of a moved group has a counterpart in
+its target group (:func:`feasible`); the names it swaps are drawn by :func:`name_map` from
+the name book.
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -20,13 +20,11 @@ from biasbreaker.probe.payloads import leaves
 from biasbreaker.probe.terms import Axis
 
 __all__ = [
-    "candidate_permutations",
     "feasible",
     "name_map",
     "ordered_pairs",
+    "shift_permutation",
 ]
-
-_MAX_ENUMERATED = 5000
 
 
 def _complete(sigma: Mapping[str, str]) -> dict[str, str]:
@@ -39,32 +37,24 @@ def _complete(sigma: Mapping[str, str]) -> dict[str, str]:
     return {a: b for a, b in pi.items() if a != b}
 
 
-def candidate_permutations(
-    groups: Sequence[str], present: set[str], rng: random.Random
-) -> list[dict[str, str]]:
-    """Every permutation moving some mentioned group, shuffled; sampled when too many."""
-    sources = [g for g in groups if g in present]
-    total = 1
-    for i in range(len(sources)):
-        total *= len(groups) - i
-    seen: set[tuple[tuple[str, str], ...]] = set()
-    out: list[dict[str, str]] = []
+def shift_permutation(order: Sequence[str], present: set[str], shift: int) -> dict[str, str]:
+    """The permutation moving each mentioned group ``shift`` places along ``order``.
 
-    def add(targets: Sequence[str]) -> None:
-        pi = _complete(dict(zip(sources, targets, strict=True)))
-        key = tuple(sorted(pi.items()))
-        if pi and key not in seen:
-            seen.add(key)
-            out.append(pi)
+    Each group of ``present`` goes to ``order[(i + shift) mod N]`` (``i`` its place); the map
+    is completed to a permutation of the axis (:func:`_complete`) so it inverts. For one
+    mentioned group it is the swap of that group and its target.
 
-    if total <= _MAX_ENUMERATED:
-        for targets in itertools.permutations(groups, len(sources)):
-            add(targets)
-        rng.shuffle(out)
-    else:
-        for _ in range(_MAX_ENUMERATED):
-            add(rng.sample(list(groups), len(sources)))
-    return out
+    Args:
+        order: The axis's groups in rotation order (``N`` of them).
+        present: The mentioned groups (a subset of ``order``).
+        shift: Places to move, in ``1…N−1``.
+
+    Returns:
+        ``{from: to}`` without fixed points.
+    """
+    n = len(order)
+    place = {g: i for i, g in enumerate(order)}
+    return _complete({g: order[(place[g] + shift) % n] for g in order if g in present})
 
 
 def ordered_pairs(axis: Axis, pi: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

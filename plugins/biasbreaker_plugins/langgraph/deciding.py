@@ -151,9 +151,12 @@ class Decider:
         """
         name = call.node.name
         bb = call.bb
+        rotation = {} if call.coverage is None else {"bb_probe_coverage": {name: call.coverage}}
         if call.node.mode == "queued":
             staged = entry(call, "queued", self.opaque)
-            return Halt(goto=BREAKER, update={"bb_unverified_output": {call.key: staged}})
+            return Halt(
+                goto=BREAKER, update={"bb_unverified_output": {call.key: staged}, **rotation}
+            )
         scores = dict(bb.get("bb_local_scores") or {})
         raw_ewma = bb.get("bb_network_ewma")
         ewma, fast, slow, b_net = self.fold(bb, scores, name, call.sampled, call.score)
@@ -163,6 +166,7 @@ class Decider:
             writes["bb_network_ewma"] = ewma
         if call.sampled:
             writes["bb_local_scores"] = {name: call.score}
+        writes.update(rotation)
         weights = bb.get("bb_katz_weights")
         if weights is not self.weights and weights != self.weights:
             writes["bb_katz_weights"] = self.weights

@@ -114,6 +114,8 @@ class Call:
         not_json: Why the output cannot be read, or ``None``.
         outcome: ``{"status", "reason"}``: what the probe made of the call (module docstring).
         hold: Why the output cannot be checked (it goes to review), or ``None``.
+        coverage: The node's covering-rotation state after its probe (written to
+            ``bb_probe_coverage``), or ``None`` when the probe did not draw variants.
     """
 
     node: GuardedNode
@@ -133,6 +135,7 @@ class Call:
     sampled: bool = False
     score: float | None = None
     probe_summary: dict[str, Any] = field(default_factory=dict)
+    coverage: dict[str, int] | None = None
     config: RunnableConfig | None = None
     injected: Mapping[str, Any] = field(default_factory=dict)
     input_view: dict[str, Any] | None = None
@@ -243,6 +246,10 @@ class Prober:
         self.steps: dict[str, Callable[..., Any]] = {
             name: self._probe_step(spec) for name, spec in nodes.items()
         }
+        # node → the probe's covering rotation (docs/detection.md, "Every group covered"),
+        # the latest the guard saw in any thread: where a thread without its own
+        # bb_probe_coverage entry for the node starts, so one-shot threads rotate too
+        self.coverage: dict[str, dict[str, int]] = {}
 
     def new_probe(self) -> Probe:
         """A fresh probe with the configured scorers and generator (one per probed call).
@@ -337,6 +344,7 @@ class Prober:
                 call.view,
                 step_id=call.step_id,
                 step_name=call.node.name,
+                coverage=self.rotation(call),
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
             error = f"{type(exc).__name__}: {exc}"
@@ -357,6 +365,8 @@ class Prober:
             call.sampled = False
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
+        self.coverage[call.node.name] = dict(result.coverage)
+        call.coverage = dict(result.coverage)
         call.score = result.score
         call.outcome = probe_outcome(result)
         call.probe_summary = {
@@ -367,6 +377,17 @@ class Prober:
             "calls": result.calls,
             "reason": result.reason,
         }
+
+    def rotation(self, call: Call) -> dict[str, int]:
+        """The covering-rotation state the node's probe starts from.
+
+        The thread's checkpointed ``bb_probe_coverage`` entry for the node, else the latest
+        state the guard saw for it in any thread, else ``{}``.
+        """
+        saved = (call.bb.get("bb_probe_coverage") or {}).get(call.node.name)
+        if isinstance(saved, Mapping):
+            return {str(axis): pos for axis, pos in saved.items()}
+        return dict(self.coverage.get(call.node.name, {}))
 
     def _probe_step(self, spec: GuardedNode) -> Callable[..., Any]:
         """The step the probe re-runs: the user's function on a counterfactual view.

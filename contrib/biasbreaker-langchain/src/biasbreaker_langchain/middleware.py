@@ -97,12 +97,15 @@ class BiasGuardState(AgentState[Any]):
     ``bb_breaker``: the control machine's snapshot (``ControlMachine.snapshot()``), or absent
     before the thread's first guarded call. ``bb_network_ewma``: the fast and slow EWMAs of
     B_net (``NetworkEwma.to_dict()``). ``bb_reviews``: one record per answered review
-    (``{"step", "action", "sha256", "reason"}``), appended.
+    (``{"step", "action", "sha256", "reason"}``), appended. ``bb_probe_coverage``: the
+    probe's covering-rotation state of the model node, axis -> position
+    (``ProbeResult.coverage``; docs/detection.md, "Every group covered").
     """
 
     bb_breaker: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     bb_network_ewma: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     bb_reviews: NotRequired[Annotated[list[dict[str, Any]], operator.add, PrivateStateAttr]]
+    bb_probe_coverage: NotRequired[Annotated[dict[str, int] | None, PrivateStateAttr]]
 
 
 class ReviewRequest(BaseModel):
@@ -166,6 +169,7 @@ class _Call:
     hold: str | None = None
     sampled: bool = False
     score: float | None = None
+    coverage: dict[str, int] | None = None
 
 
 def _kernel(config: Config) -> Kernel:
@@ -313,6 +317,9 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         self.kernel = kernel
         self.adapter = adapter
         self.tools = []
+        # the probe's covering rotation of the model node (docs/detection.md, "Every group
+        # covered"), the latest in any thread: where a thread without bb_probe_coverage starts
+        self._coverage: dict[str, int] = {}
 
     # -- the hooks ---------------------------------------------------------------------------
 
@@ -415,6 +422,13 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         step = int(raw["step"]) if isinstance(raw, Mapping) and "step" in raw else 0
         return f"{self.adapter.node}@{step}"
 
+    def _rotation(self, state: Mapping[str, Any]) -> dict[str, int]:
+        """The rotation state the probe starts from: the thread's, else the latest seen."""
+        saved = state.get("bb_probe_coverage")
+        if isinstance(saved, Mapping):
+            return {str(axis): pos for axis, pos in saved.items()}
+        return dict(self._coverage)
+
     async def _probe(self, call: _Call, step: Callable[[Any], Awaitable[Any]]) -> None:
         """Score the call (``score``, ``outcome``), or hold it with why the probe failed."""
         probe = clone_probe(self.adapter.probe)
@@ -425,6 +439,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                 call.view,
                 step_id=self._step_id(call.request.state),
                 step_name=self.adapter.node,
+                coverage=self._rotation(call.request.state),
             )
         except Exception as exc:  # fail closed: the reply goes to review, named why
             call.sampled = False
@@ -435,6 +450,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             call.sampled = False
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
+        self._coverage = dict(result.coverage)
+        call.coverage = dict(result.coverage)
         call.score = result.score
         call.outcome = probe_outcome(result)
 
@@ -473,6 +490,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         )
         adapter.traces.write(call.thread, machine, records)
         writes: dict[str, Any] = {"bb_breaker": machine.snapshot(), "bb_network_ewma": ewma}
+        if call.coverage is not None:
+            writes["bb_probe_coverage"] = call.coverage
         if decision.action is BreakerAction.PROCEED and call.hold is None:
             call.capture.release(call.config)
             return self._respond(call.response, call, writes)
