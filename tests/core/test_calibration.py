@@ -28,6 +28,7 @@ from biasbreaker.calibration import (
     normalise_control_runs,
     outlier_level,
     read_control_trajectories,
+    round_to_digits,
     summarise_control_runs,
     write_calibration_toml,
 )
@@ -179,7 +180,9 @@ def test_with_node_trips_the_calibrator_gets_the_trip_statistic(fixed: Any) -> N
     assert (report.node_trip, report.own_scores) == (True, 100)
     # runs 50, 60, 70, 80 reach 0.995 only through their own score (90 reaches 1.0 too)
     assert report.empirical_false_halt_rate == 5 / 100
-    assert report.statistics == summarise_control_runs(NODE_RUNS).statistics  # fast only
+    exact = summarise_control_runs(NODE_RUNS).statistics  # fast only, kept to 4 digits
+    assert report.statistics.mean == round_to_digits(exact.mean, up=False)
+    assert report.statistics.std == round_to_digits(exact.std, up=False)
     assert report.to_json()["node_trip"] is True
     # the same runs without node trips: the calibrator sees fast B_net
     literal = fixed((0.995, 0.7, 0.4), node_trip=True)

@@ -39,6 +39,8 @@ from biasbreaker.calibration.runs import (
     unit_score,
 )
 from biasbreaker.calibration.thresholds import (
+    SIGNIFICANT_DIGITS,
+    ZERO_STD_DIVISOR,
     CalibratedThresholds,
     CalibrationReport,
     CalibrationWarning,
@@ -47,13 +49,16 @@ from biasbreaker.calibration.thresholds import (
     calibrate,
     calibrate_thresholds,
     check_calibration,
+    round_to_digits,
 )
 from biasbreaker.calibration.toml import write_calibration_toml
 from biasbreaker.calibration.window import CalibrationWindow, outlier_level
 from biasbreaker.types import ControlStatistics, WindowCounts
 
 __all__ = [
+    "SIGNIFICANT_DIGITS",
     "STEP_RECORD_KEYS",
+    "ZERO_STD_DIVISOR",
     "CalibratedThresholds",
     "CalibrationReport",
     "CalibrationWarning",
@@ -73,6 +78,7 @@ __all__ = [
     "normalise_control_runs",
     "outlier_level",
     "read_control_trajectories",
+    "round_to_digits",
     "summarise_control_runs",
     "unit_score",
     "write_calibration_toml",
