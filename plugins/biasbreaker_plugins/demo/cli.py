@@ -423,6 +423,16 @@ def run(
             help="Stop at the first input that fails (default: record it and run the next).",
         ),
     ] = False,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control",
+            help="Record control runs for `biasbreaker calibrate`: the graph as it is on these "
+            "inputs, the breaker observing only (tau_enter = 1, no calibration window), and "
+            "control-runs.jsonl (every trace, in input order) besides traces/. Calibration "
+            "treats every control run as fair: review their outputs in results.jsonl first.",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Guard your own LangGraph StateGraph over a file of inputs, one run per line.
@@ -431,10 +441,16 @@ def run(
     a summary, and ends by verifying every trace. An input that fails (a bad line, a node that
     raises, a failed LLM call) is recorded with its line, node and error, its traceback in
     run.log, and the next one runs; exit status 1 if any failed. Thresholds come from
-    [breaker]: calibrate them on your control runs first (biasbreaker calibrate).
+    [breaker]: calibrate them on your control runs first (run --control, then biasbreaker
+    calibrate).
     """
     from biasbreaker_plugins.demo.phases import RunConfig
-    from biasbreaker_plugins.demo.run_graph import describe_roles, prepare_run, run_user_graph
+    from biasbreaker_plugins.demo.run_graph import (
+        describe_roles,
+        prepare_run,
+        run_user_graph,
+        write_control_runs,
+    )
     from biasbreaker_plugins.demo.run_report import write_run_outputs
 
     _check_out(out)
@@ -460,7 +476,12 @@ def run(
     with StopOnSignal(on_force=stop) as signals:
         try:
             prepared = prepare_run(
-                RunConfig(config, Path.cwd(), {}), graph, inputs, out, _checkpoint(checkpoint)
+                RunConfig(config, Path.cwd(), {}),
+                graph,
+                inputs,
+                out,
+                _checkpoint(checkpoint),
+                control=control,
             )
             prepared_runs.append(prepared)
             report_host(prepared.kernel.host)
@@ -489,6 +510,7 @@ def run(
             outputs = write_run_outputs(
                 result, out, graph=graph, inputs=inputs, lines=prepared.inputs
             )
+            recorded = write_control_runs(prepared) if control else None
         except Interrupted as exc:
             stop.exit(exc)
         except BiasbreakerError as exc:
@@ -503,6 +525,15 @@ def run(
         print_table(table)
     console = stdout()
     console.print(f"wrote {outputs.report}, {outputs.figure}, traces in {out / 'traces'}")
+    if recorded is not None:
+        path, sha, count = recorded
+        console.print(
+            f"control runs: {count} run trace(s) in {path} (sha256 {sha}), the same as "
+            f"{out / 'traces'}. Calibration treats every one as fair: review their outputs in "
+            f"{out / 'results.jsonl'}, then: biasbreaker calibrate {out / 'traces'} "
+            "--write-toml biasbreaker.toml",
+            markup=False,
+        )
     for outcome in result.failed:
         error = outcome.error or {}
         where = f" in node {error['node']!r}" if error.get("node") else ""
