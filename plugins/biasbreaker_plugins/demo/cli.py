@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -225,10 +226,11 @@ def demo(
             folder.begin()
             stop.folder = folder
             folder.plan(DEMO_FILES)
-            if scenario == "hiring":
-                _hiring(run_config, settings, folder, quick)
-            else:
-                _bbq(run_config, settings, folder, quick)
+            with _calibration_warnings():
+                if scenario == "hiring":
+                    _hiring(run_config, settings, folder, quick)
+                else:
+                    _bbq(run_config, settings, folder, quick)
         except Interrupted as exc:
             stop.exit(exc)
         except BiasbreakerError as exc:
@@ -239,6 +241,28 @@ def demo(
             signals.done.set()
     folder.finish("complete", {"scenario": scenario, "quick": quick})
     stderr().print(f"done in {time.perf_counter() - start:.1f} s")
+
+
+@contextmanager
+def _calibration_warnings() -> Iterator[None]:
+    """Say the calibration's warnings (e.g. control runs that all score 0) as warning lines.
+
+    Other warnings pass through as they came.
+    """
+    from biasbreaker.calibration import CalibrationWarning
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always", CalibrationWarning)
+            caught = recorded
+            yield
+    finally:  # also when the run fails: the warning may say why
+        for item in caught:
+            if issubclass(item.category, CalibrationWarning):
+                warn(f"calibration: {item.message}")
+            else:
+                warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
 
 
 def _demo_partial(folder: OutputFolder, scenario: str, exc: Interrupted) -> dict[str, Any]:
