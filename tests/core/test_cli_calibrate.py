@@ -586,3 +586,21 @@ def test_a_missing_path_or_an_empty_folder_is_named(isolated_config: Path) -> No
     assert result.exit_code == 1 and "folder 'empty' holds no .jsonl file" in result.stderr
     result = runner.invoke(app, ["calibrate", "nope.jsonl"])
     assert result.exit_code == 1 and "'nope.jsonl' does not exist" in result.stderr
+
+
+def test_the_same_run_given_twice_is_refused_not_counted_twice(isolated_config: Path) -> None:
+    _write_traces(isolated_config / "o" / "traces", 20)
+    files = sorted((isolated_config / "o" / "traces").glob("*.jsonl"))
+    (isolated_config / "o" / "control-runs.jsonl").write_bytes(
+        b"".join(p.read_bytes() for p in files)
+    )
+    result = runner.invoke(app, ["calibrate", "o/control-runs.jsonl", "o/traces"])
+    assert result.exit_code == 1
+    message = " ".join(result.stderr.split())
+    assert "o/traces/input-00001.jsonl:1: this run trace is the one at " in message
+    assert "o/control-runs.jsonl:1 again, byte for byte" in message
+    # within one file too: a trace concatenated twice
+    twice = files[0].read_bytes() * 2
+    (isolated_config / "twice.jsonl").write_bytes(twice)
+    again = runner.invoke(app, ["calibrate", "twice.jsonl"])
+    assert again.exit_code == 1 and "twice.jsonl:1 again, byte for byte" in again.stderr

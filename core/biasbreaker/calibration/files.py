@@ -75,10 +75,18 @@ def _flatten(value: object, prefix: str = "") -> dict[str, object]:
 
 
 class _Configurations:
-    """The first run trace's configuration, and where it was read (shared across files)."""
+    """The run traces read so far, across files: the first one's configuration, every digest."""
 
     def __init__(self) -> None:
         self.first: tuple[dict[str, object], str] | None = None
+        self.digests: dict[str, str] = {}
+
+    def once(self, digest: str, where: str) -> str | None:
+        """``None`` the first time a trace's digest is seen, else where it was seen first."""
+        first = self.digests.get(digest)
+        if first is None:
+            self.digests[digest] = where
+        return first
 
     def check(self, header: TraceHeader, where: str) -> str | None:
         """``None`` if ``header`` agrees with the first one, else what differs, for a message."""
@@ -109,6 +117,7 @@ class _FileRuns:
     def __init__(self, file: Path, configurations: _Configurations | None = None) -> None:
         self.file = file
         self.configurations = _Configurations() if configurations is None else configurations
+        self.trace_digest: tuple[Any, int] | None = None  # (sha256 so far, header line)
         self.runs: dict[str, list[ControlStep]] = {}
         self.trace: str | None = None  # the run trace whose steps follow, if any
         self.next_step = 0
@@ -126,8 +135,29 @@ class _FileRuns:
         except ScoreError as exc:
             raise self.fail(number, str(exc)) from None
 
-    def record(self, number: int, record: dict[str, Any]) -> None:
+    def finish_trace(self) -> None:
+        """The trace being read ended (a new header, or the end of the file): once only."""
+        if self.trace_digest is None:
+            return
+        digest, start = self.trace_digest
+        self.trace_digest = None
+        where = f"{self.file}:{start}"
+        first = self.configurations.once(digest.hexdigest(), where)
+        if first is not None:
+            raise self.fail(
+                start,
+                f"this run trace is the one at {first} again, byte for byte: the same run "
+                "twice (a traces folder and the control-runs.jsonl made from it, or a file "
+                "given twice under two names?) would count it twice; give each run once",
+            )
+
+    def record(self, number: int, record: dict[str, Any], raw: bytes = b"") -> None:
         kind = record.get("kind")
+        if kind == "header":
+            self.finish_trace()
+            self.trace_digest = (hashlib.sha256(), number)
+        if self.trace_digest is not None and kind in ("header", "step", "seal"):
+            self.trace_digest[0].update(raw.rstrip(b"\r") + b"\n")
         if kind == "header":
             self.header(number, record)
         elif kind == "step":
@@ -275,7 +305,8 @@ def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
       numbered from 0; its seals are skipped). A step's own score is ``scores[node]``. Every
       header must agree with the first on the machine configuration
       (:data:`HEADER_CONFIGURATION`): control runs recorded with other thresholds or another
-      EWMA are not exchangeable with these, and are refused;
+      EWMA are not exchangeable with these, and are refused; so is a run trace that is byte for
+      byte one read before (the same run twice);
     - **step records**: each line has ``fast``, ``slow``, a run key and optionally ``own`` (the
       guarded step's own local score, for node trips) and nothing else. The run key is
       ``run`` (a string or an integer) or ``seed`` (an integer), the same key throughout the
@@ -301,7 +332,8 @@ def read_control_trajectories(path: str | os.PathLike[str]) -> ControlRuns:
         InputError: If the file cannot be read, a line is not a JSON object, a value is not a
             finite number in [0, 1], a step record has an unknown key or no run (or the file
             mixes ``run`` and ``seed``), a trace line is malformed or out of order, two run
-            traces were recorded with different configurations, or the
+            traces were recorded with different configurations or are the same run twice, or
+            the
             file holds no scored step; the message names the file and line.
     """
     file = Path(path)
@@ -330,7 +362,9 @@ def read_control_runs(paths: Sequence[str | os.PathLike[str]]) -> ControlRuns:
     in sorted path order, none skipped), and each file is read as
     :func:`read_control_trajectories` reads one. The run traces among them must agree on the
     machine configuration that recorded them (:data:`HEADER_CONFIGURATION`): a mix is refused
-    naming both files and what differs.
+    naming both files and what differs. A run trace read twice (byte for byte the same: a
+    ``traces/`` folder given with the ``control-runs.jsonl`` made from it) is refused, naming
+    both places, rather than counted twice.
 
     Args:
         paths: Files and folders, at least one.
@@ -404,7 +438,8 @@ def _read_file(file: Path, configurations: _Configurations) -> tuple[bytes, _Fil
             raise state.fail(number, f"not valid JSON: {exc}") from exc
         if not isinstance(record, dict):
             raise state.fail(number, "each line must be a JSON object")
-        state.record(number, record)
+        state.record(number, record, raw)
+    state.finish_trace()
     return data, state, truncated
 
 
