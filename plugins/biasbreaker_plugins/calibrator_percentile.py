@@ -36,7 +36,16 @@ exactly 0 except for rare events, e.g. a deterministic model that seldom changes
 the smallest float above 0 would make ``tau_exit`` underflow; any threshold above ``M_(k)``
 keeps the guarantee (the proof only needs ``tau_enter > M_(k)``), so ``tau_enter`` is then the
 smallest positive maximum: the same runs trip on the calibration sample, at most ``n − k`` of
-them. If every maximum is 0 the runs never move and no threshold is chosen (an error).
+them.
+
+**No spread at 0.** If every maximum on a scale is 0 (a deterministic pipeline whose answers
+never change under a counterfactual swap: every control step scores exactly 0), the quantile
+gives no scale at all, and any positive threshold keeps the guarantee (no control run reaches
+it). The threshold is then the floor ``[calibration] zero_floor`` (default 0.05), with a
+:class:`~biasbreaker.calibration.CalibrationWarning` saying what it means: any step whose trip
+statistic reaches the floor trips, so on such a pipeline a single node whose answer changes under
+a swap trips the breaker, and so does a fresh control run on inputs the control runs did not
+cover if the pipeline answers them less steadily.
 
 ``tau_exit = exit_ratio · tau_enter``. ``tau_warn = warn_ratio ·`` the same conformal bound
 computed on the runs' slow-B_net maxima (the slow scale only: own scores never enter it), so
@@ -54,10 +63,11 @@ Source:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from fractions import Fraction
 
-from biasbreaker.calibration import CalibratedThresholds, Trajectory
+from biasbreaker.calibration import CalibratedThresholds, CalibrationWarning, Trajectory
 from biasbreaker.errors import ThresholdError
 from biasbreaker.hookspecs import hookimpl
 from biasbreaker.registry import BuildContext, NoOptions, Register
@@ -95,7 +105,9 @@ _SCALES = {
 }
 
 
-def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) -> float:
+def conformal_upper_bound(
+    maxima: Sequence[float], alpha: float, *, scale: str, zero_floor: float | None = None
+) -> float:
     """Return the smallest float strictly above the conformal quantile of ``maxima``.
 
     Args:
@@ -103,15 +115,17 @@ def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) 
         alpha: Target per-run exceedance rate, in (0, 1).
         scale: ``"trip"``, ``"fast"`` or ``"slow"``: what the maxima are of, for error
             messages.
+        zero_floor: The threshold when every maximum is 0, in (0, 1]; ``None``: that is an
+            error.
 
     Returns:
         The threshold: a new exchangeable run's maximum reaches it with probability <= alpha.
-        When the quantile is 0 and some maximum is positive, the smallest positive maximum
-        (see the module docstring).
+        When the quantile is 0 and some maximum is positive, the smallest positive maximum;
+        when every maximum is 0, ``zero_floor`` (see the module docstring).
 
     Raises:
         ThresholdError: If there are too few runs for ``alpha`` (the message gives the number
-            needed), or every maximum is 0 (the runs never move on this scale).
+            needed), or every maximum is 0 and no ``zero_floor`` is given.
     """
     n = len(maxima)
     k = conformal_rank(n, alpha)
@@ -128,6 +142,8 @@ def conformal_upper_bound(maxima: Sequence[float], alpha: float, *, scale: str) 
         positive = [m for m in maxima if m > 0.0]
         if positive:
             return min(positive)
+        if zero_floor is not None:
+            return zero_floor
         label = _SCALES.get(scale, scale)
         raise ThresholdError(
             f"all {n} control runs' {label} maxima are 0: the control runs never move on "
@@ -143,18 +159,24 @@ class PercentileCalibrator:
     Args:
         exit_ratio: ``tau_exit / tau_enter``, in [0.6, 0.8].
         warn_ratio: Multiplier of the slow-scale bound, in (0, 1].
+        zero_floor: The bound on a scale whose every control maximum is 0, in (0, 0.5].
 
     Raises:
-        ThresholdError: If a ratio is out of range.
+        ThresholdError: If a ratio or the floor is out of range.
     """
 
-    def __init__(self, exit_ratio: float = 0.7, warn_ratio: float = 1.0) -> None:
+    def __init__(
+        self, exit_ratio: float = 0.7, warn_ratio: float = 1.0, zero_floor: float = 0.05
+    ) -> None:
         if not 0.6 <= exit_ratio <= 0.8:
             raise ThresholdError(f"exit_ratio={exit_ratio!r} must be in [0.6, 0.8]")
         if not 0.0 < warn_ratio <= 1.0:
             raise ThresholdError(f"warn_ratio={warn_ratio!r} must be in (0, 1]")
+        if not 0.0 < zero_floor <= 0.5:
+            raise ThresholdError(f"zero_floor={zero_floor!r} must be in (0, 0.5]")
         self.exit_ratio = exit_ratio
         self.warn_ratio = warn_ratio
+        self.zero_floor = zero_floor
 
     def calibrate(
         self, trajectories: Sequence[Trajectory], *, target_false_halt_rate: float
@@ -175,17 +197,46 @@ class PercentileCalibrator:
         """
         trip_maxima = [max(trip for trip, _ in run) for run in trajectories]
         slow_maxima = [max(slow for _, slow in run) for run in trajectories]
-        tau_enter = conformal_upper_bound(trip_maxima, target_false_halt_rate, scale="trip")
-        tau_warn = self.warn_ratio * conformal_upper_bound(
-            slow_maxima, target_false_halt_rate, scale="slow"
-        )
+        floor = self.zero_floor
+        alpha = target_false_halt_rate
+        tau_enter = conformal_upper_bound(trip_maxima, alpha, scale="trip", zero_floor=floor)
+        slow_bound = conformal_upper_bound(slow_maxima, alpha, scale="slow", zero_floor=floor)
+        tau_warn = self.warn_ratio * slow_bound
+        floored = [
+            name
+            for name, maxima in (("tau_enter", trip_maxima), ("tau_warn", slow_maxima))
+            if not any(maxima)
+        ]
+        if floored:
+            message = _floor_warning(floored, floor, len(trajectories))
+            warnings.warn(message, CalibrationWarning, stacklevel=2)
         return CalibratedThresholds(tau_enter, self.exit_ratio * tau_enter, tau_warn)
 
 
+def _floor_warning(floored: Sequence[str], floor: float, runs: int) -> str:
+    """What a threshold at ``[calibration] zero_floor`` means (see the module docstring)."""
+    scales = {
+        "tau_enter": "the trip statistic (fast B_net, and the steps' own scores with node trips)",
+        "tau_warn": "slow B_net",
+    }
+    which = " and ".join(scales[name] for name in floored)
+    return (
+        f"every one of the {runs} control runs scores exactly 0 on {which}: a deterministic "
+        "pipeline whose answers never change under a counterfactual swap, so the conformal "
+        f"quantile is 0 and gives no scale; {' and '.join(floored)} set from the floor "
+        f"[calibration] zero_floor = {floor:g} (tau_exit = exit_ratio x tau_enter, tau_warn = "
+        "warn_ratio x the floor). Any step that reaches it trips (or warns): on this pipeline "
+        "that is any answer that changes under a swap by that much, which a fair pipeline's "
+        "control runs never showed. If fresh control runs trip, the pipeline is less steady on "
+        "them than on these inputs: record control runs on more varied inputs, or raise "
+        "zero_floor to trip only on larger changes"
+    )
+
+
 def make_percentile(options: NoOptions, context: BuildContext) -> PercentileCalibrator:
-    """Factory: ``exit_ratio`` and ``warn_ratio`` come from ``[calibration]``."""
+    """Factory: ``exit_ratio``, ``warn_ratio`` and ``zero_floor`` come from ``[calibration]``."""
     settings = context.settings.calibration
-    return PercentileCalibrator(settings.exit_ratio, settings.warn_ratio)
+    return PercentileCalibrator(settings.exit_ratio, settings.warn_ratio, settings.zero_floor)
 
 
 @hookimpl

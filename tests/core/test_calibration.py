@@ -28,6 +28,7 @@ from biasbreaker.calibration import (
     normalise_control_runs,
     outlier_level,
     read_control_trajectories,
+    round_to_digits,
     summarise_control_runs,
     write_calibration_toml,
 )
@@ -179,7 +180,9 @@ def test_with_node_trips_the_calibrator_gets_the_trip_statistic(fixed: Any) -> N
     assert (report.node_trip, report.own_scores) == (True, 100)
     # runs 50, 60, 70, 80 reach 0.995 only through their own score (90 reaches 1.0 too)
     assert report.empirical_false_halt_rate == 5 / 100
-    assert report.statistics == summarise_control_runs(NODE_RUNS).statistics  # fast only
+    exact = summarise_control_runs(NODE_RUNS).statistics  # fast only, kept to 4 digits
+    assert report.statistics.mean == round_to_digits(exact.mean, up=False)
+    assert report.statistics.std == round_to_digits(exact.std, up=False)
     assert report.to_json()["node_trip"] is True
     # the same runs without node trips: the calibrator sees fast B_net
     literal = fixed((0.995, 0.7, 0.4), node_trip=True)
@@ -644,3 +647,22 @@ def test_control_statistics_round_trip_and_validation() -> None:
         ControlStatistics(0.1, 0.1, 1)
     with pytest.raises(InputError, match="need 'mean'"):
         ControlStatistics.from_json({"mean": 0.1})
+
+
+def test_fast_b_net_without_spread_floors_the_window_std_with_a_warning(fixed: Any) -> None:
+    """One value on every control step: sigma is zero_floor / 5, said, whatever the calibrator."""
+    from biasbreaker.calibration import CalibrationWarning
+
+    kernel = fixed((0.3, 0.2, 0.25), zero_floor=0.1)
+    runs = [[(0.2, 0.1), (0.2, 0.15)] for _ in range(30)]
+    with pytest.warns(CalibrationWarning, match=r"fast B_net is 0\.2 on every control step") as w:
+        report = calibrate(runs, kernel=kernel)
+    assert (report.statistics.mean, report.statistics.std) == (0.2, 0.02)
+    assert "above 0.26 (3σ) and 0.3 (5σ)" in str(w[0].message)
+    with pytest.raises(ThresholdError, match="control std is 0"):  # no floor: refused
+        summarise_control_runs(runs)
+    # some spread, however small: the measured std, no floor and no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CalibrationWarning)
+        spread = calibrate([*runs[:-1], [(0.2, 0.1), (0.2001, 0.1)]], kernel=kernel)
+    assert 0.0 < spread.statistics.std < 0.001

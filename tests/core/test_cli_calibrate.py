@@ -68,7 +68,8 @@ def test_calibrate_prints_and_writes_a_marked_toml(isolated_config: Path) -> Non
     assert settings.calibration.control is not None
     assert settings.calibration.control.n_steps == 3600
     tau_enter = settings.breaker.tau_enter
-    assert settings.breaker.tau_exit == 0.7 * tau_enter
+    assert settings.breaker.tau_exit == pytest.approx(0.7 * tau_enter, rel=1e-3)
+    assert len(repr(tau_enter).lstrip("0.")) <= 4  # 4 significant digits, stored and printed
     assert settings.breaker.node_trip is True
     assert f"tau_enter = {tau_enter!r}" in result.stdout
     assert "(calibrated_on = 2026-06-01, node_trip = true)" in result.stdout
@@ -510,3 +511,96 @@ def test_a_calibration_that_would_not_take_effect_is_refused(
     assert "breaker.tau_enter" in result.stderr and "left unchanged" in result.stderr
     assert pyproject.read_bytes() == original
     assert [p.name for p in isolated_config.iterdir() if p.name.startswith(".")] == []
+
+
+def _write_traces(folder: Path, runs: int, *, tau_enter: float = 1.0, seed: int = 3) -> None:
+    """One run trace per control run, as `run --control` writes them (traces/input-N.jsonl)."""
+    from biasbreaker.machine import ControlMachine, MachineConfig
+    from biasbreaker.trace import TraceWriter
+    from biasbreaker.types import Thresholds
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = MachineConfig(Thresholds(tau_enter, 0.7 * tau_enter, 1.0, 0.05), node_trip=True)
+    rng = random.Random(seed)
+    for run in range(runs):
+        path = folder / f"input-{run + 1:05d}.jsonl"
+        with TraceWriter(path, config.trace_header({"thread": path.stem})) as writer:
+            machine = ControlMachine(config, recorder=writer)
+            for _ in range(5):
+                own = rng.random() * 0.2
+                machine.step(own / 2, own / 4, node="a", local_scores={"a": own})
+
+
+def test_calibrate_reads_a_folder_of_traces_like_their_concatenation(
+    isolated_config: Path,
+) -> None:
+    _write_traces(isolated_config / "o" / "traces", 25)
+    files = sorted((isolated_config / "o" / "traces").glob("*.jsonl"))
+    (isolated_config / "all.jsonl").write_bytes(b"".join(p.read_bytes() for p in files))
+    folder = runner.invoke(app, ["calibrate", "o/traces", "--json"])
+    assert folder.exit_code == 0, folder.output
+    joined = runner.invoke(app, ["calibrate", "all.jsonl", "--json"])
+    assert joined.exit_code == 0, joined.output
+    assert json.loads(folder.stdout) == json.loads(joined.stdout)  # the same sha256 too
+    assert json.loads(folder.stdout)["n_runs"] == 25
+    shown = runner.invoke(app, ["calibrate", "o/traces"])
+    assert "calibrated from 25 control runs (125 steps) in 25 files in o/traces" in shown.stdout
+    # several arguments, files and folders, are read in order
+    both = runner.invoke(app, ["calibrate", str(files[0]), "o/traces", "--json"])
+    assert both.exit_code == 0 and json.loads(both.stdout)["n_runs"] == 25  # a file once
+    # a folder holding other JSON Lines says which folder to give
+    (isolated_config / "o" / "results.jsonl").write_text('{"thread": "input-00001"}\n')
+    mixed = runner.invoke(app, ["calibrate", "o"])
+    assert mixed.exit_code == 1
+    message = " ".join(mixed.stderr.split())
+    assert "results.jsonl:1" in message and "give the folder that holds only the run traces" in (
+        message
+    )
+
+
+def test_calibrate_refuses_traces_recorded_with_different_configurations(
+    isolated_config: Path,
+) -> None:
+    _write_traces(isolated_config / "a", 12)
+    _write_traces(isolated_config / "b", 12, tau_enter=0.3, seed=4)
+    result = runner.invoke(app, ["calibrate", "a", "b"])
+    assert result.exit_code == 1
+    message = " ".join(result.stderr.split())
+    assert "b/input-00001.jsonl:1: this run trace was recorded with another configuration" in (
+        message
+    )
+    assert "than the one at a/input-00001.jsonl:1" in message
+    assert "thresholds.tau_enter 0.3 here, 1.0 in a/input-00001.jsonl:1" in message
+    # the same check inside one file of concatenated traces
+    joined = b"".join(
+        p.read_bytes() for d in ("a", "b") for p in sorted((isolated_config / d).glob("*.jsonl"))
+    )
+    (isolated_config / "joined.jsonl").write_bytes(joined)
+    one = runner.invoke(app, ["calibrate", "joined.jsonl"])
+    assert one.exit_code == 1 and "another configuration" in one.stderr
+
+
+def test_a_missing_path_or_an_empty_folder_is_named(isolated_config: Path) -> None:
+    (isolated_config / "empty").mkdir()
+    result = runner.invoke(app, ["calibrate", "empty"])
+    assert result.exit_code == 1 and "folder 'empty' holds no .jsonl file" in result.stderr
+    result = runner.invoke(app, ["calibrate", "nope.jsonl"])
+    assert result.exit_code == 1 and "'nope.jsonl' does not exist" in result.stderr
+
+
+def test_the_same_run_given_twice_is_refused_not_counted_twice(isolated_config: Path) -> None:
+    _write_traces(isolated_config / "o" / "traces", 20)
+    files = sorted((isolated_config / "o" / "traces").glob("*.jsonl"))
+    (isolated_config / "o" / "control-runs.jsonl").write_bytes(
+        b"".join(p.read_bytes() for p in files)
+    )
+    result = runner.invoke(app, ["calibrate", "o/control-runs.jsonl", "o/traces"])
+    assert result.exit_code == 1
+    message = " ".join(result.stderr.split())
+    assert "o/traces/input-00001.jsonl:1: this run trace is the one at " in message
+    assert "o/control-runs.jsonl:1 again, byte for byte" in message
+    # within one file too: a trace concatenated twice
+    twice = files[0].read_bytes() * 2
+    (isolated_config / "twice.jsonl").write_bytes(twice)
+    again = runner.invoke(app, ["calibrate", "twice.jsonl"])
+    assert again.exit_code == 1 and "twice.jsonl:1 again, byte for byte" in again.stderr

@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import biasbreaker_plugins.calibrator_percentile as percentile_plugin
-from biasbreaker.calibration import calibrate, calibrate_thresholds, false_halt_rate
+from biasbreaker.calibration import (
+    calibrate,
+    calibrate_thresholds,
+    false_halt_rate,
+    round_to_digits,
+)
 from biasbreaker.errors import ThresholdError
 from biasbreaker.machine import ControlMachine, MachineConfig
 from biasbreaker.types import Thresholds
@@ -201,10 +206,14 @@ def test_registered_through_the_calibrator_hook_and_configured_from_calibration(
     assert report.calibrator == "percentile"
     assert report.target_false_halt_rate == 0.05
     assert report.empirical_false_halt_rate <= 0.05
-    assert report.thresholds.tau_exit == 0.6 * report.thresholds.tau_enter
-    assert calibrate_thresholds(
-        runs, target_false_halt_rate=0.01, kernel=kernel
-    ) == PercentileCalibrator(0.6, 0.5).calibrate(runs, target_false_halt_rate=0.01)
+    assert report.thresholds.tau_exit == pytest.approx(0.6 * report.thresholds.tau_enter, 1e-3)
+    # the kernel keeps the calibrator's thresholds to 4 significant digits: enter and warn up
+    raw = PercentileCalibrator(0.6, 0.5).calibrate(runs, target_false_halt_rate=0.01)
+    assert calibrate_thresholds(runs, target_false_halt_rate=0.01, kernel=kernel) == (
+        round_to_digits(raw.tau_enter, up=True),
+        round_to_digits(raw.tau_exit, up=None),
+        round_to_digits(raw.tau_warn, up=True),
+    )
     with pytest.raises(ThresholdError, match="needs at least 99 runs"):
         calibrate_thresholds(runs[:20], target_false_halt_rate=0.01, kernel=kernel)
 
@@ -258,3 +267,65 @@ def test_the_guarantee_covers_node_trips_on_the_real_machine(
     assert rate <= alpha + 4 * math.sqrt(alpha * (1 - alpha) / repeats)
     assert rate > alpha / 2  # the bound is tight: the threshold is not needlessly high
     assert literal_tripped / (new_runs * 20) > 0.9
+
+
+# -- a deterministic pipeline: every control score 0 ---------------------------------------------
+
+
+def test_every_maximum_zero_takes_the_floor_when_one_is_given() -> None:
+    assert conformal_upper_bound([0.0] * 50, 0.1, scale="fast", zero_floor=0.05) == 0.05
+    with pytest.raises(ThresholdError, match="too few"):  # the floor is no licence for 5 runs
+        conformal_upper_bound([0.0] * 5, 0.1, scale="fast", zero_floor=0.05)
+
+
+def test_all_zero_control_runs_calibrate_to_the_floor_with_a_warning(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    from biasbreaker.calibration import CalibrationWarning
+
+    register_plugin(percentile_plugin, name="calibrator-percentile")
+    kernel = make_kernel({"calibration": {"zero_floor": 0.08, "exit_ratio": 0.6}})
+    runs = [[(0.0, 0.0, 0.0)] * 6 for _ in range(40)]
+    with pytest.warns(CalibrationWarning) as caught:
+        report = calibrate(runs, kernel=kernel)
+    assert report.thresholds == (0.08, 0.048, 0.08)
+    assert report.empirical_false_halt_rate == 0.0
+    assert report.statistics.mean == 0.0 and report.statistics.std == pytest.approx(0.016)
+    text = " ".join(str(w.message) for w in caught)
+    assert "scores exactly 0" in text and "zero_floor = 0.08" in text
+    assert "Any step that reaches it trips" in text
+    assert "std is floored at [calibration] zero_floor / 5" in text
+    # the floor only stands in for a missing scale: one moving run gives the usual bound
+    moving = [*runs[:-1], [(0.0, 0.0, 0.0), (0.2, 0.01, 0.3)]]
+    assert calibrate(moving, kernel=kernel).thresholds.tau_enter == 0.3  # k = 39: the point mass
+    with pytest.raises(ThresholdError, match="zero_floor"):
+        PercentileCalibrator(zero_floor=0.0)
+
+
+def test_the_stored_tau_enter_trips_exactly_at_its_value_and_not_at_the_control_maximum(
+    register_plugin: Any, make_kernel: Any
+) -> None:
+    """Rounded up to 4 digits, tau_enter stays strictly above the quantile it was chosen from."""
+    register_plugin(percentile_plugin, name="calibrator-percentile")
+    kernel = make_kernel({"breaker": {"node_trip": True}})
+    rng = random.Random(5)
+    for _ in range(30):
+        runs = [
+            [(rng.random() * 0.1, rng.random() * 0.05, rng.random() * 0.3) for _ in range(4)]
+            for _ in range(19)
+        ]
+        # the control maximum the conformal rank picks at 5 % with 19 runs: the largest
+        top = max(max(max(fast, own) for fast, _, own in run) for run in runs)
+        report = calibrate(runs, kernel=kernel)
+        tau_enter = report.thresholds.tau_enter
+        assert top < tau_enter <= math.nextafter(top, 1.0) + 1e-4 * top * 10
+        assert len(repr(tau_enter).replace("0.", "", 1).lstrip("0")) <= 4
+        config = MachineConfig(Thresholds(*report.thresholds, kappa=0.05), node_trip=True)
+        for own, trips in (
+            (top, False),
+            (math.nextafter(tau_enter, 0.0), False),
+            (tau_enter, True),
+        ):
+            machine = ControlMachine(config)
+            state = machine.step(0.0, 0.0, node="n", local_scores={"n": own}).state
+            assert state.tripped is trips, (own, tau_enter)

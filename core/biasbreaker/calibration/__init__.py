@@ -28,7 +28,13 @@ Source:
     Phase 3 design (M3), R6 and WP6; ADR-0034 (RLB-v1) as corrected in ``docs/control.md``.
 """
 
-from biasbreaker.calibration.files import STEP_RECORD_KEYS, ControlRuns, read_control_trajectories
+from biasbreaker.calibration.files import (
+    HEADER_CONFIGURATION,
+    STEP_RECORD_KEYS,
+    ControlRuns,
+    read_control_runs,
+    read_control_trajectories,
+)
 from biasbreaker.calibration.runs import (
     ControlSample,
     ControlStep,
@@ -39,6 +45,8 @@ from biasbreaker.calibration.runs import (
     unit_score,
 )
 from biasbreaker.calibration.thresholds import (
+    SIGNIFICANT_DIGITS,
+    ZERO_STD_DIVISOR,
     CalibratedThresholds,
     CalibrationReport,
     CalibrationWarning,
@@ -47,13 +55,17 @@ from biasbreaker.calibration.thresholds import (
     calibrate,
     calibrate_thresholds,
     check_calibration,
+    round_to_digits,
 )
 from biasbreaker.calibration.toml import write_calibration_toml
 from biasbreaker.calibration.window import CalibrationWindow, outlier_level
 from biasbreaker.types import ControlStatistics, WindowCounts
 
 __all__ = [
+    "HEADER_CONFIGURATION",
+    "SIGNIFICANT_DIGITS",
     "STEP_RECORD_KEYS",
+    "ZERO_STD_DIVISOR",
     "CalibratedThresholds",
     "CalibrationReport",
     "CalibrationWarning",
@@ -72,7 +84,9 @@ __all__ = [
     "false_halt_rate",
     "normalise_control_runs",
     "outlier_level",
+    "read_control_runs",
     "read_control_trajectories",
+    "round_to_digits",
     "summarise_control_runs",
     "unit_score",
     "write_calibration_toml",

@@ -181,6 +181,8 @@ class ControlSample:
             ``fast_maxima``.
         node_trip: Whether the trip statistic includes the steps' own scores.
         own_scores: Steps that carried an own score.
+        std_floored: Whether fast B_net had no spread (the same value on every step) and the
+            statistics' ``std`` is the floor given to :func:`summarise_normalised`.
     """
 
     fast_maxima: tuple[float, ...]
@@ -189,6 +191,7 @@ class ControlSample:
     trip_maxima: tuple[float, ...] | None = None
     node_trip: bool = False
     own_scores: int = 0
+    std_floored: bool = False
 
     def __post_init__(self) -> None:
         if self.trip_maxima is None:
@@ -225,8 +228,18 @@ def summarise_control_runs(
     return summarise_normalised(normalise_control_runs(control_trajectories), node_trip=node_trip)
 
 
-def summarise_normalised(runs: Sequence[Sequence[StepTuple]], *, node_trip: bool) -> ControlSample:
-    """Like :func:`summarise_control_runs`, for runs :func:`normalise_control_runs` validated."""
+def summarise_normalised(
+    runs: Sequence[Sequence[StepTuple]], *, node_trip: bool, std_floor: float | None = None
+) -> ControlSample:
+    """Like :func:`summarise_control_runs`, for runs :func:`normalise_control_runs` validated.
+
+    Args:
+        runs: The validated runs.
+        node_trip: Whether the trip statistic includes the steps' own scores.
+        std_floor: The std to use when fast B_net has no spread (std exactly 0: the same value
+            on every step, e.g. a deterministic pipeline that always scores 0), in (0, 1];
+            ``None``: no spread is a :class:`~biasbreaker.errors.ThresholdError`.
+    """
     fast_maxima = [max(fast for fast, _, _ in run) for run in runs]
     slow_maxima = [max(slow for _, slow, _ in run) for run in runs]
     owns = [max((own for _, _, own in run if own is not None), default=None) for run in runs]
@@ -239,13 +252,21 @@ def summarise_normalised(runs: Sequence[Sequence[StepTuple]], *, node_trip: bool
         raise InputError("control runs have fewer than 2 steps in total; record more")
     mean = math.fsum(values) / len(values)
     variance = math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    std = math.sqrt(variance)
+    if min(values) == max(values):  # no spread: exactly, not a rounding residue of fsum
+        mean, std = values[0], 0.0
+    floored = std == 0.0 and std_floor is not None
+    if floored:
+        assert std_floor is not None
+        std = std_floor
     return ControlSample(
         tuple(fast_maxima),
         tuple(slow_maxima),
-        ControlStatistics(mean, math.sqrt(variance), len(values)),
+        ControlStatistics(mean, std, len(values)),
         tuple(trip_maxima),
         node_trip,
         sum(1 for run in runs for _, _, own in run if own is not None),
+        floored,
     )
 
 

@@ -16,10 +16,12 @@ Source:
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol
 
 from biasbreaker.calibration.runs import (
     ControlSample,
@@ -119,6 +121,43 @@ class CalibrationReport:
             "node_trip": self.node_trip,
             "own_scores": self.own_scores,
         }
+
+
+SIGNIFICANT_DIGITS: Final = 4
+"""Significant digits the calibrated thresholds and window statistics are kept to.
+
+Four digits are far finer than the sampling error of any calibration (the conformal quantile of
+n runs moves by a whole order statistic between samples) and print as what they are
+(``0.08351``, not ``0.08350467216930139``)."""
+
+
+def round_to_digits(value: float, *, up: bool | None, digits: int = SIGNIFICANT_DIGITS) -> float:
+    """``value`` rounded to ``digits`` significant digits: up, down, or (``None``) to nearest.
+
+    The rounding is done on the float's shortest decimal form (``repr``: 0.05, not the exact
+    binary expansion 0.05000000000000000277, which would round up to 0.05001), and the result
+    is the float nearest the rounded decimal. Since that decimal reads back as ``value`` and
+    rounding to the nearest float is monotone, rounding up never gives a float below ``value``
+    and rounding down never one above it. So a threshold rounded up still lies strictly above
+    every value it was strictly above: a recorded control maximum below the calibrated
+    ``tau_enter`` stays below the stored one.
+
+    Args:
+        value: A finite float >= 0.
+        up: ``True``: towards +infinity; ``False``: towards 0; ``None``: to the nearest
+            (ties to even).
+        digits: Significant digits, >= 1.
+
+    Returns:
+        The rounded float (0.0 stays 0.0; a value with at most ``digits`` significant digits,
+        such as 0.3, is returned unchanged).
+    """
+    if value == 0.0:
+        return value
+    shortest = Decimal(repr(value))
+    step = Decimal(1).scaleb(shortest.adjusted() - digits + 1)
+    mode = ROUND_HALF_EVEN if up is None else ROUND_CEILING if up else ROUND_FLOOR
+    return float(shortest.quantize(step, rounding=mode))
 
 
 def _check_target(value: object) -> float:
@@ -230,7 +269,20 @@ def calibrate(
     elif not isinstance(node_trip, bool):
         raise InputError(f"node_trip={node_trip!r} must be a bool or None")
     runs = normalise_control_runs(control_trajectories)
-    sample = summarise_normalised(runs, node_trip=node_trip)
+    sample = summarise_normalised(
+        runs, node_trip=node_trip, std_floor=settings.zero_floor / ZERO_STD_DIVISOR
+    )
+    if sample.std_floored:
+        level, std = sample.statistics.mean, sample.statistics.std
+        warnings.warn(
+            f"fast B_net is {level!r} on every control step (std 0): the calibration window's "
+            f"std is floored at [calibration] zero_floor / {ZERO_STD_DIVISOR:g} = {std:.4g}, so "
+            f"a step counts as an outlier above {level + 3 * std:.4g} (3σ) and "
+            f"{level + 5 * std:.4g} (5σ), and RECOVERY ends only once fast B_net is back at or "
+            "below the 3σ level",
+            CalibrationWarning,
+            stacklevel=2,
+        )
     if node_trip and sample.own_scores == 0:
         warnings.warn(
             "node trips are on ([breaker] node_trip) but no control step carries its own "
@@ -257,10 +309,17 @@ def calibrate(
         raise PluginError(
             f"calibrator {name!r} raised {type(exc).__name__}: {exc}; no thresholds were chosen"
         ) from exc
-    thresholds = check_calibration(result, sample, name=name, target_false_halt_rate=target)
+    thresholds = check_calibration(
+        _rounded(result), sample, name=name, target_false_halt_rate=target
+    )
+    statistics = sample.statistics
     return CalibrationReport(
         thresholds=thresholds,
-        statistics=sample.statistics,
+        statistics=ControlStatistics(
+            round_to_digits(statistics.mean, up=False),
+            round_to_digits(statistics.std, up=False),
+            statistics.n_steps,
+        ),
         n_runs=sample.n_runs,
         target_false_halt_rate=target,
         empirical_false_halt_rate=false_halt_rate(sample.trip_maxima or (), thresholds.tau_enter),
@@ -268,6 +327,34 @@ def calibrate(
         node_trip=node_trip,
         own_scores=sample.own_scores,
     )
+
+
+ZERO_STD_DIVISOR: Final = 5.0
+"""With no spread in fast B_net, the window's std is ``[calibration] zero_floor`` / this: the
+5σ band then sits ``zero_floor`` above the control level, the 3σ band 0.6 of it above."""
+
+
+def _rounded(result: object) -> object:
+    """A calibrator's three thresholds at :data:`SIGNIFICANT_DIGITS` (anything else unchanged).
+
+    ``tau_enter`` and ``tau_warn`` are rounded up (no control run the calibrator kept below
+    them reaches them after rounding, so the false-halt and drift-warning rates on the control
+    runs can only fall), ``tau_exit`` to the nearest (down if that would reach ``tau_enter``;
+    no guarantee rests on it, it only sets the dead-band). The kernel's checks then run on the
+    rounded values: what is stored is what was checked.
+    """
+    if not isinstance(result, tuple) or len(result) != 3:
+        return result
+    values = list(result)
+    if not all(
+        isinstance(v, float) and math.isfinite(v) and v > 0.0 for v in values
+    ):  # left to check_calibration to explain
+        return result
+    tau_enter, tau_exit, tau_warn = (round_to_digits(v, up=True) for v in values)
+    tau_exit = round_to_digits(values[1], up=None)
+    if tau_exit >= tau_enter:
+        tau_exit = round_to_digits(values[1], up=False)
+    return CalibratedThresholds(tau_enter, tau_exit, tau_warn)
 
 
 def calibrate_thresholds(
@@ -316,6 +403,8 @@ def calibrate_thresholds(
 
 
 __all__ = [
+    "SIGNIFICANT_DIGITS",
+    "ZERO_STD_DIVISOR",
     "CalibratedThresholds",
     "CalibrationReport",
     "CalibrationWarning",
@@ -324,4 +413,5 @@ __all__ = [
     "calibrate",
     "calibrate_thresholds",
     "check_calibration",
+    "round_to_digits",
 ]

@@ -13,7 +13,7 @@ import typer
 from biasbreaker.calibration import (
     CalibrationWarning,
     calibrate,
-    read_control_trajectories,
+    read_control_runs,
     write_calibration_toml,
 )
 from biasbreaker.cli._common import (
@@ -25,7 +25,7 @@ from biasbreaker.cli._common import (
     stdout,
     warn,
 )
-from biasbreaker.errors import BiasbreakerError
+from biasbreaker.errors import BiasbreakerError, InputError
 from biasbreaker.trace import TraceTruncatedWarning
 
 
@@ -40,12 +40,13 @@ def _parse_date(value: str | None) -> date:
 
 def calibrate_command(
     trajectories: Annotated[
-        Path,
+        list[Path],
         typer.Argument(
-            help="JSON Lines control runs: run traces, DoT records (simulate --trajectory), or "
-            "step records with fast, slow, a run (or seed) key and optionally own (the step's "
-            "own local score).",
-            dir_okay=False,
+            help="JSON Lines control runs, or folders of them (every *.jsonl below, sorted, as "
+            "verify reads a folder): run traces (e.g. the traces/ folder or control-runs.jsonl "
+            "of `biasbreaker run --control`), DoT records (simulate --trajectory), or step "
+            "records with fast, slow, a run (or seed) key and optionally own (the step's own "
+            "local score).",
             show_default=False,
         ),
     ],
@@ -88,7 +89,9 @@ def calibrate_command(
 ) -> None:
     """Choose tau_enter, tau_exit and tau_warn from control runs at a per-run false-halt rate.
 
-    The thresholds are for the trigger [breaker] node_trip selects (written with them).
+    The thresholds are for the trigger [breaker] node_trip selects (written with them), kept to
+    4 significant digits (tau_enter and tau_warn rounded up). Calibration assumes the control
+    runs are fair: review them first.
     """
     kernel = load_kernel(config, strict)
     calibrated_on = _parse_date(on_date)
@@ -96,7 +99,17 @@ def calibrate_command(
         warnings.simplefilter("always", TraceTruncatedWarning)
         warnings.simplefilter("always", CalibrationWarning)
         try:
-            runs = read_control_trajectories(trajectories)
+            try:
+                runs = read_control_runs(trajectories)
+            except InputError as exc:
+                folders = [str(p) for p in trajectories if p.is_dir()]
+                if not folders:
+                    raise
+                raise InputError(
+                    f"{exc} (a folder argument, here {', '.join(folders)}, takes every *.jsonl "
+                    "file below it and each must hold control runs: give the folder that holds "
+                    "only the run traces, e.g. biasbreaker-run/traces, or the control-runs.jsonl)"
+                ) from exc
             report = calibrate(
                 runs.runs,
                 target_false_halt_rate=target_false_halt_rate,
@@ -130,9 +143,12 @@ def calibrate_command(
     tau_enter, tau_exit, tau_warn = report.thresholds
     stats = report.statistics
     out = stdout()
+    given = ", ".join(map(str, trajectories))
+    files = f"{len(runs.files)} files in " if len(runs.files) > 1 else ""
     out.print(
-        f"calibrated from {report.n_runs} control runs ({stats.n_steps} steps) in "
-        f"{trajectories} (sha256 {runs.sha256}) with calibrator {report.calibrator!r}"
+        f"calibrated from {report.n_runs} control runs ({stats.n_steps} steps) in {files}"
+        f"{given} (sha256 {runs.sha256}) with calibrator {report.calibrator!r}",
+        markup=False,
     )
     steps = stats.n_steps
     if report.node_trip:

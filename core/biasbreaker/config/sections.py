@@ -309,6 +309,15 @@ class CalibrationSettings(Section):
         description="tau_warn = warn_ratio * the slow-scale bound at the same target rate "
         "(1: drift warnings on control runs at most as often as the target).",
     )
+    zero_floor: float = Field(
+        0.05,
+        gt=0.0,
+        le=0.5,
+        description="tau_enter when every control run scores 0 (a deterministic pipeline "
+        "whose answers never change under a counterfactual swap): any step whose trip "
+        "statistic reaches it trips; tau_exit and tau_warn follow by exit_ratio and warn_ratio, "
+        "and the window's std, 0 there, is floored at zero_floor / 5.",
+    )
     max_history: int = Field(32, ge=1, le=100_000, description="Calibration window W, in steps.")
     control: ControlWindowSettings | None = Field(
         None,

@@ -140,7 +140,9 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Expand files and folders into the trace files to verify.
 
     A file is taken as given (whatever its name); a folder contributes every ``*.jsonl`` file
-    below it, recursively, in sorted path order. Duplicates are kept once, first place wins.
+    below it, recursively, in sorted path order. Duplicates (the same file, however it is
+    spelt: ``a/t.jsonl`` and ``./a/t.jsonl`` or its absolute path) are kept once, first place
+    and spelling win.
 
     Args:
         paths: Files and folders.
@@ -151,7 +153,7 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     Raises:
         InputError: A path does not exist, or a folder holds no ``*.jsonl`` file.
     """
-    out: dict[Path, None] = {}
+    out: dict[Path, Path] = {}  # resolved -> as given
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
@@ -161,12 +163,13 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
                     f"folder {str(path)!r} holds no {TRACE_SUFFIX} file; give trace files or a "
                     "folder of them (e.g. biasbreaker-demo/traces)"
                 )
-            out.update(dict.fromkeys(found))
         elif path.is_file():
-            out[path] = None
+            found = [path]
         else:
             raise InputError(f"trace {str(path)!r} does not exist; check the path")
-    return list(out)
+        for file in found:
+            out.setdefault(file.resolve(), file)
+    return list(out.values())
 
 
 def verify_traces(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -225,10 +226,11 @@ def demo(
             folder.begin()
             stop.folder = folder
             folder.plan(DEMO_FILES)
-            if scenario == "hiring":
-                _hiring(run_config, settings, folder, quick)
-            else:
-                _bbq(run_config, settings, folder, quick)
+            with _calibration_warnings():
+                if scenario == "hiring":
+                    _hiring(run_config, settings, folder, quick)
+                else:
+                    _bbq(run_config, settings, folder, quick)
         except Interrupted as exc:
             stop.exit(exc)
         except BiasbreakerError as exc:
@@ -239,6 +241,28 @@ def demo(
             signals.done.set()
     folder.finish("complete", {"scenario": scenario, "quick": quick})
     stderr().print(f"done in {time.perf_counter() - start:.1f} s")
+
+
+@contextmanager
+def _calibration_warnings() -> Iterator[None]:
+    """Say the calibration's warnings (e.g. control runs that all score 0) as warning lines.
+
+    Other warnings pass through as they came.
+    """
+    from biasbreaker.calibration import CalibrationWarning
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always", CalibrationWarning)
+            caught = recorded
+            yield
+    finally:  # also when the run fails: the warning may say why
+        for item in caught:
+            if issubclass(item.category, CalibrationWarning):
+                warn(f"calibration: {item.message}")
+            else:
+                warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
 
 
 def _demo_partial(folder: OutputFolder, scenario: str, exc: Interrupted) -> dict[str, Any]:
@@ -423,6 +447,16 @@ def run(
             help="Stop at the first input that fails (default: record it and run the next).",
         ),
     ] = False,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control",
+            help="Record control runs for `biasbreaker calibrate`: the graph as it is on these "
+            "inputs, the breaker observing only (tau_enter = 1, no calibration window), and "
+            "control-runs.jsonl (every trace, in input order) besides traces/. Calibration "
+            "treats every control run as fair: review their outputs in results.jsonl first.",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Guard your own LangGraph StateGraph over a file of inputs, one run per line.
@@ -431,10 +465,16 @@ def run(
     a summary, and ends by verifying every trace. An input that fails (a bad line, a node that
     raises, a failed LLM call) is recorded with its line, node and error, its traceback in
     run.log, and the next one runs; exit status 1 if any failed. Thresholds come from
-    [breaker]: calibrate them on your control runs first (biasbreaker calibrate).
+    [breaker]: calibrate them on your control runs first (run --control, then biasbreaker
+    calibrate).
     """
     from biasbreaker_plugins.demo.phases import RunConfig
-    from biasbreaker_plugins.demo.run_graph import describe_roles, prepare_run, run_user_graph
+    from biasbreaker_plugins.demo.run_graph import (
+        describe_roles,
+        prepare_run,
+        run_user_graph,
+        write_control_runs,
+    )
     from biasbreaker_plugins.demo.run_report import write_run_outputs
 
     _check_out(out)
@@ -460,7 +500,12 @@ def run(
     with StopOnSignal(on_force=stop) as signals:
         try:
             prepared = prepare_run(
-                RunConfig(config, Path.cwd(), {}), graph, inputs, out, _checkpoint(checkpoint)
+                RunConfig(config, Path.cwd(), {}),
+                graph,
+                inputs,
+                out,
+                _checkpoint(checkpoint),
+                control=control,
             )
             prepared_runs.append(prepared)
             report_host(prepared.kernel.host)
@@ -489,6 +534,7 @@ def run(
             outputs = write_run_outputs(
                 result, out, graph=graph, inputs=inputs, lines=prepared.inputs
             )
+            recorded = write_control_runs(prepared) if control else None
         except Interrupted as exc:
             stop.exit(exc)
         except BiasbreakerError as exc:
@@ -503,6 +549,15 @@ def run(
         print_table(table)
     console = stdout()
     console.print(f"wrote {outputs.report}, {outputs.figure}, traces in {out / 'traces'}")
+    if recorded is not None:
+        path, sha, count = recorded
+        console.print(
+            f"control runs: {count} run trace(s) in {path} (sha256 {sha}), the same as "
+            f"{out / 'traces'}. Calibration treats every one as fair: review their outputs in "
+            f"{out / 'results.jsonl'}, then: biasbreaker calibrate {out / 'traces'} "
+            "--write-toml biasbreaker.toml",
+            markup=False,
+        )
     for outcome in result.failed:
         error = outcome.error or {}
         where = f" in node {error['node']!r}" if error.get("node") else ""

@@ -26,7 +26,6 @@ from typing import Any
 
 from biasbreaker.calibration import CalibrationReport, calibrate
 from biasbreaker.config import LoadedSettings, load_settings
-from biasbreaker.errors import ThresholdError
 from biasbreaker.kernel import Kernel
 from biasbreaker.trace import Trace, read_trace
 from biasbreaker_plugins.demo.agents import DemoKernel
@@ -172,7 +171,9 @@ def calibrate_from_traces(traces: Sequence[Trace], kernel: Kernel) -> Calibratio
         The calibration report.
 
     Raises:
-        ThresholdError: Too few runs for the target, or control B_net that never varies.
+        ThresholdError: Too few runs for the target, or control runs that reach the top of the
+            scale. (Control runs that never move calibrate to ``[calibration] zero_floor``,
+            with a :class:`~biasbreaker.calibration.CalibrationWarning`.)
     """
     # each step's own score too: with node trips on, the statistic that trips a run is the
     # larger of fast B_net and the guarded step's own score, so that is what is calibrated
@@ -181,20 +182,7 @@ def calibrate_from_traces(traces: Sequence[Trace], kernel: Kernel) -> Calibratio
         for trace in traces
         if trace.records
     ]
-    try:
-        return calibrate(runs, kernel=kernel)
-    except ThresholdError as exc:
-        fast = {step[0] for run in runs for step in run if step[0] is not None}
-        if len(fast) > 1:
-            raise
-        raise ThresholdError(
-            f"{exc}. Here fast B_net is {next(iter(fast), None)} on every step of every control "
-            "run: the model's answers never move between a run and its counterfactuals. A "
-            "deterministic or fake endpoint needs prompt sensitivity or sampling at "
-            "temperature > 0: the fake's [plugin.fake] prompt_sensitivity (e.g. 0.03; for the "
-            "fake behind the test server, in the server's --config FILE, docs/llm-clients.md). "
-            "See docs/demo.md §3.3"
-        ) from exc
+    return calibrate(runs, kernel=kernel)
 
 
 def concatenate(traces: Sequence[Trace], path: Path) -> str:

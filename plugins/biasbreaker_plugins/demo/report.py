@@ -51,8 +51,9 @@ CALIBRATION_SETTINGS = "calibration.toml"
 def calibration_settings(report: CalibrationReport, settings: Mapping[str, Any]) -> dict[str, Any]:
     """Every setting ``biasbreaker calibrate`` reads, as the run used them (a TOML tree).
 
-    ``[calibration]``: the calibrator, the false-halt target, ``exit_ratio``, ``warn_ratio`` and
-    ``max_history`` (the shipped calibrator does not use it; another may); ``[breaker]
+    ``[calibration]``: the calibrator, the false-halt target, ``exit_ratio``, ``warn_ratio``,
+    ``zero_floor`` (the thresholds of control runs that all score 0) and ``max_history`` (the
+    shipped calibrator does not use it; another may); ``[breaker]
     node_trip``; and the calibrator's ``[plugin.<name>]`` options when the run configured any
     (only the keys it set). Defaults are written too: a ``biasbreaker.toml`` in the folder the
     command runs in ranks below ``--config`` key by key, so a key left out could be changed by
@@ -69,6 +70,7 @@ def calibration_settings(report: CalibrationReport, settings: Mapping[str, Any])
             "target_false_halt_rate": report.target_false_halt_rate,
             "exit_ratio": cal["exit_ratio"],
             "warn_ratio": cal["warn_ratio"],
+            "zero_floor": cal["zero_floor"],
             "max_history": cal["max_history"],
         },
         "breaker": {"node_trip": report.node_trip},

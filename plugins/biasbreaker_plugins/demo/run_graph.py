@@ -42,10 +42,27 @@ from biasbreaker_plugins.demo.driver import (
     run_threads,
     sealed_head,
 )
-from biasbreaker_plugins.demo.phases import RunConfig, phase_kernel
+from biasbreaker_plugins.demo.phases import (
+    RECORD_ONLY,
+    RunConfig,
+    concatenate,
+    phase_kernel,
+    read_traces,
+)
 
 RUN_FILES = ("results.jsonl", "report.md", "figures/bnet.png", "run.log")
 """The files of ``run`` besides its traces (``traces/input-<line>.jsonl``), in ``--out``."""
+
+CONTROL_FILE = "control-runs.jsonl"
+"""``run --control``: every trace of the run, one after another, in input order (what
+``biasbreaker calibrate`` reads; the same runs, and sha256, as the ``traces/`` folder)."""
+
+CONTROL_SETTINGS: dict[str, Any] = {"breaker": dict(RECORD_ONLY), "calibration": {"control": None}}
+"""The settings a control recording runs with, over the user's: the breaker observing only
+(:data:`~biasbreaker_plugins.demo.phases.RECORD_ONLY`, ``tau_enter = 1``: it intervenes only if a
+trip statistic reaches 1, the top of the scale) and no calibration window, so the recorded
+B_net is what the graph as it is produces, and recordings made before and after a calibration
+share one configuration."""
 
 
 def load_factory(spec: str, *, cwd: Path) -> Callable[..., Any]:
@@ -271,6 +288,8 @@ class PreparedRun:
         checkpoint: The SQLite checkpoint file to create, a PostgreSQL database, or ``None``
             (in memory).
         roles: The client and model of each LLM-using role (:func:`llm_roles`).
+        control: Whether this is a control recording (``run --control``,
+            :data:`CONTROL_SETTINGS`).
     """
 
     spec: str
@@ -280,11 +299,24 @@ class PreparedRun:
     out: Path
     checkpoint: Path | PostgresCheckpoint | None = None
     roles: dict[str, LLMRole | None] = field(default_factory=dict)
+    control: bool = False
 
     def planned(self) -> list[str]:
         """The files the run may write into ``out``, relative to it."""
         traces = [f"traces/{line.thread}.jsonl" for line in self.inputs]
-        return [*RUN_FILES, *traces]
+        return [*RUN_FILES, *([CONTROL_FILE] if self.control else []), *traces]
+
+
+def write_control_runs(prepared: PreparedRun) -> tuple[Path, str, int]:
+    """Write :data:`CONTROL_FILE`: every trace the run wrote, in input order.
+
+    Returns:
+        The file, its sha256 and how many run traces it holds (an input that failed before
+        its first guarded step has none).
+    """
+    traces = read_traces(prepared.out / "traces", [line.thread for line in prepared.inputs])
+    path = prepared.out / CONTROL_FILE
+    return path, concatenate(traces, path), len(traces)
 
 
 def prepare_run(
@@ -293,6 +325,8 @@ def prepare_run(
     inputs: Path,
     out: Path,
     checkpoint: Path | PostgresCheckpoint | None = None,
+    *,
+    control: bool = False,
 ) -> PreparedRun:
     """Check everything a run needs (configuration, graph, inputs) without writing anything.
 
@@ -304,6 +338,7 @@ def prepare_run(
         checkpoint: ``--checkpoint``: a SQLite file that must not exist yet (its threads would
             otherwise be continued, not started), a PostgreSQL database that holds none of
             the run's threads yet (``checkpoints.check_postgres_checkpoint``), or ``None``.
+        control: Record control runs (:data:`CONTROL_SETTINGS` over the configuration).
 
     Raises:
         ConfigError: Bad configuration (validated as :meth:`~biasbreaker.kernel.Kernel.validate`
@@ -317,7 +352,9 @@ def prepare_run(
 
     if isinstance(checkpoint, Path):
         check_checkpoint(checkpoint)
-    kernel = phase_kernel(config, traces=out / "traces")
+    kernel = phase_kernel(
+        config, traces=out / "traces", extra=CONTROL_SETTINGS if control else None
+    )
     kernel.validate()  # as `config --check`: everything a guarded run builds, built once
     factory = load_factory(spec, cwd=config.cwd)
     builder = build_user_graph(factory, spec, kernel)
@@ -326,7 +363,7 @@ def prepare_run(
     states = read_inputs(inputs)
     if isinstance(checkpoint, PostgresCheckpoint):
         check_postgres_checkpoint(checkpoint, [line.thread for line in states])
-    return PreparedRun(spec, kernel, guarded, states, out, checkpoint, roles)
+    return PreparedRun(spec, kernel, guarded, states, out, checkpoint, roles, control)
 
 
 @dataclass
@@ -342,6 +379,7 @@ class RunResult:
         stopped: Why the run stopped before the last input (``--fail-fast``, a signal), or
             ``None``.
         roles: The client and model of each LLM-using role (:func:`llm_roles`).
+        control: Whether the run recorded control runs (``run --control``).
     """
 
     outcomes: list[ThreadOutcome]
@@ -351,6 +389,7 @@ class RunResult:
     total: int = 0
     stopped: str | None = None
     roles: dict[str, LLMRole | None] = field(default_factory=dict)
+    control: bool = False
 
     @property
     def failed(self) -> list[ThreadOutcome]:
@@ -471,10 +510,13 @@ async def run_user_graph(
         total=len(prepared.inputs),
         stopped=stopped[0] if stopped else None,
         roles=prepared.roles,
+        control=prepared.control,
     )
 
 
 __all__ = [
+    "CONTROL_FILE",
+    "CONTROL_SETTINGS",
     "RUN_FILES",
     "InputLine",
     "LLMRole",
@@ -489,4 +531,5 @@ __all__ = [
     "read_inputs",
     "run_user_graph",
     "takes_llm",
+    "write_control_runs",
 ]

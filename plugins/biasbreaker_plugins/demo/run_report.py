@@ -125,13 +125,22 @@ def write_run_outputs(
         f"# biasbreaker run: `{graph}`",
         "",
         f"{len(records)} input(s) from `{inputs}`, one LangGraph thread each; "
-        f"{waiting} paused for human review, {failed} failed. Thresholds: tau_enter "
-        f"{b['tau_enter']}, tau_exit {b['tau_exit']}, tau_warn {b['tau_warn']} — "
+        f"{waiting} paused for human review, {failed} failed. "
         + (
-            f"calibrated on {calibrated}."
-            if calibrated
-            else "the shipped starting points, **not calibrated** (record control runs and "
-            "run `biasbreaker calibrate`)."
+            "**Control runs** (`--control`): the graph as it is, the breaker observing only "
+            f"(tau_enter {b['tau_enter']}: it intervenes only if a trip statistic reaches the "
+            "top of the scale; no calibration window), every trace also in "
+            "`control-runs.jsonl`. `biasbreaker calibrate` treats every control run as fair: "
+            "review the outputs in `results.jsonl` before calibrating on them."
+            if result.control
+            else f"Thresholds: tau_enter {b['tau_enter']}, tau_exit {b['tau_exit']}, tau_warn "
+            f"{b['tau_warn']} — "
+            + (
+                f"calibrated on {calibrated}."
+                if calibrated
+                else "the shipped starting points, **not calibrated** (record control runs "
+                "with `biasbreaker run --control` and run `biasbreaker calibrate`)."
+            )
         ),
         "",
         f"LLM per role: {describe_roles(result.roles)}.",
