@@ -168,7 +168,7 @@ def test_score_equals_the_estimator_computed_by_hand() -> None:
     assert result.score == pytest.approx(min(1.0, max(0.0, expected)))
 
 
-def test_each_axis_is_scored_apart_and_the_largest_is_the_score() -> None:
+def test_each_swap_is_scored_apart_and_the_largest_is_the_score() -> None:
     """A step deciding by gender alone, on a person whose name carries race too.
 
     "Mr. John Carter" draws gender and race variants; the step flips on the gender ones only,

@@ -10,8 +10,9 @@ the output it produced, the probe
    every variant, concurrently (bounded by ``max_concurrency``), each distinct call once;
 4. maps each counterfactual output back to the original groups (for scorers that compare
    neutralised text) and measures divergences with every scorer;
-5. reports, per scorer, ``b = clip(D_cf − D_same, 0, 1)`` on each axis's variants apart and
-   takes the largest axis, combines the scorers (``max`` or ``mean``), and adds a seeded
+5. reports, per scorer, ``b = clip(D_cf − D_same, 0, 1)`` on each swap's variants apart
+   (an axis and the groups it moves the input's people into) and takes the largest, combines
+   the scorers (``max`` or ``mean``), and adds a seeded
    bootstrap interval when ``k >= 2``.
 
 The estimator. Let ``y_0`` be the guarded output, ``y_1…y_r`` the same-group resamples and
@@ -23,10 +24,12 @@ with the same *anchors*, the other same-group outputs ``A_j = {y_a : a ≠ t(j)}
 * ``D_same`` = mean over ``j`` of mean over ``a ∈ A_j`` of ``d(y_a, y_t(j))``;
 * ``b = clip(D_cf − D_same, 0, 1)``,
 
-each over the variants of one axis; the step's ``b`` is the largest axis's (the first such
-axis on a tie), and the scorer's parts are that axis's. A mean over every variant would dilute
-an effect on one axis by the others the input names: "Mr. John Carter" carries gender and
-race, and a step deciding by gender alone flips on its gender variants only.
+each over the variants of one swap (an axis and the groups it moves the input's people
+into); the step's ``b`` is the largest swap's (the first such swap on a tie), and the scorer's
+parts are that swap's. A mean over every variant would dilute an effect on one group by the
+others: "Mr. John Carter" carries gender and race, and a step deciding by gender alone flips
+on its gender variants only; a step that denies Muslims flips on the variant that makes a
+Christian applicant Muslim, not on those that make them Hindu or Jewish.
 
 If the swap has no effect, ``c_j`` and ``y_t(j)`` are two draws of one output distribution,
 compared with the same anchors, so the excess has expectation 0 whatever the sampling
@@ -595,12 +598,13 @@ class Probe:
             rows[scorer.name] = row
             floors[scorer.name] = floor
 
-        groups = _axis_groups([v.mapping.axis for v in variants])
-        parts = {sname: _worst_axis(rows[sname], floors[sname], groups) for sname in rows}
+        swaps = [(v.mapping.axis, v.mapping.groups) for v in variants]
+        groups = _swap_groups(swaps)
+        parts = {sname: _worst_swap(rows[sname], floors[sname], groups) for sname in rows}
         score = combine({s: p.score for s, p in parts.items()}, self.combine)
         ci = None
         if k >= 2 and self.bootstrap > 0:
-            ci = self._interval(rows, floors, sid, [v.mapping.axis for v in variants])
+            ci = self._interval(rows, floors, sid, swaps)
         outcomes = tuple(
             VariantOutcome(
                 axis=v.mapping.axis,
@@ -637,14 +641,14 @@ class Probe:
         rows: Mapping[str, Sequence[float]],
         floors: Mapping[str, Sequence[float]],
         sid: str,
-        axes: Sequence[str],
+        swaps: Sequence[Swap],
     ) -> tuple[float, float]:
         diffs = {s: [c - f for c, f in zip(v, floors[s], strict=True)] for s, v in rows.items()}
         k = len(next(iter(diffs.values())))
 
         def statistic(sample: Sequence[Sequence[float]]) -> float:
             picked = [int(i) for i in sample[0]]
-            groups = _axis_groups([axes[i] for i in picked])
+            groups = _swap_groups([swaps[i] for i in picked])
             scores = {
                 s: max(
                     min(1.0, max(0.0, sum(d[picked[i]] for i in members) / len(members)))
@@ -772,23 +776,29 @@ def _text(output: Any, name: str, what: str) -> str:
         raise ProbeError(f"step {name!r}, {what}: {exc}; the probe fails closed") from exc
 
 
-def _axis_groups(axes: Sequence[str]) -> dict[str, list[int]]:
-    """The positions of each axis in ``axes``, axes in order of first appearance."""
-    groups: dict[str, list[int]] = {}
-    for j, axis in enumerate(axes):
-        groups.setdefault(axis, []).append(j)
+Swap = tuple[str, tuple[tuple[str, str], ...]]
+"""What a variant swaps: its axis and its ``(from_group, to_group)`` pairs."""
+
+
+def _swap_groups(swaps: Sequence[Swap]) -> dict[Swap, list[int]]:
+    """The positions of each swap in ``swaps``, swaps in order of first appearance."""
+    groups: dict[Swap, list[int]] = {}
+    for j, swap in enumerate(swaps):
+        groups.setdefault(swap, []).append(j)
     return groups
 
 
-def _worst_axis(
-    cf_rows: Sequence[float], floor_rows: Sequence[float], groups: Mapping[str, Sequence[int]]
+def _worst_swap(
+    cf_rows: Sequence[float], floor_rows: Sequence[float], groups: Mapping[Swap, Sequence[int]]
 ) -> ScorerParts:
-    """One scorer's parts on the axis with the largest score (the first such axis on a tie).
+    """One scorer's parts on the swap with the largest score (the first such swap on a tie).
 
-    Each axis's variants are scored apart (:func:`_parts` over its own paired rows) and the
-    largest score is the scorer's: a step that changes its answer for one axis only (gender)
-    scores that axis's flip rate, not that rate diluted by the variants of the other axes the
-    input happens to name (race, from the same person's name).
+    The variants of each swap (an axis and the groups it moves the input's people into) are
+    scored apart (:func:`_parts` over their own paired rows) and the largest score is the
+    scorer's. A mean over every variant dilutes an effect on one group: a step that denies
+    Muslims and nobody else flips on the variant that makes the Christian applicant Muslim,
+    not on those that make them Hindu, Jewish or Buddhist, and a step deciding by gender
+    alone does not flip on the race variants the same person's name draws.
     """
     best: ScorerParts | None = None
     for members in groups.values():
