@@ -106,6 +106,9 @@ def test_a_held_reply_and_the_probes_variants_never_reach_the_stream(
         guard_events = [c[EVENT_KEY] for c in custom if isinstance(c, dict) and EVENT_KEY in c]
         assert [e["event"] for e in guard_events][:1] == ["held"]  # the documented event
         assert guard_events[0]["node"] == "chat" and guard_events[0]["key"] == "chat@1"
+        if guard_events[0]["status"] == "tripped":  # says why, before the breaker node runs
+            assert guard_events[0]["reason"].startswith("tripped: this step opens the breaker")
+        assert guard_events[0]["reason"]
         assert not any("thinking" in c for c in custom if isinstance(c, dict))  # held too
 
 

@@ -175,7 +175,7 @@ class Decider:
         decision, _ = self.preview(handle, checked, None, step)
         if decision is None:
             # The step starts an intervention: bb_breaker takes it with the real hook.
-            staged = entry(call, "tripped", self.opaque, step=step)
+            staged = entry(call, "tripped", self.opaque, step=step, reason=trip_reason(call, fast))
             return Halt(goto=BREAKER, update={**writes, "bb_unverified_output": {call.key: staged}})
         writes["bb_breaker"] = self.commit(handle, call.thread, call.key)
         if decision.action is BreakerAction.PROCEED:
@@ -189,6 +189,19 @@ class Decider:
         if call.hold is not None:  # why it is held, then that it was frozen
             writes["bb_audit_trail"] = [hold_event(staged), *frozen.get("bb_audit_trail", [])]
         return Halt(goto=route_for(decision), update=writes)
+
+
+def trip_reason(call: Call, fast: float) -> str:
+    """Why a guarded output is held before the breaker node has decided its repair.
+
+    The machine's own reason comes with the breaker node's step; the ``held`` stream event is
+    sent from the node's task, before it, and says this instead of nothing.
+    """
+    own = "" if call.score is None else f"local score {call.score:.4g}, "
+    return (
+        f"tripped: this step opens the breaker ({own}fast B_net {fast:.4g}); the breaker node "
+        "repairs or holds the output"
+    )
 
 
 def freeze_record(
@@ -222,4 +235,4 @@ def freeze_record(
     }
 
 
-__all__ = ["Decider", "freeze_record"]
+__all__ = ["Decider", "freeze_record", "trip_reason"]
