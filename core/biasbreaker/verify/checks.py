@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biasbreaker.errors import TraceError
-from biasbreaker.trace.lines import AnyLine, StepLineV1
+from biasbreaker.trace.lines import AnyLine, LineBlocks, StepLineV1
 from biasbreaker.trace.records import PROBATION_MODES, TraceHeader
 from biasbreaker.verify.chain import ChainVerifier
 from biasbreaker.verify.properties.anti_thrash import AntiThrashVerifier
@@ -98,6 +98,19 @@ class Checks:
                 CooldownVerifier(header.cooldown_steps),
                 MustTripVerifier(header.thresholds, node_trip=header.node_trip),
             ),
+        )
+
+    @classmethod
+    def for_blocks(
+        cls, blocks: LineBlocks, *, max_history: int | None, public_key: str | None
+    ) -> Checks:
+        """:meth:`create` for the trace ``blocks`` reads (its path, header and header line)."""
+        return cls.create(
+            blocks.path,
+            blocks.header,
+            blocks.header_line,
+            max_history=max_history,
+            public_key=public_key,
         )
 
     def feed(self, blocks: Iterable[tuple[int, list[bytes], list[AnyLine]]]) -> None:

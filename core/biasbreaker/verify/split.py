@@ -224,13 +224,7 @@ def verify_in_two(
         worker = None
     try:
         first = LineBlocks(path, stop=cut)
-        checks = Checks.create(
-            first.path,
-            first.header,
-            first.header_line,
-            max_history=max_history,
-            public_key=public_key,
-        )
+        checks = Checks.for_blocks(first, max_history=max_history, public_key=public_key)
         checks.feed(first)  # an error here is the one-pass error: the blocks are the same
         joined = None
         if worker is not None:

@@ -165,13 +165,7 @@ def verify_trace(
                 split.checks, split.sha256, truncated=split.truncated, version=blocks.version
             )
         blocks = LineBlocks(path)  # no place to cut: one pass
-    checks = Checks.create(
-        blocks.path,
-        blocks.header,
-        blocks.header_line,
-        max_history=max_history,
-        public_key=public_key,
-    )
+    checks = Checks.for_blocks(blocks, max_history=max_history, public_key=public_key)
     checks.feed(blocks)
     return VerificationReport.of(
         checks, blocks.sha256, truncated=blocks.truncated, version=blocks.version
