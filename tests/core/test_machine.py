@@ -991,3 +991,19 @@ def test_katz_weights_are_checked_before_anything_changes(
     assert machine.snapshot() == before
     fine = machine.step(0.9, 0.0, node="writer", local_scores=scores, weights=None)
     assert fine.state is S.INTERVENTION
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_katz_weights_are_recorded_when_first_given_and_when_they_change(checked: bool) -> None:
+    """The trace carries the weights once and again on a change, whether given as a dict or as
+    ``KatzWeights`` (the adapter's pre-checked form, compared with the recorded dict)."""
+    from biasbreaker.machine import KatzWeights
+
+    records: list[StepRecord] = []
+    machine = ControlMachine(config(), recorder=records.append)
+    first = {"a": 0.25, "b": 0.75}
+    second = {"a": 0.5, "b": 0.5}
+    for weights in (first, first, second, second, first):
+        given = KatzWeights(weights) if checked else weights
+        machine.step(0.0, 0.0, node="a", local_scores={"a": 0.0}, weights=given)
+    assert [r.weights for r in records] == [first, None, second, None, first]
