@@ -52,6 +52,7 @@ from biasbreaker_plugins.langgraph.streaming import injected as rebound
 from biasbreaker_plugins.langgraph.streaming import silenced
 from biasbreaker_plugins.langgraph.values import (
     Unreadable,
+    read,
     read_values,
     rebuild_values,
     state_values,
@@ -161,8 +162,9 @@ class Call:
 def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Command[Any] | None]:
     """A node's return value as (update dict, Command destinations, the Command or None).
 
-    A pydantic model or dataclass instance (a node of a model-state graph may return its
-    state object) is read as LangGraph writes it.
+    A ``Command`` is taken apart first (LangGraph's ``Command`` is a dataclass); any other
+    pydantic model or dataclass instance (a node of a model-state graph may return its state
+    object) is read as LangGraph writes it.
 
     Raises:
         ConfigError: The value is not a dict, a state object, a ``Command`` or ``None``, or a
@@ -173,8 +175,6 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
         return {}, [], None
     if isinstance(out, dict):
         return dict(out), [], None
-    if isinstance(out, BaseModel) or (dataclasses.is_dataclass(out) and not isinstance(out, type)):
-        return model_update(out), [], None
     if isinstance(out, Command):
         if out.graph is not None:
             raise ConfigError(
@@ -211,10 +211,46 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
         goto = out.goto
         targets: list[Any] = [goto] if isinstance(goto, (str, Send)) else list(goto) if goto else []
         return update, targets, out
+    # after Command, which is itself a dataclass: read as a state object, its update and goto
+    # would be lost
+    if isinstance(out, BaseModel) or (dataclasses.is_dataclass(out) and not isinstance(out, type)):
+        return model_update(out), [], None
     raise ConfigError(
         f"guarded node {node!r} returned {type(out).__name__}; a guarded node returns a dict "
         "update, its state object, a Command or None"
     )
+
+
+ROUTE_KEY = "bb_goto"
+"""The key under which :func:`routed` adds a ``Command``'s destinations to the compared view."""
+
+
+def routed(node: str, view: Any, goto: list[Any], opaque: frozenset[str]) -> Any:
+    """The output the probe compares: the update's view and, if it routes, its destinations.
+
+    ``{**view, "bb_goto": [...]}`` when the node returned a ``Command`` with ``goto`` (a node
+    name as itself, a ``Send`` as ``{"send": node, "arg": <the arg's view>}``), else ``view``
+    unchanged. So ``Command(goto="approve")`` for one group and ``goto="deny"`` for another is
+    a changed field to the scorers, as a tool call made for one group only is.
+
+    Raises:
+        Unreadable: A ``Send`` argument the probe cannot read (the step is held).
+    """
+    if not goto:
+        return view
+    targets = [
+        t
+        if isinstance(t, str)
+        else {
+            "send": t.node,
+            "arg": read_values(t.arg, "send", opaque)
+            if isinstance(t.arg, Mapping)
+            else read(t.arg, "send"),
+        }
+        for t in goto
+    ]
+    base = view if isinstance(view, dict) else {"update": view}
+    return {**base, ROUTE_KEY: targets}
 
 
 def _is_plain(view: Any, values: Any) -> bool:
@@ -243,8 +279,13 @@ class Prober:
         self.base = base
         self.pool = pool
         self.opaque = opaque
+        # the re-check's steps compare the update a repair rewrites; the probe's also compare
+        # where a Command routes (a route taken for one group only is a decision flip)
         self.steps: dict[str, Callable[..., Any]] = {
             name: self._probe_step(spec) for name, spec in nodes.items()
+        }
+        self.routed_steps: dict[str, Callable[..., Any]] = {
+            name: self._probe_step(spec, routes=True) for name, spec in nodes.items()
         }
         # node → the probe's covering rotation (docs/detection.md, "Every group covered"),
         # the latest the guard saw in any thread: where a thread without its own
@@ -339,9 +380,9 @@ class Prober:
         token = rerun_context(Rerun(template, call.config, call.injected))
         try:
             result = await probe.probe(
-                self.steps[call.node.name],
+                self.routed_steps[call.node.name],
                 call.input_view,
-                call.view,
+                routed(call.node.name, call.view, call.goto, self.opaque),
                 step_id=call.step_id,
                 step_name=call.node.name,
                 coverage=self.rotation(call),
@@ -389,12 +430,13 @@ class Prober:
             return {str(axis): pos for axis, pos in saved.items()}
         return dict(self.coverage.get(call.node.name, {}))
 
-    def _probe_step(self, spec: GuardedNode) -> Callable[..., Any]:
+    def _probe_step(self, spec: GuardedNode, routes: bool = False) -> Callable[..., Any]:
         """The step the probe re-runs: the user's function on a counterfactual view.
 
         It rebuilds the view into the node's own state type (messages keep their ids, models
         their class), calls the function with every stream sink silenced and the LangGraph
-        objects it declares, and returns the JSON view of its update. A sync function runs in a
+        objects it declares, and returns the JSON view of its update; with ``routes``, also
+        where its ``Command`` sends the run (:func:`routed`). A sync function runs in a
         worker thread, so the probe's calls overlap.
         """
         fn = spec.fn
@@ -432,8 +474,9 @@ class Prober:
                     contextvars.copy_context().run, run, fn, state, quiet, kwargs
                 )
                 out = await asyncio.get_running_loop().run_in_executor(self.pool, call)
-            update, _, _ = split_output(spec.name, out)
-            return read_values(update, "output", opaque)
+            update, goto, _ = split_output(spec.name, out)
+            view = read_values(update, "output", opaque)
+            return routed(spec.name, view, goto, opaque) if routes else view
 
         return step
 
