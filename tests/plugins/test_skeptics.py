@@ -95,6 +95,20 @@ async def test_a_malformed_reply_is_retried_once():
     assert llm.requests[1].messages[:2] == llm.requests[0].messages
 
 
+async def test_a_reply_the_client_itself_finds_malformed_is_asked_for_again():
+    """A client that checks the JSON (openai-compatible) raises MalformedReplyError itself."""
+
+    def script(request, payload):
+        if len(replies) == 0:
+            replies.append("asked")
+            raise MalformedReplyError("the reply does not parse: Invalid control character")
+        return verdict_json("revise")
+
+    replies: list[str] = []
+    verdict, llm = await review(script, BIASED)
+    assert verdict.decision == "revise" and len(llm.requests) == 2
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -194,7 +208,7 @@ def fake_kernel(register_plugin, make_kernel):
         return make_kernel(
             {
                 "llm": {"client": "fake"},
-                "intervention": {"skeptic_timeout_s": 0.2, **intervention},
+                "intervention": {"skeptic_timeout_s": 2.0, **intervention},
                 "plugin": plugin,
             }
         )

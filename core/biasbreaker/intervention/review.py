@@ -140,7 +140,7 @@ async def ask_json(
     seed: int,
     max_tokens: int | None = None,
 ) -> tuple[M, int]:
-    """Ask for a structured reply; retry once if it does not parse.
+    """Ask for a structured reply; retry once if it does not parse (here, or in the client).
 
     Args:
         client: The LLM client.
@@ -168,8 +168,9 @@ async def ask_json(
         response_schema=schema,
         purpose=purpose,
     )
-    reply = await client.complete(request)
     try:
+        # a client that checks the JSON itself raises MalformedReplyError from complete()
+        reply = await client.complete(request)
         return parse_reply(reply.text, model), 1
     except MalformedReplyError as first:
         retry = LLMRequest(
@@ -180,8 +181,8 @@ async def ask_json(
             response_schema=schema,
             purpose=purpose,
         )
-        second_reply = await client.complete(retry)
         try:
+            second_reply = await client.complete(retry)
             return parse_reply(second_reply.text, model), 2
         except MalformedReplyError as second:
             raise MalformedReplyError(
