@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from biasbreaker_openai_compatible.client import OpenAICompatibleClient
-from biasbreaker_openai_compatible.plugin import OpenAICompatibleOptions
+from biasbreaker_openai_compatible.client import OpenAICompatibleClient, grammar_schema
+from biasbreaker_openai_compatible.plugin import DEFAULT_MAX_TOKENS, OpenAICompatibleOptions
 from biasbreaker_openai_compatible.testing import ChatCall, ChatServer, Reply
 
 from biasbreaker.errors import LLMError
@@ -115,6 +115,20 @@ async def test_seed_temperature_and_max_tokens_follow_options_and_request(
     assert "seed" not in openai_server.chat_calls[-1].body
 
 
+async def test_a_request_without_a_token_cap_gets_the_default_one_unless_nulled(
+    openai_server: ChatServer,
+) -> None:
+    """An uncapped generation can hold a one-slot server for minutes: 1024 unless null."""
+    capped = make_client(openai_server)
+    await capped.complete(LLMRequest.chat("a"))
+    await capped.aclose()
+    assert openai_server.chat_calls[-1].body["max_tokens"] == DEFAULT_MAX_TOKENS == 1024
+    uncapped = make_client(openai_server, max_tokens=None)
+    await uncapped.complete(LLMRequest.chat("a"))
+    await uncapped.aclose()
+    assert "max_tokens" not in openai_server.chat_calls[-1].body
+
+
 async def test_429_then_success_waits_retry_after(openai_server: ChatServer) -> None:
     openai_server.reply = scripted(
         Reply.error(429, "slow down", retry_after="2"), Reply.completion("ok")
@@ -176,11 +190,39 @@ async def test_a_400_is_not_retried_and_hints_at_json_mode(openai_server: ChatSe
     sleeps = Sleeps()
     client = make_client(openai_server, sleeps)
     with pytest.raises(
-        LLMError, match=r"HTTP 400 .*not retried.*set json_mode to 'json_object' or 'none'"
+        LLMError,
+        match=r"HTTP 400 .*not retried.*set json_mode to 'json_object_schema' or 'json_object' "
+        r"or 'none'",
     ):
         await client.complete(LLMRequest.chat("x", response_schema=SCHEMA))
     await client.aclose()
     assert len(openai_server.chat_calls) == 1 and sleeps.delays == []
+
+
+LLAMA_CPP_500 = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}"
+)
+"""The error message llama-cpp-python 0.3.36's server answered with HTTP 500 to ``json_schema``
+(seen here, against its OpenAI-compatible server with SmolLM2-135M)."""
+
+
+async def test_a_500_naming_response_format_is_not_retried_and_hints_at_json_mode(
+    openai_server: ChatServer,
+) -> None:
+    openai_server.reply = lambda call: Reply.error(500, LLAMA_CPP_500)
+    sleeps = Sleeps()
+    client = make_client(openai_server, sleeps)
+    with pytest.raises(
+        LLMError, match=r"HTTP 500 .*not retried.*llama-cpp-python's server: 'json_object_schema'"
+    ):
+        await client.complete(LLMRequest.chat("x", response_schema=SCHEMA))
+    # the same 500 to a request that sent no response_format is an ordinary 5xx: retried
+    with pytest.raises(LLMError, match=r"after 4 attempt\(s\): HTTP 500"):
+        await client.complete(LLMRequest.chat("x"))
+    await client.aclose()
+    assert len(openai_server.chat_calls) == 1 + 4 and len(sleeps.delays) == 3
 
 
 async def test_malformed_json_reply_is_an_error(openai_server: ChatServer) -> None:
@@ -209,12 +251,28 @@ async def test_an_undecodable_reply_is_an_error_not_a_crash(openai_server: ChatS
     await client.aclose()
 
 
-async def test_a_slow_reply_past_the_time_out_is_retried_then_fails(
+async def test_a_slow_reply_past_the_time_out_is_not_retried_into_the_servers_queue(
+    openai_server: ChatServer,
+) -> None:
+    """The server goes on generating an abandoned reply: a retry would queue behind it."""
+    openai_server.reply = lambda call: Reply.completion("too late", delay_s=5.0)
+    sleeps = Sleeps()
+    client = make_client(openai_server, sleeps, timeout_s=0.2, max_retries=3)
+    with pytest.raises(
+        LLMError, match=r"after 1 attempt\(s\): time-out after 0.2 s .*not retried.*retry_timeouts"
+    ):
+        await client.complete(LLMRequest.chat("x"))
+    await client.aclose()
+    assert len(openai_server.chat_calls) == 1
+    assert sleeps.delays == []
+
+
+async def test_with_retry_timeouts_a_slow_reply_is_retried_then_fails(
     openai_server: ChatServer,
 ) -> None:
     openai_server.reply = lambda call: Reply.completion("too late", delay_s=5.0)
     sleeps = Sleeps()
-    client = make_client(openai_server, sleeps, timeout_s=0.2, max_retries=1)
+    client = make_client(openai_server, sleeps, timeout_s=0.2, max_retries=1, retry_timeouts=True)
     with pytest.raises(LLMError, match=r"after 2 attempt\(s\): time-out after 0.2 s"):
         await client.complete(LLMRequest.chat("x"))
     await client.aclose()
@@ -224,7 +282,7 @@ async def test_a_slow_reply_past_the_time_out_is_retried_then_fails(
 
 async def test_a_slow_first_reply_then_a_fast_one_succeeds(openai_server: ChatServer) -> None:
     openai_server.reply = scripted(Reply.completion("late", delay_s=5.0), Reply.completion("fast"))
-    client = make_client(openai_server, Sleeps(), timeout_s=0.2)
+    client = make_client(openai_server, Sleeps(), timeout_s=0.2, retry_timeouts=True)
     assert (await client.complete(LLMRequest.chat("x"))).text == "fast"
     await client.aclose()
 
@@ -301,6 +359,7 @@ async def test_the_key_never_appears_in_errors_or_logs(
             {"type": "json_schema", "json_schema": {"name": "biasbreaker_reply", "schema": SCHEMA}},
         ),
         ("json_object", {"type": "json_object"}),
+        ("json_object_schema", {"type": "json_object", "schema": SCHEMA}),
         ("none", None),
     ],
 )
@@ -361,3 +420,26 @@ async def test_aclose_is_idempotent_and_final(openai_server: ChatServer) -> None
     await client.aclose()
     with pytest.raises(LLMError, match="is closed"):
         await client.complete(LLMRequest.chat("x"))
+
+
+def test_json_object_schema_leaves_out_length_bounds_that_explode_a_grammar() -> None:
+    """llama-cpp-python's server died on the skeptics' maxLength 20000 (seen here, 0.3.36)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "critique": {"type": "string", "maxLength": 20000, "minLength": 1},
+            "revision": {"anyOf": [{"type": "string", "maxLength": 257}, {"type": "null"}]},
+            "attribute": {"type": "string", "maxLength": 256},
+            "evidence": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+        },
+    }
+    assert grammar_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "critique": {"type": "string", "minLength": 1},
+            "revision": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "attribute": {"type": "string", "maxLength": 256},
+            "evidence": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+        },
+    }
+    assert schema["properties"]["critique"]["maxLength"] == 20000  # the caller's is untouched

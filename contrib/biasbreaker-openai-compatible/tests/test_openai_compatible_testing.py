@@ -238,8 +238,9 @@ def test_forwarded_requests_arrive_unchanged_at_the_backend() -> None:
     recorder = Recorder()
     backend = ClientBackend(recorder)
     with ChatServer(backend) as server:
+        # max_tokens=None: no default token cap, so an uncapped request arrives uncapped
         opts = OpenAICompatibleOptions(
-            base_url=server.base_url, model="upper-1", forward_request_fields=True
+            base_url=server.base_url, model="upper-1", forward_request_fields=True, max_tokens=None
         )
         client = OpenAICompatibleClient(opts, default_seed=99, environ={})
 

@@ -2,7 +2,10 @@
 
 One :class:`OpenAICompatibleClient` talks to one endpoint and model. Each ``complete`` call is
 one ``POST <base_url>/chat/completions``, retried on HTTP 429, 5xx and transport errors
-(time-outs included) with exponential back-off, honouring ``Retry-After``. At most
+(time-outs only with ``retry_timeouts``: the server goes on generating an abandoned reply)
+with exponential back-off, honouring ``Retry-After``; a 5xx that names the
+``response_format`` sent is not retried (llama-cpp-python's server answers 500 to one it does
+not take). At most
 ``max_concurrency`` requests are in flight at once. The API key is read once from the
 environment variable named by ``api_key_env`` and is never put in a message, a log record or
 a repr: it is registered with :func:`biasbreaker.redaction.register_secret`, and every text that
@@ -27,7 +30,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from biasbreaker.errors import LLMError
+from biasbreaker.errors import LLMError, MalformedReplyError
 from biasbreaker.llm import LLMRequest, LLMResponse
 from biasbreaker.redaction import redact_text, register_secret
 from biasbreaker_openai_compatible.plugin import NAME, OpenAICompatibleOptions
@@ -61,6 +64,44 @@ class _Attempt:
     def __init__(self, problem: str, retry_after: float | None = None) -> None:
         self.problem = problem
         self.retry_after = retry_after
+
+
+GRAMMAR_MAX_LENGTH = 256
+"""Largest string-length bound (``maxLength``/``minLength``) sent to a grammar-building server."""
+
+
+def grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` as sent with ``json_mode = "json_object_schema"``: long length bounds dropped.
+
+    llama-cpp-python's server turns the schema into a grammar that spells a ``maxLength`` out
+    as that many repetitions: with the skeptics' ``maxLength: 20000`` its 0.3.36 server (with
+    SmolLM2-135M, seen here) dropped the connection and died. A ``maxLength`` or ``minLength``
+    above :data:`GRAMMAR_MAX_LENGTH` is left out of what is sent; the reply is still validated
+    against the full schema by the caller (a reply that breaks a bound is malformed).
+
+    Args:
+        schema: A JSON schema (nested objects and lists are walked).
+
+    Returns:
+        A copy without the long bounds.
+    """
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {
+                key: walk(item)
+                for key, item in value.items()
+                if not (
+                    key in ("maxLength", "minLength")
+                    and isinstance(item, int)
+                    and item > GRAMMAR_MAX_LENGTH
+                )
+            }
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    return dict(walk(schema))
 
 
 class OpenAICompatibleClient:
@@ -191,6 +232,11 @@ class OpenAICompatibleClient:
                 }
             elif opts.json_mode == "json_object":
                 body["response_format"] = {"type": "json_object"}
+            elif opts.json_mode == "json_object_schema":
+                body["response_format"] = {
+                    "type": "json_object",
+                    "schema": grammar_schema(request.response_schema),
+                }
         return body
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
@@ -203,10 +249,13 @@ class OpenAICompatibleClient:
             The reply text, model, finish reason and token counts reported by the server.
 
         Raises:
-            LLMError: The client is closed; a non-retryable HTTP error (4xx other than 429);
+            LLMError: The client is closed; a non-retryable HTTP error (4xx other than 429,
+                a 5xx naming ``response_format``); a time-out without ``retry_timeouts``;
                 retries exhausted on 429/5xx/transport errors/time-outs; a reply that is not a
-                chat completion; a structured request whose reply is not JSON. The message
-                names the endpoint, model, HTTP status and attempt count, never the key.
+                chat completion. The message names the endpoint, model, HTTP status and
+                attempt count, never the key.
+            MalformedReplyError: A structured request whose reply is not JSON (an
+                ``LLMError``; :func:`biasbreaker.intervention.review.ask_json` asks again once).
         """
         if self._closed:
             raise LLMError(f"{NAME}: client for {self.endpoint} is closed (aclose() was called)")
@@ -247,7 +296,16 @@ class OpenAICompatibleClient:
                 state.http.post(self.endpoint, json=body), timeout=self.options.timeout_s
             )
         except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
-            return _Attempt(f"time-out after {self.options.timeout_s:g} s ({type(exc).__name__})")
+            problem = f"time-out after {self.options.timeout_s:g} s ({type(exc).__name__})"
+            if self.options.retry_timeouts:
+                return _Attempt(problem)
+            # the server is most likely still generating the abandoned reply: a retry would
+            # queue a duplicate behind it
+            raise LLMError(
+                f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after {attempt} "
+                f"attempt(s): {problem} (not retried: the server may still be generating it; "
+                "raise timeout_s, or set retry_timeouts = true for a load-balanced API)"
+            ) from exc
         except httpx.TransportError as exc:
             return _Attempt(self._redact(f"transport error {type(exc).__name__}: {exc}"))
         except httpx.HTTPError as exc:  # a reply httpx cannot decode, too many redirects
@@ -258,6 +316,13 @@ class OpenAICompatibleClient:
                 )
             ) from exc
         status = resp.status_code
+        if status >= 500 and "response_format" in body and "response_format" in resp.text:
+            # llama-cpp-python's server answers 500 to a response_format it does not take:
+            # the same request would fail the same way, so it is the 400 case
+            raise LLMError(
+                f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after {attempt} "
+                f"attempt(s): {self._http_problem(resp)} (not retried){self._json_mode_hint()}"
+            )
         if status == 429 or status >= 500:
             return _Attempt(
                 self._http_problem(resp), self._retry_after(resp.headers.get("Retry-After"))
@@ -274,15 +339,23 @@ class OpenAICompatibleClient:
             elif status == 404:
                 hint = "; check base_url (it should end with the API version, e.g. /v1) and model"
             elif status == 400 and "response_format" in body:
-                hint = (
-                    f"; if the server does not support json_mode={self.options.json_mode!r}, "
-                    "set json_mode to 'json_object' or 'none'"
-                )
+                hint = self._json_mode_hint()
             raise LLMError(
                 f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after {attempt} "
                 f"attempt(s): {self._http_problem(resp)} (not retried){hint}"
             )
         return self._parse(resp, request, attempt)
+
+    def _json_mode_hint(self) -> str:
+        """What to set when the server refuses the ``response_format`` ``json_mode`` sends."""
+        others = [
+            m for m in ("json_object_schema", "json_object", "none") if m != self.options.json_mode
+        ]
+        return (
+            f"; if the server does not support json_mode={self.options.json_mode!r}, set "
+            f"json_mode to {' or '.join(repr(m) for m in others)} (llama-cpp-python's server: "
+            "'json_object_schema')"
+        )
 
     def _http_problem(self, resp: httpx.Response) -> str:
         # redacted before it is cut: a cut copy of a key would no longer be recognised
@@ -347,7 +420,7 @@ class OpenAICompatibleClient:
                 json.loads(content)
             except ValueError as exc:
                 cut = " (cut off at max_tokens)" if finish == "length" else ""
-                raise LLMError(
+                raise MalformedReplyError(
                     self._redact(
                         f"{where}: the request asked for JSON (json_mode="
                         f"{self.options.json_mode!r}) but the reply does not parse{cut}: {exc}; "

@@ -23,6 +23,9 @@ NAME = "openai-compatible"
 """The implementation name: ``[llm] client = "openai-compatible"``, options under
 ``[plugin.openai-compatible]``."""
 
+DEFAULT_MAX_TOKENS = 1024
+"""``max_tokens`` sent when neither the request nor ``[plugin.openai-compatible]`` sets one."""
+
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
 """Upper-case environment variable names, at most 64 characters. The rule also catches an API
 key pasted into ``api_key_env`` by mistake (keys are long and mixed- or lower-case)."""
@@ -79,10 +82,14 @@ class OpenAICompatibleOptions(BaseModel):
         ),
     )
     max_tokens: int | None = Field(
-        None,
+        DEFAULT_MAX_TOKENS,
         ge=1,
         le=1_000_000,
-        description="Token cap for requests that set none; unset leaves it to the server.",
+        description=(
+            f"Token cap for requests that set none (default {DEFAULT_MAX_TOKENS}: a skeptic "
+            "verdict or a rewritten step output is far shorter, and an unbounded generation "
+            "can keep a one-slot server busy for minutes); null leaves it to the server."
+        ),
     )
     timeout_s: float = Field(
         60.0,
@@ -94,7 +101,19 @@ class OpenAICompatibleOptions(BaseModel):
         3,
         ge=0,
         le=20,
-        description="Retries after the first attempt on HTTP 429, 5xx and transport errors.",
+        description=(
+            "Retries after the first attempt on HTTP 429, 5xx and transport errors (and on "
+            "time-outs with retry_timeouts)."
+        ),
+    )
+    retry_timeouts: bool = Field(
+        False,
+        description=(
+            "Retry an attempt that timed out. Off by default: the server usually goes on "
+            "generating the abandoned reply, so a retry queues a duplicate behind it (on a "
+            "one-slot llama.cpp server, the retry waits for the abandoned one); raise "
+            "timeout_s instead, or turn this on for a load-balanced API."
+        ),
     )
     backoff_base_s: float = Field(
         0.5,
@@ -111,12 +130,14 @@ class OpenAICompatibleOptions(BaseModel):
     max_concurrency: int = Field(
         4, ge=1, le=1024, description="Requests in flight at once from this client."
     )
-    json_mode: Literal["json_schema", "json_object", "none"] = Field(
+    json_mode: Literal["json_schema", "json_object", "json_object_schema", "none"] = Field(
         "json_schema",
         description=(
             "How requests with a response_schema ask for JSON: 'json_schema' sends "
-            "response_format={type: json_schema, ...} (OpenAI, vLLM, Ollama, llama.cpp "
-            "server), 'json_object' sends {type: json_object}, 'none' sends nothing; the "
+            "response_format={type: json_schema, ...} (OpenAI, vLLM, Ollama, llama.cpp's "
+            "llama-server), 'json_object' sends {type: json_object}, 'json_object_schema' "
+            "sends {type: json_object, schema: ...} (llama-cpp-python's server, which "
+            "rejects json_schema; the schema becomes its grammar), 'none' sends nothing; the "
             "reply must parse as JSON in every mode."
         ),
     )

@@ -421,7 +421,8 @@ def request_from_call(call: ChatCall) -> LLMRequest:
     """Translate a chat-completions request body into a biasbreaker :class:`LLMRequest`.
 
     ``response_format`` ``json_schema`` becomes ``response_schema`` (the schema);
-    ``json_object`` becomes ``{"type": "object"}``. A non-standard ``biasbreaker`` object (sent
+    ``json_object`` becomes its ``schema`` if it carries one (llama-cpp-python's form), else
+    ``{"type": "object"}``. A non-standard ``biasbreaker`` object (sent
     by the client with ``forward_request_fields = true``) restores the request's own
     ``purpose``, ``sample`` and ``seed``; without it the body's ``seed`` is used, ``sample`` is
     0 and ``purpose`` is ``"agent"``.
@@ -457,7 +458,8 @@ def request_from_call(call: ChatCall) -> LLMRequest:
             spec = fmt.get("json_schema")
             schema = spec.get("schema", {}) if isinstance(spec, dict) else {}
         elif fmt.get("type") == "json_object":
-            schema = {"type": "object"}
+            given = fmt.get("schema")  # llama-cpp-python's json_object with a schema
+            schema = given if isinstance(given, dict) else {"type": "object"}
     temperature = body.get("temperature", 0.0)
     seed, sample, purpose = body.get("seed"), 0, "agent"
     ext = body.get("biasbreaker")
