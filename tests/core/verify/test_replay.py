@@ -255,3 +255,58 @@ def test_a_budget_past_256_retries_then_escalates(tmp_path: Path) -> None:
     assert (escalation.transition, escalation.attempt) == ("escalate", retries)
     report = verify_trace(path)
     assert report.replay.holds, report.replay.violations
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "changes", "expected"),
+    [
+        # the state alone forged, its transition kept: the replay goes on from INTERVENTION,
+        # so the next step's recover-start is expected, and the cool-down counts from there
+        ("recover", 2, {"state": "intervention"},
+         [(2, "state"), (3, "transition"), (3, "reason"), (4, "transition"), (4, "state"),
+          (4, "action"), (4, "attempt"), (4, "payload_sha256"), (4, "reason")]),
+        # the transition alone forged, its state kept: one violation, nothing after it
+        ("recover", 2, {"transition": "hold"}, [(2, "transition")]),
+        # a RECOVERY hold recorded as a recover-start: the cool-down counts again from the
+        # record, so the recovery two steps later comes too early
+        ("recover", 3, {"transition": "recover-start"},
+         [(3, "transition"), (4, "transition"), (4, "state"), (4, "action"), (4, "attempt"),
+          (4, "payload_sha256"), (4, "reason")]),
+        # an attempt count forged past the budget: the replay goes on from the recorded count,
+        # so the next failed re-check escalates where the record retried
+        ("retry-escalate", 2, {"attempt": 5},
+         [(2, "attempt"), (3, "intervention"), (3, "transition"), (3, "state"), (3, "action"),
+          (3, "attempt"), (3, "reason")]),
+        # a trip let through: the replay goes on from NORMAL (no re-check was ever read)
+        ("recover", 1, {"state": "normal", "transition": "hold", "action": "proceed"},
+         [(1, "transition"), (1, "state"), (1, "action"), (2, "transition"), (2, "state"),
+          (2, "action"), (2, "payload_sha256"), (2, "reason"), (4, "intervention"),
+          (4, "transition"), (4, "state"), (4, "action"), (4, "attempt"),
+          (4, "payload_sha256"), (4, "reason")]),
+        # a retry recorded as a recovery: the replay goes on from NORMAL
+        ("retry-escalate", 3, {"state": "normal", "transition": "recover", "action": "proceed"},
+         [(3, "transition"), (3, "state"), (3, "action"), (4, "transition"), (4, "state"),
+          (4, "action"), (4, "payload_sha256"), (4, "reason")]),
+        # a relapse not taken: the replay goes on from RECOVERY
+        ("half-open-relapse", 2, {"state": "recovery", "transition": "hold", "action": "halt"},
+         [(2, "transition"), (2, "state"), (2, "action"), (3, "transition"), (3, "reason")]),
+    ],
+)  # fmt: skip
+def test_after_a_difference_the_replay_goes_on_from_the_recorded_state(
+    tmp_path: Path,
+    name: str,
+    index: int,
+    changes: dict[str, Any],
+    expected: list[tuple[int, str]],
+) -> None:
+    """Every violation of an edit, in order: pins how the replay continues after a difference.
+
+    The verdict and the first violation do not depend on it; what is reported after them
+    does: from a difference in state or transition on, the replay takes the record's state
+    and counters (``Replay._resync``), so an edit is followed only by the violations the
+    recorded state implies, never by a replay that drifts on from its own state.
+    """
+    steps, options = SCENARIOS[name]
+    path = write(tmp_path / "run.jsonl", steps, **options)
+    violations = verify_trace(rechained(path, index, **changes)).replay.violations
+    assert [(v.step, v.message.split(":", 1)[0]) for v in violations] == expected, violations
