@@ -24,9 +24,9 @@ least :attr:`LanguageGuard.threshold` (0.5: more than half the mass on one langu
 with no letter outside the person names the lexicon found in it (a bare name has no language),
 or whose top language is below the threshold, is not judged unsupported: the lexicon decides
 it, as before. Measured (``docs/detection.md``, "Languages"): 47 of 48
-French, German, Spanish and Chinese sentences about a person are unsupported; of 1,312 English
-inputs (short ones, 800 real names of every group bare and in a sentence, English with French
-names) 1 is.
+French, German, Spanish and Chinese sentences about a person are unsupported; 1 of 512 English
+inputs (short ones, names from every group, English with French names) is, and none of the
+800 Bloomberg names, bare or in a sentence.
 
 Source:
     Lui & Baldwin, "langid.py: An Off-the-shelf Language Identification Tool", ACL 2012
