@@ -91,3 +91,21 @@ def test_probe_50_steps_in_one_event_loop(benchmark: Any) -> None:
         f"50 probed steps in one event loop, decision-k4-r2: {calls // 50} step calls per "
         f"probed step, {rate:.0f} probed steps/s"
     )
+
+
+@pytest.mark.benchmark(group="probe")
+def test_language_check_only(benchmark: Any) -> None:
+    """The probe's language guard on a new input: the one identifier call a probed step makes.
+
+    Compare with ``test_counterfactual_generation_only`` (same input): the guard should cost a
+    small fraction of drawing the variants. The model is loaded before the rounds start.
+    """
+    from biasbreaker.probe.language import LanguageGuard
+
+    guard = LanguageGuard()
+    guard.check(TEMPLATE.format(n=0))  # loads py3langid's model once
+    counter = itertools.count()
+    benchmark.extra_info["per"] = "LanguageGuard.check on a new 90-character input"
+    reading = benchmark(lambda: guard.check(TEMPLATE.format(n=next(counter))))
+    assert reading is not None
+    assert reading.supported

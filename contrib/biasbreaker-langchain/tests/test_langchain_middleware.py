@@ -174,6 +174,32 @@ def test_no_protected_group_is_not_applicable(tmp_path: Path) -> None:
     assert record["probe"]["status"] == "not_applicable"
 
 
+FRENCH = "Demande de prêt de Mme Marie Dubois. Elle gagne 40k par an. Faut-il l'approuver ?"
+
+
+def test_a_question_in_another_language_is_held_for_review(tmp_path: Path) -> None:
+    watch = Watch()
+    out = build(True, watch, tmp_path).invoke(question(FRENCH), thread("fr"))
+    assert watch.calls == 1 and watch.executed == []  # not re-issued, its tool call held
+    request = out["__interrupt__"][0].value
+    assert request["probe"]["status"] == "unsupported_language"
+    assert request["probe"]["reason"].startswith("unsupported language (held for review): ")
+    verify(tmp_path / "trace-fr.jsonl")
+
+
+def test_a_question_in_another_language_proceeds_unprobed_when_configured(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    probe = {**SETTINGS["probe"], "unsupported_language": "proceed"}
+    out = build(True, watch, tmp_path, probe=probe).invoke(question(FRENCH), thread("fr"))
+    assert "__interrupt__" not in out and watch.calls == 1
+    record = json.loads((tmp_path / "trace-fr.jsonl").read_text().splitlines()[1])
+    assert record["probe"]["status"] == "unsupported_language"
+    assert record["probe"]["reason"].startswith("unsupported language (proceeding unprobed): ")
+    verify(tmp_path / "trace-fr.jsonl")
+
+
 def test_async_biased_agent_halted(tmp_path: Path) -> None:
     watch = Watch()
 

@@ -117,6 +117,28 @@ class ProbeSettings(Section):
         "threads (the LangGraph adapter's sync nodes); a step that blocks the event loop is "
         "named when it returns, and its late result is still discarded.",
     )
+    languages: list[str] = Field(
+        default_factory=lambda: ["en"],
+        min_length=1,
+        description="ISO 639-1 codes of the languages the term lists cover (the shipped "
+        "lists: English). An input identified as another language is 'unsupported language', "
+        "not 'not applicable'; add a code when your term_files cover that language. Needs the "
+        "`languages` extra (py3langid); see docs/detection.md, 'Languages'.",
+    )
+    unsupported_language: Literal["hold", "proceed"] = Field(
+        "hold",
+        description="What a step whose input is in an unsupported language does: `hold` "
+        "(default) holds it for review, `proceed` lets it through unprobed; either way the "
+        "trace's probe outcome is `unsupported_language` and its reason says which.",
+    )
+
+    @field_validator("languages")
+    @classmethod
+    def _language_codes(cls, value: list[str]) -> list[str]:
+        bad = [c for c in value if not (2 <= len(c) <= 3 and c.isascii() and c.isalpha())]
+        if bad:
+            raise ValueError(f"languages {bad!r} are not ISO 639-1 codes, e.g. 'en'")
+        return [c.lower() for c in value]
 
 
 class PropagationSettings(Section):

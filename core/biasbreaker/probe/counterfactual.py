@@ -122,7 +122,12 @@ class CounterfactualGenerator:
 
     # ------------------------------------------------------------------ generation
     def generate(
-        self, payload: Any, k: int, *, coverage: Mapping[str, int] | None = None
+        self,
+        payload: Any,
+        k: int,
+        *,
+        coverage: Mapping[str, int] | None = None,
+        detections: Sequence[Detection] | None = None,
     ) -> CounterfactualSet:
         """Draw ``k`` counterfactual variants of a payload by the covering rotation.
 
@@ -145,6 +150,8 @@ class CounterfactualGenerator:
                 previous probe; an axis not in it starts at 0). ``None`` (stateless use):
                 each axis starts at a position drawn from the seed and the payload, so
                 variants still vary from payload to payload, but nothing bounds coverage.
+            detections: :meth:`detect` of this very payload, when the caller has it already
+                (the probe does, for its language guard); default: detected here.
 
         Returns:
             ``k`` variants, or a ``not_applicable`` set when nothing can be swapped; its
@@ -163,7 +170,7 @@ class CounterfactualGenerator:
                         "position, as ProbeResult.coverage gives it)"
                     )
         state = dict(coverage) if coverage is not None else {}
-        detections = self.detect(payload)
+        detections = self.detect(payload) if detections is None else tuple(detections)
         present = present_groups(detections)
         notes = self._finder.ambiguities(payload)
         if not present:

@@ -4,6 +4,9 @@ Given a step (a sync or async callable ``input -> output``), the input it was ca
 the output it produced, the probe
 
 1. decides from the seed whether this step is probed at all (``probe_rate``);
+1a. identifies the input's language once (:class:`~biasbreaker.probe.language.LanguageGuard`):
+   an input in a language the term lists do not cover is *unsupported language*, held for
+   review or let through unprobed as configured, never "not applicable";
 2. draws ``k`` counterfactual variants of the input (:class:`CounterfactualGenerator`); an
    input without protected mentions is *not applicable*, never "score 0";
 3. re-runs the step ``r`` more times on the original input (same-group resamples) and once on
@@ -80,6 +83,7 @@ from biasbreaker.probe.counterfactual import (
     CounterfactualMapping,
     payload_digest,
 )
+from biasbreaker.probe.language import LanguageGuard
 from biasbreaker.probe.scoring import (
     Combine,
     Scorer,
@@ -89,6 +93,7 @@ from biasbreaker.probe.scoring import (
     combine,
 )
 from biasbreaker.probe.terms import TermSet
+from biasbreaker.trace.records import UNSUPPORTED_PROCEEDED
 from biasbreaker.types import check_unit_score
 
 if TYPE_CHECKING:
@@ -108,6 +113,9 @@ __all__ = [
 Step = Callable[..., Any] | Callable[..., Awaitable[Any]]
 """A guarded step: ``step(input) -> output`` or ``async step(input) -> output``; it may also
 take a keyword ``sample: int``."""
+
+DEFAULT_LANGUAGE_GUARD = LanguageGuard()
+"""English term lists, hold for review, threshold 0.5: what a :class:`Probe` checks by default."""
 
 _SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("biasbreaker_probe_sample", default=0)
 
@@ -180,8 +188,10 @@ class ProbeResult:
 
     Args:
         status: ``"scored"``, ``"not_applicable"`` (no protected mention in the input:
-            fairness through unawareness, not "unbiased") or ``"not_sampled"`` (skipped by
-            ``probe_rate``).
+            fairness through unawareness, not "unbiased"), ``"unsupported_language"`` (the
+            input is in a language the term lists do not cover: nothing was drawn or run;
+            :attr:`holds` says whether the step goes to review) or ``"not_sampled"``
+            (skipped by ``probe_rate``).
         step: The step's name.
         step_id: The id used for sampling and seeding.
         score: The local score ``b_i`` in [0, 1], or ``None`` unless scored.
@@ -202,6 +212,10 @@ class ProbeResult:
         coverage: Axis name → the node's covering-rotation position after this probe (keep
             it per node and pass it as ``coverage=`` to the node's next probe; empty when
             not sampled). See :meth:`Probe.probe`.
+        language: The input's language as identified (ISO 639-1): a covered one, an
+            unsupported one, or ``"und"`` (undetermined: no language reached the guard's
+            threshold, as for a bare name, so the term lists were tried); ``""`` when not
+            identified (no language guard, no letter in the input, or not sampled).
 
     Raises:
         ScoreError: ``score`` (or an end of ``ci``) is not a number in [0, 1] (NaN,
@@ -210,7 +224,7 @@ class ProbeResult:
             is made (also by :meth:`from_dict`).
     """
 
-    status: Literal["scored", "not_applicable", "not_sampled"]
+    status: Literal["scored", "not_applicable", "unsupported_language", "not_sampled"]
     step: str
     step_id: str
     score: float | None = None
@@ -227,6 +241,19 @@ class ProbeResult:
     reason: str = ""
     notes: tuple[str, ...] = ()
     coverage: Mapping[str, int] = field(default_factory=dict)
+    language: str = ""
+
+    @property
+    def holds(self) -> bool:
+        """Whether the step must go to review.
+
+        An unsupported language holds unless its reason says the configuration lets it
+        proceed (:data:`~biasbreaker.trace.records.UNSUPPORTED_PROCEEDED`); any other reason
+        holds (fails closed).
+        """
+        return self.status == "unsupported_language" and not self.reason.startswith(
+            UNSUPPORTED_PROCEEDED
+        )
 
     def __post_init__(self) -> None:
         if self.score is not None:
@@ -277,6 +304,7 @@ class ProbeResult:
             "reason": self.reason,
             "notes": list(self.notes),
             "coverage": dict(self.coverage),
+            "language": self.language,
         }
 
     @classmethod
@@ -314,6 +342,7 @@ class ProbeResult:
             reason=data["reason"],
             notes=tuple(data.get("notes", ())),  # absent from results written before it
             coverage=dict(data.get("coverage", {})),  # likewise
+            language=data.get("language", ""),  # likewise
         )
 
 
@@ -349,6 +378,11 @@ class Probe:
             call inside ``async def``) is timed by ``clock`` when it returns. Either way its
             result is discarded and the probe fails closed (:class:`ProbeError`).
         clock: Monotonic seconds for the late-return check (injectable; ``time.monotonic``).
+        language: The language guard, called once per probed step before any variant is
+            drawn (default :data:`DEFAULT_LANGUAGE_GUARD`: English, hold for review), or
+            ``None`` to skip the check (then a French input is "not applicable" again). With
+            the default guard and py3langid not installed, every probed step raises
+            :class:`ProbeError` (the adapters hold it for review).
 
     Raises:
         InputError: An argument is out of range (the message names it; a ValueError).
@@ -370,6 +404,7 @@ class Probe:
         cache_size: int = 4096,
         call_timeout_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        language: LanguageGuard | None = DEFAULT_LANGUAGE_GUARD,
     ) -> None:
         self.scorers: tuple[Scorer, ...] = (
             (scorers,) if isinstance(scorers, Scorer) else tuple(scorers)
@@ -410,6 +445,7 @@ class Probe:
         self.cache_size = cache_size
         self.call_timeout_s = call_timeout_s
         self.clock = clock
+        self.language = language
         self._cache: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
         self._counter = 0
         self._coverage: dict[str, dict[str, int]] = {}
@@ -492,8 +528,9 @@ class Probe:
                 state, input and seed the variants are the same.
 
         Returns:
-            The result (``scored``, ``not_applicable`` or ``not_sampled``); its
-            ``coverage`` is the state after this probe.
+            The result (``scored``, ``not_applicable``, ``unsupported_language`` or
+            ``not_sampled``); its ``coverage`` is the state after this probe (unchanged by
+            an unsupported language).
 
         Coverage bound: an axis with ``N`` groups is rotated along a fixed seeded order, so
         while a node's probed inputs mention the same groups of the same ``A`` axes, every
@@ -502,7 +539,8 @@ class Probe:
         docs/detection.md, "Every group covered".
 
         Raises:
-            ProbeError: The step or a scorer failed or misbehaved, or an output (the guarded
+            ProbeError: The step, a scorer or the language identifier failed or misbehaved
+                (or py3langid is not installed for the default guard), or an output (the guarded
                 one, a resample's or a variant's) is neither text nor JSON — NaN and infinity
                 included; never a low score instead.
         """
@@ -519,7 +557,25 @@ class Probe:
                 reason=f"not sampled (probe_rate = {self.probe_rate})",
             )
         state = coverage if coverage is not None else self._coverage.get(name, {})
-        cf_set = self.generator.generate(input, self.k, coverage=state)
+        guard = self.language
+        found = self.generator.detect(input)
+        names = [(d.path, d.start, d.end) for d in found if d.kind == "name"]
+        reading = guard.check(input, names) if guard is not None else None
+        language = ""
+        if guard is not None and reading is not None:  # one identification per probed step
+            if not reading.supported:
+                return ProbeResult(
+                    status="unsupported_language",
+                    step=name,
+                    step_id=sid,
+                    confidence=self.confidence,
+                    combine=self.combine,
+                    reason=guard.reason(reading),
+                    coverage=dict(state),
+                    language=reading.language,
+                )
+            language = reading.language if reading.language in guard.languages else "und"
+        cf_set = self.generator.generate(input, self.k, coverage=state, detections=found)
         self._coverage[name] = dict(cf_set.coverage)
         if cf_set.status == "not_applicable":
             return ProbeResult(
@@ -531,6 +587,7 @@ class Probe:
                 reason=cf_set.reason,
                 notes=cf_set.notes,
                 coverage=cf_set.coverage,
+                language=language,
             )
         variants = cf_set.variants
         original_text = _text(output, name, "guarded output (sample 0)")
@@ -633,6 +690,7 @@ class Probe:
             variants=outcomes,
             notes=cf_set.notes,
             coverage=cf_set.coverage,
+            language=language,
         )
 
     # ------------------------------------------------------------------ internals
@@ -842,7 +900,8 @@ def build_probe(context: BuildContext) -> Probe:
         The probe, seeded with the run's seed.
 
     Raises:
-        ConfigError: A term file or axis in ``[probe]`` is invalid.
+        ConfigError: A term file or axis in ``[probe]`` is invalid, or py3langid (the
+            language guard's identifier, ``biasbreaker[languages]``) is not installed.
         PluginError: A selected scorer fails to build or is not a scorer.
     """
     cfg = context.settings.probe
@@ -858,6 +917,8 @@ def build_probe(context: BuildContext) -> Probe:
     except ConfigError as exc:
         raise ConfigError(f"[probe] term lists: {exc}") from exc
     generator = CounterfactualGenerator(terms, seed=context.seed)
+    language = LanguageGuard(cfg.languages, policy=cfg.unsupported_language)
+    language.require()
     return Probe(
         scorers,
         generator=generator,
@@ -870,4 +931,5 @@ def build_probe(context: BuildContext) -> Probe:
         confidence=cfg.confidence,
         max_concurrency=cfg.max_concurrency,
         call_timeout_s=cfg.call_timeout_s,
+        language=language,
     )

@@ -368,6 +368,16 @@ HELD_FOR_REVIEW: Final = "held-for-review"
 """The transition of a held step (its output could not be checked): action ``escalate`` in
 any state (``ControlMachine.step(hold=...)``)."""
 
+UNSUPPORTED_LANGUAGE: Final = "unsupported_language"
+"""The probe outcome of a step whose input is in a language the term lists do not cover
+(``docs/detection.md``, "Languages"); its reason starts with :data:`UNSUPPORTED_HELD` or
+:data:`UNSUPPORTED_PROCEEDED`, as ``[probe] unsupported_language`` chose."""
+UNSUPPORTED_HELD: Final = "unsupported language (held for review): "
+"""The reason's category of an unsupported-language step held for review (the default)."""
+UNSUPPORTED_PROCEEDED: Final = "unsupported language (proceeding unprobed): "
+"""The reason's category of an unsupported-language step let through unprobed, as
+``[probe] unsupported_language = "proceed"`` asks; any other reason of that outcome holds."""
+
 
 def _probe(value: object) -> Mapping[str, str] | None:
     if value is None:
@@ -476,6 +486,9 @@ __all__ = [
     "READABLE_VERSIONS",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "UNSUPPORTED_HELD",
+    "UNSUPPORTED_LANGUAGE",
+    "UNSUPPORTED_PROCEEDED",
     "SealRecord",
     "Signature",
     "StepRecord",

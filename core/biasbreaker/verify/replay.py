@@ -30,7 +30,11 @@ step's input or output, or failed; ``ControlMachine.step(hold=...)``) takes no t
 state, episode and attempt counters are the previous step's, it does not count as a recovery
 step, its action is ``escalate`` with the output's digest and its reason ``"held for review: "``
 and the probe's reason. A step whose recorded probe outcome is ``unreadable`` or ``failed`` must
-be held, and a held step must say why (a probe outcome that is not a reading one).
+be held, and a held step must say why (a probe outcome that is not a reading one). An
+``unsupported_language`` outcome (the input's language is not one the term lists cover) is read
+by its reason's category: :data:`~biasbreaker.trace.records.UNSUPPORTED_PROCEEDED` (``[probe]
+unsupported_language = "proceed"``) leaves the decision to the table, any other reason
+(:data:`~biasbreaker.trace.records.UNSUPPORTED_HELD`, the default) must be held.
 
 Each difference is a violation naming the step, the field, the recorded and the recomputed
 value; the replay then continues from what was recorded, so one wrong value is reported once.
@@ -50,8 +54,13 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from biasbreaker.trace.lines import StepLineV1
-from biasbreaker.trace.records import HELD_FOR_REVIEW, TraceHeader
+from biasbreaker.trace.lines import ProbeLine, StepLineV1
+from biasbreaker.trace.records import (
+    HELD_FOR_REVIEW,
+    UNSUPPORTED_LANGUAGE,
+    UNSUPPORTED_PROCEEDED,
+    TraceHeader,
+)
 from biasbreaker.types import BreakerAction, BreakerState
 from biasbreaker.verify.report import PropertyReport, ViolationLog
 
@@ -82,6 +91,28 @@ HOLDING_STATUSES: Final = frozenset({"unreadable", "failed"})
 """Probe outcomes whose step must be held for review (the output could not be checked)."""
 READING_STATUSES: Final = frozenset({"scored", "not_applicable", "not_sampled", "not_probed"})
 """Probe outcomes that leave the decision to the table (the step was read as it is)."""
+
+
+def must_hold(probe: ProbeLine | None) -> bool:
+    """Whether a step with this probe outcome must be held for review.
+
+    ``unreadable`` and ``failed``, and ``unsupported_language`` unless its reason starts with
+    :data:`~biasbreaker.trace.records.UNSUPPORTED_PROCEEDED` (fails closed on any other).
+    """
+    if probe is None:
+        return False
+    if probe.status == UNSUPPORTED_LANGUAGE:
+        return not probe.reason.startswith(UNSUPPORTED_PROCEEDED)
+    return probe.status in HOLDING_STATUSES
+
+
+def reads(probe: ProbeLine | None) -> bool:
+    """Whether this probe outcome leaves the decision to the table (none recorded: yes)."""
+    if probe is None:
+        return True
+    if probe.status == UNSUPPORTED_LANGUAGE:
+        return probe.reason.startswith(UNSUPPORTED_PROCEEDED)
+    return probe.status in READING_STATUSES
 
 
 def sigmoid_ratio(statistic: float, tau_enter: float, kappa: float) -> float:
@@ -223,7 +254,7 @@ class Replay:
                 and r.payload_sha256 is None
                 and r.episode == self._episode
                 and r.attempt == self._attempts
-                and (r.probe is None or r.probe.status not in HOLDING_STATUSES)
+                and not must_hold(r.probe)
             ):
                 continue
             if (
@@ -236,7 +267,7 @@ class Replay:
                 and r.attempt == self._attempts
                 and r.reason.startswith("escalated: terminal")
                 and (r.payload_sha256 is not None or self._frozen is None)
-                and (r.probe is None or r.probe.status not in HOLDING_STATUSES)
+                and not must_hold(r.probe)
             ):
                 continue
             self._decide(r, own)
@@ -394,7 +425,7 @@ class Replay:
     def _held(self, r: StepLineV1) -> bool:
         """Check a step that is, or must be, held for review; ``True`` if it was one."""
         probe = r.probe
-        must = probe is not None and probe.status in HOLDING_STATUSES
+        must = must_hold(probe)
         if r.transition != HELD_FOR_REVIEW:
             if must:
                 self._bad(
@@ -406,7 +437,7 @@ class Replay:
                 )
             return False
         step = r.step
-        if probe is None or probe.status in READING_STATUSES:
+        if probe is None or reads(probe):
             status = None if probe is None else probe.status
             self._bad(step, "probe", status, "a reason the output could not be checked", "held")
         elif r.reason != f"held for review: {probe.reason}":

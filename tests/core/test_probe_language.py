@@ -1,0 +1,301 @@
+"""The language guard: an input the English term lists cannot read is "unsupported language".
+
+French, German, Spanish and Chinese inputs about a person were silently "not applicable"
+(issue 14, item 5). They are now ``unsupported_language``: held for review by default, let
+through unprobed with the reason recorded when ``[probe] unsupported_language = "proceed"``.
+English is never unsupported, however short and whatever the names in it (a false
+"unsupported" on English would be a false halt); English naming no group stays "not
+applicable". The identifier (py3langid, the ``languages`` extra) runs once per probed step.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("py3langid")
+
+from biasbreaker.errors import ConfigError, InputError, ProbeError
+from biasbreaker.kernel import Kernel
+from biasbreaker.probe import CounterfactualGenerator, Probe, ProbeResult, build_probe
+from biasbreaker.probe import language as language_module
+from biasbreaker.probe.language import LanguageGuard, LanguageReading
+from biasbreaker.trace.records import UNSUPPORTED_HELD, UNSUPPORTED_PROCEEDED
+from biasbreaker_plugins.scorers.decision import DecisionScorer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ABOUT_A_PERSON = {
+    "fr": [
+        "Marie Dubois a postulé pour le poste d'ingénieure.",
+        "Il est musulman et travaille comme infirmier à Lyon.",
+        "La candidate est une femme noire de 45 ans.",
+        "Décidez si ce candidat chrétien obtient le prêt.",
+    ],
+    "de": [
+        "Zoë Müller hat sich auf die Stelle als Ingenieurin beworben.",
+        "Er ist Muslim und arbeitet als Krankenpfleger in Berlin.",
+        "Die Bewerberin ist eine 45-jährige schwarze Frau.",
+        "Entscheide, ob dieser christliche Bewerber den Kredit bekommt.",
+    ],
+    "es": [
+        "José García solicitó el puesto de ingeniero.",
+        "Ella es musulmana y trabaja como enfermera en Madrid.",
+        "El candidato es un hombre negro de 45 años.",
+        "Decide si esta solicitante cristiana recibe el préstamo.",
+    ],
+    "zh": [
+        "陈伟申请了工程师的职位。",
+        "她是穆斯林，在上海当护士。",
+        "这位求职者是一名四十五岁的黑人女性。",
+        "他是黑人。",
+    ],
+}
+FOREIGN = [(lang, text) for lang, texts in ABOUT_A_PERSON.items() for text in texts]
+
+ENGLISH = [
+    # very short, and names from outside English
+    "José García",
+    "Wei Chen",
+    "Maritza Huerta",  # reads as Basque (p = 0.57) alone: a bare name has no language
+    "Zoë Müller",
+    "José García applied.",
+    "Wei Chen applied for the job.",
+    "Zoë Müller is a nurse.",
+    "Hire Wei Chen?",
+    "Approve José García?",
+    "Zoë Müller, 34, engineer.",
+    "He is Muslim.",
+    "She is Black.",
+    "Is he Jewish?",
+    "Mr. Nguyen called.",
+    "Ana Lucía Fernández is a pilot.",
+    "Björn Andersson, nurse, 52.",
+    "François Lefèvre is retired.",
+    "Mrs. Nakamura, 78, widow.",
+    "Rank: Li Na, Juan Pérez, Emily Clark.",
+    # English with a French (German, Spanish, Chinese) name or word in it
+    "Jean-Pierre Dubois applied for the nurse position in Montréal.",
+    "Hire François? He speaks French and studied at the Université de Lyon.",
+    "Bonjour! Can you review Amélie Poulain's application?",
+    "Herr Müller from München applied for the software job.",
+    "Señora Gutiérrez asked whether her loan was approved.",
+    "Wei Chen (陈伟) is a Muslim engineer from Xi'an.",
+    "Notes: Zoë Müller, née Schäfer, Straße 12, Köln. Decide on her loan.",
+    "A café owner named Chloé said her husband is Jewish.",
+]
+
+
+def decide(text: str) -> str:
+    return "approve"
+
+
+def probe(**kwargs: Any) -> Probe:
+    return Probe(DecisionScorer(), k=2, r=1, seed=0, bootstrap=0, **kwargs)
+
+
+@pytest.mark.parametrize(("lang", "text"), FOREIGN)
+def test_a_foreign_input_about_a_person_is_unsupported_and_held_by_default(
+    lang: str, text: str
+) -> None:
+    calls: list[str] = []
+
+    def step(x: str) -> str:
+        calls.append(x)
+        return "approve"
+
+    result = probe().probe_sync(step, text, "approve", step_id="s")
+    assert result.status == "unsupported_language", result.reason
+    assert result.language == lang and result.holds
+    assert result.reason.startswith(UNSUPPORTED_HELD), result.reason
+    assert f"({lang}, p = " in result.reason and "cover English only" in result.reason
+    assert result.score is None and result.calls == 0 and calls == []  # nothing re-run
+    assert ProbeResult.from_dict(result.to_dict()) == result
+
+
+@pytest.mark.parametrize(("lang", "text"), FOREIGN)
+def test_a_foreign_input_proceeds_with_its_reason_when_configured(lang: str, text: str) -> None:
+    guard = LanguageGuard(policy="proceed")
+    result = probe(language=guard).probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "unsupported_language" and not result.holds
+    assert result.reason.startswith(UNSUPPORTED_PROCEEDED), result.reason
+    assert 'unsupported_language = "proceed"' in result.reason
+
+
+@pytest.mark.parametrize("text", ENGLISH)
+def test_english_is_never_unsupported_however_short_and_whatever_the_names(text: str) -> None:
+    result = probe().probe_sync(decide, text, "approve", step_id="s")
+    assert result.status != "unsupported_language", result.reason
+    assert result.language in ("en", "und", "")  # "": names alone, nothing to identify
+
+
+def _bloomberg_names() -> list[str]:
+    names = []
+    with gzip.open(ROOT / "tests/data/bloomberg/rankings_compact.jsonl.gz", "rt") as fh:
+        for line in fh:
+            names += [n.title() for n in json.loads(line)["default_order"]]
+    return sorted(set(names))
+
+
+def test_no_name_of_the_bloomberg_data_reads_as_unsupported() -> None:
+    # real names of every group the data set codes (Black, White, Hispanic, Asian; men and
+    # women), bare and in a sentence: the probe's own inputs must not halt on them
+    guard, finder = LanguageGuard(), CounterfactualGenerator(seed=0)
+    names = _bloomberg_names()
+    assert len(names) == 800
+    for name in names:
+        for text in (name, f"{name} applied for the software engineer job."):
+            found = [(d.path, d.start, d.end) for d in finder.detect(text) if d.kind == "name"]
+            reading = guard.check(text, found)  # what the probe passes
+            assert reading is None or reading.supported, (text, reading)
+
+
+def test_english_bbq_contexts_are_not_unsupported() -> None:
+    guard = LanguageGuard()
+    path = ROOT / "core/biasbreaker/data/bbq/preds_Religion.jsonl"
+    items = [json.loads(line) for line in path.read_text().splitlines()[::10]]
+    for item in items:
+        for text in (item["context"], item["question"], item["ans0"]):
+            reading = guard.check(text)
+            assert reading is None or reading.supported, (text, reading)
+
+
+def test_english_naming_no_group_stays_not_applicable() -> None:
+    for text in ("Summarize the quarterly report.", "Translate the attached file.", "OK"):
+        result = probe().probe_sync(decide, text, "approve", step_id="s")
+        assert result.status == "not_applicable" and result.language in ("en", "und")
+        assert "no protected term" in result.reason
+
+
+def test_a_payload_without_letters_is_not_identified() -> None:
+    assert LanguageGuard().check({"n": "42", "m": ["", "3.5 %"]}) is None
+    result = probe().probe_sync(decide, "42", "approve", step_id="s")
+    assert result.status == "not_applicable" and result.language == ""
+
+
+def test_the_values_of_a_payload_are_read_not_its_keys() -> None:
+    seen: list[str] = []
+
+    def identify(text: str) -> tuple[str, float]:
+        seen.append(text)
+        return "en", 1.0
+
+    LanguageGuard(identify=identify).check({"bewerberin": "Ms. Carter", "n": [1, "applies"]})
+    assert seen == ["Ms. Carter applies"]
+
+
+def test_the_identifier_runs_once_per_probed_step_and_not_on_unsampled_ones() -> None:
+    seen: list[str] = []
+
+    def identify(text: str) -> tuple[str, float]:
+        seen.append(text)
+        return "en", 0.99
+
+    p = probe(language=LanguageGuard(identify=identify))
+    result = p.probe_sync(decide, "He is Muslim.", "approve", step_id="s")
+    assert result.status == "scored" and result.calls >= 2  # the step re-ran, once identified
+    assert seen == ["He is Muslim."]
+    skipped = Probe(DecisionScorer(), probe_rate=0.0, language=LanguageGuard(identify=identify))
+    assert skipped.probe_sync(decide, "He is Muslim.", "approve").status == "not_sampled"
+    assert seen == ["He is Muslim."]
+
+
+def test_a_language_the_term_files_cover_is_probed() -> None:
+    text = "Er ist Muslim und arbeitet als Krankenpfleger in Berlin."
+    guard = LanguageGuard(["en", "de"])
+    result = probe(language=guard).probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "scored" and result.language == "de"  # "Muslim" is swapped
+
+
+def test_without_a_guard_a_foreign_input_is_not_applicable_again() -> None:
+    result = probe(language=None).probe_sync(decide, "陈伟申请了工程师的职位。", "x", step_id="s")
+    assert result.status == "not_applicable" and result.language == ""
+
+
+def test_below_the_threshold_the_lexicon_decides() -> None:
+    guard = LanguageGuard(identify=lambda text: ("fr", 0.49))
+    assert guard.check("Marie") == LanguageReading("fr", 0.49, True, 5)
+    assert not LanguageGuard(identify=lambda text: ("fr", 0.5)).check("Marie").supported  # type: ignore[union-attr]
+    assert LanguageGuard(identify=lambda text: ("en", 1.0), max_chars=3).check("abcdef").chars == 3  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "answer", [("fr", 1.5), ("fr", -0.1), (None, 0.9), ("fr", "0.9"), ("fr", True)]
+)
+def test_a_misbehaving_identifier_fails_the_probe_closed(answer: Any) -> None:
+    guard = LanguageGuard(identify=lambda text: answer)
+    with pytest.raises(ProbeError, match="language identifier answered"):
+        guard.check("text")
+
+
+def test_an_identifier_that_raises_fails_the_probe_closed() -> None:
+    def broken(text: str) -> tuple[str, float]:
+        raise RuntimeError("boom")
+
+    with pytest.raises(ProbeError, match="boom"):
+        probe(language=LanguageGuard(identify=broken)).probe_sync(decide, "He is Muslim.", "x")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"languages": []},
+        {"languages": ["EN"]},
+        {"languages": ["english"]},
+        {"policy": "ignore"},
+        {"threshold": 0.0},
+        {"threshold": 1.5},
+        {"max_chars": 0},
+    ],
+)
+def test_guard_arguments_are_checked(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InputError):
+        LanguageGuard(**kwargs)
+
+
+@pytest.fixture
+def no_py3langid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the `languages` extra were not installed."""
+    monkeypatch.setattr(language_module, "_LOADED", [])
+    monkeypatch.setitem(sys.modules, "py3langid", None)
+    monkeypatch.setitem(sys.modules, "py3langid.langid", None)
+
+
+@pytest.mark.usefixtures("no_py3langid")
+def test_without_py3langid_the_default_guard_fails_the_probe_closed() -> None:
+    assert not language_module.identifier_available()
+    with pytest.raises(ProbeError, match=r"biasbreaker\[languages\]"):
+        probe().probe_sync(decide, "He is Muslim.", "approve", step_id="s")
+
+
+@pytest.mark.usefixtures("no_py3langid")
+@pytest.mark.parametrize("policy", ["hold", "proceed"])
+def test_without_py3langid_a_configured_probe_does_not_start(tmp_path: Path, policy: str) -> None:
+    kernel = Kernel.load(cwd=tmp_path, overrides={"probe": {"unsupported_language": policy}})
+    with pytest.raises(ConfigError, match=r"biasbreaker\[languages\]"):
+        build_probe(kernel)
+
+
+def test_the_policy_and_languages_come_from_the_configuration(tmp_path: Path) -> None:
+    (tmp_path / "biasbreaker.toml").write_text(
+        '[probe]\nunsupported_language = "proceed"\nlanguages = ["en", "DE"]\n'
+    )
+    built = build_probe(Kernel.load(cwd=tmp_path))
+    assert built.language is not None
+    assert built.language.policy == "proceed" and built.language.languages == ("en", "de")
+    default = build_probe(Kernel.load(cwd=tmp_path / "nowhere")).language
+    assert default is not None and default.policy == "hold" and default.languages == ("en",)
+
+
+@pytest.mark.parametrize(
+    "probe_section",
+    [{"unsupported_language": "ignore"}, {"languages": []}, {"languages": ["e1"]}],
+)
+def test_bad_language_settings_are_refused(tmp_path: Path, probe_section: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        Kernel.load(cwd=tmp_path, overrides={"probe": probe_section})
