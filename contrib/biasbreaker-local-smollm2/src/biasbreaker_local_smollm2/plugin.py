@@ -75,6 +75,23 @@ class LocalSmolLM2Options(BaseModel):
             "the request's (biasbreaker's default is 0, greedy)."
         ),
     )
+    extra_buffer_types: bool = Field(
+        True,
+        description=(
+            "llama.cpp's extra buffer types (use_extra_bufts: weight repacking for the CPU's "
+            "wider instructions). false avoids the SIGILL seen on a VM that advertises AMX "
+            "it cannot run, at some speed; needs llama-cpp-python 0.3.16 or later."
+        ),
+    )
+    cpu_check: bool = Field(
+        True,
+        description=(
+            "Before the first load in a process, load the model and generate one token in a "
+            "child process, so a build that dies with SIGILL on this CPU fails with an "
+            "LLMError naming the cause and the fix instead of killing the run (about 1 s "
+            "per process)."
+        ),
+    )
     json_mode: Literal["schema", "json", "none"] = Field(
         "schema",
         description=(
