@@ -278,3 +278,36 @@ def test_a_review_resumes_in_another_process_with_a_sqlite_store(tmp_path: Path)
 def test_the_middleware_reads_no_langgraph_private_internals() -> None:
     source = Path(middleware_module.__file__).read_text()
     assert "__pregel" not in source and "scratchpad" not in source
+
+
+@pytest.mark.parametrize("guard_first", [True, False])
+def test_bias_review_comes_before_tool_approval_whatever_the_order(
+    tmp_path: Path, guard_first: bool
+) -> None:
+    """With HumanInTheLoopMiddleware, the tool reviewer only sees replies the guard passed."""
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+    watch = Watch()
+    guard = BiasGuardMiddleware(settings(tmp_path))
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"approve_loan": True, "deny_loan": True})
+    agent = create_agent(
+        model(True, watch),
+        tools=loan_tools(watch),
+        middleware=[guard, hitl] if guard_first else [hitl, guard],
+        checkpointer=InMemorySaver(),
+    )
+    config = thread(f"hitl-{guard_first}")
+    first = agent.invoke(question(WOMAN), config)["__interrupt__"][0].value
+    assert first["kind"] == "biasbreaker-review" and watch.executed == []
+    answer = {"action": "approve", "sha256": first["sha256"]}
+    second = agent.invoke(Command(resume=answer), config)["__interrupt__"][0].value
+    assert [a["name"] for a in second["action_requests"]] == ["deny_loan"]  # now HITL's turn
+    assert watch.executed == []
+    agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert watch.executed == [("deny_loan", "Decision: no")]
+
+    # a rejected reply has no tool call: the tool reviewer is never asked
+    other = thread(f"hitl-reject-{guard_first}")
+    request = agent.invoke(question(WOMAN), other)["__interrupt__"][0].value
+    done = agent.invoke(Command(resume={"action": "reject", "sha256": request["sha256"]}), other)
+    assert "__interrupt__" not in done and len(watch.executed) == 1
