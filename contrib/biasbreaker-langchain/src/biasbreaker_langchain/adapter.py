@@ -94,8 +94,8 @@ class LangChainAgentAdapter:
     def runner_for(self, step: Callable[..., Any]) -> InterventionRunner:
         """The configured runner whose re-check re-issues ``step`` (one model call's).
 
-        ``step(view, sample=0)`` maps a request view to a reply view. The copy shares the
-        router, panel and MADERA; the skeptics' track record is handed back with
+        ``step(view)`` (a coroutine function) maps a request view to a reply view. The copy
+        shares the router, panel and MADERA; the skeptics' track record is handed back with
         :meth:`keep_track_record` after the call.
         """
         rechecker = ProbeRechecker(FreshProbes(self.probe), {self.node: step})

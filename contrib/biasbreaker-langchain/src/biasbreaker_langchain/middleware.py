@@ -360,7 +360,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         call = self._begin(request, result, config, capture)
         pool = self.adapter.pool
 
-        async def step(payload: Any, sample: int = 0) -> Any:
+        async def step(payload: Any) -> Any:
             quiet = silenced(call.config)
             job = functools.partial(
                 contextvars.copy_context().run,
@@ -402,7 +402,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             var_child_runnable_config.reset(token)
         call = self._begin(request, result, config, capture)
 
-        async def step(payload: Any, sample: int = 0) -> Any:
+        async def step(payload: Any) -> Any:
             inner = var_child_runnable_config.set(silenced(call.config))
             try:
                 out = await handler(_rebuilt(call.request, payload))
