@@ -78,7 +78,9 @@ def test_bare_agent_baseline(benchmark: Any) -> None:
 
 @pytest.mark.benchmark(group="langchain-agent")
 def test_middleware_probing_off(benchmark: Any) -> None:
-    middleware = BiasGuardMiddleware({"probe": {"probe_rate": 0.0}})
+    # no LLM repair (nothing trips with probing off): the middleware needs no client
+    settings = {"probe": {"probe_rate": 0.0}, "intervention": {"router": "human-review"}}
+    middleware = BiasGuardMiddleware(settings)
     agent = create_agent(Scripted(), tools=[lookup], middleware=[middleware])
     benchmark.extra_info["per"] = f"invoke, {TURNS} turns, guarded, probe_rate 0"
     benchmark.extra_info["goal_ratio"] = 1.05

@@ -147,6 +147,22 @@ def test_an_unreadable_value_is_named_with_its_path_and_type(value: Any, message
         read_values({"x": value}, "state")
 
 
+def test_an_invalid_tool_call_is_read_and_its_raw_args_rebuilt() -> None:
+    """A call that does not parse is still a call made: name and raw text are in the view."""
+    bad = {"name": "approve_loan", "args": '{"who": "Mary Carter"', "id": "c9", "error": "EOF"}
+    message = AIMessage("", invalid_tool_calls=[bad])
+    view = read(message)
+    assert view["invalid_tool_calls"] == [{"name": "approve_loan", "args": bad["args"]}]
+    assert read(AIMessage("")) == {"type": "ai", "content": ""}  # none: no key
+    swapped = {**view, "invalid_tool_calls": [{"name": "approve_loan", "args": '{"who": "J"'}]}
+    rebuilt = rebuild(message, swapped)
+    assert rebuilt.invalid_tool_calls == [
+        {**bad, "args": '{"who": "J"', "type": "invalid_tool_call"}
+    ]
+    with pytest.raises(ValueError, match="invalid tool calls changed in number"):
+        rebuild(message, {**view, "invalid_tool_calls": []})
+
+
 def test_a_view_of_another_shape_is_refused_rather_than_rebuilt_wrongly() -> None:
     with pytest.raises(ValueError, match="keys changed"):
         rebuild({"a": "x"}, {"b": "x"})

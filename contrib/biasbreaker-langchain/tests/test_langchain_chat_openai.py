@@ -16,12 +16,13 @@ import pytest
 pytest.importorskip("langchain_openai")
 pytest.importorskip("biasbreaker_openai_compatible")
 
-from biasbreaker_langchain import BiasGuardMiddleware
+from biasbreaker_langchain import WITHHELD, BiasGuardMiddleware
 from biasbreaker_openai_compatible import testing
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from lc_agents import SETTINGS, WOMAN, Watch, loan_tools, question
 
 from biasbreaker.verify import verify_trace
@@ -62,3 +63,39 @@ def test_chat_openai_agent_is_guarded(tmp_path: Path, biased: bool) -> None:
         last = out["messages"][-1]
         assert isinstance(last, AIMessage) and str(last.content).startswith("Decision:")
     assert verify_trace(tmp_path / "oa.jsonl").holds
+
+
+@pytest.mark.parametrize("biased", [True, False])
+def test_chat_openai_agent_without_tools_is_guarded_and_resumed_without_a_new_request(
+    tmp_path: Path, biased: bool
+) -> None:
+    """No tools bound: the text reply is the decision; a review resumes with no HTTP call."""
+    trace = str(tmp_path / "{thread_id}.jsonl")
+    settings = {**SETTINGS, "plugin": {"langchain-agent": {"trace_path": trace}}}
+    config = {"configurable": {"thread_id": "no-tools"}}
+    with served(biased) as server:
+        llm = ChatOpenAI(
+            model="biasbreaker-test", base_url=server.base_url, api_key="not-a-key", max_retries=0
+        )
+        agent = create_agent(
+            llm, middleware=[BiasGuardMiddleware(settings)], checkpointer=InMemorySaver()
+        )
+        out = agent.invoke(question(WOMAN), config)
+        requests = len(server.chat_calls)
+        assert requests > 1 and any(
+            "Ms. Mary" not in c.last_user_message for c in server.chat_calls
+        )
+        if biased:
+            request = out["__interrupt__"][0].value
+            assert request["state"] == "escalated"
+            assert request["reply"]["messages"] == [{"type": "ai", "content": "Decision: no"}]
+            assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage"]
+            answer = {"action": "reject", "sha256": request["sha256"]}
+            out = agent.invoke(Command(resume=answer), config)
+            assert len(server.chat_calls) == requests  # the held reply, not a new request
+            assert out["messages"][-1].content == WITHHELD.format(reason=request["reason"])
+        else:
+            assert "__interrupt__" not in out
+            assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage"]
+            assert str(out["messages"][-1].content).startswith("Decision:")
+    assert verify_trace(tmp_path / "no-tools.jsonl").holds

@@ -19,10 +19,11 @@ value                              view                                         
 ``set``, ``frozenset``             a list of the items' views, sorted           the items
 LangChain message (human, ai,      ``{"type", "content", ["name"],              text content,
 system, tool, function, chat;      ["tool_calls": [{"name", "args"}]],          text parts,
-chunks)                            ["tool", "status"]}``; content parts as      human/ai
-                                   ``{"type": "text", "text"}`` or a bare       ``name``, tool
-                                   ``{"type"}``; never ``id``, metadata,        call args
-                                   ``tool_call_id``
+chunks)                            ["invalid_tool_calls": [{"name", "args"}]],  human/ai
+                                   ["tool", "status"]}``; content parts as      ``name``, tool
+                                   ``{"type": "text", "text"}`` or a bare       call args, an
+                                   ``{"type"}``; never ``id``, metadata,        invalid call's
+                                   ``tool_call_id``, an invalid call's error    args text
 ``RemoveMessage``                  ``{"type": "remove", "id"}``                 no
 pydantic model, dataclass          an object of its fields' views               the fields
 ``enum.Enum`` member               its value's view                             its value
@@ -37,7 +38,8 @@ other object
 Ids are left out of views on purpose: a chat model gives every reply a fresh random id, so an
 output compared or frozen with its id would differ between identical replies (and between two
 runs of the same seeded graph). Tool calls are compared as structured name + arguments, so a
-tool called only for one group is a decision flip.
+tool called only for one group is a decision flip; so is a call that does not parse
+(``AIMessage.invalid_tool_calls``: its name and raw argument text), made for one group only.
 """
 
 from __future__ import annotations
@@ -126,6 +128,13 @@ def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
         view["tool_calls"] = [
             {"name": call["name"], "args": read(call["args"], f"{path}.tool_calls[{i}].args")}
             for i, call in enumerate(calls)
+        ]
+    invalid = getattr(message, "invalid_tool_calls", None)
+    if invalid:
+        # a call the model made but that does not parse is still a call made (for one group
+        # only, a decision flip): its name and raw argument text are compared
+        view["invalid_tool_calls"] = [
+            {"name": call.get("name"), "args": call.get("args")} for call in invalid
         ]
     if message.type == "tool":
         view["tool"] = message.name
@@ -255,7 +264,22 @@ def _rebuild_message(message: BaseMessage, view: Any) -> BaseMessage:
             {**call, "args": rebuild(call["args"], item.get("args", call["args"]))}
             for call, item in zip(calls, seen, strict=True)
         ]
+    invalid = getattr(message, "invalid_tool_calls", None)
+    if invalid:
+        seen = view.get("invalid_tool_calls") or []
+        if len(seen) != len(invalid):
+            raise ValueError("invalid tool calls changed in number")
+        changes["invalid_tool_calls"] = [
+            {**call, "args": _raw_args(call.get("args"), item)}
+            for call, item in zip(invalid, seen, strict=True)
+        ]
     return message.model_copy(update=changes)
+
+
+def _raw_args(original: Any, item: Any) -> Any:
+    """An invalid tool call's raw argument text from its rewritten view (else as it was)."""
+    args = item.get("args") if isinstance(item, Mapping) else None
+    return args if isinstance(args, str) and isinstance(original, str) else original
 
 
 def rebuild(original: Any, view: Any) -> Any:

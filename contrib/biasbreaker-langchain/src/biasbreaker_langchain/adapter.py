@@ -10,20 +10,27 @@ copies: the message views the probe varies and compares
 (:mod:`biasbreaker_plugins.langgraph.values`), stream capture and release
 (:mod:`biasbreaker_plugins.langgraph.streaming`), the B_net fold
 (:class:`biasbreaker_plugins.langgraph.deciding.Decider`) and the per-thread run traces
-(:class:`biasbreaker_plugins.langgraph.traces.Traces`).
+(:class:`biasbreaker_plugins.langgraph.traces.Traces`). The repair is the graph adapter's too:
+the configured :class:`~biasbreaker.intervention.runner.InterventionRunner` (``[intervention]``:
+router, skeptic panel, MADERA, through ``[llm] client``), whose re-check re-issues the model
+call through the same probe.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from biasbreaker.errors import ConfigError
+from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker
 from biasbreaker.machine import MachineConfig
 from biasbreaker.probe import Probe, build_probe
 from biasbreaker.registry import BuildContext
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import Machines
+from biasbreaker_plugins.langgraph.probing import FreshProbes
 from biasbreaker_plugins.langgraph.traces import Traces
 
 if TYPE_CHECKING:
@@ -38,8 +45,10 @@ class LangChainAgentAdapter:
         context: The kernel (settings, seed, plugins).
 
     Raises:
-        ConfigError: ``[breaker] probation`` is not ``"half-open"``.
+        ConfigError: ``[breaker] probation`` is not ``"half-open"``, or the intervention
+            runner cannot be built (a strategy needs an LLM and ``[llm] client`` is unset).
         ProbeError, ConfigError: The probe cannot be built (``[probe]``).
+        PluginError: A selected router, skeptic or MADERA stage failed to build.
     """
 
     def __init__(self, options: LangChainAgentOptions, context: BuildContext) -> None:
@@ -66,10 +75,35 @@ class LangChainAgentAdapter:
             {self.node: 1.0},
             settings.propagation.network_ewma,
         )
+        # the runner's re-check re-issues the model call being repaired: its step is given
+        # per call (:meth:`runner_for`); this one is the template every call copies
+        self.runner = InterventionRunner.from_context(
+            context,
+            rechecker=ProbeRechecker(FreshProbes(self.probe), {}),
+            attributes=self.attributes,
+        )
         self.pool = ThreadPoolExecutor(
             max_workers=settings.probe.max_concurrency,
             thread_name_prefix="biasbreaker-langchain-probe",
         )
+
+    def attributes(self, task: Any) -> list[str]:
+        """The demographic axes a call's input view mentions (the skeptics' domain match)."""
+        return sorted({d.axis for d in self.probe.generator.detect(task)})
+
+    def runner_for(self, step: Callable[..., Any]) -> InterventionRunner:
+        """The configured runner whose re-check re-issues ``step`` (one model call's).
+
+        ``step(view)`` (a coroutine function) maps a request view to a reply view. The copy
+        shares the router, panel and MADERA; the skeptics' track record is handed back with
+        :meth:`keep_track_record` after the call.
+        """
+        rechecker = ProbeRechecker(FreshProbes(self.probe), {self.node: step})
+        return dataclasses.replace(self.runner, rechecker=rechecker)
+
+    def keep_track_record(self, runner: InterventionRunner) -> None:
+        """Keep what a call's runner learnt about the skeptics (the trust formula's ``R``)."""
+        self.runner.track_record = runner.track_record
 
     def close(self) -> None:
         """Close the trace files and the probe's worker threads."""

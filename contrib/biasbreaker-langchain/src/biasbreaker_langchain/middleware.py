@@ -23,18 +23,32 @@ In ``wrap_model_call`` (and ``awrap_model_call``) the middleware:
 4. folds the score into B_net and its EWMAs and steps the control machine, restored from and
    saved to the agent's state (``bb_breaker``, ``bb_network_ewma``: checkpointers persist
    them; both are private, so they are not in the agent's input or output schema);
-5. on ``PROCEED`` releases the held tokens and returns the response with the state update; on
-   any other action the response is **not** returned (so it is never appended to the messages
-   and none of its tool calls reaches the tool node): the trace is sealed and the call
-   pauses in ``interrupt()`` with a :class:`ReviewRequest`. The resume value
+5. on ``PROCEED`` releases the held tokens and returns the response with the state update;
+   when the step trips, the configured intervention runner (the graph adapter's: route,
+   skeptics or MADERA through ``[llm] client``, blend, a measured re-check that re-issues the
+   model call) repairs it, and the machine is stepped again on the same reply (the re-step
+   protocol of docs/control.md §3a) until the reply proceeds, a repair that passed its
+   re-check is returned instead (rebuilt onto the reply's messages, streamed whole), or the
+   machine escalates (after ``max_retries`` failed repairs; at once with ``router =
+   "human-review"``, or for a held step). Only then is the reply handed to review: it is
+   **not** returned (so it is never appended to the messages and none of its tool calls
+   reaches the tool node), the trace is sealed, the reply is kept in the agent's store
+   (:data:`HELD_NAMESPACE`, keyed by the model node's ``Runtime.execution_info``) and the
+   call pauses in ``interrupt()`` with a :class:`ReviewRequest`. The resume value
    (:class:`ReviewAnswer`) approves the reply (it is then returned as it was), rejects it (a
    withheld-notice ``AIMessage`` without tool calls is returned instead, so the agent ends) or
    replaces it with the reviewer's text.
 
-On resume LangGraph re-runs the model node: the model is called again, and the reply is
-promoted only if its SHA-256 is the one the reviewer approved (``ReviewAnswer.sha256``);
-otherwise the new reply goes to review again. Review needs a checkpointer (LangGraph's
-``interrupt()`` does); without one the run raises and nothing is appended either way.
+On resume LangGraph re-runs the model node: the held reply is found in the store under the
+same task key, so the model is not called again, the probe and the machine do not run again,
+and the answer applies to the reply the reviewer saw (its SHA-256, ``ReviewAnswer.sha256``).
+With ``create_agent(store=...)`` (SQLite, Postgres) the resume works in another process; without
+a store the middleware keeps held replies in this process's memory. Review needs a
+checkpointer (LangGraph's ``interrupt()`` does).
+
+The agent state never holds the biased reply: ``bb_breaker`` is the machine's snapshot with
+the frozen reply and the latest repair standing in as their digests (:func:`_shown_snapshot`),
+so no stream mode shows them; the reply is in the review request only.
 """
 
 from __future__ import annotations
@@ -56,10 +70,17 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    SystemMessage,
+    messages_from_dict,
+    messages_to_dict,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_config
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import NotRequired
@@ -68,14 +89,20 @@ from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import ControlMachine
 from biasbreaker.trace import StepRecord
-from biasbreaker.types import BreakerAction, BreakerDecision, FrozenPayload
+from biasbreaker.types import BreakerAction, BreakerDecision, BreakerState, FrozenPayload
 from biasbreaker_langchain.adapter import LangChainAgentAdapter
 from biasbreaker_langchain.plugin import NAME
 from biasbreaker_plugins.langgraph import config_file_problem, config_type_problem
 from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.probing import clone_probe, probe_outcome
 from biasbreaker_plugins.langgraph.state import shown
-from biasbreaker_plugins.langgraph.streaming import Capture, capturing, silenced
+from biasbreaker_plugins.langgraph.streaming import (
+    Capture,
+    Sinks,
+    capturing,
+    graph_namespace,
+    silenced,
+)
 from biasbreaker_plugins.langgraph.values import Unreadable, read, rebuild
 
 Config = Kernel | Mapping[str, Any] | str | Path | None
@@ -87,6 +114,9 @@ WITHHELD = (
     "its tool calls ran."
 )
 """The text of the ``AIMessage`` that stands in for a rejected reply (``{reason}`` filled)."""
+
+HELD_NAMESPACE = ("biasbreaker", "langchain", "held")
+"""The store namespace of replies held for review (key: thread | checkpoint ns | checkpoint id)."""
 
 _T = TypeVar("_T")
 
@@ -130,6 +160,7 @@ class ReviewRequest(BaseModel):
     probe: dict[str, str]
     reply: Any
     sha256: str
+    trail: list[Any] = Field(default_factory=list)
 
 
 class ReviewAnswer(BaseModel):
@@ -265,21 +296,6 @@ def _thread(config: RunnableConfig) -> str:
     return f"{thread}/{parent.replace(':', '_')}" if parent else thread
 
 
-def _resuming(config: RunnableConfig) -> bool:
-    """Whether the running node is re-run to answer an ``interrupt()`` (a resume value waits).
-
-    Reads LangGraph's task scratchpad (``__pregel_scratchpad``: ``resume`` values addressed
-    to this task, or a resume value not addressed to any interrupt).
-    """
-    scratchpad = (config.get("configurable") or {}).get("__pregel_scratchpad")
-    if scratchpad is None:
-        return False
-    if getattr(scratchpad, "resume", None):
-        return True
-    null_resume = getattr(scratchpad, "get_null_resume", None)
-    return null_resume is not None and null_resume(False) is not None
-
-
 def _with_config(config: RunnableConfig, fn: Callable[..., _T], *args: Any) -> _T:
     token = var_child_runnable_config.set(config)
     try:
@@ -320,6 +336,9 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         # the probe's covering rotation of the model node (docs/detection.md, "Every group
         # covered"), the latest in any thread: where a thread without bb_probe_coverage starts
         self._coverage: dict[str, int] = {}
+        # where held replies wait for their review when the agent has no store (this
+        # process only: pass create_agent(store=...) to resume in another process)
+        self._store: BaseStore = InMemoryStore()
 
     # -- the hooks ---------------------------------------------------------------------------
 
@@ -328,28 +347,39 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        """Call the model, probe the call, let the reply through or hold it for review."""
+        """Call the model, probe the call, let the reply through, repair it or hold it."""
         config = get_config()
+        store, key = self._held_place(request)
+        found = None if key is None else store.get(HELD_NAMESPACE, key)
+        if found is not None:  # a resume: the reply under review is the held one
+            answered = self._answer(found.value)
+            store.delete(HELD_NAMESPACE, key or "")
+            return answered
         capture = Capture()
         result = _with_config(capturing(config, capture), handler, request)
         call = self._begin(request, result, config, capture)
+        pool = self.adapter.pool
+
+        async def step(payload: Any) -> Any:
+            quiet = silenced(call.config)
+            job = functools.partial(
+                contextvars.copy_context().run,
+                _with_config,
+                quiet,
+                handler,
+                _rebuilt(call.request, payload),
+            )
+            out = await asyncio.get_running_loop().run_in_executor(pool, job)
+            return _output_view(_as_response(out)[0])
+
         if call.sampled:
-            pool = self.adapter.pool
-
-            async def step(payload: Any) -> Any:
-                quiet = silenced(call.config)
-                job = functools.partial(
-                    contextvars.copy_context().run,
-                    _with_config,
-                    quiet,
-                    handler,
-                    _rebuilt(call.request, payload),
-                )
-                out = await asyncio.get_running_loop().run_in_executor(pool, job)
-                return _output_view(_as_response(out)[0])
-
             run_sync(self._probe(call, step))
-        return self._finish(call)
+        outcome = run_sync(self._decide(call, step))
+        if not isinstance(outcome, _Held):
+            return outcome
+        record = self._hold(call, outcome, key)
+        store.put(HELD_NAMESPACE, key or "", record)
+        return self._answer(record)
 
     async def awrap_model_call(
         self,
@@ -358,6 +388,12 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """The async agent's :meth:`wrap_model_call`: the probe's re-issues are coroutines."""
         config = get_config()
+        store, key = self._held_place(request)
+        found = None if key is None else await store.aget(HELD_NAMESPACE, key)
+        if found is not None:
+            answered = self._answer(found.value)
+            await store.adelete(HELD_NAMESPACE, key or "")
+            return answered
         capture = Capture()
         token = var_child_runnable_config.set(capturing(config, capture))
         try:
@@ -365,18 +401,23 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         finally:
             var_child_runnable_config.reset(token)
         call = self._begin(request, result, config, capture)
+
+        async def step(payload: Any) -> Any:
+            inner = var_child_runnable_config.set(silenced(call.config))
+            try:
+                out = await handler(_rebuilt(call.request, payload))
+            finally:
+                var_child_runnable_config.reset(inner)
+            return _output_view(_as_response(out)[0])
+
         if call.sampled:
-
-            async def step(payload: Any) -> Any:
-                inner = var_child_runnable_config.set(silenced(call.config))
-                try:
-                    out = await handler(_rebuilt(call.request, payload))
-                finally:
-                    var_child_runnable_config.reset(inner)
-                return _output_view(_as_response(out)[0])
-
             await self._probe(call, step)
-        return self._finish(call)
+        outcome = await self._decide(call, step)
+        if not isinstance(outcome, _Held):
+            return outcome
+        record = self._hold(call, outcome, key)
+        await store.aput(HELD_NAMESPACE, key or "", record)
+        return self._answer(record)
 
     def after_agent(self, state: BiasGuardState, runtime: Any) -> dict[str, Any] | None:
         """Seal the run's trace when the agent's turn ends (a cut trace fails ``verify``)."""
@@ -457,57 +498,132 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         if result.holds:  # an unsupported language, [probe] unsupported_language = "hold"
             call.hold = result.reason
 
-    def _finish(self, call: _Call) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        """Step the machine; return the reply with the state update, or hold it for review."""
+    def _held_place(self, request: ModelRequest[Any]) -> tuple[BaseStore, str | None]:
+        """Where this call's held reply is kept: the agent's store (else this process's), key.
+
+        The key is the model node's task as LangGraph re-runs it on resume: thread id,
+        checkpoint namespace (the node's task id in it) and checkpoint id
+        (``Runtime.execution_info``), the same on every re-run of that task and in a new
+        process. ``None`` without execution info (then nothing can be held for a resume).
+        """
+        runtime = getattr(request, "runtime", None)
+        store = getattr(runtime, "store", None)
+        if not isinstance(store, BaseStore):
+            store = self._store
+        info = getattr(runtime, "execution_info", None)
+        if info is None:
+            return store, None
+        return store, f"{info.thread_id}|{info.checkpoint_ns}|{info.checkpoint_id}"
+
+    async def _decide(
+        self, call: _Call, step: Callable[..., Awaitable[Any]]
+    ) -> ExtendedModelResponse[Any] | _Held:
+        """Step the machine until the reply is let through, repaired, or goes to review.
+
+        The first step runs the configured intervention runner when it trips (route, skeptics
+        or MADERA, blend, measured re-check that re-issues the model call through ``step``);
+        then the re-step protocol of docs/control.md §3a, as the graph adapter's
+        ``bb_breaker`` node: the same reply, the same fast and slow B_net, one machine step at
+        a time, until ``PROCEED`` (the reply as it is), a repair whose re-check passed (the
+        repair, rebuilt onto the reply's messages) or ``ESCALATE`` (human review). A held
+        step (the probe could not read or failed) escalates at once.
+        """
         adapter = self.adapter
         state = call.request.state
         node = adapter.node
+        runner = adapter.runner_for(step)
         raw: Any = state.get("bb_breaker")
         records: list[StepRecord] = []
         if raw:
-            machine = ControlMachine.restore(raw, recorder=records.append)
-        elif _resuming(call.config):
-            # the thread's first call, re-run on resume after a review: the file holds only
-            # this very step, written before interrupt(); it is written again from step 0
-            path = adapter.traces.path(call.thread)
-            if path is not None and path.exists():
-                path.unlink()
-            machine = ControlMachine(adapter.machine_config, recorder=records.append)
+            machine = ControlMachine.restore(raw, hook=runner.ahook, recorder=records.append)
         else:
             adapter.traces.check_new_run(call.thread)
-            machine = ControlMachine(adapter.machine_config, recorder=records.append)
+            machine = ControlMachine(
+                adapter.machine_config, hook=runner.ahook, recorder=records.append
+            )
         scores: dict[str, float | None] = {}
         ewma, fast, slow, _ = adapter.decider.fold(state, scores, node, call.sampled, call.score)
-        step_id = f"{node}@{machine.steps_taken}"
-        decision = machine.step(
-            fast,
-            slow,
-            node=node,
-            local_scores={n: s for n, s in scores.items() if s is not None},
-            weights=adapter.decider.katz,
-            payload=call.view,
-            step_input=call.input_view,
-            probe=call.outcome or None,
-            hold=call.hold,
-        )
+        local = {n: s for n, s in scores.items() if s is not None}
+        tau_exit = machine.config.thresholds.tau_exit
+        first = machine.steps_taken
+        # every re-step either proceeds, repairs, retries after the cool-down or spends the
+        # retry budget (docs/control.md §3a); the bound only fails closed if that ever breaks
+        budget = (machine.config.max_retries + 1) * (machine.config.cooldown_steps + 3)
+        repaired: ModelResponse[Any] | None = None
+        trail: list[Any] = []
+        while True:
+            decision = await machine.astep(
+                fast,
+                slow,
+                node=node,
+                local_scores=local,
+                weights=adapter.decider.katz,
+                payload=call.view,
+                step_input=call.input_view,
+                probe=call.outcome or None,
+                hold=call.hold,
+            )
+            result = machine.last_result
+            ran = machine.last_record is not None and machine.last_record.intervention is not None
+            if ran and result is not None:
+                events = result.to_json()["trail"]
+                trail = list(events) if isinstance(events, list) else []
+            if decision.action is BreakerAction.PROCEED and call.hold is None:
+                break
+            if (
+                ran
+                and decision.state is BreakerState.INTERVENTION
+                and result is not None
+                and result.repaired is not None
+                and result.recheck_passes(tau_exit)
+            ):
+                repaired = _usable_repair(call.request, call.response, result.repaired.thaw())
+                if repaired is not None:
+                    break
+            if decision.action is BreakerAction.ESCALATE or machine.steps_taken - first >= budget:
+                break
+        adapter.keep_track_record(runner)
         adapter.traces.write(call.thread, machine, records)
-        writes: dict[str, Any] = {"bb_breaker": machine.snapshot(), "bb_network_ewma": ewma}
+        writes: dict[str, Any] = {
+            "bb_breaker": _shown_snapshot(machine),
+            "bb_network_ewma": ewma,
+        }
         if call.coverage is not None:
             writes["bb_probe_coverage"] = call.coverage
         if decision.action is BreakerAction.PROCEED and call.hold is None:
             call.capture.release(call.config)
             return self._respond(call.response, call, writes)
+        if repaired is not None:
+            # the reply's own tokens show the biased reply: dropped; the repair is streamed
+            # whole to stream_mode="messages" consumers, as the graph adapter does
+            Sinks.of(call.config).messages(
+                {"messages": list(repaired.result)},
+                call.capture.metadata,
+                graph_namespace(call.config),
+            )
+            return self._respond(repaired, call, writes)
         adapter.traces.seal(call.thread)
-        return self._review(call, decision, step_id, writes)
+        step_id = f"{node}@{machine.steps_taken - 1}"
+        return _Held(decision, step_id, writes, trail)
 
-    def _review(
-        self, call: _Call, decision: BreakerDecision, step_id: str, writes: dict[str, Any]
-    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        """Pause in ``interrupt()`` until a reviewer answers for this exact reply."""
+    def _hold(self, call: _Call, held: _Held, key: str | None) -> dict[str, Any]:
+        """The record of a reply held for review, as the store keeps it (plain JSON).
+
+        Raises:
+            PluginError: No key (LangGraph gave the model node no ``execution_info``): the
+                reply could not be found again on resume.
+        """
+        if key is None:
+            raise PluginError(
+                "BiasGuardMiddleware holds a reply for review under the model node's "
+                "Runtime.execution_info, which this LangGraph does not provide; install "
+                "langgraph >= 1.1"
+            )
+        decision = held.decision
         sha256 = FrozenPayload.of(call.view).sha256
         request = ReviewRequest(
             node=self.adapter.node,
-            step=step_id,
+            step=held.step_id,
             action=decision.action.value,
             state=decision.state.value,
             reason=call.hold or decision.reason,
@@ -515,7 +631,28 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             probe=call.outcome,
             reply=call.view,
             sha256=sha256,
+            trail=held.trail,
         )
+        inner = call.command
+        update = inner.update if inner is not None else None
+        response = call.response
+        return {
+            "request": request.model_dump(),
+            "messages": messages_to_dict(list(response.result)),
+            "structured": response.structured_response,
+            "writes": held.writes,
+            "inner": dict(update) if isinstance(update, Mapping) else None,
+        }
+
+    def _answer(self, record: Mapping[str, Any]) -> ExtendedModelResponse[Any]:
+        """Pause in ``interrupt()`` until a reviewer answers for the held reply of ``record``.
+
+        On resume LangGraph re-runs the model node and this runs again from the stored
+        record: the model is not called again, the machine does not step again, and the
+        answer applies to the very reply the reviewer saw.
+        """
+        request: dict[str, Any] = dict(record["request"])
+        sha256 = str(request["sha256"])
         how = (
             'resume with Command(resume={"action": "approve" | "reject" | "edit", "sha256": '
             f'"{sha256}"[, "content": "..."]}})'
@@ -524,7 +661,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         while True:
             # a bad answer pauses again with the error (raising would replay the same bad
             # resume value into this interrupt() on every later resume: the thread would jam)
-            shown_request = request.model_dump()
+            shown_request = dict(request)
             if error is not None:
                 shown_request["error"] = error
             raw = interrupt(shown_request)
@@ -538,26 +675,26 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                 continue
             if answer.sha256 == sha256:
                 break
-            # the re-run model answered differently from what was reviewed: review this one
-            error = f"the sha256 answered is not this reply's (it changed, or is mistyped); {how}"
-        record = {
-            "step": step_id,
+            error = f"the sha256 answered is not this reply's (it is mistyped or stale); {how}"
+        review = {
+            "step": request["step"],
             "action": answer.action,
             "sha256": sha256,
-            "reason": request.reason,
+            "reason": request["reason"],
             "note": answer.note,
         }
-        writes["bb_reviews"] = [record]
-        if answer.action == "approve" and call.hold is None:
-            call.capture.release(call.config)
-            return self._respond(call.response, call, writes)
+        writes = {**record["writes"], "bb_reviews": [review]}
+        inner = record.get("inner")
+        if isinstance(inner, Mapping):
+            writes = {**inner, **writes}
         if answer.action == "approve":
-            # a held reply the probe could not read: approving it lets it through as it is
-            return self._respond(call.response, call, writes)
-        if answer.action == "edit":
-            return self._respond(ModelResponse(result=[AIMessage(answer.content)]), call, writes)
-        notice = AIMessage(WITHHELD.format(reason=request.reason))
-        return self._respond(ModelResponse(result=[notice]), call, writes)
+            messages = messages_from_dict(list(record["messages"]))
+            response = ModelResponse(result=messages, structured_response=record.get("structured"))
+        elif answer.action == "edit":
+            response = ModelResponse(result=[AIMessage(answer.content)])
+        else:
+            response = ModelResponse(result=[AIMessage(WITHHELD.format(reason=request["reason"]))])
+        return ExtendedModelResponse(model_response=response, command=Command(update=writes))
 
     @staticmethod
     def _respond(
@@ -568,6 +705,92 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         if inner is not None and isinstance(inner.update, Mapping):
             update = {**inner.update, **update}
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+
+@dataclass
+class _Held:
+    """A reply the machine did not let through: it goes to review with these writes."""
+
+    decision: BreakerDecision
+    step_id: str
+    writes: dict[str, Any]
+    trail: list[Any]
+
+
+def _usable_repair(
+    request: ModelRequest[Any], response: ModelResponse[Any], repaired: Any
+) -> ModelResponse[Any] | None:
+    """The repaired view rebuilt onto the reply's messages, or ``None`` if unusable.
+
+    The repair is rebuilt onto the reply (ids, types and metadata kept:
+    :func:`~biasbreaker_plugins.langgraph.values.rebuild`); a tool call may be renamed to
+    another tool of the request. Unusable: a repair of another shape (a key, a message or a
+    tool call more or less), a tool the agent does not have, a changed structured response,
+    or any part the rebuilt reply does not carry as repaired (its view must be the repaired
+    view exactly: what is promoted is what was re-checked).
+    """
+    view = _output_view(response)
+    if not isinstance(repaired, Mapping) or set(repaired) != set(view):
+        return None
+    if "structured" in view and repaired["structured"] != view["structured"]:
+        return None
+    seen = repaired["messages"]
+    try:
+        messages = rebuild(list(response.result), seen)
+    except ValueError:
+        return None
+    tools = {getattr(t, "name", None) for t in request.tools} | {
+        t.get("name") for t in request.tools if isinstance(t, Mapping)
+    }
+    named: list[Any] = []
+    for message, item in zip(messages, seen, strict=True):
+        if isinstance(message, AIMessage) and message.tool_calls and isinstance(item, Mapping):
+            wanted = item.get("tool_calls") or []  # as many as the reply's: rebuild checked
+            calls = [
+                {**call, "name": str(want.get("name", call["name"]))}
+                for call, want in zip(message.tool_calls, wanted, strict=True)
+            ]
+            if any(call["name"] not in tools for call in calls):
+                return None
+            message = message.model_copy(update={"tool_calls": calls})
+        named.append(message)
+    out = ModelResponse(result=named, structured_response=response.structured_response)
+    try:
+        if _output_view(out) != repaired:
+            return None
+    except Unreadable:
+        return None
+    return out
+
+
+def _stand_in(sha256: Any) -> dict[str, Any]:
+    """A frozen payload that names a withheld one by its digest (``FrozenPayload.to_json``)."""
+    return FrozenPayload.of({"withheld": {"sha256": str(sha256)}}).to_json()
+
+
+def _shown_snapshot(machine: ControlMachine) -> dict[str, Any]:
+    """The machine's snapshot as the agent state keeps it: no reply and no repair in it.
+
+    The state is streamed (``values``, ``updates``, ``debug``, ``tasks``, ``checkpoints``,
+    ``astream_events``), so the frozen reply and the latest intervention's repair stand in
+    as their digests and its trail is left out; the reply itself is in the review request
+    (and the store until answered), its digest in the trace. The machine restored from it
+    steps as the full one would: the frozen payload is read only by a repair within the
+    model call that froze it, and every later step freezes its own reply.
+    """
+    snapshot = dict(machine.snapshot())
+    frozen = snapshot.get("frozen_payload")
+    if isinstance(frozen, Mapping):
+        snapshot["frozen_payload"] = _stand_in(frozen["sha256"])
+    result = snapshot.get("result")
+    if isinstance(result, Mapping):
+        shown_result = dict(result)
+        repaired = shown_result.get("repaired")
+        if isinstance(repaired, Mapping):
+            shown_result["repaired"] = _stand_in(repaired["sha256"])
+        shown_result["trail"] = []
+        snapshot["result"] = shown_result
+    return snapshot
 
 
 __all__ = [
