@@ -552,6 +552,42 @@ def test_a_new_run_on_a_thread_whose_trace_holds_records_is_refused(tmp_path: Pa
     assert steps == list(range(len(steps))) and len(steps) > 3  # continued, not refused
 
 
+@pytest.mark.parametrize("where", ["file in the way", "trace is a folder", "proc"])
+def test_a_trace_path_that_cannot_be_written_is_refused_when_the_guard_is_built(
+    tmp_path: Path, where: str
+) -> None:
+    """It used to fail at the first invoke (a raw FileExistsError/FileNotFoundError after the
+    node ran), the thread left paused before bb_decide; now guard() refuses it, writing nothing."""
+    (tmp_path / "plain").write_text("not a folder")
+    (tmp_path / "folder").mkdir()
+    template, cause = {
+        "file in the way": (tmp_path / "plain" / "t" / "{thread_id}.jsonl", "is a file"),
+        "trace is a folder": (tmp_path / "folder", "is a folder, not a trace file"),
+        "proc": (Path("/proc/biasbreaker-traces/{thread_id}.jsonl"), "nothing can be created"),
+    }[where]
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(template)}}}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(ConfigError) as info:
+        guard(screening_graph(0.0, Received("answer")), kernel)
+    message = str(info.value)
+    assert f"[plugin.langgraph] trace_path = {str(template)!r}" in message, message
+    assert cause in message and "a folder you can write" in message, message
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing half-written
+    assert not Path("/proc/biasbreaker-traces").exists()
+
+
+def test_a_trace_folder_that_does_not_exist_yet_is_accepted(tmp_path: Path) -> None:
+    """The check creates nothing: the folder is made by the first record, as before."""
+    template = tmp_path / "runs" / "{thread_id}" / "trace.jsonl"
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(template)}}}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    app = guard(screening_graph(0.0, Received("answer")), kernel).compile()
+    assert list(tmp_path.iterdir()) == []
+    app.invoke({"case": "x"}, thread("t1"))
+    assert len(read_trace(tmp_path / "runs" / "t1" / "trace.jsonl").records) == 3
+
+
 def test_the_trace_writer_refuses_a_step_zero_over_another_runs_records(tmp_path: Path) -> None:
     from biasbreaker.errors import TraceError
     from biasbreaker.machine import ControlMachine, MachineConfig

@@ -24,7 +24,7 @@ from biasbreaker.probe import Probe, build_probe
 from biasbreaker.registry import BuildContext
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import Machines
-from biasbreaker_plugins.langgraph.traces import Traces
+from biasbreaker_plugins.langgraph.traces import Traces, check_trace_folder
 
 if TYPE_CHECKING:
     from biasbreaker_langchain.plugin import LangChainAgentOptions
@@ -38,11 +38,13 @@ class LangChainAgentAdapter:
         context: The kernel (settings, seed, plugins).
 
     Raises:
-        ConfigError: ``[breaker] probation`` is not ``"half-open"``.
+        ConfigError: ``[breaker] probation`` is not ``"half-open"``, or the ``trace_path``
+            folder cannot be created (``check_trace_folder``).
         ProbeError, ConfigError: The probe cannot be built (``[probe]``).
     """
 
     def __init__(self, options: LangChainAgentOptions, context: BuildContext) -> None:
+        check_trace_folder(options.trace_path, adapter="langchain-agent")
         settings = context.settings
         if settings.breaker.probation != "half-open":
             raise ConfigError(
