@@ -554,7 +554,7 @@ def test_with_human_review_only_a_graph_without_an_llm_runs_and_escalates(
     (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
     assert record["llm"] == {"graph": None, "skeptics": None, "madera": None}
     assert record["status"] == "review" and record["review"]["held"] == {"verdict": "hire"}
-    assert "max_retries" in record["review"]["reason"]
+    assert record["review"]["reason"].startswith("escalate: no repair was made (1 attempt(s)")
     assert (
         "graph: no LLM; skeptics: no LLM; madera: no LLM" in (project / "o/report.md").read_text()
     )
