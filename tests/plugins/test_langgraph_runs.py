@@ -588,6 +588,56 @@ def test_a_trace_folder_that_does_not_exist_yet_is_accepted(tmp_path: Path) -> N
     assert len(read_trace(tmp_path / "runs" / "t1" / "trace.jsonl").records) == 3
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_node_returning_a_string_is_a_node_return_error_and_nothing_proceeds(
+    tmp_path: Path, asynchronous: bool
+) -> None:
+    """It was a ConfigError, though nothing is wrong with the configuration: the node's code
+    returns a str where LangGraph wants a state update (LangGraph's own InvalidUpdateError)."""
+    from langgraph.errors import InvalidUpdateError
+
+    from biasbreaker.errors import BiasbreakerError
+    from biasbreaker_plugins.langgraph import NodeReturnError
+
+    trace = tmp_path / "{thread_id}.jsonl"
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(trace)}}}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+
+    class Tiny(BiasState, total=False):
+        text: str
+        out: str
+        after: str
+
+    ran: list[str] = []
+
+    def first(state: Tiny) -> Any:
+        return "Answer: the Muslim applicant"
+
+    def then(state: Tiny) -> dict[str, Any]:
+        ran.append("then")
+        return {"after": "ran"}
+
+    builder = StateGraph(Tiny)
+    builder.add_node(first)
+    builder.add_node(then)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "then")
+    app = guard(builder, kernel).compile(checkpointer=InMemorySaver())
+    with pytest.raises(NodeReturnError) as info:
+        start(app, asynchronous)
+    error = info.value
+    assert isinstance(error, InvalidUpdateError) and isinstance(error, BiasbreakerError)
+    assert isinstance(error, TypeError)  # LangGraph's default RetryPolicy does not retry it
+    assert not isinstance(error, ConfigError)
+    message = str(error)
+    assert "guarded node 'first' returned a str 'Answer: the Muslim applicant'" in message
+    assert "Return a dict of the state keys it writes" in message and "\n" not in message
+    assert ran == []  # fail closed: nothing downstream ran
+    snapshot = app.get_state(thread("same"))
+    assert snapshot.next == ("first",) and "out" not in snapshot.values
+    assert not (tmp_path / "same.jsonl").exists()  # no step was recorded as let through
+
+
 def test_the_trace_writer_refuses_a_step_zero_over_another_runs_records(tmp_path: Path) -> None:
     from biasbreaker.errors import TraceError
     from biasbreaker.machine import ControlMachine, MachineConfig

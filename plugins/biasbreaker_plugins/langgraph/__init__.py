@@ -36,6 +36,7 @@ from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
 from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, aguard_state, guard_state
 from biasbreaker_plugins.langgraph.names import ADDED_NODES
 from biasbreaker_plugins.langgraph.node import GuardedNode, NodeOptions, guard_node
+from biasbreaker_plugins.langgraph.probing import NodeReturnError
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
 from biasbreaker_plugins.langgraph.runtime import GraphGuard
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BiasState
@@ -146,6 +147,7 @@ __all__ = [
     "GuardedStateGraph",
     "LangGraphAdapter",
     "NodeOptions",
+    "NodeReturnError",
     "ReviewDecision",
     "ReviewRequest",
     "aguard_state",
