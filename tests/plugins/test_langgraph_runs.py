@@ -638,6 +638,23 @@ def test_a_node_returning_a_string_is_a_node_return_error_and_nothing_proceeds(
     assert not (tmp_path / "same.jsonl").exists()  # no step was recorded as let through
 
 
+def test_a_hook_is_the_repair_so_guard_needs_no_llm_client(tmp_path: Path) -> None:
+    """guard(hook=...) used to fail without an LLM client: validation built the configured
+    skeptics and MADERA, which the hook replaces."""
+    settings = {key: value for key, value in SETTINGS.items() if key != "llm"}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    with pytest.raises(ConfigError, match="client is not set"):
+        guard(screening_graph(0.0, Received("answer")), kernel)  # the configured repairs
+    repair = StandInRepair()
+    app = guard(screening_graph(1.0, Received("answer")), kernel, hook=repair).compile()
+    out = app.invoke({"case": "x"}, thread("hooked"))
+    assert repair.contexts and out["answer"] == NEUTRAL  # the hook repaired the trip
+    # a configuration error elsewhere is still refused with a hook
+    bad = Kernel.load(cwd=tmp_path, overrides={**settings, "probe": {"axes": ["gendr"]}})
+    with pytest.raises(ConfigError, match="probe axis 'gendr' is not known"):
+        guard(screening_graph(0.0, Received("answer")), bad, hook=repair)
+
+
 def test_the_trace_writer_refuses_a_step_zero_over_another_runs_records(tmp_path: Path) -> None:
     from biasbreaker.errors import TraceError
     from biasbreaker.machine import ControlMachine, MachineConfig
