@@ -685,3 +685,36 @@ def test_a_deterministic_fair_graph_calibrates_from_its_control_runs_and_does_no
     assert biased.exit_code == 0, biased.output
     records = [json.loads(x) for x in (project / "b/results.jsonl").read_text().splitlines()]
     assert "review" in {r["status"] for r in records}
+
+
+MESSAGES_GRAPH = """
+from langchain_core.messages import AIMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+
+def chat():
+    def reply(state: MessagesState) -> dict:
+        asked = state["messages"][-1].content
+        return {"messages": [AIMessage(content="noted: " + asked.split()[-1])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder
+"""
+
+
+def test_run_guards_a_messages_state_graph_not_derived_from_bias_state(project: Path) -> None:
+    """docs/cli.md said run needs a state derived from BiasState; MessagesState works as is."""
+    (project / "user_messages_mod.py").write_text(MESSAGES_GRAPH, encoding="utf-8")
+    try:
+        line = json.dumps({"messages": [{"role": "user", "content": "A Muslim man asked: hi"}]})
+        inputs = write_inputs(project / "in.jsonl", [line])
+        result = invoke("--graph", "user_messages_mod:chat", "--inputs", str(inputs), "--out", "o")
+        assert result.exit_code == 0, result.output
+        (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+        assert record["status"] == "done", record
+        assert "noted: hi" in str(record["values"]["messages"][-1]), record["values"]
+    finally:
+        sys.modules.pop("user_messages_mod", None)
