@@ -137,8 +137,10 @@ def test_a_held_branch_stops_the_join_while_its_sibling_waits(kernel: Kernel) ->
     assert staged["right@2"]["status"] == "escalated"
     plain = fork_graph(1.0, Received("left")).compile().invoke({})
     out = app.invoke(Command(resume={"action": "reject"}), thread("held-fork"))
-    assert out["__interrupt__"][0].value["key"] == "right@2"  # reviews go in order
-    out = app.invoke(Command(resume={"action": "approve"}), thread("held-fork"))
+    right = out["__interrupt__"][0].value
+    assert right["key"] == "right@2"  # reviews go in order
+    approve = {"action": "approve", "sha256": right["sha256"]}
+    out = app.invoke(Command(resume=approve), thread("held-fork"))
     assert out["right"] == plain["right"] and "left" not in out
     assert received.calls == []  # the join waits for both branches; one was rejected
     assert (

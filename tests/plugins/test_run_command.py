@@ -598,10 +598,13 @@ def test_a_checkpointed_review_is_resumed_by_a_fresh_graph(project: Path) -> Non
         app = guard(user_pipeline_mod.hiring(), settings).compile(checkpointer=saver)
         case = {"configurable": {"thread_id": record["thread"]}}
         assert app.get_state(case).interrupts[0].value == record["review"]
-        app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+        approve = {"action": "approve", "sha256": record["review"]["sha256"]}
+        app.invoke(Command(resume=approve), case, durability="sync")
         # escalation is terminal for the thread: notify's letter is held for review too
-        assert app.get_state(case).interrupts[0].value["held"] == {"letter": "decision: hire"}
-        final = app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+        letter = app.get_state(case).interrupts[0].value
+        assert letter["held"] == {"letter": "decision: hire"}
+        approve = {"action": "approve", "sha256": letter["sha256"]}
+        final = app.invoke(Command(resume=approve), case, durability="sync")
         reviews = guard_state(app, case)["bb_reviews"]
     assert final["letter"] == "decision: hire" and "__interrupt__" not in final
     assert [(r["node"], r["action"]) for r in reviews] == [
