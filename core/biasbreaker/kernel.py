@@ -77,7 +77,7 @@ class Kernel:
         """
         self._resolve(None)
 
-    def check_build(self) -> list[str]:
+    def check_build(self, *, repairs: bool = True) -> list[str]:
         """Find everything that building a guarded run would find (``config --check``).
 
         Runs :meth:`check`, then builds every selected implementation whose selection and
@@ -86,6 +86,12 @@ class Kernel:
         probe (axes, groups, term files, extra terms), the skeptic panel and the MADERA stages,
         and finally closes what it built (implementations built before it stay open). Nothing
         is called on the built objects beyond their construction.
+
+        Args:
+            repairs: Whether the run uses the configured repairs. ``False`` for a run whose
+                intervention hook replaces them (``guard(hook=...)``): the router and the
+                strategies are then not built (a selection problem in them is still listed),
+                so a hook needs no LLM client.
 
         Returns:
             One message per distinct problem, each naming where the failing setting comes
@@ -97,11 +103,15 @@ class Kernel:
         from biasbreaker.probe import build_probe
 
         before = set(self._built)
-        try:
-            routes = self.repair_routes()
-        except BiasbreakerError:
-            routes = frozenset(ROUTES)  # the router's own problem is listed below
-        unused = {p for r in ROUTES if r not in routes for p in STRATEGY_POINTS[r]}
+        routes: frozenset[Route] = frozenset()
+        if repairs:
+            try:
+                routes = self.repair_routes()
+            except BiasbreakerError:
+                routes = frozenset(ROUTES)  # the router's own problem is listed below
+        unused: set[str] = {p for r in ROUTES if r not in routes for p in STRATEGY_POINTS[r]}
+        if not repairs:
+            unused.add("classify_route")  # the hook replaces the router and the strategies
         problems: dict[str, str] = {}
         for problem in selection_problems(self.loaded, self.registry)[1]:
             # an unknown name's message already names any plugin that failed or is disabled
@@ -150,7 +160,7 @@ class Kernel:
             self._close_since(before)
         return list(problems.values())
 
-    def validate(self) -> None:
+    def validate(self, *, repairs: bool = True) -> None:
         """Validate as ``biasbreaker run`` and ``demo`` do before they write anything.
 
         Both passes and a build of everything a guarded run builds (:meth:`check_build`);
@@ -158,10 +168,14 @@ class Kernel:
         ``guard()`` in Python calls this, so it refuses what ``run`` refuses (an orphan
         ``[plugin.<name>]`` table, an LLM client whose key variable is not set).
 
+        Args:
+            repairs: ``False`` when an intervention hook replaces the configured repairs
+                (``guard(hook=...)``): the router and the strategies are not built.
+
         Raises:
             ConfigError: Listing every problem, each with the source of its setting.
         """
-        problems = self.check_build()
+        problems = self.check_build(repairs=repairs)
         if len(problems) == 1:
             raise ConfigError(problems[0])
         if problems:

@@ -36,7 +36,7 @@ import inspect
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Union
 
 from biasbreaker.breaker import freeze, mixing_ratio
@@ -220,6 +220,20 @@ class MachineConfig:
                 settings.propagation.smoothing("slow"),
             ),
         )
+
+    def without_repair(self) -> MachineConfig:
+        """This configuration for a run with no repair configured: escalate at the first trip.
+
+        With no repair strategy (``[intervention] router = "human-review"``, no hook) no
+        intervention can pass its re-check, so every episode ends in ESCALATED whatever
+        ``max_retries`` and ``cooldown_steps`` are; they would only hold the output for more
+        steps (with the defaults, 2 interventions and 3 cool-down steps each: 8 re-steps after
+        the trip). This copy has ``max_retries = 1`` and ``cooldown_steps = 0``, so a trip
+        escalates two re-steps later: ``trip`` (INTERVENTION, HALT), ``recover-start``
+        (RECOVERY, HALT), ``escalate`` (ESCALATED, ESCALATE). The trace header records the
+        values the machine ran with, so ``biasbreaker verify`` replays them.
+        """
+        return replace(self, max_retries=1, cooldown_steps=0)
 
     def trace_header(self, meta: Mapping[str, JSONValue] | None = None) -> TraceHeader:
         """Return the run-trace header describing this configuration."""
@@ -1104,10 +1118,18 @@ class ControlMachine:
                 "intervention's repair failed its re-check"
             )
         elif name == "escalate":
-            text = (
-                f"escalate: {self._counters.attempts} intervention(s) made, max_retries "
-                f"{self._config.max_retries}; human review needed"
-            )
+            last = self._result
+            if last is not None and last.strategy == "none" and last.error is None:
+                text = (
+                    f"escalate: no repair was made ({self._counters.attempts} attempt(s), the "
+                    f"last routed to 'none'), max_retries {self._config.max_retries}; human "
+                    "review needed"
+                )
+            else:
+                text = (
+                    f"escalate: {self._counters.attempts} intervention(s) made, max_retries "
+                    f"{self._config.max_retries}; human review needed"
+                )
         elif name == "relapse":
             text = (
                 f"relapse {counters.attempts}/{self._config.max_retries}: on probation, this "

@@ -41,7 +41,9 @@ them.
 **No spread at 0.** If every maximum on a scale is 0 (a deterministic pipeline whose answers
 never change under a counterfactual swap: every control step scores exactly 0), the quantile
 gives no scale at all, and any positive threshold keeps the guarantee (no control run reaches
-it). The threshold is then the floor ``[calibration] zero_floor`` (default 0.05), with a
+it). The threshold is then the floor ``[calibration] zero_floor`` (default 0.05; on the slow
+scale ``zero_floor x`` :data:`~biasbreaker.calibration.ZERO_WARN_RATIO`, half of it, so that
+``tau_warn`` lies below ``tau_exit`` rather than at ``tau_enter``), with a
 :class:`~biasbreaker.calibration.CalibrationWarning` saying what it means: any step whose trip
 statistic reaches the floor trips, so on such a pipeline a single node whose answer changes under
 a swap trips the breaker, and so does a fresh control run on inputs the control runs did not
@@ -67,7 +69,12 @@ import warnings
 from collections.abc import Sequence
 from fractions import Fraction
 
-from biasbreaker.calibration import CalibratedThresholds, CalibrationWarning, Trajectory
+from biasbreaker.calibration import (
+    ZERO_WARN_RATIO,
+    CalibratedThresholds,
+    CalibrationWarning,
+    Trajectory,
+)
 from biasbreaker.errors import ThresholdError
 from biasbreaker.hookspecs import hookimpl
 from biasbreaker.registry import BuildContext, NoOptions, Register
@@ -159,7 +166,8 @@ class PercentileCalibrator:
     Args:
         exit_ratio: ``tau_exit / tau_enter``, in [0.6, 0.8].
         warn_ratio: Multiplier of the slow-scale bound, in (0, 1].
-        zero_floor: The bound on a scale whose every control maximum is 0, in (0, 0.5].
+        zero_floor: The bound on the trip scale when its every control maximum is 0, in (0,
+            0.5]; a slow scale whose every maximum is 0 gets ``zero_floor x ZERO_WARN_RATIO``.
 
     Raises:
         ThresholdError: If a ratio or the floor is out of range.
@@ -200,7 +208,9 @@ class PercentileCalibrator:
         floor = self.zero_floor
         alpha = target_false_halt_rate
         tau_enter = conformal_upper_bound(trip_maxima, alpha, scale="trip", zero_floor=floor)
-        slow_bound = conformal_upper_bound(slow_maxima, alpha, scale="slow", zero_floor=floor)
+        slow_bound = conformal_upper_bound(
+            slow_maxima, alpha, scale="slow", zero_floor=floor * ZERO_WARN_RATIO
+        )
         tau_warn = self.warn_ratio * slow_bound
         floored = [
             name
@@ -225,7 +235,8 @@ def _floor_warning(floored: Sequence[str], floor: float, runs: int) -> str:
         "pipeline whose answers never change under a counterfactual swap, so the conformal "
         f"quantile is 0 and gives no scale; {' and '.join(floored)} set from the floor "
         f"[calibration] zero_floor = {floor:g} (tau_exit = exit_ratio x tau_enter, tau_warn = "
-        "warn_ratio x the floor). Any step that reaches it trips (or warns): on this pipeline "
+        f"warn_ratio x zero_floor x {ZERO_WARN_RATIO:g}, below tau_exit, so a drift warning can "
+        "come before a trip). Any step that reaches it trips (or warns): on this pipeline "
         "that is any answer that changes under a swap by that much, which a fair pipeline's "
         "control runs never showed. If fresh control runs trip, the pipeline is less steady on "
         "them than on these inputs: record control runs on more varied inputs, or raise "

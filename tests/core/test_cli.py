@@ -213,6 +213,11 @@ def test_plugins_keeps_a_duplicate_under_each_plugin_and_advises_the_third_party
             "persistence_steps = 20 exceeds breaker.history_steps = 8",
         ),
         ('[breaker]\nprobation = "hold"\n', "a guarded LangGraph graph needs 'half-open'"),
+        (
+            '[plugin.langgraph]\ntrace_path = "/proc/bb/{thread_id}.jsonl"\n',
+            "[plugin.langgraph] trace_path = '/proc/bb/{thread_id}.jsonl': nothing can be "
+            "created in /proc",
+        ),
     ],
 )
 def test_config_check_builds_what_a_run_builds(

@@ -37,6 +37,26 @@ def write_control(path: Path, runs: int, *, seed: int = 1) -> None:
                 out.write(json.dumps(record) + "\n")
 
 
+def test_control_runs_all_at_zero_calibrate_to_distinct_floor_thresholds_and_say_so(
+    isolated_config: Path,
+) -> None:
+    """tau_warn used to be written equal to tau_enter (0.05 / 0.05) at the floor, unsaid."""
+    with (isolated_config / "control.jsonl").open("w") as out:
+        for run in range(40):
+            for _ in range(5):
+                out.write(json.dumps({"run": run, "fast": 0.0, "slow": 0.0}) + "\n")
+    result = runner.invoke(
+        app, ["calibrate", "control.jsonl", "--no-node-trip", "--write-toml", "biasbreaker.toml"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "scores exactly 0" in result.stderr and "zero_floor = 0.05" in result.stderr
+    assert "zero floor used for tau_enter and tau_warn" in result.stdout
+    breaker = load_settings(cwd=isolated_config).settings.breaker
+    assert (breaker.tau_enter, breaker.tau_exit, breaker.tau_warn) == (0.05, 0.035, 0.025)
+    as_json = runner.invoke(app, ["calibrate", "control.jsonl", "--no-node-trip", "--json"])
+    assert json.loads(as_json.stdout)["zero_floor"] == ["tau_enter", "tau_warn"]
+
+
 def test_calibrate_prints_and_writes_a_marked_toml(isolated_config: Path) -> None:
     write_control(isolated_config / "control.jsonl", 120)
     result = runner.invoke(

@@ -223,11 +223,32 @@ def test_default_noop_hook_escalates_after_max_retries_and_stays_escalated() -> 
     assert actions[:3] == [A.HALT, A.HALT, A.HALT]  # the no-op routes nowhere: HALT, not REROUTE
     assert actions[9:] == [A.ESCALATE] * 7
     assert steps[9][1].transition == "escalate"
-    assert "3 intervention(s) made, max_retries 3" in steps[9][0].reason
+    # the no-op repaired nothing: the reason says so rather than counting interventions
+    assert "no repair was made (3 attempt(s), the last routed to 'none'), max_retries 3" in (
+        steps[9][0].reason
+    )
     for decision, _ in steps[9:]:
         assert decision.frozen_payload is not None
         assert decision.frozen_payload.thaw() == {"text": "frozen"}
     assert A.PROCEED not in actions
+
+
+def test_an_escalation_after_repairs_that_ran_counts_the_interventions() -> None:
+    def unconverged(context: InterventionContext) -> InterventionResult:
+        return InterventionResult(strategy="madera", trail=[{"event": "rewrite"}])
+
+    machine = ControlMachine(config(cooldown_steps=0, max_retries=2), hook=unconverged)
+    steps = run(machine, [0.9] + [0.0] * 5, payload={"text": "frozen"})
+    (reason,) = [d.reason for d, r in steps if r.transition == "escalate"]
+    assert reason.startswith("escalate: 2 intervention(s) made, max_retries 2"), reason
+
+
+def test_without_repair_the_machine_escalates_two_re_steps_after_the_trip() -> None:
+    machine = ControlMachine(config(cooldown_steps=3, max_retries=2).without_repair())
+    steps = run(machine, [0.9] + [0.0] * 3, payload={"text": "frozen"})
+    assert [r.transition for _, r in steps[:3]] == ["trip", "recover-start", "escalate"]
+    assert [d.action for d, _ in steps[:3]] == [A.HALT, A.HALT, A.ESCALATE]
+    assert (machine.config.max_retries, machine.config.cooldown_steps) == (1, 0)
 
 
 def test_a_later_output_held_while_escalated_is_the_decisions_own_payload() -> None:

@@ -288,16 +288,21 @@ def test_all_zero_control_runs_calibrate_to_the_floor_with_a_warning(
     runs = [[(0.0, 0.0, 0.0)] * 6 for _ in range(40)]
     with pytest.warns(CalibrationWarning) as caught:
         report = calibrate(runs, kernel=kernel)
-    assert report.thresholds == (0.08, 0.048, 0.08)
+    # tau_warn is half the floor, below tau_exit: it was the floor, tau_enter's own value
+    assert report.thresholds == (0.08, 0.048, 0.04)
+    assert report.zero_floor == ("tau_enter", "tau_warn")
+    assert report.to_json()["zero_floor"] == ["tau_enter", "tau_warn"]
     assert report.empirical_false_halt_rate == 0.0
     assert report.statistics.mean == 0.0 and report.statistics.std == pytest.approx(0.016)
     text = " ".join(str(w.message) for w in caught)
     assert "scores exactly 0" in text and "zero_floor = 0.08" in text
-    assert "Any step that reaches it trips" in text
+    assert "Any step that reaches it trips" in text and "zero_floor x 0.5" in text
     assert "std is floored at [calibration] zero_floor / 5" in text
     # the floor only stands in for a missing scale: one moving run gives the usual bound
     moving = [*runs[:-1], [(0.0, 0.0, 0.0), (0.2, 0.01, 0.3)]]
-    assert calibrate(moving, kernel=kernel).thresholds.tau_enter == 0.3  # k = 39: the point mass
+    moved = calibrate(moving, kernel=kernel)
+    assert moved.thresholds.tau_enter == 0.3  # k = 39: the point mass
+    assert moved.zero_floor == ()
     with pytest.raises(ThresholdError, match="zero_floor"):
         PercentileCalibrator(zero_floor=0.0)
 

@@ -244,7 +244,8 @@ def test_control_runs_that_never_move_calibrate_to_the_floor_and_say_so(tmp_path
     assert "scores exactly 0" in message and "zero_floor = 0.05" in message
     assert "warning: calibration: fast B_net is 0.0 on every control step (std 0)" in message
     report = (tmp_path / "o" / "report.md").read_text(encoding="utf-8")
-    assert "tau_enter = 0.05, tau_exit = 0.035, tau_warn = 0.05" in report
+    assert "tau_enter = 0.05, tau_exit = 0.035, tau_warn = 0.025" in report
+    assert "tau_enter and tau_warn came from the floor [calibration] zero_floor" in report
 
 
 def test_the_same_command_twice_gives_byte_identical_traces(

@@ -201,7 +201,10 @@ def escalated(kernel: Kernel, received: Received, saver: Any, name: str) -> Any:
 def test_review_approve_promotes_the_held_output(kernel: Kernel) -> None:
     received = Received("answer")
     graph = escalated(kernel, received, InMemorySaver(), "approve")
-    decision = ReviewDecision(action="approve", reviewer="qa", note="checked the facts")
+    sha256 = graph.get_state(thread("approve")).interrupts[0].value["sha256"]
+    decision = ReviewDecision(
+        action="approve", reviewer="qa", note="checked the facts", sha256=sha256
+    )
     out = graph.invoke(Command(resume=decision.model_dump()), thread("approve"))
     assert out["answer"] == BIASED and received.guarded_call == [BIASED]
     # ESCALATED is terminal: the writer's own output now goes to review as well
@@ -216,7 +219,8 @@ def test_review_approve_promotes_the_held_output(kernel: Kernel) -> None:
             "note": "checked the facts",
         }
     ]
-    out = graph.invoke(Command(resume={"action": "approve"}), thread("approve"))
+    approve = {"action": "approve", "sha256": nxt["sha256"]}
+    out = graph.invoke(Command(resume=approve), thread("approve"))
     assert out["report"] == f"Filed: {BIASED}" and "__interrupt__" not in out
     assert guard_state(graph, thread("approve"))["bb_frozen"]["screener@2"]["status"] == "approved"
 
@@ -244,7 +248,9 @@ def test_a_later_output_held_while_escalated_is_reviewed_with_its_own_data(
     assert screener["node"] == "screener" and screener["frozen"]["sha256"] == biased.sha256
     assert screener["trail"] == [{"event": "rewrite", "of": biased.sha256}]
 
-    out = graph.invoke(Command(resume={"action": "approve"}), thread("later"), durability="sync")
+    assert screener["sha256"] == biased.sha256  # the held output's, as frozen
+    approve = {"action": "approve", "sha256": screener["sha256"]}
+    out = graph.invoke(Command(resume=approve), thread("later"), durability="sync")
     writer = out["__interrupt__"][0].value
     letter = FrozenPayload.of({"report": f"Filed: {BIASED}"})
     # the writer's own output, digest and payload; not the screener's frozen output or trail
@@ -264,7 +270,8 @@ def test_a_later_output_held_while_escalated_is_reviewed_with_its_own_data(
         == biased.sha256
     )
 
-    out = graph.invoke(Command(resume={"action": "approve"}), thread("later"), durability="sync")
+    approve = {"action": "approve", "sha256": writer["sha256"]}
+    out = graph.invoke(Command(resume=approve), thread("later"), durability="sync")
     assert out["report"] == f"Filed: {BIASED}" and "__interrupt__" not in out
     assert guard_state(graph, thread("later"))["bb_frozen"][writer["key"]]["status"] == "approved"
     assert verify_trace(tmp_path / "later.jsonl").holds

@@ -130,7 +130,8 @@ def test_an_approved_message_output_keeps_its_ids_and_its_removals(tmp_path: Pat
     config = {"configurable": {"thread_id": "ids"}}
     out = graph.invoke(given(), config, durability="sync")
     assert seen == [] and [m.id for m in out["messages"]] == ["q", "scratch", "draft"]
-    graph.invoke(Command(resume={"action": "approve"}), config, durability="sync")
+    approve = {"action": "approve", "sha256": out["__interrupt__"][0].value["sha256"]}
+    graph.invoke(Command(resume=approve), config, durability="sync")
     assert seen == [[("HumanMessage", "q", APPLICANT), ("AIMessage", "draft", "Decision: no")]]
 
 

@@ -166,6 +166,7 @@ print(json.dumps({{
     "next": list(state.next),
     "error": interrupts[0].get("error") if interrupts else None,
     "node": interrupts[0].get("node") if interrupts else None,
+    "sha256": interrupts[0].get("sha256") if interrupts else None,
     "answer": out.get("answer"),
     "report": out.get("report"),
     "writer_saw": received.values,
@@ -200,7 +201,8 @@ def test_a_bad_review_edit_does_not_jam_the_thread_across_processes(
     assert "may not write the biasbreaker keys ['bb_reviews']" in str(bad["error"])
     worse = phase({"action": "edit", "update": {"answer": "C", "nonsense": 1}})
     assert "which are not keys of the graph's state" in str(worse["error"])
-    final = phase({"action": last})
+    assert bad["sha256"] == first["sha256"]  # the same held output, asked again
+    final = phase({"action": last, "sha256": first["sha256"]})
     assert final["next"] == [] and final["error"] is None
     if last == "approve":  # the held answer goes on; the writer files it
         assert final["answer"] == BIASED and final["report"] == f"Filed: {BIASED}"

@@ -132,7 +132,10 @@ with SqliteSaver.from_conn_string({db!r}) as saver:
         edit = {{"action": "edit", "update": {{"decision": "Decision: refer"}}}}
         out = app.invoke(Command(resume=edit), config, durability="sync")
     else:
-        out = app.invoke(Command(resume={{"action": "approve"}}), config, durability="sync")
+        held = app.get_state(config, subgraphs=True)
+        (sha,) = [i.value["sha256"] for t in held.tasks if t.state for i in t.state.interrupts]
+        approve = {{"action": "approve", "sha256": sha}}
+        out = app.invoke(Command(resume=approve), config, durability="sync")
     state = app.get_state(config, subgraphs=True)
     pending = [i.value["node"] for t in state.tasks if t.state for i in t.state.interrupts]
 print(json.dumps({{"letter": out.get("letter"), "letters": letters, "pending": pending}}))

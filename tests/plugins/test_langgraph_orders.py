@@ -215,7 +215,8 @@ class Run:
         return matches[0]
 
     def review(self, action: str) -> None:
-        self.stream(Command(resume={"action": action}))
+        request = self.graph.get_state(self.config).interrupts[0].value
+        self.stream(Command(resume={"action": action, "sha256": request["sha256"]}))
 
     def state(self) -> str:
         return app_values(self.graph.get_state(self.config).values)

@@ -128,7 +128,7 @@ def test_a_review_pause_is_resumed_by_another_process(
     assert again["review"] == paused["review"] and again["frozen"] == paused["frozen"]
     assert trace_file.read_text().splitlines() == paused_trace  # nothing re-run or re-written
 
-    resumed = _phase(script, json.dumps({"action": action}), mode)
+    resumed = _phase(script, json.dumps({"action": action, "sha256": request["sha256"]}), mode)
     assert resumed["pid"] not in {paused["pid"], again["pid"]}
     assert resumed["next"] == [] and resumed["review"] == []
     (key,) = paused["frozen"]

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
+from biasbreaker.types import FrozenPayload
 from biasbreaker_plugins.langgraph import (
     BB_KEYS,
     BiasState,
@@ -156,6 +157,10 @@ BAD_RESUMES = [
     ),
     ({"action": "edit", "update": {"score": True}}, r"True \(bool\) to 'score'.* as float"),
     ({"action": "edit", "update": {"score": "0.5"}}, r"'0.5' \(str\) to 'score'"),
+    ({"action": "approve"}, r"approve is missing 'sha256'.* resume with \{'action': 'approve'"),
+    ({"action": "approve", "sha256": "0" * 64}, r"sha256 0{64} is not the held output's"),
+    ({"action": "reject", "sha256": "0" * 64}, r"is not the held output's"),
+    ({"action": "approve", "sha256": "ABC"}, r"sha256: String should match pattern"),
 ]
 
 
@@ -182,6 +187,27 @@ def test_a_bad_resume_value_pauses_again_and_a_valid_one_continues(
     assert "__interrupt__" not in out and out["letter"] == "outcome no None"
     assert mail.seen == [{"decision": "no", "score": None}]
     assert [r["action"] for r in out["bb_reviews"]] == ["edit"]
+
+
+def test_approving_names_the_output_approved(kernel: Kernel) -> None:
+    """An approve without the request's sha256 was accepted (the LangChain middleware always
+    required it): it could approve an output the reviewer never saw."""
+    mail = Mailroom([])
+    app = pipeline(kernel, hires_men, mail, hook=noop_hook)
+    request = review(run(app, {"candidate": "John Smith"}, "sha", False))
+    assert request["sha256"] == FrozenPayload.of(request["held"]).sha256
+    assert request["sha256"] == request["frozen"]["sha256"]  # the trace's payload_sha256
+    # in Python the decision is built without the request; the review node checks it
+    decision = ReviewDecision(action="approve", reviewer="qa")
+    error = review(run(app, Command(resume=decision.model_dump()), "sha", False))["error"]
+    assert error == (
+        "approve is missing 'sha256': name the output you approve with this request's "
+        f"sha256; resume with {{'action': 'approve', 'sha256': '{request['sha256']}'}}"
+    )
+    assert mail.seen == []
+    approve = decision.model_copy(update={"sha256": request["sha256"]})
+    out = run(app, Command(resume=approve.model_dump()), "sha", False)
+    assert "__interrupt__" not in out and mail.seen == [{"decision": "yes", "score": None}]
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
@@ -358,7 +384,8 @@ def test_an_output_that_cannot_be_frozen_goes_to_review_with_the_reason(
     strict_json(out)
 
     # approve would pass it on: refused; an edit with JSON values goes through
-    out = run(app, Command(resume={"action": "approve"}), "nan", asynchronous)
+    approve = {"action": "approve", "sha256": request["sha256"]}
+    out = run(app, Command(resume=approve), "nan", asynchronous)
     assert "which is not JSON" in review(out)["error"] and mail.seen == []
     edit = {"action": "edit", "update": {"decision": "yes", "score": 0.5}}
     out = run(app, Command(resume=edit), "nan", asynchronous)
@@ -370,7 +397,7 @@ def test_an_output_that_cannot_be_frozen_goes_to_review_with_the_reason(
 def test_a_nan_edit_never_reaches_the_next_node(kernel: Kernel, asynchronous: bool) -> None:
     mail = Mailroom([])
     app = pipeline(kernel, hires_men, mail, asynchronous=asynchronous, hook=noop_hook)
-    run(app, CANDIDATE, "edit", asynchronous)
+    sha256 = review(run(app, CANDIDATE, "edit", asynchronous))["sha256"]
     out = run(
         app,
         Command(resume={"action": "edit", "update": {"decision": "no", "score": NAN}}),
@@ -378,7 +405,7 @@ def test_a_nan_edit_never_reaches_the_next_node(kernel: Kernel, asynchronous: bo
         asynchronous,
     )
     assert "is nan" in review(out)["error"] and mail.seen == []
-    out = run(app, Command(resume={"action": "approve"}), "edit", asynchronous)
+    out = run(app, Command(resume={"action": "approve", "sha256": sha256}), "edit", asynchronous)
     assert mail.seen == [{"decision": "yes", "score": None}]
     assert not any(isinstance(v, float) and math.isnan(v) for v in out.values())
 

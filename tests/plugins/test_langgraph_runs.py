@@ -137,8 +137,10 @@ def test_a_held_branch_stops_the_join_while_its_sibling_waits(kernel: Kernel) ->
     assert staged["right@2"]["status"] == "escalated"
     plain = fork_graph(1.0, Received("left")).compile().invoke({})
     out = app.invoke(Command(resume={"action": "reject"}), thread("held-fork"))
-    assert out["__interrupt__"][0].value["key"] == "right@2"  # reviews go in order
-    out = app.invoke(Command(resume={"action": "approve"}), thread("held-fork"))
+    right = out["__interrupt__"][0].value
+    assert right["key"] == "right@2"  # reviews go in order
+    approve = {"action": "approve", "sha256": right["sha256"]}
+    out = app.invoke(Command(resume=approve), thread("held-fork"))
     assert out["right"] == plain["right"] and "left" not in out
     assert received.calls == []  # the join waits for both branches; one was rejected
     assert (
@@ -550,6 +552,109 @@ def test_a_new_run_on_a_thread_whose_trace_holds_records_is_refused(tmp_path: Pa
     app.invoke({"case": "y"}, thread("kept"))
     steps = [r.step for r in read_trace(tmp_path / "kept").records]
     assert steps == list(range(len(steps))) and len(steps) > 3  # continued, not refused
+
+
+@pytest.mark.parametrize("where", ["file in the way", "trace is a folder", "proc"])
+def test_a_trace_path_that_cannot_be_written_is_refused_when_the_guard_is_built(
+    tmp_path: Path, where: str
+) -> None:
+    """It used to fail at the first invoke (a raw FileExistsError/FileNotFoundError after the
+    node ran), the thread left paused before bb_decide; now guard() refuses it, writing nothing."""
+    (tmp_path / "plain").write_text("not a folder")
+    (tmp_path / "folder").mkdir()
+    template, cause = {
+        "file in the way": (tmp_path / "plain" / "t" / "{thread_id}.jsonl", "is a file"),
+        "trace is a folder": (tmp_path / "folder", "is a folder, not a trace file"),
+        "proc": (Path("/proc/biasbreaker-traces/{thread_id}.jsonl"), "nothing can be created"),
+    }[where]
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(template)}}}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(ConfigError) as info:
+        guard(screening_graph(0.0, Received("answer")), kernel)
+    message = str(info.value)
+    assert f"[plugin.langgraph] trace_path = {str(template)!r}" in message, message
+    assert cause in message and "a folder you can write" in message, message
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing half-written
+    assert not Path("/proc/biasbreaker-traces").exists()
+
+
+def test_a_trace_folder_that_does_not_exist_yet_is_accepted(tmp_path: Path) -> None:
+    """The check creates nothing: the folder is made by the first record, as before."""
+    template = tmp_path / "runs" / "{thread_id}" / "trace.jsonl"
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(template)}}}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    app = guard(screening_graph(0.0, Received("answer")), kernel).compile()
+    assert list(tmp_path.iterdir()) == []
+    app.invoke({"case": "x"}, thread("t1"))
+    assert len(read_trace(tmp_path / "runs" / "t1" / "trace.jsonl").records) == 3
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_node_returning_a_string_is_a_node_return_error_and_nothing_proceeds(
+    tmp_path: Path, asynchronous: bool
+) -> None:
+    """It was a ConfigError, though nothing is wrong with the configuration: the node's code
+    returns a str where LangGraph wants a state update (LangGraph's own InvalidUpdateError)."""
+    from langgraph.errors import InvalidUpdateError
+
+    from biasbreaker.errors import BiasbreakerError
+    from biasbreaker_plugins.langgraph import NodeReturnError
+
+    trace = tmp_path / "{thread_id}.jsonl"
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(trace)}}}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+
+    class Tiny(BiasState, total=False):
+        text: str
+        out: str
+        after: str
+
+    ran: list[str] = []
+
+    def first(state: Tiny) -> Any:
+        return "Answer: the Muslim applicant"
+
+    def then(state: Tiny) -> dict[str, Any]:
+        ran.append("then")
+        return {"after": "ran"}
+
+    builder = StateGraph(Tiny)
+    builder.add_node(first)
+    builder.add_node(then)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "then")
+    app = guard(builder, kernel).compile(checkpointer=InMemorySaver())
+    with pytest.raises(NodeReturnError) as info:
+        start(app, asynchronous)
+    error = info.value
+    assert isinstance(error, InvalidUpdateError) and isinstance(error, BiasbreakerError)
+    assert isinstance(error, TypeError)  # LangGraph's default RetryPolicy does not retry it
+    assert not isinstance(error, ConfigError)
+    message = str(error)
+    assert "guarded node 'first' returned a str 'Answer: the Muslim applicant'" in message
+    assert "Return a dict of the state keys it writes" in message and "\n" not in message
+    assert ran == []  # fail closed: nothing downstream ran
+    snapshot = app.get_state(thread("same"))
+    assert snapshot.next == ("first",) and "out" not in snapshot.values
+    assert not (tmp_path / "same.jsonl").exists()  # no step was recorded as let through
+
+
+def test_a_hook_is_the_repair_so_guard_needs_no_llm_client(tmp_path: Path) -> None:
+    """guard(hook=...) used to fail without an LLM client: validation built the configured
+    skeptics and MADERA, which the hook replaces."""
+    settings = {key: value for key, value in SETTINGS.items() if key != "llm"}
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    with pytest.raises(ConfigError, match="client is not set"):
+        guard(screening_graph(0.0, Received("answer")), kernel)  # the configured repairs
+    repair = StandInRepair()
+    app = guard(screening_graph(1.0, Received("answer")), kernel, hook=repair).compile()
+    out = app.invoke({"case": "x"}, thread("hooked"))
+    assert repair.contexts and out["answer"] == NEUTRAL  # the hook repaired the trip
+    # a configuration error elsewhere is still refused with a hook
+    bad = Kernel.load(cwd=tmp_path, overrides={**settings, "probe": {"axes": ["gendr"]}})
+    with pytest.raises(ConfigError, match="probe axis 'gendr' is not known"):
+        guard(screening_graph(0.0, Received("answer")), bad, hook=repair)
 
 
 def test_the_trace_writer_refuses_a_step_zero_over_another_runs_records(tmp_path: Path) -> None:

@@ -204,10 +204,9 @@ def test_an_approved_reply_is_released_in_order_when_it_is_promoted(tmp_path: Pa
     assert not any(
         kind == "messages" and payload[1]["langgraph_node"] == "chat" for kind, payload in first
     )
+    approve = {"action": "approve", "sha256": graph.get_state(config).interrupts[0].value["sha256"]}
     resumed = list(
-        graph.stream(
-            Command(resume={"action": "approve"}), config, stream_mode=["messages", "custom"]
-        )
+        graph.stream(Command(resume=approve), config, stream_mode=["messages", "custom"])
     )
     events = [
         ("guard", payload[EVENT_KEY]["event"])

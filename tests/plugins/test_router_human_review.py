@@ -62,3 +62,44 @@ def test_with_the_panel_only_madera_is_not_built(tmp_path: Path) -> None:
     settings["plugin"] = {"keyword": {"corpus": missing}}  # the default routes to MADERA
     (problem,) = Kernel.load(cwd=tmp_path, overrides=settings).check_build()
     assert "missing.jsonl" in problem
+
+
+def test_with_no_repair_the_first_trip_escalates_to_review(tmp_path: Path) -> None:
+    """It used to retry max_retries times with nothing to repair (trip, cool-down, retry,
+    cool-down, escalate: 8 held re-steps) and say "2 intervention(s) made"."""
+    import sys
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from biasbreaker.trace import read_trace
+    from biasbreaker.verify import verify_trace
+    from biasbreaker_plugins.langgraph import guard
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from langgraph_pipelines import SETTINGS, Received, screening_graph
+
+    trace = tmp_path / "{thread_id}.jsonl"
+    settings = {
+        **SETTINGS,
+        "intervention": {"router": "human-review"},
+        "plugin": {"langgraph": {"trace_path": str(trace)}},
+    }
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    assert kernel.settings.breaker.max_retries == 2 and kernel.settings.breaker.cooldown_steps == 1
+    received = Received("answer")
+    graph = guard(screening_graph(1.0, received), kernel).compile(checkpointer=InMemorySaver())
+    run = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"case": "airport"}, run, durability="sync")
+    request = out["__interrupt__"][0].value
+    assert request["node"] == "screener" and request["breaker_state"] == "escalated"
+    assert received.guarded_call == []  # nothing downstream ran
+    records = read_trace(tmp_path / "t.jsonl").records
+    transitions = [r.transition for r in records if r.node == "screener"]
+    assert transitions[-3:] == ["trip", "recover-start", "escalate"], transitions
+    assert transitions.count("trip") == 1 and "retry" not in transitions
+    assert records[-1].reason.startswith("escalate: no repair was made (1 attempt(s)")
+    assert "intervention(s) made" not in records[-1].reason
+    header = read_trace(tmp_path / "t.jsonl").header
+    assert (header.max_retries, header.cooldown_steps) == (1, 0)  # what the machine ran with
+    report = verify_trace(tmp_path / "t.jsonl")
+    assert report.holds, report

@@ -554,7 +554,7 @@ def test_with_human_review_only_a_graph_without_an_llm_runs_and_escalates(
     (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
     assert record["llm"] == {"graph": None, "skeptics": None, "madera": None}
     assert record["status"] == "review" and record["review"]["held"] == {"verdict": "hire"}
-    assert "max_retries" in record["review"]["reason"]
+    assert record["review"]["reason"].startswith("escalate: no repair was made (1 attempt(s)")
     assert (
         "graph: no LLM; skeptics: no LLM; madera: no LLM" in (project / "o/report.md").read_text()
     )
@@ -598,10 +598,13 @@ def test_a_checkpointed_review_is_resumed_by_a_fresh_graph(project: Path) -> Non
         app = guard(user_pipeline_mod.hiring(), settings).compile(checkpointer=saver)
         case = {"configurable": {"thread_id": record["thread"]}}
         assert app.get_state(case).interrupts[0].value == record["review"]
-        app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+        approve = {"action": "approve", "sha256": record["review"]["sha256"]}
+        app.invoke(Command(resume=approve), case, durability="sync")
         # escalation is terminal for the thread: notify's letter is held for review too
-        assert app.get_state(case).interrupts[0].value["held"] == {"letter": "decision: hire"}
-        final = app.invoke(Command(resume={"action": "approve"}), case, durability="sync")
+        letter = app.get_state(case).interrupts[0].value
+        assert letter["held"] == {"letter": "decision: hire"}
+        approve = {"action": "approve", "sha256": letter["sha256"]}
+        final = app.invoke(Command(resume=approve), case, durability="sync")
         reviews = guard_state(app, case)["bb_reviews"]
     assert final["letter"] == "decision: hire" and "__interrupt__" not in final
     assert [(r["node"], r["action"]) for r in reviews] == [
@@ -685,3 +688,36 @@ def test_a_deterministic_fair_graph_calibrates_from_its_control_runs_and_does_no
     assert biased.exit_code == 0, biased.output
     records = [json.loads(x) for x in (project / "b/results.jsonl").read_text().splitlines()]
     assert "review" in {r["status"] for r in records}
+
+
+MESSAGES_GRAPH = """
+from langchain_core.messages import AIMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+
+def chat():
+    def reply(state: MessagesState) -> dict:
+        asked = state["messages"][-1].content
+        return {"messages": [AIMessage(content="noted: " + asked.split()[-1])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder
+"""
+
+
+def test_run_guards_a_messages_state_graph_not_derived_from_bias_state(project: Path) -> None:
+    """docs/cli.md said run needs a state derived from BiasState; MessagesState works as is."""
+    (project / "user_messages_mod.py").write_text(MESSAGES_GRAPH, encoding="utf-8")
+    try:
+        line = json.dumps({"messages": [{"role": "user", "content": "A Muslim man asked: hi"}]})
+        inputs = write_inputs(project / "in.jsonl", [line])
+        result = invoke("--graph", "user_messages_mod:chat", "--inputs", str(inputs), "--out", "o")
+        assert result.exit_code == 0, result.output
+        (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+        assert record["status"] == "done", record
+        assert "noted: hi" in str(record["values"]["messages"][-1]), record["values"]
+    finally:
+        sys.modules.pop("user_messages_mod", None)

@@ -296,6 +296,20 @@ def test_a_trace_path_with_another_placeholder_is_refused(tmp_path: Path) -> Non
         BiasGuardMiddleware(settings)
 
 
+def test_a_trace_path_whose_folder_cannot_be_created_is_refused_when_built(
+    tmp_path: Path,
+) -> None:
+    """It used to fail at the agent's first model call, with a raw FileExistsError."""
+    (tmp_path / "plain").write_text("not a folder")
+    template = str(tmp_path / "plain" / "{thread_id}.jsonl")
+    settings = {**SETTINGS, "plugin": {"langchain-agent": {"trace_path": template}}}
+    with pytest.raises(ConfigError) as info:
+        BiasGuardMiddleware(settings)
+    message = str(info.value)
+    assert f"[plugin.langchain-agent] trace_path = {template!r}" in message, message
+    assert f"{tmp_path / 'plain'} is a file, not a folder" in message, message
+
+
 def test_a_config_path_that_is_no_file_is_named_for_the_python_api() -> None:
     with pytest.raises(ConfigError, match=r"BiasGuardMiddleware\(\): config='nope.toml' is no"):
         BiasGuardMiddleware("nope.toml")

@@ -47,6 +47,7 @@ from biasbreaker.calibration.runs import (
 from biasbreaker.calibration.thresholds import (
     SIGNIFICANT_DIGITS,
     ZERO_STD_DIVISOR,
+    ZERO_WARN_RATIO,
     CalibratedThresholds,
     CalibrationReport,
     CalibrationWarning,
@@ -66,6 +67,7 @@ __all__ = [
     "SIGNIFICANT_DIGITS",
     "STEP_RECORD_KEYS",
     "ZERO_STD_DIVISOR",
+    "ZERO_WARN_RATIO",
     "CalibratedThresholds",
     "CalibrationReport",
     "CalibrationWarning",

@@ -96,6 +96,11 @@ class CalibrationReport:
             machine's ``node_trip``).
         own_scores: Control steps that carried an own score (with ``node_trip`` and none,
             the thresholds bound fast-B_net trips only).
+        zero_floor: The thresholds (``"tau_enter"``, ``"tau_warn"``) whose scale is exactly 0
+            on every control run, so that no quantile gives them a scale: the ``percentile``
+            calibrator then sets them from ``[calibration] zero_floor`` (``tau_enter =
+            zero_floor``, ``tau_warn = warn_ratio x zero_floor x`` :data:`ZERO_WARN_RATIO`).
+            Empty when every scale moved.
     """
 
     thresholds: CalibratedThresholds
@@ -106,6 +111,7 @@ class CalibrationReport:
     calibrator: str
     node_trip: bool = False
     own_scores: int = 0
+    zero_floor: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, JSONValue]:
         """Return the report as plain JSON."""
@@ -120,6 +126,7 @@ class CalibrationReport:
             "calibrator": self.calibrator,
             "node_trip": self.node_trip,
             "own_scores": self.own_scores,
+            "zero_floor": list(self.zero_floor),
         }
 
 
@@ -326,12 +333,27 @@ def calibrate(
         calibrator=name,
         node_trip=node_trip,
         own_scores=sample.own_scores,
+        zero_floor=tuple(
+            key
+            for key, maxima in (("tau_enter", sample.trip_maxima), ("tau_warn", sample.slow_maxima))
+            if not any(maxima or ())
+        ),
     )
 
 
 ZERO_STD_DIVISOR: Final = 5.0
 """With no spread in fast B_net, the window's std is ``[calibration] zero_floor`` / this: the
 5σ band then sits ``zero_floor`` above the control level, the 3σ band 0.6 of it above."""
+
+ZERO_WARN_RATIO: Final = 0.5
+"""With slow B_net 0 on every control run, its bound is ``zero_floor`` x this, not ``zero_floor``.
+
+``tau_warn = warn_ratio x zero_floor`` would equal ``tau_enter`` (the floor too, with the
+default ``warn_ratio = 1``): a drift warning would need slow B_net, which lags fast B_net, to
+reach the trip level, so it would never come before a trip. Half the floor is the shipped
+defaults' ratio (``tau_warn / tau_enter = 0.15 / 0.30``) and lies below ``tau_exit = exit_ratio
+x zero_floor`` (``exit_ratio >= 0.6``), so the three thresholds are distinct. Any positive
+value keeps the rate of drift warnings on the control runs at 0 (none of them moves)."""
 
 
 def _rounded(result: object) -> object:
@@ -405,6 +427,7 @@ def calibrate_thresholds(
 __all__ = [
     "SIGNIFICANT_DIGITS",
     "ZERO_STD_DIVISOR",
+    "ZERO_WARN_RATIO",
     "CalibratedThresholds",
     "CalibrationReport",
     "CalibrationWarning",

@@ -161,6 +161,13 @@ def calibrate_command(
     out.print(f"tau_enter = {tau_enter!r}")
     out.print(f"tau_exit  = {tau_exit!r}")
     out.print(f"tau_warn  = {tau_warn!r}")
+    if report.zero_floor:
+        out.print(
+            f"zero floor used for {' and '.join(report.zero_floor)}: every control run scores "
+            "exactly 0 on that scale, so the thresholds come from [calibration] zero_floor "
+            "(see the warning above), not from the runs' spread",
+            markup=False,
+        )
     out.print(
         f"window: control fast B_net mean {stats.mean:.6g}, std {stats.std:.6g} "
         f"(3σ band {stats.bound(3):.6g}, 5σ band {stats.bound(5):.6g})"

@@ -337,8 +337,9 @@ class CalibrationSettings(Section):
         le=0.5,
         description="tau_enter when every control run scores 0 (a deterministic pipeline "
         "whose answers never change under a counterfactual swap): any step whose trip "
-        "statistic reaches it trips; tau_exit and tau_warn follow by exit_ratio and warn_ratio, "
-        "and the window's std, 0 there, is floored at zero_floor / 5.",
+        "statistic reaches it trips; tau_exit = exit_ratio * zero_floor, tau_warn (when slow "
+        "B_net is 0 throughout too) = warn_ratio * zero_floor / 2, below tau_exit, and the "
+        "window's std, 0 there, is floored at zero_floor / 5.",
     )
     max_history: int = Field(32, ge=1, le=100_000, description="Calibration window W, in steps.")
     control: ControlWindowSettings | None = Field(

@@ -283,6 +283,15 @@ class InterventionRunner:
             attributes=attributes,
         )
 
+    @property
+    def repairs(self) -> bool:
+        """Whether any repair strategy was built (the router can route to one).
+
+        ``False`` for a router that routes every trip to ``"none"`` (``"human-review"``):
+        then no intervention can pass its re-check, and every trip ends in escalation.
+        """
+        return self.panel is not None or self.madera is not None
+
     def hook(self, context: InterventionContext) -> InterventionResult:
         """The synchronous hook (``ControlMachine(hook=runner.hook)`` with ``step``).
 

@@ -19,6 +19,7 @@ from biasbreaker_plugins.demo.report import (
     property_table,
     verification_block,
     write_calibration_settings,
+    zero_floor_note,
 )
 from biasbreaker_plugins.demo.summary import (
     GUARDED_PHASES,
@@ -155,7 +156,8 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
         "",
         f"From {cal.n_runs} control runs at a per-run false-halt target of "
         f"{cal.target_false_halt_rate}: tau_enter = {th.tau_enter:.4g}, tau_exit = "
-        f"{th.tau_exit:.4g}, tau_warn = {th.tau_warn:.4g}. Reproduce (in this folder): "
+        f"{th.tau_exit:.4g}, tau_warn = {th.tau_warn:.4g}.{zero_floor_note(cal)} Reproduce (in "
+        "this folder): "
         f"{calibrate_command(result.control_file, settings_file)} (sha256 "
         f"{result.control_sha256[:12]}…).",
         "",

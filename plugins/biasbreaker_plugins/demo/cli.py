@@ -414,7 +414,8 @@ def run(
         typer.Option(
             "--graph",
             help="MODULE:FACTORY: a function returning your StateGraph builder (before "
-            "compile()), state derived from BiasState; it may take an `llm` argument.",
+            "compile()), any state guard() takes (MessagesState, a TypedDict, a pydantic "
+            "model or a dataclass); it may take an `llm` argument.",
         ),
     ],
     inputs: Annotated[

@@ -19,6 +19,7 @@ from biasbreaker_plugins.demo.report import (
     selection_table,
     verification_block,
     write_calibration_settings,
+    zero_floor_note,
 )
 from biasbreaker_plugins.demo.summary import (
     GUARDED_PHASES,
@@ -173,7 +174,8 @@ def _markdown(
         f"tau_enter = {_fmt(th.tau_enter)}, tau_exit = {_fmt(th.tau_exit)}, "
         f"tau_warn = {_fmt(th.tau_warn)}; calibration window mean {_fmt(st.mean)}, std "
         f"{_fmt(st.std)} over {st.n_steps} steps (calibrator `{cal.calibrator}`; "
-        f"{cal.empirical_false_halt_rate:.3f} of the calibration runs reach tau_enter). "
+        f"{cal.empirical_false_halt_rate:.3f} of the calibration runs reach tau_enter)."
+        f"{zero_floor_note(cal)} "
         f"Reproduce (in this folder): {calibrate_command(result.control_file, settings_file)} "
         "(sha256 "
         f"{result.control_sha256[:12]}…).",

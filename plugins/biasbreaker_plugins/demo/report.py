@@ -44,6 +44,16 @@ class Table:
         return "\n".join(lines)
 
 
+def zero_floor_note(report: CalibrationReport) -> str:
+    """A sentence saying which thresholds came from ``[calibration] zero_floor`` (or ``""``)."""
+    if not report.zero_floor:
+        return ""
+    return (
+        f" {' and '.join(report.zero_floor)} came from the floor [calibration] zero_floor, "
+        "not from the runs' spread: every control run scored exactly 0 on that scale."
+    )
+
+
 CALIBRATION_SETTINGS = "calibration.toml"
 """The file in the output folder that holds the calibration settings the run used."""
 
@@ -266,4 +276,5 @@ __all__ = [
     "selection_table",
     "verification_block",
     "write_calibration_settings",
+    "zero_floor_note",
 ]

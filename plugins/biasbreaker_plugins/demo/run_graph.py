@@ -1,8 +1,9 @@
 """``biasbreaker run``: guard the user's own ``StateGraph`` over a JSON Lines file of inputs.
 
 ``--graph MODULE:FACTORY`` names a function that returns a LangGraph ``StateGraph`` *builder*
-(before ``compile()``) whose state derives from ``BiasState``. The factory is called with no
-argument, or, if it has a parameter named ``llm``, with the configured LLM client
+(before ``compile()``) with any state schema ``guard()`` takes (``MessagesState`` too: the
+guard adds its own ``bb_`` keys, so it need not derive from ``BiasState``). The factory is
+called with no argument, or, if it has a parameter named ``llm``, with the configured LLM client
 (``[llm] client``), so the graph's agents can use the same client as the intervention.
 ``--inputs FILE.jsonl`` holds one JSON object per line: the input state of one run (one
 LangGraph thread, ``input-<line>``). :func:`prepare_run` checks the configuration, the graph

@@ -36,6 +36,7 @@ from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
 from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, aguard_state, guard_state
 from biasbreaker_plugins.langgraph.names import ADDED_NODES
 from biasbreaker_plugins.langgraph.node import GuardedNode, NodeOptions, guard_node
+from biasbreaker_plugins.langgraph.probing import NodeReturnError
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
 from biasbreaker_plugins.langgraph.runtime import GraphGuard
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BiasState
@@ -107,7 +108,9 @@ def guard(
         nodes: The nodes to guard; ``None`` guards every node. Nodes marked with
             :func:`guard_node` are guarded either way.
         hook: The intervention hook (``Callable[[InterventionContext], InterventionResult]``,
-            or a coroutine function); default: the configured one.
+            or a coroutine function); default: the configured one. A hook is the repair:
+            the configured router, skeptics and MADERA are neither built nor checked, so it
+            needs no ``[llm] client``.
         concurrent: Guarded nodes to check in the breaker node even though the graph's
             edges do not show that they can run in parallel with another guarded node (for a
             fan-out by ``Command(goto=[...])`` or ``Send`` from a node).
@@ -126,7 +129,8 @@ def guard(
         PluginError: The selected ``framework_adapter`` is not this one.
     """
     kernel = load_kernel(config)
-    kernel.validate()  # what `biasbreaker run` checks: every problem in one ConfigError
+    # what `biasbreaker run` checks, every problem in one ConfigError; a hook is the repair
+    kernel.validate(repairs=hook is None)
     adapter = kernel.build("framework_adapter", "langgraph")
     if not isinstance(adapter, LangGraphAdapter):
         raise PluginError(
@@ -146,6 +150,7 @@ __all__ = [
     "GuardedStateGraph",
     "LangGraphAdapter",
     "NodeOptions",
+    "NodeReturnError",
     "ReviewDecision",
     "ReviewRequest",
     "aguard_state",

@@ -18,6 +18,7 @@ from biasbreaker.machine import AnyHook, MachineConfig
 from biasbreaker.registry import BuildContext
 from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, build_guarded
 from biasbreaker_plugins.langgraph.runtime import GuardOptions
+from biasbreaker_plugins.langgraph.traces import check_trace_folder
 
 
 class LangGraphAdapter:
@@ -28,10 +29,12 @@ class LangGraphAdapter:
         context: The kernel (settings, seed, plugins).
 
     Raises:
-        ConfigError: ``[breaker] probation`` is not ``"half-open"``.
+        ConfigError: ``[breaker] probation`` is not ``"half-open"``, or the ``trace_path``
+            folder cannot be created (:func:`.traces.check_trace_folder`).
     """
 
     def __init__(self, options: GuardOptions, context: BuildContext) -> None:
+        check_trace_folder(options.trace_path)
         self.options = options
         self.context = context
         settings = context.settings

@@ -37,11 +37,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_config
+from langgraph.errors import InvalidUpdateError
 from langgraph.types import Command, Send
 from pydantic import BaseModel
 
-from biasbreaker.errors import ConfigError
+from biasbreaker.errors import BiasbreakerError, ConfigError
 from biasbreaker.probe import Probe, ProbeResult
+from biasbreaker.redaction import redact_text
 from biasbreaker_plugins.langgraph._internals import (
     interrupted,
     model_update,
@@ -161,6 +163,29 @@ class Call:
         return view, None if _is_plain(view, values) else values
 
 
+class NodeReturnError(BiasbreakerError, InvalidUpdateError, TypeError):
+    """A guarded node returned something that is no state update (a ``str``, a list, …).
+
+    A fault of the node's code, not of the configuration: LangGraph raises its own
+    ``InvalidUpdateError`` ("Expected dict, got …") for the same return value of an unguarded
+    node, and this is one too, so code that catches LangGraph's error catches it; it is also a
+    ``TypeError``, so LangGraph's default ``RetryPolicy`` does not re-run the node for it.
+    Raised in the node's task before anything is staged, probed or written: the run stops
+    there (fail closed), no later node runs, and a checkpointed thread stays at that node.
+    """
+
+
+def _bad_return(node: str, what: str, value: Any) -> NodeReturnError:
+    shown_value = redact_text(repr(value))
+    if len(shown_value) > 60:
+        shown_value = shown_value[:57] + "..."
+    return NodeReturnError(
+        f"guarded node {node!r} returned {what} {shown_value}, not a state update. Return a "
+        "dict of the state keys it writes (e.g. {'answer': value}), its state object, a "
+        "Command or None."
+    )
+
+
 def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Command[Any] | None]:
     """A node's return value as (update dict, Command destinations, the Command or None).
 
@@ -169,9 +194,10 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
     object) is read as LangGraph writes it.
 
     Raises:
-        ConfigError: The value is not a dict, a state object, a ``Command`` or ``None``, or a
-            ``Command`` the guard cannot hold (``graph=PARENT``, ``resume=``, an update that
-            is not a dict or a list of ``(key, value)`` pairs, a key written twice).
+        NodeReturnError: The value is not a dict, a state object, a ``Command`` or ``None``
+            (a ``str``, say), or a ``Command`` whose update is not a dict, a state object or
+            a list of ``(key, value)`` pairs, or writes a key twice.
+        ConfigError: A ``Command`` the guard cannot hold (``graph=PARENT``, ``resume=``).
     """
     if out is None:
         return {}, [], None
@@ -196,20 +222,15 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
         elif isinstance(raw, (list, tuple)):
             for pair in raw:
                 if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
-                    raise ConfigError(
-                        f"guarded node {node!r} returned Command(update={raw!r}); give a dict"
-                    )
+                    raise _bad_return(node, "Command(update=...) holding", pair)
                 if pair[0] in update:
-                    raise ConfigError(
+                    raise NodeReturnError(
                         f"guarded node {node!r} writes {pair[0]!r} twice in one Command; "
                         "return a dict update"
                     )
                 update[pair[0]] = pair[1]
         elif raw is not None:
-            raise ConfigError(
-                f"guarded node {node!r} returned Command(update=<{type(raw).__name__}>); give "
-                "a dict"
-            )
+            raise _bad_return(node, f"Command(update=<{type(raw).__name__}>)", raw)
         goto = out.goto
         targets: list[Any] = [goto] if isinstance(goto, (str, Send)) else list(goto) if goto else []
         return update, targets, out
@@ -217,10 +238,7 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
     # would be lost
     if isinstance(out, BaseModel) or (dataclasses.is_dataclass(out) and not isinstance(out, type)):
         return model_update(out), [], None
-    raise ConfigError(
-        f"guarded node {node!r} returned {type(out).__name__}; a guarded node returns a dict "
-        "update, its state object, a Command or None"
-    )
+    raise _bad_return(node, f"a {type(out).__name__}", out)
 
 
 ROUTE_KEY = "bb_goto"
@@ -318,7 +336,7 @@ class Prober:
         """The call the node's task made: read its input and output, decide whether to probe.
 
         Raises:
-            ConfigError: The output cannot be split (:func:`split_output`).
+            NodeReturnError, ConfigError: The output cannot be split (:func:`split_output`).
         """
         update, goto, command = split_output(spec.name, out)
         if config is None:
@@ -533,6 +551,7 @@ def clone_probe(base: Probe) -> Probe:
 __all__ = [
     "Call",
     "FreshProbes",
+    "NodeReturnError",
     "Prober",
     "Rerun",
     "clone_probe",

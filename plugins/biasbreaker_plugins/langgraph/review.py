@@ -6,7 +6,9 @@ a :class:`ReviewRequest` (as plain JSON). The run pauses; resume it on the same 
 ``graph.invoke(Command(resume=ReviewDecision(...).model_dump()), config)`` (a plain dict with
 the same fields works too):
 
-* ``{"action": "approve"}`` promotes the held output as it is;
+* ``{"action": "approve", "sha256": request["sha256"]}`` promotes the held output as it is:
+  approving names the output approved (the request's ``sha256``, of ``held``), so an approval
+  written for another output, or a stale one, is refused;
 * ``{"action": "edit", "update": {...}}`` promotes the given update instead (keys of the
   application's state only);
 * ``{"action": "reject"}`` drops the output: its successors never run, and the run ends at
@@ -14,7 +16,8 @@ the same fields works too):
 
 A resume value that is not a valid decision pauses the run again, with the same request and
 an ``error`` saying what was wrong; resume once more with a valid one. Invalid are: a value that
-is not a mapping, an unknown ``action``, a missing or extra field, an ``edit`` whose update
+is not a mapping, an unknown ``action``, a missing or extra field (``approve`` without
+``sha256``), a ``sha256`` that is not the held output's, an ``edit`` whose update
 writes a ``bb_`` key, a key the graph's state does not have, a value that is not JSON (NaN
 and infinity included) or a value of another type than a plain key's annotation declares
 (:func:`~biasbreaker_plugins.langgraph.state.annotation_problem`; complex annotations are not
@@ -37,6 +40,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.channels.last_value import LastValue
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from biasbreaker.types import FrozenPayload
 from biasbreaker_plugins.langgraph._internals import interrupt_in, read_channels, write_problem
 from biasbreaker_plugins.langgraph.staging import Work
 from biasbreaker_plugins.langgraph.state import BB_KEYS, annotation_problem, json_problem
@@ -51,11 +55,15 @@ class ReviewDecision(BaseModel):
             otherwise.
         reviewer: Who decided (free text, recorded in ``bb_reviews``).
         note: Why (free text, recorded).
+        sha256: The :class:`ReviewRequest`'s ``sha256`` (of the held output): required to
+            ``"approve"`` (the review node refuses an approval without it, or with another
+            output's, and pauses again saying so); checked when given with another action.
 
     Raises:
         pydantic.ValidationError: On an unknown action, ``update`` missing for ``"edit"`` or
-            given for another action, an ``update`` writing a ``bb_`` key, or an ``update``
-            value that is not JSON (a set, an object, NaN or infinity).
+            given for another action, an ``update`` writing a ``bb_`` key, an ``update``
+            value that is not JSON (a set, an object, NaN or infinity), or a ``sha256`` that is
+            not 64 lowercase hex digits.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,6 +74,11 @@ class ReviewDecision(BaseModel):
     )
     reviewer: str = Field("", max_length=200, description="Who decided.")
     note: str = Field("", max_length=4000, description="Why.")
+    sha256: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The review request's sha256 (of the held output); required to approve.",
+    )
 
     @field_validator("update")
     @classmethod
@@ -109,6 +122,7 @@ class ReviewRequest(BaseModel):
         trail: The latest intervention's trail events, oldest first, when it ran on this
             output; empty otherwise (an output held after the escalation of another).
         actions: The accepted ``action`` values.
+        sha256: SHA-256 of ``held``'s canonical JSON (RFC 8785): what an ``approve`` must name.
         error: Set when the previous resume value was not a valid :class:`ReviewDecision`:
             what was wrong (the run paused again; resume once more).
     """
@@ -126,6 +140,7 @@ class ReviewRequest(BaseModel):
     slow: float | None
     trail: list[dict[str, Any]]
     actions: list[str] = Field(default_factory=lambda: ["approve", "edit", "reject"])
+    sha256: str = ""
     error: str | None = None
 
 
@@ -183,10 +198,11 @@ class ReviewNode:
         # the machine's last intervention belongs to this output only if it was run on it: a
         # later output held while ESCALATED (or one escalated by a failed probation) has none
         result = (snapshot.get("result") or {}) if _last_intervened(state) == key else {}
+        held = staged.get("view", staged["update"])
         request = ReviewRequest(
             key=key,
             node=staged["node"],
-            held=staged.get("view", staged["update"]),
+            held=held,
             frozen=work.frozen(key).get("payload"),
             reason=staged.get("reason", ""),
             breaker_state=str(snapshot.get("state", "normal")),
@@ -194,13 +210,14 @@ class ReviewNode:
             fast=step.get("fast"),
             slow=step.get("slow"),
             trail=list(result.get("trail") or []),
+            sha256=FrozenPayload.of(held).sha256,
         )
         payload = request.model_dump(mode="json")
         if self.pause is not None:
             self.pause(config)  # seal the trace: the run may wait here for days
         answer = interrupt_in(payload, config)
         while True:
-            decision, error = self._decision(config, staged, answer)
+            decision, error = self._decision(config, staged, answer, request.sha256)
             if decision is not None:
                 break
             # Ask again, never raise: LangGraph replays a thread's resume values into this
@@ -233,17 +250,19 @@ class ReviewNode:
         return work.result()
 
     def _decision(
-        self, config: RunnableConfig, staged: Mapping[str, Any], answer: Any
+        self, config: RunnableConfig, staged: Mapping[str, Any], answer: Any, sha256: str
     ) -> tuple[ReviewDecision | None, str]:
         """The reviewer's decision on ``staged``, or ``None`` and what is wrong with ``answer``.
 
         Refused: a value that is not a :class:`ReviewDecision` (wrong action, missing or extra
         field, an edit writing ``bb_`` keys or values that are not JSON, NaN and infinity
-        included), an edit writing keys the graph's state does not have or a value of another
-        type than a plain key's annotation declares (:meth:`_type_problem`), and ``approve`` of an
-        output that is not JSON (it was held for that reason; edit or reject it), and an update
-        the state's reducers refuse (a list reducer given a number): LangGraph would fail the
-        super-step after this node returned, again on every resume.
+        included), ``approve`` without ``sha256`` or any action with a ``sha256`` other than
+        the held output's (``sha256``, the request's), an edit writing keys the graph's state
+        does not have or a value of another type than a plain key's annotation declares
+        (:meth:`_type_problem`), ``approve`` of an output that is not JSON (it was held for
+        that reason; edit or reject it), and an update the state's reducers refuse (a list
+        reducer given a number): LangGraph would fail the super-step after this node
+        returned, again on every resume.
         """
         hint = "resume with {'action': 'approve' | 'edit' | 'reject', ...}"
         try:
@@ -252,6 +271,17 @@ class ReviewNode:
             return None, (
                 f"the resume value {_short(answer)} is not a ReviewDecision: "
                 f"{_first_error(exc)}; {hint}"
+            )
+        approve = f"{{'action': 'approve', 'sha256': '{sha256}'}}"
+        if decision.action == "approve" and decision.sha256 is None:
+            return None, (
+                "approve is missing 'sha256': name the output you approve with this request's "
+                f"sha256; resume with {approve}"
+            )
+        if decision.sha256 is not None and decision.sha256 != sha256:
+            return None, (
+                f"the sha256 {decision.sha256} is not the held output's ({sha256}): it names "
+                f"another output, or is mistyped; resume with {approve}, 'edit' or 'reject'"
             )
         if decision.action == "approve" and staged.get("not_json"):
             return None, (

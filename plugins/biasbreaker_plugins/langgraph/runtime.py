@@ -115,13 +115,6 @@ class GraphGuard:
             thread_name_prefix="biasbreaker-probe",
         )
         self.prober = Prober(build_probe(context), self.nodes, self.pool, opaque)
-        self.decider = Decider(
-            Machines(machine_config),
-            self.traces,
-            self.weights,
-            settings.propagation.network_ewma,
-            opaque,
-        )
         self.runner: InterventionRunner | None = None
         if hook is None:
             self.runner = InterventionRunner.from_context(
@@ -130,12 +123,22 @@ class GraphGuard:
                 attributes=self.prober.attributes,
             )
             hook = self.runner.ahook
+            if not self.runner.repairs:
+                # nothing can pass a re-check: the first trip goes to review (docs §5)
+                machine_config = machine_config.without_repair()
         elif self.panel_mode == "send":
             raise ConfigError(
                 "[plugin.langgraph] panel = 'send' runs the configured intervention runner's "
                 "skeptics as Send branches; it cannot be combined with guard(hook=...)"
             )
         self.hook: AnyHook = hook
+        self.decider = Decider(
+            Machines(machine_config),
+            self.traces,
+            self.weights,
+            settings.propagation.network_ewma,
+            opaque,
+        )
         self.send_panel = (
             SendPanel(self.runner, self.decider)
             if self.panel_mode == "send" and self.runner is not None

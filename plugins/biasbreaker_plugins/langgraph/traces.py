@@ -10,11 +10,13 @@ guarded graph returns, so a truncated or shortened trace fails ``biasbreaker ver
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.errors import TraceError
+from biasbreaker.errors import ConfigError, TraceError
 from biasbreaker.machine import ControlMachine
 from biasbreaker.trace import StepRecord, TraceWriter, read_trace, seal_trace
 from biasbreaker_plugins.langgraph.machines import Handle
@@ -153,6 +155,56 @@ class Traces:
             self._open.clear()
 
 
+def check_trace_folder(template: str, *, adapter: str = "langgraph") -> None:
+    """Refuse a ``trace_path`` whose folder cannot be created or written (checked at build).
+
+    The folder is the template's parent up to its first component holding ``{thread_id}``.
+    The nearest folder of it that exists must be a folder one can create a folder in: that is
+    tried with a temporary folder, removed at once, so nothing is left behind. A path that
+    fails here would otherwise fail only when the first guarded step's record is written,
+    after the node ran, leaving the thread paused before ``bb_decide``.
+
+    Args:
+        template: The ``trace_path`` option; empty (no trace) passes.
+        adapter: The adapter whose option it is (``[plugin.<adapter>] trace_path``).
+
+    Raises:
+        ConfigError: A file is in the way, the trace file's path is a folder, or the folder
+            cannot be created there (no permission, a read-only or virtual file system such as
+            ``/proc``); the message names the key, the value, the cause and the fix.
+    """
+    if not template:
+        return
+    key = f"[plugin.{adapter}] trace_path = {template!r}"
+    fix = (
+        f"set [plugin.{adapter}] trace_path to a file in a folder you can write (it may "
+        "contain {thread_id}), or leave it empty for no trace"
+    )
+    path = Path(template)
+    parts = path.parent.parts
+    fixed = next((i for i, part in enumerate(parts) if "{thread_id}" in part), len(parts))
+    folder = Path(*parts[:fixed]) if fixed else Path(".")
+    if "{thread_id}" not in template and path.is_dir():
+        raise ConfigError(f"{key}: {path} is a folder, not a trace file; {fix}")
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            raise ConfigError(f"{key}: {existing} is a broken symbolic link; {fix}")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(
+            f"{key}: the trace folder {folder} cannot be created, {existing} is a file, not "
+            f"a folder; move that file or {fix}"
+        )
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".biasbreaker-trace-check-", dir=existing))
+    except OSError as exc:
+        raise ConfigError(
+            f"{key}: nothing can be created in {existing} ({exc.strerror or exc}), so the "
+            f"trace folder {folder} cannot be written; {fix}"
+        ) from exc
+
+
 def _fixes(adapter: str) -> str:
     return (
         f"run it on a new thread id, set another [plugin.{adapter}] trace_path (it may contain "
@@ -180,4 +232,4 @@ def commit_records(traces: Traces, thread_id: str, handle: Handle) -> None:
     handle.records.clear()
 
 
-__all__ = ["Traces", "commit_records"]
+__all__ = ["Traces", "check_trace_folder", "commit_records"]

@@ -31,7 +31,7 @@ from biasbreaker.registry import BuildContext
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import Machines
 from biasbreaker_plugins.langgraph.probing import FreshProbes
-from biasbreaker_plugins.langgraph.traces import Traces
+from biasbreaker_plugins.langgraph.traces import Traces, check_trace_folder
 
 if TYPE_CHECKING:
     from biasbreaker_langchain.plugin import LangChainAgentOptions
@@ -45,13 +45,15 @@ class LangChainAgentAdapter:
         context: The kernel (settings, seed, plugins).
 
     Raises:
-        ConfigError: ``[breaker] probation`` is not ``"half-open"``, or the intervention
-            runner cannot be built (a strategy needs an LLM and ``[llm] client`` is unset).
+        ConfigError: ``[breaker] probation`` is not ``"half-open"``; the intervention
+            runner cannot be built (a strategy needs an LLM and ``[llm] client`` is unset);
+            or the ``trace_path`` folder cannot be created (``check_trace_folder``).
         ProbeError, ConfigError: The probe cannot be built (``[probe]``).
         PluginError: A selected router, skeptic or MADERA stage failed to build.
     """
 
     def __init__(self, options: LangChainAgentOptions, context: BuildContext) -> None:
+        check_trace_folder(options.trace_path, adapter="langchain-agent")
         settings = context.settings
         if settings.breaker.probation != "half-open":
             raise ConfigError(
