@@ -8,11 +8,11 @@ claims otherwise.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tracegen import edited
 
 from biasbreaker.errors import InputError
 from biasbreaker.machine import HELD_FOR_REVIEW, ControlMachine, MachineConfig
@@ -131,16 +131,6 @@ def test_hold_and_probe_arguments_are_checked() -> None:
     assert machine.steps_taken == 0  # refused steps change nothing
 
 
-def _edited(path: Path, line: int, **changes: Any) -> Path:
-    lines = path.read_text().splitlines()
-    record = json.loads(lines[line])
-    record.update(changes)
-    lines[line] = json.dumps(record, sort_keys=True, separators=(",", ":"))
-    out = path.with_name(f"edited-{line}-{'-'.join(changes)}.jsonl")
-    out.write_text("\n".join(lines) + "\n")
-    return out
-
-
 @pytest.mark.parametrize(
     ("line", "changes", "field"),
     [
@@ -164,7 +154,7 @@ def test_the_replay_catches_a_held_step_recorded_otherwise(
 ) -> None:
     path = tmp_path / "t.jsonl"
     write(path)
-    report = verify_trace(_edited(path, line, **changes))
+    report = verify_trace(edited(path, line, **changes))
     assert not report.replay.holds
     violations = report.replay.violations
     assert any(v.step == line - 1 and f"{field}:" in v.message for v in violations), violations
@@ -176,7 +166,7 @@ def test_a_held_step_without_a_holding_probe_names_what_was_recorded(
 ) -> None:
     path = tmp_path / "t.jsonl"
     write(path)
-    report = verify_trace(_edited(path, 2, probe=probe))
+    report = verify_trace(edited(path, 2, probe=probe))
     assert any(v.message.startswith(f"probe: recorded {shown},") for v in report.replay.violations)
 
 

@@ -9,11 +9,10 @@ held (fail closed). The replay checks each.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tracegen import edited
 
 from biasbreaker.machine import HELD_FOR_REVIEW, ControlMachine, MachineConfig
 from biasbreaker.trace import TraceWriter, read_trace
@@ -72,16 +71,6 @@ def test_held_and_proceeding_unsupported_steps_verify(tmp_path: Path) -> None:
     assert report.holds, report
 
 
-def _edited(path: Path, line: int, **changes: Any) -> Path:
-    lines = path.read_text().splitlines()
-    record = json.loads(lines[line])
-    record.update(changes)
-    lines[line] = json.dumps(record, sort_keys=True, separators=(",", ":"))
-    out = path.with_name(f"edited-{line}.jsonl")
-    out.write_text("\n".join(lines) + "\n")
-    return out
-
-
 @pytest.mark.parametrize(
     ("line", "probe", "field"),
     [
@@ -103,7 +92,7 @@ def test_the_replay_catches_an_unsupported_step_recorded_otherwise(
 ) -> None:
     path = tmp_path / "t.jsonl"
     write(path)
-    report = verify_trace(_edited(path, line, probe=probe))
+    report = verify_trace(edited(path, line, probe=probe))
     assert not report.replay.holds
     violations = report.replay.violations
     assert any(v.step == line - 1 and f"{field}:" in v.message for v in violations), violations

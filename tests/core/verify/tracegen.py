@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from biasbreaker.calibration import CalibrationWindow, ControlStatistics
 from biasbreaker.trace import StepRecord, TraceHeader, TraceWriter
@@ -74,3 +76,15 @@ def forge(
             )
         writer.seal()
     return path
+
+
+def edited(path: Path, line: int, **changes: Any) -> Path:
+    """A copy of the trace at ``path`` with the JSON record on ``line`` (0: the header) updated
+    by ``changes``, not re-chained (so the chain sees the edit too)."""
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[line])
+    record.update(changes)
+    lines[line] = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    out = path.with_name(f"edited-{line}-{'-'.join(changes)}.jsonl")
+    out.write_text("\n".join(lines) + "\n")
+    return out
