@@ -83,6 +83,7 @@ from biasbreaker.probe.counterfactual import (
     CounterfactualMapping,
     payload_digest,
 )
+from biasbreaker.probe.fields import opaque_fields, opaque_reason
 from biasbreaker.probe.language import LanguageGuard
 from biasbreaker.probe.scoring import (
     Combine,
@@ -190,8 +191,11 @@ class ProbeResult:
         status: ``"scored"``, ``"not_applicable"`` (no protected mention in the input:
             fairness through unawareness, not "unbiased"), ``"unsupported_language"`` (the
             input is in a language the term lists do not cover: nothing was drawn or run;
-            :attr:`holds` says whether the step goes to review) or ``"not_sampled"``
-            (skipped by ``probe_rate``).
+            :attr:`holds` says whether the step goes to review), ``"unreadable"`` (the input
+            holds a protected attribute in a structured field the probe cannot vary, such as
+            ``{"age": 63}`` or ``{"sex": "F"}``: nothing was drawn or run, and the step is
+            held; :mod:`biasbreaker.probe.fields`) or ``"not_sampled"`` (skipped by
+            ``probe_rate``).
         step: The step's name.
         step_id: The id used for sampling and seeding.
         score: The local score ``b_i`` in [0, 1], or ``None`` unless scored.
@@ -224,7 +228,7 @@ class ProbeResult:
             is made (also by :meth:`from_dict`).
     """
 
-    status: Literal["scored", "not_applicable", "unsupported_language", "not_sampled"]
+    status: Literal["scored", "not_applicable", "unsupported_language", "unreadable", "not_sampled"]
     step: str
     step_id: str
     score: float | None = None
@@ -247,10 +251,13 @@ class ProbeResult:
     def holds(self) -> bool:
         """Whether the step must go to review.
 
-        An unsupported language holds unless its reason says the configuration lets it
+        An unreadable input (a protected attribute in a structured field) always holds. An
+        unsupported language holds unless its reason says the configuration lets it
         proceed (:data:`~biasbreaker.trace.records.UNSUPPORTED_PROCEEDED`); any other reason
         holds (fails closed).
         """
+        if self.status == "unreadable":
+            return True
         return self.status == "unsupported_language" and not self.reason.startswith(
             UNSUPPORTED_PROCEEDED
         )
@@ -575,6 +582,22 @@ class Probe:
                     language=reading.language,
                 )
             language = reading.language if reading.language in guard.languages else "und"
+        opaque = list(
+            opaque_fields(
+                input, [axis.name for axis in self.generator.axes], frozenset(d.path for d in found)
+            )
+        )
+        if opaque:  # fail closed: a protected attribute the text probe cannot swap
+            return ProbeResult(
+                status="unreadable",
+                step=name,
+                step_id=sid,
+                confidence=self.confidence,
+                combine=self.combine,
+                reason=opaque_reason(opaque),
+                coverage=dict(state),
+                language=language,
+            )
         cf_set = self.generator.generate(input, self.k, coverage=state, detections=found)
         self._coverage[name] = dict(cf_set.coverage)
         if cf_set.status == "not_applicable":

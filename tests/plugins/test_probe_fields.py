@@ -1,0 +1,95 @@
+"""Protected attributes held in structured fields: found, and the step held, never "not applicable".
+
+A node that denies on ``{"age": 63}`` or ``{"sex": "F"}`` was recorded as not applicable
+("group-blind"), and its denial went downstream: the text probe passes numbers, bools and codes
+through unchanged, so it cannot swap them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from biasbreaker.probe import CounterfactualGenerator, Probe
+from biasbreaker.probe.fields import opaque_fields
+from biasbreaker_plugins.scorers.decision import DecisionScorer
+
+AXES = ["gender", "race", "age", "religion", "sexual-orientation", "disability", "nationality"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        ({"age": 63}, [(("age",), "age", 63)]),
+        ({"applicant": {"sex": "F"}}, [(("applicant", "sex"), "gender", "F")]),
+        ({"is_female": True}, [(("is_female",), "gender", True)]),
+        ({"genderCode": "M"}, [(("genderCode",), "gender", "M")]),
+        ({"people": [{"race": "B"}]}, [(("people", 0, "race"), "race", "B")]),
+        ({"religion_id": 4, "disabled": False}, [(("religion_id",), "religion", 4),
+                                                 (("disabled",), "disability", False)]),
+        ({"nationality": "FR"}, [(("nationality",), "nationality", "FR")]),
+        # text the probe reads, an absent value, and keys that only contain a word
+        ({"sex": "female"}, []),
+        ({"age": None, "sex": ""}, []),
+        ({"page": 3, "manager": "Bo", "message": 1, "stage": 2, "average": 0.5}, []),
+        ([{"score": 3}], []),
+        ("age 63", []),
+    ],
+)  # fmt: skip
+def test_fields_that_carry_a_protected_attribute(payload: Any, expected: list[Any]) -> None:
+    assert list(opaque_fields(payload, AXES)) == expected
+
+
+def test_only_the_configured_axes_count() -> None:
+    payload = {"age": 63, "sex": "F"}
+    assert [axis for _, axis, _ in opaque_fields(payload, ["gender"])] == ["gender"]
+    assert list(opaque_fields(payload, ["race"])) == []
+
+
+def test_a_string_the_text_probe_swaps_does_not_count() -> None:
+    assert list(opaque_fields({"sex": "F"}, AXES, frozenset({("sex",)}))) == []
+
+
+def probe() -> Probe:
+    return Probe([DecisionScorer()], generator=CounterfactualGenerator(seed=1), k=4, r=2, seed=1)
+
+
+def denies(field: str, value: Any) -> Any:
+    def step(payload: dict[str, Any]) -> str:
+        return "Decision: DENY" if payload.get(field) == value else "Decision: APPROVE"
+
+    return step
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("age", 63), ("sex", "F"), ("is_female", True), ("gender_code", "F")]
+)
+def test_a_step_reading_such_a_field_is_held_before_anything_runs(field: str, value: Any) -> None:
+    calls: list[Any] = []
+    step = denies(field, value)
+
+    def counted(payload: dict[str, Any]) -> str:
+        calls.append(payload)
+        return step(payload)
+
+    payload = {"name": "Applicant 17", field: value}
+    result = asyncio.run(probe().probe(counted, payload, counted(payload), step_name="decide"))
+    assert result.status == "unreadable" and result.holds
+    assert f"{field} = {value!r}" in result.reason and "rewrites text only" in result.reason
+    assert result.calls == 0 and len(calls) == 1  # only the step's own run
+
+
+def test_a_text_attribute_is_still_probed() -> None:
+    payload = {"name": "Applicant 17", "sex": "female"}
+    step = denies("sex", "female")
+    result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
+    assert result.status == "scored" and result.score == 1.0 and not result.holds
+
+
+def test_a_group_blind_input_is_still_not_applicable() -> None:
+    payload = {"name": "Applicant 17", "income": 40000, "page": 2}
+    step = denies("income", 40000)
+    result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
+    assert result.status == "not_applicable" and not result.holds
