@@ -299,3 +299,42 @@ def test_the_policy_and_languages_come_from_the_configuration(tmp_path: Path) ->
 def test_bad_language_settings_are_refused(tmp_path: Path, probe_section: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         Kernel.load(cwd=tmp_path, overrides={"probe": probe_section})
+
+
+RANKER_INPUT = {
+    "posting": "posting-0082",
+    "job": "retail",
+    "candidates": "Amari Dorsey Alexandra Cervantes Brayden Mueller Shanika Roberson John Tran "
+    "Joshua Ibarra Bethany Erickson Mary Lin",
+    "screen": "no yes yes no yes yes yes no",
+    "ranking": "Shanika Roberson Mary Lin Joshua Ibarra Alexandra Cervantes Brayden Mueller "
+    "Amari Dorsey Bethany Erickson John Tran",
+}
+"""The demo's ranker input of posting-0082 (seed 0): read whole it is Nigerian Pidgin, p = 0.55."""
+
+
+def test_a_list_of_names_with_a_few_words_is_not_a_foreign_language() -> None:
+    """12 of the demo's English ranker steps were held as Aragonese or Nigerian Pidgin."""
+    guard = LanguageGuard()
+    finder = CounterfactualGenerator(seed=0)
+    found = [(d.path, d.start, d.end) for d in finder.detect(RANKER_INPUT) if d.kind == "name"]
+    assert len(found) > 16  # names on the gender and race axes: spans repeat
+    whole = language_module._py3langid()(" ".join(RANKER_INPUT.values()))
+    assert whole[0] != "en" and whole[1] >= guard.threshold  # what the guard used to classify
+    reading = guard.check(RANKER_INPUT, found)
+    assert reading is not None and reading.supported, reading
+    names_only = {k: v for k, v in RANKER_INPUT.items() if k in ("candidates", "ranking")}
+    assert guard.check({**names_only, "job": "retail"}, found) is None  # one word besides
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [("He is Muslim.", 3), ("a b c", 0), ("她是穆斯林。", 5), ("Zoë, 34, née Schäfer", 3), ("", 0)],
+)
+def test_words_are_runs_of_two_letters_or_unspaced_characters(text: str, words: int) -> None:
+    assert language_module._words(text) == words
+
+
+def test_min_words_is_checked() -> None:
+    with pytest.raises(InputError, match="min_words=0"):
+        LanguageGuard(min_words=0)
