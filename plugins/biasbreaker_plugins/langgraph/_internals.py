@@ -57,10 +57,12 @@ from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
+from langgraph._internal._constants import CONF, CONFIG_KEY_READ
 from langgraph._internal._fields import get_update_as_tuples
 from langgraph._internal._runnable import RunnableCallable, coerce_to_runnable
 from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import GraphInterrupt
+from langgraph.pregel._algo import local_read
 from langgraph.pregel._read import ChannelRead
 from langgraph.pregel._write import (
     PASSTHROUGH,
@@ -303,7 +305,27 @@ def writes_nothing(writer: Any) -> bool:
 
 
 def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]:
-    """The current values of ``keys`` for the running task (a key never written is absent)."""
+    """The current values of ``keys`` for the running task (a key never written is absent).
+
+    What ``ChannelRead.do_read(config, select=keys, fresh=False)`` returns. A task's read
+    function is ``partial(local_read, scratchpad, channels, managed, task)``
+    (``langgraph.pregel._algo.prepare_single_task``), which with ``fresh=False`` reads each
+    channel with ``get()`` and skips an empty one by catching ``EmptyChannelError``: most of
+    the ``bb_`` keys are never written in a run, and raising and catching that exception for
+    each of them, on every guarded step, cost about as much as the rest of the read
+    (docs/langgraph.md §10). So the channels are read directly, an empty one skipped with
+    ``is_available()``; any other read function (or a managed key) goes through ``do_read``.
+    """
+    read = (config.get(CONF) or {}).get(CONFIG_KEY_READ)
+    if isinstance(read, partial) and read.func is local_read and len(read.args) == 4:
+        channels, managed = read.args[1], read.args[2]
+        if isinstance(channels, Mapping) and not any(key in managed for key in keys):
+            values: dict[str, Any] = {}
+            for key in keys:
+                channel = channels.get(key)
+                if channel is not None and channel.is_available():
+                    values[key] = channel.get()
+            return values
     return dict(ChannelRead.do_read(config, select=list(keys), fresh=False))
 
 
