@@ -48,7 +48,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ import biasbreaker
 from biasbreaker.errors import ProbeError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import auroc, percentile
-from biasbreaker.probe import CounterfactualGenerator, Probe
+from biasbreaker.probe import CounterfactualGenerator, Probe, Scorer
 from biasbreaker_plugins.scorers.decision import DecisionScorer
 from biasbreaker_plugins.scorers.lexical import LexicalScorer
 from biasbreaker_plugins.scorers.semantic import SemanticScorer
@@ -169,7 +169,9 @@ def female(generator: CounterfactualGenerator, payload: str) -> bool:
     return any(d.axis == "gender" and d.groups == ("female",) for d in generator.detect(payload))
 
 
-def make_step(model: Model, temperature: float, planted: bool, generator: CounterfactualGenerator):
+def make_step(
+    model: Model, temperature: float, planted: bool, generator: CounterfactualGenerator
+) -> Callable[[str, int], Awaitable[str]]:
     """The guarded step: the real model's answer, its decision set to deny for women if planted."""
 
     async def step(payload: str, sample: int = 0) -> str:
@@ -208,7 +210,7 @@ async def measure(url: str, n_inputs: int) -> dict[str, Any]:
     client = OpenAICompatibleClient(options, environ={})
     model = Model(client, {})
     inputs = applications()[:n_inputs]
-    scorers = [DecisionScorer(), LexicalScorer(), SemanticScorer()]
+    scorers: list[Scorer] = [DecisionScorer(), LexicalScorer(), SemanticScorer()]
     rows: list[dict[str, Any]] = []
     started = time.monotonic()
     try:
