@@ -97,6 +97,9 @@ def test_human_review_router_hands_the_trip_to_review_without_repair(tmp_path: P
     assert tried and {t["strategy"] for t in tried} == {"none"}
     assert [e["route"] for e in request["trail"] if e["event"] == "route"] == ["none"]
     assert watch.calls == CALLS_PER_TURN  # no re-check re-issued the call: nothing repaired
+    # as in guard(): no retry and no cool-down when nothing can be repaired
+    assert [r["transition"] for r in steps] == ["trip", "recover-start", "escalate"]
+    assert "no repair was made (1 attempt(s)" in steps[-1]["reason"]
     verify(tmp_path / "trace-human.jsonl")
 
 

@@ -65,8 +65,18 @@ class LangChainAgentAdapter:
         self.options = options
         self.context = context
         self.node = options.node
-        self.machine_config = MachineConfig.from_settings(settings)
         self.probe: Probe = build_probe(context)
+        # the runner's re-check re-issues the model call being repaired: its step is given
+        # per call (:meth:`runner_for`); this one is the template every call copies
+        self.runner = InterventionRunner.from_context(
+            context,
+            rechecker=ProbeRechecker(FreshProbes(self.probe), {}),
+            attributes=self.attributes,
+        )
+        self.machine_config = MachineConfig.from_settings(settings)
+        if not self.runner.repairs:
+            # nothing can pass a re-check: the first trip goes to review, as in guard()
+            self.machine_config = self.machine_config.without_repair()
         self.traces = Traces(
             options.trace_path, fsync=settings.trace.fsync, adapter="langchain-agent"
         )
@@ -76,13 +86,6 @@ class LangChainAgentAdapter:
             self.traces,
             {self.node: 1.0},
             settings.propagation.network_ewma,
-        )
-        # the runner's re-check re-issues the model call being repaired: its step is given
-        # per call (:meth:`runner_for`); this one is the template every call copies
-        self.runner = InterventionRunner.from_context(
-            context,
-            rechecker=ProbeRechecker(FreshProbes(self.probe), {}),
-            attributes=self.attributes,
         )
         self.pool = ThreadPoolExecutor(
             max_workers=settings.probe.max_concurrency,
