@@ -30,10 +30,18 @@ AXES = ["gender", "race", "age", "religion", "sexual-orientation", "disability",
         ({"religion_id": 4, "disabled": False}, [(("religion_id",), "religion", 4),
                                                  (("disabled",), "disability", False)]),
         ({"nationality": "FR"}, [(("nationality",), "nationality", "FR")]),
+        # a date of birth, a code longer than 3 characters, a year in words under an age key
+        ({"dob": "1961-04-02"}, [(("dob",), "age", "1961-04-02")]),
+        ({"birth_date": "1961-04-02"}, [(("birth_date",), "age", "1961-04-02")]),
+        ({"date_of_birth": "2 April 1961"}, [(("date_of_birth",), "age", "2 April 1961")]),
+        ({"applicantSex": "fem."}, [(("applicantSex",), "gender", "fem.")]),
         # text the probe reads, an absent value, and keys that only contain a word
-        ({"sex": "female"}, []),
+        ({"sex": "a woman of 40"}, []),
         ({"age": None, "sex": ""}, []),
         ({"page": 3, "manager": "Bo", "message": 1, "stage": 2, "average": 0.5}, []),
+        # an attribute word qualified as something else (a new-user trial's false holds)
+        ({"retry_disabled": True, "man_hours": 40, "account_age_days": 12}, []),
+        ({"citizen_services_used": 2, "age_limit_note": "n/a"}, []),
         ([{"score": 3}], []),
         ("age 63", []),
     ],
@@ -49,7 +57,8 @@ def test_only_the_configured_axes_count() -> None:
 
 
 def test_a_string_the_text_probe_swaps_does_not_count() -> None:
-    assert list(opaque_fields({"sex": "F"}, AXES, frozenset({("sex",)}))) == []
+    assert list(opaque_fields({"sex": "female"}, AXES, frozenset({("sex",)}))) == []
+    assert list(opaque_fields({"sex": "female"}, AXES)) == [(("sex",), "gender", "female")]
 
 
 def probe() -> Probe:
@@ -64,7 +73,8 @@ def denies(field: str, value: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("age", 63), ("sex", "F"), ("is_female", True), ("gender_code", "F")]
+    ("field", "value"),
+    [("age", 63), ("sex", "F"), ("is_female", True), ("gender_code", "F"), ("dob", "1961-04-02")],
 )
 def test_a_step_reading_such_a_field_is_held_before_anything_runs(field: str, value: Any) -> None:
     calls: list[Any] = []

@@ -9,11 +9,16 @@ be false: the payload names the group, in a form the probe cannot swap. So a ste
 has such a field is held for review with the field named (fail closed), before anything is
 drawn or run.
 
-A field counts when a word of its key (split at ``_``, ``-``, spaces, digits and camelCase,
-lower-cased) is in :data:`FIELD_WORDS` for one of the configured axes, and its value is a
-number, a bool, or a string of at most :data:`CODE_LENGTH` characters with no protected term
-the text probe found (``"F"``, ``"M"``, ``"B"``, ``"2"``). A longer string is text, which the
-probe reads: ``{"sex": "female"}`` is swapped like any other mention. ``None`` is absent.
+A field counts when its key (split at ``_``, ``-``, spaces, digits and camelCase, lower-cased)
+is an attribute word of one of the configured axes (:data:`FIELD_WORDS`) with only person
+words before it (:data:`PERSON_WORDS`: ``is_female``, ``applicant_sex``, ``date_of_birth``)
+and only qualifier words after it (:data:`QUALIFIER_WORDS`: ``gender_code``, ``age_years``,
+``birth_date``), so ``retry_disabled``, ``man_hours``, ``account_age_days`` or
+``citizen_services_used`` do not count; and its value is a number, a bool, a string
+without white space of at most :data:`CODE_LENGTH` characters in which the text probe found no
+protected term (``"F"``, ``"fem."``, ``"1961-04-02"``), or, under an age word, any string with
+a year in it (``"2 April 1961"``). Other strings are text, which the probe reads:
+``{"sex": "female"}`` is swapped like any other mention. ``None`` is absent.
 """
 
 from __future__ import annotations
@@ -24,12 +29,19 @@ from typing import Any, Final
 
 from biasbreaker.probe.payloads import Path
 
-__all__ = ["CODE_LENGTH", "FIELD_WORDS", "opaque_fields", "opaque_reason"]
+__all__ = [
+    "CODE_LENGTH",
+    "FIELD_WORDS",
+    "PERSON_WORDS",
+    "QUALIFIER_WORDS",
+    "opaque_fields",
+    "opaque_reason",
+]
 
 FIELD_WORDS: Final[Mapping[str, frozenset[str]]] = {
     "gender": frozenset({"sex", "gender", "female", "male", "woman", "man"}),
     "race": frozenset({"race", "ethnicity", "ethnic", "racial"}),
-    "age": frozenset({"age", "dob", "birthdate", "birthday", "birthyear"}),
+    "age": frozenset({"age", "dob", "birth", "birthdate", "birthday", "birthyear"}),
     "religion": frozenset({"religion", "faith", "religious"}),
     "sexual-orientation": frozenset({"orientation", "lgbt", "lgbtq", "gay"}),
     "disability": frozenset({"disability", "disabled", "handicap", "handicapped"}),
@@ -37,14 +49,38 @@ FIELD_WORDS: Final[Mapping[str, frozenset[str]]] = {
 }
 """Axis → the key words that make a field carry that axis's attribute."""
 
-CODE_LENGTH: Final = 3
-"""Longest string value read as a code (``"F"``, ``"NH"``) rather than as text."""
+PERSON_WORDS: Final = frozenset(
+    {"is", "has", "the", "a", "of", "date", "year", "self", "reported", "declared", "legal",
+     "primary", "main", "applicant", "applicants", "client", "customer", "patient", "person",
+     "user", "member", "candidate", "employee", "borrower", "student", "tenant", "resident"}
+)  # fmt: skip
+"""Words a key may have before its attribute word (who has it, or how it is dated)."""
+
+QUALIFIER_WORDS: Final = frozenset(
+    {"code", "id", "group", "band", "range", "category", "cat", "flag", "value", "years",
+     "yrs", "status", "type", "date", "year", "at", "identity", "label", "bucket"}
+)  # fmt: skip
+"""Words a key may have after its attribute word (how the attribute is coded)."""
+
+CODE_LENGTH: Final = 16
+"""Longest string value without white space read as a code (``"F"``, ``"1961-04-02"``)."""
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 
-def _words(key: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(key)}
+def _attribute(key: str, words: Mapping[str, frozenset[str]]) -> str | None:
+    """The axis ``key`` names an attribute of, by the rule above, or ``None``."""
+    parts = [w.lower() for w in _WORD.findall(key)]
+    for i, part in enumerate(parts):
+        axis = next((a for a, ws in words.items() if part in ws), None)
+        if (
+            axis is not None
+            and all(w in PERSON_WORDS for w in parts[:i])
+            and all(w in QUALIFIER_WORDS for w in parts[i + 1 :])
+        ):
+            return axis
+    return None
 
 
 def opaque_fields(
@@ -71,10 +107,9 @@ def _walk(
     if isinstance(value, Mapping):
         for key, item in value.items():
             here = (*path, key)
-            if isinstance(key, str) and _opaque(item) and here not in found:
-                key_words = _words(key)
-                axis = next((a for a, ws in words.items() if key_words & ws), None)
-                if axis is not None:
+            if isinstance(key, str) and here not in found:
+                axis = _attribute(key, words)
+                if axis is not None and _opaque(item, axis):
                     yield here, axis, item
                     continue
             yield from _walk(item, here, words, found)
@@ -83,10 +118,14 @@ def _walk(
             yield from _walk(item, (*path, i), words, found)
 
 
-def _opaque(value: Any) -> bool:
+def _opaque(value: Any, axis: str) -> bool:
     if isinstance(value, (bool, int, float)):
         return True
-    return isinstance(value, str) and 0 < len(value.strip()) <= CODE_LENGTH
+    if not isinstance(value, str) or not value.strip():
+        return False
+    if axis == "age" and _YEAR.search(value):
+        return True
+    return len(value) <= CODE_LENGTH and not any(c.isspace() for c in value)
 
 
 def opaque_reason(fields: Sequence[tuple[Path, str, Any]]) -> str:
