@@ -183,6 +183,10 @@ class VariantOutcome:
     divergences: Mapping[str, tuple[float, float]]
 
 
+UnscoredStatus = Literal["not_applicable", "unsupported_language", "unreadable", "not_sampled"]
+"""A :class:`ProbeResult` status that carries no score (the reason says why)."""
+
+
 @dataclass(frozen=True)
 class ProbeResult:
     """The probe's verdict on one step; frozen and JSON-serialisable (:meth:`to_dict`).
@@ -554,15 +558,20 @@ class Probe:
         name = step_name or str(getattr(step, "__qualname__", type(step).__name__))
         sid = step_id if step_id is not None else f"{name}#{self._counter}"
         self._counter += 1
-        if not self.should_probe(sid):
+
+        def unscored(status: UnscoredStatus, reason: str, **extra: Any) -> ProbeResult:
             return ProbeResult(
-                status="not_sampled",
+                status=status,
                 step=name,
                 step_id=sid,
                 confidence=self.confidence,
                 combine=self.combine,
-                reason=f"not sampled (probe_rate = {self.probe_rate})",
+                reason=reason,
+                **extra,
             )
+
+        if not self.should_probe(sid):
+            return unscored("not_sampled", f"not sampled (probe_rate = {self.probe_rate})")
         state = coverage if coverage is not None else self._coverage.get(name, {})
         guard = self.language
         found = self.generator.detect(input)
@@ -571,43 +580,25 @@ class Probe:
         language = ""
         if guard is not None and reading is not None:  # one identification per probed step
             if not reading.supported:
-                return ProbeResult(
-                    status="unsupported_language",
-                    step=name,
-                    step_id=sid,
-                    confidence=self.confidence,
-                    combine=self.combine,
-                    reason=guard.reason(reading),
+                return unscored(
+                    "unsupported_language",
+                    guard.reason(reading),
                     coverage=dict(state),
                     language=reading.language,
                 )
             language = reading.language if reading.language in guard.languages else "und"
-        opaque = list(
-            opaque_fields(
-                input, [axis.name for axis in self.generator.axes], frozenset(d.path for d in found)
-            )
-        )
+        axes = [axis.name for axis in self.generator.axes]
+        opaque = list(opaque_fields(input, axes, frozenset(d.path for d in found)))
         if opaque:  # fail closed: a protected attribute the text probe cannot swap
-            return ProbeResult(
-                status="unreadable",
-                step=name,
-                step_id=sid,
-                confidence=self.confidence,
-                combine=self.combine,
-                reason=opaque_reason(opaque),
-                coverage=dict(state),
-                language=language,
+            return unscored(
+                "unreadable", opaque_reason(opaque), coverage=dict(state), language=language
             )
         cf_set = self.generator.generate(input, self.k, coverage=state, detections=found)
         self._coverage[name] = dict(cf_set.coverage)
         if cf_set.status == "not_applicable":
-            return ProbeResult(
-                status="not_applicable",
-                step=name,
-                step_id=sid,
-                confidence=self.confidence,
-                combine=self.combine,
-                reason=cf_set.reason,
+            return unscored(
+                "not_applicable",
+                cf_set.reason,
                 notes=cf_set.notes,
                 coverage=cf_set.coverage,
                 language=language,
