@@ -37,7 +37,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from biasbreaker.errors import InterventionError
 from biasbreaker.intervention.blend import blend
@@ -62,6 +62,9 @@ from biasbreaker.types import (
     Route,
     canonical_json,
 )
+
+if TYPE_CHECKING:
+    from biasbreaker.machine import MachineConfig
 
 
 class Repair(Protocol):
@@ -291,6 +294,17 @@ class InterventionRunner:
         then no intervention can pass its re-check, and every trip ends in escalation.
         """
         return self.panel is not None or self.madera is not None
+
+    def machine_config(self, config: MachineConfig) -> MachineConfig:
+        """The configuration the control machine runs with under this runner.
+
+        ``config`` itself when a repair can pass its re-check; otherwise
+        :meth:`~biasbreaker.machine.MachineConfig.without_repair` (``max_retries = 1``, no
+        cool-down), so the first trip escalates to review two re-steps later instead of
+        retrying repairs that cannot be made. Every adapter that runs this runner builds its
+        machines from this (the LangGraph guard, the LangChain middleware).
+        """
+        return config if self.repairs else config.without_repair()
 
     def hook(self, context: InterventionContext) -> InterventionResult:
         """The synchronous hook (``ControlMachine(hook=runner.hook)`` with ``step``).

@@ -123,9 +123,8 @@ class GraphGuard:
                 attributes=self.prober.attributes,
             )
             hook = self.runner.ahook
-            if not self.runner.repairs:
-                # nothing can pass a re-check: the first trip goes to review (docs §5)
-                machine_config = machine_config.without_repair()
+            # with nothing that can pass a re-check, the first trip goes to review (docs §5)
+            machine_config = self.runner.machine_config(machine_config)
         elif self.panel_mode == "send":
             raise ConfigError(
                 "[plugin.langgraph] panel = 'send' runs the configured intervention runner's "

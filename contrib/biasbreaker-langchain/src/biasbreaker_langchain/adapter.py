@@ -73,10 +73,8 @@ class LangChainAgentAdapter:
             rechecker=ProbeRechecker(FreshProbes(self.probe), {}),
             attributes=self.attributes,
         )
-        self.machine_config = MachineConfig.from_settings(settings)
-        if not self.runner.repairs:
-            # nothing can pass a re-check: the first trip goes to review, as in guard()
-            self.machine_config = self.machine_config.without_repair()
+        # with nothing that can pass a re-check, the first trip goes to review, as in guard()
+        self.machine_config = self.runner.machine_config(MachineConfig.from_settings(settings))
         self.traces = Traces(
             options.trace_path, fsync=settings.trace.fsync, adapter="langchain-agent"
         )
