@@ -252,7 +252,7 @@ def test_calls_run_concurrently_within_the_bound() -> None:
     text = "Jamal Washington and his wife met a Muslim doctor from Mexico."
     probe = Probe(LengthScorer(), generator=GEN, k=8, r=4, max_concurrency=3, bootstrap=0)
     result = probe.probe_sync(step, text, "0")
-    assert result.calls == 12
+    assert result.calls == 13  # r = 4 resamples, k = 8 variants and the joint variant
     assert peak == 3
 
 
@@ -361,8 +361,8 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_score() -> None:
     assert ci is not None
     assert results[0].score is not None
     assert ci[0] <= results[0].score <= ci[1]
-    single = Probe(LengthScorer(), generator=GEN, k=1, r=2).probe_sync(step, text, step(text, 0))
-    assert single.ci is None
+    single = Probe(LengthScorer(), generator=GEN, k=1, r=2, joint=False)
+    assert single.probe_sync(step, text, step(text, 0)).ci is None
 
 
 def test_result_is_json_serialisable_and_round_trips() -> None:

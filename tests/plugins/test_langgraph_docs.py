@@ -35,7 +35,10 @@ def test_the_guides_python_blocks_run(tmp_path: Path) -> None:
 
 
 def test_the_guides_call_count_is_what_the_default_probe_does(tmp_path: Path) -> None:
-    """§8: with the default ``k`` and ``r`` a probed node runs ``k + r + 1`` (seven) times."""
+    """§8: with the default ``k`` and ``r`` a probed node runs ``k + r + 1`` (seven) times.
+
+    Eight for a name: it carries gender and race, so the joint variant runs too.
+    """
     from langgraph.graph import END, START, StateGraph
 
     from biasbreaker.config import Settings
@@ -43,10 +46,11 @@ def test_the_guides_call_count_is_what_the_default_probe_does(tmp_path: Path) ->
     from biasbreaker_plugins.langgraph import BiasState, guard
 
     probe = Settings().probe
-    calls = probe.k + probe.r + 1
+    calls = probe.k + probe.r + 1 + probe.joint
     text = " ".join(GUIDE.read_text(encoding="utf-8").split())
     assert f"defaults `k = {probe.k}`, `r = {probe.r}`" in text
-    assert "seven calls per step" in text and calls == 7
+    assert "seven calls per step" in text
+    assert '"Adam Erickson" makes eight calls per step' in text and calls == 8
 
     class State(BiasState, total=False):
         applicant: str

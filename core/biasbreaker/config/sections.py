@@ -40,6 +40,12 @@ class ProbeSettings(Section):
     """
 
     k: int = Field(4, ge=1, le=64, description="Counterfactual variants per probed step.")
+    joint: bool = Field(
+        True,
+        description="Also run one joint variant when the input mentions two or more axes "
+        "(all of them swapped at once), so a step that decides against either of two groups "
+        "(women, or people over 60) is not missed; one more step call per such probe.",
+    )
     r: int = Field(
         2,
         ge=0,

@@ -128,6 +128,7 @@ class CounterfactualGenerator:
         *,
         coverage: Mapping[str, int] | None = None,
         detections: Sequence[Detection] | None = None,
+        joint: bool = False,
     ) -> CounterfactualSet:
         """Draw ``k`` counterfactual variants of a payload by the covering rotation.
 
@@ -152,10 +153,19 @@ class CounterfactualGenerator:
                 variants still vary from payload to payload, but nothing bounds coverage.
             detections: :meth:`detect` of this very payload, when the caller has it already
                 (the probe does, for its language guard); default: detected here.
+            joint: Also draw one *joint* variant, after the ``k``, when two or more axes can
+                be swapped: every such axis moved at once, each by the shift at the head of
+                its rotation, one after another in axis order
+                (:meth:`CounterfactualMapping.joint`). One-axis variants alone miss a step
+                that decides against either of two groups: "Ms. Mary Smith, aged 63" denied
+                for being a woman *or* for being over 60 is still denied when only her
+                gender or only her age is swapped. The joint variant does not move the
+                rotation (``coverage``).
 
         Returns:
-            ``k`` variants, or a ``not_applicable`` set when nothing can be swapped; its
-            :attr:`CounterfactualSet.coverage` is the rotation after this draw.
+            ``k`` variants (``k + 1`` with the joint one), or a ``not_applicable`` set when
+            nothing can be swapped; its :attr:`CounterfactualSet.coverage` is the rotation
+            after this draw.
 
         Raises:
             ValueError: ``k < 1``, or a position in ``coverage`` is not an integer >= 0.
@@ -251,6 +261,12 @@ class CounterfactualGenerator:
         for axis, start, _ in rotations:
             if axis.name in walked:
                 state[axis.name] = start + walked[axis.name]
+        if joint and variants:
+            first = {axis.name: picks[0][1] for axis, _, picks in rotations}
+            heads = [(axis, first[axis.name]) for axis in self.axes if axis.name in first]
+            together = self._joint(payload, digest, heads)
+            if together is not None:
+                variants.append(together)
         if not variants:
             return CounterfactualSet(
                 status="not_applicable",
@@ -263,6 +279,35 @@ class CounterfactualGenerator:
         return CounterfactualSet(
             "applicable", detections, tuple(variants), notes=notes, coverage=state
         )
+
+    def _joint(
+        self, payload: Any, digest: str, heads: Sequence[tuple[Axis, dict[str, str]]]
+    ) -> Variant | None:
+        """The variant moving every axis of ``heads`` by its permutation, one after another.
+
+        Each step rewrites the previous step's payload, its mentions detected afresh (a
+        gender swap's new first name is what the race swap replaces). ``None`` when fewer
+        than two steps change the payload.
+        """
+        current = payload
+        steps: list[CounterfactualMapping] = []
+        substitutions: list[Substitution] = []
+        for axis, pi in heads:
+            found = self.detect(current)
+            rng = random.Random(f"{self.seed}:{digest}:{axis.name}:{sorted(pi.items())}:joint")
+            names = name_map(self._finder, current, found, axis.name, pi, rng)
+            mapping = CounterfactualMapping(
+                axis=axis.name, groups=ordered_pairs(axis, pi), names=names
+            )
+            applied = rewrite(self._finder, current, mapping, found)
+            if not applied.substitutions:
+                continue
+            current = applied.payload
+            steps.append(applied.mapping)
+            substitutions.extend(applied.substitutions)
+        if len(steps) < 2:
+            return None
+        return Variant(current, CounterfactualMapping.joint(steps), tuple(substitutions))
 
     def rotation_order(self, axis: str) -> tuple[str, ...]:
         """The fixed order of an axis's groups the covering rotation shifts along.
@@ -343,6 +388,10 @@ class CounterfactualGenerator:
             ValueError: The mapping is not one-to-one (see
                 :meth:`CounterfactualMapping.inverse`).
         """
+        if mapping.steps:  # a joint mapping: undo its steps, last first
+            for step in reversed(mapping.steps):
+                payload = self.map_back(payload, step)
+            return payload
         inverse = mapping.inverse()
         back = CounterfactualMapping(
             axis=inverse.axis,

@@ -63,6 +63,11 @@ class CounterfactualMapping:
         invertible: False when the payload already mentioned a target group, so its
             mentions cannot be told from the swapped ones (a ``to_group`` variant of a text
             mentioning both genders).
+        steps: Empty for a one-axis mapping. For a *joint* mapping (every axis the input
+            mentions swapped at once, :meth:`CounterfactualGenerator.generate` with
+            ``joint``), the one-axis mappings applied one after another, in axis order;
+            ``axis`` is then their axes joined by ``+`` (``"gender+age"``) and ``groups`` and
+            ``names`` their pairs in that order.
     """
 
     axis: str
@@ -70,6 +75,32 @@ class CounterfactualMapping:
     names: tuple[tuple[str, str], ...] = ()
     prefer: tuple[tuple[str, str], ...] = ()
     invertible: bool = True
+    steps: tuple[CounterfactualMapping, ...] = ()
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The axes this mapping swaps: one, or a joint mapping's axes in order."""
+        return tuple(s.axis for s in self.steps) if self.steps else (self.axis,)
+
+    @classmethod
+    def joint(cls, steps: Sequence[CounterfactualMapping]) -> CounterfactualMapping:
+        """The mapping that applies ``steps`` (one-axis mappings, >= 2) one after another.
+
+        Raises:
+            ValueError: Fewer than two steps, or a step is itself joint.
+        """
+        if len(steps) < 2 or any(s.steps for s in steps):
+            raise ValueError(
+                f"a joint mapping needs two or more one-axis steps, got {len(steps)} "
+                f"({', '.join(s.axis for s in steps) or 'none'})"
+            )
+        return cls(
+            axis="+".join(s.axis for s in steps),
+            groups=tuple(p for s in steps for p in s.groups),
+            names=tuple(p for s in steps for p in s.names),
+            invertible=all(s.invertible for s in steps),
+            steps=tuple(steps),
+        )
 
     def inverse(self) -> CounterfactualMapping:
         """The mapping that undoes this one.
@@ -79,6 +110,8 @@ class CounterfactualMapping:
                 inverse (e.g. a :meth:`CounterfactualGenerator.to_group` variant of a text
                 that mentions both groups).
         """
+        if self.steps:
+            return CounterfactualMapping.joint([s.inverse() for s in reversed(self.steps)])
         targets = [t for _, t in self.groups]
         name_targets = [t for _, t in self.names]
         if (
@@ -106,6 +139,7 @@ class CounterfactualMapping:
             "names": [list(p) for p in self.names],
             "prefer": [list(p) for p in self.prefer],
             "invertible": self.invertible,
+            **({"steps": [s.to_dict() for s in self.steps]} if self.steps else {}),
         }
 
 

@@ -374,6 +374,10 @@ class Probe:
         scorers: One or more scorers (the ``scorer`` extension point).
         generator: The counterfactual generator (default: all shipped axes, ``seed``).
         k: Counterfactual variants per probed step, >= 1.
+        joint: Also run the joint variant when the input mentions two or more axes (every
+            such axis swapped at once; :meth:`CounterfactualGenerator.generate`), so a step
+            that decides against either of two groups is not missed: ``k + 1`` variants then.
+            ``[probe] joint`` sets it (default true).
         r: Same-group resamples per probed step, >= 0 (0 disables the noise floor: only
             right for deterministic steps).
         probe_rate: Share of steps probed, in [0, 1], decided per ``step_id`` from the seed.
@@ -405,6 +409,7 @@ class Probe:
         *,
         generator: CounterfactualGenerator | None = None,
         k: int = 4,
+        joint: bool = True,
         r: int = 2,
         probe_rate: float = 1.0,
         seed: int = 0,
@@ -447,6 +452,7 @@ class Probe:
             )
         self.generator = generator if generator is not None else CounterfactualGenerator(seed=seed)
         self.k, self.r = k, r
+        self.joint = joint
         self.probe_rate = probe_rate
         self.seed = seed
         self.combine: Combine = combine
@@ -593,7 +599,9 @@ class Probe:
             return unscored(
                 "unreadable", opaque_reason(opaque), coverage=dict(state), language=language
             )
-        cf_set = self.generator.generate(input, self.k, coverage=state, detections=found)
+        cf_set = self.generator.generate(
+            input, self.k, coverage=state, detections=found, joint=self.joint
+        )
         self._coverage[name] = dict(cf_set.coverage)
         if cf_set.status == "not_applicable":
             return unscored(
@@ -700,7 +708,7 @@ class Probe:
             r=self.r,
             calls=made,
             cache_hits=hits,
-            axes=tuple(dict.fromkeys(v.mapping.axis for v in variants)),
+            axes=tuple(dict.fromkeys(a for v in variants for a in v.mapping.axes)),
             variants=outcomes,
             notes=cf_set.notes,
             coverage=cf_set.coverage,
@@ -937,6 +945,7 @@ def build_probe(context: BuildContext) -> Probe:
         scorers,
         generator=generator,
         k=cfg.k,
+        joint=cfg.joint,
         r=cfg.r,
         probe_rate=cfg.probe_rate,
         seed=context.seed,
