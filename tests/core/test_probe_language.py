@@ -281,15 +281,46 @@ def test_without_py3langid_a_configured_probe_does_not_start(tmp_path: Path, pol
         build_probe(kernel)
 
 
+GERMAN_TITLES = {
+    "axis": "gender",
+    "groups": ["male", "female"],
+    "languages": ["de"],
+    "rows": [{"male": "Herr", "female": "Frau", "case_sensitive": True}],
+}
+
+
 def test_the_policy_and_languages_come_from_the_configuration(tmp_path: Path) -> None:
+    (tmp_path / "de.json").write_text(json.dumps(GERMAN_TITLES))
     (tmp_path / "biasbreaker.toml").write_text(
         '[probe]\nunsupported_language = "proceed"\nlanguages = ["en", "DE"]\n'
+        f"term_files = [{json.dumps(str(tmp_path / 'de.json'))}]\n"
     )
     built = build_probe(Kernel.load(cwd=tmp_path))
     assert built.language is not None
     assert built.language.policy == "proceed" and built.language.languages == ("en", "de")
     default = build_probe(Kernel.load(cwd=tmp_path / "nowhere")).language
     assert default is not None and default.policy == "hold" and default.languages == ("en",)
+
+
+def test_a_language_no_term_list_covers_is_refused_naming_term_files(tmp_path: Path) -> None:
+    kernel = Kernel.load(cwd=tmp_path, overrides={"probe": {"languages": ["en", "fr"]}})
+    with pytest.raises(ConfigError) as caught:
+        build_probe(kernel)
+    message = str(caught.value)
+    assert "[probe] languages" in message and "'fr'" in message
+    assert "term_files" in message and '"languages": ["fr"]' in message
+    assert "covered: en" in message
+
+
+def test_a_term_file_declares_its_languages(tmp_path: Path) -> None:
+    (tmp_path / "de.json").write_text(json.dumps(GERMAN_TITLES))
+    settings = {"languages": ["de"], "term_files": [str(tmp_path / "de.json")]}
+    built = build_probe(Kernel.load(cwd=tmp_path, overrides={"probe": settings}))
+    assert built.generator.terms.languages == {"en", "de"}
+    (tmp_path / "bad.json").write_text(json.dumps({**GERMAN_TITLES, "languages": ["deutsch"]}))
+    settings["term_files"] = [str(tmp_path / "bad.json")]
+    with pytest.raises(ConfigError, match=r"bad\.json: languages \['deutsch'\]"):
+        build_probe(Kernel.load(cwd=tmp_path, overrides={"probe": settings}))
 
 
 @pytest.mark.parametrize(

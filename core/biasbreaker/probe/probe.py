@@ -922,7 +922,8 @@ def build_probe(context: BuildContext) -> Probe:
         The probe, seeded with the run's seed.
 
     Raises:
-        ConfigError: A term file or axis in ``[probe]`` is invalid, or py3langid (the
+        ConfigError: A term file or axis in ``[probe]`` is invalid, a code in ``[probe]
+            languages`` is covered by no term list (:attr:`TermSet.languages`), or py3langid (the
             language guard's identifier, ``biasbreaker[languages]``) is not installed.
         PluginError: A selected scorer fails to build or is not a scorer.
     """
@@ -938,6 +939,16 @@ def build_probe(context: BuildContext) -> Probe:
         )
     except ConfigError as exc:
         raise ConfigError(f"[probe] term lists: {exc}") from exc
+    uncovered = [code for code in cfg.languages if code not in terms.languages]
+    if uncovered:
+        raise ConfigError(
+            f"[probe] languages = {cfg.languages!r} names {', '.join(map(repr, uncovered))}, "
+            f"which no term list covers (covered: {', '.join(sorted(terms.languages))}): a "
+            "step in that language would be probed with words it never contains and pass as "
+            "'not applicable'. Add a term file in that language to [probe] term_files, with "
+            "\"languages\": [" + ", ".join(f'\"{c}\"' for c in uncovered) + "] in it, or "
+            "remove the code from [probe] languages"
+        )
     generator = CounterfactualGenerator(terms, seed=context.seed)
     language = LanguageGuard(cfg.languages, policy=cfg.unsupported_language)
     language.require()

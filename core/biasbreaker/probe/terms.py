@@ -17,6 +17,7 @@ Term-file schema (every key but ``axis``, ``groups`` and ``rows`` is optional)::
       "predicative": ["straight", ...],           # ... or after a copula ("she is straight")
       "numeric_age": {"young_max": 39, "old_min": 61, "mirror_sum": 100},
       "source": "...", "licence": "...",
+      "languages": ["fr"],                        # ISO 639-1 codes its rows cover
       "rows": [
         {"christian": "Christian", "muslim": "Muslim", ..., "pos": "prenominal"},
         {"christian": "church", "muslim": "mosque", ..., "atheist": null}
@@ -28,6 +29,9 @@ is not generated). ``pos`` is ``"prenominal"`` (the form stands before a noun: *
 *Chinese* food) or ``"standalone"`` (it does not: *him*, *hers*, the *Chinese*); when one
 surface has rows of both kinds, the word after it decides. ``case_sensitive: true`` makes the
 row's forms match only when they start with a capital letter (``Mr``, ``Miss``).
+``languages`` (also allowed in a person-words file) declares the languages the file's words
+are in; the shipped lists are English (:data:`SHIPPED_LANGUAGES`), and ``[probe] languages``
+may list only languages some loaded list covers (:attr:`TermSet.languages`).
 A surface form shared by several groups of one axis (``church``) is swapped only when exactly
 one of its groups is mentioned elsewhere; it never makes a text "applicable" by itself.
 """
@@ -48,6 +52,7 @@ from biasbreaker.probe.names import NameBook, NameInfo, packaged_names
 __all__ = [
     "DEFAULT_AXES",
     "REFERENCE_YEAR",
+    "SHIPPED_LANGUAGES",
     "Axis",
     "NameBook",
     "NameInfo",
@@ -87,6 +92,9 @@ _ROW_META = frozenset({"pos", "case_sensitive"})
 
 REFERENCE_YEAR = 2025
 """The year a birth year is read against when a term file gives no ``reference_year``."""
+
+SHIPPED_LANGUAGES: frozenset[str] = frozenset({"en"})
+"""The languages of the shipped term, person-word and name lists (ISO 639-1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,11 +211,14 @@ class TermSet:
         person_words: Lower-cased person nouns (singular and plural) that license
             context-dependent terms such as ``black`` or ``old``.
         names: The name book, or ``None`` to swap no names.
+        languages: ISO 639-1 codes of the languages the lists cover: the shipped lists'
+            (:data:`SHIPPED_LANGUAGES`) and those term files declare (``"languages"``).
     """
 
     axes: tuple[Axis, ...]
     person_words: frozenset[str]
     names: NameBook | None = None
+    languages: frozenset[str] = frozenset({"en"})
 
     @classmethod
     def default(cls) -> TermSet:
@@ -255,9 +266,11 @@ class TermSet:
                 _read_packaged_json(filename), f"biasbreaker:{filename}"
             )
         person = set(_packaged_person_words())
+        covered = set(SHIPPED_LANGUAGES)
         for path in extra_files:
             doc = _read_user_json(Path(path))
             where = str(path)
+            covered.update(_languages_from(doc, where))
             if doc.get("kind") == "person_words":
                 person.update(_person_words_from(doc, where))
                 continue
@@ -302,7 +315,12 @@ class TermSet:
         if names and any(a.name in ("gender", "race") for a in chosen):
             all_surfaces = [s for a in chosen for s in a.surfaces()]
             book = packaged_names().without(all_surfaces)
-        return cls(axes=tuple(chosen), person_words=frozenset(_with_plurals(person)), names=book)
+        return cls(
+            axes=tuple(chosen),
+            person_words=frozenset(_with_plurals(person)),
+            names=book,
+            languages=frozenset(covered),
+        )
 
     def axis(self, name: str) -> Axis:
         """Return the axis called ``name``.
@@ -546,6 +564,24 @@ def _check_disjoint(axes: Sequence[Axis]) -> None:
                     "belong to one axis only — remove it from one of the term lists"
                 )
             owner[s] = a.name
+
+
+def _languages_from(doc: Mapping[str, Any], where: str) -> list[str]:
+    """A term file's ``languages``: lower-cased ISO 639-1 codes (none when absent).
+
+    Raises:
+        ConfigError: ``languages`` is not a list of 2–3 letter codes (names the file).
+    """
+    if "languages" not in doc:
+        return []
+    codes = _str_list(doc.get("languages"), where, "languages")
+    bad = [c for c in codes if not (2 <= len(c) <= 3 and c.isascii() and c.isalpha())]
+    if bad:
+        raise ConfigError(
+            f"{where}: languages {bad!r} are not ISO 639-1 codes; write e.g. \"languages\": "
+            "[\"fr\"]"
+        )
+    return [c.lower() for c in codes]
 
 
 def _person_words_from(doc: Mapping[str, Any], where: str) -> list[str]:
