@@ -59,7 +59,9 @@ def test_the_joint_variant_catches_it() -> None:
 def test_the_joint_variant_moves_every_axis_and_maps_back() -> None:
     cf = GEN.generate(WOMAN_63, 4, coverage={}, joint=True)
     joint = cf.variants[-1]
-    assert joint.mapping.axes == tuple(a for a in ("gender", "race", "age") if a in joint.mapping.axes)
+    assert joint.mapping.axes == tuple(
+        a for a in ("gender", "race", "age") if a in joint.mapping.axes
+    )
     assert {"gender", "age"} <= set(joint.mapping.axes)
     assert "Ms." not in joint.payload and "aged 63" not in joint.payload
     assert "Mr." in joint.payload and "aged 37" in joint.payload

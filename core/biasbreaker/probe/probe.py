@@ -946,7 +946,7 @@ def build_probe(context: BuildContext) -> Probe:
             f"which no term list covers (covered: {', '.join(sorted(terms.languages))}): a "
             "step in that language would be probed with words it never contains and pass as "
             "'not applicable'. Add a term file in that language to [probe] term_files, with "
-            "\"languages\": [" + ", ".join(f'\"{c}\"' for c in uncovered) + "] in it, or "
+            '"languages": [' + ", ".join(f'"{c}"' for c in uncovered) + "] in it, or "
             "remove the code from [probe] languages"
         )
     generator = CounterfactualGenerator(terms, seed=context.seed)

@@ -578,8 +578,7 @@ def _languages_from(doc: Mapping[str, Any], where: str) -> list[str]:
     bad = [c for c in codes if not (2 <= len(c) <= 3 and c.isascii() and c.isalpha())]
     if bad:
         raise ConfigError(
-            f"{where}: languages {bad!r} are not ISO 639-1 codes; write e.g. \"languages\": "
-            "[\"fr\"]"
+            f'{where}: languages {bad!r} are not ISO 639-1 codes; write e.g. "languages": ["fr"]'
         )
     return [c.lower() for c in codes]
 
