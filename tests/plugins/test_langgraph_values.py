@@ -13,7 +13,7 @@ import dataclasses
 import datetime
 import enum
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import pytest
 
@@ -56,6 +56,17 @@ class Applicant:
 class Case(BaseModel):
     applicant: Applicant
     notes: list[str]
+
+
+class Coded(NamedTuple):
+    name: str
+    sex: str
+    age: int
+
+
+class Referral(NamedTuple):
+    text: str
+    years: int
 
 
 def test_messages_are_read_by_text_and_rebuilt_with_their_ids_and_tool_call_ids() -> None:
@@ -130,6 +141,24 @@ def test_models_dataclasses_enums_and_sets_are_read_and_rebuilt_in_their_types()
     assert rebuilt["case"].applicant.gender is Gender.MAN
     assert rebuilt["case"].applicant.born == datetime.date(1990, 1, 2)  # opaque: never varied
     assert rebuilt["tags"] == {"a", "b"}
+
+
+def test_a_named_tuple_is_read_by_its_field_names_and_rebuilt_in_its_type() -> None:
+    coded = Coded("Mary Carter", "F", 63)
+    view = read({"applicant": coded})
+    assert view == {"applicant": {"name": "Mary Carter", "sex": "F", "age": 63}}
+    swapped = {"applicant": {"name": "John Carter", "sex": "F", "age": 63}}
+    rebuilt = rebuild_values({"applicant": coded}, swapped)
+    assert type(rebuilt["applicant"]) is Coded
+    assert rebuilt["applicant"] == Coded("John Carter", "F", 63)
+    with pytest.raises(ValueError, match="named tuple's fields"):
+        rebuild(coded, ["John Carter", "F", 63])
+    assert annotation_problem(Coded) is None
+
+    class Raw(NamedTuple):
+        raw: bytes
+
+    assert annotation_problem(Raw) == "bytes (in its field 'raw')"
 
 
 @pytest.mark.parametrize(
@@ -223,6 +252,7 @@ SHAPES: dict[str, Any] = {
         notes=["she is Muslim"],
     ),
     "dataclass": Applicant("Mary Carter", Gender.WOMAN, datetime.date(1990, 1, 1)),
+    "namedtuple": Referral("a Muslim applicant", 3),
     "bytes": b"a Muslim applicant",
     "object": type("Opaque", (), {"text": "a Muslim applicant"})(),
 }
@@ -246,6 +276,7 @@ OUTPUTS: dict[str, Any] = {
     "messages": [AIMessage("approved", id="reply")],
     "pydantic": Verdict(decision="approved", score=0.5),
     "dataclass": Note("approved", datetime.date(2026, 1, 1)),
+    "namedtuple": Referral("approved", 3),
     "bytes": b"approved",
     "object": type("Opaque", (), {"text": "approved"})(),
 }
@@ -254,7 +285,7 @@ NO_GROUP = {
     "dict": {"applicant": "applicant 42"},
     "messages": [HumanMessage("applicant 42", id="1")],
 }
-READABLE = {"str", "dict", "list", "messages", "pydantic", "dataclass"}
+READABLE = {"str", "dict", "list", "messages", "pydantic", "dataclass", "namedtuple"}
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -338,3 +369,16 @@ def test_an_opaque_key_reaches_the_reruns_unchanged(tmp_path: Path) -> None:
     (record,) = read_trace(tmp_path / "op.jsonl").records
     assert record.probe is not None and record.probe["status"] == "scored"
     assert len(handles) == 7 and all(h is connection for h in handles)  # own call and 6 re-runs
+
+
+def test_a_coded_attribute_in_a_named_tuple_is_not_passed_as_not_applicable(
+    tmp_path: Path,
+) -> None:
+    graph = traced(tmp_path, lambda state: {"out": "Decision: deny"})
+    out = graph.invoke(
+        {"value": Coded("applicant 42", "F", 63)}, {"configurable": {"thread_id": "nt"}}
+    )
+    (record,) = read_trace(tmp_path / "nt.jsonl").records
+    assert record.probe is not None and record.probe["status"] != "not_applicable", record.probe
+    assert record.transition == "held-for-review" and "out" not in out
+    assert "sex" in record.probe["reason"], record.probe

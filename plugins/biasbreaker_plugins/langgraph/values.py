@@ -15,6 +15,7 @@ value                              view                                         
 ``int``, finite ``float``, bool,   itself                                       no
 ``None``
 ``list``, ``tuple``                a list of the items' views                   the items
+``NamedTuple``                     an object of its fields' views               the fields
 ``dict`` with ``str`` keys         an object of the values' views (keys kept)   the values
 ``set``, ``frozenset``             a list of the items' views, sorted           the items
 LangChain message (human, ai,      ``{"type", "content", ["name"],              text content,
@@ -185,6 +186,8 @@ def read(value: Any, path: str = "value") -> Any:
                 )
             out[key] = read(item, f"{path}[{key!r}]")
         return out
+    if _is_named_tuple(value):
+        return {name: read(getattr(value, name), f"{path}.{name}") for name in value._fields}
     if isinstance(value, (list, tuple)):
         return [read(item, f"{path}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, (set, frozenset)):
@@ -282,6 +285,17 @@ def _raw_args(original: Any, item: Any) -> Any:
     return args if isinstance(args, str) and isinstance(original, str) else original
 
 
+def _is_named_tuple(value: Any) -> bool:
+    """Whether ``value`` is a ``typing.NamedTuple`` / ``collections.namedtuple`` instance.
+
+    Read by its field names, not as a list: ``Applicant(sex="F", age=63)`` as a list would
+    hide the keys that make ``"F"`` a coded attribute (:mod:`biasbreaker.probe.fields`), and
+    the step would pass as *not applicable*. A named tuple's type is also not built from one
+    iterable (``Applicant(["F", 63])`` raises), so it is rebuilt with ``_make``.
+    """
+    return isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple)
+
+
 def rebuild(original: Any, view: Any) -> Any:
     """``original`` with the varied parts of ``view`` (a rewritten :func:`read` of it) put back.
 
@@ -312,6 +326,10 @@ def rebuild(original: Any, view: Any) -> Any:
             return type(original)(rebuilt)  # type: ignore[call-arg]
         except TypeError:  # a mapping type that cannot be built from a dict: a plain dict
             return rebuilt
+    if _is_named_tuple(original):
+        if not isinstance(view, Mapping) or set(view) != set(original._fields):
+            raise ValueError("a named tuple's fields changed")
+        return original._make(rebuild(getattr(original, f), view[f]) for f in original._fields)
     if isinstance(original, (list, tuple)):
         if not isinstance(view, list) or len(view) != len(original):
             raise ValueError("a list changed in length")
@@ -443,7 +461,9 @@ def annotation_problem(annotation: Any, _seen: frozenset[int] = frozenset()) -> 
     if issubclass(annotation, (str, int, float, bool, enum.Enum, BaseMessage, *_OPAQUE_SCALARS)):
         return None
     if issubclass(annotation, (list, tuple, dict, set, frozenset)):
-        if typing.is_typeddict(annotation):
+        if typing.is_typeddict(annotation) or isinstance(
+            getattr(annotation, "_fields", None), tuple
+        ):
             return _fields_problem(annotation, seen)
         return None
     if issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation):
