@@ -35,6 +35,17 @@ AXES = ["gender", "race", "age", "religion", "sexual-orientation", "disability",
         ({"birth_date": "1961-04-02"}, [(("birth_date",), "age", "1961-04-02")]),
         ({"date_of_birth": "2 April 1961"}, [(("date_of_birth",), "age", "2 April 1961")]),
         ({"applicantSex": "fem."}, [(("applicantSex",), "gender", "fem.")]),
+        # column names in French, German, Spanish, Portuguese, Italian; accents or not
+        ({"sexe": "F", "âge": 63}, [(("sexe",), "gender", "F"), (("âge",), "age", 63)]),
+        ({"Geschlecht": "w"}, [(("Geschlecht",), "gender", "w")]),
+        ({"Staatsangehörigkeit": "DE"}, [(("Staatsangehörigkeit",), "nationality", "DE")]),
+        ({"fecha_de_nacimiento": "1961-04-02"},
+         [(("fecha_de_nacimiento",), "age", "1961-04-02")]),
+        ({"date_de_naissance": "02/04/1961"}, [(("date_de_naissance",), "age", "02/04/1961")]),
+        ({"género": "F", "raza": 2}, [(("género",), "gender", "F"), (("raza",), "race", 2)]),
+        ({"data_di_nascita": "1961"}, [(("data_di_nascita",), "age", "1961")]),
+        # ... but not words those languages share with English keys of another meaning
+        ({"genre": "jazz", "eta": 5, "alter_table": "x"}, []),
         # text the probe reads, an absent value, and keys that only contain a word
         ({"sex": "a woman of 40"}, []),
         ({"age": None, "sex": ""}, []),

@@ -24,6 +24,7 @@ a year in it (``"2 April 1961"``). Other strings are text, which the probe reads
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -39,26 +40,42 @@ __all__ = [
 ]
 
 FIELD_WORDS: Final[Mapping[str, frozenset[str]]] = {
-    "gender": frozenset({"sex", "gender", "female", "male", "woman", "man"}),
-    "race": frozenset({"race", "ethnicity", "ethnic", "racial"}),
-    "age": frozenset({"age", "dob", "birth", "birthdate", "birthday", "birthyear"}),
-    "religion": frozenset({"religion", "faith", "religious"}),
-    "sexual-orientation": frozenset({"orientation", "lgbt", "lgbtq", "gay"}),
-    "disability": frozenset({"disability", "disabled", "handicap", "handicapped"}),
-    "nationality": frozenset({"nationality", "citizenship", "citizen"}),
-}
-"""Axis → the key words that make a field carry that axis's attribute."""
+    "gender": frozenset({"sex", "gender", "female", "male", "woman", "man",
+                         "sexe", "geschlecht", "sexo", "genero", "sesso", "genere"}),
+    "race": frozenset({"race", "ethnicity", "ethnic", "racial",
+                       "ethnie", "rasse", "raza", "etnia", "razza"}),
+    "age": frozenset({"age", "dob", "birth", "birthdate", "birthday", "birthyear",
+                      "naissance", "alter", "geburtsdatum", "geburtsjahr", "geburtstag", "edad",
+                      "nacimiento", "idade", "nascimento", "nascita"}),
+    "religion": frozenset({"religion", "faith", "religious",
+                           "konfession", "religione", "religiao"}),
+    "sexual-orientation": frozenset({"orientation", "lgbt", "lgbtq", "gay", "orientacion",
+                                     "orientamento", "orientacao"}),
+    "disability": frozenset({"disability", "disabled", "handicap", "handicapped",
+                             "behinderung", "discapacidad", "disabilita", "deficiencia"}),
+    "nationality": frozenset({"nationality", "citizenship", "citizen",
+                              "nationalite", "nationalitat", "staatsangehorigkeit",
+                              "nacionalidad", "nacionalidade", "nazionalita", "cittadinanza"}),
+}  # fmt: skip
+"""Axis → the key words that make a field carry that axis's attribute: English, then the
+French, German, Spanish, Portuguese and Italian words a form or database column uses (a key
+is compared with its accents removed, so ``âge``, ``género`` and ``Staatsangehörigkeit``
+match). Not ``eta`` (Italian *età*) nor ``genre`` (French *gender*): as keys they are far
+more often an arrival time and a kind of book or music."""
 
 PERSON_WORDS: Final = frozenset(
     {"is", "has", "the", "a", "of", "date", "year", "self", "reported", "declared", "legal",
      "primary", "main", "applicant", "applicants", "client", "customer", "patient", "person",
-     "user", "member", "candidate", "employee", "borrower", "student", "tenant", "resident"}
+     "user", "member", "candidate", "employee", "borrower", "student", "tenant", "resident",
+     "de", "du", "la", "le", "fecha", "data", "di", "da", "del", "der", "des"}
 )  # fmt: skip
-"""Words a key may have before its attribute word (who has it, or how it is dated)."""
+"""Words a key may have before its attribute word (who has it, or how it is dated;
+``date_de_naissance``, ``fecha_de_nacimiento``, ``data_di_nascita``)."""
 
 QUALIFIER_WORDS: Final = frozenset(
     {"code", "id", "group", "band", "range", "category", "cat", "flag", "value", "years",
-     "yrs", "status", "type", "date", "year", "at", "identity", "label", "bucket"}
+     "yrs", "status", "type", "date", "year", "at", "identity", "label", "bucket",
+     "ans", "jahre", "anos", "anni", "codigo"}
 )  # fmt: skip
 """Words a key may have after its attribute word (how the attribute is coded)."""
 
@@ -71,7 +88,10 @@ _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 def _attribute(key: str, words: Mapping[str, frozenset[str]]) -> str | None:
     """The axis ``key`` names an attribute of, by the rule above, or ``None``."""
-    parts = [w.lower() for w in _WORD.findall(key)]
+    plain = "".join(
+        c for c in unicodedata.normalize("NFKD", key) if not unicodedata.combining(c)
+    ).replace("ß", "ss")
+    parts = [w.lower() for w in _WORD.findall(plain)]
     for i, part in enumerate(parts):
         axis = next((a for a, ws in words.items() if part in ws), None)
         if (
