@@ -243,12 +243,7 @@ class CounterfactualGenerator:
                     break
                 if draw == 0:
                     walked[axis.name] = step + 1
-                rng = random.Random(f"{self.seed}:{digest}:{axis.name}:{sorted(pi.items())}:{draw}")
-                names = name_map(self._finder, payload, detections, axis.name, pi, rng)
-                mapping = CounterfactualMapping(
-                    axis=axis.name, groups=ordered_pairs(axis, pi), names=names
-                )
-                applied = rewrite(self._finder, payload, mapping, detections)
+                applied = self._swap(payload, detections, digest, axis, pi, draw)
                 if not applied.substitutions:
                     continue
                 produced = True
@@ -280,6 +275,25 @@ class CounterfactualGenerator:
             "applicable", detections, tuple(variants), notes=notes, coverage=state
         )
 
+    def _swap(
+        self,
+        payload: Any,
+        detections: Sequence[Detection],
+        digest: str,
+        axis: Axis,
+        pi: dict[str, str],
+        draw: int | str,
+    ) -> Variant:
+        """``payload`` with ``axis``'s groups moved by ``pi``, names drawn for draw ``draw``.
+
+        The names' generator is seeded by the run's seed, the payload's digest, the axis, the
+        permutation and the draw (a number, or ``"joint"`` for the joint variant).
+        """
+        rng = random.Random(f"{self.seed}:{digest}:{axis.name}:{sorted(pi.items())}:{draw}")
+        names = name_map(self._finder, payload, detections, axis.name, pi, rng)
+        mapping = CounterfactualMapping(axis=axis.name, groups=ordered_pairs(axis, pi), names=names)
+        return rewrite(self._finder, payload, mapping, detections)
+
     def _joint(
         self, payload: Any, digest: str, heads: Sequence[tuple[Axis, dict[str, str]]]
     ) -> Variant | None:
@@ -293,13 +307,7 @@ class CounterfactualGenerator:
         steps: list[CounterfactualMapping] = []
         substitutions: list[Substitution] = []
         for axis, pi in heads:
-            found = self.detect(current)
-            rng = random.Random(f"{self.seed}:{digest}:{axis.name}:{sorted(pi.items())}:joint")
-            names = name_map(self._finder, current, found, axis.name, pi, rng)
-            mapping = CounterfactualMapping(
-                axis=axis.name, groups=ordered_pairs(axis, pi), names=names
-            )
-            applied = rewrite(self._finder, current, mapping, found)
+            applied = self._swap(current, self.detect(current), digest, axis, pi, "joint")
             if not applied.substitutions:
                 continue
             current = applied.payload
