@@ -294,6 +294,7 @@ def test_the_policy_and_languages_come_from_the_configuration(tmp_path: Path) ->
     (tmp_path / "biasbreaker.toml").write_text(
         '[probe]\nunsupported_language = "proceed"\nlanguages = ["en", "DE"]\n'
         f"term_files = [{json.dumps(str(tmp_path / 'de.json'))}]\n"
+        'axes = ["gender"]\n'
     )
     built = build_probe(Kernel.load(cwd=tmp_path))
     assert built.language is not None
@@ -314,7 +315,11 @@ def test_a_language_no_term_list_covers_is_refused_naming_term_files(tmp_path: P
 
 def test_a_term_file_declares_its_languages(tmp_path: Path) -> None:
     (tmp_path / "de.json").write_text(json.dumps(GERMAN_TITLES))
-    settings = {"languages": ["de"], "term_files": [str(tmp_path / "de.json")]}
+    settings: dict[str, Any] = {
+        "languages": ["de"],
+        "term_files": [str(tmp_path / "de.json")],
+        "axes": ["gender"],
+    }
     built = build_probe(Kernel.load(cwd=tmp_path, overrides={"probe": settings}))
     assert built.generator.terms.languages == {"en", "de"}
     (tmp_path / "bad.json").write_text(json.dumps({**GERMAN_TITLES, "languages": ["deutsch"]}))
@@ -323,9 +328,47 @@ def test_a_term_file_declares_its_languages(tmp_path: Path) -> None:
         build_probe(Kernel.load(cwd=tmp_path, overrides={"probe": settings}))
 
 
+def test_a_language_must_be_covered_for_every_axis_not_just_by_some_file(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "de.json").write_text(json.dumps(GERMAN_TITLES))
+    words = {"kind": "person_words", "languages": ["de"], "words": ["Antragsteller"]}
+    (tmp_path / "words.json").write_text(json.dumps(words))
+    caste = {
+        "axis": "caste",
+        "groups": ["a", "b"],
+        "languages": ["de"],
+        "rows": [{"a": "Brahmane", "b": "Dalit"}],
+    }
+    (tmp_path / "caste.json").write_text(json.dumps(caste))
+    for files, axes in [
+        (["words.json"], ["gender"]),  # person words cover no axis
+        (["caste.json"], ["gender"]),  # an axis not probed covers nothing
+        (["de.json"], ["gender", "religion"]),  # German gender terms, no German religion terms
+    ]:
+        settings = {
+            "languages": ["en", "de"],
+            "term_files": [str(tmp_path / f) for f in files],
+            "axes": axes,
+        }
+        with pytest.raises(ConfigError) as caught:
+            build_probe(Kernel.load(cwd=tmp_path, overrides={"probe": settings}))
+        message = str(caught.value)
+        assert "'de': no terms for " in message and "[probe] axes" in message, files
+        assert ("religion" in message) == ("religion" in axes), message
+    settings["axes"] = ["gender"]
+    built = build_probe(Kernel.load(cwd=tmp_path, overrides={"probe": settings}))
+    assert built.generator.terms.axis_languages == {"gender": {"en", "de"}}
+
+
 @pytest.mark.parametrize(
     "probe_section",
-    [{"unsupported_language": "ignore"}, {"languages": []}, {"languages": ["e1"]}],
+    [
+        {"unsupported_language": "ignore"},
+        {"languages": []},
+        {"languages": ["e1"]},
+        {"languages": ["en", "fra"]},  # ISO 639-3: the identifier reports fr, never fra
+    ],
 )
 def test_bad_language_settings_are_refused(tmp_path: Path, probe_section: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):

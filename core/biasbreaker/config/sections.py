@@ -141,9 +141,12 @@ class ProbeSettings(Section):
     @field_validator("languages")
     @classmethod
     def _language_codes(cls, value: list[str]) -> list[str]:
-        bad = [c for c in value if not (2 <= len(c) <= 3 and c.isascii() and c.isalpha())]
+        bad = [c for c in value if not (len(c) == 2 and c.isascii() and c.isalpha())]
         if bad:
-            raise ValueError(f"languages {bad!r} are not ISO 639-1 codes, e.g. 'en'")
+            raise ValueError(
+                f"languages {bad!r} are not ISO 639-1 codes (two letters, as the language "
+                "identifier reports them), e.g. 'en', 'fr'"
+            )
         return [c.lower() for c in value]
 
 

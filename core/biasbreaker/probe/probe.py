@@ -923,8 +923,9 @@ def build_probe(context: BuildContext) -> Probe:
 
     Raises:
         ConfigError: A term file or axis in ``[probe]`` is invalid, a code in ``[probe]
-            languages`` is covered by no term list (:attr:`TermSet.languages`), or py3langid (the
-            language guard's identifier, ``biasbreaker[languages]``) is not installed.
+            languages`` is not covered by terms for every axis (:attr:`TermSet.languages`),
+            or py3langid (the language guard's identifier, ``biasbreaker[languages]``) is not
+            installed.
         PluginError: A selected scorer fails to build or is not a scorer.
     """
     cfg = context.settings.probe
@@ -941,13 +942,21 @@ def build_probe(context: BuildContext) -> Probe:
         raise ConfigError(f"[probe] term lists: {exc}") from exc
     uncovered = [code for code in cfg.languages if code not in terms.languages]
     if uncovered:
+        missing = "; ".join(
+            f"{code!r}: no terms for "
+            + ", ".join(a for a, langs in terms.axis_languages.items() if code not in langs)
+            for code in uncovered
+        )
         raise ConfigError(
             f"[probe] languages = {cfg.languages!r} names {', '.join(map(repr, uncovered))}, "
-            f"which no term list covers (covered: {', '.join(sorted(terms.languages))}): a "
-            "step in that language would be probed with words it never contains and pass as "
-            "'not applicable'. Add a term file in that language to [probe] term_files, with "
-            '"languages": [' + ", ".join(f'"{c}"' for c in uncovered) + "] in it, or "
-            "remove the code from [probe] languages"
+            f"which the term lists do not cover for every axis ({missing}; covered: "
+            f"{', '.join(sorted(terms.languages))}): a step in that language naming a group "
+            "of such an axis would be probed with words it never contains and pass as 'not "
+            "applicable'. Add term files in that language for those axes to [probe] "
+            'term_files, with "languages": ['
+            + ", ".join(f'"{c}"' for c in uncovered)
+            + "] in each, leave the other axes out of [probe] axes, or remove the code from "
+            "[probe] languages"
         )
     generator = CounterfactualGenerator(terms, seed=context.seed)
     language = LanguageGuard(cfg.languages, policy=cfg.unsupported_language)

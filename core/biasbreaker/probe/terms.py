@@ -211,14 +211,19 @@ class TermSet:
         person_words: Lower-cased person nouns (singular and plural) that license
             context-dependent terms such as ``black`` or ``old``.
         names: The name book, or ``None`` to swap no names.
-        languages: ISO 639-1 codes of the languages the lists cover: the shipped lists'
-            (:data:`SHIPPED_LANGUAGES`) and those term files declare (``"languages"``).
+        languages: ISO 639-1 codes of the languages *every* axis has terms in: the shipped
+            lists' (:data:`SHIPPED_LANGUAGES`) and those term files declare (``"languages"``;
+            a file that declares none is English). A French gender file alone does not cover
+            French while religion is an axis: a French input naming only a religion would
+            find no group and pass as *not applicable*.
+        axis_languages: Axis name → the languages its rows are in (for messages).
     """
 
     axes: tuple[Axis, ...]
     person_words: frozenset[str]
     names: NameBook | None = None
     languages: frozenset[str] = frozenset({"en"})
+    axis_languages: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def default(cls) -> TermSet:
@@ -266,16 +271,17 @@ class TermSet:
                 _read_packaged_json(filename), f"biasbreaker:{filename}"
             )
         person = set(_packaged_person_words())
-        covered = set(SHIPPED_LANGUAGES)
+        spoken = {name: set(SHIPPED_LANGUAGES) for name in loaded}
         for path in extra_files:
             doc = _read_user_json(Path(path))
             where = str(path)
-            covered.update(_languages_from(doc, where))
+            declared = _languages_from(doc, where) or ["en"]
             if doc.get("kind") == "person_words":
                 person.update(_person_words_from(doc, where))
                 continue
             extra = _parse_axis(doc, where)
             loaded[extra.name] = _merge_axis(loaded.get(extra.name), extra, where)
+            spoken.setdefault(extra.name, set()).update(declared)
         for axis_name, rows in (inline or {}).items():
             base = loaded.get(axis_name)
             if base is None:
@@ -315,11 +321,13 @@ class TermSet:
         if names and any(a.name in ("gender", "race") for a in chosen):
             all_surfaces = [s for a in chosen for s in a.surfaces()]
             book = packaged_names().without(all_surfaces)
+        by_axis = {a.name: frozenset(spoken.get(a.name, {"en"})) for a in chosen}
         return cls(
             axes=tuple(chosen),
             person_words=frozenset(_with_plurals(person)),
             names=book,
-            languages=frozenset(covered),
+            languages=frozenset.intersection(*by_axis.values()),
+            axis_languages=by_axis,
         )
 
     def axis(self, name: str) -> Axis:
@@ -570,12 +578,12 @@ def _languages_from(doc: Mapping[str, Any], where: str) -> list[str]:
     """A term file's ``languages``: lower-cased ISO 639-1 codes (none when absent).
 
     Raises:
-        ConfigError: ``languages`` is not a list of 2–3 letter codes (names the file).
+        ConfigError: ``languages`` is not a list of two-letter codes (names the file).
     """
     if "languages" not in doc:
         return []
     codes = _str_list(doc.get("languages"), where, "languages")
-    bad = [c for c in codes if not (2 <= len(c) <= 3 and c.isascii() and c.isalpha())]
+    bad = [c for c in codes if not (len(c) == 2 and c.isascii() and c.isalpha())]
     if bad:
         raise ConfigError(
             f'{where}: languages {bad!r} are not ISO 639-1 codes; write e.g. "languages": ["fr"]'
