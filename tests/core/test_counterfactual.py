@@ -86,6 +86,25 @@ def test_context_terms_swap_only_before_a_person_word(gen: CounterfactualGenerat
     assert [d.surface for d in gen.detect("a black car on a white wall")] == []
 
 
+@pytest.mark.parametrize(
+    ("text", "swapped"),
+    [
+        ("A Black Muslim woman applies.", "A white Muslim woman applies."),
+        ("A Black, disabled veteran applies.", "A white, disabled veteran applies."),
+        ("A Black gay man applies.", "A white gay man applies."),
+        # other protected words before a thing are not a person either
+        ("The black Muslim cat sat on a white gay flag.", None),
+    ],
+)
+def test_a_context_term_before_other_protected_words_and_a_person_word_counts(
+    gen: CounterfactualGenerator, text: str, swapped: str | None
+) -> None:
+    race = CounterfactualMapping("race", (("black", "white"), ("white", "black")))
+    found = [d.surface for d in gen.detect(text) if d.axis == "race"]
+    assert found == (["Black"] if swapped else [])
+    assert gen.apply(text, race).payload == (swapped or text)
+
+
 def test_no_protected_term_is_not_applicable(gen: CounterfactualGenerator) -> None:
     result = gen.generate({"task": "Summarise the quarterly report.", "n": 3}, k=4)
     assert result.status == "not_applicable"

@@ -81,6 +81,9 @@ _ONE = frozenset({"one", "ones"})
 _POSSESSIVE = re.compile(r"['’]s?$")
 _COORDINATED = re.compile(r"\s*,?\s*(?:and|or|nor)\s+(?:(?:a|an|the)\s+)?[\w'’-]+\s+(\w+)", re.I)
 _WORD_AFTER = re.compile(r"\s*(?:(\w[\w'’]*)|(\S))?")
+_STACKED = re.compile(r"\s*,?\s*(\w[\w'’-]*)")
+_STACK_DEPTH = 3
+"""How many protected adjectives may stand between a term and its person word."""
 _WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
 # A word of a name: letters (any script), inner hyphens or apostrophes (Al-Zoubi, O'Brien).
 _NAME_WORD = re.compile(r"(?<![\w'’-])[^\W\d_]+(?:[-'’][^\W\d_]+)*")
@@ -355,7 +358,10 @@ class MentionFinder:
         """Whether a context-dependent term at ``text[start:end]`` refers to people.
 
         Yes when the next word is a person word or "one(s)" ("a black doctor", "the straight
-        one"), or when it is coordinated with a word that is ("a gay and a straight couple").
+        one"), or when up to :data:`_STACK_DEPTH` other protected terms stand between ("a Black
+        Muslim woman", "a Black, disabled veteran": without this, "Black" went undetected and
+        a step denying Black applicants scored 0), or when it is coordinated with a word that
+        is ("a gay and a straight couple").
         A predicative form (``straight``, ``deaf`` …) also counts after a copula at the end of
         a phrase ("she is deaf."), and when its sentence has an unambiguous term of the same
         axis ("one pansexual and one straight").
@@ -365,6 +371,8 @@ class MentionFinder:
             nxt = _POSSESSIVE.sub("", nxt)
         people = self.terms.person_words
         if nxt is not None and (nxt.lower() in people or nxt.lower() in _ONE):
+            return True
+        if self._stacked(text, end):
             return True
         m = _COORDINATED.match(text, end)
         if m is not None and (m.group(1).lower() in people or m.group(1).lower() in _ONE):
@@ -377,6 +385,22 @@ class MentionFinder:
                 prev.lower() in _COPULAS or prev.lower().endswith(("'s", "’s", "'re", "’re"))
             )
             return copula and (nxt is None or nxt.lower() in _FUNCTION_WORDS)
+        return False
+
+    def _stacked(self, text: str, end: int) -> bool:
+        """Whether protected terms, then a person word or "one(s)", follow ``text[:end]``."""
+        people = self.terms.person_words
+        pos = end
+        for depth in range(_STACK_DEPTH + 1):
+            m = _STACKED.match(text, pos)
+            if m is None:
+                return False
+            word = _POSSESSIVE.sub("", m.group(1)).lower()
+            if depth > 0 and (word in people or word in _ONE):
+                return True
+            if norm(word) not in self.compiled.axis_of:
+                return False
+            pos = m.end()
         return False
 
     def _anchored(self, text: str, start: int, end: int, axis: Axis) -> bool:
