@@ -259,7 +259,7 @@ class CounterfactualGenerator:
         if joint and variants:
             first = {axis.name: picks[0][1] for axis, _, picks in rotations}
             heads = [(axis, first[axis.name]) for axis in self.axes if axis.name in first]
-            together = self._joint(payload, digest, heads)
+            together = self._joint(payload, detections, digest, heads)
             if together is not None:
                 variants.append(together)
         if not variants:
@@ -295,22 +295,30 @@ class CounterfactualGenerator:
         return rewrite(self._finder, payload, mapping, detections)
 
     def _joint(
-        self, payload: Any, digest: str, heads: Sequence[tuple[Axis, dict[str, str]]]
+        self,
+        payload: Any,
+        detections: Sequence[Detection],
+        digest: str,
+        heads: Sequence[tuple[Axis, dict[str, str]]],
     ) -> Variant | None:
         """The variant moving every axis of ``heads`` by its permutation, one after another.
 
-        Each step rewrites the previous step's payload, its mentions detected afresh (a
-        gender swap's new first name is what the race swap replaces). ``None`` when fewer
-        than two steps change the payload.
+        Each step rewrites the previous step's payload, its mentions detected afresh once it
+        has changed (a gender swap's new first name is what the race swap replaces; the
+        first step reads ``detections``, the payload's own). ``None`` when fewer than two
+        steps change the payload.
         """
-        current = payload
+        current: Any = payload
+        found: Sequence[Detection] | None = detections
         steps: list[CounterfactualMapping] = []
         substitutions: list[Substitution] = []
         for axis, pi in heads:
-            applied = self._swap(current, self.detect(current), digest, axis, pi, "joint")
+            if found is None:
+                found = self.detect(current)
+            applied = self._swap(current, found, digest, axis, pi, "joint")
             if not applied.substitutions:
                 continue
-            current = applied.payload
+            current, found = applied.payload, None
             steps.append(applied.mapping)
             substitutions.extend(applied.substitutions)
         if len(steps) < 2:

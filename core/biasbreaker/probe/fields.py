@@ -24,10 +24,10 @@ a year in it (``"2 April 1961"``). Other strings are text, which the probe reads
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from biasbreaker.probe.names import unaccent
 from biasbreaker.probe.payloads import Path
 
 __all__ = [
@@ -88,10 +88,7 @@ _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 def _attribute(key: str, words: Mapping[str, frozenset[str]]) -> str | None:
     """The axis ``key`` names an attribute of, by the rule above, or ``None``."""
-    plain = "".join(
-        c for c in unicodedata.normalize("NFKD", key) if not unicodedata.combining(c)
-    ).replace("ß", "ss")
-    parts = [w.lower() for w in _WORD.findall(plain)]
+    parts = [w.lower() for w in _WORD.findall(unaccent(key).replace("ß", "ss"))]
     for i, part in enumerate(parts):
         axis = next((a for a, ws in words.items() if part in ws), None)
         if (

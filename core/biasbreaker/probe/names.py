@@ -81,10 +81,17 @@ ORGANISATIONS = frozenset(
 )  # fmt: skip
 
 
+def unaccent(text: str) -> str:
+    """``text`` with its accents removed, case kept (``Género`` → ``Genero``)."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def fold(word: str) -> str:
     """``word`` lower-cased, accents removed (``García`` → ``garcia``): the tables' key."""
-    decomposed = unicodedata.normalize("NFKD", word)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+    return unaccent(word).lower()
 
 
 def _norm(surface: str) -> str:

@@ -29,9 +29,10 @@ is not generated). ``pos`` is ``"prenominal"`` (the form stands before a noun: *
 *Chinese* food) or ``"standalone"`` (it does not: *him*, *hers*, the *Chinese*); when one
 surface has rows of both kinds, the word after it decides. ``case_sensitive: true`` makes the
 row's forms match only when they start with a capital letter (``Mr``, ``Miss``).
-``languages`` (also allowed in a person-words file) declares the languages the file's words
-are in; the shipped lists are English (:data:`SHIPPED_LANGUAGES`), and ``[probe] languages``
-may list only languages some loaded list covers (:attr:`TermSet.languages`).
+``languages`` declares the languages the file's rows are in (a file without it is English,
+as the shipped lists are: :data:`SHIPPED_LANGUAGES`), and ``[probe] languages`` may list only
+languages every probed axis has rows in (:attr:`TermSet.languages`). A person-words file may
+declare it too; it is checked but covers no axis.
 A surface form shared by several groups of one axis (``church``) is swapped only when exactly
 one of its groups is mentioned elsewhere; it never makes a text "applicable" by itself.
 """
