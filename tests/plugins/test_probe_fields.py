@@ -61,6 +61,19 @@ def test_fields_that_carry_a_protected_attribute(payload: Any, expected: list[An
     assert list(opaque_fields(payload, AXES)) == expected
 
 
+def test_a_year_makes_a_text_a_field_value_only_under_an_age_key() -> None:
+    assert list(opaque_fields({"born": "in April 1961"}, AXES)) == []  # not an age word
+    assert list(opaque_fields({"birth": "in April 1961"}, AXES)) == [
+        (("birth",), "age", "in April 1961")
+    ]
+    assert list(opaque_fields({"nationality": "naturalised in 1990"}, AXES)) == []
+
+
+def test_a_code_is_at_most_16_characters() -> None:
+    assert list(opaque_fields({"race": "A" * 16}, AXES)) == [(("race",), "race", "A" * 16)]
+    assert list(opaque_fields({"race": "A" * 17}, AXES)) == []
+
+
 def test_only_the_configured_axes_count() -> None:
     payload = {"age": 63, "sex": "F"}
     assert [axis for _, axis, _ in opaque_fields(payload, ["gender"])] == ["gender"]
