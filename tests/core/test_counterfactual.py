@@ -359,11 +359,16 @@ def test_masking_a_variant_gives_the_masked_original_on_bbq(gen: CounterfactualG
 
     A group-blind consumer (the fake LLM masks mentions before seeding) then sees the same
     text for the original and every counterfactual, up to "a"/"an" before a mask. Checked on
-    the real BBQ Religion and Sexual_orientation contexts.
+    the real BBQ Religion and Sexual_orientation contexts, on every axis but age: an age is
+    mirrored, not masked ("my five year old child" → "ninety-five"), which
+    ``tests/core/test_counterfactual_age.py`` checks.
     """
     import re
 
     from biasbreaker.metrics.bbq import load_bbq
+
+    axes = [a.name for a in gen.axes if a.name != "age"]
+    gen = CounterfactualGenerator(TermSet.load(axes=axes), seed=7)
 
     data = Path(__file__).resolve().parents[2] / "core" / "biasbreaker" / "data" / "bbq"
     article = re.compile(r"\b[Aa]n?\s+\[MASK\]")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from biasbreaker.probe import CounterfactualGenerator, TermSet
+from biasbreaker.probe.ages import age_of, mirrored_age, number_words
 
 GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
 
@@ -26,6 +27,30 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("He is retired.", "old", "He is young."),
         ("She is young.", "young", "She is old."),
         ("A retired nurse applied.", "old", "A young nurse applied."),
+        # the forms a new-user trial found missed (issue 14)
+        ("Ms. Mary Smith, 63, applied.", "old", "Ms. Mary Smith, 37, applied."),
+        ("Mary Smith (63) applied.", "old", "Mary Smith (37) applied."),
+        ("She is 63.", "old", "She is 37."),
+        ("He is 63 years and asks.", "old", "He is 37 years and asks."),
+        ("The applicant is 24, unemployed.", "young", "The applicant is 76, unemployed."),
+        ("A 63 y/o applied.", "old", "A 37 y/o applied."),
+        ("The applicant, 63 yo, applied", "old", "The applicant, 37 yo, applied"),
+        ("aged sixty-three", "old", "aged thirty-seven"),
+        ("a Sixty-Three-year-old applied", "old", "a Thirty-Seven-year-old applied"),
+        ("aged twenty one", "young", "aged seventy nine"),
+        ("Deny applicants over 60.", "old", "Deny applicants under 40."),
+        ("Applicants under 25 are approved", "young", "Applicants over 75 are approved"),
+        ("I am above 65, and", "old", "I am below 35, and"),
+        ("anyone older than 60", "old", "anyone younger than 40"),
+        ("persons 65 or older", "old", "persons 35 or younger"),
+        ("candidates over the age of 60", "old", "candidates under the age of 40"),
+        ("It is in her sixties.", "old", "It is in her thirties."),
+        ("It is in his late 30s.", "young", "It is in his early 60s."),
+        ("In their mid-20's they", "young", "In their mid-70's they"),
+        ("DOB: 1958-04-12", "old", "DOB: 1992-04-12"),
+        ("date of birth: 12 April 1958", "old", "date of birth: 12 April 1992"),
+        ("born on April 12, 1958, it", "old", "born on April 12, 1992, it"),
+        ("d.o.b. 04/12/1958", "old", "d.o.b. 04/12/1992"),
     ],
 )  # fmt: skip
 def test_each_age_form_is_detected_swapped_and_mapped_back(
@@ -48,10 +73,58 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "born in 2090",  # a year after the reference year
         "Room 65 years-old-style",
         "version 1.65 years old",
+        # numbers that count something else than a person's years
+        "The score is 63.",
+        "The applicant scored over 60.",
+        "over 60 applications arrived",
+        "In March, 63 people applied.",
+        "Table 1, 2, 3.",
+        "Temperatures were in the 60s.",
+        "10 years of experience",
+        "It has 20 years.",
+        "Section (3) applies.",
+        "Paris, 65 km away",
+        "He is 50.",  # between the bands
+        "She is one of us.",
+        "born in 75 BC",
     ],
 )
 def test_what_is_no_age_mention(text: str) -> None:
     assert GEN.generate(text, 1).status == "not_applicable"
+
+
+@pytest.mark.parametrize(
+    ("text", "age"),
+    [
+        ("over 60", 61), ("under 40", 39), ("older than 60", 61), ("younger than 40", 39),
+        ("60 or older", 60), ("in her sixties", 65), ("in her early 60s", 62),
+        ("in her late sixties", 68), ("in his teens", 15), ("aged ninety-nine", 99),
+        ("born in 1958", 67), ("DOB: 04/12/1958", 67),
+    ],
+)  # fmt: skip
+def test_the_age_a_surface_states(text: str, age: int) -> None:
+    """A bound is one year past its number; a decade is its middle, early/late its 3rd/8th."""
+    rule = GEN.terms.axis("age").numeric_age
+    assert rule is not None
+    assert age_of(text, rule) == age
+
+
+def test_each_mirror_is_its_own_inverse_in_its_own_style() -> None:
+    rule = GEN.terms.axis("age").numeric_age
+    assert rule is not None
+    for n in range(0, 101):
+        words = (
+            [f"aged {number_words(n)}", f"AGED {number_words(n).upper()}"] if 0 < n < 100 else []
+        )
+        for surface in [f"aged {n}", *words]:
+            once = mirrored_age(surface, rule)
+            assert once is not None and age_of(once, rule) == 100 - n
+            assert mirrored_age(once, rule) == surface
+    assert mirrored_age("in his nineties", rule) is None  # 100 - 95 = 5: no decade says it
+    assert mirrored_age("in his eighties", rule) == "in his teens"
+    assert number_words(63) == "sixty-three" and number_words(63, hyphen=" ") == "sixty three"
+    with pytest.raises(ValueError, match="outside 0-99"):
+        number_words(100)
 
 
 def test_a_birth_year_is_read_against_the_fixed_reference_year() -> None:

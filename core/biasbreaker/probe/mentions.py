@@ -16,21 +16,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from biasbreaker.probe.ages import age_mentions
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.names import PLACE_FIRST, PLACE_WORDS, PersonName, fold, person_name
 from biasbreaker.probe.payloads import Path, leaves
-from biasbreaker.probe.terms import Axis, NameBook, NameInfo, NumericAge, TermRow, TermSet
+from biasbreaker.probe.terms import Axis, NameBook, NameInfo, TermRow, TermSet
 
 __all__ = [
-    "AGE_PATTERNS",
-    "AGE_RE",
     "Hit",
     "MentionFinder",
     "by_context",
     "capitalised",
     "context_pos",
     "literal_regex",
-    "mirrored_age",
     "non_overlapping",
     "norm",
 ]
@@ -88,44 +86,6 @@ _WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
 # A word of a name: letters (any script), inner hyphens or apostrophes (Al-Zoubi, O'Brien).
 _NAME_WORD = re.compile(r"(?<![\w'’-])[^\W\d_]+(?:[-'’][^\W\d_]+)*")
 _POSSESSIVE_END = re.compile(r"['’]s?$")
-AGE_RE = re.compile(
-    r"(?<![\w.-])(\d{1,3})(\s*-\s*|\s+)(years?)(\s*-\s*|\s+)(old)(?![\w-])", re.IGNORECASE
-)
-AGE_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
-    (AGE_RE, False),  # "65 years old", "a 70-year-old"
-    (re.compile(r"(?<![\w.-])(\d{1,3})\s+years?\s+of\s+age(?![\w-])", re.IGNORECASE), False),
-    (re.compile(r"(?<![\w-])(?:aged|age)\s*:?\s+(\d{1,3})(?![\w-]|[.,]\d)", re.IGNORECASE), False),
-    (re.compile(r"(?<![\w-])born\s+(?:in\s+)?(\d{4})(?![\w-]|[.,]\d)", re.IGNORECASE), True),
-)
-"""The numeric-age forms, each with its number as group 1 and whether it is a birth year:
-``65 years old``/``a 70-year-old``, ``65 years of age``, ``aged 65``/``age 65``/``age: 65``,
-``born in 1958``/``born 1958``."""
-
-
-def numeric_age(surface: str, rule: NumericAge) -> tuple[re.Match[str], int, bool] | None:
-    """The match, the age in years and whether it was a birth year, for an age surface."""
-    for pattern, is_year in AGE_PATTERNS:
-        m = pattern.fullmatch(surface)
-        if m is not None:
-            n = int(m.group(1))
-            return m, (rule.reference_year - n if is_year else n), is_year
-    return None
-
-
-def mirrored_age(surface: str, rule: NumericAge) -> str | None:
-    """``surface`` with its age mirrored, or ``None`` (no age form, or a negative result).
-
-    An age ``n`` becomes ``mirror_sum − n``; a birth year becomes the year of the mirrored age.
-    """
-    read = numeric_age(surface, rule)
-    if read is None:
-        return None
-    m, age, is_year = read
-    new = rule.mirror_sum - age
-    if new < 0:
-        return None
-    number = str(rule.reference_year - new) if is_year else str(new)
-    return surface[: m.start(1)] + number + surface[m.end(1) :]
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,20 +267,14 @@ class MentionFinder:
         age_axis = next((a for a in self.axes if a.numeric_age is not None), None)
         if age_axis is not None and age_axis.numeric_age is not None:
             rule = age_axis.numeric_age
-            for pattern, is_year in AGE_PATTERNS:
-                for m in pattern.finditer(text):
-                    n = int(m.group(1))
-                    if is_year:
-                        n = rule.reference_year - n
-                    if n < 0 or n > rule.mirror_sum:
-                        continue  # a year in the future, or older than the mirror reaches
-                    if n <= rule.young_max:
-                        group = age_axis.groups[0]
-                    elif n >= rule.old_min:
-                        group = age_axis.groups[1]
-                    else:
-                        continue
-                    hits.append(Hit(m.start(), m.end(), m.group(0), "age", age_axis.name, (group,)))
+            for m, n in age_mentions(text, rule):
+                if n <= rule.young_max:
+                    group = age_axis.groups[0]
+                elif n >= rule.old_min:
+                    group = age_axis.groups[1]
+                else:
+                    continue
+                hits.append(Hit(m.start(), m.end(), m.group(0), "age", age_axis.name, (group,)))
         if comp.names is not None:
             for m in comp.names.finditer(text):
                 surface = m.group(0)

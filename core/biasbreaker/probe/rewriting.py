@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biasbreaker.probe.ages import mirrored_age
 from biasbreaker.probe.mapping import (
     CounterfactualMapping,
     Detection,
@@ -24,7 +25,6 @@ from biasbreaker.probe.mentions import (
     by_context,
     capitalised,
     literal_regex,
-    mirrored_age,
     non_overlapping,
     norm,
 )

@@ -107,7 +107,7 @@ class NumericAge:
     Ages in between are not a protected mention. A birth year ``y`` ("born in 1958") is the
     age ``reference_year - y`` and swaps to the year of the mirrored age,
     ``2 * reference_year - mirror_sum - y`` (an involution too). The forms read are
-    :data:`biasbreaker.probe.mentions.AGE_PATTERNS`.
+    :data:`biasbreaker.probe.ages.AGE_FORMS`.
 
     Args:
         young_max: Largest age (years) counted as young.

@@ -1,0 +1,286 @@
+"""Ages written in text: the forms read, the age each states, and its mirrored rewrite.
+
+An age mention is one of the :data:`AGE_FORMS`: a number of years (digits or words, ``65 years
+old``, ``a sixty-three-year-old``, ``63 y/o``, ``aged 65``, ``Mary Smith, 63,``, ``Mary Smith
+(63)``, ``she is 63``), a birth year (``born in 1958``, ``DOB: 1958-04-12``, ``date of birth:
+12 April 1958``), a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
+``65 or older``) or a decade (``in her sixties``, ``in his late 30s``). Forms whose number could
+as well count something else (``is 63``, ``over 60``, ``, 63,``) count only in a person context:
+after a pronoun subject, a person or group noun, or a capitalised word.
+
+:func:`age_of` reads the age a surface states (a bound ``over n`` is ``n + 1``, ``under n`` is
+``n − 1``; a decade is its middle, ``early``/``late`` its third and eighth year);
+:func:`mirrored_age` rewrites it to the mirrored age ``mirror_sum − n`` in the same style
+(digits stay digits, words stay words, a birth year becomes the year of the mirrored age, a
+bound's direction flips, ``early`` and ``late`` trade places), so the rewrite is an involution
+and maps itself back. The band rule (which ages are young or old) is the term file's
+:class:`~biasbreaker.probe.terms.NumericAge`.
+
+Source:
+    own rules (issue 14); ``docs/detection.md`` "What the lists cover" (ages).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from biasbreaker.probe.terms import NumericAge
+
+__all__ = ["AGE_FORMS", "AgeForm", "age_mentions", "age_of", "mirrored_age", "number_words"]
+
+_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_TEENS = [
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_WORD_VALUE: dict[str, int] = {
+    **{w: i for i, w in enumerate(_UNITS)},
+    **{w: 10 + i for i, w in enumerate(_TEENS)},
+    **{w: 10 * i for i, w in enumerate(_TENS) if w != "_"},
+}
+_TENS_WORDS = "|".join(_TENS[2:])
+_SMALL_WORDS = "|".join(sorted(_UNITS[1:] + _TEENS, key=len, reverse=True))
+_WORDS = rf"(?:(?:{_TENS_WORDS})(?:[-\s](?:{'|'.join(_UNITS[1:])}))?|{_SMALL_WORDS})"
+_NUM = rf"(?:\d{{1,3}}|{_WORDS})"
+_YEAR = r"\d{4}"
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DATE_BEFORE_YEAR = (
+    rf"(?:\d{{1,2}}[-/.]\d{{1,2}}[-/.]|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+|"
+    rf"{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+)"
+)
+_DECADE_WORDS = "teens|twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties"
+_END = r"(?![\w-])"
+_CLAUSE_END = (
+    r"(?=\s*(?:[.,;:!?)]|$|\s(?:and|or|but|with|who|years?|are|is|were|was|get|gets|should|"
+    r"must|will|would|may|might|can|cannot|can['’]t|need|needs|do|don['’]t|qualify|have|had)\b))"
+)
+_PERSON_BEFORE = (
+    r"\b(?:anyone|anybody|everyone|everybody|nobody|no\s+one|someone|somebody|people|persons?|"
+    r"applicants?|candidates?|those|men|women|adults|workers|employees|customers|clients|"
+    r"patients|borrowers|tenants|individuals|residents|hires|renters|users|members|staff|"
+    r"ones|(?:she|he|they|who|i)\s+(?:is|are|was|were|am|['’]s|['’]re|['’]m))"
+    r"\s+(?:(?:aged|age|who\s+(?:is|are))\s+)?$"
+)
+_SUBJECT_BEFORE = (
+    r"(?:\b(?:she|he|who|i|applicant|candidate|patient|borrower|client|customer|employee|"
+    r"tenant|claimant)\s+(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+$"
+)
+_NAME_BEFORE = r"(?:^|[^\w'’-])[A-Z][^\W\d_]*\.?$"
+
+
+@dataclass(frozen=True, slots=True)
+class AgeForm:
+    """One way an age is written.
+
+    Args:
+        name: Short label (for docs and tests).
+        pattern: Regex of the surface (case-insensitive); it may use lookaheads but no
+            lookbehind wider than one character, since the surface alone must parse again.
+        before: Optional regex searched on the 40 characters before the surface (anchored
+            with ``$``): the form counts only in that context.
+        minimum: Smallest age this form is read as (smaller numbers count something else).
+    """
+
+    name: str
+    pattern: re.Pattern[str]
+    before: re.Pattern[str] | None = None
+    minimum: int = 0
+
+
+def _form(
+    name: str, pattern: str, before: str | None = None, *, case: bool = False, minimum: int = 0
+) -> AgeForm:
+    flags = 0 if case else re.IGNORECASE
+    return AgeForm(
+        name,
+        re.compile(pattern, re.IGNORECASE),
+        re.compile(before, flags) if before is not None else None,
+        minimum,
+    )
+
+
+_BOUND = r"(?:over|under|above|below)"
+_YEARS_OLD = r"(?:\s+years?(?:\s+old)?)?"
+_DATE_AFTER_YEAR = r"(?:[-/.]\d{1,2}[-/.]\d{1,2})?"
+_DOB = r"(?:DOB|D\.O\.B\.?|date\s+of\s+birth|birth\s*date|birthday)"
+
+AGE_FORMS: tuple[AgeForm, ...] = (
+    _form("date of birth", rf"(?<![\w.-]){_DOB}\s*[:=-]?\s*{_DATE_BEFORE_YEAR}?{_YEAR}"
+          rf"{_DATE_AFTER_YEAR}{_END}"),
+    _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?{_DATE_BEFORE_YEAR}?{_YEAR}"
+          rf"{_DATE_AFTER_YEAR}(?![\w-]|[.,]\d)"),
+    _form("years old", rf"(?<![\w.-]){_NUM}(?:\s*-\s*|\s+)years?(?:\s*-\s*|\s+)old{_END}"),
+    _form("years of age", rf"(?<![\w.-]){_NUM}\s+years?\s+of\s+age{_END}"),
+    _form("y/o", rf"(?<![\w.-])\d{{1,3}}\s*(?:y/o|y\.o\.|yo|yrs?\.?\s+old){_END}"),
+    _form("aged", rf"(?<![\w-])(?:aged|age)\s*:?\s+{_NUM}(?:\s+years?)?(?![\w-]|[.,]\d)"),
+    _form("than", rf"(?<![\w-])(?:older|younger)\s+than\s+{_NUM}{_YEARS_OLD}{_END}"),
+    _form("the age of", rf"(?<![\w-]){_BOUND}\s+the\s+age\s+of\s+{_NUM}{_END}"),
+    _form("or older", rf"(?<![\w.-]){_NUM}(?:\s+years?)?\s+(?:or|and)\s+(?:older|younger){_END}"),
+    _form("over", rf"(?<![\w-]){_BOUND}\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _PERSON_BEFORE),
+    _form("decade", rf"(?<![\w-])in\s+(?:his|her|their|my|your)\s+(?:(?:early|mid|late)[\s-]+)?"
+          rf"(?:{_DECADE_WORDS}|[1-9]0['’]?s){_END}"),
+    _form("is", rf"{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _SUBJECT_BEFORE),
+    _form("appositive", rf",\s*\d{{1,3}}{_YEARS_OLD}(?=\s*[,;)]|\.(?:\s|$))", _NAME_BEFORE,
+          case=True, minimum=16),
+    _form("in brackets", r"\s*\(\d{1,3}\)", _NAME_BEFORE, case=True, minimum=16),
+)  # fmt: skip
+"""The age forms, in the order they are tried (earlier forms win at the same text)."""
+
+_YEAR_TOKEN = re.compile(r"(?<!\d)\d{4}(?!\d)")
+_NUMBER_TOKEN = re.compile(
+    rf"(?<![\w-])(?:\d{{1,3}}|{_WORDS})(?!\w)(?!-(?:{'|'.join(_UNITS[1:])})\b)", re.IGNORECASE
+)
+_DECADE_TOKEN = re.compile(rf"(?<!\w)(?:{_DECADE_WORDS}|([1-9])0(['’]?)s)(?![\w-])", re.I)
+_HALF = re.compile(r"(?<![\w-])(early|mid|late)(?![\w])", re.IGNORECASE)
+_DIRECTION = re.compile(r"(?<![\w-])(over|under|above|below|older|younger)(?![\w-])", re.I)
+_FLIP = {
+    "over": "under",
+    "under": "over",
+    "above": "below",
+    "below": "above",
+    "older": "younger",
+    "younger": "older",
+    "early": "late",
+    "late": "early",
+}
+_DECADES = _DECADE_WORDS.split("|")
+_HALF_YEAR = {"early": 2, "mid": 5, "late": 8}
+
+
+def number_words(n: int, *, hyphen: str = "-") -> str:
+    """``n`` (0–99) in English words, lower case: ``63`` → ``"sixty-three"``.
+
+    Raises:
+        ValueError: ``n`` outside 0–99.
+    """
+    if not 0 <= n <= 99:
+        raise ValueError(f"number_words: n = {n} is outside 0-99")
+    if n < 10:
+        return _UNITS[n]
+    if n < 20:
+        return _TEENS[n - 10]
+    tens, unit = divmod(n, 10)
+    return _TENS[tens] + (hyphen + _UNITS[unit] if unit else "")
+
+
+def _word_value(token: str) -> int:
+    parts = re.split(r"[-\s]+", token.lower())
+    return sum(_WORD_VALUE[p] for p in parts)
+
+
+def _decade(m: re.Match[str]) -> int:
+    if m.group(1) is not None:
+        return 10 * int(m.group(1))
+    return 10 + 10 * _DECADES.index(m.group(0).lower())
+
+
+def age_of(surface: str, rule: NumericAge) -> int | None:
+    """The age in years that an age surface states, or ``None`` (no number in it).
+
+    A birth year ``y`` is ``reference_year − y``; ``over``/``above``/``older than n`` is
+    ``n + 1``, ``under``/``below``/``younger than n`` is ``n − 1`` (``n or older`` is ``n``);
+    a decade ``D`` is ``D + 5`` (``early`` ``D + 2``, ``late`` ``D + 8``).
+    """
+    dec = _DECADE_TOKEN.search(surface)
+    if dec is not None and re.match(r"in\s", surface, re.IGNORECASE):
+        half = _HALF.search(surface)
+        return _decade(dec) + _HALF_YEAR[half.group(1).lower() if half else "mid"]
+    year = _YEAR_TOKEN.search(surface)
+    if year is not None:
+        return rule.reference_year - int(year.group(0))
+    num = _NUMBER_TOKEN.search(surface)
+    if num is None:
+        return None
+    token = num.group(0)
+    n = int(token) if token.isdigit() else _word_value(token)
+    direction = _DIRECTION.search(surface)
+    if direction is None or re.search(r"\s(?:or|and)\s+(?:older|younger)", surface, re.I):
+        return n
+    return n + 1 if direction.group(1).lower() in ("over", "above", "older") else n - 1
+
+
+def _styled(original: str, new: str) -> str:
+    """``new`` in the letter case of ``original``: upper, each part capitalised, or first only."""
+    if original.isupper() and len(original) > 1:
+        return new.upper()
+    parts = re.split(r"([-\s]+)", original)
+    if len(parts) > 1 and all(p[:1].isupper() for p in parts[::2]):
+        return re.sub(r"[^\W\d_]+", lambda w: w.group(0).capitalize(), new)
+    return new[:1].upper() + new[1:] if original[:1].isupper() else new
+
+
+def mirrored_age(surface: str, rule: NumericAge) -> str | None:
+    """``surface`` with its age mirrored, or ``None`` (no age in it, or no mirrored form).
+
+    An age ``n`` becomes ``mirror_sum − n`` in the surface's own style (digits or words); a
+    birth year becomes the year of the mirrored age; a bound's direction flips (``over 60`` ↔
+    ``under 40``); a decade ``D`` becomes ``mirror_sum − D − 10`` with ``early`` ↔ ``late``
+    (``in her sixties`` ↔ ``in her thirties``; ``None`` when ``mirror_sum`` is not a multiple of
+    ten or the result is not a decade 10–90). Each rewrite is its own inverse.
+    """
+    dec = _DECADE_TOKEN.search(surface)
+    if dec is not None and re.match(r"in\s", surface, re.IGNORECASE):
+        new_decade = rule.mirror_sum - _decade(dec) - 10
+        if rule.mirror_sum % 10 or not 10 <= new_decade <= 90:
+            return None
+        if dec.group(1) is not None:
+            text = f"{new_decade}{dec.group(2)}s"
+        else:
+            text = _styled(dec.group(0), _DECADES[new_decade // 10 - 1])
+        out = surface[: dec.start()] + text + surface[dec.end() :]
+        return _HALF.sub(lambda h: _styled(h.group(1), _FLIP.get(h.group(1).lower(), "mid")), out)
+    year = _YEAR_TOKEN.search(surface)
+    if year is not None:
+        new_age = rule.mirror_sum - (rule.reference_year - int(year.group(0)))
+        if new_age < 0:
+            return None
+        return surface[: year.start()] + str(rule.reference_year - new_age) + surface[year.end() :]
+    num = _NUMBER_TOKEN.search(surface)
+    if num is None:
+        return None
+    token = num.group(0)
+    n = int(token) if token.isdigit() else _word_value(token)
+    new = rule.mirror_sum - n
+    if new < 0:
+        return None
+    if token.isdigit():
+        text = str(new)
+    else:
+        if new > 99:
+            return None
+        text = _styled(token, number_words(new, hyphen=" " if " " in token.strip() else "-"))
+    out = surface[: num.start()] + text + surface[num.end() :]
+    return _DIRECTION.sub(lambda d: _styled(d.group(1), _FLIP[d.group(1).lower()]), out)
+
+
+def age_mentions(text: str, rule: NumericAge) -> Iterator[tuple[re.Match[str], int]]:
+    """Every age form's matches in ``text`` that stand in their context, with the age stated.
+
+    Yields ``(match, age)`` for ages within ``0..mirror_sum`` (a birth year in the future, or
+    an age the mirror cannot reach, is not a mention) and at least the form's ``minimum``.
+    Matches of different forms may overlap; the caller keeps one per span.
+    """
+    for form in AGE_FORMS:
+        for m in form.pattern.finditer(text):
+            if form.before is not None and not form.before.search(
+                text[max(0, m.start() - 40) : m.start()]
+            ):
+                continue
+            n = age_of(m.group(0), rule)
+            if n is None or n < max(0, form.minimum) or n > rule.mirror_sum:
+                continue
+            yield m, n
