@@ -187,6 +187,33 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "tests": ["tests/core/test_intervention_invariants.py"],
     },
     "verify": {"module": "core/biasbreaker/verify", "tests": ["tests/core/verify"]},
+    # detection: a mention the probe misses is a step scored "not applicable" (fail-open)
+    "ages": {
+        "module": "core/biasbreaker/probe/ages.py",
+        "tests": ["tests/core/test_counterfactual_age.py"],
+    },
+    "mentions": {
+        "module": "core/biasbreaker/probe/mentions.py",
+        "only": [
+            "MentionFinder.scan",
+            "MentionFinder._term_hit",
+            "MentionFinder._licensed",
+            "MentionFinder._stacked",
+            "MentionFinder._anchored",
+            "non_overlapping",
+        ],
+        "tests": [
+            "tests/core/test_counterfactual.py",
+            "tests/core/test_counterfactual_age.py",
+            "tests/core/test_probe_term_words.py",
+            "tests/core/test_probe_joint.py",
+        ],
+    },
+    "joint": {
+        "module": "core/biasbreaker/probe/counterfactual.py",
+        "only": ["CounterfactualGenerator._joint", "CounterfactualGenerator.generate"],
+        "tests": ["tests/core/test_probe_joint.py", "tests/core/test_counterfactual.py"],
+    },
 }
 """Group -> ``module`` (a file or package), ``only`` (top-level names or ``Class.method`` to
 mutate; the rest of the module is left alone), ``tests`` and ``strict`` (fail on a survivor)."""

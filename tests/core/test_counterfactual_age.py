@@ -8,6 +8,7 @@ import pytest
 
 from biasbreaker.probe import CounterfactualGenerator, TermSet
 from biasbreaker.probe.ages import age_of, mirrored_age, number_words
+from biasbreaker.probe.terms import NumericAge
 
 GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
 
@@ -51,6 +52,10 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("date of birth: 12 April 1958", "old", "date of birth: 12 April 1992"),
         ("born on April 12, 1958, it", "old", "born on April 12, 1992, it"),
         ("d.o.b. 04/12/1958", "old", "d.o.b. 04/12/1992"),
+        ("The baby, aged 0, was", "young", "The baby, aged 100, was"),
+        ("She was born in 1925, and", "old", "She was born in 2025, and"),  # 100 <-> 0
+        ("Mary Smith (16) applied.", "young", "Mary Smith (84) applied."),
+        ("Tom Lee, 16, applied.", "young", "Tom Lee, 84, applied."),
     ],
 )  # fmt: skip
 def test_each_age_form_is_detected_swapped_and_mapped_back(
@@ -87,6 +92,9 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "He is 50.",  # between the bands
         "She is one of us.",
         "born in 75 BC",
+        "He is aged 101.",  # beyond the mirror: 100 - 101 < 0
+        "Room B (15) is free.",  # a capitalised word, but under 16: a number, not an age
+        "Block C, 12, was sold.",
     ],
 )
 def test_what_is_no_age_mention(text: str) -> None:
@@ -113,14 +121,19 @@ def test_each_mirror_is_its_own_inverse_in_its_own_style() -> None:
     rule = GEN.terms.axis("age").numeric_age
     assert rule is not None
     for n in range(0, 101):
-        words = (
-            [f"aged {number_words(n)}", f"AGED {number_words(n).upper()}"] if 0 < n < 100 else []
-        )
+        w = number_words(n) if 0 < n < 100 else ""
+        words = [f"aged {w}", f"AGED {w.upper()}", f"Aged {w.capitalize()}"] if w else []
         for surface in [f"aged {n}", *words]:
             once = mirrored_age(surface, rule)
             assert once is not None and age_of(once, rule) == 100 - n
             assert mirrored_age(once, rule) == surface
     assert mirrored_age("in his nineties", rule) is None  # 100 - 95 = 5: no decade says it
+    assert mirrored_age("aged 20s", rule) is None  # a decade only in "in her 20s"
+    ninety = NumericAge(young_max=39, old_min=61, mirror_sum=90)
+    assert mirrored_age("in her sixties", ninety) == "in her twenties"
+    odd = NumericAge(young_max=39, old_min=61, mirror_sum=95)
+    assert mirrored_age("in her sixties", odd) is None  # 95 - 65 = 30: not a decade's middle
+    assert mirrored_age("aged 60", odd) == "aged 35"
     assert mirrored_age("in his eighties", rule) == "in his teens"
     assert number_words(63) == "sixty-three" and number_words(63, hyphen=" ") == "sixty three"
     with pytest.raises(ValueError, match="outside 0-99"):

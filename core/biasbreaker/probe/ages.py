@@ -276,9 +276,9 @@ def age_mentions(text: str, rule: NumericAge) -> Iterator[tuple[re.Match[str], i
     """
     for form in AGE_FORMS:
         for m in form.pattern.finditer(text):
-            if form.before is not None and not form.before.search(
-                text[max(0, m.start() - 40) : m.start()]
-            ):
+            # the window only bounds the search: every context the forms name fits in it
+            window = text[max(0, m.start() - 40) : m.start()]  # pragma: no mutate
+            if form.before is not None and not form.before.search(window):
                 continue
             n = age_of(m.group(0), rule)
             if n is None or n < max(0, form.minimum) or n > rule.mirror_sum:
