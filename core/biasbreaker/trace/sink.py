@@ -13,7 +13,6 @@ Source:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from biasbreaker.errors import ConfigError, PluginError
@@ -220,11 +219,6 @@ def redact_url(url: str) -> str:
     return f"{scheme}{sep}{netloc}{slash}{tail}"
 
 
-def safe_lines(lines: Sequence[bytes]) -> bytes:
-    """A thread's stored lines joined: the bytes of its trace file."""
-    return b"".join(lines)
-
-
 __all__ = [
     "FILE_SINK",
     "LineStore",
@@ -235,7 +229,6 @@ __all__ = [
     "is_url",
     "open_sink",
     "redact_url",
-    "safe_lines",
     "sink_location",
     "url_scheme",
 ]
