@@ -261,3 +261,28 @@ def test_a_concurrency_below_one_is_an_error_naming_the_option(project: Path, va
     assert f"--concurrency {value}: must be a whole number >= 1" in text
     assert "--concurrency 1" in text  # the fix
     assert not (project / "o").exists()
+
+
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_the_in_memory_saver_keeps_only_the_threads_paused_for_review(
+    project: Path, monkeypatch: pytest.MonkeyPatch, concurrency: str
+) -> None:
+    # LangGraph's InMemorySaver keeps every checkpoint of every thread: memory grew with
+    # the inputs. A done or failed thread cannot be resumed once the command ends.
+    import langgraph.checkpoint.memory as memory
+
+    savers: list[Any] = []
+
+    class Recorded(memory.InMemorySaver):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            savers.append(self)
+
+    monkeypatch.setattr(memory, "InMemorySaver", Recorded)
+    result = run("o", "--concurrency", concurrency)
+    assert result.exit_code == 1
+    (saver,) = savers
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    review = {r["thread"] for r in records if r["status"] == "review"}
+    assert review and set(saver.storage) == review
+    assert {key[0] for key in saver.writes} <= review

@@ -24,7 +24,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,12 +124,15 @@ class ResultsLog:
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     """Read ``results.jsonl`` back (every whole line)."""
-    out = []
+    return list(iter_results(path))
+
+
+def iter_results(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of ``results.jsonl``, one at a time (every whole line)."""
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             if line.endswith("\n"):
-                out.append(json.loads(line))
-    return out
+                yield json.loads(line)
 
 
 @asynccontextmanager
@@ -408,6 +411,7 @@ __all__ = [
     "ThreadOutcome",
     "compiled",
     "failure_of",
+    "iter_results",
     "plain_json",
     "read_results",
     "run_threads",
