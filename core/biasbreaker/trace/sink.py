@@ -61,8 +61,14 @@ class TraceSink(Protocol):
         """Seal the thread's trace (a pause for review, or an end); idempotent."""
         ...
 
-    def close(self) -> None:
-        """Release files or connections (idempotent)."""
+    def close(self, thread_id: str | None = None) -> None:
+        """Release files or connections (idempotent).
+
+        Args:
+            thread_id: Release only what this thread holds (its run returned while other
+                threads may still be writing: ``biasbreaker run --concurrency``); ``None``:
+                everything.
+        """
         ...
 
 

@@ -209,9 +209,17 @@ class StoreSink:
             self._append(thread_id, state, record_line(seal.to_json()).encode("utf-8"))
             state.sealed = True
 
-    def close(self) -> None:
-        """Close the store (idempotent)."""
+    def close(self, thread_id: str | None = None) -> None:
+        """Close the store (idempotent), or forget one thread's cached chain state.
+
+        Args:
+            thread_id: A thread whose run returned (its state is read again from the store
+                if it continues); ``None``: every thread, and the connection is closed.
+        """
         with self._lock:
+            if thread_id is not None:
+                self._threads.pop(thread_id, None)
+                return
             self._threads.clear()
             self.store.close()
 

@@ -38,6 +38,7 @@ class Traces:
         self.fsync = fsync
         self.adapter = adapter
         self._open: dict[Path, tuple[TraceWriter, int]] = {}
+        self._keys: dict[Path, str] = {}  # open file -> the trace key it was opened for
         self._lock = threading.Lock()
 
     @property
@@ -100,6 +101,7 @@ class Traces:
             for record in records:
                 writer.write(record)
             self._open[path] = (writer, records[-1].step + 1)
+            self._keys[path] = thread_id
 
     def _reopen(self, path: Path, header: Any, step: int, thread_id: str) -> TraceWriter:
         if path.exists() and path.stat().st_size > 0:
@@ -148,12 +150,26 @@ class Traces:
             elif path.exists() and path.stat().st_size > 0:
                 seal_trace(path, fsync=self.fsync)
 
-    def close(self) -> None:
-        """Close every open trace file."""
+    def close(self, thread_id: str | None = None) -> None:
+        """Close every open trace file, or only those of ``thread_id`` (and its subgraphs').
+
+        Args:
+            thread_id: A thread whose run returned, while other threads may still be writing
+                (runs of several threads at once); ``None``: every file.
+        """
         with self._lock:
-            for writer, _ in self._open.values():
+            if thread_id is None:
+                paths = list(self._open)
+            else:
+                paths = [
+                    p
+                    for p, key in self._keys.items()
+                    if key == thread_id or key.startswith(thread_id + ".")
+                ]
+            for path in paths:
+                writer, _ = self._open.pop(path)
+                self._keys.pop(path, None)
                 writer.close()
-            self._open.clear()
 
 
 def _fixes(adapter: str) -> str:
