@@ -50,3 +50,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                 f"  {bench.name}{extra}: {bench.stats.mean * 1e6:.3f} us = {ratio:.3f} x baseline"
                 f" (min/min {fastest:.3f})" + verdict
             )
+            _write_run_numbers(terminalreporter, bench)
+        if any("runs_per_s" in b.extra_info for b in benches):
+            _write_run_numbers(terminalreporter, base, baseline=True)
+
+
+def _write_run_numbers(terminalreporter: Any, bench: Any, baseline: bool = False) -> None:
+    """The extra numbers of ``benchmarks/test_bench_run.py``: runs/s, peak RSS and its ratio."""
+    info = bench.extra_info
+    if "runs_per_s" not in info:
+        return
+    line = (
+        f"    {'baseline ' if baseline else ''}{bench.name}: {info['runs_per_s']} runs/s, "
+        f"peak RSS {info['peak_rss_mb']} MB"
+    )
+    if "peak_rss_ratio" in info:
+        goal = info["peak_rss_goal"]
+        met = "met" if info["peak_rss_ratio"] <= goal else "NOT met"
+        line += f" = {info['peak_rss_ratio']} x the baseline's peak (goal <= {goal}: {met})"
+    terminalreporter.write_line(line)

@@ -26,6 +26,7 @@ import pluggy
 if TYPE_CHECKING:
     from biasbreaker.llm import LLMClient
     from biasbreaker.registry import Register
+    from biasbreaker.trace.sink import TraceBackend
 
 PROJECT = "biasbreaker"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -214,4 +215,28 @@ def llm_client(register: Register[LLMClient]) -> None:
     use; ``complete`` for every LLM call of guarded agents, skeptics and MADERA stages.
 
     .. versionadded:: 0.1.0
+    """
+
+
+@hookspec
+def trace_sink(register: Register[TraceBackend]) -> None:
+    """Register trace sinks: where the run-trace records of guarded threads are stored.
+
+    The factory returns a :class:`~biasbreaker.trace.sink.TraceBackend`:
+    ``open_sink(location, *, adapter, fsync) -> TraceSink`` (what a framework adapter writes
+    each thread's records through) and ``open_store(location) -> LineStore`` (the stored
+    canonical lines, read by ``biasbreaker verify``, ``calibrate`` and ``trace export``). A
+    database sink is registered under its URL scheme (``sqlite``, ``postgresql``): the
+    commands open a URL with the implementation its scheme names. Every stored line must be
+    the exact bytes the file trace would hold (same schema, chain and seals), so an export
+    is byte-identical and verifies as the file does.
+
+    Kernel checks on the result: the object has ``open_sink`` and ``open_store`` (else
+    ``PluginError``); a store's ``append`` must refuse a line at a ``seq`` the thread already
+    holds with ``TraceError`` (two writers), never overwrite or drop it.
+
+    Called: the hook once per host; the factory when a guarded graph is built
+    (``[trace] sink``, default ``file``), or when a command is given a URL.
+
+    .. versionadded:: 0.2.0
     """

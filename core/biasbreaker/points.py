@@ -21,6 +21,7 @@ PointName = Literal[
     "framework_adapter",
     "scorer",
     "llm_client",
+    "trace_sink",
 ]
 """The names of the extension points; each is also the name of its hook."""
 
@@ -70,6 +71,12 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
         "scorer", "probe.scorers", True, "divergence of counterfactual outputs in [0, 1]"
     ),
     ExtensionPoint("llm_client", "llm.client", False, "chat-completion client"),
+    ExtensionPoint(
+        "trace_sink",
+        "trace.sink",
+        False,
+        "where run-trace records are stored (files, a database)",
+    ),
 )
 POINTS: Mapping[str, ExtensionPoint] = {p.name: p for p in EXTENSION_POINTS}
 

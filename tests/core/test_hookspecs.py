@@ -13,11 +13,15 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from biasbreaker import hookspecs
-from biasbreaker.errors import PluginError
+from biasbreaker.errors import PluginError, TraceError
 from biasbreaker.hookspecs import hookimpl
 from biasbreaker.kernel import Kernel
 from biasbreaker.llm import LLMRequest, LLMResponse, complete_sync
+from biasbreaker.machine import ControlMachine, MachineConfig
 from biasbreaker.points import EXTENSION_POINTS, POINTS
+from biasbreaker.trace import TraceWriter
+from biasbreaker.trace.sink import build_backend, open_sink
+from biasbreaker.trace.store import StoreSink
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -125,6 +129,74 @@ def test_hook_llm_client(register_plugin: Any, make_kernel: Any) -> None:
     kernel = make_kernel({"llm": {"client": "test-llm-client"}})
     with pytest.raises(PluginError, match="lacks model/complete/aclose"):
         kernel.llm()
+
+
+class MemoryStore:
+    """A stranger's line store: rows in a dict, the (thread, seq) key refused twice."""
+
+    location = "memory://test"
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, int], bytes] = {}
+
+    def threads(self) -> list[str]:
+        return sorted({t for t, _ in self.rows})
+
+    def lines(self, thread_id: str) -> list[bytes]:
+        return [line for (t, _), line in sorted(self.rows.items()) if t == thread_id]
+
+    def append(self, thread_id: str, seq: int, line: bytes) -> None:
+        if (thread_id, seq) in self.rows:
+            raise TraceError(f"thread {thread_id!r} seq {seq} taken")
+        self.rows[(thread_id, seq)] = line
+
+    def close(self) -> None:
+        return None
+
+
+class MemoryBackend:
+    def __init__(self) -> None:
+        self.store = MemoryStore()
+
+    def open_sink(self, location: str, *, adapter: str, fsync: bool) -> StoreSink:
+        return StoreSink(self.store, adapter=adapter, signer=None)
+
+    def open_store(self, location: str) -> MemoryStore:
+        return self.store
+
+
+def test_hook_trace_sink(register_plugin: Any, make_kernel: Any, tmp_path: Path) -> None:
+    _exercise("trace_sink", register_plugin, make_kernel)  # the registry contract
+    backend = MemoryBackend()
+
+    class Plugin:
+        @hookimpl
+        def trace_sink(self, register: Any) -> None:
+            register("memory", lambda options, context: backend)
+
+    register_plugin(Plugin(), name="memory-plugin")
+    kernel = make_kernel({"trace": {"sink": "memory", "url": "memory://test"}})
+    sink = open_sink(kernel, "ignored-by-a-database-sink")
+    records: list[Any] = []
+    config = MachineConfig.from_settings(kernel.settings)
+    machine = ControlMachine(config, recorder=records.append)
+    for fast in (0.0, 0.1):
+        machine.step(fast, fast)
+    sink.write("t1", machine, records)
+    sink.seal("t1")
+    with TraceWriter(tmp_path / "t1.jsonl", sink_header(machine), signer=None) as writer:
+        for record in records:
+            writer.write(record)
+        writer.seal()
+    assert b"".join(backend.store.lines("t1")) == (tmp_path / "t1.jsonl").read_bytes()
+    # a factory that builds no TraceBackend is refused, naming what it built
+    kernel = make_kernel({"trace": {"sink": "test-trace-sink", "url": "x://y"}})
+    with pytest.raises(PluginError, match="lacks open_sink/open_store"):
+        build_backend(kernel)
+
+
+def sink_header(machine: ControlMachine) -> Any:
+    return machine.config.trace_header({"adapter": "langgraph", "thread": "t1"})
 
 
 def test_every_hookspec_has_a_test_here() -> None:

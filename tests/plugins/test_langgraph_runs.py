@@ -228,6 +228,7 @@ def first_party(register_plugin: Any, make_kernel: Any) -> Any:
     import biasbreaker_plugins.router_heuristic as router_heuristic
     import biasbreaker_plugins.scorers as scorers
     import biasbreaker_plugins.skeptics as skeptics
+    import biasbreaker_plugins.trace_sinks as trace_sinks
 
     for name, module in [
         ("llm-fake", llm_fake),
@@ -236,6 +237,7 @@ def first_party(register_plugin: Any, make_kernel: Any) -> Any:
         ("aggregators", aggregators),
         ("madera", madera),
         ("langgraph", langgraph_plugin),
+        ("trace-sinks", trace_sinks),  # the adapter writes through the [trace] sink
         # guard() validates like `run`: every point the settings select needs its plugin
         ("calibrator-percentile", calibrator_percentile),
         ("router-heuristic", router_heuristic),
@@ -378,6 +380,7 @@ def panel_kernel(register_plugin: Any, make_kernel: Any) -> Any:
     import biasbreaker_plugins.llm_fake as llm_fake
     import biasbreaker_plugins.madera as madera
     import biasbreaker_plugins.scorers as scorers
+    import biasbreaker_plugins.trace_sinks as trace_sinks
 
     for name, module in [
         ("llm-fake", llm_fake),
@@ -385,6 +388,7 @@ def panel_kernel(register_plugin: Any, make_kernel: Any) -> Any:
         ("aggregators", aggregators),
         ("madera", madera),
         ("langgraph", langgraph_plugin),
+        ("trace-sinks", trace_sinks),  # the adapter writes through the [trace] sink
         ("calibrator-percentile", calibrator_percentile),  # guard() validates like `run`
     ]:
         register_plugin(module, name=name)

@@ -10,8 +10,13 @@ The test kills worker 0 inside the second repair attempt of thread ``t1`` while 
 run the other threads, and checks that worker 1 resumed ``t1``: breaker state, window and
 frozen payload as the killed worker's last checkpointed step left them, its trace the killed
 worker's lines continued (no step recorded twice or missing) and verifying, each thread done
-exactly once, and no writer ever given the held output. Traces are files in one folder both
-workers reach (the adapter continues a thread's file from its checkpoint).
+exactly once, and no writer ever given the held output.
+
+It runs twice, once per trace sink: ``file`` (files in one folder both workers reach; the
+adapter continues a thread's file from its checkpoint) and ``postgresql`` (``[trace] sink``,
+every record of a thread, whichever worker wrote it, in the one ``biasbreaker_trace_lines``
+table of the same database; each thread's rows complete, in seq order, once each, and
+``biasbreaker verify URL`` holding for the store as for its exported files).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from langgraph_pipelines import Received, SETTINGS, StandInRepair, screening_gra
 worker = int(sys.argv[1])
 settings = {{
     **SETTINGS,
-    "plugin": {{"langgraph": {{"trace_path": {trace!r}}}}},
+    **{trace!r},  # the file sink's trace_path, or [trace] sink = "postgresql"
     # a calibration window, so the breaker's window is part of the state a worker resumes
     "calibration": {{"control": {{"mean": 0.01, "std": 0.01, "n_steps": 200}}, "max_history": 8}},
 }}
@@ -123,8 +128,32 @@ def _rows(url: str) -> list[tuple[str, int, dict[str, Any]]]:
         ]
 
 
+SINKS = ["file", "postgresql"]
+
+
+def _trace_settings(sink: str, url: str, folder: Path) -> dict[str, Any]:
+    """The workers' trace settings: a file per thread in ``folder``, or the store at ``url``."""
+    if sink == "file":
+        return {"plugin": {"langgraph": {"trace_path": str(folder / "{thread_id}.jsonl")}}}
+    return {"trace": {"sink": "postgresql", "url": url}}
+
+
+def _lines(sink: str, url: str, folder: Path, thread: str) -> list[bytes]:
+    """A thread's trace lines as written so far: its file, or its store rows in seq order."""
+    if sink == "file":
+        return (folder / f"{thread}.jsonl").read_bytes().splitlines(keepends=True)
+    from biasbreaker_plugins.trace_sinks.postgres import PostgresStore
+
+    store = PostgresStore(url, create=False)
+    try:
+        return store.lines(thread)  # raises on a gap in the seqs
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("sink", SINKS)
 def test_a_killed_workers_thread_is_resumed_by_another_worker(
-    postgres_url: str, tmp_path: Path
+    postgres_url: str, tmp_path: Path, sink: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -142,9 +171,10 @@ def test_a_killed_workers_thread_is_resumed_by_another_worker(
         saver.setup()  # once, before the workers (concurrent migrations would race)
 
     marker = tmp_path / "attempt2.json"
+    folder = tmp_path / "traces"
     script = WORKER.format(
         here=str(HERE),
-        trace=str(tmp_path / "traces" / "{thread_id}.jsonl"),
+        trace=_trace_settings(sink, postgres_url, folder),
         cwd=str(tmp_path),
         url=postgres_url,
         marker=str(marker),
@@ -174,10 +204,9 @@ def test_a_killed_workers_thread_is_resumed_by_another_worker(
             time.sleep(0.1)
         os.kill(workers[0].pid, signal.SIGKILL)
         workers[0].wait(timeout=60)
+        t1_killed = _lines(sink, postgres_url, folder, "t1")  # what worker 0 left
         killed_copy = tmp_path / "t1-at-kill.jsonl"
-        killed_copy.write_bytes((tmp_path / "traces" / "t1.jsonl").read_bytes())
-        t1_killed = killed_copy.read_text().splitlines()
-        workers[0].wait(timeout=60)
+        killed_copy.write_bytes(b"".join(t1_killed))
         _, err = workers[1].communicate(timeout=240)
         assert workers[1].returncode == 0, err
     finally:
@@ -214,13 +243,50 @@ def test_a_killed_workers_thread_is_resumed_by_another_worker(
     assert last.window.beyond_3 == sum(level >= 3 for level in levels)
     assert last.window.beyond_5 == sum(level == 5 for level in levels)
 
+    # each thread's trace as one file: the file sink's, or the store's rows exported
+    if sink == "file":
+        traces = folder
+    else:
+        from biasbreaker.trace.export import export_all
+        from biasbreaker_plugins.trace_sinks.postgres import PostgresStore
+
+        assert not folder.exists()  # nothing went to files
+        store = PostgresStore(postgres_url, create=False)
+        try:
+            assert store.threads() == THREADS  # both workers' records in the one store
+            traces = tmp_path / "exported"
+            exported = export_all(store, traces)
+            assert sorted(path.name for path in exported) == [f"{t}.jsonl" for t in THREADS]
+        finally:
+            store.close()
+
     # t1's trace: the killed worker's lines continued; steps 0..n-1 once each; all verify
-    t1_lines = (tmp_path / "traces" / "t1.jsonl").read_text().splitlines()
+    t1_lines = _lines(sink, postgres_url, folder, "t1")
     assert t1_lines[: len(t1_killed)] == t1_killed and len(t1_lines) > len(t1_killed)
-    resumed = read_trace(tmp_path / "traces" / "t1.jsonl").records[len(killed)]
+    resumed = read_trace(traces / "t1.jsonl").records[len(killed)]
     assert resumed.step == machine["step"] and resumed.window is not None
     assert resumed.window.size == min(8, len(levels) + 1)  # the window continued, not restarted
     for thread in THREADS:
-        trace = read_trace(tmp_path / "traces" / f"{thread}.jsonl")
+        lines = _lines(sink, postgres_url, folder, thread)
+        assert (traces / f"{thread}.jsonl").read_bytes() == b"".join(lines), thread
+        assert len(set(lines)) == len(lines), thread  # no line stored twice
+        trace = read_trace(traces / f"{thread}.jsonl")
         assert [r.step for r in trace.records] == list(range(len(trace.records))), thread
-        assert verify_trace(tmp_path / "traces" / f"{thread}.jsonl").holds, thread
+        assert len(lines) == 1 + len(trace.records) + len(trace.seals), thread  # nothing else
+        assert trace.ends_sealed, thread
+        assert verify_trace(traces / f"{thread}.jsonl").holds, thread
+    if sink == "postgresql":  # the store verifies as its exported files do
+        from typer.testing import CliRunner
+
+        from biasbreaker.cli import app as cli
+
+        monkeypatch.chdir(tmp_path)
+        shown = [
+            CliRunner().invoke(cli, ["verify", target, "--json"], terminal_width=200)
+            for target in (postgres_url, str(traces))
+        ]
+        for result in shown:
+            assert result.exit_code == 0, result.output
+        from_url, from_files = (json.loads(result.stdout) for result in shown)
+        assert from_url["holds"] is True and from_url["totals"] == from_files["totals"]
+        assert len(from_url["traces"]) == len(THREADS)

@@ -32,6 +32,7 @@ COMMANDS: tuple[str, ...] = (
     "biasbreaker.cli.simulate",
     "biasbreaker.cli.calibrate",
     "biasbreaker.cli.verify",
+    "biasbreaker.cli.trace",
     "biasbreaker.cli.keygen",
     "biasbreaker.cli.score",
 )

@@ -25,6 +25,7 @@ from biasbreaker.cli._common import (
     stdout,
     warn,
 )
+from biasbreaker.cli._stores import Location, as_folders
 from biasbreaker.errors import BiasbreakerError, InputError
 from biasbreaker.trace import TraceTruncatedWarning
 
@@ -40,10 +41,13 @@ def _parse_date(value: str | None) -> date:
 
 def calibrate_command(
     trajectories: Annotated[
-        list[Path],
+        list[Location],
         typer.Argument(
+            parser=Location,
             help="JSON Lines control runs, or folders of them (every *.jsonl below, sorted, as "
-            "verify reads a folder): run traces (e.g. the traces/ folder or control-runs.jsonl "
+            "verify reads a folder), or trace store URLs (sqlite:///PATH.db, "
+            "postgresql://host/db: every thread, as verify reads one): run traces (e.g. the "
+            "traces/ folder or control-runs.jsonl "
             "of `biasbreaker run --control`), DoT records (simulate --trajectory), or step "
             "records with fast, slow, a run (or seed) key and optionally own (the step's own "
             "local score).",
@@ -100,9 +104,10 @@ def calibrate_command(
         warnings.simplefilter("always", CalibrationWarning)
         try:
             try:
-                runs = read_control_runs(trajectories)
+                with as_folders(trajectories, config=config, strict=strict) as paths:
+                    runs = read_control_runs(paths)
             except InputError as exc:
-                folders = [str(p) for p in trajectories if p.is_dir()]
+                folders = [str(p) for p in map(Path, trajectories) if p.is_dir()]
                 if not folders:
                     raise
                 raise InputError(

@@ -10,9 +10,11 @@ from typing import Annotated
 import typer
 
 from biasbreaker.cli._common import JsonOption, fail, stdout, warn
+from biasbreaker.cli._stores import Location, as_folders
 from biasbreaker.errors import BiasbreakerError, TraceError
 from biasbreaker.trace import TraceTruncatedWarning
 from biasbreaker.trace.signing import load_public_key
+from biasbreaker.trace.sink import is_url
 from biasbreaker.verify import PropertyReport, VerificationReport
 from biasbreaker.verify.traceset import TraceSetVerification, trace_files, verify_traces
 
@@ -91,10 +93,13 @@ def _print_set(checked: TraceSetVerification) -> None:
 
 def verify(
     traces: Annotated[
-        list[Path] | None,
+        list[Location] | None,
         typer.Argument(
-            help="Run traces (JSON Lines) to verify, or folders of them (every *.jsonl below); "
-            "default with --manifest: the traces it lists.",
+            parser=Location,
+            help="Run traces (JSON Lines) to verify, or folders of them (every *.jsonl below), "
+            "or trace store URLs (sqlite:///PATH.db, postgresql://host/db: every thread, read "
+            "as the folder `biasbreaker trace export` writes); default with --manifest: the "
+            "traces it lists.",
             show_default=False,
         ),
     ] = None,
@@ -132,16 +137,20 @@ def verify(
     of them and name the traces that violate one. Exit status 1 when anything is violated on
     any trace.
     """
-    given = list(traces or [])
-    if not given and manifest is None:
+    if not traces and manifest is None:
         fail("give trace files or folders to verify, or --manifest results.jsonl")
+    given = [Path(a) for a in traces or [] if not is_url(a)]
     try:
         key = None if public_key is None else load_public_key(public_key)
-        files = trace_files(given) if given else []
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", TraceTruncatedWarning)
-            checked = verify_traces(
-                files, max_history=max_history, public_key=key, manifest=manifest
+        with as_folders(list(traces or [])) as given:
+            files = trace_files(given) if given else []
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", TraceTruncatedWarning)
+                checked = verify_traces(
+                    files, max_history=max_history, public_key=key, manifest=manifest
+                )
+            single = (
+                manifest is None and len(given) == 1 and len(files) == 1 and not given[0].is_dir()
             )
     except TraceError as exc:
         folders = [str(p) for p in given if p.is_dir()]
@@ -158,7 +167,6 @@ def verify(
         fail(str(exc))
     for item in caught:
         warn(str(item.message))
-    single = manifest is None and len(given) == 1 and len(files) == 1 and not given[0].is_dir()
     if single:
         [report] = checked.reports.values()
         if as_json:

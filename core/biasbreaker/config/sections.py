@@ -448,6 +448,29 @@ class TraceSettings(Section):
     fsync: bool = Field(
         False, description="fsync the trace after every record (slower, survives power loss)."
     )
+    sink: str = Field(
+        "file",
+        min_length=1,
+        description="trace_sink implementation storing the records: 'file' (one JSON Lines "
+        "file per thread at the adapter's trace_path), or a database sink such as 'sqlite' "
+        "or 'postgresql' (records of every worker in one table at url).",
+    )
+    url: str = Field(
+        "",
+        description="Where a database sink stores the records, e.g. sqlite:///traces.db or "
+        "postgresql://host/db (its scheme must be the sink's name; checked when a guarded "
+        "graph is built); empty with the 'file' sink (it uses trace_path).",
+    )
+
+    @model_validator(mode="after")
+    def _url_for_a_database_sink(self) -> TraceSettings:
+        if self.sink == "file" and self.url:
+            raise ValueError(
+                f"url = {self.url!r} is set but sink = 'file' writes to the adapter's "
+                "trace_path: set sink to the database sink the URL is for (its scheme, e.g. "
+                "'sqlite'), or remove url"
+            )
+        return self
 
 
 class DemoSettings(Section):

@@ -445,9 +445,20 @@ def run(
         bool,
         typer.Option(
             "--fail-fast",
-            help="Stop at the first input that fails (default: record it and run the next).",
+            help="Stop at the first input that fails (default: record it and run the next); "
+            "with --concurrency N the inputs already running finish and are recorded.",
         ),
     ] = False,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency",
+            help="Inputs run at once in this process (asyncio), >= 1. The traces, "
+            "results.jsonl (in input order) and report are the same bytes as with 1 (one "
+            "after another, the default); a node's first probe in a thread waits for the "
+            "inputs before it (docs/cli.md).",
+        ),
+    ] = 1,
     control: Annotated[
         bool,
         typer.Option(
@@ -479,6 +490,11 @@ def run(
     from biasbreaker_plugins.demo.run_report import write_run_outputs
 
     _check_out(out)
+    if concurrency < 1:
+        fail(
+            f"--concurrency {concurrency}: must be a whole number >= 1 (how many inputs run at "
+            "once); use --concurrency 1 to run them one after another, or e.g. --concurrency 4"
+        )
     start = time.perf_counter()
     done: list[Any] = []
     prepared_runs: list[PreparedRun] = []
@@ -527,6 +543,7 @@ def run(
                             fail_fast=fail_fast,
                             errors=errors,
                             done=done,
+                            concurrency=concurrency,
                         ),
                     )
             finally:

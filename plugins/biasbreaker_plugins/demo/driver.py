@@ -19,10 +19,12 @@ runs is the thread's outcome (status ``failed``, :func:`failure_of`) and the nex
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,12 +124,15 @@ class ResultsLog:
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     """Read ``results.jsonl`` back (every whole line)."""
-    out = []
+    return list(iter_results(path))
+
+
+def iter_results(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of ``results.jsonl``, one at a time (every whole line)."""
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             if line.endswith("\n"):
-                out.append(json.loads(line))
-    return out
+                yield json.loads(line)
 
 
 @asynccontextmanager
@@ -186,43 +191,66 @@ async def run_threads(
     phase: str,
     trace_of: Callable[[str], str | None],
     after: Callable[[ThreadOutcome], None],
-    close_traces: Callable[[], None] | None = None,
+    close_traces: Callable[[str], None] | None = None,
     root: Path | None = None,
     failures: Literal["raise", "record"] = "raise",
     fail_fast: bool = False,
+    concurrency: int = 1,
+    finished: Callable[[ThreadOutcome], Awaitable[None]] | None = None,
+    order: InputOrder | None = None,
 ) -> list[ThreadOutcome]:
-    """Invoke ``app`` once per ``(thread id, input)``, in order.
+    """Invoke ``app`` once per ``(thread id, input)``; ``after`` sees them in input order.
 
     Args:
         app: A compiled LangGraph graph (guarded or not).
         items: Thread ids and input states.
         phase: The phase label recorded in each outcome.
         trace_of: Thread id -> its trace file (relative), or ``None`` when not traced.
-        after: Called with each outcome as soon as its thread has finished or paused.
-        close_traces: Called after every thread (closes the adapter's open trace files), also
-            after one that raised.
+        after: Called with each outcome, in input order, as soon as its thread and every
+            thread before it have finished or paused.
+        close_traces: Called with the thread id after each thread (closes the adapter's open
+            trace files of that thread), also after one that raised.
         root: The output folder the traces are relative to: each thread's trace is sealed
             there after ``close_traces`` (the thread finished, paused or failed) and its head
             recorded.
-        failures: ``"raise"``: an exception in a thread propagates; ``"record"``: it becomes
-            the thread's ``failed`` outcome and the next thread runs.
-        fail_fast: With ``"record"``, stop after the first failed thread.
+        failures: ``"raise"``: an exception in a thread propagates (with ``concurrency > 1``
+            the other running threads are cancelled first); ``"record"``: it becomes the
+            thread's ``failed`` outcome and the next thread runs.
+        fail_fast: With ``"record"``, start no thread after the first failed one is known.
+            With ``concurrency > 1`` the threads already running then finish and are
+            recorded too (up to ``concurrency - 1`` inputs after the failed one).
+        concurrency: Threads run at once, >= 1 (1: one after another). At most
+            ``4 * concurrency`` threads are started and not yet handed to ``after``, so a
+            slow thread holds back a bounded number of finished ones.
+        finished: Awaited with each outcome once ``after`` has had it (e.g. to drop a done
+            thread's checkpoints).
+        order: Told when each thread's run returns or raises (:meth:`InputOrder.finish`): the
+            handoff a concurrent run's prober waits on (:class:`InputOrder`).
 
     Returns:
         The outcomes, in input order.
+
+    Raises:
+        ValueError: ``concurrency < 1``.
     """
-    out = []
-    for thread, state in items:
+    if concurrency < 1:
+        raise ValueError(f"concurrency={concurrency!r} must be an integer >= 1")
+
+    async def one(thread: str, state: Mapping[str, Any]) -> ThreadOutcome:
         config = {"configurable": {"thread_id": thread}}
         try:
             final = await app.ainvoke(dict(state), config, durability="sync")
         except Exception as exc:
+            if order is not None:
+                order.finish(thread)
             if failures == "raise":
+                if close_traces is not None:
+                    close_traces(thread)
                 raise
             if close_traces is not None:
-                close_traces()
+                close_traces(thread)
             trace = trace_of(thread)
-            outcome = ThreadOutcome(
+            return ThreadOutcome(
                 phase=phase,
                 thread=thread,
                 status="failed",
@@ -233,29 +261,128 @@ async def run_threads(
                 error=failure_of(exc),
                 exception=exc,
             )
-        else:
-            interrupts = final.get("__interrupt__") or ()
-            review = None
-            if interrupts:
-                value = getattr(interrupts[0], "value", None)
-                review = dict(value) if isinstance(value, Mapping) else {"value": value}
-            if close_traces is not None:
-                close_traces()
-            trace = trace_of(thread)
-            outcome = ThreadOutcome(
-                phase=phase,
-                thread=thread,
-                status="review" if interrupts else "done",
-                values=user_values(final),
-                review=review,
-                trace=trace,
-                trace_head=sealed_head(root, trace),
-            )
-        after(outcome)
-        out.append(outcome)
-        if fail_fast and outcome.status == "failed":
-            break
+        except BaseException:
+            if order is not None:
+                order.finish(thread)
+            raise
+        if order is not None:
+            order.finish(thread)
+        interrupts = final.get("__interrupt__") or ()
+        review = None
+        if interrupts:
+            value = getattr(interrupts[0], "value", None)
+            review = dict(value) if isinstance(value, Mapping) else {"value": value}
+        if close_traces is not None:
+            close_traces(thread)
+        trace = trace_of(thread)
+        return ThreadOutcome(
+            phase=phase,
+            thread=thread,
+            status="review" if interrupts else "done",
+            values=user_values(final),
+            review=review,
+            trace=trace,
+            trace_head=sealed_head(root, trace),
+        )
+
+    out: list[ThreadOutcome] = []
+    if concurrency == 1:
+        for thread, state in items:
+            outcome = await one(thread, state)
+            after(outcome)
+            out.append(outcome)
+            if finished is not None:
+                await finished(outcome)
+            if fail_fast and outcome.status == "failed":
+                break
+        return out
+    todo = iter(items)
+    running: dict[asyncio.Task[ThreadOutcome], int] = {}
+    ready: dict[int, ThreadOutcome] = {}
+    started = emitted = 0
+    stop = False
+    try:
+        while True:
+            while not stop and len(running) < concurrency and started - emitted < 4 * concurrency:
+                item = next(todo, None)
+                if item is None:
+                    stop = True
+                    break
+                running[asyncio.ensure_future(one(*item))] = started
+                started += 1
+            if not running:
+                break
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(done, key=running.__getitem__):
+                ready[running.pop(task)] = task.result()  # "raise": the first failure
+            while emitted in ready:
+                outcome = ready.pop(emitted)
+                emitted += 1
+                after(outcome)
+                out.append(outcome)
+                if finished is not None:
+                    await finished(outcome)
+                if fail_fast and outcome.status == "failed":
+                    stop = True
+    finally:
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
     return out
+
+
+class InputOrder:
+    """A :class:`~biasbreaker_plugins.langgraph.probing.RotationHandoff` in input order.
+
+    A thread may read the rotation other threads left once every thread before it (in
+    ``threads``) has finished (:meth:`finish`): what it reads is then what it would read had
+    the threads run one after another, however they interleave. Only those reads wait: a
+    thread runs its nodes, and probes a node it probed before, without waiting.
+
+    Args:
+        threads: The thread ids, in input order.
+    """
+
+    def __init__(self, threads: Iterable[str]) -> None:
+        self._index = {thread: i for i, thread in enumerate(threads)}
+        self._done = [False] * len(self._index)
+        self._low = 0  # the first thread not finished
+        self._waiting: dict[int, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    async def wait(self, thread_id: str) -> None:
+        """Return once every thread before ``thread_id`` has finished (at once if unknown).
+
+        The wait blocks a worker thread of the running loop's default executor (the probe
+        of a synchronous node runs in an event loop of its own, on LangGraph's worker thread).
+        """
+        index = self._index.get(thread_id)
+        with self._lock:
+            if index is None or index <= self._low:
+                return
+            event = self._waiting.setdefault(index, threading.Event())
+        await asyncio.get_running_loop().run_in_executor(None, event.wait)
+
+    def finish(self, thread_id: str) -> None:
+        """Mark ``thread_id`` finished (done, paused, failed or cancelled)."""
+        index = self._index.get(thread_id)
+        if index is None:
+            return
+        with self._lock:
+            self._done[index] = True
+            while self._low < len(self._done) and self._done[self._low]:
+                self._low += 1
+            for waiting in [i for i in self._waiting if i <= self._low]:
+                self._waiting.pop(waiting).set()
+
+    def release(self) -> None:
+        """Let every waiting thread go (the run is over or stopping)."""
+        with self._lock:
+            self._low = len(self._done)
+            for event in self._waiting.values():
+                event.set()
+            self._waiting.clear()
 
 
 def sealed_head(root: Path | None, trace: str | None) -> str | None:
@@ -278,11 +405,13 @@ def plain_json(values: Mapping[str, Any]) -> Any:
 
 
 __all__ = [
+    "InputOrder",
     "ResultsLog",
     "Status",
     "ThreadOutcome",
     "compiled",
     "failure_of",
+    "iter_results",
     "plain_json",
     "read_results",
     "run_threads",

@@ -12,7 +12,7 @@ Figures are written without a date in their metadata, so the same run gives the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def pick_runs(traces: Sequence[Trace], *, tripped: int = 3, limit: int = 20) -> list[Trace]:
+def pick_runs(traces: Iterable[Trace], *, tripped: int = 3, limit: int = 20) -> list[Trace]:
     """Consecutive runs to plot, from the first.
 
     Stops once ``tripped`` runs that tripped are included (and at least 8 runs, when there are

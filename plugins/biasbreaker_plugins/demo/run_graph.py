@@ -8,7 +8,8 @@ called with no argument, or, if it has a parameter named ``llm``, with the confi
 ``--inputs FILE.jsonl`` holds one JSON object per line: the input state of one run (one
 LangGraph thread, ``input-<line>``). :func:`prepare_run` checks the configuration, the graph
 and the inputs file before anything is written, so a bad argument leaves ``--out`` as it was.
-Runs go one after another, in file order; each finished run is appended to ``results.jsonl`` at
+Runs go one after another, in file order, or ``concurrency`` at a time with the same bytes written
+(:func:`run_user_graph`); each finished run is appended to ``results.jsonl`` in file order, at
 once (with the full review request of a run paused for human review).
 
 Failures are per input: a line that is not a JSON object, or an exception raised while its run
@@ -19,6 +20,7 @@ line, the traceback in ``run.log``), and the next input runs; ``fail_fast`` stop
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import json
@@ -27,7 +29,8 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,7 @@ from biasbreaker.errors import ConfigError, InputError
 from biasbreaker_plugins.demo.agents import DemoKernel
 from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, check_postgres_checkpoint
 from biasbreaker_plugins.demo.driver import (
+    InputOrder,
     ResultsLog,
     ThreadOutcome,
     compiled,
@@ -405,21 +409,52 @@ async def run_user_graph(
     fail_fast: bool = False,
     errors: logging.Logger | None = None,
     done: list[ThreadOutcome] | None = None,
+    concurrency: int = 1,
 ) -> RunResult:
-    """Run the prepared graph once per input, in file order; a failure is that input's.
+    """Run the prepared graph once per input; a failure is that input's.
+
+    With ``concurrency`` N > 1, N threads run at once in this event loop, and everything the
+    run writes is what running them one after another writes, byte for byte: the records go
+    to ``results.jsonl`` in input order (:func:`~biasbreaker_plugins.demo.driver.run_threads`),
+    the randomness is keyed on each call's content and seed, never on a shared stream, and
+    the one piece of state the guard hands from thread to thread, the probe's covering
+    rotation of a node (:meth:`~biasbreaker_plugins.langgraph.probing.Prober.rotation`), is
+    read in input order (:class:`~biasbreaker_plugins.demo.driver.InputOrder`): a thread's
+    first probe of a node waits until every input before it has finished. What overlaps is
+    everything else: the nodes' own calls before their probe, the checkpoint writes, the
+    steps after. A line that is not a JSON object is a barrier (the inputs before it finish
+    first).
+
+    With the in-memory checkpointer (no ``--checkpoint``), a thread that ended (done or
+    failed) has its checkpoints deleted as soon as it is recorded: nothing can resume it
+    once the command ends, and the saver would otherwise keep every checkpoint of every
+    input; a thread paused for review keeps them. Outcomes are kept without their values
+    (those are in ``results.jsonl``), so memory does not grow with the number of inputs.
 
     Args:
         prepared: The checked run.
-        advance: Called with 1 after each input.
-        fail_fast: Stop after the first input that fails.
+        advance: Called with 1 after each input (in input order).
+        fail_fast: Stop after the first input that fails. With ``concurrency > 1`` the
+            inputs already running then finish and are recorded (up to N - 1 after it).
         errors: Where each failure's traceback is logged (``run.log``); ``None``: nowhere.
         done: A list the outcomes are appended to as they come (the caller reads it when the
             run is interrupted); ``None``: a new one.
+        concurrency: Inputs run at once, >= 1.
 
     Returns:
-        The outcomes. A failed input's ``results.jsonl`` record has ``status`` ``failed`` and
-        ``error`` (``class``, ``message``, ``node``) with its ``line``.
+        The outcomes, in input order, without their ``values``, ``review`` and ``exception``
+        (written to ``results.jsonl`` and ``run.log``). A failed input's ``results.jsonl``
+        record has ``status`` ``failed`` and ``error`` (``class``, ``message``, ``node``)
+        with its ``line``.
+
+    Raises:
+        ConfigError: ``concurrency < 1``.
     """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(
+            f"--concurrency {concurrency!r}: must be a whole number >= 1 (how many inputs run "
+            "at once); use --concurrency 1 to run them one after another"
+        )
     start = time.perf_counter()
     out, kernel, guarded = prepared.out, prepared.kernel, prepared.guarded
     log = ResultsLog(out / "results.jsonl")
@@ -428,7 +463,6 @@ async def run_user_graph(
     stopped: list[str] = []
 
     def after(outcome: ThreadOutcome) -> None:
-        outcomes.append(outcome)
         record = {
             "thread": outcome.thread,
             "line": lines[outcome.thread],
@@ -453,11 +487,23 @@ async def run_user_graph(
                     exc_info=outcome.exception,
                 )
         log.write(record)
+        # kept small: the values are in results.jsonl, the traceback in run.log
+        outcomes.append(replace(outcome, values={}, review=None, exception=None))
         advance(1)
 
     def trace_of(thread: str) -> str | None:
         path = out / "traces" / f"{thread}.jsonl"
         return path.relative_to(out).as_posix() if path.exists() else None
+
+    async def forget(app: Any, outcome: ThreadOutcome) -> None:
+        if prepared.checkpoint is None and outcome.status in ("done", "failed"):
+            await app.checkpointer.adelete_thread(outcome.thread)
+
+    order = (
+        InputOrder(line.thread for line in prepared.inputs if line.error is None)
+        if concurrency > 1
+        else None
+    )
 
     async def run_lines(app: Any, chunk: list[InputLine]) -> bool:
         """Run consecutive good lines; False when fail-fast stopped them."""
@@ -471,9 +517,21 @@ async def run_user_graph(
             root=out,
             failures="record",
             fail_fast=fail_fast,
+            concurrency=concurrency,
+            finished=lambda outcome: forget(app, outcome),
+            order=order,
         )
-        return not (fail_fast and ran and ran[-1].status == "failed")
+        return not (fail_fast and any(o.status == "failed" for o in ran))
 
+    prober = guarded.guard.prober
+    if order is not None:
+        # a thread blocked in InputOrder.wait holds a worker of the default executor; with
+        # LangGraph's default (min(32, cpus + 4)) N waiting threads could starve the one
+        # they wait for
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=4 * concurrency + 4, thread_name_prefix="bb-run")
+        )
+        prober.handoff = order
     try:
         async with compiled(guarded, prepared.checkpoint) as app:
             pending: list[InputLine] = []
@@ -503,6 +561,9 @@ async def run_user_graph(
         raise
     finally:
         log.close()
+        if order is not None:
+            prober.handoff = None
+            order.release()
     return RunResult(
         outcomes,
         kernel.counter.total,

@@ -7,12 +7,13 @@ did not run.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from biasbreaker.trace import read_trace
-from biasbreaker_plugins.demo.driver import ThreadOutcome, read_results
+from biasbreaker_plugins.demo.driver import ThreadOutcome, iter_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
 from biasbreaker_plugins.demo.output import MARKER, write_text_atomic
 from biasbreaker_plugins.demo.report import Table, phase_table, property_table, verification_block
@@ -106,17 +107,26 @@ def write_run_outputs(
         inputs: The ``--inputs`` file.
         lines: The inputs, to say which did not run when the run stopped early.
     """
-    records = read_results(out / "results.jsonl")
-    paths = [out / str(r["trace"]) for r in records if r["trace"]]
-    traces = [read_trace(p) for p in paths]
-    counts = trace_counts(traces)
+    # one input's record and one trace at a time: memory does not grow with the inputs
+    paths: list[Path] = []
+    statuses: Counter[str] = Counter()
+    failures_seen: list[dict[str, object]] = []
+    for r in iter_results(out / "results.jsonl"):
+        statuses[str(r["status"])] += 1
+        if r["trace"]:
+            paths.append(out / str(r["trace"]))
+        if r["status"] == "failed":
+            failures_seen.append(r)
+    records = sum(statuses.values())
+    counts = trace_counts(read_trace(p) for p in paths)
     checked = verification(paths, out)
-    waiting = sum(1 for r in records if r["status"] == "review")
-    failed = sum(1 for r in records if r["status"] == "failed")
+    waiting = statuses["review"]
+    failed = statuses["failed"]
     figures = out / "figures"
     figures.mkdir(exist_ok=True)
     figure = figures / "bnet.png"
-    bnet_figure(pick_runs(traces), figure, title=f"{graph}: fast and slow B_net, breaker state")
+    plotted = pick_runs(read_trace(p) for p in paths)
+    bnet_figure(plotted, figure, title=f"{graph}: fast and slow B_net, breaker state")
     tables = (phase_table([("run", counts, result.llm_calls)]), property_table(checked.totals))
     s = result.settings
     b = s["breaker"]
@@ -124,7 +134,7 @@ def write_run_outputs(
     text = [
         f"# biasbreaker run: `{graph}`",
         "",
-        f"{len(records)} input(s) from `{inputs}`, one LangGraph thread each; "
+        f"{records} input(s) from `{inputs}`, one LangGraph thread each; "
         f"{waiting} paused for human review, {failed} failed. "
         + (
             "**Control runs** (`--control`): the graph as it is, the breaker observing only "
@@ -153,7 +163,7 @@ def write_run_outputs(
             f"input(s) ran; not run: lines {_lines(not_run) or 'none'}.",
             "",
         ]
-    failures = failure_table(records)
+    failures = failure_table(failures_seen)
     if failures is not None:
         text += [failures.markdown(), ""]
     text += [

@@ -69,14 +69,19 @@ class TraceCounts:
         return self.runs_tripped / self.runs if self.runs else 0.0
 
 
-def trace_counts(traces: Sequence[Trace]) -> TraceCounts:
-    """Count what ``traces`` record (see :class:`TraceCounts`)."""
+def trace_counts(traces: Iterable[Trace]) -> TraceCounts:
+    """Count what ``traces`` record (see :class:`TraceCounts`).
+
+    ``traces`` is read once, so a generator reading them one by one keeps one in memory.
+    """
+    runs = 0
     steps = scored = trips = tripped = escalated = held = 0
     interventions: Counter[str] = Counter()
     repairs: Counter[str] = Counter()
     failed: Counter[str] = Counter()
     finals: Counter[str] = Counter()
     for trace in traces:
+        runs += 1
         tau_exit = trace.header.thresholds.tau_exit
         records = trace.records
         steps += len(records)
@@ -102,7 +107,7 @@ def trace_counts(traces: Sequence[Trace]) -> TraceCounts:
             if final is BreakerState.ESCALATED:
                 escalated += 1
     return TraceCounts(
-        runs=len(traces),
+        runs=runs,
         steps=steps,
         scored_steps=scored,
         trips=trips,

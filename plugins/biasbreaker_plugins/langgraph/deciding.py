@@ -25,13 +25,14 @@ from langgraph.types import Command
 
 from biasbreaker.machine import ControlMachine, KatzWeights
 from biasbreaker.propagation import NetworkEwma, network_score
+from biasbreaker.trace.sink import TraceSink
 from biasbreaker.types import BreakerAction, BreakerDecision, FrozenPayload, InterventionContext
 from biasbreaker_plugins.langgraph._internals import Halt
 from biasbreaker_plugins.langgraph.machines import Handle, Machines
 from biasbreaker_plugins.langgraph.names import BREAKER
 from biasbreaker_plugins.langgraph.probing import Call
 from biasbreaker_plugins.langgraph.staging import entry, held_status, hold_event, route_for
-from biasbreaker_plugins.langgraph.traces import Traces, commit_records
+from biasbreaker_plugins.langgraph.traces import commit_records
 
 
 class Decider:
@@ -48,7 +49,7 @@ class Decider:
     def __init__(
         self,
         machines: Machines,
-        traces: Traces,
+        traces: TraceSink,
         weights: Mapping[str, float],
         new_ewma: Callable[[], NetworkEwma],
         opaque: frozenset[str] = frozenset(),

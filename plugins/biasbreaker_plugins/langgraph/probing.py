@@ -32,7 +32,7 @@ import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
@@ -48,6 +48,7 @@ from biasbreaker_plugins.langgraph._internals import (
     interrupted,
     model_update,
     task_of,
+    thread_of,
     trace_key,
 )
 from biasbreaker_plugins.langgraph.node import GuardedNode
@@ -278,6 +279,21 @@ def _is_plain(view: Any, values: Any) -> bool:
     return view is values or view == values
 
 
+class RotationHandoff(Protocol):
+    """When a thread may read the rotation the guard last left a node in (another thread's).
+
+    A thread with no ``bb_probe_coverage`` entry for a node starts that node's probe where the
+    guard last left it in any thread (:meth:`Prober.rotation`): which thread that was depends
+    on the order threads ran in. Running threads concurrently, a caller that wants the result
+    of running them one after another (``biasbreaker run --concurrency N``) hands the prober
+    one of these, and every such read waits for :meth:`wait` first.
+    """
+
+    async def wait(self, thread_id: str) -> None:
+        """Return once ``thread_id`` may read the rotation other threads left."""
+        ...
+
+
 class Prober:
     """Probes the guarded calls of one graph.
 
@@ -311,6 +327,8 @@ class Prober:
         # the latest the guard saw in any thread: where a thread without its own
         # bb_probe_coverage entry for the node starts, so one-shot threads rotate too
         self.coverage: dict[str, dict[str, int]] = {}
+        # set by a caller running threads concurrently that wants their sequential result
+        self.handoff: RotationHandoff | None = None
 
     def new_probe(self) -> Probe:
         """A fresh probe with the configured scorers and generator (one per probed call).
@@ -397,6 +415,8 @@ class Prober:
         # the re-runs get this call's config and injected objects (the probe's tasks and
         # worker threads copy this context); looking them up again from a worker thread fails
         # on Python 3.10, where an async run cannot hand its config to a sync node's thread
+        if self.handoff is not None and self.saved_rotation(call) is None:
+            await self.handoff.wait(thread_of(call.config))
         token = rerun_context(Rerun(template, call.config, call.injected))
         try:
             result = await probe.probe(
@@ -447,10 +467,17 @@ class Prober:
         The thread's checkpointed ``bb_probe_coverage`` entry for the node, else the latest
         state the guard saw for it in any thread, else ``{}``.
         """
+        saved = self.saved_rotation(call)
+        if saved is not None:
+            return saved
+        return dict(self.coverage.get(call.node.name, {}))
+
+    def saved_rotation(self, call: Call) -> dict[str, int] | None:
+        """The thread's own checkpointed rotation of the node, or ``None`` (it has none)."""
         saved = (call.bb.get("bb_probe_coverage") or {}).get(call.node.name)
         if isinstance(saved, Mapping):
             return {str(axis): pos for axis, pos in saved.items()}
-        return dict(self.coverage.get(call.node.name, {}))
+        return None
 
     def _probe_step(self, spec: GuardedNode, routes: bool = False) -> Callable[..., Any]:
         """The step the probe re-runs: the user's function on a counterfactual view.
@@ -554,6 +581,7 @@ __all__ = [
     "NodeReturnError",
     "Prober",
     "Rerun",
+    "RotationHandoff",
     "clone_probe",
     "in_rerun",
     "probe_outcome",

@@ -30,6 +30,7 @@ from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker
 from biasbreaker.machine import AnyHook, MachineConfig
 from biasbreaker.probe import build_probe
 from biasbreaker.registry import BuildContext
+from biasbreaker.trace.sink import open_sink
 from biasbreaker_plugins.langgraph._internals import Halt, read_channels, trace_key
 from biasbreaker_plugins.langgraph.breaker_node import BreakerNode
 from biasbreaker_plugins.langgraph.deciding import Decider
@@ -49,7 +50,6 @@ from biasbreaker_plugins.langgraph.streaming import (
     graph_namespace,
 )
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
-from biasbreaker_plugins.langgraph.traces import Traces
 
 
 class GuardOptions(Protocol):
@@ -108,7 +108,7 @@ class GraphGuard:
         self.panel_mode = options.panel
         self.stream_first = options.stream_first
         self.opaque = opaque
-        self.traces = Traces(options.trace_path, fsync=settings.trace.fsync)
+        self.traces = open_sink(context, options.trace_path, adapter="langgraph")
         self.held_streams = HeldStreams()
         self.pool = ThreadPoolExecutor(
             max_workers=settings.probe.max_concurrency,
@@ -228,7 +228,7 @@ class GraphGuard:
         """
         state = args[0] if args else kwargs.get(spec.first)
         bb = read_channels(config, BB_KEYS)
-        if self.traces.template and not bb.get("bb_breaker"):
+        if self.traces.enabled and not bb.get("bb_breaker"):
             self.traces.check_new_run(trace_key(config))
         if self.stream_first:
             return state, bb, None, (config, kwargs)
@@ -271,7 +271,7 @@ class GraphGuard:
         ``config`` is the one ``stream``/``invoke`` was called with; a subgraph's carries the
         parent task's namespace, which is its graph's namespace.
         """
-        if not self.traces.template:
+        if not self.traces.enabled:
             return
         ns = str(((config or {}).get("configurable") or {}).get("checkpoint_ns") or "")
         thread = trace_key(config)

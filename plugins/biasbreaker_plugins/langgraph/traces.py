@@ -1,158 +1,26 @@
-"""The run trace of a guarded graph: one JSON Lines file per thread, continued across processes.
+"""The run trace of a guarded graph: committing a task's records, checking the trace folder.
 
 Every breaker step a task takes is recorded by the machine (its recorder collects the records
 in the task's :class:`~biasbreaker_plugins.langgraph.machines.Handle`); when the task commits
-the step, :func:`commit_records` appends them to the thread's file (``[plugin.langgraph]
-trace_path``, ``{thread_id}`` replaced). The trace is sealed (:meth:`Traces.seal`) when the run
-pauses for review (``bb_review``, before ``interrupt()``) and when ``stream``/``invoke`` of the
-guarded graph returns, so a truncated or shortened trace fails ``biasbreaker verify``.
+the step, :func:`commit_records` appends them to the thread's trace through the configured
+trace sink (``[trace] sink``): by default the file sink
+(:class:`~biasbreaker_plugins.trace_sinks.file.Traces`, re-exported here), one file per thread
+at ``[plugin.langgraph] trace_path`` with ``{thread_id}`` replaced. The trace is sealed
+(the sink's ``seal``) when the run pauses for review (``bb_review``, before ``interrupt()``) and
+when ``stream``/``invoke`` of the guarded graph returns, so a truncated or shortened trace fails
+``biasbreaker verify``.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-import threading
 from pathlib import Path
-from typing import Any
 
-from biasbreaker.errors import ConfigError, TraceError
-from biasbreaker.machine import ControlMachine
-from biasbreaker.trace import StepRecord, TraceWriter, read_trace, seal_trace
+from biasbreaker.errors import ConfigError
+from biasbreaker.trace.sink import TraceSink
 from biasbreaker_plugins.langgraph.machines import Handle
-
-
-class Traces:
-    """Run traces, one JSON Lines file per thread, continued across processes.
-
-    A resumed run (the checkpoint holds the thread's breaker state) continues its file; a file
-    ahead of the checkpoint (steps re-executed after a crash) is cut back to it. A *new* run
-    (no breaker state for the thread) never overwrites a file that already holds records: it is
-    refused (:meth:`check_new_run`), naming the file, the thread and the record count.
-
-    Args:
-        template: The path, ``{thread_id}`` replaced by the thread id; empty for no trace.
-        fsync: fsync after every record.
-        adapter: The adapter named in each file's header (another framework adapter that
-            reuses these traces, e.g. ``"langchain-agent"``, names itself).
-    """
-
-    def __init__(self, template: str, *, fsync: bool = False, adapter: str = "langgraph") -> None:
-        self.template = template
-        self.fsync = fsync
-        self.adapter = adapter
-        self._open: dict[Path, tuple[TraceWriter, int]] = {}
-        self._lock = threading.Lock()
-
-    def path(self, thread_id: str) -> Path | None:
-        """The trace file of ``thread_id``, or ``None`` when no trace is configured."""
-        if not self.template:
-            return None
-        return Path(self.template.replace("{thread_id}", thread_id))
-
-    def check_new_run(self, thread_id: str) -> None:
-        """Refuse to start a new run on ``thread_id`` whose trace file already holds records.
-
-        Call it before a thread's first breaker step, when the checkpointer has no breaker
-        state for the thread: a new run, not a resume, which would overwrite the file.
-
-        Raises:
-            TraceError: The file holds records (or cannot be read); the message names the
-                file, the thread id, the record count and the fixes.
-        """
-        path = self.path(thread_id)
-        if path is None or not path.exists() or path.stat().st_size == 0:
-            return
-        try:
-            count = len(read_trace(path, warn=False).records)
-        except TraceError as exc:
-            raise TraceError(
-                f"{path}: a new run on thread {thread_id!r} would overwrite this file, which "
-                f"is not a readable run trace ({exc}); {_fixes(self.adapter)}"
-            ) from exc
-        if count:
-            raise _taken(path, thread_id, count, self.adapter)
-
-    def write(self, thread_id: str, machine: ControlMachine, records: list[StepRecord]) -> None:
-        """Append ``records`` (consecutive steps) to the thread's trace.
-
-        A trace whose last records are ahead of ``records[0].step`` (steps re-executed after a
-        crash, whose checkpoint was never saved) is cut back to that step first, so the file
-        always matches the checkpointed machine.
-
-        Raises:
-            TraceError: The file's header differs (other thresholds or seed), the file is
-                behind the machine (the trace was not written for earlier steps), or the
-                records start a new run (step 0) on a file that holds another run's records.
-        """
-        path = self.path(thread_id)
-        if path is None or not records:
-            return
-        first = records[0].step
-        with self._lock:
-            writer, expected = self._open.get(path, (None, -1))
-            if writer is None or expected != first:
-                if writer is not None:
-                    writer.close()
-                header = machine.config.trace_header({"adapter": self.adapter, "thread": thread_id})
-                writer = self._reopen(path, header, first, thread_id)
-            for record in records:
-                writer.write(record)
-            self._open[path] = (writer, records[-1].step + 1)
-
-    def _reopen(self, path: Path, header: Any, step: int, thread_id: str) -> TraceWriter:
-        if path.exists() and path.stat().st_size > 0:
-            existing = read_trace(path, warn=False)
-            if step == 0 and existing.records:
-                raise _taken(path, thread_id, len(existing.records), self.adapter)
-            if existing.header != header:
-                raise TraceError(
-                    f"{path}: its header differs from this run's (other thresholds, window or "
-                    "seed); use another trace_path or thread id"
-                )
-            if len(existing.records) > step:
-                with TraceWriter(path, header, fsync=self.fsync) as rewrite:
-                    for record in existing.records[:step]:
-                        rewrite.write(record)
-            elif len(existing.records) < step:
-                raise TraceError(
-                    f"{path} holds {len(existing.records)} steps but the run is at breaker "
-                    f"step {step}: the trace was not written for the earlier steps"
-                )
-            return TraceWriter(path, header, fsync=self.fsync, append=True)
-        if step != 0:
-            raise TraceError(
-                f"{path} does not exist but the run is at breaker step {step}: configure "
-                "trace_path before the run's first guarded step"
-            )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return TraceWriter(path, header, fsync=self.fsync)
-
-    def seal(self, thread_id: str) -> None:
-        """Seal the trace of ``thread_id`` (a run paused for review, or ended).
-
-        Idempotent: a trace with nothing written since its last seal is left as it is; a
-        thread with no trace file (nothing guarded ran) has nothing to seal.
-
-        Raises:
-            TraceError: The file is not a trace this version writes.
-        """
-        path = self.path(thread_id)
-        if path is None:
-            return
-        with self._lock:
-            writer, _ = self._open.get(path, (None, -1))
-            if writer is not None:
-                writer.seal()
-            elif path.exists() and path.stat().st_size > 0:
-                seal_trace(path, fsync=self.fsync)
-
-    def close(self) -> None:
-        """Close every open trace file."""
-        with self._lock:
-            for writer, _ in self._open.values():
-                writer.close()
-            self._open.clear()
+from biasbreaker_plugins.trace_sinks.file import Traces
 
 
 def check_trace_folder(template: str, *, adapter: str = "langgraph") -> None:
@@ -205,24 +73,7 @@ def check_trace_folder(template: str, *, adapter: str = "langgraph") -> None:
         ) from exc
 
 
-def _fixes(adapter: str) -> str:
-    return (
-        f"run it on a new thread id, set another [plugin.{adapter}] trace_path (it may contain "
-        "{thread_id}), or delete the file if that run's trace is no longer needed"
-    )
-
-
-def _taken(path: Path, thread_id: str, count: int, adapter: str) -> TraceError:
-    return TraceError(
-        f"{path} already holds {count} record(s) of a run on thread {thread_id!r}, but the "
-        "checkpointer has no breaker state for that thread, so this is a new run, not a resume: "
-        f"it would overwrite them. To keep them, {_fixes(adapter)}. (If that thread's process "
-        "was killed before its first breaker step was checkpointed, the file holds only that "
-        "lost step: delete it.)"
-    )
-
-
-def commit_records(traces: Traces, thread_id: str, handle: Handle) -> None:
+def commit_records(traces: TraceSink, thread_id: str, handle: Handle) -> None:
     """Write the handle's pending records to the trace and clear them.
 
     Raises:

@@ -10,7 +10,8 @@ copies: the message views the probe varies and compares
 (:mod:`biasbreaker_plugins.langgraph.values`), stream capture and release
 (:mod:`biasbreaker_plugins.langgraph.streaming`), the B_net fold
 (:class:`biasbreaker_plugins.langgraph.deciding.Decider`) and the per-thread run traces
-(:class:`biasbreaker_plugins.langgraph.traces.Traces`). The repair is the graph adapter's too:
+(through the configured trace sink, :func:`biasbreaker.trace.sink.open_sink`). The repair is
+the graph adapter's too:
 the configured :class:`~biasbreaker.intervention.runner.InterventionRunner` (``[intervention]``:
 router, skeptic panel, MADERA, through ``[llm] client``), whose re-check re-issues the model
 call through the same probe.
@@ -28,10 +29,11 @@ from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker
 from biasbreaker.machine import MachineConfig
 from biasbreaker.probe import Probe, build_probe
 from biasbreaker.registry import BuildContext
+from biasbreaker.trace.sink import FILE_SINK, open_sink
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import Machines
 from biasbreaker_plugins.langgraph.probing import FreshProbes
-from biasbreaker_plugins.langgraph.traces import Traces, check_trace_folder
+from biasbreaker_plugins.langgraph.traces import check_trace_folder
 
 if TYPE_CHECKING:
     from biasbreaker_langchain.plugin import LangChainAgentOptions
@@ -75,9 +77,14 @@ class LangChainAgentAdapter:
         )
         # with nothing that can pass a re-check, the first trip goes to review, as in guard()
         self.machine_config = self.runner.machine_config(MachineConfig.from_settings(settings))
-        self.traces = Traces(
-            options.trace_path, fsync=settings.trace.fsync, adapter="langchain-agent"
-        )
+        if settings.trace.sink != FILE_SINK and options.trace_path:
+            raise ConfigError(
+                f"[plugin.langchain-agent] trace_path = {options.trace_path!r} is set, but "
+                f"[trace] sink = {settings.trace.sink!r} stores the trace in the database at "
+                "[trace] url: remove trace_path, or set [trace] sink = 'file' to write files"
+            )
+        # the configured trace sink (``[trace] sink``; the file sink at trace_path by default)
+        self.traces = open_sink(context, options.trace_path, adapter="langchain-agent")
         # one guarded step per model call: B_net is that call's score (Katz weight 1)
         self.decider = Decider(
             Machines(self.machine_config),
