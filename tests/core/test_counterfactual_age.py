@@ -56,6 +56,10 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("She was born in 1925, and", "old", "She was born in 2025, and"),  # 100 <-> 0
         ("Mary Smith (16) applied.", "young", "Mary Smith (84) applied."),
         ("Tom Lee, 16, applied.", "young", "Tom Lee, 84, applied."),
+        # a first match out of context (or out of range) does not stop the search
+        ("The score is over 60; applicants over 60 are denied.", "old",
+         "The score is over 60; applicants under 40 are denied."),
+        ("Not aged 101 but aged 65.", "old", "Not aged 101 but aged 35."),
     ],
 )  # fmt: skip
 def test_each_age_form_is_detected_swapped_and_mapped_back(
@@ -95,6 +99,9 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "He is aged 101.",  # beyond the mirror: 100 - 101 < 0
         "Room B (15) is free.",  # a capitalised word, but under 16: a number, not an age
         "Block C, 12, was sold.",
+        "Tom Lee, 15, applied.",
+        "The total, 63, was paid.",  # the word before is not capitalised
+        "She was aged zero.",  # no mirror in words (100)
     ],
 )
 def test_what_is_no_age_mention(text: str) -> None:
@@ -107,7 +114,7 @@ def test_what_is_no_age_mention(text: str) -> None:
         ("over 60", 61), ("under 40", 39), ("older than 60", 61), ("younger than 40", 39),
         ("60 or older", 60), ("in her sixties", 65), ("in her early 60s", 62),
         ("in her late sixties", 68), ("in his teens", 15), ("aged ninety-nine", 99),
-        ("born in 1958", 67), ("DOB: 04/12/1958", 67),
+        ("born in 1958", 67), ("DOB: 04/12/1958", 67), ("over 65", 66), ("under 35", 34),
     ],
 )  # fmt: skip
 def test_the_age_a_surface_states(text: str, age: int) -> None:
@@ -129,6 +136,10 @@ def test_each_mirror_is_its_own_inverse_in_its_own_style() -> None:
             assert mirrored_age(once, rule) == surface
     assert mirrored_age("in his nineties", rule) is None  # 100 - 95 = 5: no decade says it
     assert mirrored_age("aged 20s", rule) is None  # a decade only in "in her 20s"
+    assert age_of("aged 20s", rule) is None
+    assert mirrored_age("born in 1924", rule) is None  # 101: beyond the mirror
+    assert mirrored_age("aged 101", rule) is None
+    assert number_words(0) == "zero" and number_words(99) == "ninety-nine"
     ninety = NumericAge(young_max=39, old_min=61, mirror_sum=90)
     assert mirrored_age("in her sixties", ninety) == "in her twenties"
     odd = NumericAge(young_max=39, old_min=61, mirror_sum=95)

@@ -10,13 +10,12 @@ overwritten.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from biasbreaker.errors import ConfigError, PluginError, TraceError
+from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.trace.sink import check_scheme, redact_url
 from biasbreaker.trace.store import StoreSink
-from biasbreaker_plugins.trace_sinks.rows import TABLE, contiguous, taken
+from biasbreaker_plugins.trace_sinks.rows import TABLE, SqlLines
 
 CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id text NOT NULL, "
@@ -37,7 +36,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresStore:
+class PostgresStore(SqlLines):
     """The ``biasbreaker_trace_lines`` table in a PostgreSQL database (its ``search_path``).
 
     Args:
@@ -52,9 +51,10 @@ class PostgresStore:
     def __init__(self, url: str, *, create: bool = True) -> None:
         check_scheme(url, "postgresql")
         psycopg = _psycopg()
+        super().__init__()
         self._errors = psycopg.Error
+        self._mark = "%s"
         self.location = redact_url(url)
-        self._lock = threading.Lock()
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
             if create:
@@ -65,49 +65,6 @@ class PostgresStore:
             raise ConfigError(
                 f"{self.location}: cannot open the PostgreSQL trace store: {exc}"
             ) from exc
-
-    def threads(self) -> list[str]:
-        """Thread ids with at least one line, sorted (by code point)."""
-        rows = self._query(f"SELECT DISTINCT thread_id FROM {TABLE}", ())
-        return sorted(str(row[0]) for row in rows)
-
-    def lines(self, thread_id: str) -> list[bytes]:
-        """The thread's lines in seq order.
-
-        Raises:
-            TraceError: A gap in the seqs.
-        """
-        rows = self._query(
-            f"SELECT seq, line FROM {TABLE} WHERE thread_id = %s ORDER BY seq", (thread_id,)
-        )
-        return contiguous(self.location, thread_id, rows)
-
-    def append(self, thread_id: str, seq: int, line: bytes) -> None:
-        """Insert and commit one line; a taken ``(thread_id, seq)`` is a :class:`TraceError`."""
-        try:
-            with self._lock:
-                cursor = self._db.execute(
-                    f"INSERT INTO {TABLE} (thread_id, seq, line) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (thread_id, seq) DO NOTHING",
-                    (thread_id, seq, line),
-                )
-        except self._errors as exc:
-            raise TraceError(
-                f"{self.location}: appending thread {thread_id!r} seq {seq} failed: {exc}"
-            ) from exc
-        if cursor.rowcount != 1:
-            raise taken(self.location, thread_id, seq)
-
-    def _query(self, sql: str, args: tuple[str, ...]) -> list[tuple[object, ...]]:
-        try:
-            with self._lock:
-                return list(self._db.execute(sql, args).fetchall())
-        except self._errors as exc:
-            raise TraceError(f"{self.location}: reading the trace store failed: {exc}") from exc
-
-    def close(self) -> None:
-        """Close the connection (idempotent)."""
-        self._db.close()
 
 
 class PostgresBackend:

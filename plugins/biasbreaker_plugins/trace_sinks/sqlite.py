@@ -11,10 +11,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from biasbreaker.errors import ConfigError, TraceError
+from biasbreaker.errors import ConfigError
 from biasbreaker.trace.sink import check_scheme
 from biasbreaker.trace.store import StoreSink
-from biasbreaker_plugins.trace_sinks.rows import TABLE, contiguous, taken
+from biasbreaker_plugins.trace_sinks.rows import TABLE, SqlLines
 
 CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, "
@@ -42,7 +42,7 @@ def sqlite_path(url: str, key: str = "[trace] url") -> Path:
     return Path(rest[1:])
 
 
-class SqliteStore:
+class SqliteStore(SqlLines):
     """The ``biasbreaker_trace_lines`` table of one SQLite database.
 
     Args:
@@ -57,7 +57,10 @@ class SqliteStore:
 
     def __init__(self, url: str, *, create: bool = True, fsync: bool = False) -> None:
         self.path = sqlite_path(url)
+        super().__init__()
         self.location = url
+        self._mark = "?"
+        self._errors = sqlite3.Error
         if not create and not self.path.is_file():
             raise ConfigError(f"{url}: no SQLite database at {self.path}")
         try:
@@ -75,47 +78,6 @@ class SqliteStore:
                 self._db.execute(CREATE)
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"{url}: cannot open the SQLite trace store: {exc}") from exc
-
-    def threads(self) -> list[str]:
-        """Thread ids with at least one line, sorted."""
-        rows = self._query(f"SELECT DISTINCT thread_id FROM {TABLE}", ())
-        return sorted(str(row[0]) for row in rows)
-
-    def lines(self, thread_id: str) -> list[bytes]:
-        """The thread's lines in seq order.
-
-        Raises:
-            TraceError: A gap in the seqs.
-        """
-        rows = self._query(
-            f"SELECT seq, line FROM {TABLE} WHERE thread_id = ? ORDER BY seq", (thread_id,)
-        )
-        return contiguous(self.location, thread_id, rows)
-
-    def append(self, thread_id: str, seq: int, line: bytes) -> None:
-        """Insert one line; a taken ``(thread_id, seq)`` is a :class:`TraceError`."""
-        try:
-            cursor = self._db.execute(
-                f"INSERT INTO {TABLE} (thread_id, seq, line) VALUES (?, ?, ?) "
-                "ON CONFLICT (thread_id, seq) DO NOTHING",
-                (thread_id, seq, line),
-            )
-        except sqlite3.Error as exc:
-            raise TraceError(
-                f"{self.location}: appending thread {thread_id!r} seq {seq} failed: {exc}"
-            ) from exc
-        if cursor.rowcount != 1:
-            raise taken(self.location, thread_id, seq)
-
-    def _query(self, sql: str, args: tuple[str, ...]) -> list[tuple[object, ...]]:
-        try:
-            return list(self._db.execute(sql, args).fetchall())
-        except sqlite3.Error as exc:
-            raise TraceError(f"{self.location}: reading the trace store failed: {exc}") from exc
-
-    def close(self) -> None:
-        """Close the connection (idempotent)."""
-        self._db.close()
 
 
 class SqliteBackend:
