@@ -56,6 +56,22 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("She was born in 1925, and", "old", "She was born in 2025, and"),  # 100 <-> 0
         ("Mary Smith (16) applied.", "young", "Mary Smith (84) applied."),
         ("Tom Lee, 16, applied.", "young", "Tom Lee, 84, applied."),
+        # what a second new-user trial found missed (a step keyed on the number passed)
+        ("Mary Smith is 63.", "old", "Mary Smith is 37."),
+        ("My mother, 63, co-signs.", "old", "My mother, 37, co-signs."),
+        ("He turned 63 last week.", "old", "He turned 37 last week."),
+        ("Mary Smith (63, retired)", "old", "Mary Smith (37, retired)"),
+        ("Mary Smith, sixty-three, applied", "old", "Mary Smith, thirty-seven, applied"),
+        ("a 63yo applied", "old", "a 37yo applied"),
+        ("It is 63yrs.", "old", "It is 37yrs."),
+        ("a 63-yr-old applied", "old", "a 37-yr-old applied"),
+        ("63 years young", "old", "37 years young"),
+        ("Smith (b. 1961) applied", "old", "Smith (b. 1989) applied"),
+        ("age=63", "old", "age=37"),
+        ("The applicant is over 60.", "old", "The applicant is under 40."),
+        ("Mary Smith, 63, and her husband, 65, apply.", "old",
+         "Mary Smith, 37, and her husband, 35, apply."),
+        ("It is 63 (born in 1962) now.", "old", "It is 37 (born in 1988) now."),
         # a first match out of context (or out of range) does not stop the search
         ("The score is over 60; applicants over 60 are denied.", "old",
          "The score is over 60; applicants under 40 are denied."),
@@ -66,7 +82,7 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
     text: str, group: str, swapped: str
 ) -> None:
     detections = [d for d in GEN.detect(text) if d.axis == "age"]
-    assert [d.groups for d in detections] == [(group,)]
+    assert detections and {d.groups for d in detections} == {(group,)}
     cs = GEN.generate(text, 1, coverage={})
     assert cs.status == "applicable"
     (variant,) = cs.variants
@@ -101,6 +117,8 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "Block C, 12, was sold.",
         "Tom Lee, 15, applied.",
         "The total, 63, was paid.",  # the word before is not capitalised
+        "She has 10 yrs experience.",
+        "$63,000 and 63% of it",
         "She was aged zero.",  # no mirror in words (100)
     ],
 )

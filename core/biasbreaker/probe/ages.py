@@ -65,21 +65,30 @@ _DATE_BEFORE_YEAR = (
 _DECADE_WORDS = "teens|twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties"
 _END = r"(?![\w-])"
 _CLAUSE_END = (
-    r"(?=\s*(?:[.,;:!?)]|$|\s(?:and|or|but|with|who|years?|are|is|were|was|get|gets|should|"
-    r"must|will|would|may|might|can|cannot|can['’]t|need|needs|do|don['’]t|qualify|have|had)\b))"
+    r"(?=\s*(?:[.,;:!?()]|$|\s(?:and|or|but|with|who|years?|are|is|were|was|get|gets|should|"
+    r"must|will|would|may|might|can|cannot|can['’]t|need|needs|do|don['’]t|qualify|have|had|"
+    r"last|this|next|in|on|at|when|so|yesterday|today)\b))"
 )
+_PERSON_NOUNS = (
+    r"mother|father|wife|husband|spouse|partner|son|daughter|sister|brother|aunt|uncle|"
+    r"grandmother|grandfather|grandparent|widow|widower|man|woman|applicant|borrower|"
+    r"candidate|patient|tenant|client|customer|employee|worker|teacher|nurse|driver|retiree|"
+    r"veteran|co-signer|cosigner|guarantor|claimant|resident|owner|member"
+)
+"""Person nouns after which a bare number is a person's age (``my mother, 63,``)."""
+_COPULA = r"(?:is|are|was|were|am|['’]s|['’]re|['’]m)"
 _PERSON_BEFORE = (
     r"\b(?:anyone|anybody|everyone|everybody|nobody|no\s+one|someone|somebody|people|persons?|"
     r"applicants?|candidates?|those|men|women|adults|workers|employees|customers|clients|"
     r"patients|borrowers|tenants|individuals|residents|hires|renters|users|members|staff|"
-    r"ones|(?:she|he|they|who|i)\s+(?:is|are|was|were|am|['’]s|['’]re|['’]m))"
+    rf"ones|{_PERSON_NOUNS}|she|he|they|who|i)(?:\s+{_COPULA})?"
     r"\s+(?:(?:aged|age|who\s+(?:is|are))\s+)?$"
 )
 _SUBJECT_BEFORE = (
-    r"(?:\b(?:she|he|who|i|applicant|candidate|patient|borrower|client|customer|employee|"
-    r"tenant|claimant)\s+(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+$"
+    rf"(?:(?:\b(?:she|he|who|i|{_PERSON_NOUNS})|(?-i:\b[A-Z][^\W\d_]+))\s+"
+    r"(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+$"
 )
-_NAME_BEFORE = r"(?:^|[^\w'’-])[A-Z][^\W\d_]*\.?$"
+_NAME_BEFORE = rf"(?:^|[^\w'’-])(?:[A-Z][^\W\d_]*\.?|(?i:{_PERSON_NOUNS}))$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +132,13 @@ AGE_FORMS: tuple[AgeForm, ...] = (
           rf"{_DATE_AFTER_YEAR}{_END}"),
     _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?{_DATE_BEFORE_YEAR}?{_YEAR}"
           rf"{_DATE_AFTER_YEAR}(?![\w-]|[.,]\d)"),
-    _form("years old", rf"(?<![\w.-]){_NUM}(?:\s*-\s*|\s+)years?(?:\s*-\s*|\s+)old{_END}"),
+    _form("years old", rf"(?<![\w.-]){_NUM}(?:\s*-\s*|\s+)years?(?:\s*-\s*|\s+)"
+          rf"(?:old|young){_END}"),
     _form("years of age", rf"(?<![\w.-]){_NUM}\s+years?\s+of\s+age{_END}"),
-    _form("y/o", rf"(?<![\w.-])\d{{1,3}}\s*(?:y/o|y\.o\.|yo|yrs?\.?\s+old){_END}"),
-    _form("aged", rf"(?<![\w-])(?:aged|age)\s*:?\s+{_NUM}(?:\s+years?)?(?![\w-]|[.,]\d)"),
+    _form("y/o", rf"(?<![\w.-])\d{{1,3}}(?:\s*(?:y/o|y\.o\.|yo)|(?:\s*-\s*|\s*)yrs?\.?"
+          rf"(?:(?:\s*-\s*|\s+)old|{_CLAUSE_END})){_END}"),
+    _form("b.", rf"(?<!\w)\(b\.\s*{_YEAR}(?=\))"),
+    _form("aged", rf"(?<![\w-])(?:aged|age)(?:\s*[:=]\s*|\s+){_NUM}(?:\s+years?)?(?![\w-]|[.,]\d)"),
     _form("than", rf"(?<![\w-])(?:older|younger)\s+than\s+{_NUM}{_YEARS_OLD}{_END}"),
     _form("the age of", rf"(?<![\w-]){_BOUND}\s+the\s+age\s+of\s+{_NUM}{_END}"),
     _form("or older", rf"(?<![\w.-]){_NUM}(?:\s+years?)?\s+(?:or|and)\s+(?:older|younger){_END}"),
@@ -134,15 +146,16 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("decade", rf"(?<![\w-])in\s+(?:his|her|their|my|your)\s+(?:(?:early|mid|late)[\s-]+)?"
           rf"(?:{_DECADE_WORDS}|[1-9]0['’]?s){_END}"),
     _form("is", rf"{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _SUBJECT_BEFORE),
-    _form("appositive", rf",\s*\d{{1,3}}{_YEARS_OLD}(?=\s*[,;)]|\.(?:\s|$))", _NAME_BEFORE,
+    _form("appositive", rf",\s*{_NUM}{_YEARS_OLD}(?=\s*[,;)]|\.(?:\s|$))", _NAME_BEFORE,
           case=True, minimum=16),
-    _form("in brackets", r"\s*\(\d{1,3}\)", _NAME_BEFORE, case=True, minimum=16),
+    _form("in brackets", r"\s*\(\d{1,3}(?:\)|(?=\s*[,;]))", _NAME_BEFORE, case=True, minimum=16),
 )  # fmt: skip
 """The age forms, in the order they are tried (earlier forms win at the same text)."""
 
 _YEAR_TOKEN = re.compile(r"(?<!\d)\d{4}(?!\d)")
 _NUMBER_TOKEN = re.compile(
-    rf"(?<![\w-])(?:\d{{1,3}}|{_WORDS})(?!\w)(?!-(?:{'|'.join(_UNITS[1:])})\b)", re.IGNORECASE
+    rf"(?<![\w-])(?:\d{{1,3}}(?!\d)(?!['’]?s\b)|{_WORDS}(?!\w)(?!-(?:{'|'.join(_UNITS[1:])})\b))",
+    re.IGNORECASE,
 )
 _DECADE_TOKEN = re.compile(rf"(?<!\w)(?:{_DECADE_WORDS}|([1-9])0(['’]?)s)(?![\w-])", re.I)
 _HALF = re.compile(r"(?<![\w-])(early|mid|late)(?![\w])", re.IGNORECASE)
