@@ -332,3 +332,24 @@ def test_a_trace_path_beside_a_database_sink_and_a_wrong_scheme_are_refused(
         guard(screening_graph(0.0, Received("answer")), Kernel.load(cwd=tmp_path, overrides=wrong))
     with pytest.raises(ConfigError, match="sink = 'file' writes to the adapter's trace_path"):
         Kernel.load(cwd=tmp_path, overrides={"trace": {"url": url}})
+
+
+def test_a_line_edited_into_text_is_a_named_error_not_a_crash(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hand edit in sqlite3 (``SET line = replace(line, ...)``) stores TEXT; a new-user trial
+    saw verify and export die with a raw TypeError there."""
+    if not store_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL's bytea column cannot hold text")
+    _stored(tmp_path, store_url)
+    monkeypatch.chdir(tmp_path)
+    execute(
+        store_url,
+        "UPDATE biasbreaker_trace_lines SET line = CAST(line AS TEXT) "
+        "WHERE thread_id = 't' AND seq = 2",
+    )
+    for args in (("verify", store_url), ("trace", "export", store_url, "--out", "out")):
+        shown = invoke(*args)
+        assert shown.exit_code != 0
+        assert "thread 't' seq 2: the line is stored as str, not bytes" in shown.output
+        assert "Traceback" not in shown.output

@@ -15,7 +15,8 @@ def contiguous(location: str, thread_id: str, rows: list[tuple[object, ...]]) ->
     """The lines of ``(seq, line)`` rows, checking the seqs run 0, 1, 2, ….
 
     Raises:
-        TraceError: A missing seq (a deleted row), naming the thread and the seq.
+        TraceError: A missing seq (a deleted row), or a line that is not bytes (a row edited
+            by hand as text), naming the thread and the seq.
     """
     lines = []
     for expected, (seq, line) in enumerate(rows):
@@ -24,7 +25,13 @@ def contiguous(location: str, thread_id: str, rows: list[tuple[object, ...]]) ->
                 f"{location}: thread {thread_id!r} has no line at seq {expected} (the next is "
                 f"seq {seq}): a row was deleted, the trace is not whole"
             )
-        lines.append(bytes(line))  # type: ignore[call-overload]
+        if not isinstance(line, (bytes, bytearray, memoryview)):
+            raise TraceError(
+                f"{location}: thread {thread_id!r} seq {seq}: the line is stored as "
+                f"{type(line).__name__}, not bytes: the row was written by something other "
+                "than a trace sink (an edit by hand?), the trace is not as it was written"
+            )
+        lines.append(bytes(line))
     return lines
 
 
