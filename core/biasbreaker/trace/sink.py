@@ -144,6 +144,22 @@ def sink_location(settings: Settings, trace_path: str) -> str:
     return trace_path if trace.sink == FILE_SINK else trace.url
 
 
+def check_sink_choice(settings: Settings, trace_path: str, *, adapter: str) -> None:
+    """Refuse an adapter's ``trace_path`` beside a database sink (one would be ignored).
+
+    Raises:
+        ConfigError: ``trace_path`` is set while ``[trace] sink`` is not the file sink; the
+            message names ``[plugin.<adapter>] trace_path``, the sink and both fixes.
+    """
+    sink = settings.trace.sink
+    if sink != FILE_SINK and trace_path:
+        raise ConfigError(
+            f"[plugin.{adapter}] trace_path = {trace_path!r} is set, but [trace] sink = "
+            f"{sink!r} stores the trace in the database at [trace] url: remove trace_path, or "
+            "set [trace] sink = 'file' to write files"
+        )
+
+
 def build_backend(context: BuildContext) -> TraceBackend:
     """Build the selected ``trace_sink`` (``[trace] sink``) and check its shape.
 
@@ -232,6 +248,7 @@ __all__ = [
     "TraceSink",
     "build_backend",
     "check_scheme",
+    "check_sink_choice",
     "is_url",
     "open_sink",
     "redact_url",

@@ -16,7 +16,7 @@ from langgraph.graph import StateGraph
 from biasbreaker.errors import ConfigError
 from biasbreaker.machine import AnyHook, MachineConfig
 from biasbreaker.registry import BuildContext
-from biasbreaker.trace.sink import FILE_SINK
+from biasbreaker.trace.sink import check_sink_choice
 from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, build_guarded
 from biasbreaker_plugins.langgraph.runtime import GuardOptions
 from biasbreaker_plugins.langgraph.traces import check_trace_folder
@@ -36,13 +36,7 @@ class LangGraphAdapter:
     """
 
     def __init__(self, options: GuardOptions, context: BuildContext) -> None:
-        sink = context.settings.trace.sink
-        if sink != FILE_SINK and options.trace_path:
-            raise ConfigError(
-                f"[plugin.langgraph] trace_path = {options.trace_path!r} is set, but [trace] "
-                f"sink = {sink!r} stores the trace in the database at [trace] url: remove "
-                "trace_path, or set [trace] sink = 'file' to write files"
-            )
+        check_sink_choice(context.settings, options.trace_path, adapter="langgraph")
         check_trace_folder(options.trace_path)
         self.options = options
         self.context = context

@@ -29,7 +29,7 @@ from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker
 from biasbreaker.machine import MachineConfig
 from biasbreaker.probe import Probe, build_probe
 from biasbreaker.registry import BuildContext
-from biasbreaker.trace.sink import FILE_SINK, open_sink
+from biasbreaker.trace.sink import check_sink_choice, open_sink
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import Machines
 from biasbreaker_plugins.langgraph.probing import FreshProbes
@@ -77,12 +77,7 @@ class LangChainAgentAdapter:
         )
         # with nothing that can pass a re-check, the first trip goes to review, as in guard()
         self.machine_config = self.runner.machine_config(MachineConfig.from_settings(settings))
-        if settings.trace.sink != FILE_SINK and options.trace_path:
-            raise ConfigError(
-                f"[plugin.langchain-agent] trace_path = {options.trace_path!r} is set, but "
-                f"[trace] sink = {settings.trace.sink!r} stores the trace in the database at "
-                "[trace] url: remove trace_path, or set [trace] sink = 'file' to write files"
-            )
+        check_sink_choice(settings, options.trace_path, adapter="langchain-agent")
         # the configured trace sink (``[trace] sink``; the file sink at trace_path by default)
         self.traces = open_sink(context, options.trace_path, adapter="langchain-agent")
         # one guarded step per model call: B_net is that call's score (Katz weight 1)
