@@ -517,9 +517,14 @@ def select_transition(g: GuardInputs) -> Transition | None:  # pragma: no mutate
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Plan:
-    """A step computed but not yet committed (so a cancelled async hook changes nothing)."""
+    """A step computed but not yet committed (so a cancelled async hook changes nothing).
+
+    Private and never changed after it is built; not ``frozen``, because a frozen dataclass
+    sets each of its 17 fields through ``object.__setattr__``, a visible part of every step's
+    cost (``nox -s bench``, ``langgraph-guard``).
+    """
 
     fast: float
     slow: float
@@ -607,6 +612,8 @@ def _checked_weights(
     if not weights:
         return {}
     checked = weights if isinstance(weights, KatzWeights) else KatzWeights(weights)
+    if not scores:
+        return checked
     missing = sorted(name for name in scores if name not in checked)
     if missing:
         raise InputError(
@@ -843,8 +850,11 @@ class ControlMachine:
         step_input: object = None,
         hold: str | None = None,
     ) -> _Plan:
-        fast = check_unit_score("fast", fast)
-        slow = check_unit_score("slow", slow)
+        # the common case checked inline, the rest (and every error) by check_unit_score
+        if type(fast) is not float or not 0.0 <= fast <= 1.0:
+            fast = check_unit_score("fast", fast)
+        if type(slow) is not float or not 0.0 <= slow <= 1.0:
+            slow = check_unit_score("slow", slow)
         if node is not None and (not isinstance(node, str) or not node):
             raise InputError(f"node={node!r} must be a non-empty str or None")
         scores = (
@@ -1326,6 +1336,10 @@ def _checked_probe(probe: Mapping[str, str]) -> dict[str, str]:
     Raises:
         InputError: A key is missing or extra, or a value is not a str.
     """
+    if type(probe) is dict and len(probe) == 2:  # the common case, without building sets
+        status, reason = probe.get("status"), probe.get("reason")
+        if type(status) is str and type(reason) is str:
+            return {"status": status, "reason": reason}
     if set(probe) != {"status", "reason"} or not all(
         isinstance(probe[k], str) for k in ("status", "reason")
     ):

@@ -319,10 +319,11 @@ def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]
     read = (config.get(CONF) or {}).get(CONFIG_KEY_READ)
     if isinstance(read, partial) and read.func is local_read and len(read.args) == 4:
         channels, managed = read.args[1], read.args[2]
-        if isinstance(channels, Mapping) and not any(key in managed for key in keys):
+        if isinstance(channels, Mapping) and not (managed and any(k in managed for k in keys)):
             values: dict[str, Any] = {}
+            get = channels.get
             for key in keys:
-                channel = channels.get(key)
+                channel = get(key)
                 if channel is not None and channel.is_available():
                     values[key] = channel.get()
             return values

@@ -100,7 +100,7 @@ def in_rerun() -> bool:
     return _RERUN.get(None) is not None
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """One guarded call in progress.
 
@@ -329,6 +329,8 @@ class Prober:
         self.coverage: dict[str, dict[str, int]] = {}
         # set by a caller running threads concurrently that wants their sequential result
         self.handoff: RotationHandoff | None = None
+        self.not_sampled = f"not sampled at [probe] probe_rate = {base.probe_rate:g}"
+        """The outcome's reason for a call ``[probe] probe_rate`` does not sample."""
 
     def new_probe(self) -> Probe:
         """A fresh probe with the configured scorers and generator (one per probed call).
@@ -391,8 +393,7 @@ class Prober:
             call.outcome = {"status": "not_probed", "reason": "@guard_node(probe=False)"}
             return call
         if self.base.probe_rate <= 0.0 or not self.base.should_probe(call.step_id):
-            reason = f"not sampled at [probe] probe_rate = {self.base.probe_rate:g}"
-            call.outcome = {"status": "not_sampled", "reason": reason}
+            call.outcome = {"status": "not_sampled", "reason": self.not_sampled}
             return call
         try:
             call.values = state_values(state)
