@@ -416,10 +416,12 @@ class Prober:
         # the re-runs get this call's config and injected objects (the probe's tasks and
         # worker threads copy this context); looking them up again from a worker thread fails
         # on Python 3.10, where an async run cannot hand its config to a sync node's thread
-        if self.handoff is not None and self.saved_rotation(call) is None:
-            await self.handoff.wait(thread_of(call.config))
-        token = rerun_context(Rerun(template, call.config, call.injected))
+        token: contextvars.Token[Rerun] | None = None
         try:
+            # inside the try: a handoff that raises holds the step like any probe failure
+            if self.handoff is not None and self.saved_rotation(call) is None:
+                await self.handoff.wait(thread_of(call.config))
+            token = rerun_context(Rerun(template, call.config, call.injected))
             result = await probe.probe(
                 self.routed_steps[call.node.name],
                 call.input_view,
@@ -442,7 +444,8 @@ class Prober:
             call.outcome = {"status": "failed", "reason": call.hold}
             return
         finally:
-            reset_rerun(token)
+            if token is not None:
+                reset_rerun(token)
         if result.status == "not_sampled":
             call.sampled = False
             call.outcome = {"status": "not_sampled", "reason": result.reason}
