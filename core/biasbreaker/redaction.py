@@ -139,6 +139,13 @@ _PREFIXES = re.compile(
 _AUTH_SCHEME = re.compile(r"\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")
 _USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/@?#]+)@")
+_USER_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@?#:]*:[^\s/@?#]*@")
+"""URL user info with a password (``user:password@``). A user name alone
+(``postgresql://root@host/db``) is no credential: it is still hidden in free text, like all
+user info, but not refused in the configuration; a token given as the user name is caught by
+the provider-prefix and random-string rules."""
+_QUERY_PARAM = re.compile(r"(?P<lead>[?&](?P<name>[A-Za-z][A-Za-z0-9_.\-]*)=)(?P<value>[^&#\s]+)")
+"""A URL query parameter, ``?name=value`` or ``&name=value``."""
 _RANDOM = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{24,}={0,2}(?![A-Za-z0-9+/])")
 _ASSIGNMENT = re.compile(
     r"""(?P<q1>["']?)(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q1)\s*[:=]\s*"""
@@ -172,8 +179,10 @@ def credential_kind(text: str) -> str | None:
     """
     if _KNOWN.pattern_matches(text):
         return "a secret this process holds"
-    if _USERINFO.search(text):
+    if _USER_PASSWORD.search(text):
         return "URL user info (user:password@)"
+    if any(_query_secret(m) for m in _QUERY_PARAM.finditer(text)):
+        return "a secret in a URL query (?password=…)"
     if _AUTH_SCHEME.search(text):
         return "an HTTP authorization value"
     if _JWT.search(text):
@@ -183,6 +192,19 @@ def credential_kind(text: str) -> str | None:
     if any(_random_looking(m.group(0)) for m in _RANDOM.finditer(text)):
         return "a long random string"
     return None
+
+
+def _query_secret(match: re.Match[str]) -> bool:
+    """Whether a URL query parameter carries a secret (``?password=…``).
+
+    Its name names one (rule 1), or ends in ``password`` (libpq's ``sslpassword``).
+    """
+    name = match.group("name")
+    return secret_name(name) or name.lower().endswith("password")
+
+
+def _redact_query(match: re.Match[str]) -> str:
+    return f"{match.group('lead')}{REDACTED}" if _query_secret(match) else match.group(0)
 
 
 def _redact_assignments(text: str) -> str:
@@ -221,6 +243,7 @@ def redact_text(text: str) -> str:
         return text
     text = _KNOWN.redact(text)
     text = _USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _QUERY_PARAM.sub(_redact_query, text)
     text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _JWT.sub(REDACTED, text)
     text = _PREFIXES.sub(REDACTED, text)

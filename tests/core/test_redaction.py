@@ -102,6 +102,12 @@ def test_no_shipped_option_is_named_like_a_secret() -> None:
         ("AKIAABCDEFGHIJKLMNOP", "a provider's API key"),
         ("Bearer abcdefgh12345", "an HTTP authorization value"),
         ("https://me:hunter22@example.com/v1", "URL user info (user:password@)"),
+        ("postgresql://h/db?password=hunter22", "a secret in a URL query (?password=…)"),
+        (
+            "postgresql://h/db?sslmode=require&sslpassword=hunter22",
+            "a secret in a URL query (?password=…)",
+        ),
+        ("https://h/v1?page=2&api_token=hunter22", "a secret in a URL query (?password=…)"),
         (
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
             "a JSON Web Token",
@@ -112,6 +118,15 @@ def test_no_shipped_option_is_named_like_a_secret() -> None:
 def test_credential_looking_values(text: str, kind: str) -> None:
     assert credential_kind(text) == kind
     assert text not in redact_text(f"reply: {text}.")
+
+
+def test_a_user_name_in_a_url_is_hidden_but_is_no_credential() -> None:
+    # libpq's postgresql://user@host/db: refusing it in [trace] url left no way to name a user
+    url = "postgresql://root@127.0.0.1:5432/test"
+    assert credential_kind(url) is None
+    assert redact_text(url) == "postgresql://<redacted>@127.0.0.1:5432/test"
+    assert credential_kind("https://ghp_abcdefghijklmnopqrstuvwxyz0123@github.com") is not None
+    assert credential_kind("https://h/v1?page=2&key=users&api_key_env=OPENAI_API_KEY") is None
 
 
 @pytest.mark.parametrize(

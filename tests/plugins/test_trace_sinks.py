@@ -353,3 +353,27 @@ def test_a_line_edited_into_text_is_a_named_error_not_a_crash(
         assert shown.exit_code != 0
         assert "thread 't' seq 2: the line is stored as str, not bytes" in shown.output
         assert "Traceback" not in shown.output
+
+
+def test_a_database_user_is_no_secret_but_a_password_in_the_url_is_refused(
+    tmp_path: Path,
+) -> None:
+    """``postgresql://root@host/db`` names a user (libpq's own form): accepted. A password, in
+    the user info or the query (``?password=``, ``&sslpassword=``), is refused naming the key
+    and where a database password goes instead, never the value."""
+
+    def load(url: str) -> Kernel:
+        return Kernel.load(cwd=tmp_path, overrides={"trace": {"sink": "postgresql", "url": url}})
+
+    kernel = load("postgresql://root@127.0.0.1:5432/test")
+    assert kernel.settings.trace.url == "postgresql://root@127.0.0.1:5432/test"
+    for url in (
+        "postgresql://root:hunter22@127.0.0.1:5432/test",
+        "postgresql://127.0.0.1:5432/test?password=hunter22",
+        "postgresql://127.0.0.1:5432/test?sslmode=require&sslpassword=hunter22",
+    ):
+        with pytest.raises(ConfigError) as info:
+            load(url)
+        message = str(info.value)
+        assert "trace.url" in message and "PGPASSWORD" in message
+        assert "hunter22" not in message

@@ -96,7 +96,9 @@ def load_settings(
 SECRETS_FIX = (
     "secrets are read only from the environment variable an option names (an LLM client's "
     'api_key_env, e.g. [plugin.openai-compatible] api_key_env = "OPENAI_API_KEY"), never from '
-    "the configuration: remove each of these and export the key in that variable"
+    "the configuration: remove each of these and export the key in that variable (a trace "
+    "store's database password is the database driver's to read, never in [trace] url: for "
+    "PostgreSQL, PGPASSWORD or ~/.pgpass)"
 )
 """What to do about a secret in the configuration (the end of the refusal's message)."""
 
