@@ -298,6 +298,22 @@ def contents(out: Path) -> dict[str, str]:
     }
 
 
+def test_a_database_trace_sink_is_refused_naming_it_not_trace_path(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # run writes file traces into its output folder; a sink set in the environment used to be
+    # refused as "remove trace_path", a setting the user never wrote
+    monkeypatch.setenv("BIASBREAKER_TRACE__SINK", "sqlite")
+    monkeypatch.setenv("BIASBREAKER_TRACE__URL", f"sqlite:///{project / 'traces.db'}")
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": QUESTION})])
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
+    text = " ".join(result.output.split())
+    assert result.exit_code == 1, result.output
+    assert "[trace] sink = 'sqlite' is configured" in text and "BIASBREAKER_TRACE__SINK" in text
+    assert "trace_path" not in text
+    assert not (project / "traces.db").exists()
+
+
 @pytest.mark.parametrize(
     ("graph", "lines", "message"),
     [

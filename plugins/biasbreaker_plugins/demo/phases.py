@@ -26,8 +26,10 @@ from typing import Any
 
 from biasbreaker.calibration import CalibrationReport, calibrate
 from biasbreaker.config import LoadedSettings, load_settings
+from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.trace import Trace, read_trace
+from biasbreaker.trace.sink import FILE_SINK
 from biasbreaker_plugins.demo.agents import DemoKernel
 from biasbreaker_plugins.demo.output import write_atomic
 
@@ -144,7 +146,17 @@ def phase_kernel(
         overrides = merge(overrides, {"plugin": {"langgraph": {"trace_path": template}}})
     if thresholds is not None:
         overrides = merge(overrides, {"breaker": dict(thresholds)})
-    return config.kernel(overrides)
+    kernel = config.kernel(overrides)
+    sink = kernel.settings.trace.sink
+    if traces is not None and sink != FILE_SINK:
+        raise ConfigError(
+            f"[trace] sink = {sink!r} is configured, but this command writes its traces as files "
+            f"in its output folder ({traces}), where its report and verification read them: "
+            "unset [trace] sink and url for it (biasbreaker.toml, or BIASBREAKER_TRACE__SINK and "
+            "BIASBREAKER_TRACE__URL), or guard your own graph to record into the store "
+            "(docs/langgraph.md §6)"
+        )
+    return kernel
 
 
 def read_traces(folder: Path, threads: Sequence[str]) -> list[Trace]:
