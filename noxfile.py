@@ -209,6 +209,23 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "tests/core/test_probe_joint.py",
         ],
     },
+    # the LangChain middleware's gate: what it lets through, repairs, or holds for review
+    "middleware": {
+        "module": "contrib/biasbreaker-langchain/src/biasbreaker_langchain/middleware.py",
+        "only": [
+            "BiasGuardMiddleware._begin",
+            "BiasGuardMiddleware._decide",
+            "BiasGuardMiddleware._answer",
+            "BiasGuardMiddleware._respond",
+            "_usable_repair",
+        ],
+        "tests": [
+            "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
+        ],
+        "strict": True,
+    },
     "joint": {
         "module": "core/biasbreaker/probe/counterfactual.py",
         "only": ["CounterfactualGenerator._joint", "CounterfactualGenerator.generate"],
@@ -271,6 +288,7 @@ def mutants(session: nox.Session) -> None:
         session.error(f"unknown mutant group(s) {unknown}; choose from {sorted(MUTANT_GROUPS)}")
     session.install(TORCH)
     session.install("-e", ".[langgraph,sign,test]", "cosmic-ray==8.7.0")
+    session.install("-e", "./contrib/biasbreaker-langchain[test]")  # the middleware group
     tmp = Path(session.create_tmp()).resolve()
     tree = tmp / "tree"
     shutil.rmtree(tree, ignore_errors=True)
@@ -279,7 +297,9 @@ def mutants(session: nox.Session) -> None:
     # the copy's packages come first (the editable install points at the work tree); no
     # pytest plugin is loaded but pytest-asyncio: starting pytest is most of a mutant's time
     env = {
-        "PYTHONPATH": f"{tree / 'core'}:{tree / 'plugins'}",
+        "PYTHONPATH": ":".join(
+            str(tree / p) for p in ("core", "plugins", "contrib/biasbreaker-langchain/src")
+        ),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     failed: list[str] = []
