@@ -72,6 +72,24 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("Mary Smith, 63, and her husband, 65, apply.", "old",
          "Mary Smith, 37, and her husband, 35, apply."),
         ("It is 63 (born in 1962) now.", "old", "It is 37 (born in 1988) now."),
+        # issue 14, third new-user trial: two-digit birth years (read against the reference
+        # year 2025, so '61 is 1961: age 64 <-> 36, written '89), no closing comma, "of", "at"
+        ("DOB 4/2/61", "old", "DOB 4/2/89"),
+        ("DOB: 04/02/1961", "old", "DOB: 04/02/1989"),
+        ("date of birth 1961-02-04", "old", "date of birth 1989-02-04"),
+        ("D.O.B. 2/4/61", "old", "D.O.B. 2/4/89"),
+        ("DOB 4/2/05", "young", "DOB 4/2/45"),
+        ("born '61", "old", "born '89"),
+        ("She was born in ’61 and", "old", "She was born in ’89 and"),
+        ("born 4/2/61, she", "old", "born 4/2/89, she"),
+        ("Smith (b. '61) applied", "old", "Smith (b. '89) applied"),
+        ("Mary Smith, 63 wants a loan", "old", "Mary Smith, 37 wants a loan"),
+        ("Applicant: Mary Smith, 63", "old", "Applicant: Mary Smith, 37"),
+        ("my mother, 63 who", "old", "my mother, 37 who"),
+        ("a man of 63", "old", "a man of 37"),
+        ("a woman of sixty-three, retired", "old", "a woman of thirty-seven, retired"),
+        ("At 63, she applied.", "old", "At 37, she applied."),
+        ("At the age of 24, he", "young", "At the age of 76, he"),
         # a first match out of context (or out of range) does not stop the search
         ("The score is over 60; applicants over 60 are denied.", "old",
          "The score is over 60; applicants under 40 are denied."),
@@ -120,6 +138,17 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "She has 10 yrs experience.",
         "$63,000 and 63% of it",
         "She was aged zero.",  # no mirror in words (100)
+        # dates that are no birth date, counts after a name or a person noun, times
+        "Meeting on 4/2/61",
+        "Invoice 4/2/61 paid",
+        "It was '61 when",
+        "Acme Corp, 63 employees",
+        "a member of 63 clubs",
+        "at 63, the price fell",
+        "At 8, she left.",  # a time, not an age: under 16
+        "Price 63.",
+        "3 years of experience",
+        "Room 63",
     ],
 )
 def test_what_is_no_age_mention(text: str) -> None:
@@ -133,6 +162,7 @@ def test_what_is_no_age_mention(text: str) -> None:
         ("60 or older", 60), ("in her sixties", 65), ("in her early 60s", 62),
         ("in her late sixties", 68), ("in his teens", 15), ("aged ninety-nine", 99),
         ("born in 1958", 67), ("DOB: 04/12/1958", 67), ("over 65", 66), ("under 35", 34),
+        ("DOB 4/2/61", 64), ("born '26", 99), ("born '25", 0), ("DOB 1/1/00", 25),
     ],
 )  # fmt: skip
 def test_the_age_a_surface_states(text: str, age: int) -> None:
@@ -157,6 +187,13 @@ def test_each_mirror_is_its_own_inverse_in_its_own_style() -> None:
     assert age_of("aged 20s", rule) is None
     assert mirrored_age("born in 1924", rule) is None  # 101: beyond the mirror
     assert mirrored_age("aged 101", rule) is None
+    for yy in range(100):  # two-digit birth years stay two digits and map back
+        once = mirrored_age(f"DOB 4/2/{yy:02d}", rule)
+        if once is None:
+            assert yy == 25  # age 0: its mirror, 100, has no two-digit year
+            continue
+        assert age_of(once, rule) == 100 - age_of(f"born '{yy:02d}", rule)  # type: ignore[operator]
+        assert mirrored_age(once, rule) == f"DOB 4/2/{yy:02d}"
     assert number_words(0) == "zero" and number_words(99) == "ninety-nine"
     ninety = NumericAge(young_max=39, old_min=61, mirror_sum=90)
     assert mirrored_age("in her sixties", ninety) == "in her twenties"

@@ -2,11 +2,14 @@
 
 An age mention is one of the :data:`AGE_FORMS`: a number of years (digits or words, ``65 years
 old``, ``a sixty-three-year-old``, ``63 y/o``, ``aged 65``, ``Mary Smith, 63,``, ``Mary Smith
-(63)``, ``she is 63``), a birth year (``born in 1958``, ``DOB: 1958-04-12``, ``date of birth:
-12 April 1958``), a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
+(63)``, ``she is 63``, ``a man of 63``, ``At 63, she``), a birth year (``born in 1958``, ``DOB:
+1958-04-12``, ``date of birth: 12 April 1958``; in two digits, ``DOB 4/2/61``, ``born '61``),
+a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
 ``65 or older``) or a decade (``in her sixties``, ``in his late 30s``). Forms whose number could
-as well count something else (``is 63``, ``over 60``, ``, 63,``) count only in a person context:
-after a pronoun subject, a person or group noun, or a capitalised word.
+as well count something else (``is 63``, ``over 60``, ``, 63,``, ``of 63``) count only in a
+person context: after a pronoun subject, a person or group noun, or a capitalised word; an
+appositive ``, 63`` also needs a closing mark, a verb of its person or the end of the text
+after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it.
 
 :func:`age_of` reads the age a surface states (a bound ``over n`` is ``n + 1``, ``under n`` is
 ``n − 1``; a decade is its middle, ``early``/``late`` its third and eighth year);
@@ -69,6 +72,13 @@ _CLAUSE_END = (
     r"must|will|would|may|might|can|cannot|can['’]t|need|needs|do|don['’]t|qualify|have|had|"
     r"last|this|next|in|on|at|when|so|yesterday|today)\b))"
 )
+_VERB_AFTER = (
+    r"(?=\s*$|\s+(?:wants?|wanted|applies|applied|asks?|asked|needs?|needed|seeks?|sought|"
+    r"requests?|requested|has|had|is|was|will|would|can|could|earns?|earned|works?|worked|"
+    r"lives?|lived|owns?|owned|rents?|rented|(?:co-)?signs?|(?:co-)?signed|who)\b)"
+)
+"""After an appositive age with no closing comma: a verb of its person, or the end of the text
+(``Mary Smith, 63 wants a loan``; ``Applicant: Mary Smith, 63``)."""
 _PERSON_NOUNS = (
     r"mother|father|wife|husband|spouse|partner|son|daughter|sister|brother|aunt|uncle|"
     r"grandmother|grandfather|grandparent|widow|widower|man|woman|applicant|borrower|"
@@ -88,6 +98,7 @@ _SUBJECT_BEFORE = (
     rf"(?:(?:\b(?:she|he|who|i|{_PERSON_NOUNS})|(?-i:\b[A-Z][^\W\d_]+))\s+"
     r"(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+$"
 )
+_OF_BEFORE = rf"\b(?:{_PERSON_NOUNS}|person|lady|gentleman|men|women|people)\s+$"
 _NAME_BEFORE = rf"(?:^|[^\w'’-])(?:[A-Z][^\W\d_]*\.?|(?i:{_PERSON_NOUNS}))$"
 
 
@@ -126,18 +137,19 @@ _BOUND = r"(?:over|under|above|below)"
 _YEARS_OLD = r"(?:\s+years?(?:\s+old)?)?"
 _DATE_AFTER_YEAR = r"(?:[-/.]\d{1,2}[-/.]\d{1,2})?"
 _DOB = r"(?:DOB|D\.O\.B\.?|date\s+of\s+birth|birth\s*date|birthday)"
+_SHORT_YEAR = r"(?:\d{1,2}[-/.]\d{1,2}[-/.]|['’])\d{2}(?!\d)"
+"""A birth year in two digits: after a day and month (``4/2/61``) or an apostrophe (``'61``)."""
+_BIRTH_YEAR = rf"(?:{_DATE_BEFORE_YEAR}?{_YEAR}{_DATE_AFTER_YEAR}|{_SHORT_YEAR})"
 
 AGE_FORMS: tuple[AgeForm, ...] = (
-    _form("date of birth", rf"(?<![\w.-]){_DOB}\s*[:=-]?\s*{_DATE_BEFORE_YEAR}?{_YEAR}"
-          rf"{_DATE_AFTER_YEAR}{_END}"),
-    _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?{_DATE_BEFORE_YEAR}?{_YEAR}"
-          rf"{_DATE_AFTER_YEAR}(?![\w-]|[.,]\d)"),
+    _form("date of birth", rf"(?<![\w.-]){_DOB}\s*[:=-]?\s*{_BIRTH_YEAR}{_END}"),
+    _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?{_BIRTH_YEAR}(?![\w-]|[.,]\d)"),
     _form("years old", rf"(?<![\w.-]){_NUM}(?:\s*-\s*|\s+)years?(?:\s*-\s*|\s+)"
           rf"(?:old|young){_END}"),
     _form("years of age", rf"(?<![\w.-]){_NUM}\s+years?\s+of\s+age{_END}"),
     _form("y/o", rf"(?<![\w.-])\d{{1,3}}(?:\s*(?:y/o|y\.o\.|yo)|(?:\s*-\s*|\s*)yrs?\.?"
           rf"(?:(?:\s*-\s*|\s+)old|{_CLAUSE_END})){_END}"),
-    _form("b.", rf"(?<!\w)\(b\.\s*{_YEAR}(?=\))"),
+    _form("b.", rf"(?<!\w)\(b\.\s*(?:{_YEAR}|{_SHORT_YEAR})(?=\))"),
     _form("aged", rf"(?<![\w-])(?:aged|age)(?:\s*[:=]\s*|\s+){_NUM}(?:\s+years?)?(?![\w-]|[.,]\d)"),
     _form("than", rf"(?<![\w-])(?:older|younger)\s+than\s+{_NUM}{_YEARS_OLD}{_END}"),
     _form("the age of", rf"(?<![\w-]){_BOUND}\s+the\s+age\s+of\s+{_NUM}{_END}"),
@@ -146,13 +158,17 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("decade", rf"(?<![\w-])in\s+(?:his|her|their|my|your)\s+(?:(?:early|mid|late)[\s-]+)?"
           rf"(?:{_DECADE_WORDS}|[1-9]0['’]?s){_END}"),
     _form("is", rf"{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _SUBJECT_BEFORE),
-    _form("appositive", rf",\s*{_NUM}{_YEARS_OLD}(?=\s*[,;)]|\.(?:\s|$))", _NAME_BEFORE,
-          case=True, minimum=16),
+    _form("appositive", rf",\s*{_NUM}{_YEARS_OLD}(?:(?=\s*[,;)]|\.(?:\s|$))|{_VERB_AFTER})",
+          _NAME_BEFORE, case=True, minimum=16),
+    _form("of", rf"(?<![\w-])of\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _OF_BEFORE),
+    _form("at", rf"(?<![\w-])at\s+(?:the\s+age\s+of\s+|age\s+)?{_NUM}\s*,"
+          rf"(?=\s*(?:she|he|they|I|we)\b)", minimum=16),
     _form("in brackets", r"\s*\(\d{1,3}(?:\)|(?=\s*[,;]))", _NAME_BEFORE, case=True, minimum=16),
 )  # fmt: skip
 """The age forms, in the order they are tried (earlier forms win at the same text)."""
 
 _YEAR_TOKEN = re.compile(r"(?<!\d)\d{4}(?!\d)")
+_SHORT_YEAR_TOKEN = re.compile(r"(?<=[-/.'’])\d{2}$")
 _NUMBER_TOKEN = re.compile(
     rf"(?<![\w-])(?:\d{{1,3}}(?!\d)(?!['’]?s\b)|{_WORDS}(?!\w)(?!-(?:{'|'.join(_UNITS[1:])})\b))",
     re.IGNORECASE,
@@ -204,7 +220,9 @@ def _decade(m: re.Match[str]) -> int:
 def age_of(surface: str, rule: NumericAge) -> int | None:
     """The age in years that an age surface states, or ``None`` (no number in it).
 
-    A birth year ``y`` is ``reference_year − y``; ``over``/``above``/``older than n`` is
+    A birth year ``y`` is ``reference_year − y``; a two-digit one (``'61``, ``4/2/61``) is
+    the age below 100 it gives against ``reference_year`` (``'61`` is 1961 and ``'05`` 2005
+    for 2025), so no clock is read; ``over``/``above``/``older than n`` is
     ``n + 1``, ``under``/``below``/``younger than n`` is ``n − 1`` (``n or older`` is ``n``);
     a decade ``D`` is ``D + 5`` (``early`` ``D + 2``, ``late`` ``D + 8``).
     """
@@ -215,6 +233,9 @@ def age_of(surface: str, rule: NumericAge) -> int | None:
     year = _YEAR_TOKEN.search(surface)
     if year is not None:
         return rule.reference_year - int(year.group(0))
+    short = _SHORT_YEAR_TOKEN.search(surface)
+    if short is not None:
+        return (rule.reference_year - int(short.group(0))) % 100
     num = _NUMBER_TOKEN.search(surface)
     if num is None:
         return None
@@ -240,7 +261,8 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
     """``surface`` with its age mirrored, or ``None`` (no age in it, or no mirrored form).
 
     An age ``n`` becomes ``mirror_sum − n`` in the surface's own style (digits or words); a
-    birth year becomes the year of the mirrored age; a bound's direction flips (``over 60`` ↔
+    birth year becomes the year of the mirrored age (in two digits when it had two, ``None``
+    when the mirrored age is not 0–99); a bound's direction flips (``over 60`` ↔
     ``under 40``); a decade ``D`` becomes ``mirror_sum − D − 10`` with ``early`` ↔ ``late``
     (``in her sixties`` ↔ ``in her thirties``; ``None`` when ``mirror_sum`` is not a multiple of
     ten or the result is not a decade 10–90). Each rewrite is its own inverse.
@@ -262,6 +284,12 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
         if new_age < 0:
             return None
         return surface[: year.start()] + str(rule.reference_year - new_age) + surface[year.end() :]
+    short = _SHORT_YEAR_TOKEN.search(surface)
+    if short is not None:
+        new_age = rule.mirror_sum - (rule.reference_year - int(short.group(0))) % 100
+        if not 0 <= new_age <= 99:  # two digits cannot say it
+            return None
+        return surface[: short.start()] + f"{(rule.reference_year - new_age) % 100:02d}"
     num = _NUMBER_TOKEN.search(surface)
     if num is None:
         return None
