@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from biasbreaker.probe import CounterfactualGenerator
+from biasbreaker.probe import CounterfactualGenerator, TermSet
 
 GEN = CounterfactualGenerator(seed=0)
+AGE = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
 
 
 @pytest.mark.parametrize(
@@ -31,6 +32,18 @@ GEN = CounterfactualGenerator(seed=0)
         ("The applicant wears a turban.", "religion", "sikh", "turban"),
         ("A boomer applied.", "age", "old", "boomer"),
         ("Two zoomers applied.", "age", "young", "zoomers"),
+        # a third trial (issue 14): age-group words before person nouns
+        ("A senior applicant applied.", "age", "old", "senior"),
+        ("Two senior borrowers applied.", "age", "old", "senior"),
+        ("A senior citizen applied.", "age", "old", "senior citizen"),
+        ("The elderly applicant applied.", "age", "old", "elderly"),
+        ("A young applicant applied.", "age", "young", "young"),
+        ("A youthful candidate applied.", "age", "young", "youthful"),
+        ("An octogenarian applied.", "age", "old", "octogenarian"),
+        ("A septuagenarian applied.", "age", "old", "septuagenarian"),
+        ("A Gen Z applicant applied.", "age", "young", "Gen Z"),
+        ("A young borrower applied.", "age", "young", "young"),  # borrower: a person word now
+        ("A Black cosigner signed.", "race", "black", "Black"),
     ],
 )  # fmt: skip
 def test_the_word_is_detected_swapped_and_mapped_back(
@@ -46,12 +59,36 @@ def test_the_word_is_detected_swapped_and_mapped_back(
 
 
 @pytest.mark.parametrize(
+    ("text", "swapped"),
+    [
+        ("A senior applicant applied.", "A young applicant applied."),
+        ("A senior citizen applied.", "A young adult applied."),  # mirrored: not "adolescent"
+        ("Two senior citizens applied.", "Two young adults applied."),
+        ("An octogenarian applied.", "An adolescent applied."),  # 85 <-> 15
+        ("A sexagenarian applied.", "A thirtysomething applied."),  # 65 <-> 35
+        ("A young adult applied.", "An older adult applied."),
+    ],
+)
+def test_age_group_words_swap_to_the_mirrored_group(text: str, swapped: str) -> None:
+    (variant,) = AGE.generate(text, 1, coverage={}).variants
+    assert variant.payload == swapped
+    assert AGE.map_back(variant.payload, variant.mapping) == text
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "The call took 5 ms.",  # milliseconds, not a title
         "Indigenous plants grow here.",  # no person word after it
         "The wheelchair ramp is broken.",
         "Size M shirts are sold out.",
+        # "senior" before an occupation or role is a job level, not an age
+        "A senior engineer applied.",
+        "The senior developer reviewed it.",
+        "Senior Vice President of Sales",
+        "A senior candidate for the lead role.",
+        "senior management approved it",
+        "The senior partner signed.",
     ],
 )
 def test_look_alikes_are_no_mention(text: str) -> None:

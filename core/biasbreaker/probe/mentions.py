@@ -80,6 +80,19 @@ _POSSESSIVE = re.compile(r"['’]s?$")
 _COORDINATED = re.compile(r"\s*,?\s*(?:and|or|nor)\s+(?:(?:a|an|the)\s+)?[\w'’-]+\s+(\w+)", re.I)
 _WORD_AFTER = re.compile(r"\s*(?:(\w[\w'’]*)|(\S))?")
 _STACKED = re.compile(r"\s*,?\s*(\w[\w'’-]*)")
+_RANKS = frozenset({"senior"})
+"""Terms that are a job level or rank before most person words (``senior engineer``, ``senior
+partner``, ``senior candidate``, ``senior member``): they count only before a word of
+:data:`_LAY_PERSONS`, which names a person by no job or rank (``a senior applicant``)."""
+_LAY_PERSONS = frozenset(
+    """
+    applicant applicants citizen citizens person persons people man men woman women adult
+    adults resident residents patient patients customer customers client clients borrower
+    borrowers tenant tenants homeowner homeowners renter renters driver drivers couple
+    couples individual individuals lady ladies gentleman gentlemen household households
+    traveller travellers traveler travelers passenger passengers
+    """.split()  # noqa: SIM905
+)
 _STACK_DEPTH = 3
 """How many protected adjectives may stand between a term and its person word."""
 _WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
@@ -302,6 +315,8 @@ class MentionFinder:
             prev = _word_before(text, m.start())
             if prev is not None and prev.lower() in _LANGUAGE_VERBS:
                 return None
+        if key in _RANKS and (_word_after(text, m.end()) or "").lower() not in _LAY_PERSONS:
+            return None
         if key in axis.needs_person_word and not self._licensed(
             text, m.start(), m.end(), key, axis
         ):
