@@ -11,6 +11,7 @@ from biasbreaker.probe import CounterfactualGenerator, TermSet
 
 GEN = CounterfactualGenerator(seed=0)
 AGE = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
+GENDER = CounterfactualGenerator(TermSet.load(axes=["gender"]), seed=0)
 
 
 @pytest.mark.parametrize(
@@ -44,6 +45,18 @@ AGE = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("A Gen Z applicant applied.", "age", "young", "Gen Z"),
         ("A young borrower applied.", "age", "young", "young"),  # borrower: a person word now
         ("A Black cosigner signed.", "race", "black", "Black"),
+        # sex codes in form-like text: after a sex/gender label, or in brackets after a person
+        ("Applicant (F) applied.", "gender", "female", "F"),
+        ("Applicant (M) applied.", "gender", "male", "M"),
+        ("Sex: F", "gender", "female", "F"),
+        ("Gender: M", "gender", "male", "M"),
+        ("sex=female", "gender", "female", "female"),
+        ("gender=f; income 40k", "gender", "female", "f"),
+        ("The applicant (F, 63) asked.", "gender", "female", "F"),
+        ("Smith (63/M) applied.", "gender", "male", "M"),
+        # pregnancy-related leave: maternity <-> paternity
+        ("She is on maternity leave.", "gender", "female", "maternity"),
+        ("He took paternity leave.", "gender", "male", "paternity"),
     ],
 )  # fmt: skip
 def test_the_word_is_detected_swapped_and_mapped_back(
@@ -76,6 +89,20 @@ def test_age_group_words_swap_to_the_mirrored_group(text: str, swapped: str) -> 
 
 
 @pytest.mark.parametrize(
+    ("text", "swapped"),
+    [
+        ("Applicant (F), Sex: F, gender=f", "Applicant (M), Sex: M, gender=m"),
+        ("The applicant (F, 63)", "The applicant (M, 63)"),
+        ("She is on maternity leave.", "He is on paternity leave."),
+    ],
+)
+def test_sex_codes_swap_in_their_case(text: str, swapped: str) -> None:
+    (variant,) = GENDER.generate(text, 1, coverage={}).variants
+    assert variant.payload == swapped
+    assert GENDER.map_back(variant.payload, variant.mapping) == text
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "The call took 5 ms.",  # milliseconds, not a title
@@ -89,6 +116,12 @@ def test_age_group_words_swap_to_the_mirrored_group(text: str, swapped: str) -> 
         "A senior candidate for the lead role.",
         "senior management approved it",
         "The senior partner signed.",
+        # a lone letter is an initial, a size, a mark or a unit unless it is coded
+        "M. Dupont signed.",
+        "Size (M) shirts are sold out.",
+        "Grade (F) in maths.",
+        "The rod is 5 m long.",
+        "Vitamin F oil",
     ],
 )
 def test_look_alikes_are_no_mention(text: str) -> None:

@@ -93,6 +93,11 @@ _LAY_PERSONS = frozenset(
     traveller travellers traveler travelers passenger passengers
     """.split()  # noqa: SIM905
 )
+_CODE_LABEL = re.compile(r"\b(?:sex|gender)\s*[:=]\s*$", re.IGNORECASE)
+_CODE_OPEN = re.compile(r"([^\W\d_][\w'’-]*)\.?\s*\(\s*(?:\d{1,3}\s*[,/]\s*)?$")
+_CODE_CLOSE = re.compile(r"\s*(?:\)|[,/]\s*\d{1,3}\s*\))")
+_NOT_CODED = frozenset({"size", "grade", "type", "class", "plan", "option", "part", "section"})
+"""Capitalised words whose bracketed letter is a size, mark or option (``Size (M)``)."""
 _STACK_DEPTH = 3
 """How many protected adjectives may stand between a term and its person word."""
 _WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
@@ -315,6 +320,8 @@ class MentionFinder:
             prev = _word_before(text, m.start())
             if prev is not None and prev.lower() in _LANGUAGE_VERBS:
                 return None
+        if len(key) == 1 and not self._coded(text, m.start(), m.end()):
+            return None
         if key in _RANKS and (_word_after(text, m.end()) or "").lower() not in _LAY_PERSONS:
             return None
         if key in axis.needs_person_word and not self._licensed(
@@ -322,6 +329,25 @@ class MentionFinder:
         ):
             return None
         return Hit(m.start(), m.end(), surface, "term", axis.name, groups)
+
+    def _coded(self, text: str, start: int, end: int) -> bool:
+        """Whether a one-letter form at ``text[start:end]`` (``F``, ``M``) is a person's code.
+
+        Yes after a ``sex``/``gender`` label (``Sex: F``, ``gender=m``), or in brackets, alone or
+        beside an age, after a person word or a capitalised word (``Applicant (F)``,
+        ``Mary Smith (F, 63)``, ``Smith (63/M)``) that is not one of :data:`_NOT_CODED`.
+        Anywhere else a letter is an initial, a size or a unit (``M. Dupont``, ``Size M``).
+        """
+        before = text[max(0, start - 40) : start]
+        if _CODE_LABEL.search(before):
+            return True
+        m = _CODE_OPEN.search(before)
+        if m is None or not _CODE_CLOSE.match(text, end):
+            return False
+        word = m.group(1).lower()
+        if word in self.terms.person_words:
+            return True
+        return m.group(1)[:1].isupper() and word not in _NOT_CODED
 
     def _licensed(self, text: str, start: int, end: int, key: str, axis: Axis) -> bool:
         """Whether a context-dependent term at ``text[start:end]`` refers to people.
