@@ -126,3 +126,25 @@ def test_sex_codes_swap_in_their_case(text: str, swapped: str) -> None:
 )
 def test_look_alikes_are_no_mention(text: str) -> None:
     assert GEN.generate(text, 4).status == "not_applicable"
+
+
+@pytest.mark.parametrize(
+    ("text", "surface"),
+    [
+        ("She is pregnant.", "pregnant"),
+        ("Due to her pregnancy she needs leave.", "pregnancy"),
+        ("A PREGNANT applicant", "PREGNANT"),
+        ("She is expecting a baby in May.", "expecting a baby"),
+    ],
+)
+def test_pregnancy_has_no_counterfactual_and_is_found_to_be_held(text: str, surface: str) -> None:
+    """Before, "She is pregnant." became "He is pregnant." (issue 14): no sound variant."""
+    assert GEN.unswappable(text) == (((), "gender", surface),)
+    assert GEN.unswappable({"note": text}) == ((("note",), "gender", surface),)
+
+
+def test_pregnancy_is_held_only_where_gender_is_probed() -> None:
+    assert AGE.unswappable("She is pregnant.") == ()
+    assert GEN.unswappable("The impregnable fortress; a pregnant pause?") == (
+        ((), "gender", "pregnant"),
+    )  # a word, not a sense: "a pregnant pause" is held too (a false hold, never a miss)

@@ -31,6 +31,7 @@ __all__ = [
     "literal_regex",
     "non_overlapping",
     "norm",
+    "unswappable_reason",
 ]
 
 # Words after which a pronoun or adjective-noun ambiguous form stands alone (not before a noun).
@@ -80,6 +81,18 @@ _POSSESSIVE = re.compile(r"['’]s?$")
 _COORDINATED = re.compile(r"\s*,?\s*(?:and|or|nor)\s+(?:(?:a|an|the)\s+)?[\w'’-]+\s+(\w+)", re.I)
 _WORD_AFTER = re.compile(r"\s*(?:(\w[\w'’]*)|(\S))?")
 _STACKED = re.compile(r"\s*,?\s*(\w[\w'’-]*)")
+UNSWAPPABLE: Mapping[str, re.Pattern[str]] = {
+    "gender": re.compile(
+        r"(?<![\w-])(?:pregnan(?:t|cy|cies)|expecting\s+(?:a\s+)?(?:baby|child))(?![\w-])",
+        re.IGNORECASE,
+    ),
+}
+"""Axis → the words of a characteristic protected under that axis that no variant can swap.
+Pregnancy is sex discrimination (US Pregnancy Discrimination Act of 1978, 42 U.S.C. §
+2000e(k)), but a variant of another sex cannot stay pregnant, and one that drops the word is
+no longer the same applicant in another group: no sound counterfactual exists, so an input
+naming it is held (:meth:`MentionFinder.unswappable`). ``maternity``/``paternity`` (leave) is
+a gender term pair and swaps."""
 _RANKS = frozenset({"senior"})
 """Terms that are a job level or rank before most person words (``senior engineer``, ``senior
 partner``, ``senior candidate``, ``senior member``): they count only before a word of
@@ -235,6 +248,20 @@ class MentionFinder:
                     if note.split(" ", 1)[0] in axis_names:
                         notes.setdefault(note, None)
         return tuple(notes)
+
+    def unswappable(self, payload: Any) -> tuple[tuple[Path, str, str], ...]:
+        """The mentions of the configured axes that no variant can swap (:data:`UNSWAPPABLE`).
+
+        Returns:
+            ``(path, axis, surface)`` per mention, in payload then text order.
+        """
+        patterns = [(a.name, UNSWAPPABLE[a.name]) for a in self.axes if a.name in UNSWAPPABLE]
+        return tuple(
+            (path, axis, m.group(0))
+            for path, text in leaves(payload)
+            for axis, pattern in patterns
+            for m in pattern.finditer(text)
+        )
 
     def _full_names(self) -> Mapping[str, NameInfo]:
         book = self.terms.names
@@ -415,6 +442,21 @@ class MentionFinder:
             ):
                 return True
         return False
+
+
+def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
+    """The hold reason for :meth:`MentionFinder.unswappable`'s mentions."""
+    shown = ", ".join(
+        f"{surface!r} in {'.'.join(str(p) for p in path) or 'the input'} ({axis})"
+        for path, axis, surface in found
+    )
+    return (
+        f"the probe cannot make a counterfactual of {shown}: pregnancy is protected as sex "
+        "(US Pregnancy Discrimination Act), but a variant of another sex cannot stay pregnant "
+        "and one without it is not the same applicant. Leave it out of what the step sees, or "
+        "set probe=False for this step and review its outputs (docs/detection.md, "
+        "'Pregnancy')"
+    )
 
 
 def _in_place_name(text: str, start: int, end: int) -> bool:
