@@ -90,6 +90,15 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("a woman of sixty-three, retired", "old", "a woman of thirty-seven, retired"),
         ("At 63, she applied.", "old", "At 37, she applied."),
         ("At the age of 24, he", "young", "At the age of 76, he"),
+        ("aged 65+", "old", "aged ≤35"),  # "35+" would still hold the old
+        ("Age group: 65+", "old", "Age group: ≤35"),
+        ("Age: ≤ 35", "young", "Age: 65 +"),  # the spacing moves with the sign
+        ("Applicant age - 63", "old", "Applicant age - 37"),
+        ("Age (years): 63", "old", "Age (years): 37"),
+        ("She is now 63.", "old", "She is now 37."),
+        ("He just turned 70.", "old", "He just turned 30."),
+        ("Turning 65 next month, she", "old", "Turning 35 next month, she"),
+        ("Mary Smith (sixty-three) applied", "old", "Mary Smith (thirty-seven) applied"),
         # a first match out of context (or out of range) does not stop the search
         ("The score is over 60; applicants over 60 are denied.", "old",
          "The score is over 60; applicants under 40 are denied."),
@@ -138,6 +147,8 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "She has 10 yrs experience.",
         "$63,000 and 63% of it",
         "She was aged zero.",  # no mirror in words (100)
+        "65+ applications arrived",  # "+" is read after an age label only
+        "turning 90 degrees",
         # dates that are no birth date, counts after a name or a person noun, times
         "Meeting on 4/2/61",
         "Invoice 4/2/61 paid",
@@ -213,3 +224,17 @@ def test_a_birth_year_is_read_against_the_fixed_reference_year() -> None:
     assert [d.groups for d in GEN.detect("born in 1986")] == [("young",)]
     assert [d.groups for d in GEN.detect("born in 1964")] == [("old",)]
     assert GEN.detect("born in 1975") == ()
+
+
+def test_the_pronoun_of_a_decade_moves_with_the_person() -> None:
+    """Before, "a woman in her sixties" became "a man in her sixties": the age surface held the
+    pronoun, so the gender variant could not reach it."""
+    gen = CounterfactualGenerator(TermSet.load(axes=["gender", "age"]), seed=0)
+    for text, gender, age in [
+        ("a woman in her sixties", "a man in his sixties", "a woman in her thirties"),
+        ("He is in his late 60s.", "She is in her late 60s.", "He is in his early 30s."),
+    ]:
+        variants = {v.mapping.axis: v for v in gen.generate(text, 2, coverage={}).variants}
+        assert variants["gender"].payload == gender and variants["age"].payload == age
+        for v in variants.values():
+            assert gen.map_back(v.payload, v.mapping) == text

@@ -94,9 +94,10 @@ _PERSON_BEFORE = (
     rf"ones|{_PERSON_NOUNS}|she|he|they|who|i)(?:\s+{_COPULA})?"
     r"\s+(?:(?:aged|age|who\s+(?:is|are))\s+)?$"
 )
+_ADVERB = r"(?:(?:just|now|recently|already)\s+)?"
 _SUBJECT_BEFORE = (
-    rf"(?:(?:\b(?:she|he|who|i|{_PERSON_NOUNS})|(?-i:\b[A-Z][^\W\d_]+))\s+"
-    r"(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+$"
+    rf"(?:(?:\b(?:she|he|who|i|{_PERSON_NOUNS})|(?-i:\b[A-Z][^\W\d_]+))\s+{_ADVERB}"
+    rf"(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+{_ADVERB}$"
 )
 _OF_BEFORE = rf"\b(?:{_PERSON_NOUNS}|person|lady|gentleman|men|women|people)\s+$"
 _NAME_BEFORE = rf"(?:^|[^\w'’-])(?:[A-Z][^\W\d_]*\.?|(?i:{_PERSON_NOUNS}))$"
@@ -134,6 +135,10 @@ def _form(
 
 
 _BOUND = r"(?:over|under|above|below)"
+_AGE_LABEL = r"(?:\s+(?:group|band|range|bracket))?(?:\s*\((?:years?|yrs)\))?"
+_AGE_SEP = r"(?:\s*[:=]\s*|\s+-\s+|\s+)"
+_DECADE = rf"(?:(?:early|mid|late)[\s-]+)?(?:{_DECADE_WORDS}|[1-9]0['’]?s)"
+_DECADE_SURFACE = re.compile(rf"(?:in\s+\w+\s+)?{_DECADE}", re.IGNORECASE)
 _YEARS_OLD = r"(?:\s+years?(?:\s+old)?)?"
 _DATE_AFTER_YEAR = r"(?:[-/.]\d{1,2}[-/.]\d{1,2})?"
 _DOB = r"(?:DOB|D\.O\.B\.?|date\s+of\s+birth|birth\s*date|birthday)"
@@ -150,20 +155,22 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("y/o", rf"(?<![\w.-])\d{{1,3}}(?:\s*(?:y/o|y\.o\.|yo)|(?:\s*-\s*|\s*)yrs?\.?"
           rf"(?:(?:\s*-\s*|\s+)old|{_CLAUSE_END})){_END}"),
     _form("b.", rf"(?<!\w)\(b\.\s*(?:{_YEAR}|{_SHORT_YEAR})(?=\))"),
-    _form("aged", rf"(?<![\w-])(?:aged|age)(?:\s*[:=]\s*|\s+){_NUM}(?:\s+years?)?(?![\w-]|[.,]\d)"),
+    _form("aged", rf"(?<![\w-])(?:aged|age{_AGE_LABEL}){_AGE_SEP}(?:≤\s*)?{_NUM}"
+          r"(?:\s*\+|\s+years?)?(?![\w-]|[.,]\d)"),
     _form("than", rf"(?<![\w-])(?:older|younger)\s+than\s+{_NUM}{_YEARS_OLD}{_END}"),
     _form("the age of", rf"(?<![\w-]){_BOUND}\s+the\s+age\s+of\s+{_NUM}{_END}"),
     _form("or older", rf"(?<![\w.-]){_NUM}(?:\s+years?)?\s+(?:or|and)\s+(?:older|younger){_END}"),
     _form("over", rf"(?<![\w-]){_BOUND}\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _PERSON_BEFORE),
-    _form("decade", rf"(?<![\w-])in\s+(?:his|her|their|my|your)\s+(?:(?:early|mid|late)[\s-]+)?"
-          rf"(?:{_DECADE_WORDS}|[1-9]0['’]?s){_END}"),
+    _form("decade", rf"(?<![\w-]){_DECADE}{_END}", r"(?<![\w-])in\s+(?:his|her|their|my|your)\s+$"),
     _form("is", rf"{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _SUBJECT_BEFORE),
     _form("appositive", rf",\s*{_NUM}{_YEARS_OLD}(?:(?=\s*[,;)]|\.(?:\s|$))|{_VERB_AFTER})",
           _NAME_BEFORE, case=True, minimum=16),
     _form("of", rf"(?<![\w-])of\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _OF_BEFORE),
     _form("at", rf"(?<![\w-])at\s+(?:the\s+age\s+of\s+|age\s+)?{_NUM}\s*,"
           rf"(?=\s*(?:she|he|they|I|we)\b)", minimum=16),
-    _form("in brackets", r"\s*\(\d{1,3}(?:\)|(?=\s*[,;]))", _NAME_BEFORE, case=True, minimum=16),
+    _form("in brackets", rf"\s*\((?:\d{{1,3}}|{_WORDS})(?:\)|(?=\s*[,;]))", _NAME_BEFORE, case=True,
+          minimum=16),
+    _form("turning", rf"(?<![\w-])turning\s+{_NUM}{_CLAUSE_END}", minimum=16),
 )  # fmt: skip
 """The age forms, in the order they are tried (earlier forms win at the same text)."""
 
@@ -227,7 +234,7 @@ def age_of(surface: str, rule: NumericAge) -> int | None:
     a decade ``D`` is ``D + 5`` (``early`` ``D + 2``, ``late`` ``D + 8``).
     """
     dec = _DECADE_TOKEN.search(surface)
-    if dec is not None and re.match(r"in\s", surface, re.IGNORECASE):
+    if dec is not None and _DECADE_SURFACE.fullmatch(surface):
         half = _HALF.search(surface)
         return _decade(dec) + _HALF_YEAR[half.group(1).lower() if half else "mid"]
     year = _YEAR_TOKEN.search(surface)
@@ -263,12 +270,12 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
     An age ``n`` becomes ``mirror_sum − n`` in the surface's own style (digits or words); a
     birth year becomes the year of the mirrored age (in two digits when it had two, ``None``
     when the mirrored age is not 0–99); a bound's direction flips (``over 60`` ↔
-    ``under 40``); a decade ``D`` becomes ``mirror_sum − D − 10`` with ``early`` ↔ ``late``
-    (``in her sixties`` ↔ ``in her thirties``; ``None`` when ``mirror_sum`` is not a multiple of
-    ten or the result is not a decade 10–90). Each rewrite is its own inverse.
+    ``under 40``, ``aged 65+`` ↔ ``aged ≤35``); a decade ``D`` becomes ``mirror_sum − D − 10``
+    with ``early`` ↔ ``late`` (``sixties`` ↔ ``thirties``; ``None`` when ``mirror_sum`` is not a
+    multiple of ten or the result is not a decade 10–90). Each rewrite is its own inverse.
     """
     dec = _DECADE_TOKEN.search(surface)
-    if dec is not None and re.match(r"in\s", surface, re.IGNORECASE):
+    if dec is not None and _DECADE_SURFACE.fullmatch(surface):
         new_decade = rule.mirror_sum - _decade(dec) - 10
         if rule.mirror_sum % 10 or not 10 <= new_decade <= 90:
             return None
@@ -304,7 +311,13 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
         if new > 99:
             return None
         text = _styled(token, number_words(new, hyphen=" " if " " in token.strip() else "-"))
-    out = surface[: num.start()] + text + surface[num.end() :]
+    head, tail = surface[: num.start()], surface[num.end() :]
+    plus, at_most = re.match(r"(\s*)\+", tail), re.search(r"≤(\s*)$", head)
+    if plus is not None:  # "65+" <-> "≤35": the bound's direction flips, spacing kept
+        head, tail = head + "≤" + plus.group(1), tail[plus.end() :]
+    elif at_most is not None:
+        head, tail = head[: at_most.start()], at_most.group(1) + "+" + tail
+    out = head + text + tail
     return _DIRECTION.sub(lambda d: _styled(d.group(1), _FLIP[d.group(1).lower()]), out)
 
 
