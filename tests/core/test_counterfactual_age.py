@@ -99,6 +99,13 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("He just turned 70.", "old", "He just turned 30."),
         ("Turning 65 next month, she", "old", "Turning 35 next month, she"),
         ("Mary Smith (sixty-three) applied", "old", "Mary Smith (thirty-seven) applied"),
+        ("her 63rd birthday", "old", "her 37th birthday"),
+        ("his 21st birthday", "young", "his 79th birthday"),
+        ("the 88th birthday", "old", "the 12th birthday"),
+        # a decade of birth is read from its first year (the 1960s: 56-65, so old)
+        ("born in the 1950s", "old", "born in the 2000s"),
+        ("Born in the ’60s, she", "old", "Born in the ’90s, she"),
+        ("born in the 90s", "young", "born in the 60s"),
         # a first match out of context (or out of range) does not stop the search
         ("The score is over 60; applicants over 60 are denied.", "old",
          "The score is over 60; applicants under 40 are denied."),
@@ -149,6 +156,8 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "She was aged zero.",  # no mirror in words (100)
         "65+ applications arrived",  # "+" is read after an age label only
         "turning 90 degrees",
+        "on the 63rd floor",
+        "the 1960s were loud",
         # dates that are no birth date, counts after a name or a person noun, times
         "Meeting on 4/2/61",
         "Invoice 4/2/61 paid",

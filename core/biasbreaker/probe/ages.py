@@ -144,11 +144,15 @@ _DATE_AFTER_YEAR = r"(?:[-/.]\d{1,2}[-/.]\d{1,2})?"
 _DOB = r"(?:DOB|D\.O\.B\.?|date\s+of\s+birth|birth\s*date|birthday)"
 _SHORT_YEAR = r"(?:\d{1,2}[-/.]\d{1,2}[-/.]|['’])\d{2}(?!\d)"
 """A birth year in two digits: after a day and month (``4/2/61``) or an apostrophe (``'61``)."""
+_BIRTH_DECADE = rf"the\s+(?:{_YEAR}|['’]?\d0)s"
+"""A decade of birth (``the 1960s``, ``the '60s``), read as its first year."""
 _BIRTH_YEAR = rf"(?:{_DATE_BEFORE_YEAR}?{_YEAR}{_DATE_AFTER_YEAR}|{_SHORT_YEAR})"
 
 AGE_FORMS: tuple[AgeForm, ...] = (
     _form("date of birth", rf"(?<![\w.-]){_DOB}\s*[:=-]?\s*{_BIRTH_YEAR}{_END}"),
-    _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?{_BIRTH_YEAR}(?![\w-]|[.,]\d)"),
+    _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?(?:{_BIRTH_YEAR}|{_BIRTH_DECADE})"
+          r"(?![\w-]|[.,]\d)"),
+    _form("birthday", rf"(?<![\w-])\d{{1,3}}(?:st|nd|rd|th)\s+birthday{_END}"),
     _form("years old", rf"(?<![\w.-]){_NUM}(?:\s*-\s*|\s+)years?(?:\s*-\s*|\s+)"
           rf"(?:old|young){_END}"),
     _form("years of age", rf"(?<![\w.-]){_NUM}\s+years?\s+of\s+age{_END}"),
@@ -175,7 +179,9 @@ AGE_FORMS: tuple[AgeForm, ...] = (
 """The age forms, in the order they are tried (earlier forms win at the same text)."""
 
 _YEAR_TOKEN = re.compile(r"(?<!\d)\d{4}(?!\d)")
-_SHORT_YEAR_TOKEN = re.compile(r"(?<=[-/.'’])\d{2}$")
+_SHORT_YEAR_TOKEN = re.compile(r"(?<!\d)\d{2}(?=s?$)")
+_BIRTH_LABEL = re.compile(r"\(?(?:born|DOB|D\.O\.B|date|birth|b\.)", re.IGNORECASE)
+_ORDINAL = re.compile(r"(?:st|nd|rd|th)(?=\s)", re.IGNORECASE)
 _NUMBER_TOKEN = re.compile(
     rf"(?<![\w-])(?:\d{{1,3}}(?!\d)(?!['’]?s\b)|{_WORDS}(?!\w)(?!-(?:{'|'.join(_UNITS[1:])})\b))",
     re.IGNORECASE,
@@ -213,6 +219,13 @@ def number_words(n: int, *, hyphen: str = "-") -> str:
     return _TENS[tens] + (hyphen + _UNITS[unit] if unit else "")
 
 
+def _ordinal_suffix(n: int) -> str:
+    """The English ordinal suffix of ``n``: ``st``, ``nd``, ``rd`` or ``th`` (``11th``)."""
+    if n % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
 def _word_value(token: str) -> int:
     parts = re.split(r"[-\s]+", token.lower())
     return sum(_WORD_VALUE[p] for p in parts)
@@ -240,7 +253,7 @@ def age_of(surface: str, rule: NumericAge) -> int | None:
     year = _YEAR_TOKEN.search(surface)
     if year is not None:
         return rule.reference_year - int(year.group(0))
-    short = _SHORT_YEAR_TOKEN.search(surface)
+    short = _SHORT_YEAR_TOKEN.search(surface) if _BIRTH_LABEL.match(surface) else None
     if short is not None:
         return (rule.reference_year - int(short.group(0))) % 100
     num = _NUMBER_TOKEN.search(surface)
@@ -291,12 +304,13 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
         if new_age < 0:
             return None
         return surface[: year.start()] + str(rule.reference_year - new_age) + surface[year.end() :]
-    short = _SHORT_YEAR_TOKEN.search(surface)
+    short = _SHORT_YEAR_TOKEN.search(surface) if _BIRTH_LABEL.match(surface) else None
     if short is not None:
         new_age = rule.mirror_sum - (rule.reference_year - int(short.group(0))) % 100
         if not 0 <= new_age <= 99:  # two digits cannot say it
             return None
-        return surface[: short.start()] + f"{(rule.reference_year - new_age) % 100:02d}"
+        new_year = f"{(rule.reference_year - new_age) % 100:02d}"
+        return surface[: short.start()] + new_year + surface[short.end() :]
     num = _NUMBER_TOKEN.search(surface)
     if num is None:
         return None
@@ -312,6 +326,8 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
             return None
         text = _styled(token, number_words(new, hyphen=" " if " " in token.strip() else "-"))
     head, tail = surface[: num.start()], surface[num.end() :]
+    if token.isdigit() and _ORDINAL.match(tail):  # "63rd birthday" <-> "37th birthday"
+        tail = _styled(tail[:2], _ordinal_suffix(new)) + tail[2:]
     plus, at_most = re.match(r"(\s*)\+", tail), re.search(r"≤(\s*)$", head)
     if plus is not None:  # "65+" <-> "≤35": the bound's direction flips, spacing kept
         head, tail = head + "≤" + plus.group(1), tail[plus.end() :]
