@@ -106,6 +106,8 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("born in the 1950s", "old", "born in the 2000s"),
         ("Born in the ’60s, she", "old", "Born in the ’90s, she"),
         ("born in the 90s", "young", "born in the 60s"),
+        ("a discount for the over-60s", "old", "a discount for the under-40s"),
+        ("Under-25's are approved", "young", "Over-75's are approved"),
         # a first match out of context (or out of range) does not stop the search
         ("The score is over 60; applicants over 60 are denied.", "old",
          "The score is over 60; applicants under 40 are denied."),
@@ -182,7 +184,7 @@ def test_what_is_no_age_mention(text: str) -> None:
         ("60 or older", 60), ("in her sixties", 65), ("in her early 60s", 62),
         ("in her late sixties", 68), ("in his teens", 15), ("aged ninety-nine", 99),
         ("born in 1958", 67), ("DOB: 04/12/1958", 67), ("over 65", 66), ("under 35", 34),
-        ("DOB 4/2/61", 64), ("born '26", 99), ("born '25", 0), ("DOB 1/1/00", 25),
+        ("over-60s", 61), ("under-25s", 24), ("DOB 4/2/61", 64), ("born '26", 99), ("born '25", 0), ("DOB 1/1/00", 25),
     ],
 )  # fmt: skip
 def test_the_age_a_surface_states(text: str, age: int) -> None:
@@ -207,6 +209,7 @@ def test_each_mirror_is_its_own_inverse_in_its_own_style() -> None:
     assert age_of("aged 20s", rule) is None
     assert mirrored_age("born in 1924", rule) is None  # 101: beyond the mirror
     assert mirrored_age("aged 101", rule) is None
+    assert mirrored_age("over-101s", rule) is None
     for yy in range(100):  # two-digit birth years stay two digits and map back
         once = mirrored_age(f"DOB 4/2/{yy:02d}", rule)
         if once is None:

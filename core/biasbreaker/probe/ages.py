@@ -165,6 +165,7 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("the age of", rf"(?<![\w-]){_BOUND}\s+the\s+age\s+of\s+{_NUM}{_END}"),
     _form("or older", rf"(?<![\w.-]){_NUM}(?:\s+years?)?\s+(?:or|and)\s+(?:older|younger){_END}"),
     _form("over", rf"(?<![\w-]){_BOUND}\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _PERSON_BEFORE),
+    _form("over-60s", r"(?<![\w-])(?:over|under)-\d{1,3}['’]?s(?![\w-])"),
     _form("decade", rf"(?<![\w-]){_DECADE}{_END}", r"(?<![\w-])in\s+(?:his|her|their|my|your)\s+$"),
     _form("is", rf"{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _SUBJECT_BEFORE),
     _form("appositive", rf",\s*{_NUM}{_YEARS_OLD}(?:(?=\s*[,;)]|\.(?:\s|$))|{_VERB_AFTER})",
@@ -181,6 +182,7 @@ AGE_FORMS: tuple[AgeForm, ...] = (
 _YEAR_TOKEN = re.compile(r"(?<!\d)\d{4}(?!\d)")
 _SHORT_YEAR_TOKEN = re.compile(r"(?<!\d)\d{2}(?=s?$)")
 _BIRTH_LABEL = re.compile(r"\(?(?:born|DOB|D\.O\.B|date|birth|b\.)", re.IGNORECASE)
+_GROUP_BOUND = re.compile(r"(over|under)-(\d{1,3})(['’]?s)", re.IGNORECASE)
 _ORDINAL = re.compile(r"(?:st|nd|rd|th)(?=\s)", re.IGNORECASE)
 _NUMBER_TOKEN = re.compile(
     rf"(?<![\w-])(?:\d{{1,3}}(?!\d)(?!['’]?s\b)|{_WORDS}(?!\w)(?!-(?:{'|'.join(_UNITS[1:])})\b))",
@@ -246,6 +248,9 @@ def age_of(surface: str, rule: NumericAge) -> int | None:
     ``n + 1``, ``under``/``below``/``younger than n`` is ``n − 1`` (``n or older`` is ``n``);
     a decade ``D`` is ``D + 5`` (``early`` ``D + 2``, ``late`` ``D + 8``).
     """
+    group = _GROUP_BOUND.fullmatch(surface)
+    if group is not None:
+        return int(group.group(2)) + (1 if group.group(1).lower() == "over" else -1)
     dec = _DECADE_TOKEN.search(surface)
     if dec is not None and _DECADE_SURFACE.fullmatch(surface):
         half = _HALF.search(surface)
@@ -287,6 +292,12 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
     with ``early`` ↔ ``late`` (``sixties`` ↔ ``thirties``; ``None`` when ``mirror_sum`` is not a
     multiple of ten or the result is not a decade 10–90). Each rewrite is its own inverse.
     """
+    group = _GROUP_BOUND.fullmatch(surface)
+    if group is not None:
+        if int(group.group(2)) > rule.mirror_sum:
+            return None
+        flipped = _styled(group.group(1), _FLIP[group.group(1).lower()])
+        return f"{flipped}-{rule.mirror_sum - int(group.group(2))}{group.group(3)}"
     dec = _DECADE_TOKEN.search(surface)
     if dec is not None and _DECADE_SURFACE.fullmatch(surface):
         new_decade = rule.mirror_sum - _decade(dec) - 10
