@@ -108,6 +108,14 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("born in the 90s", "young", "born in the 60s"),
         ("a discount for the over-60s", "old", "a discount for the under-40s"),
         ("Under-25's are approved", "young", "Over-75's are approved"),
+        # age ranges: each end mirrored, the ends trading places; the age is the middle
+        ("Age group: 18-24", "young", "Age group: 76-82"),
+        ("Age range: 25–34", "young", "Age range: 66–75"),
+        ("aged between 60 and 70", "old", "aged between 30 and 40"),
+        ("ages 65 to 74", "old", "ages 26 to 35"),
+        # "aged 65" gave "aged 35 and older", still the old: the bound is part of the age
+        ("aged 65 and older", "old", "aged 35 and younger"),
+        ("aged 65 years or older", "old", "aged 35 years or younger"),
         # a first match out of context (or out of range) does not stop the search
         ("The score is over 60; applicants over 60 are denied.", "old",
          "The score is over 60; applicants under 40 are denied."),
@@ -159,6 +167,8 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "65+ applications arrived",  # "+" is read after an age label only
         "turning 90 degrees",
         "on the 63rd floor",
+        "Age group: 55-64",  # middle 59: between the bands
+        "aged 70-60",  # no range
         "the 1960s were loud",
         # dates that are no birth date, counts after a name or a person noun, times
         "Meeting on 4/2/61",
@@ -184,7 +194,7 @@ def test_what_is_no_age_mention(text: str) -> None:
         ("60 or older", 60), ("in her sixties", 65), ("in her early 60s", 62),
         ("in her late sixties", 68), ("in his teens", 15), ("aged ninety-nine", 99),
         ("born in 1958", 67), ("DOB: 04/12/1958", 67), ("over 65", 66), ("under 35", 34),
-        ("over-60s", 61), ("under-25s", 24), ("DOB 4/2/61", 64), ("born '26", 99), ("born '25", 0), ("DOB 1/1/00", 25),
+        ("Age: 18-24", 21), ("over-60s", 61), ("under-25s", 24), ("DOB 4/2/61", 64), ("born '26", 99), ("born '25", 0), ("DOB 1/1/00", 25),
     ],
 )  # fmt: skip
 def test_the_age_a_surface_states(text: str, age: int) -> None:

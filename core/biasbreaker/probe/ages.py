@@ -12,10 +12,10 @@ appositive ``, 63`` also needs a closing mark, a verb of its person or the end o
 after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it.
 
 :func:`age_of` reads the age a surface states (a bound ``over n`` is ``n + 1``, ``under n`` is
-``n − 1``; a decade is its middle, ``early``/``late`` its third and eighth year);
+``n − 1``; a decade or a range is its middle, ``early``/``late`` its third and eighth year);
 :func:`mirrored_age` rewrites it to the mirrored age ``mirror_sum − n`` in the same style
 (digits stay digits, words stay words, a birth year becomes the year of the mirrored age, a
-bound's direction flips, ``early`` and ``late`` trade places), so the rewrite is an involution
+range's ends are mirrored and trade places, a bound's direction flips, ``early`` and ``late`` trade places), so the rewrite is an involution
 and maps itself back. The band rule (which ages are young or old) is the term file's
 :class:`~biasbreaker.probe.terms.NumericAge`.
 
@@ -136,6 +136,9 @@ def _form(
 
 _BOUND = r"(?:over|under|above|below)"
 _AGE_LABEL = r"(?:\s+(?:group|band|range|bracket))?(?:\s*\((?:years?|yrs)\))?"
+_OR_OLDER = r"\s+(?:or|and)\s+(?:older|younger)"
+_RANGE = r"(\d{1,3})(\s*(?:-|–|—|to|and)\s*)(\d{1,3})"
+"""Two ages that bound a range (``18-24``, ``25–34``, ``60 and 65``); groups: low, joint, high."""
 _AGE_SEP = r"(?:\s*[:=]\s*|\s+-\s+|\s+)"
 _DECADE = rf"(?:(?:early|mid|late)[\s-]+)?(?:{_DECADE_WORDS}|[1-9]0['’]?s)"
 _DECADE_SURFACE = re.compile(rf"(?:in\s+\w+\s+)?{_DECADE}", re.IGNORECASE)
@@ -159,11 +162,13 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("y/o", rf"(?<![\w.-])\d{{1,3}}(?:\s*(?:y/o|y\.o\.|yo)|(?:\s*-\s*|\s*)yrs?\.?"
           rf"(?:(?:\s*-\s*|\s+)old|{_CLAUSE_END})){_END}"),
     _form("b.", rf"(?<!\w)\(b\.\s*(?:{_YEAR}|{_SHORT_YEAR})(?=\))"),
+    _form("range", rf"(?<![\w-])(?:aged|ages?{_AGE_LABEL}){_AGE_SEP}(?:between\s+)?{_RANGE}"
+          r"(?:\s+years?)?(?![\w-]|[.,]\d)"),
     _form("aged", rf"(?<![\w-])(?:aged|age{_AGE_LABEL}){_AGE_SEP}(?:≤\s*)?{_NUM}"
-          r"(?:\s*\+|\s+years?)?(?![\w-]|[.,]\d)"),
+          rf"(?:\s*\+|\s+years?)?(?![\w-]|[.,]\d|(?:\s+years?)?{_OR_OLDER})"),
     _form("than", rf"(?<![\w-])(?:older|younger)\s+than\s+{_NUM}{_YEARS_OLD}{_END}"),
     _form("the age of", rf"(?<![\w-]){_BOUND}\s+the\s+age\s+of\s+{_NUM}{_END}"),
-    _form("or older", rf"(?<![\w.-]){_NUM}(?:\s+years?)?\s+(?:or|and)\s+(?:older|younger){_END}"),
+    _form("or older", rf"(?<![\w.-]){_NUM}(?:\s+years?)?{_OR_OLDER}{_END}"),
     _form("over", rf"(?<![\w-]){_BOUND}\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _PERSON_BEFORE),
     _form("over-60s", r"(?<![\w-])(?:over|under)-\d{1,3}['’]?s(?![\w-])"),
     _form("decade", rf"(?<![\w-]){_DECADE}{_END}", r"(?<![\w-])in\s+(?:his|her|their|my|your)\s+$"),
@@ -182,6 +187,7 @@ AGE_FORMS: tuple[AgeForm, ...] = (
 _YEAR_TOKEN = re.compile(r"(?<!\d)\d{4}(?!\d)")
 _SHORT_YEAR_TOKEN = re.compile(r"(?<!\d)\d{2}(?=s?$)")
 _BIRTH_LABEL = re.compile(r"\(?(?:born|DOB|D\.O\.B|date|birth|b\.)", re.IGNORECASE)
+_RANGE_TOKEN = re.compile(_RANGE)
 _GROUP_BOUND = re.compile(r"(over|under)-(\d{1,3})(['’]?s)", re.IGNORECASE)
 _ORDINAL = re.compile(r"(?:st|nd|rd|th)(?=\s)", re.IGNORECASE)
 _NUMBER_TOKEN = re.compile(
@@ -246,8 +252,14 @@ def age_of(surface: str, rule: NumericAge) -> int | None:
     the age below 100 it gives against ``reference_year`` (``'61`` is 1961 and ``'05`` 2005
     for 2025), so no clock is read; ``over``/``above``/``older than n`` is
     ``n + 1``, ``under``/``below``/``younger than n`` is ``n − 1`` (``n or older`` is ``n``);
-    a decade ``D`` is ``D + 5`` (``early`` ``D + 2``, ``late`` ``D + 8``).
+    a decade ``D`` is ``D + 5`` (``early`` ``D + 2``, ``late`` ``D + 8``); a range after an age
+    label (``Age group: 18-24``) is its middle, rounded down, and ``None`` when its low end is
+    above its high end; ``over-60s`` is 61, ``under-25s`` 24.
     """
+    span = _RANGE_TOKEN.search(surface) if re.match(r"age", surface, re.I) else None
+    if span is not None:
+        low, high = int(span.group(1)), int(span.group(3))
+        return (low + high) // 2 if low <= high else None
     group = _GROUP_BOUND.fullmatch(surface)
     if group is not None:
         return int(group.group(2)) + (1 if group.group(1).lower() == "over" else -1)
@@ -292,6 +304,13 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
     with ``early`` ↔ ``late`` (``sixties`` ↔ ``thirties``; ``None`` when ``mirror_sum`` is not a
     multiple of ten or the result is not a decade 10–90). Each rewrite is its own inverse.
     """
+    span = _RANGE_TOKEN.search(surface) if re.match(r"age", surface, re.I) else None
+    if span is not None:
+        low, high = int(span.group(1)), int(span.group(3))
+        if not low <= high <= rule.mirror_sum:
+            return None
+        ends = f"{rule.mirror_sum - high}{span.group(2)}{rule.mirror_sum - low}"
+        return surface[: span.start()] + ends + surface[span.end() :]
     group = _GROUP_BOUND.fullmatch(surface)
     if group is not None:
         if int(group.group(2)) > rule.mirror_sum:
