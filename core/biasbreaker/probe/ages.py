@@ -15,9 +15,9 @@ after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it.
 ``n − 1``; a decade or a range is its middle, ``early``/``late`` its third and eighth year);
 :func:`mirrored_age` rewrites it to the mirrored age ``mirror_sum − n`` in the same style
 (digits stay digits, words stay words, a birth year becomes the year of the mirrored age, a
-range's ends are mirrored and trade places, a bound's direction flips, ``early`` and ``late`` trade places), so the rewrite is an involution
-and maps itself back. The band rule (which ages are young or old) is the term file's
-:class:`~biasbreaker.probe.terms.NumericAge`.
+range's ends are mirrored and trade places, a bound's direction flips, ``early`` and ``late``
+trade places), so the rewrite is an involution and maps itself back. The band rule (which
+ages are young or old) is the term file's :class:`~biasbreaker.probe.terms.NumericAge`.
 
 Source:
     own rules (issue 14); ``docs/detection.md`` "What the lists cover" (ages).
