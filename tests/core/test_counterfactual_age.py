@@ -90,6 +90,8 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("a woman of sixty-three, retired", "old", "a woman of thirty-seven, retired"),
         ("At 63, she applied.", "old", "At 37, she applied."),
         ("At the age of 24, he", "young", "At the age of 76, he"),
+        ("a 62-year-old applied", "old", "a 38-year-old applied"),
+        ("age: 63", "old", "age: 37"),
         ("aged 65+", "old", "aged ≤35"),  # "35+" would still hold the old
         ("Age group: 65+", "old", "Age group: ≤35"),
         ("Age: ≤ 35", "young", "Age: 65 +"),  # the spacing moves with the sign

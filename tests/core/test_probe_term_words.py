@@ -94,6 +94,7 @@ def test_age_group_words_swap_to_the_mirrored_group(text: str, swapped: str) -> 
         ("Applicant (F), Sex: F, gender=f", "Applicant (M), Sex: M, gender=m"),
         ("The applicant (F, 63)", "The applicant (M, 63)"),
         ("She is on maternity leave.", "He is on paternity leave."),
+        ("Ms. Lee (she/her) applied.", "Mr. Lee (he/him) applied."),
     ],
 )
 def test_sex_codes_swap_in_their_case(text: str, swapped: str) -> None:
