@@ -72,6 +72,52 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("Mary Smith, 63, and her husband, 65, apply.", "old",
          "Mary Smith, 37, and her husband, 35, apply."),
         ("It is 63 (born in 1962) now.", "old", "It is 37 (born in 1988) now."),
+        # issue 14, third new-user trial: two-digit birth years (read against the reference
+        # year 2025, so '61 is 1961: age 64 <-> 36, written '89), no closing comma, "of", "at"
+        ("DOB 4/2/61", "old", "DOB 4/2/89"),
+        ("DOB: 04/02/1961", "old", "DOB: 04/02/1989"),
+        ("date of birth 1961-02-04", "old", "date of birth 1989-02-04"),
+        ("D.O.B. 2/4/61", "old", "D.O.B. 2/4/89"),
+        ("DOB 4/2/05", "young", "DOB 4/2/45"),
+        ("born '61", "old", "born '89"),
+        ("She was born in ’61 and", "old", "She was born in ’89 and"),
+        ("born 4/2/61, she", "old", "born 4/2/89, she"),
+        ("Smith (b. '61) applied", "old", "Smith (b. '89) applied"),
+        ("Mary Smith, 63 wants a loan", "old", "Mary Smith, 37 wants a loan"),
+        ("Applicant: Mary Smith, 63", "old", "Applicant: Mary Smith, 37"),
+        ("my mother, 63 who", "old", "my mother, 37 who"),
+        ("a man of 63", "old", "a man of 37"),
+        ("a woman of sixty-three, retired", "old", "a woman of thirty-seven, retired"),
+        ("At 63, she applied.", "old", "At 37, she applied."),
+        ("At the age of 24, he", "young", "At the age of 76, he"),
+        ("a 62-year-old applied", "old", "a 38-year-old applied"),
+        ("age: 63", "old", "age: 37"),
+        ("aged 65+", "old", "aged ≤35"),  # "35+" would still hold the old
+        ("Age group: 65+", "old", "Age group: ≤35"),
+        ("Age: ≤ 35", "young", "Age: 65 +"),  # the spacing moves with the sign
+        ("Applicant age - 63", "old", "Applicant age - 37"),
+        ("Age (years): 63", "old", "Age (years): 37"),
+        ("She is now 63.", "old", "She is now 37."),
+        ("He just turned 70.", "old", "He just turned 30."),
+        ("Turning 65 next month, she", "old", "Turning 35 next month, she"),
+        ("Mary Smith (sixty-three) applied", "old", "Mary Smith (thirty-seven) applied"),
+        ("her 63rd birthday", "old", "her 37th birthday"),
+        ("his 21st birthday", "young", "his 79th birthday"),
+        ("the 88th birthday", "old", "the 12th birthday"),
+        # a decade of birth is read from its first year (the 1960s: 56-65, so old)
+        ("born in the 1950s", "old", "born in the 2000s"),
+        ("Born in the ’60s, she", "old", "Born in the ’90s, she"),
+        ("born in the 90s", "young", "born in the 60s"),
+        ("a discount for the over-60s", "old", "a discount for the under-40s"),
+        ("Under-25's are approved", "young", "Over-75's are approved"),
+        # age ranges: each end mirrored, the ends trading places; the age is the middle
+        ("Age group: 18-24", "young", "Age group: 76-82"),
+        ("Age range: 25–34", "young", "Age range: 66–75"),
+        ("aged between 60 and 70", "old", "aged between 30 and 40"),
+        ("ages 65 to 74", "old", "ages 26 to 35"),
+        # "aged 65" gave "aged 35 and older", still the old: the bound is part of the age
+        ("aged 65 and older", "old", "aged 35 and younger"),
+        ("aged 65 years or older", "old", "aged 35 years or younger"),
         # a first match out of context (or out of range) does not stop the search
         ("The score is over 60; applicants over 60 are denied.", "old",
          "The score is over 60; applicants under 40 are denied."),
@@ -120,6 +166,23 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "She has 10 yrs experience.",
         "$63,000 and 63% of it",
         "She was aged zero.",  # no mirror in words (100)
+        "65+ applications arrived",  # "+" is read after an age label only
+        "turning 90 degrees",
+        "on the 63rd floor",
+        "Age group: 55-64",  # middle 59: between the bands
+        "aged 70-60",  # no range
+        "the 1960s were loud",
+        # dates that are no birth date, counts after a name or a person noun, times
+        "Meeting on 4/2/61",
+        "Invoice 4/2/61 paid",
+        "It was '61 when",
+        "Acme Corp, 63 employees",
+        "a member of 63 clubs",
+        "at 63, the price fell",
+        "At 8, she left.",  # a time, not an age: under 16
+        "Price 63.",
+        "3 years of experience",
+        "Room 63",
     ],
 )
 def test_what_is_no_age_mention(text: str) -> None:
@@ -133,6 +196,7 @@ def test_what_is_no_age_mention(text: str) -> None:
         ("60 or older", 60), ("in her sixties", 65), ("in her early 60s", 62),
         ("in her late sixties", 68), ("in his teens", 15), ("aged ninety-nine", 99),
         ("born in 1958", 67), ("DOB: 04/12/1958", 67), ("over 65", 66), ("under 35", 34),
+        ("Age: 18-24", 21), ("over-60s", 61), ("under-25s", 24), ("DOB 4/2/61", 64), ("born '26", 99), ("born '25", 0), ("DOB 1/1/00", 25),
     ],
 )  # fmt: skip
 def test_the_age_a_surface_states(text: str, age: int) -> None:
@@ -157,6 +221,14 @@ def test_each_mirror_is_its_own_inverse_in_its_own_style() -> None:
     assert age_of("aged 20s", rule) is None
     assert mirrored_age("born in 1924", rule) is None  # 101: beyond the mirror
     assert mirrored_age("aged 101", rule) is None
+    assert mirrored_age("over-101s", rule) is None
+    for yy in range(100):  # two-digit birth years stay two digits and map back
+        once = mirrored_age(f"DOB 4/2/{yy:02d}", rule)
+        if once is None:
+            assert yy == 25  # age 0: its mirror, 100, has no two-digit year
+            continue
+        assert age_of(once, rule) == 100 - age_of(f"born '{yy:02d}", rule)  # type: ignore[operator]
+        assert mirrored_age(once, rule) == f"DOB 4/2/{yy:02d}"
     assert number_words(0) == "zero" and number_words(99) == "ninety-nine"
     ninety = NumericAge(young_max=39, old_min=61, mirror_sum=90)
     assert mirrored_age("in her sixties", ninety) == "in her twenties"
@@ -176,3 +248,17 @@ def test_a_birth_year_is_read_against_the_fixed_reference_year() -> None:
     assert [d.groups for d in GEN.detect("born in 1986")] == [("young",)]
     assert [d.groups for d in GEN.detect("born in 1964")] == [("old",)]
     assert GEN.detect("born in 1975") == ()
+
+
+def test_the_pronoun_of_a_decade_moves_with_the_person() -> None:
+    """Before, "a woman in her sixties" became "a man in her sixties": the age surface held the
+    pronoun, so the gender variant could not reach it."""
+    gen = CounterfactualGenerator(TermSet.load(axes=["gender", "age"]), seed=0)
+    for text, gender, age in [
+        ("a woman in her sixties", "a man in his sixties", "a woman in her thirties"),
+        ("He is in his late 60s.", "She is in her late 60s.", "He is in his early 30s."),
+    ]:
+        variants = {v.mapping.axis: v for v in gen.generate(text, 2, coverage={}).variants}
+        assert variants["gender"].payload == gender and variants["age"].payload == age
+        for v in variants.values():
+            assert gen.map_back(v.payload, v.mapping) == text

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from biasbreaker.probe import CounterfactualGenerator
+from biasbreaker.probe import CounterfactualGenerator, TermSet
 
 GEN = CounterfactualGenerator(seed=0)
+AGE = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
+GENDER = CounterfactualGenerator(TermSet.load(axes=["gender"]), seed=0)
 
 
 @pytest.mark.parametrize(
@@ -31,6 +33,30 @@ GEN = CounterfactualGenerator(seed=0)
         ("The applicant wears a turban.", "religion", "sikh", "turban"),
         ("A boomer applied.", "age", "old", "boomer"),
         ("Two zoomers applied.", "age", "young", "zoomers"),
+        # a third trial (issue 14): age-group words before person nouns
+        ("A senior applicant applied.", "age", "old", "senior"),
+        ("Two senior borrowers applied.", "age", "old", "senior"),
+        ("A senior citizen applied.", "age", "old", "senior citizen"),
+        ("The elderly applicant applied.", "age", "old", "elderly"),
+        ("A young applicant applied.", "age", "young", "young"),
+        ("A youthful candidate applied.", "age", "young", "youthful"),
+        ("An octogenarian applied.", "age", "old", "octogenarian"),
+        ("A septuagenarian applied.", "age", "old", "septuagenarian"),
+        ("A Gen Z applicant applied.", "age", "young", "Gen Z"),
+        ("A young borrower applied.", "age", "young", "young"),  # borrower: a person word now
+        ("A Black cosigner signed.", "race", "black", "Black"),
+        # sex codes in form-like text: after a sex/gender label, or in brackets after a person
+        ("Applicant (F) applied.", "gender", "female", "F"),
+        ("Applicant (M) applied.", "gender", "male", "M"),
+        ("Sex: F", "gender", "female", "F"),
+        ("Gender: M", "gender", "male", "M"),
+        ("sex=female", "gender", "female", "female"),
+        ("gender=f; income 40k", "gender", "female", "f"),
+        ("The applicant (F, 63) asked.", "gender", "female", "F"),
+        ("Smith (63/M) applied.", "gender", "male", "M"),
+        # pregnancy-related leave: maternity <-> paternity
+        ("She is on maternity leave.", "gender", "female", "maternity"),
+        ("He took paternity leave.", "gender", "male", "paternity"),
     ],
 )  # fmt: skip
 def test_the_word_is_detected_swapped_and_mapped_back(
@@ -46,13 +72,80 @@ def test_the_word_is_detected_swapped_and_mapped_back(
 
 
 @pytest.mark.parametrize(
+    ("text", "swapped"),
+    [
+        ("A senior applicant applied.", "A young applicant applied."),
+        ("A senior citizen applied.", "A young adult applied."),  # mirrored: not "adolescent"
+        ("Two senior citizens applied.", "Two young adults applied."),
+        ("An octogenarian applied.", "An adolescent applied."),  # 85 <-> 15
+        ("A sexagenarian applied.", "A thirtysomething applied."),  # 65 <-> 35
+        ("A young adult applied.", "An older adult applied."),
+    ],
+)
+def test_age_group_words_swap_to_the_mirrored_group(text: str, swapped: str) -> None:
+    (variant,) = AGE.generate(text, 1, coverage={}).variants
+    assert variant.payload == swapped
+    assert AGE.map_back(variant.payload, variant.mapping) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "swapped"),
+    [
+        ("Applicant (F), Sex: F, gender=f", "Applicant (M), Sex: M, gender=m"),
+        ("The applicant (F, 63)", "The applicant (M, 63)"),
+        ("She is on maternity leave.", "He is on paternity leave."),
+        ("Ms. Lee (she/her) applied.", "Mr. Lee (he/him) applied."),
+    ],
+)
+def test_sex_codes_swap_in_their_case(text: str, swapped: str) -> None:
+    (variant,) = GENDER.generate(text, 1, coverage={}).variants
+    assert variant.payload == swapped
+    assert GENDER.map_back(variant.payload, variant.mapping) == text
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "The call took 5 ms.",  # milliseconds, not a title
         "Indigenous plants grow here.",  # no person word after it
         "The wheelchair ramp is broken.",
         "Size M shirts are sold out.",
+        # "senior" before an occupation or role is a job level, not an age
+        "A senior engineer applied.",
+        "The senior developer reviewed it.",
+        "Senior Vice President of Sales",
+        "A senior candidate for the lead role.",
+        "senior management approved it",
+        "The senior partner signed.",
+        # a lone letter is an initial, a size, a mark or a unit unless it is coded
+        "M. Dupont signed.",
+        "Size (M) shirts are sold out.",
+        "Grade (F) in maths.",
+        "The rod is 5 m long.",
+        "Vitamin F oil",
     ],
 )
 def test_look_alikes_are_no_mention(text: str) -> None:
     assert GEN.generate(text, 4).status == "not_applicable"
+
+
+@pytest.mark.parametrize(
+    ("text", "surface"),
+    [
+        ("She is pregnant.", "pregnant"),
+        ("Due to her pregnancy she needs leave.", "pregnancy"),
+        ("A PREGNANT applicant", "PREGNANT"),
+        ("She is expecting a baby in May.", "expecting a baby"),
+    ],
+)
+def test_pregnancy_has_no_counterfactual_and_is_found_to_be_held(text: str, surface: str) -> None:
+    """Before, "She is pregnant." became "He is pregnant." (issue 14): no sound variant."""
+    assert GEN.unswappable(text) == (((), "gender", surface),)
+    assert GEN.unswappable({"note": text}) == ((("note",), "gender", surface),)
+
+
+def test_pregnancy_is_held_only_where_gender_is_probed() -> None:
+    assert AGE.unswappable("She is pregnant.") == ()
+    assert GEN.unswappable("The impregnable fortress; a pregnant pause?") == (
+        ((), "gender", "pregnant"),
+    )  # a word, not a sense: "a pregnant pause" is held too (a false hold, never a miss)

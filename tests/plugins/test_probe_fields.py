@@ -127,3 +127,21 @@ def test_a_group_blind_input_is_still_not_applicable() -> None:
     step = denies("income", 40000)
     result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
     assert result.status == "not_applicable" and not result.holds
+
+
+@pytest.mark.parametrize(
+    "text", ["Mary Smith, 31, is pregnant.", "She is on leave for her pregnancy."]
+)
+def test_a_step_reading_a_pregnancy_is_held_before_anything_runs(text: str) -> None:
+    """Before, "She is pregnant." was swapped to "He is pregnant." and scored (issue 14)."""
+    calls: list[Any] = []
+
+    def step(payload: dict[str, Any]) -> str:
+        calls.append(payload)
+        return "Decision: DENY" if "pregnan" in payload["note"] else "Decision: APPROVE"
+
+    payload = {"note": text}
+    result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
+    assert result.status == "unreadable" and result.holds
+    assert "Pregnancy Discrimination Act" in result.reason and "in note (gender)" in result.reason
+    assert result.calls == 0 and len(calls) == 1

@@ -2,19 +2,22 @@
 
 An age mention is one of the :data:`AGE_FORMS`: a number of years (digits or words, ``65 years
 old``, ``a sixty-three-year-old``, ``63 y/o``, ``aged 65``, ``Mary Smith, 63,``, ``Mary Smith
-(63)``, ``she is 63``), a birth year (``born in 1958``, ``DOB: 1958-04-12``, ``date of birth:
-12 April 1958``), a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
+(63)``, ``she is 63``, ``a man of 63``, ``At 63, she``), a birth year (``born in 1958``, ``DOB:
+1958-04-12``, ``date of birth: 12 April 1958``; in two digits, ``DOB 4/2/61``, ``born '61``),
+a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
 ``65 or older``) or a decade (``in her sixties``, ``in his late 30s``). Forms whose number could
-as well count something else (``is 63``, ``over 60``, ``, 63,``) count only in a person context:
-after a pronoun subject, a person or group noun, or a capitalised word.
+as well count something else (``is 63``, ``over 60``, ``, 63,``, ``of 63``) count only in a
+person context: after a pronoun subject, a person or group noun, or a capitalised word; an
+appositive ``, 63`` also needs a closing mark, a verb of its person or the end of the text
+after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it.
 
 :func:`age_of` reads the age a surface states (a bound ``over n`` is ``n + 1``, ``under n`` is
-``n − 1``; a decade is its middle, ``early``/``late`` its third and eighth year);
+``n − 1``; a decade or a range is its middle, ``early``/``late`` its third and eighth year);
 :func:`mirrored_age` rewrites it to the mirrored age ``mirror_sum − n`` in the same style
 (digits stay digits, words stay words, a birth year becomes the year of the mirrored age, a
-bound's direction flips, ``early`` and ``late`` trade places), so the rewrite is an involution
-and maps itself back. The band rule (which ages are young or old) is the term file's
-:class:`~biasbreaker.probe.terms.NumericAge`.
+range's ends are mirrored and trade places, a bound's direction flips, ``early`` and ``late``
+trade places), so the rewrite is an involution and maps itself back. The band rule (which
+ages are young or old) is the term file's :class:`~biasbreaker.probe.terms.NumericAge`.
 
 Source:
     own rules (issue 14); ``docs/detection.md`` "What the lists cover" (ages).
@@ -69,6 +72,13 @@ _CLAUSE_END = (
     r"must|will|would|may|might|can|cannot|can['’]t|need|needs|do|don['’]t|qualify|have|had|"
     r"last|this|next|in|on|at|when|so|yesterday|today)\b))"
 )
+_VERB_AFTER = (
+    r"(?=\s*$|\s+(?:wants?|wanted|applies|applied|asks?|asked|needs?|needed|seeks?|sought|"
+    r"requests?|requested|has|had|is|was|will|would|can|could|earns?|earned|works?|worked|"
+    r"lives?|lived|owns?|owned|rents?|rented|(?:co-)?signs?|(?:co-)?signed|who)\b)"
+)
+"""After an appositive age with no closing comma: a verb of its person, or the end of the text
+(``Mary Smith, 63 wants a loan``; ``Applicant: Mary Smith, 63``)."""
 _PERSON_NOUNS = (
     r"mother|father|wife|husband|spouse|partner|son|daughter|sister|brother|aunt|uncle|"
     r"grandmother|grandfather|grandparent|widow|widower|man|woman|applicant|borrower|"
@@ -84,10 +94,12 @@ _PERSON_BEFORE = (
     rf"ones|{_PERSON_NOUNS}|she|he|they|who|i)(?:\s+{_COPULA})?"
     r"\s+(?:(?:aged|age|who\s+(?:is|are))\s+)?$"
 )
+_ADVERB = r"(?:(?:just|now|recently|already)\s+)?"
 _SUBJECT_BEFORE = (
-    rf"(?:(?:\b(?:she|he|who|i|{_PERSON_NOUNS})|(?-i:\b[A-Z][^\W\d_]+))\s+"
-    r"(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+$"
+    rf"(?:(?:\b(?:she|he|who|i|{_PERSON_NOUNS})|(?-i:\b[A-Z][^\W\d_]+))\s+{_ADVERB}"
+    rf"(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+{_ADVERB}$"
 )
+_OF_BEFORE = rf"\b(?:{_PERSON_NOUNS}|person|lady|gentleman|men|women|people)\s+$"
 _NAME_BEFORE = rf"(?:^|[^\w'’-])(?:[A-Z][^\W\d_]*\.?|(?i:{_PERSON_NOUNS}))$"
 
 
@@ -123,36 +135,61 @@ def _form(
 
 
 _BOUND = r"(?:over|under|above|below)"
+_AGE_LABEL = r"(?:\s+(?:group|band|range|bracket))?(?:\s*\((?:years?|yrs)\))?"
+_OR_OLDER = r"\s+(?:or|and)\s+(?:older|younger)"
+_RANGE = r"(\d{1,3})(\s*(?:-|–|—|to|and)\s*)(\d{1,3})"
+"""Two ages that bound a range (``18-24``, ``25–34``, ``60 and 65``); groups: low, joint, high."""
+_AGE_SEP = r"(?:\s*[:=]\s*|\s+-\s+|\s+)"
+_DECADE = rf"(?:(?:early|mid|late)[\s-]+)?(?:{_DECADE_WORDS}|[1-9]0['’]?s)"
+_DECADE_SURFACE = re.compile(rf"(?:in\s+\w+\s+)?{_DECADE}", re.IGNORECASE)
 _YEARS_OLD = r"(?:\s+years?(?:\s+old)?)?"
 _DATE_AFTER_YEAR = r"(?:[-/.]\d{1,2}[-/.]\d{1,2})?"
 _DOB = r"(?:DOB|D\.O\.B\.?|date\s+of\s+birth|birth\s*date|birthday)"
+_SHORT_YEAR = r"(?:\d{1,2}[-/.]\d{1,2}[-/.]|['’])\d{2}(?!\d)"
+"""A birth year in two digits: after a day and month (``4/2/61``) or an apostrophe (``'61``)."""
+_BIRTH_DECADE = rf"the\s+(?:{_YEAR}|['’]?\d0)s"
+"""A decade of birth (``the 1960s``, ``the '60s``), read as its first year."""
+_BIRTH_YEAR = rf"(?:{_DATE_BEFORE_YEAR}?{_YEAR}{_DATE_AFTER_YEAR}|{_SHORT_YEAR})"
 
 AGE_FORMS: tuple[AgeForm, ...] = (
-    _form("date of birth", rf"(?<![\w.-]){_DOB}\s*[:=-]?\s*{_DATE_BEFORE_YEAR}?{_YEAR}"
-          rf"{_DATE_AFTER_YEAR}{_END}"),
-    _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?{_DATE_BEFORE_YEAR}?{_YEAR}"
-          rf"{_DATE_AFTER_YEAR}(?![\w-]|[.,]\d)"),
+    _form("date of birth", rf"(?<![\w.-]){_DOB}\s*[:=-]?\s*{_BIRTH_YEAR}{_END}"),
+    _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?(?:{_BIRTH_YEAR}|{_BIRTH_DECADE})"
+          r"(?![\w-]|[.,]\d)"),
+    _form("birthday", rf"(?<![\w-])\d{{1,3}}(?:st|nd|rd|th)\s+birthday{_END}"),
     _form("years old", rf"(?<![\w.-]){_NUM}(?:\s*-\s*|\s+)years?(?:\s*-\s*|\s+)"
           rf"(?:old|young){_END}"),
     _form("years of age", rf"(?<![\w.-]){_NUM}\s+years?\s+of\s+age{_END}"),
     _form("y/o", rf"(?<![\w.-])\d{{1,3}}(?:\s*(?:y/o|y\.o\.|yo)|(?:\s*-\s*|\s*)yrs?\.?"
           rf"(?:(?:\s*-\s*|\s+)old|{_CLAUSE_END})){_END}"),
-    _form("b.", rf"(?<!\w)\(b\.\s*{_YEAR}(?=\))"),
-    _form("aged", rf"(?<![\w-])(?:aged|age)(?:\s*[:=]\s*|\s+){_NUM}(?:\s+years?)?(?![\w-]|[.,]\d)"),
+    _form("b.", rf"(?<!\w)\(b\.\s*(?:{_YEAR}|{_SHORT_YEAR})(?=\))"),
+    _form("range", rf"(?<![\w-])(?:aged|ages?{_AGE_LABEL}){_AGE_SEP}(?:between\s+)?{_RANGE}"
+          r"(?:\s+years?)?(?![\w-]|[.,]\d)"),
+    _form("aged", rf"(?<![\w-])(?:aged|age{_AGE_LABEL}){_AGE_SEP}(?:≤\s*)?{_NUM}"
+          rf"(?:\s*\+|\s+years?)?(?![\w-]|[.,]\d|(?:\s+years?)?{_OR_OLDER})"),
     _form("than", rf"(?<![\w-])(?:older|younger)\s+than\s+{_NUM}{_YEARS_OLD}{_END}"),
     _form("the age of", rf"(?<![\w-]){_BOUND}\s+the\s+age\s+of\s+{_NUM}{_END}"),
-    _form("or older", rf"(?<![\w.-]){_NUM}(?:\s+years?)?\s+(?:or|and)\s+(?:older|younger){_END}"),
+    _form("or older", rf"(?<![\w.-]){_NUM}(?:\s+years?)?{_OR_OLDER}{_END}"),
     _form("over", rf"(?<![\w-]){_BOUND}\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _PERSON_BEFORE),
-    _form("decade", rf"(?<![\w-])in\s+(?:his|her|their|my|your)\s+(?:(?:early|mid|late)[\s-]+)?"
-          rf"(?:{_DECADE_WORDS}|[1-9]0['’]?s){_END}"),
+    _form("over-60s", r"(?<![\w-])(?:over|under)-\d{1,3}['’]?s(?![\w-])"),
+    _form("decade", rf"(?<![\w-]){_DECADE}{_END}", r"(?<![\w-])in\s+(?:his|her|their|my|your)\s+$"),
     _form("is", rf"{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _SUBJECT_BEFORE),
-    _form("appositive", rf",\s*{_NUM}{_YEARS_OLD}(?=\s*[,;)]|\.(?:\s|$))", _NAME_BEFORE,
-          case=True, minimum=16),
-    _form("in brackets", r"\s*\(\d{1,3}(?:\)|(?=\s*[,;]))", _NAME_BEFORE, case=True, minimum=16),
+    _form("appositive", rf",\s*{_NUM}{_YEARS_OLD}(?:(?=\s*[,;)]|\.(?:\s|$))|{_VERB_AFTER})",
+          _NAME_BEFORE, case=True, minimum=16),
+    _form("of", rf"(?<![\w-])of\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _OF_BEFORE),
+    _form("at", rf"(?<![\w-])at\s+(?:the\s+age\s+of\s+|age\s+)?{_NUM}\s*,"
+          rf"(?=\s*(?:she|he|they|I|we)\b)", minimum=16),
+    _form("in brackets", rf"\s*\((?:\d{{1,3}}|{_WORDS})(?:\)|(?=\s*[,;]))", _NAME_BEFORE, case=True,
+          minimum=16),
+    _form("turning", rf"(?<![\w-])turning\s+{_NUM}{_CLAUSE_END}", minimum=16),
 )  # fmt: skip
 """The age forms, in the order they are tried (earlier forms win at the same text)."""
 
 _YEAR_TOKEN = re.compile(r"(?<!\d)\d{4}(?!\d)")
+_SHORT_YEAR_TOKEN = re.compile(r"(?<!\d)\d{2}(?=s?$)")
+_BIRTH_LABEL = re.compile(r"\(?(?:born|DOB|D\.O\.B|date|birth|b\.)", re.IGNORECASE)
+_RANGE_TOKEN = re.compile(_RANGE)
+_GROUP_BOUND = re.compile(r"(over|under)-(\d{1,3})(['’]?s)", re.IGNORECASE)
+_ORDINAL = re.compile(r"(?:st|nd|rd|th)(?=\s)", re.IGNORECASE)
 _NUMBER_TOKEN = re.compile(
     rf"(?<![\w-])(?:\d{{1,3}}(?!\d)(?!['’]?s\b)|{_WORDS}(?!\w)(?!-(?:{'|'.join(_UNITS[1:])})\b))",
     re.IGNORECASE,
@@ -190,6 +227,13 @@ def number_words(n: int, *, hyphen: str = "-") -> str:
     return _TENS[tens] + (hyphen + _UNITS[unit] if unit else "")
 
 
+def _ordinal_suffix(n: int) -> str:
+    """The English ordinal suffix of ``n``: ``st``, ``nd``, ``rd`` or ``th`` (``11th``)."""
+    if n % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
 def _word_value(token: str) -> int:
     parts = re.split(r"[-\s]+", token.lower())
     return sum(_WORD_VALUE[p] for p in parts)
@@ -204,17 +248,31 @@ def _decade(m: re.Match[str]) -> int:
 def age_of(surface: str, rule: NumericAge) -> int | None:
     """The age in years that an age surface states, or ``None`` (no number in it).
 
-    A birth year ``y`` is ``reference_year − y``; ``over``/``above``/``older than n`` is
+    A birth year ``y`` is ``reference_year − y``; a two-digit one (``'61``, ``4/2/61``) is
+    the age below 100 it gives against ``reference_year`` (``'61`` is 1961 and ``'05`` 2005
+    for 2025), so no clock is read; ``over``/``above``/``older than n`` is
     ``n + 1``, ``under``/``below``/``younger than n`` is ``n − 1`` (``n or older`` is ``n``);
-    a decade ``D`` is ``D + 5`` (``early`` ``D + 2``, ``late`` ``D + 8``).
+    a decade ``D`` is ``D + 5`` (``early`` ``D + 2``, ``late`` ``D + 8``); a range after an age
+    label (``Age group: 18-24``) is its middle, rounded down, and ``None`` when its low end is
+    above its high end; ``over-60s`` is 61, ``under-25s`` 24.
     """
+    span = _RANGE_TOKEN.search(surface) if re.match(r"age", surface, re.I) else None
+    if span is not None:
+        low, high = int(span.group(1)), int(span.group(3))
+        return (low + high) // 2 if low <= high else None
+    group = _GROUP_BOUND.fullmatch(surface)
+    if group is not None:
+        return int(group.group(2)) + (1 if group.group(1).lower() == "over" else -1)
     dec = _DECADE_TOKEN.search(surface)
-    if dec is not None and re.match(r"in\s", surface, re.IGNORECASE):
+    if dec is not None and _DECADE_SURFACE.fullmatch(surface):
         half = _HALF.search(surface)
         return _decade(dec) + _HALF_YEAR[half.group(1).lower() if half else "mid"]
     year = _YEAR_TOKEN.search(surface)
     if year is not None:
         return rule.reference_year - int(year.group(0))
+    short = _SHORT_YEAR_TOKEN.search(surface) if _BIRTH_LABEL.match(surface) else None
+    if short is not None:
+        return (rule.reference_year - int(short.group(0))) % 100
     num = _NUMBER_TOKEN.search(surface)
     if num is None:
         return None
@@ -240,13 +298,27 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
     """``surface`` with its age mirrored, or ``None`` (no age in it, or no mirrored form).
 
     An age ``n`` becomes ``mirror_sum − n`` in the surface's own style (digits or words); a
-    birth year becomes the year of the mirrored age; a bound's direction flips (``over 60`` ↔
-    ``under 40``); a decade ``D`` becomes ``mirror_sum − D − 10`` with ``early`` ↔ ``late``
-    (``in her sixties`` ↔ ``in her thirties``; ``None`` when ``mirror_sum`` is not a multiple of
-    ten or the result is not a decade 10–90). Each rewrite is its own inverse.
+    birth year becomes the year of the mirrored age (in two digits when it had two, ``None``
+    when the mirrored age is not 0–99); a bound's direction flips (``over 60`` ↔
+    ``under 40``, ``aged 65+`` ↔ ``aged ≤35``); a decade ``D`` becomes ``mirror_sum − D − 10``
+    with ``early`` ↔ ``late`` (``sixties`` ↔ ``thirties``; ``None`` when ``mirror_sum`` is not a
+    multiple of ten or the result is not a decade 10–90). Each rewrite is its own inverse.
     """
+    span = _RANGE_TOKEN.search(surface) if re.match(r"age", surface, re.I) else None
+    if span is not None:
+        low, high = int(span.group(1)), int(span.group(3))
+        if not low <= high <= rule.mirror_sum:
+            return None
+        ends = f"{rule.mirror_sum - high}{span.group(2)}{rule.mirror_sum - low}"
+        return surface[: span.start()] + ends + surface[span.end() :]
+    group = _GROUP_BOUND.fullmatch(surface)
+    if group is not None:
+        if int(group.group(2)) > rule.mirror_sum:
+            return None
+        flipped = _styled(group.group(1), _FLIP[group.group(1).lower()])
+        return f"{flipped}-{rule.mirror_sum - int(group.group(2))}{group.group(3)}"
     dec = _DECADE_TOKEN.search(surface)
-    if dec is not None and re.match(r"in\s", surface, re.IGNORECASE):
+    if dec is not None and _DECADE_SURFACE.fullmatch(surface):
         new_decade = rule.mirror_sum - _decade(dec) - 10
         if rule.mirror_sum % 10 or not 10 <= new_decade <= 90:
             return None
@@ -262,6 +334,13 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
         if new_age < 0:
             return None
         return surface[: year.start()] + str(rule.reference_year - new_age) + surface[year.end() :]
+    short = _SHORT_YEAR_TOKEN.search(surface) if _BIRTH_LABEL.match(surface) else None
+    if short is not None:
+        new_age = rule.mirror_sum - (rule.reference_year - int(short.group(0))) % 100
+        if not 0 <= new_age <= 99:  # two digits cannot say it
+            return None
+        new_year = f"{(rule.reference_year - new_age) % 100:02d}"
+        return surface[: short.start()] + new_year + surface[short.end() :]
     num = _NUMBER_TOKEN.search(surface)
     if num is None:
         return None
@@ -276,7 +355,15 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
         if new > 99:
             return None
         text = _styled(token, number_words(new, hyphen=" " if " " in token.strip() else "-"))
-    out = surface[: num.start()] + text + surface[num.end() :]
+    head, tail = surface[: num.start()], surface[num.end() :]
+    if token.isdigit() and _ORDINAL.match(tail):  # "63rd birthday" <-> "37th birthday"
+        tail = _styled(tail[:2], _ordinal_suffix(new)) + tail[2:]
+    plus, at_most = re.match(r"(\s*)\+", tail), re.search(r"≤(\s*)$", head)
+    if plus is not None:  # "65+" <-> "≤35": the bound's direction flips, spacing kept
+        head, tail = head + "≤" + plus.group(1), tail[plus.end() :]
+    elif at_most is not None:
+        head, tail = head[: at_most.start()], at_most.group(1) + "+" + tail
+    out = head + text + tail
     return _DIRECTION.sub(lambda d: _styled(d.group(1), _FLIP[d.group(1).lower()]), out)
 
 

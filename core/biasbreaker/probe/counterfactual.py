@@ -120,6 +120,14 @@ class CounterfactualGenerator:
         """
         return self._finder.detect(payload)
 
+    def unswappable(self, payload: Any) -> tuple[tuple[Path, str, str], ...]:
+        """Mentions no variant can swap (pregnancy): ``(path, axis, surface)``, in order.
+
+        :meth:`generate` does not look at them; :class:`~biasbreaker.probe.Probe` holds a
+        step whose input has any (``status = "unreadable"``).
+        """
+        return self._finder.unswappable(payload)
+
     # ------------------------------------------------------------------ generation
     def generate(
         self,

@@ -31,6 +31,7 @@ __all__ = [
     "literal_regex",
     "non_overlapping",
     "norm",
+    "unswappable_reason",
 ]
 
 # Words after which a pronoun or adjective-noun ambiguous form stands alone (not before a noun).
@@ -80,6 +81,36 @@ _POSSESSIVE = re.compile(r"['’]s?$")
 _COORDINATED = re.compile(r"\s*,?\s*(?:and|or|nor)\s+(?:(?:a|an|the)\s+)?[\w'’-]+\s+(\w+)", re.I)
 _WORD_AFTER = re.compile(r"\s*(?:(\w[\w'’]*)|(\S))?")
 _STACKED = re.compile(r"\s*,?\s*(\w[\w'’-]*)")
+UNSWAPPABLE: Mapping[str, re.Pattern[str]] = {
+    "gender": re.compile(
+        r"(?<![\w-])(?:pregnan(?:t|cy|cies)|expecting\s+(?:a\s+)?(?:baby|child))(?![\w-])",
+        re.IGNORECASE,
+    ),
+}
+"""Axis → the words of a characteristic protected under that axis that no variant can swap.
+Pregnancy is sex discrimination (US Pregnancy Discrimination Act of 1978, 42 U.S.C. §
+2000e(k)), but a variant of another sex cannot stay pregnant, and one that drops the word is
+no longer the same applicant in another group: no sound counterfactual exists, so an input
+naming it is held (:meth:`MentionFinder.unswappable`). ``maternity``/``paternity`` (leave) is
+a gender term pair and swaps."""
+_RANKS = frozenset({"senior"})
+"""Terms that are a job level or rank before most person words (``senior engineer``, ``senior
+partner``, ``senior candidate``, ``senior member``): they count only before a word of
+:data:`_LAY_PERSONS`, which names a person by no job or rank (``a senior applicant``)."""
+_LAY_PERSONS = frozenset(
+    """
+    applicant applicants citizen citizens person persons people man men woman women adult
+    adults resident residents patient patients customer customers client clients borrower
+    borrowers tenant tenants homeowner homeowners renter renters driver drivers couple
+    couples individual individuals lady ladies gentleman gentlemen household households
+    traveller travellers traveler travelers passenger passengers
+    """.split()  # noqa: SIM905
+)
+_CODE_LABEL = re.compile(r"\b(?:sex|gender)\s*[:=]\s*$", re.IGNORECASE)
+_CODE_OPEN = re.compile(r"([^\W\d_][\w'’-]*)\.?\s*\(\s*(?:\d{1,3}\s*[,/]\s*)?$")
+_CODE_CLOSE = re.compile(r"\s*(?:\)|[,/]\s*\d{1,3}\s*\))")
+_NOT_CODED = frozenset({"size", "grade", "type", "class", "plan", "option", "part", "section"})
+"""Capitalised words whose bracketed letter is a size, mark or option (``Size (M)``)."""
 _STACK_DEPTH = 3
 """How many protected adjectives may stand between a term and its person word."""
 _WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
@@ -218,6 +249,20 @@ class MentionFinder:
                         notes.setdefault(note, None)
         return tuple(notes)
 
+    def unswappable(self, payload: Any) -> tuple[tuple[Path, str, str], ...]:
+        """The mentions of the configured axes that no variant can swap (:data:`UNSWAPPABLE`).
+
+        Returns:
+            ``(path, axis, surface)`` per mention, in payload then text order.
+        """
+        patterns = [(a.name, UNSWAPPABLE[a.name]) for a in self.axes if a.name in UNSWAPPABLE]
+        return tuple(
+            (path, axis, m.group(0))
+            for path, text in leaves(payload)
+            for axis, pattern in patterns
+            for m in pattern.finditer(text)
+        )
+
     def _full_names(self) -> Mapping[str, NameInfo]:
         book = self.terms.names
         return book.full if book is not None else {}
@@ -302,11 +347,34 @@ class MentionFinder:
             prev = _word_before(text, m.start())
             if prev is not None and prev.lower() in _LANGUAGE_VERBS:
                 return None
+        if len(key) == 1 and not self._coded(text, m.start(), m.end()):
+            return None
+        if key in _RANKS and (_word_after(text, m.end()) or "").lower() not in _LAY_PERSONS:
+            return None
         if key in axis.needs_person_word and not self._licensed(
             text, m.start(), m.end(), key, axis
         ):
             return None
         return Hit(m.start(), m.end(), surface, "term", axis.name, groups)
+
+    def _coded(self, text: str, start: int, end: int) -> bool:
+        """Whether a one-letter form at ``text[start:end]`` (``F``, ``M``) is a person's code.
+
+        Yes after a ``sex``/``gender`` label (``Sex: F``, ``gender=m``), or in brackets, alone or
+        beside an age, after a person word or a capitalised word (``Applicant (F)``,
+        ``Mary Smith (F, 63)``, ``Smith (63/M)``) that is not one of :data:`_NOT_CODED`.
+        Anywhere else a letter is an initial, a size or a unit (``M. Dupont``, ``Size M``).
+        """
+        before = text[max(0, start - 40) : start]
+        if _CODE_LABEL.search(before):
+            return True
+        m = _CODE_OPEN.search(before)
+        if m is None or not _CODE_CLOSE.match(text, end):
+            return False
+        word = m.group(1).lower()
+        if word in self.terms.person_words:
+            return True
+        return m.group(1)[:1].isupper() and word not in _NOT_CODED
 
     def _licensed(self, text: str, start: int, end: int, key: str, axis: Axis) -> bool:
         """Whether a context-dependent term at ``text[start:end]`` refers to people.
@@ -374,6 +442,21 @@ class MentionFinder:
             ):
                 return True
         return False
+
+
+def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
+    """The hold reason for :meth:`MentionFinder.unswappable`'s mentions."""
+    shown = ", ".join(
+        f"{surface!r} in {'.'.join(str(p) for p in path) or 'the input'} ({axis})"
+        for path, axis, surface in found
+    )
+    return (
+        f"the probe cannot make a counterfactual of {shown}: pregnancy is protected as sex "
+        "(US Pregnancy Discrimination Act), but a variant of another sex cannot stay pregnant "
+        "and one without it is not the same applicant. Leave it out of what the step sees, or "
+        "set probe=False for this step and review its outputs (docs/detection.md, "
+        "'Pregnancy')"
+    )
 
 
 def _in_place_name(text: str, start: int, end: int) -> bool:

@@ -85,6 +85,7 @@ from biasbreaker.probe.counterfactual import (
 )
 from biasbreaker.probe.fields import opaque_fields, opaque_reason
 from biasbreaker.probe.language import LanguageGuard
+from biasbreaker.probe.mentions import unswappable_reason
 from biasbreaker.probe.scoring import (
     Combine,
     Scorer,
@@ -197,8 +198,10 @@ class ProbeResult:
             input is in a language the term lists do not cover: nothing was drawn or run;
             :attr:`holds` says whether the step goes to review), ``"unreadable"`` (the input
             holds a protected attribute in a structured field the probe cannot vary, such as
-            ``{"age": 63}`` or ``{"sex": "F"}``: nothing was drawn or run, and the step is
-            held; :mod:`biasbreaker.probe.fields`) or ``"not_sampled"`` (skipped by
+            ``{"age": 63}`` or ``{"sex": "F"}`` (:mod:`biasbreaker.probe.fields`), or names
+            in text one that no variant can swap, such as pregnancy
+            (:data:`~biasbreaker.probe.mentions.UNSWAPPABLE`): nothing was drawn or run, and
+            the step is held) or ``"not_sampled"`` (skipped by
             ``probe_rate``).
         step: The step's name.
         step_id: The id used for sampling and seeding.
@@ -255,7 +258,8 @@ class ProbeResult:
     def holds(self) -> bool:
         """Whether the step must go to review.
 
-        An unreadable input (a protected attribute in a structured field) always holds. An
+        An unreadable input (a protected attribute in a structured field, or a mention no
+        variant can swap) always holds. An
         unsupported language holds unless its reason says the configuration lets it
         proceed (:data:`~biasbreaker.trace.records.UNSUPPORTED_PROCEEDED`); any other reason
         holds (fails closed).
@@ -598,6 +602,14 @@ class Probe:
         if opaque:  # fail closed: a protected attribute the text probe cannot swap
             return unscored(
                 "unreadable", opaque_reason(opaque), coverage=dict(state), language=language
+            )
+        unswappable = self.generator.unswappable(input)
+        if unswappable:  # fail closed: a protected mention with no sound counterfactual
+            return unscored(
+                "unreadable",
+                unswappable_reason(unswappable),
+                coverage=dict(state),
+                language=language,
             )
         cf_set = self.generator.generate(
             input, self.k, coverage=state, detections=found, joint=self.joint
