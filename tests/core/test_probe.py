@@ -438,3 +438,14 @@ def test_dict_payloads_and_outputs() -> None:
     probe = Probe(ExactScorer(), generator=GEN, k=2, r=1, bootstrap=0)
     result = probe.probe_sync(step, state, step(state))
     assert result.score == 1.0
+
+
+def test_a_group_named_without_a_possible_variant_is_held_not_not_applicable() -> None:
+    # 'DOB 1/1/25' is an age (0, young) with no two-digit mirror: the generator makes no
+    # variant; "not applicable" would let a step keyed on it through unscored
+    probe = Probe(ExactScorer(), generator=GEN, k=3, r=1, bootstrap=0)
+    result = asyncio.run(probe.probe(hiring_step, "DOB 1/1/25, applying for a loan.", "ok"))
+    assert result.status == "unreadable"
+    assert "'DOB 1/1/25' (age)" in result.reason and "no swap changes" in result.reason
+    blind = asyncio.run(probe.probe(hiring_step, "The analyst job is open. Apply?", "ok"))
+    assert blind.status == "not_applicable"  # no group named: still not applicable

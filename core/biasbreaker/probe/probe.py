@@ -85,6 +85,7 @@ from biasbreaker.probe.counterfactual import (
 )
 from biasbreaker.probe.fields import opaque_fields, opaque_reason
 from biasbreaker.probe.language import LanguageGuard
+from biasbreaker.probe.mapping import Detection, present_groups
 from biasbreaker.probe.mentions import unswappable_reason
 from biasbreaker.probe.scoring import (
     Combine,
@@ -100,6 +101,25 @@ from biasbreaker.types import check_unit_score
 
 if TYPE_CHECKING:
     from biasbreaker.registry import BuildContext
+
+
+def no_counterfactual_reason(detections: Sequence[Detection], why: str) -> str:
+    """The hold reason for an input that names a group no variant could be made of.
+
+    Args:
+        detections: The mentions found (each names its surface and axis).
+        why: The generator's reason (no counterpart in another group, or no swap changes
+            the payload).
+    """
+    shown = ", ".join(
+        dict.fromkeys(f"{d.surface!r} ({d.axis})" for d in detections if len(d.groups) == 1)
+    )
+    return (
+        f"the probe found {shown} but cannot make a counterfactual: {why}. The step is held "
+        "for review; a protected group it cannot swap is never scored as not applicable "
+        "(docs/detection.md, 'What the probe cannot swap')"
+    )
+
 
 __all__ = [
     "Probe",
@@ -615,6 +635,15 @@ class Probe:
             input, self.k, coverage=state, detections=found, joint=self.joint
         )
         self._coverage[name] = dict(cf_set.coverage)
+        if cf_set.status == "not_applicable" and present_groups(cf_set.detections):
+            # fail closed: a group is named, but no variant of another group could be made
+            # ("not applicable" means only that the input names no protected group)
+            return unscored(
+                "unreadable",
+                no_counterfactual_reason(cf_set.detections, cf_set.reason),
+                coverage=cf_set.coverage,
+                language=language,
+            )
         if cf_set.status == "not_applicable":
             return unscored(
                 "not_applicable",
