@@ -124,11 +124,13 @@ def _run(project: Path, saver: str, inputs: int, concurrency: int) -> dict[str, 
         args += ["--checkpoint", url]
     result = project / f"{tag}.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BIASBREAKER_")}
+    path = env.get("PYTHONPATH", "")
     try:
         subprocess.run(
             [sys.executable, str(CHILD), str(result), "--", *args],
             cwd=project,
-            env={**env, "PYTHONPATH": str(project)},
+            # the project's graph first, then the PYTHONPATH given (the tree under test)
+            env={**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(project), path]))},
             check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

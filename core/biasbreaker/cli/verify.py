@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +17,12 @@ from biasbreaker.trace import TraceTruncatedWarning
 from biasbreaker.trace.signing import load_public_key
 from biasbreaker.trace.sink import is_url
 from biasbreaker.verify import PropertyReport, VerificationReport
-from biasbreaker.verify.traceset import TraceSetVerification, trace_files, verify_traces
+from biasbreaker.verify.traceset import (
+    ReportSpool,
+    TraceSetVerification,
+    trace_files,
+    verify_traces,
+)
 
 SHOWN_VIOLATIONS = 5
 
@@ -67,12 +73,9 @@ def _print_property(prop: PropertyReport) -> None:
 def _print_set(checked: TraceSetVerification) -> None:
     out = stdout()
     failing = checked.failing()
-    out.print(f"{len(checked.reports)} traces, {len(failing)} with a violation")
+    out.print(f"{checked.count} traces, {len(failing)} with a violation")
     for key in failing[:SHOWN_VIOLATIONS]:
-        report = checked.reports[key]
-        broken = [f"{p.name} {p.version}" for p in (report.chain, report.replay) if not p.holds]
-        broken += [f"{report.rlb.property_version}"] if not report.rlb.holds else []
-        broken += [f"{p.name} {p.version}" for p in report.properties if not p.holds]
+        broken = checked.failures[key]
         out.print(f"  {key}: {', '.join(broken)} VIOLATED (verify it alone for the steps)")
     if len(failing) > SHOWN_VIOLATIONS:
         out.print(f"  ... and {len(failing) - SHOWN_VIOLATIONS} more")
@@ -85,7 +88,7 @@ def _print_set(checked: TraceSetVerification) -> None:
         if len(checked.manifest.problems) > SHOWN_VIOLATIONS:
             out.print(f"  ... and {len(checked.manifest.problems) - SHOWN_VIOLATIONS} more")
     out.print(
-        f"all properties hold on {len(checked.reports)} traces"
+        f"all properties hold on {checked.count} traces"
         if checked.holds
         else "some properties are VIOLATED"
     )
@@ -140,43 +143,56 @@ def verify(
     if not traces and manifest is None:
         fail("give trace files or folders to verify, or --manifest results.jsonl")
     given = [Path(a) for a in traces or [] if not is_url(a)]
-    try:
-        key = None if public_key is None else load_public_key(public_key)
-        with as_folders(list(traces or [])) as given:
-            files = trace_files(given) if given else []
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", TraceTruncatedWarning)
-                checked = verify_traces(
-                    files, max_history=max_history, public_key=key, manifest=manifest
+    alone: list[VerificationReport] = []
+    # every trace's report streams: to the one report printed, to disk for --json, or nowhere
+    with ExitStack() as stack:
+        try:
+            key = None if public_key is None else load_public_key(public_key)
+            with as_folders(list(traces or [])) as given:
+                files = trace_files(given) if given else []
+                single = (
+                    manifest is None
+                    and len(given) == 1
+                    and len(files) == 1
+                    and not given[0].is_dir()
                 )
-            single = (
-                manifest is None and len(given) == 1 and len(files) == 1 and not given[0].is_dir()
+                spool = None if single or not as_json else stack.enter_context(ReportSpool())
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", TraceTruncatedWarning)
+                    checked = verify_traces(
+                        files,
+                        max_history=max_history,
+                        public_key=key,
+                        manifest=manifest,
+                        on_report=(lambda _, report: alone.append(report)) if single else spool,
+                    )
+        except TraceError as exc:
+            folders = [str(p) for p in given if p.is_dir()]
+            hint = (
+                f" (a folder argument, here {', '.join(folders)}, takes every *.jsonl file below "
+                "it and each must be one run trace: give the folder that holds only the traces, "
+                "e.g. biasbreaker-demo/traces rather than biasbreaker-demo, whose results.jsonl "
+                "and control-runs.jsonl are not run traces)"
+                if folders
+                else ""
             )
-    except TraceError as exc:
-        folders = [str(p) for p in given if p.is_dir()]
-        hint = (
-            f" (a folder argument, here {', '.join(folders)}, takes every *.jsonl file below it "
-            "and each must be one run trace: give the folder that holds only the traces, e.g. "
-            "biasbreaker-demo/traces rather than biasbreaker-demo, whose results.jsonl and "
-            "control-runs.jsonl are not run traces)"
-            if folders
-            else ""
-        )
-        fail(f"{exc}{hint}")
-    except BiasbreakerError as exc:
-        fail(str(exc))
-    for item in caught:
-        warn(str(item.message))
-    if single:
-        [report] = checked.reports.values()
-        if as_json:
-            typer.echo(json.dumps(report.to_json(), indent=2))
+            fail(f"{exc}{hint}")
+        except BiasbreakerError as exc:
+            fail(str(exc))
+        for item in caught:
+            warn(str(item.message))
+        if single:
+            [report] = alone
+            if as_json:
+                typer.echo(json.dumps(report.to_json(), indent=2))
+            else:
+                _print(report)
+        elif spool is not None:
+            for chunk in checked.json_chunks(spool):
+                typer.echo(chunk, nl=False)
+            typer.echo("")
         else:
-            _print(report)
-    elif as_json:
-        typer.echo(json.dumps(checked.to_json(), indent=2))
-    else:
-        _print_set(checked)
+            _print_set(checked)
     if not checked.holds:
         raise typer.Exit(1)
 

@@ -16,6 +16,7 @@ from biasbreaker.verify.properties.rlb import PROPERTY_VERSION, RLBReport
 from biasbreaker.verify.report import PropertyReport, Violation
 from biasbreaker.verify.traceset import (
     PropertyTotal,
+    ReportSpool,
     TraceSetVerification,
     trace_files,
     verify_traces,
@@ -28,6 +29,7 @@ __all__ = [
     "PropertyReport",
     "PropertyTotal",
     "RLBReport",
+    "ReportSpool",
     "TraceSetVerification",
     "VerificationReport",
     "Violation",

@@ -5,26 +5,38 @@ folder of traces, not one file. :func:`trace_files` expands files and folders in
 files, :func:`verify_traces` verifies each with :func:`~biasbreaker.verify.verify_trace` and
 :class:`TraceSetVerification` aggregates the verdicts per property (a property holds on the set
 when it holds on every trace). ``biasbreaker verify`` and the demo's report use it.
+
+The verification streams: each trace's report is summed into the totals and dropped, so memory
+grows with the traces only by each one's key and head digest (about 0.2 KB), not its report
+(about 5 KB). Only the failing traces' reports are kept, the first
+:data:`KEPT_FAILURE_REPORTS` of them; a caller that wants every report (``biasbreaker verify
+--json``) takes each as it is made (``on_report``), e.g. into a :class:`ReportSpool`.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Final
 
 from biasbreaker.errors import InputError
 from biasbreaker.trace import TraceTruncatedWarning
 from biasbreaker.types import JSONValue
 from biasbreaker.verify.manifest import ManifestCheck, check_manifest, read_manifest
-from biasbreaker.verify.report import PropertyReport
 from biasbreaker.verify.verifier import VerificationReport, verify_trace
 
 TRACE_SUFFIX = ".jsonl"
 """The suffix of the files a folder argument contributes."""
+
+KEPT_FAILURE_REPORTS: Final = 20
+"""Failing traces whose whole report :func:`verify_traces` keeps by default (every failing
+trace's key and violated properties are kept)."""
 
 
 @dataclass(frozen=True)
@@ -105,17 +117,29 @@ EXERCISED_BY: Final = {
 
 @dataclass(frozen=True)
 class TraceSetVerification:
-    """Every trace's verification, aggregated per property.
+    """A set of traces' verification, aggregated per property.
 
     Args:
-        reports: Trace key (its path, or relative to the ``root`` given) -> its report, in
-            the order verified.
+        heads: Trace key (its path, or relative to the ``root`` given) -> its chain head
+            digest, for every trace, in the order verified.
         totals: One per property, RLB-v1 first, then the others in the verifier's order.
+        manifest: The check against the manifest, when one was given.
+        failures: Key -> the properties violated on it (``"chain v1"``, ``"RLB-v1"``, ...,
+            in the order printed), for every trace on which one is, in the order verified.
+        failure_reports: Key -> the whole report, for the first failing traces only (at
+            most the ``keep_failures`` given to :func:`verify_traces`).
     """
 
-    reports: Mapping[str, VerificationReport] = field(default_factory=dict)
+    heads: Mapping[str, str] = field(default_factory=dict)
     totals: tuple[PropertyTotal, ...] = ()
     manifest: ManifestCheck | None = None
+    failures: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    failure_reports: Mapping[str, VerificationReport] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        """How many traces were verified, >= 0."""
+        return len(self.heads)
 
     @property
     def holds(self) -> bool:
@@ -124,16 +148,77 @@ class TraceSetVerification:
 
     def failing(self) -> list[str]:
         """The keys of the traces on which some property is violated, in order."""
-        return [key for key, report in self.reports.items() if not report.holds]
+        return list(self.failures)
 
-    def to_json(self) -> dict[str, JSONValue]:
-        """Return the totals and every trace's report as plain JSON."""
-        return {
-            "holds": self.holds,
-            "totals": [t.to_json() for t in self.totals],
-            "traces": {key: report.to_json() for key, report in self.reports.items()},
-            "manifest": None if self.manifest is None else self.manifest.to_json(),
-        }
+    def json_chunks(self, spool: ReportSpool) -> Iterator[str]:
+        """The set as one JSON document, in pieces: the totals, every trace's report, the manifest.
+
+        Joined, the pieces are ``json.dumps(document, indent=2)`` of ``{"holds", "totals",
+        "traces": {key: report.to_json(), ...}, "manifest"}``, without holding the reports:
+        they are read back from ``spool``, which took them as they were verified.
+
+        Args:
+            spool: The :class:`ReportSpool` given to :func:`verify_traces` as ``on_report``.
+        """
+        yield '{\n  "holds": ' + _nested(self.holds, 1)
+        yield ',\n  "totals": ' + _nested([t.to_json() for t in self.totals], 1)
+        yield ',\n  "traces": '
+        if spool.count:
+            yield "{\n"
+            yield from spool.chunks()
+            yield "\n  }"
+        else:
+            yield "{}"
+        manifest = None if self.manifest is None else self.manifest.to_json()
+        yield ',\n  "manifest": ' + _nested(manifest, 1) + "\n}"
+
+
+def _nested(value: JSONValue, level: int) -> str:
+    """``value`` as ``json.dumps(..., indent=2)`` writes it ``level`` levels deep in a document."""
+    return json.dumps(value, indent=2).replace("\n", "\n" + "  " * level)
+
+
+class ReportSpool:
+    """Every trace's report as JSON, written to a temporary file as each is verified.
+
+    Give it to :func:`verify_traces` as ``on_report``, then to
+    :meth:`TraceSetVerification.json_chunks`: the reports go to disk (about 5 KB each), not
+    memory. Use it as a context manager (the file is deleted on close).
+    """
+
+    def __init__(self) -> None:
+        # closed by close() or on leaving the context, not within __init__
+        self._file = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        self.count = 0
+        """Reports written, >= 0."""
+
+    def __call__(self, key: str, report: VerificationReport) -> None:
+        """Write one trace's report (its key and ``report.to_json()``)."""
+        if self.count:
+            self._file.write(",\n")
+        self._file.write("    " + json.dumps(key) + ": " + _nested(report.to_json(), 2))
+        self.count += 1
+
+    def chunks(self, size: int = 1 << 16) -> Iterator[str]:
+        """The reports written, in pieces of at most ``size`` characters (``size`` >= 1)."""
+        self._file.seek(0)
+        while piece := self._file.read(size):
+            yield piece
+
+    def close(self) -> None:
+        """Delete the file."""
+        self._file.close()
+
+    def __enter__(self) -> ReportSpool:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -180,13 +265,19 @@ def verify_traces(
     truncated_is_error: bool = False,
     public_key: str | None = None,
     manifest: str | os.PathLike[str] | None = None,
+    on_report: Callable[[str, VerificationReport], None] | None = None,
+    keep_failures: int = KEPT_FAILURE_REPORTS,
 ) -> TraceSetVerification:
-    """Verify every trace and aggregate the verdicts per property.
+    """Verify every trace and aggregate the verdicts per property, one trace at a time.
+
+    Each report is summed into the totals, given to ``on_report`` and dropped (unless the
+    trace fails and fewer than ``keep_failures`` failing reports are kept): memory grows with
+    the traces by a key and a head digest each.
 
     Args:
         paths: Trace files (expand folders with :func:`trace_files` first).
-        root: If given, the reports' keys are the paths relative to it (POSIX form);
-            otherwise the paths as given.
+        root: If given, the keys are the paths relative to it (POSIX form); otherwise the
+            paths as given.
         max_history: ``W`` for RLB-v1 on every trace; default each trace header's.
         truncated_is_error: Whether a trace whose last line is cut is an error (a run that
             finished writes whole records) rather than a :class:`TraceTruncatedWarning`.
@@ -194,9 +285,12 @@ def verify_traces(
         manifest: A ``results.jsonl`` listing each trace's head digest: the set is also
             checked against it (:mod:`~biasbreaker.verify.manifest`); the traces it lists that
             exist are verified too.
+        on_report: Called with each trace's key and report, in the order verified (e.g. a
+            :class:`ReportSpool`).
+        keep_failures: How many failing traces' whole reports to keep, >= 0.
 
     Returns:
-        The per-trace reports and one :class:`PropertyTotal` per property.
+        The heads, the totals (one :class:`PropertyTotal` per property), the failing traces.
 
     Raises:
         TraceError: A trace is malformed (the message names file and line); with
@@ -210,10 +304,13 @@ def verify_traces(
     if listed is not None:
         known = {path.resolve() for path in everything}
         everything += [p for p in listed if p.exists() and p.resolve() not in known]
-    reports: dict[str, VerificationReport] = {}
-    heads: dict[Path, str] = {}
-    for raw in everything:
-        path = Path(raw)
+        del known
+    tally = _Tally()
+    heads: dict[str, str] = {}
+    by_file: dict[Path, str] = {}
+    failures: dict[str, tuple[str, ...]] = {}
+    kept: dict[str, VerificationReport] = {}
+    for path in everything:
         key = str(path)
         if root is not None:
             try:
@@ -223,53 +320,101 @@ def verify_traces(
         with warnings.catch_warnings():
             if truncated_is_error:
                 warnings.simplefilter("error", TraceTruncatedWarning)
-            reports[key] = verify_trace(path, max_history=max_history, public_key=public_key)
-        heads[path] = reports[key].head
+            report = verify_trace(path, max_history=max_history, public_key=public_key)
+        tally.add(report)
+        heads[key] = report.head
+        if listed is not None:
+            by_file[path] = report.head
+        if not report.holds:
+            failures[key] = _violated(report)
+            if len(kept) < keep_failures:
+                kept[key] = report
+        if on_report is not None:
+            on_report(key, report)
+        del report
     checked = None
     if listed is not None and manifest is not None:
-        checked = check_manifest(manifest, listed, heads, given)
-    return TraceSetVerification(reports, _totals(reports.values()), checked)
+        checked = check_manifest(manifest, listed, by_file, given)
+    return TraceSetVerification(heads, tally.totals(), checked, failures, kept)
 
 
-def _totals(reports: Iterable[VerificationReport]) -> tuple[PropertyTotal, ...]:
-    reports = list(reports)
-    rlb = [r.rlb for r in reports]
-    totals = [
-        _total([r.chain for r in reports], "chain v1"),
-        _total([r.replay for r in reports], "replay v1"),
-    ]
-    totals.append(
-        PropertyTotal(
-            name=rlb[0].property_version if rlb else "RLB-v1",
-            traces=len(rlb),
-            holding=sum(1 for r in rlb if r.holds),
-            checked=sum(r.recovery_transitions for r in rlb),
-            violations=sum(r.violation_count for r in rlb),
-            vacuous=sum(1 for r in rlb if r.vacuous),
-            cycles=sum(r.cycles_total for r in rlb),
-            exercise=EXERCISED_BY["recovery-latency-bound"],
+def _violated(report: VerificationReport) -> tuple[str, ...]:
+    """The properties violated on ``report``'s trace, in the order printed."""
+    broken = [f"{p.name} {p.version}" for p in (report.chain, report.replay) if not p.holds]
+    broken += [report.rlb.property_version] if not report.rlb.holds else []
+    broken += [f"{p.name} {p.version}" for p in report.properties if not p.holds]
+    return tuple(broken)
+
+
+class _Sum:
+    """One property's verdicts summed so far (see :class:`PropertyTotal`)."""
+
+    def __init__(self, name: str, exercise: str) -> None:
+        self.name, self.exercise = name, exercise
+        self.traces = self.holding = self.checked = self.violations = self.vacuous = 0
+        self.cycles = 0
+
+    def add(self, holds: bool, checked: int, violations: int, vacuous: bool) -> None:
+        self.traces += 1
+        self.holding += holds
+        self.checked += checked
+        self.violations += violations
+        self.vacuous += vacuous
+
+    def total(self) -> PropertyTotal:
+        return PropertyTotal(
+            name=self.name,
+            traces=self.traces,
+            holding=self.holding,
+            checked=self.checked,
+            violations=self.violations,
+            vacuous=self.vacuous,
+            cycles=self.cycles,
+            exercise=self.exercise,
         )
-    )
-    names: dict[str, list[PropertyReport]] = {}
-    for report in reports:
+
+
+class _Tally:
+    """The per-property totals of the reports added so far.
+
+    Chain, replay, RLB-v1, then the rest in the order first seen (the verifier's order).
+    """
+
+    def __init__(self) -> None:
+        self.chain = _Sum("chain v1", "")  # exercise: named by the first trace's report
+        self.replay = _Sum("replay v1", "")
+        self.rlb = _Sum("RLB-v1", EXERCISED_BY["recovery-latency-bound"])
+        self.rlb_named = False
+        self.others: dict[str, _Sum] = {}
+
+    def add(self, report: VerificationReport) -> None:
+        for prop, into in ((report.chain, self.chain), (report.replay, self.replay)):
+            if not into.traces:
+                into.exercise = EXERCISED_BY.get(prop.name, "")
+            into.add(prop.holds, prop.checked, prop.violation_count, bool(prop.vacuous))
+        rlb = report.rlb
+        if not self.rlb_named:  # the first trace's version names the total
+            self.rlb.name, self.rlb_named = rlb.property_version, True
+        self.rlb.add(rlb.holds, rlb.recovery_transitions, rlb.violation_count, bool(rlb.vacuous))
+        self.rlb.cycles += rlb.cycles_total
         for prop in report.properties:
-            names.setdefault(f"{prop.name} {prop.version}", []).append(prop)
-    totals.extend(_total(props, name) for name, props in names.items())
-    return tuple(totals)
+            name = f"{prop.name} {prop.version}"
+            if name not in self.others:
+                self.others[name] = _Sum(name, EXERCISED_BY.get(prop.name, ""))
+            self.others[name].add(
+                prop.holds, prop.checked, prop.violation_count, bool(prop.vacuous)
+            )
+
+    def totals(self) -> tuple[PropertyTotal, ...]:
+        sums = [self.chain, self.replay, self.rlb, *self.others.values()]
+        return tuple(s.total() for s in sums)
 
 
-def _total(props: list[PropertyReport], name: str) -> PropertyTotal:
-    """One property's reports over the set, summed (``name``: the property and its version)."""
-    first = props[0] if props else None
-    return PropertyTotal(
-        name=name,
-        traces=len(props),
-        holding=sum(1 for p in props if p.holds),
-        checked=sum(p.checked for p in props),
-        violations=sum(p.violation_count for p in props),
-        vacuous=sum(1 for p in props if p.vacuous),
-        exercise="" if first is None else EXERCISED_BY.get(first.name, ""),
-    )
-
-
-__all__ = ["PropertyTotal", "TraceSetVerification", "trace_files", "verify_traces"]
+__all__ = [
+    "KEPT_FAILURE_REPORTS",
+    "PropertyTotal",
+    "ReportSpool",
+    "TraceSetVerification",
+    "trace_files",
+    "verify_traces",
+]

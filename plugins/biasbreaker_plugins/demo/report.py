@@ -219,7 +219,7 @@ def verification_block(table: Table, verification: Verification) -> list[str]:
     lists them: what a reader compares a copy of the traces with, or checks them against with
     ``biasbreaker verify TRACES --manifest results.jsonl``.
     """
-    heads = [f"{report.head}  {key}" for key, report in verification.reports.items()]
+    heads = [f"{head}  {key}" for key, head in verification.heads.items()]
     return [
         table.markdown(),
         "",
