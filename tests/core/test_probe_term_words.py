@@ -149,3 +149,33 @@ def test_pregnancy_is_held_only_where_gender_is_probed() -> None:
     assert GEN.unswappable("The impregnable fortress; a pregnant pause?") == (
         ((), "gender", "pregnant"),
     )  # a word, not a sense: "a pregnant pause" is held too (a false hold, never a miss)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # after a language verb a nationality word names a language, not a person's group
+        ("She speaks French at work.", {("She", "gender")}),
+        ("He learned Japanese in Osaka.", {("He", "gender")}),
+        ("She is French.", {("She", "gender"), ("French", "nationality")}),
+        # the rule is the nationality axis's only: other axes' terms after those verbs count
+        ("We need a fluent female interpreter.", {("female", "gender")}),
+        ("A fluent Muslim applicant.", {("Muslim", "religion")}),
+    ],
+)
+def test_a_language_verb_makes_a_nationality_word_a_language_only(
+    text: str, found: set[tuple[str, str]]
+) -> None:
+    assert {(d.surface, d.axis) for d in GEN.detect(text)} == found
+
+
+@pytest.mark.parametrize(
+    ("text", "licensed"),
+    [
+        ("the Black Muslim gay Catholic applicant", True),  # three terms between: the bound
+        ("the Black Muslim gay Catholic Jewish applicant", False),  # four: past it
+    ],
+)
+def test_a_term_is_licensed_through_at_most_three_stacked_terms(text: str, licensed: bool) -> None:
+    # _STACK_DEPTH: how many protected adjectives may stand between a term and its person word
+    assert (("Black", "race") in {(d.surface, d.axis) for d in GEN.detect(text)}) is licensed
