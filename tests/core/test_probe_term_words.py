@@ -179,3 +179,24 @@ def test_a_language_verb_makes_a_nationality_word_a_language_only(
 def test_a_term_is_licensed_through_at_most_three_stacked_terms(text: str, licensed: bool) -> None:
     # _STACK_DEPTH: how many protected adjectives may stand between a term and its person word
     assert (("Black", "race") in {(d.surface, d.axis) for d in GEN.detect(text)}) is licensed
+
+
+@pytest.mark.parametrize(
+    ("text", "variant"),
+    [
+        # a new-user trial's misses: a code before a slash and an adult age, opening a line
+        # before a comma and one, after a dashed label or an M/F label
+        ("applicant F/63, income 50k", "applicant M/63, income 50k"),
+        ("F, 35, income 50k, loan 20k", "M, 35, income 50k, loan 20k"),
+        ("Gender - F, income 50k", "Gender - M, income 50k"),
+        ("M/F: F. Income 50k", "M/F: M. Income 50k"),
+    ],
+)
+def test_sex_codes_in_short_form_text(text: str, variant: str) -> None:
+    variants = [v.payload for v in GENDER.generate(text, 1).variants]
+    assert variants == [variant]
+
+
+@pytest.mark.parametrize("text", ["room F/12", "Plan F, 35 units", "Vitamin D, 20 mg", "Size M/L"])
+def test_a_letter_beside_a_number_is_no_code_elsewhere(text: str) -> None:
+    assert [d for d in GENDER.detect(text) if d.surface in ("F", "M")] == []

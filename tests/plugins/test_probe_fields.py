@@ -35,6 +35,12 @@ AXES = ["gender", "race", "age", "religion", "sexual-orientation", "disability",
         ({"birth_date": "1961-04-02"}, [(("birth_date",), "age", "1961-04-02")]),
         ({"date_of_birth": "2 April 1961"}, [(("date_of_birth",), "age", "2 April 1961")]),
         ({"applicantSex": "fem."}, [(("applicantSex",), "gender", "fem.")]),
+        # a new-user trial's misses: pregnancy flags, an age bracket, an age in words
+        ({"is_pregnant": True}, [(("is_pregnant",), "gender", True)]),
+        ({"applicant": {"pregnant": True}}, [(("applicant", "pregnant"), "gender", True)]),
+        ({"age_bracket": "60-69"}, [(("age_bracket",), "age", "60-69")]),
+        ({"age": "63 years"}, [(("age",), "age", "63 years")]),
+        ({"age": "sixty-three, retired"}, [(("age",), "age", "sixty-three, retired")]),
         # column names in French, German, Spanish, Portuguese, Italian; accents or not
         ({"sexe": "F", "âge": 63}, [(("sexe",), "gender", "F"), (("âge",), "age", 63)]),
         ({"Geschlecht": "w"}, [(("Geschlecht",), "gender", "w")]),

@@ -16,8 +16,9 @@ and only qualifier words after it (:data:`QUALIFIER_WORDS`: ``gender_code``, ``a
 ``birth_date``), so ``retry_disabled``, ``man_hours``, ``account_age_days`` or
 ``citizen_services_used`` do not count; and its value is a number, a bool, a string
 without white space of at most :data:`CODE_LENGTH` characters in which the text probe found no
-protected term (``"F"``, ``"fem."``, ``"1961-04-02"``), or, under an age word, any string with
-a year in it (``"2 April 1961"``). Other strings are text, which the probe reads:
+protected term (``"F"``, ``"fem."``, ``"1961-04-02"``), or, under an age word, any string the
+text probe did not read as an age (``"2 April 1961"``, ``"63 years"``, ``"60-69"``). Other
+strings are text, which the probe reads:
 ``{"sex": "female"}`` is swapped like any other mention. ``None`` is absent.
 """
 
@@ -40,8 +41,9 @@ __all__ = [
 ]
 
 FIELD_WORDS: Final[Mapping[str, frozenset[str]]] = {
-    "gender": frozenset({"sex", "gender", "female", "male", "woman", "man",
-                         "sexe", "geschlecht", "sexo", "genero", "sesso", "genere"}),
+    "gender": frozenset({"sex", "gender", "female", "male", "woman", "man", "pregnant",
+                         "pregnancy", "sexe", "geschlecht", "sexo", "genero", "sesso",
+                         "genere"}),
     "race": frozenset({"race", "ethnicity", "ethnic", "racial",
                        "ethnie", "rasse", "raza", "etnia", "razza"}),
     "age": frozenset({"age", "dob", "birth", "birthdate", "birthday", "birthyear",
@@ -74,7 +76,8 @@ PERSON_WORDS: Final = frozenset(
 
 QUALIFIER_WORDS: Final = frozenset(
     {"code", "id", "group", "band", "range", "category", "cat", "flag", "value", "years",
-     "yrs", "status", "type", "date", "year", "at", "identity", "label", "bucket",
+     "yrs", "status", "type", "date", "year", "at", "identity", "label", "bucket", "bracket",
+     "tier",
      "ans", "jahre", "anos", "anni", "codigo"}
 )  # fmt: skip
 """Words a key may have after its attribute word (how the attribute is coded)."""
@@ -83,7 +86,6 @@ CODE_LENGTH: Final = 16
 """Longest string value without white space read as a code (``"F"``, ``"1961-04-02"``)."""
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 
 def _attribute(key: str, words: Mapping[str, frozenset[str]]) -> str | None:
@@ -140,7 +142,9 @@ def _opaque(value: Any, axis: str) -> bool:
         return True
     if not isinstance(value, str) or not value.strip():
         return False
-    if axis == "age" and _YEAR.search(value):
+    if axis == "age":
+        # under an age key any text the probe did not read as an age ("63 years", "60-69",
+        # "sixty-three, retired"): a string it reads is swapped and never reaches here
         return True
     return len(value) <= CODE_LENGTH and not any(c.isspace() for c in value)
 

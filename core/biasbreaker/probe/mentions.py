@@ -106,7 +106,11 @@ _LAY_PERSONS = frozenset(
     traveller travellers traveler travelers passenger passengers
     """.split()  # noqa: SIM905
 )
-_CODE_LABEL = re.compile(r"\b(?:sex|gender)\s*[:=]\s*$", re.IGNORECASE)
+_CODE_LABEL = re.compile(r"(?:\b(?:sex|gender)|\bm\s*/\s*f)\s*(?:[:=]|\s[-–]|-)\s*$", re.IGNORECASE)
+"""A sex label before a code: ``Sex: F``, ``gender=m``, ``Gender - F``, ``M/F: F``."""
+_CODE_AGE_AFTER = re.compile(r"\s*(?P<sep>[/,])\s*(?:1[6-9]|[2-9]\d|1[01]\d)(?!\d)")
+"""An adult age after a code: ``applicant F/63``, or ``F, 35, …`` opening a line."""
+_LINE_START = re.compile(r"(?:^|\n)\s*$")
 _CODE_OPEN = re.compile(r"([^\W\d_][\w'’-]*)\.?\s*\(\s*(?:\d{1,3}\s*[,/]\s*)?$")
 _CODE_CLOSE = re.compile(r"\s*(?:\)|[,/]\s*\d{1,3}\s*\))")
 _NOT_CODED = frozenset({"size", "grade", "type", "class", "plan", "option", "part", "section"})
@@ -360,13 +364,18 @@ class MentionFinder:
     def _coded(self, text: str, start: int, end: int) -> bool:
         """Whether a one-letter form at ``text[start:end]`` (``F``, ``M``) is a person's code.
 
-        Yes after a ``sex``/``gender`` label (``Sex: F``, ``gender=m``), or in brackets, alone or
+        Yes after a sex label (:data:`_CODE_LABEL`: ``Sex: F``, ``gender=m``, ``Gender - F``,
+        ``M/F: F``), before a slash and an adult age (``applicant F/63``) or, opening a line, a
+        comma and one (``F, 35, income 50k``), or in brackets, alone or
         beside an age, after a person word or a capitalised word (``Applicant (F)``,
         ``Mary Smith (F, 63)``, ``Smith (63/M)``) that is not one of :data:`_NOT_CODED`.
         Anywhere else a letter is an initial, a size or a unit (``M. Dupont``, ``Size M``).
         """
         before = text[max(0, start - 40) : start]
         if _CODE_LABEL.search(before):
+            return True
+        aged = _CODE_AGE_AFTER.match(text, end)
+        if aged is not None and (aged.group("sep") == "/" or _LINE_START.search(before)):
             return True
         m = _CODE_OPEN.search(before)
         if m is None or not _CODE_CLOSE.match(text, end):
