@@ -182,7 +182,7 @@ def credential_kind(text: str) -> str | None:
     if _USER_PASSWORD.search(text):
         return "URL user info (user:password@)"
     if any(_query_secret(m) for m in _QUERY_PARAM.finditer(text)):
-        return "a secret in a URL query (?password=…)"
+        return "a secret in a URL query parameter (password and the like)"
     if _AUTH_SCHEME.search(text):
         return "an HTTP authorization value"
     if _JWT.search(text):

@@ -102,12 +102,18 @@ def test_no_shipped_option_is_named_like_a_secret() -> None:
         ("AKIAABCDEFGHIJKLMNOP", "a provider's API key"),
         ("Bearer abcdefgh12345", "an HTTP authorization value"),
         ("https://me:hunter22@example.com/v1", "URL user info (user:password@)"),
-        ("postgresql://h/db?password=hunter22", "a secret in a URL query (?password=…)"),
+        (
+            "postgresql://h/db?password=hunter22",
+            "a secret in a URL query parameter (password and the like)",
+        ),
         (
             "postgresql://h/db?sslmode=require&sslpassword=hunter22",
-            "a secret in a URL query (?password=…)",
+            "a secret in a URL query parameter (password and the like)",
         ),
-        ("https://h/v1?page=2&api_token=hunter22", "a secret in a URL query (?password=…)"),
+        (
+            "https://h/v1?page=2&api_token=hunter22",
+            "a secret in a URL query parameter (password and the like)",
+        ),
         (
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
             "a JSON Web Token",
@@ -118,6 +124,14 @@ def test_no_shipped_option_is_named_like_a_secret() -> None:
 def test_credential_looking_values(text: str, kind: str) -> None:
     assert credential_kind(text) == kind
     assert text not in redact_text(f"reply: {text}.")
+
+
+def test_the_refusal_of_a_query_secret_survives_its_own_redaction() -> None:
+    # the kind is printed through redaction: it must not itself look like a query secret
+    kind = credential_kind("postgresql://h/db?password=hunter22")
+    assert kind is not None and redact_text(f"trace.url: the value looks like {kind}") == (
+        f"trace.url: the value looks like {kind}"
+    )
 
 
 def test_a_user_name_in_a_url_is_hidden_but_is_no_credential() -> None:
