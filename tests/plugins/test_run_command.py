@@ -227,8 +227,16 @@ def test_a_malformed_line_fails_that_input_and_the_others_run(project: Path) -> 
     assert records[1]["error"]["class"] == "biasbreaker.errors.InputError"
     assert f"{inputs}:2: expected a JSON object" in records[1]["error"]["message"]
     assert f"{inputs}:3: not valid JSON" in records[2]["error"]["message"]
-    # a misspelt key: the node that reads the right one fails, the run goes on
-    assert records[3]["error"] == {"class": "KeyError", "message": "'question'", "node": "answer"}
+    # a misspelt key fails its input before it runs (LangGraph would drop it silently and run
+    # the graph without it), naming the key and the state's own keys; the run goes on
+    assert records[3]["error"]["class"] == "biasbreaker.errors.InputError"
+    assert records[3]["error"]["node"] is None
+    assert (
+        f"{inputs}:4: key(s) ['q'] are not in the graph's input state"
+        in (records[3]["error"]["message"])
+    )
+    assert "'question'" in records[3]["error"]["message"]
+    assert "bb_" not in records[3]["error"]["message"]  # the guard's keys are not the user's
     output = " ".join(result.output.split())
     assert "3 of 4 input(s) failed (line(s) 2, 3, 4)" in output
     assert "Traceback" not in result.output
@@ -699,8 +707,12 @@ def test_a_deterministic_fair_graph_calibrates_from_its_control_runs_and_does_no
         assert {r.state.value for r in trace.records} == {"normal"}
     assert "calibrated on" in (project / "fresh/report.md").read_text()
 
-    # the biased twin (hires the White-coded first names) trips the same calibration
-    biased = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(fresh), "--out", "b")
+    # the biased twin (hires the White-coded first names) trips the same calibration; its
+    # state has no "years" (an input key it lacks would fail that input)
+    names = write_inputs(
+        project / "names.jsonl", [json.dumps({"applicant": a}) for a in APPLICANTS[:6]]
+    )
+    biased = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(names), "--out", "b")
     assert biased.exit_code == 0, biased.output
     records = [json.loads(x) for x in (project / "b/results.jsonl").read_text().splitlines()]
     assert "review" in {r["status"] for r in records}

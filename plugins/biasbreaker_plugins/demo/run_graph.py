@@ -248,6 +248,36 @@ def read_inputs(path: Path) -> list[InputLine]:
     return lines
 
 
+def known_keys_only(lines: list[InputLine], builder: Any, path: Path) -> list[InputLine]:
+    """``lines`` with each input naming a key the graph's input state lacks made a failure.
+
+    LangGraph drops such a key silently: an input whose ``"aplication"`` was misspelt ran with
+    no application and reported ``done``. The keys are those of the builder's input schema
+    (``StateGraph(State, input_schema=...)``, else the state); a builder whose schema keys
+    cannot be read is not checked.
+    """
+    schemas = getattr(builder, "schemas", None)
+    keys = (
+        schemas.get(getattr(builder, "input_schema", None)) if isinstance(schemas, dict) else None
+    )
+    if not keys:
+        return lines
+    known = sorted(k for k in keys if not k.startswith("bb_"))  # the guard's keys are its own
+    checked = []
+    for line in lines:
+        unknown = [k for k in (line.state or {}) if k not in keys]
+        if not unknown:
+            checked.append(line)
+            continue
+        error = InputError(
+            f"{path}:{line.number}: key(s) {unknown} are not in the graph's input state "
+            f"(its keys: {known}); LangGraph would drop them and run without them. Fix the "
+            "key, or add it to the state"
+        )
+        checked.append(InputLine(line.number, None, failure_of(error)))
+    return checked
+
+
 def check_checkpoint(checkpoint: Path) -> None:
     """Check that ``--checkpoint`` names a new file in an existing, writable folder.
 
@@ -365,7 +395,7 @@ def prepare_run(
     builder = build_user_graph(factory, spec, kernel)
     guarded = guard(builder, kernel)
     roles = llm_roles(kernel, graph=takes_llm(factory))
-    states = read_inputs(inputs)
+    states = known_keys_only(read_inputs(inputs), builder, inputs)
     if isinstance(checkpoint, PostgresCheckpoint):
         check_postgres_checkpoint(checkpoint, [line.thread for line in states])
     return PreparedRun(spec, kernel, guarded, states, out, checkpoint, roles, control)
