@@ -190,6 +190,7 @@ def test_a_term_is_licensed_through_at_most_three_stacked_terms(text: str, licen
         ("F, 35, income 50k, loan 20k", "M, 35, income 50k, loan 20k"),
         ("Gender - F, income 50k", "Gender - M, income 50k"),
         ("M/F: F. Income 50k", "M/F: M. Income 50k"),
+        ("SEX F AGE 63 INCOME 50000", "SEX M AGE 63 INCOME 50000"),
     ],
 )
 def test_sex_codes_in_short_form_text(text: str, variant: str) -> None:
@@ -197,6 +198,8 @@ def test_sex_codes_in_short_form_text(text: str, variant: str) -> None:
     assert variants == [variant]
 
 
-@pytest.mark.parametrize("text", ["room F/12", "Plan F, 35 units", "Vitamin D, 20 mg", "Size M/L"])
+@pytest.mark.parametrize(
+    "text", ["room F/12", "Plan F, 35 units", "Vitamin D, 20 mg", "Size M/L", "unisex M size"]
+)
 def test_a_letter_beside_a_number_is_no_code_elsewhere(text: str) -> None:
     assert [d for d in GENDER.detect(text) if d.surface in ("F", "M")] == []

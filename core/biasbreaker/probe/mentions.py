@@ -106,8 +106,8 @@ _LAY_PERSONS = frozenset(
     traveller travellers traveler travelers passenger passengers
     """.split()  # noqa: SIM905
 )
-_CODE_LABEL = re.compile(r"(?:\b(?:sex|gender)|\bm\s*/\s*f)\s*(?:[:=]|\s[-–]|-)\s*$", re.IGNORECASE)
-"""A sex label before a code: ``Sex: F``, ``gender=m``, ``Gender - F``, ``M/F: F``."""
+_CODE_LABEL = re.compile(r"(?:\b(?:sex|gender)|\bm\s*/\s*f)(?:\s*[:=\-–]\s*|\s+)$", re.IGNORECASE)
+"""A sex label before a code: ``Sex: F``, ``gender=m``, ``Gender - F``, ``M/F: F``, ``SEX F``."""
 _CODE_AGE_AFTER = re.compile(r"\s*(?P<sep>[/,])\s*(?:1[6-9]|[2-9]\d|1[01]\d)(?!\d)")
 """An adult age after a code: ``applicant F/63``, or ``F, 35, …`` opening a line."""
 _LINE_START = re.compile(r"(?:^|\n)\s*$")
