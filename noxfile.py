@@ -229,7 +229,11 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
     "joint": {
         "module": "core/biasbreaker/probe/counterfactual.py",
         "only": ["CounterfactualGenerator._joint", "CounterfactualGenerator.generate"],
-        "tests": ["tests/core/test_probe_joint.py", "tests/core/test_counterfactual.py"],
+        "tests": [
+            "tests/core/test_probe_joint.py",
+            "tests/core/test_counterfactual.py",
+            "tests/core/test_probe_coverage.py",  # generate() walks the covering rotation
+        ],
     },
 }
 """Group -> ``module`` (a file or package), ``only`` (top-level names or ``Class.method`` to
