@@ -7,33 +7,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from biasbreaker.breaker import freeze
-from biasbreaker.calibration import ControlStatistics
 from biasbreaker.cli import app
-from biasbreaker.machine import ControlMachine, MachineConfig
-from biasbreaker.trace import TraceWriter
-from biasbreaker.types import InterventionContext, InterventionResult, Thresholds
+from machine_traces import write
 
 runner = CliRunner()
-CONFIG = MachineConfig(
-    Thresholds(0.5, 0.35, 0.25, 0.05),
-    cooldown_steps=2,
-    control=ControlStatistics(0.1, 0.05, 100),
-    max_history=3,
-)
-
-
-def repair(context: InterventionContext) -> InterventionResult:
-    return InterventionResult(freeze("fixed"), True, "madera", (), 0.05)
-
-
-def write(path: Path, fasts: list[float]) -> Path:
-    with TraceWriter(path, CONFIG.trace_header()) as writer:
-        machine = ControlMachine(CONFIG, hook=repair, recorder=writer)
-        for fast in fasts:
-            machine.step(fast, 0.0)
-        writer.seal()
-    return path
 
 
 def rlb_line(stdout: str) -> str:

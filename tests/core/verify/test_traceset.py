@@ -8,11 +8,7 @@ from pathlib import Path
 
 from tracegen import forge
 
-from biasbreaker.breaker import freeze
-from biasbreaker.calibration import ControlStatistics
-from biasbreaker.machine import ControlMachine, MachineConfig
-from biasbreaker.trace import TraceWriter
-from biasbreaker.types import BreakerState, InterventionContext, InterventionResult, Thresholds
+from biasbreaker.types import BreakerState
 from biasbreaker.verify import (
     ReportSpool,
     VerificationReport,
@@ -20,29 +16,9 @@ from biasbreaker.verify import (
     verify_trace,
     verify_traces,
 )
+from machine_traces import write
 
 N, IV = BreakerState.NORMAL, BreakerState.INTERVENTION
-CONFIG = MachineConfig(
-    Thresholds(0.5, 0.35, 0.25, 0.05),
-    cooldown_steps=2,
-    control=ControlStatistics(0.1, 0.05, 100),
-    max_history=3,
-)
-
-
-def repair(context: InterventionContext) -> InterventionResult:
-    return InterventionResult(freeze("fixed"), True, "madera", (), 0.05)
-
-
-def write(path: Path, fasts: list[float]) -> Path:
-    """A trace the machine wrote: every property holds on it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with TraceWriter(path, CONFIG.trace_header()) as writer:
-        machine = ControlMachine(CONFIG, hook=repair, recorder=writer)
-        for fast in fasts:
-            machine.step(fast, 0.0)
-        writer.seal()
-    return path
 
 
 def live_reports() -> int:
