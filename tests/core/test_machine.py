@@ -1028,3 +1028,41 @@ def test_katz_weights_are_recorded_when_first_given_and_when_they_change(checked
         given = KatzWeights(weights) if checked else weights
         machine.step(0.0, 0.0, node="a", local_scores={"a": 0.0}, weights=given)
     assert [r.weights for r in records] == [first, None, second, None, first]
+
+
+class _Outcome(dict[str, str]):
+    """A mapping of another type than ``dict`` (the probe outcome's checked slow path)."""
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        {"status": "scored"},
+        {"reason": "x"},
+        {"status": "scored", "reason": None},
+        {"status": 1, "reason": "x"},
+        {"status": "scored", "reason": "x", "extra": "y"},
+        {"status": "scored", "why": "x"},
+        {},
+        _Outcome(status="scored", reason=None),  # type: ignore[arg-type]
+        _Outcome(status="scored"),
+    ],
+)
+def test_a_malformed_probe_outcome_is_refused_and_changes_nothing(probe: dict[str, str]) -> None:
+    records: list[StepRecord] = []
+    machine = ControlMachine(config(), recorder=records.append)
+    before = machine.snapshot()
+    with pytest.raises(InputError, match=r"probe=.* must be \{'status': str, 'reason': str\}"):
+        machine.step(0.1, 0.1, probe=probe)
+    assert machine.snapshot() == before and records == []
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [{"status": "scored", "reason": "k=4"}, _Outcome(status="not_applicable", reason="none")],
+)
+def test_a_probe_outcome_is_recorded_as_given(probe: dict[str, str]) -> None:
+    records: list[StepRecord] = []
+    machine = ControlMachine(config(), recorder=records.append)
+    machine.step(0.1, 0.1, probe=probe)
+    assert records[0].probe == dict(probe) and type(records[0].probe) is dict
