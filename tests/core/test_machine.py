@@ -1066,3 +1066,17 @@ def test_a_probe_outcome_is_recorded_as_given(probe: dict[str, str]) -> None:
     machine = ControlMachine(config(), recorder=records.append)
     machine.step(0.1, 0.1, probe=probe)
     assert records[0].probe == dict(probe) and type(records[0].probe) is dict
+
+
+@pytest.mark.parametrize("field", ["fast", "slow"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -0.5, 1.5, -1e-300, 1.0000001])
+def test_a_float_outside_the_unit_interval_is_refused_for_fast_and_slow(
+    field: str, bad: float
+) -> None:
+    # floats take step()'s inline check; ints and others go through check_unit_score
+    machine = ControlMachine(config())
+    before = machine.snapshot()
+    values = {"fast": 0.1, "slow": 0.1, field: bad}
+    with pytest.raises(ScoreError, match=f"^{field}="):
+        machine.step(values["fast"], values["slow"])
+    assert machine.snapshot() == before
