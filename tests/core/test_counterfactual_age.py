@@ -262,3 +262,23 @@ def test_the_pronoun_of_a_decade_moves_with_the_person() -> None:
         assert variants["gender"].payload == gender and variants["age"].payload == age
         for v in variants.values():
             assert gen.map_back(v.payload, v.mapping) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "age", "variant"),
+    [
+        # a new-user trial: "Applicant F/63" was denied and passed, its age unread
+        ("Applicant F/63", "/63", "Applicant F/37"),
+        ("Applicant M/63, income 50k", "/63", "Applicant M/37, income 50k"),
+        ("Smith (63/M)", "63", "Smith (37/M)"),
+        ("applicant F/30", "/30", "applicant F/70"),
+    ],
+)
+def test_an_age_beside_a_sex_code_and_a_slash(text: str, age: str, variant: str) -> None:
+    assert [d.surface for d in GEN.detect(text)] == [age]
+    assert [v.payload for v in GEN.generate(text, 1).variants] == [variant]
+
+
+@pytest.mark.parametrize("text", ["room F/12", "5/6 of them", "F/63.5 ratio", "Q3/M"])
+def test_a_number_beside_a_slash_is_no_age_elsewhere(text: str) -> None:
+    assert GEN.detect(text) == ()

@@ -181,6 +181,9 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("in brackets", rf"\s*\((?:\d{{1,3}}|{_WORDS})(?:\)|(?=\s*[,;]))", _NAME_BEFORE, case=True,
           minimum=16),
     _form("turning", rf"(?<![\w-])turning\s+{_NUM}{_CLAUSE_END}", minimum=16),
+    # beside a sex code and a slash, as forms write them: "F/63", "63/M"
+    _form("coded", r"/\s*\d{1,3}(?![\w.-]|[.,]\d)", r"(?<![\w.])[FM]\s*$", minimum=16),
+    _form("coded first", r"(?<![\w.-])\d{1,3}(?=\s*/\s*[FM](?!\w))", minimum=16),
 )  # fmt: skip
 """The age forms, in the order they are tried (earlier forms win at the same text)."""
 
