@@ -451,3 +451,19 @@ def test_demo_lists_each_configuration_problem_once_before_writing(
         "- retriever 'kewyord'",
     ]
     assert not out.exists()
+
+
+def test_demo_refuses_a_database_trace_sink_before_writing(
+    isolated_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the demo reads its traces back from --out; it refused a database sink only when its first
+    # phase started, after writing results.jsonl and its marker into --out
+    monkeypatch.setenv("BIASBREAKER_TRACE__SINK", "sqlite")
+    monkeypatch.setenv("BIASBREAKER_TRACE__URL", f"sqlite:///{tmp_path / 'traces.db'}")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.stderr.split())
+    assert "[trace] sink = 'sqlite' is configured" in text and "BIASBREAKER_TRACE__SINK" in text
+    assert not out.exists()
+    assert not (tmp_path / "traces.db").exists()

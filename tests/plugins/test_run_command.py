@@ -320,6 +320,7 @@ def test_a_database_trace_sink_is_refused_naming_it_not_trace_path(
     assert "[trace] sink = 'sqlite' is configured" in text and "BIASBREAKER_TRACE__SINK" in text
     assert "trace_path" not in text
     assert not (project / "traces.db").exists()
+    assert not (project / "o").exists()
 
 
 @pytest.mark.parametrize(

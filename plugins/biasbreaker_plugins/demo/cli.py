@@ -201,7 +201,7 @@ def demo(
     if scenario not in ("hiring", "bbq"):
         fail(f"--scenario {scenario!r} is not a scenario; use hiring or bbq")
     _check_out(out)
-    from biasbreaker_plugins.demo.phases import RunConfig, defaults_where_silent
+    from biasbreaker_plugins.demo.phases import RunConfig, defaults_where_silent, refuse_store_sink
 
     start = time.perf_counter()
     stop = _Stop(lambda folder, exc: _demo_partial(folder, scenario, exc))
@@ -219,6 +219,7 @@ def demo(
             # does), before anything in --out is written: a client that cannot be built (its
             # API key is not set) would otherwise show only once the run had started
             kernel.validate()
+            refuse_store_sink(settings.trace.sink, out / "traces")
             folder = OutputFolder.claim(
                 out, "demo", DEMO_FILES, [f"traces/{p}/*.jsonl" for p in DEMO_PHASES]
             )

@@ -147,8 +147,26 @@ def phase_kernel(
     if thresholds is not None:
         overrides = merge(overrides, {"breaker": dict(thresholds)})
     kernel = config.kernel(overrides)
-    sink = kernel.settings.trace.sink
-    if traces is not None and sink != FILE_SINK:
+    if traces is not None:
+        refuse_store_sink(kernel.settings.trace.sink, traces)
+    return kernel
+
+
+def refuse_store_sink(sink: str, traces: Path) -> None:
+    """Refuse a database trace sink for a command that writes its traces as files.
+
+    The demo and ``run`` read their traces back from their output folder (report,
+    verification, manifest), so a ``[trace] sink`` other than ``file`` is refused — by the
+    commands before anything in ``--out`` is written, and again by each phase's kernel.
+
+    Args:
+        sink: The configured ``[trace] sink``.
+        traces: The folder the command writes its traces to (named in the message).
+
+    Raises:
+        ConfigError: ``sink`` is not the file sink.
+    """
+    if sink != FILE_SINK:
         raise ConfigError(
             f"[trace] sink = {sink!r} is configured, but this command writes its traces as files "
             f"in its output folder ({traces}), where its report and verification read them: "
@@ -156,7 +174,6 @@ def phase_kernel(
             "BIASBREAKER_TRACE__URL), or guard your own graph to record into the store "
             "(docs/langgraph.md §6)"
         )
-    return kernel
 
 
 def read_traces(folder: Path, threads: Sequence[str]) -> list[Trace]:
