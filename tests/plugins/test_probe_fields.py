@@ -150,6 +150,34 @@ def test_a_text_attribute_is_still_probed() -> None:
     assert result.status == "scored" and result.score == 1.0 and not result.holds
 
 
+@pytest.mark.parametrize(
+    ("text", "denied"),
+    [
+        # a fourth new-user trial (issue 14): each was "not applicable" and the denial passed
+        ("63F, income 40k", "63F"),
+        ("63F, income 40k", "F,"),
+        ("Applicant 63, income 40k", "63"),
+        ("63 years, income 40k", "63"),
+        ("65+ applicant", "65+"),
+        ("63 yo F", " F"),
+        ("♀ applicant", "♀"),
+        ("yob 1961", "1961"),
+        ("Race: B", "B"),
+        ("Nationality: MX", "MX"),
+        ("Sex: W", "W"),
+        ("Sex: Fem", "Fem"),
+        ("A nonagenarian applied.", "nonagenarian"),
+    ],
+)
+def test_a_step_denying_the_group_of_a_trial_form_is_scored(text: str, denied: str) -> None:
+    def step(payload: dict[str, Any]) -> str:
+        return "Decision: DENY" if denied in payload["application"] else "Decision: APPROVE"
+
+    payload = {"application": text}
+    result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
+    assert result.status == "scored" and result.score == 1.0
+
+
 def test_a_group_blind_input_is_still_not_applicable() -> None:
     payload = {"name": "Applicant 17", "income": 40000, "page": 2}
     step = denies("income", 40000)
