@@ -3,13 +3,18 @@
 An age mention is one of the :data:`AGE_FORMS`: a number of years (digits or words, ``65 years
 old``, ``a sixty-three-year-old``, ``63 y/o``, ``aged 65``, ``Mary Smith, 63,``, ``Mary Smith
 (63)``, ``she is 63``, ``a man of 63``, ``At 63, she``), a birth year (``born in 1958``, ``DOB:
-1958-04-12``, ``date of birth: 12 April 1958``; in two digits, ``DOB 4/2/61``, ``born '61``),
-a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
+1958-04-12``, ``yob 1961``, ``date of birth: 12 April 1958``; in two digits, ``DOB 4/2/61``,
+``born '61``), a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
 ``65 or older``) or a decade (``in her sixties``, ``in his late 30s``). Forms whose number could
 as well count something else (``is 63``, ``over 60``, ``, 63,``, ``of 63``) count only in a
 person context: after a pronoun subject, a person or group noun, or a capitalised word; an
 appositive ``, 63`` also needs a closing mark, a verb of its person or the end of the text
-after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it.
+after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it. Forms as
+records and case notes write them count in a record's context: beside a sex code (``F/63``,
+``63/M``, not after a word that numbers a thing: ``page 63/M``), glued to one (``63F``, not
+``it was 63F``), a bare number or ``63 years`` after a person noun or at a line start before
+a further field (``Applicant 63, income 40k``, ``63 years, income``), and a bound sign
+before a person word (``65+ applicants``).
 
 :func:`age_of` reads the age a surface states (a bound ``over n`` is ``n + 1``, ``under n`` is
 ``n − 1``; a decade or a range is its middle, ``early``/``late`` its third and eighth year);
