@@ -282,3 +282,46 @@ def test_an_age_beside_a_sex_code_and_a_slash(text: str, age: str, variant: str)
 @pytest.mark.parametrize("text", ["room F/12", "5/6 of them", "F/63.5 ratio", "Q3/M"])
 def test_a_number_beside_a_slash_is_no_age_elsewhere(text: str) -> None:
     assert GEN.detect(text) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "age", "group", "variant"),
+    [
+        # a fourth new-user trial (issue 14): forms whose age went unread
+        ("63F", "63", "old", "37F"),
+        ("Mary Smith, 63F, asked.", "63", "old", "Mary Smith, 37F, asked."),
+        ("Applicant 63, income 40k", "63", "old", "Applicant 37, income 40k"),
+        ("patient: 24; income 40k", "24", "young", "patient: 76; income 40k"),
+        ("63 years, income 40k", "63 years", "old", "37 years, income 40k"),
+        ("- 63 yrs, renter", "63 yrs", "old", "- 37 yrs, renter"),
+        ("65+ applicant", "65+", "old", "≤35 applicant"),
+        ("Only 65+ customers qualify.", "65+", "old", "Only ≤35 customers qualify."),
+        ("63 yo F", "63 yo", "old", "37 yo F"),
+        ("yob 1961", "yob 1961", "old", "yob 1989"),
+        ("Year of birth: 1990", "Year of birth: 1990", "young", "Year of birth: 1960"),
+        ("YOB '61, income 40k", "YOB '61", "old", "YOB '89, income 40k"),
+    ],
+)
+def test_forms_of_a_fourth_trial(text: str, age: str, group: str, variant: str) -> None:
+    assert [(d.surface, d.groups) for d in GEN.detect(text)] == [(age, (group,))]
+    (v,) = GEN.generate(text, 1, coverage={}).variants
+    assert v.payload == variant
+    assert GEN.map_back(v.payload, v.mapping) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "page 63/M",  # a number counts a thing: page, room, seat ...
+        "Page 63/M",
+        "see Room 63/F",
+        "Applicant 17",  # a number naming the applicant, no field after it
+        "Applicant #63, income 40k",
+        "63 applicants applied.",  # a count: no bound sign
+        "It was 63F outside.",
+        "Term: 30 years, rate 5%",  # years of a loan, not at a line start or after a person
+        "Applicant 12F",  # under 16: no age
+    ],
+)
+def test_numbers_of_a_fourth_trial_that_are_no_age(text: str) -> None:
+    assert GEN.detect(text) == ()

@@ -203,3 +203,92 @@ def test_sex_codes_in_short_form_text(text: str, variant: str) -> None:
 )
 def test_a_letter_beside_a_number_is_no_code_elsewhere(text: str) -> None:
     assert [d for d in GENDER.detect(text) if d.surface in ("F", "M")] == []
+
+
+RACE = CounterfactualGenerator(TermSet.load(axes=["race"]), seed=0)
+NATIONALITY = CounterfactualGenerator(TermSet.load(axes=["nationality"]), seed=0)
+GENDER_AGE = CounterfactualGenerator(TermSet.load(axes=["gender", "age"]), seed=0)
+
+
+@pytest.mark.parametrize(
+    ("gen", "text", "axis", "group", "surface", "swapped"),
+    [
+        # a fourth trial (issue 14): forms whose protected attribute went unread
+        (GENDER, "♀", "gender", "female", "♀", "♂"),
+        (GENDER, "♂ applicant, income 40k", "gender", "male", "♂", "♀ applicant, income 40k"),
+        (GENDER, "Sex: W, income 40k", "gender", "female", "W", "Sex: M, income 40k"),
+        (GENDER, "Geschlecht: W", "gender", "female", "W", "Geschlecht: M"),
+        (GENDER, "Sex: Fem", "gender", "female", "Fem", "Sex: Masc"),
+        (GENDER, "Applicant (Fem.) applied.", "gender", "female", "Fem.", "Applicant (Masc.) applied."),
+        (GENDER, "63 yo F", "gender", "female", "F", "63 yo M"),
+        (GENDER, "63 y/o M, smoker", "gender", "male", "M", "63 y/o F, smoker"),
+        (GENDER, "63F", "gender", "female", "F", "63M"),
+        (GENDER, "Applicant 40M, income 40k", "gender", "male", "M", "Applicant 40F, income 40k"),
+        (GENDER, "Applicant B (F) applied.", "gender", "female", "F", "Applicant B (M) applied."),
+        (RACE, "Race: B", "race", "black", "Race: B", "Race: W"),
+        (RACE, "ethnicity=H; income 40k", "race", "hispanic", "ethnicity=H", "ethnicity=W; income 40k"),
+        (RACE, "Race: Black", "race", "black", "Black", "Race: white"),
+        (NATIONALITY, "Nationality: MX", "nationality", "mexican", "Nationality: MX",
+         "Nationality: JP"),
+        (NATIONALITY, "Citizenship: UK", "nationality", "british", "Citizenship: UK",
+         "Citizenship: US"),
+        (NATIONALITY, "Nationality: IN citizen", "nationality", "indian", "Nationality: IN",
+         "Nationality: MX citizen"),
+        (AGE, "A nonagenarian applied.", "age", "old", "nonagenarian", "A preteen applied."),
+        (AGE, "Two centenarians applied.", "age", "old", "centenarians", "Two infants applied."),
+    ],
+)  # fmt: skip
+def test_codes_symbols_and_age_words_of_a_fourth_trial(
+    gen: CounterfactualGenerator,
+    text: str,
+    axis: str,
+    group: str,
+    surface: str,
+    swapped: str,
+) -> None:
+    assert (axis, (group,), surface) in [(d.axis, d.groups, d.surface) for d in gen.detect(text)]
+    cs = gen.generate(text, 4, coverage={})
+    moved = [v for v in cs.variants if v.mapping.axis == axis]
+    assert swapped in [v.payload for v in moved]
+    for v in cs.variants:
+        assert gen.map_back(v.payload, v.mapping) == text
+
+
+def test_a_code_glued_to_an_age_swaps_each_axis_apart() -> None:
+    variants = {v.mapping.axis: v for v in GENDER_AGE.generate("63F", 2, coverage={}).variants}
+    assert variants["gender"].payload == "63M" and variants["age"].payload == "37F"
+    assert [(d.surface, d.axis, d.groups) for d in GENDER_AGE.detect("63F")] == [
+        ("63", "age", ("old",)),
+        ("F", "gender", ("female",)),
+    ]
+    for v in variants.values():
+        assert GENDER_AGE.map_back(v.payload, v.mapping) == "63F"
+
+
+def test_a_race_code_reaches_only_the_groups_with_a_code() -> None:
+    """W, B, H, A and AI are the codes forms use; no code names the arab group."""
+    payloads = {v.payload for v in RACE.generate("Race: B", 5, coverage={}).variants}
+    assert payloads == {"Race: W", "Race: H", "Race: A", "Race: AI"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Plan B (F) was chosen.",  # an option's letter, not a person
+        "Option C (M) is cheaper.",
+        "It was 63F outside.",  # a temperature
+        "Temperature: 63F",
+        "a 63M yacht",
+        "Raised 63M in funding",
+        "Plan B",
+        "The MX model ships today.",  # a code only after a nationality label
+        "a 100 W bulb",  # W only after a sex label
+        "Applicant (W) applied.",
+        "Race: A new study of sprinters",  # the letter opens a sentence
+        "FEM analysis of the beam",  # a finite element method
+        "Fem",
+        "Nationality: in the file",
+    ],
+)
+def test_look_alikes_of_codes_are_no_mention(text: str) -> None:
+    assert GEN.detect(text) == ()

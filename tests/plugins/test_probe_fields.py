@@ -59,6 +59,19 @@ AXES = ["gender", "race", "age", "religion", "sexual-orientation", "disability",
         # an attribute word qualified as something else (a new-user trial's false holds)
         ({"retry_disabled": True, "man_hours": 40, "account_age_days": 12}, []),
         ({"citizen_services_used": 2, "age_limit_note": "n/a"}, []),
+        # a fourth trial (issue 14): an age bound or an age flag as the key, a sex-pair column
+        ({"over_60": True}, [(("over_60",), "age", True)]),
+        ({"applicant": {"isOver65": False}}, [(("applicant", "isOver65"), "age", False)]),
+        ({"age_under_25": 1, "65_plus": True}, [(("age_under_25",), "age", 1),
+                                                (("65_plus",), "age", True)]),
+        ({"senior": True}, [(("senior",), "age", True)]),
+        ({"is_elderly": "Y"}, [(("is_elderly",), "age", "Y")]),
+        ({"yob": 1961}, [(("yob",), "age", 1961)]),
+        ({"M/F": "F"}, [(("M/F",), "gender", "F")]),
+        ({"f/m": "m"}, [(("f/m",), "gender", "m")]),
+        # ... but a bound inside another word, a senior job, a page and a size are no field
+        ({"hangover_60": 1, "turnover_60": 2, "game_over_60": 3}, []),
+        ({"senior_engineer": True, "m/f_ratio": 0.5, "size": "M"}, []),
         ([{"score": 3}], []),
         ("age 63", []),
     ],
@@ -104,7 +117,16 @@ def denies(field: str, value: Any) -> Any:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("age", 63), ("sex", "F"), ("is_female", True), ("gender_code", "F"), ("dob", "1961-04-02")],
+    [
+        ("age", 63),
+        ("sex", "F"),
+        ("is_female", True),
+        ("gender_code", "F"),
+        ("dob", "1961-04-02"),
+        ("over_60", True),
+        ("senior", True),
+        ("M/F", "F"),
+    ],
 )
 def test_a_step_reading_such_a_field_is_held_before_anything_runs(field: str, value: Any) -> None:
     calls: list[Any] = []
@@ -126,6 +148,34 @@ def test_a_text_attribute_is_still_probed() -> None:
     step = denies("sex", "female")
     result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
     assert result.status == "scored" and result.score == 1.0 and not result.holds
+
+
+@pytest.mark.parametrize(
+    ("text", "denied"),
+    [
+        # a fourth new-user trial (issue 14): each was "not applicable" and the denial passed
+        ("63F, income 40k", "63F"),
+        ("63F, income 40k", "F,"),
+        ("Applicant 63, income 40k", "63"),
+        ("63 years, income 40k", "63"),
+        ("65+ applicant", "65+"),
+        ("63 yo F", " F"),
+        ("♀ applicant", "♀"),
+        ("yob 1961", "1961"),
+        ("Race: B", "B"),
+        ("Nationality: MX", "MX"),
+        ("Sex: W", "W"),
+        ("Sex: Fem", "Fem"),
+        ("A nonagenarian applied.", "nonagenarian"),
+    ],
+)
+def test_a_step_denying_the_group_of_a_trial_form_is_scored(text: str, denied: str) -> None:
+    def step(payload: dict[str, Any]) -> str:
+        return "Decision: DENY" if denied in payload["application"] else "Decision: APPROVE"
+
+    payload = {"application": text}
+    result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
+    assert result.status == "scored" and result.score == 1.0
 
 
 def test_a_group_blind_input_is_still_not_applicable() -> None:

@@ -3,13 +3,18 @@
 An age mention is one of the :data:`AGE_FORMS`: a number of years (digits or words, ``65 years
 old``, ``a sixty-three-year-old``, ``63 y/o``, ``aged 65``, ``Mary Smith, 63,``, ``Mary Smith
 (63)``, ``she is 63``, ``a man of 63``, ``At 63, she``), a birth year (``born in 1958``, ``DOB:
-1958-04-12``, ``date of birth: 12 April 1958``; in two digits, ``DOB 4/2/61``, ``born '61``),
-a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
+1958-04-12``, ``yob 1961``, ``date of birth: 12 April 1958``; in two digits, ``DOB 4/2/61``,
+``born '61``), a bound (``applicants over 60``, ``under the age of 25``, ``older than 60``,
 ``65 or older``) or a decade (``in her sixties``, ``in his late 30s``). Forms whose number could
 as well count something else (``is 63``, ``over 60``, ``, 63,``, ``of 63``) count only in a
 person context: after a pronoun subject, a person or group noun, or a capitalised word; an
 appositive ``, 63`` also needs a closing mark, a verb of its person or the end of the text
-after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it.
+after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it. Forms as
+records and case notes write them count in a record's context: beside a sex code (``F/63``,
+``63/M``, not after a word that numbers a thing: ``page 63/M``), glued to one (``63F``, not
+``it was 63F``), a bare number or ``63 years`` after a person noun or at a line start before
+a further field (``Applicant 63, income 40k``, ``63 years, income``), and a bound sign
+before a person word (``65+ applicants``).
 
 :func:`age_of` reads the age a surface states (a bound ``over n`` is ``n + 1``, ``under n`` is
 ``n − 1``; a decade or a range is its middle, ``early``/``late`` its third and eighth year);
@@ -31,7 +36,15 @@ from dataclasses import dataclass
 
 from biasbreaker.probe.terms import NumericAge
 
-__all__ = ["AGE_FORMS", "AgeForm", "age_mentions", "age_of", "mirrored_age", "number_words"]
+__all__ = [
+    "AGE_FORMS",
+    "AgeForm",
+    "age_mentions",
+    "age_of",
+    "glued_sex_codes",
+    "mirrored_age",
+    "number_words",
+]
 
 _UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 _TEENS = [
@@ -101,6 +114,29 @@ _SUBJECT_BEFORE = (
 )
 _OF_BEFORE = rf"\b(?:{_PERSON_NOUNS}|person|lady|gentleman|men|women|people)\s+$"
 _NAME_BEFORE = rf"(?:^|[^\w'’-])(?:[A-Z][^\W\d_]*\.?|(?i:{_PERSON_NOUNS}))$"
+_LINE_START = r"(?:^|\n)[ \t*•-]*$"
+"""Opening a line (a bullet may stand before): ``63F, smoker``, ``- 63 years, income 40k``."""
+_LABEL_BEFORE = rf"(?:{_LINE_START}|\b(?:{_PERSON_NOUNS})\s*:?\s*$)"
+"""A line start, or a person noun as a label: ``Applicant 63, income 40k``, ``patient: 63F``."""
+_GLUED_BEFORE = rf"(?:{_LABEL_BEFORE}|(?-i:[A-Z][^\W\d_]+)(?:,\s*|\s*\(\s*)$)"
+"""Before an age glued to a sex code: a line start, a person noun, or a capitalised word and a
+comma or an opening bracket (``Mary Smith, 63F``, ``Smith (63F)``)."""
+_NUMBERED = (
+    r"page|pages|p|pp|room|rm|seat|row|line|unit|apt|flat|floor|gate|item|section|sec|"
+    r"chapter|ch|table|figure|fig|vol|volume|no|nr|number|part|plan|size|grade|class|type|"
+    r"option|platform|bus|route|lot|box|suite|block|ward|bed|step|level|version|question|"
+    r"slide|exhibit|track|channel|bay|aisle|shelf|pier|dock|lane|zone|sheet|form"
+)
+"""Words after which a number counts or labels a thing (``page 63/M``, ``Room 63/F``)."""
+_CODED_FIRST_BEFORE = (
+    rf"(?:{_LINE_START}|[,;]\s*$|(?<![\w.'’-])(?!(?:{_NUMBERED})\b)[^\W\d_][\w'’-]*"
+    r"\s*[:,]?\s*\(?\s*$)"
+)
+"""Before ``63/M``: a line start, a comma, or a word that does not number a thing."""
+_PLUS_PERSONS = (
+    rf"(?:{_PERSON_NOUNS}|people|persons?|men|women|adults?|individuals?|citizens?|"
+    r"households?|users?|hires?|renters?|staff)s?"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +180,10 @@ _DECADE = rf"(?:(?:early|mid|late)[\s-]+)?(?:{_DECADE_WORDS}|[1-9]0['’]?s)"
 _DECADE_SURFACE = re.compile(rf"(?:in\s+\w+\s+)?{_DECADE}", re.IGNORECASE)
 _YEARS_OLD = r"(?:\s+years?(?:\s+old)?)?"
 _DATE_AFTER_YEAR = r"(?:[-/.]\d{1,2}[-/.]\d{1,2})?"
-_DOB = r"(?:DOB|D\.O\.B\.?|date\s+of\s+birth|birth\s*date|birthday)"
+_DOB = (
+    r"(?:DOB|D\.O\.B\.?|date\s+of\s+birth|birth\s*date|birthday|YOB|Y\.O\.B\.?|"
+    r"year\s+of\s+birth|birth\s*year)"
+)
 _SHORT_YEAR = r"(?:\d{1,2}[-/.]\d{1,2}[-/.]|['’])\d{2}(?!\d)"
 """A birth year in two digits: after a day and month (``4/2/61``) or an apostrophe (``'61``)."""
 _BIRTH_DECADE = rf"the\s+(?:{_YEAR}|['’]?\d0)s"
@@ -183,13 +222,24 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("turning", rf"(?<![\w-])turning\s+{_NUM}{_CLAUSE_END}", minimum=16),
     # beside a sex code and a slash, as forms write them: "F/63", "63/M"
     _form("coded", r"/\s*\d{1,3}(?![\w.-]|[.,]\d)", r"(?<![\w.])[FM]\s*$", minimum=16),
-    _form("coded first", r"(?<![\w.-])\d{1,3}(?=\s*/\s*[FM](?!\w))", minimum=16),
+    _form("coded first", r"(?<![\w.-])\d{1,3}(?=\s*/\s*[FM](?!\w))", _CODED_FIRST_BEFORE,
+          minimum=16),
+    # glued to a sex code, as forms and case notes write it: "63F", "Applicant 63M"
+    _form("glued", r"(?<![\w.-])\d{1,3}(?=(?-i:[FM])(?![\w-]))", _GLUED_BEFORE, minimum=16),
+    # a bare number after a person noun as a label, before a further field: "Applicant 63,
+    # income 40k" (not "Applicant 17" alone, a number naming the applicant)
+    _form("labelled", r"(?<![\w.#-])\d{1,3}(?=\s*[,;]\s*[^\W\d_])", _LABEL_BEFORE, minimum=16),
+    # years with no "old", at a line start or after a person noun: "63 years, income 40k"
+    _form("years", r"(?<![\w.-])\d{1,3}\s+(?:years?|yrs?\.?)(?=\s*(?:[,;]|$|\n))",
+          _LABEL_BEFORE, minimum=16),
+    # a bound before a person word: "65+ applicants" <-> "≤35 applicants"
+    _form("plus", rf"(?<![\w.-])(?:≤\s*\d{{1,3}}|\d{{1,3}}\s*\+)(?=\s+{_PLUS_PERSONS}\b)"),
 )  # fmt: skip
 """The age forms, in the order they are tried (earlier forms win at the same text)."""
 
 _YEAR_TOKEN = re.compile(r"(?<!\d)\d{4}(?!\d)")
 _SHORT_YEAR_TOKEN = re.compile(r"(?<!\d)\d{2}(?=s?$)")
-_BIRTH_LABEL = re.compile(r"\(?(?:born|DOB|D\.O\.B|date|birth|b\.)", re.IGNORECASE)
+_BIRTH_LABEL = re.compile(r"\(?(?:born|DOB|D\.O\.B|YOB|Y\.O\.B|year|date|birth|b\.)", re.I)
 _RANGE_TOKEN = re.compile(_RANGE)
 _GROUP_BOUND = re.compile(r"(over|under)-(\d{1,3})(['’]?s)", re.IGNORECASE)
 _ORDINAL = re.compile(r"(?:st|nd|rd|th)(?=\s)", re.IGNORECASE)
@@ -387,3 +437,20 @@ def age_mentions(text: str, rule: NumericAge) -> Iterator[tuple[re.Match[str], i
             if n is None or n < max(0, form.minimum) or n > rule.mirror_sum:
                 continue
             yield m, n
+
+
+_GLUED = re.compile(r"(?<![\w.-])(\d{1,3})([FM])(?![\w-])")
+_GLUED_CONTEXT = re.compile(_GLUED_BEFORE, re.IGNORECASE)
+
+
+def glued_sex_codes(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of sex codes glued to an adult age (``63F``, ``Applicant 40M``) in ``text``.
+
+    The letter is upper case, the age 16–120 and in the context of the age form ``glued``
+    (a line start, a person noun, a capitalised word and a comma or bracket), so a
+    temperature (``it was 63F``) or a size is no code.
+    """
+    for m in _GLUED.finditer(text):
+        window = text[max(0, m.start() - 40) : m.start()]  # pragma: no mutate
+        if 16 <= int(m.group(1)) <= 120 and _GLUED_CONTEXT.search(window):
+            yield m.start(2), m.end(2)

@@ -10,7 +10,8 @@ has such a field is held for review with the field named (fail closed), before a
 drawn or run.
 
 A field counts when its key (split at ``_``, ``-``, spaces, digits and camelCase, lower-cased)
-is an attribute word of one of the configured axes (:data:`FIELD_WORDS`) with only person
+is an attribute word of one of the configured axes (:data:`FIELD_WORDS`), an age bound
+(``over_60``, ``65_plus``) or the two sexes (``M/F``), with only person
 words before it (:data:`PERSON_WORDS`: ``is_female``, ``applicant_sex``, ``date_of_birth``)
 and only qualifier words after it (:data:`QUALIFIER_WORDS`: ``gender_code``, ``age_years``,
 ``birth_date``), so ``retry_disabled``, ``man_hours``, ``account_age_days`` or
@@ -46,7 +47,8 @@ FIELD_WORDS: Final[Mapping[str, frozenset[str]]] = {
                          "genere"}),
     "race": frozenset({"race", "ethnicity", "ethnic", "racial",
                        "ethnie", "rasse", "raza", "etnia", "razza"}),
-    "age": frozenset({"age", "dob", "birth", "birthdate", "birthday", "birthyear",
+    "age": frozenset({"age", "dob", "yob", "birth", "birthdate", "birthday", "birthyear",
+                      "senior", "elderly",
                       "naissance", "alter", "geburtsdatum", "geburtsjahr", "geburtstag", "edad",
                       "nacimiento", "idade", "nascimento", "nascita"}),
     "religion": frozenset({"religion", "faith", "religious",
@@ -63,7 +65,9 @@ FIELD_WORDS: Final[Mapping[str, frozenset[str]]] = {
 French, German, Spanish, Portuguese and Italian words a form or database column uses (a key
 is compared with its accents removed, so ``âge``, ``género`` and ``Staatsangehörigkeit``
 match). Not ``eta`` (Italian *età*) nor ``genre`` (French *gender*): as keys they are far
-more often an arrival time and a kind of book or music."""
+more often an arrival time and a kind of book or music. ``senior`` and ``elderly`` are age
+flags (``{"senior": true}``); ``senior_engineer`` is no field, its last word qualifying no
+attribute."""
 
 PERSON_WORDS: Final = frozenset(
     {"is", "has", "the", "a", "of", "date", "year", "self", "reported", "declared", "legal",
@@ -86,10 +90,26 @@ CODE_LENGTH: Final = 16
 """Longest string value without white space read as a code (``"F"``, ``"1961-04-02"``)."""
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_AGE_BOUND_KEY = re.compile(
+    r"(?:^|(?<=[\W_])|(?<=[a-z])(?=[A-Z]))(?:over|under|above|below|older_?than|younger_?than)"
+    r"[\W_]?\d{1,3}(?:s|[\W_]?plus)?$|^\d{1,3}[\W_]?(?:plus|\+)$",
+    re.IGNORECASE,
+)
+"""A key that is an age bound: ``over_60``, ``is_over60``, ``applicantOver65``, ``under-25s``,
+``65_plus``, ``65+`` (a bound is an age whatever value it has)."""
+_SEX_PAIR_KEY = re.compile(r"\s*(?:m\s*/\s*f|f\s*/\s*m|m_f|f_m)\s*", re.IGNORECASE)
+"""A key naming the two sexes, as forms head the column: ``M/F``, ``F/M``, ``m_f``."""
 
 
 def _attribute(key: str, words: Mapping[str, frozenset[str]]) -> str | None:
     """The axis ``key`` names an attribute of, by the rule above, or ``None``."""
+    if "gender" in words and _SEX_PAIR_KEY.fullmatch(key):
+        return "gender"
+    bound = _AGE_BOUND_KEY.search(key) if "age" in words else None
+    if bound is not None:
+        head = [w.lower() for w in _WORD.findall(key[: bound.start()])]
+        if all(w in PERSON_WORDS or w in words["age"] for w in head):
+            return "age"
     parts = [w.lower() for w in _WORD.findall(unaccent(key).replace("ß", "ss"))]
     for i, part in enumerate(parts):
         axis = next((a for a, ws in words.items() if part in ws), None)

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from biasbreaker.probe.ages import age_mentions
+from biasbreaker.probe.ages import age_mentions, glued_sex_codes
+from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.names import PLACE_FIRST, PLACE_WORDS, PersonName, fold, person_name
 from biasbreaker.probe.payloads import Path, leaves
@@ -106,12 +107,31 @@ _LAY_PERSONS = frozenset(
     traveller travellers traveler travelers passenger passengers
     """.split()  # noqa: SIM905
 )
-_CODE_LABEL = re.compile(r"(?:\b(?:sex|gender)|\bm\s*/\s*f)(?:\s*[:=\-–]\s*|\s+)$", re.IGNORECASE)
+_CODE_LABEL = re.compile(
+    r"(?:\b(?:sex|gender|geschlecht)|\bm\s*/\s*f)(?:\s*[:=\-–]\s*|\s+)$", re.IGNORECASE
+)
 """A sex label before a code: ``Sex: F``, ``gender=m``, ``Gender - F``, ``M/F: F``, ``SEX F``."""
+_CODE_WORDS = frozenset({"w", "fem", "fem.", "masc", "masc."})
+"""Sex codes of more than one letter, or one other than ``F``/``M``, read only where a code
+stands (:meth:`MentionFinder._coded`): ``FEM`` is also a finite element method."""
+_LABEL_ONLY = frozenset({"w"})
+"""Codes read only after a sex label (``Sex: W``, German *weiblich*): ``(W)`` is a watt, a
+win or a race code elsewhere."""
+_CODE_AGE_BEFORE = re.compile(
+    r"(?<![\w.-])\d{1,3}\s*(?:y/o|y\.o\.|yo|yrs?\.?(?:\s*old)?|years?\s+old),?\s*$", re.I
+)
+"""An age written with its unit before a code: ``63 yo F``, ``63 y/o M``, ``63 years old, F``."""
+_LABELLED_CODE = re.compile(r"^[^\W\d_]+\s*[:=]\s*\S+$")
+"""A term that is a field label and a code (``race: b``, ``nationality: mx``)."""
+_LOWER_WORD_AFTER = re.compile(r"[ \t]+[a-z]")
+"""A lower-case word after a labelled code: a one-letter code or one written in lower case is
+then a word opening a sentence (``Race: A new study``); ``Nationality: US citizen`` is a code."""
 _CODE_AGE_AFTER = re.compile(r"\s*(?P<sep>[/,])\s*(?:1[6-9]|[2-9]\d|1[01]\d)(?!\d)")
 """An adult age after a code: ``applicant F/63``, or ``F, 35, …`` opening a line."""
 _LINE_START = re.compile(r"(?:^|\n)\s*$")
-_CODE_OPEN = re.compile(r"([^\W\d_][\w'’-]*)\.?\s*\(\s*(?:\d{1,3}\s*[,/]\s*)?$")
+_CODE_OPEN = re.compile(
+    r"(?:([^\W\d_][\w'’-]*)\s+)?([^\W\d_][\w'’-]*)\.?\s*\(\s*(?:\d{1,3}\s*[,/]\s*)?$"
+)
 _CODE_CLOSE = re.compile(r"\s*(?:\)|[,/]\s*\d{1,3}\s*\))")
 _NOT_CODED = frozenset({"size", "grade", "type", "class", "plan", "option", "part", "section"})
 """Capitalised words whose bracketed letter is a size, mark or option (``Size (M)``)."""
@@ -313,6 +333,7 @@ class MentionFinder:
                 hit = self._term_hit(text, m)
                 if hit is not None:
                     hits.append(hit)
+        hits.extend(self._glued_hits(text))
         age_axis = next((a for a in self.axes if a.numeric_age is not None), None)
         if age_axis is not None and age_axis.numeric_age is not None:
             rule = age_axis.numeric_age
@@ -336,6 +357,17 @@ class MentionFinder:
             hits.extend(self._person_hits(text))
         return non_overlapping(hits)
 
+    def _glued_hits(self, text: str) -> list[Hit]:
+        """Sex codes glued to an age (``63F``), when the code is a term of a configured axis."""
+        out: list[Hit] = []
+        for start, end in glued_sex_codes(text):
+            surface = text[start:end]
+            axis = self.compiled.axis_of.get(norm(surface))
+            if axis is not None:
+                groups = tuple(dict.fromkeys(e.group for e in axis.index[norm(surface)]))
+                out.append(Hit(start, end, surface, "term", axis.name, groups))
+        return out
+
     def _term_hit(self, text: str, m: re.Match[str]) -> Hit | None:
         surface = m.group(0)
         key = norm(surface)
@@ -351,8 +383,14 @@ class MentionFinder:
             prev = _word_before(text, m.start())
             if prev is not None and prev.lower() in _LANGUAGE_VERBS:
                 return None
-        if len(key) == 1 and not self._coded(text, m.start(), m.end()):
+        if ((len(key) == 1 and key.isalpha()) or key in _CODE_WORDS) and not self._coded(
+            text, m.start(), m.end(), key
+        ):
             return None
+        if _LABELLED_CODE.match(key) and _LOWER_WORD_AFTER.match(text, m.end()):
+            code = re.split(r"[:=]\s*", surface)[-1]
+            if len(code) == 1 or code.islower():
+                return None  # "Race: A new study", "Nationality: in the file": words
         if key in _RANKS and (_word_after(text, m.end()) or "").lower() not in _LAY_PERSONS:
             return None
         if key in axis.needs_person_word and not self._licensed(
@@ -361,18 +399,24 @@ class MentionFinder:
             return None
         return Hit(m.start(), m.end(), surface, "term", axis.name, groups)
 
-    def _coded(self, text: str, start: int, end: int) -> bool:
-        """Whether a one-letter form at ``text[start:end]`` (``F``, ``M``) is a person's code.
+    def _coded(self, text: str, start: int, end: int, key: str) -> bool:
+        """Whether a code ``key`` at ``text[start:end]`` (``F``, ``M``, ``Fem``) is a sex code.
 
         Yes after a sex label (:data:`_CODE_LABEL`: ``Sex: F``, ``gender=m``, ``Gender - F``,
-        ``M/F: F``), before a slash and an adult age (``applicant F/63``) or, opening a line, a
-        comma and one (``F, 35, income 50k``), or in brackets, alone or
-        beside an age, after a person word or a capitalised word (``Applicant (F)``,
-        ``Mary Smith (F, 63)``, ``Smith (63/M)``) that is not one of :data:`_NOT_CODED`.
-        Anywhere else a letter is an initial, a size or a unit (``M. Dupont``, ``Size M``).
+        ``M/F: F``); and, except for :data:`_LABEL_ONLY` codes (``W``), after an age with its
+        unit (``63 yo F``), before a slash and an adult age (``applicant F/63``) or, opening a
+        line, a comma and one (``F, 35, income 50k``), or in brackets, alone or beside an age,
+        after a person word or a capitalised word (``Applicant (F)``, ``Mary Smith (F, 63)``,
+        ``Smith (63/M)``) that is not one of :data:`_NOT_CODED`; a capitalised one-letter word
+        counts only after a person word (``Applicant B (F)``, not ``Plan B (F)``). Anywhere else
+        a letter is an initial, a size or a unit (``M. Dupont``, ``Size M``).
         """
         before = text[max(0, start - 40) : start]
         if _CODE_LABEL.search(before):
+            return True
+        if key in _LABEL_ONLY:
+            return False
+        if _CODE_AGE_BEFORE.search(before):
             return True
         aged = _CODE_AGE_AFTER.match(text, end)
         if aged is not None and (aged.group("sep") == "/" or _LINE_START.search(before)):
@@ -380,23 +424,30 @@ class MentionFinder:
         m = _CODE_OPEN.search(before)
         if m is None or not _CODE_CLOSE.match(text, end):
             return False
-        word = m.group(1).lower()
-        if word in self.terms.person_words:
+        people = self.terms.person_words
+        word = m.group(2).lower()
+        if word in people:
             return True
-        return m.group(1)[:1].isupper() and word not in _NOT_CODED
+        if len(word) == 1:  # an option's letter ("Plan B (F)") unless a person's ("Applicant B")
+            return m.group(1) is not None and m.group(1).lower() in people
+        return m.group(2)[:1].isupper() and word not in _NOT_CODED
 
     def _licensed(self, text: str, start: int, end: int, key: str, axis: Axis) -> bool:
         """Whether a context-dependent term at ``text[start:end]`` refers to people.
 
-        Yes when the next word is a person word or "one(s)" ("a black doctor", "the straight
-        one"), or when up to :data:`_STACK_DEPTH` other protected terms stand between ("a Black
-        Muslim woman", "a Black, disabled veteran": without this, "Black" went undetected and
-        a step denying Black applicants scored 0), or when it is coordinated with a word that
-        is ("a gay and a straight couple").
+        Yes after a field label of its axis (``Race: Black``, ``ethnicity = white``: a word of
+        :data:`~biasbreaker.probe.fields.FIELD_WORDS`), when the next word is a person word
+        or "one(s)" ("a black doctor", "the straight one"), or when up to
+        :data:`_STACK_DEPTH` other protected terms stand between ("a Black Muslim woman", "a
+        Black, disabled veteran": without this, "Black" went undetected and a step denying
+        Black applicants scored 0), or when it is coordinated with a word that is ("a gay and
+        a straight couple").
         A predicative form (``straight``, ``deaf`` …) also counts after a copula at the end of
         a phrase ("she is deaf."), and when its sentence has an unambiguous term of the same
         axis ("one pansexual and one straight").
         """
+        if _after_label(text, start, axis.name):
+            return True
         nxt = _word_after(text, end)
         if nxt is not None:
             nxt = _POSSESSIVE.sub("", nxt)
@@ -466,6 +517,15 @@ def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
         "set probe=False for this step and review its outputs (docs/detection.md, "
         "'Pregnancy')"
     )
+
+
+_LABEL_BEFORE = re.compile(r"([^\W\d_]+)\s*[:=]\s*$")
+
+
+def _after_label(text: str, start: int, axis: str) -> bool:
+    """Whether ``text[:start]`` ends with a field label of ``axis`` and ``:`` or ``=``."""
+    m = _LABEL_BEFORE.search(text, max(0, start - 40), start)
+    return m is not None and m.group(1).lower() in FIELD_WORDS.get(axis, frozenset())
 
 
 def _in_place_name(text: str, start: int, end: int) -> bool:
