@@ -174,6 +174,8 @@ def test_the_first_calls_trace_records_the_held_reply_once(tmp_path: Path) -> No
     trace = tmp_path / "trace-first-trace.jsonl"
     before = records(trace)
     assert before and {r["payload_sha256"] for r in before} == {request["sha256"]}
+    # the review names the step that held the reply: the trace's last record before the pause
+    assert request["step"] == f"{request['node']}@{before[-1]['step']}"
     answer = {"action": "approve", "sha256": request["sha256"]}
     follow = agent.invoke(Command(resume=answer), config)["__interrupt__"][0].value
     after = records(trace)
@@ -182,6 +184,7 @@ def test_the_first_calls_trace_records_the_held_reply_once(tmp_path: Path) -> No
     assert [r["step"] for r in after] == list(range(len(after)))
     assert later and {r["payload_sha256"] for r in later} == {follow["sha256"]}
     assert follow["sha256"] != request["sha256"]
+    assert follow["step"] == f"{follow['node']}@{later[-1]['step']}"
     verify(trace)
 
 
