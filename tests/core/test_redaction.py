@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from biasbreaker.config import Settings, load_settings
 from biasbreaker.errors import ConfigError, PluginLoadError
+from biasbreaker.kernel import Kernel
 from biasbreaker.plugins import PluginHost
 from biasbreaker.redaction import (
     REDACTED,
@@ -69,6 +70,13 @@ def _no_known_secrets() -> Iterator[None]:
         ("AuthenticationError", False),
         ("PrivateKeyException", False),
         ("CredentialWarning", False),
+        ("DB_PASS", True),
+        ("SMTP_PASS", True),
+        ("ACME_CREDS", True),
+        ("db_cred", True),
+        ("pw", True),
+        ("bypass", False),
+        ("passthrough", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
@@ -336,3 +344,28 @@ def test_the_shell_s_working_directory_is_not_a_secret() -> None:
         assert "hunter22x!" not in redact_text("connecting with hunter22x!")
     finally:
         forget_secrets()
+
+
+@pytest.mark.parametrize("key", ["api_kay", "openai_api_kye", "client_secrt", "azure_kee", "x"])
+def test_an_unknown_key_never_shows_its_value(tmp_path: Path, key: str) -> None:
+    # a misspelt secret name is no secret name: a new user's "api_kay" was echoed in the error
+    (tmp_path / "biasbreaker.toml").write_text(f'[llm]\n{key} = "Pa55word2024"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path / "biasbreaker.toml")
+    assert f"unknown key llm.{key} (" in str(info.value)
+    assert "Pa55word2024" not in str(info.value)
+
+
+def test_an_unknown_plugin_option_never_shows_its_value(tmp_path: Path) -> None:
+    (tmp_path / "biasbreaker.toml").write_text(
+        '[probe]\nscorers = ["lexical"]\n[plugin.lexical]\nsecrt = "Pa55word2024"\n'
+    )
+    kernel = Kernel.load(tmp_path / "biasbreaker.toml")
+    text = " ".join(kernel.check_build())
+    assert "unknown key plugin.lexical.secrt (" in text and "Pa55word2024" not in text
+
+
+def test_a_pass_or_creds_variable_is_a_secret_of_the_environment() -> None:
+    register_environment({"DB_PASS": "hunter2hunter2", "ACME_CREDS": "s3cr3t-value-99"})
+    out = redact_text("connect failed: hunter2hunter2 / s3cr3t-value-99")
+    assert "hunter2" not in out and "s3cr3t" not in out

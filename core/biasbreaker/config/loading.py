@@ -204,7 +204,8 @@ def _describe(
         if err["type"] == "extra_forbidden":
             allowed = _allowed_keys(loc)
             hint = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
-            lines.append(f"unknown key {path} = {shown(path, value)} ({source}){hint}")
+            # never the value: an unknown key may be a secret's misspelt name (api_kay)
+            lines.append(f"unknown key {path} ({source}){hint}")
         elif err["type"] == "missing":
             lines.append(_missing(path, _source_for(path.rpartition(".")[0], provenance)))
         elif err["type"] == "value_error" and isinstance(value, Mapping):

@@ -89,7 +89,7 @@ def validate_plugin_options(
             if err["type"] == "extra_forbidden":
                 allowed = ", ".join(sorted(model.model_fields)) or "none"
                 problems.append(
-                    f"unknown key {key} = {shown(key, err.get('input'))} ({source}); "
+                    f"unknown key {key} ({source}); "  # never its value: a misspelt secret
                     f"allowed: {allowed}"
                 )
             elif err["type"] == "missing":
