@@ -501,6 +501,11 @@ def test_unknown_or_unguardable_nodes_are_refused(kernel: Kernel) -> None:
     builder = screening_graph(0.0, Received("answer"))
     with pytest.raises(ConfigError, match=r"unknown nodes \['nope'\]"):
         guard(builder, kernel, nodes=["nope"])
+    # a new user's nodes=[] guarded nothing in silence; nodes="screen" read as its letters
+    with pytest.raises(ConfigError, match=r"guard\(nodes=\[\]\) guards no node"):
+        guard(builder, kernel, nodes=[])
+    with pytest.raises(ConfigError, match=r"is one string.*e\.g\. nodes=\['screen'\]"):
+        guard(builder, kernel, nodes="screen")
     outer = StateGraph(RouteState)
     outer.add_node("inner", __import__("langchain_core.runnables").runnables.RunnableLambda(str))
     outer.add_edge(START, "inner")

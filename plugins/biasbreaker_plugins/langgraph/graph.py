@@ -421,6 +421,17 @@ def build_guarded(
         for name in names
         if hasattr(node_function(builder.nodes[name].runnable), NODE_OPTIONS_ATTR)
     }
+    if isinstance(nodes, str):
+        raise ConfigError(
+            f"guard(nodes={nodes!r}) is one string, read as the node names {sorted(set(nodes))}; "
+            f"give a list of node names, e.g. nodes=[{nodes!r}]"
+        )
+    if nodes is not None and not nodes and not marked and not guarded_subgraphs:
+        raise ConfigError(
+            "guard(nodes=[]) guards no node (none is marked with @guard_node, none is a "
+            "guarded subgraph), so nothing would be probed or held; name the nodes to guard "
+            f"(nodes: {names}), or leave nodes out to guard every node"
+        )
     if nodes is None:
         chosen = [n for n in names if n not in guarded_subgraphs]
     else:
