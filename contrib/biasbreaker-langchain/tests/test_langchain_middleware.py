@@ -74,6 +74,10 @@ def test_fair_agent_untouched_tools_run_once(tmp_path: Path) -> None:
     assert "bb_breaker" not in out  # private state: not in the agent's output
     # probed: each of the two model calls was re-issued (1 + k counterfactuals + r resamples)
     assert watch.calls == 2 * (1 + 4 + 2)
+    # one machine step per model call: a reply let through is not stepped again
+    lines = (tmp_path / "trace-fair.jsonl").read_text().splitlines()[1:]
+    steps = [json.loads(line) for line in lines if '"step"' in line]
+    assert [(r["step"], r["action"]) for r in steps] == [(0, "proceed"), (1, "proceed")]
     verify(tmp_path / "trace-fair.jsonl")
 
 
@@ -340,6 +344,25 @@ def test_unreadable_reply_is_held_with_the_reason(tmp_path: Path) -> None:
     request = out["__interrupt__"][0].value
     assert request["probe"]["status"] == "unreadable"
     assert "bytes" in request["reason"] and "tool_calls[0].args" in request["reason"]
+
+
+def test_an_unreadable_request_is_held_with_the_reason(tmp_path: Path) -> None:
+    # the history the model is called with holds a tool call whose arguments are bytes: the
+    # probe cannot read the request, so the (readable, fair) reply is held, not let through
+    watch = Watch()
+    agent = build(False, watch, tmp_path)
+    call = {"name": "approve_loan", "args": {"reason": b"\x00"}, "id": "call_old"}
+    history = [
+        AIMessage(content="", tool_calls=[call], id="a-0"),
+        ToolMessage("approved", tool_call_id="call_old", id="t-0"),
+        *question(WOMAN)["messages"],
+    ]
+    out = agent.invoke({"messages": history}, thread("unreadable-request"))
+    assert watch.executed == []
+    request = out["__interrupt__"][0].value
+    assert request["probe"]["status"] == "unreadable"
+    assert request["reason"].startswith("the probe cannot read the request: ")
+    assert "bytes" in request["reason"]
 
 
 def test_plugins_lists_the_adapter_with_its_distribution() -> None:
