@@ -678,6 +678,8 @@ class ControlMachine:
                 "MachineConfig(Thresholds(...), ...)"
             )
         self._config = config
+        # the config is immutable: its JSON is built once, for every snapshot
+        self._config_json = config.to_json()
         self._hook: AnyHook = noop_hook if hook is None else hook
         self._recorder = recorder
         self._counters = Counters(BreakerState.NORMAL)
@@ -857,24 +859,27 @@ class ControlMachine:
             window = self._window.peek(fast)
             self._window.observe(fast)
         changed = dict(checked) if checked != self._recorded_weights else None
+        # positional, in the field order (step, node, scores, fast, slow, window, state,
+        # action, mixing_ratio, reason, transition, episode, attempt, payload_sha256,
+        # intervention, weights, probe): keywords cost a fifth of the record's construction
         record = StepRecord(
-            step=self._step,
-            node=node,
-            scores={},
-            fast=fast,
-            slow=slow,
-            window=window,
-            state=_NORMAL,
-            action=_PROCEED,
-            mixing_ratio=ratio,
-            reason=_REASON_NORMAL,
-            transition="hold",
-            episode=self._episode,
-            attempt=self._counters.attempts,
-            payload_sha256=None,
-            intervention=None,
-            weights=changed,
-            probe=recorded_probe,
+            self._step,
+            node,
+            {},
+            fast,
+            slow,
+            window,
+            _NORMAL,
+            _PROCEED,
+            ratio,
+            _REASON_NORMAL,
+            "hold",
+            self._episode,
+            self._counters.attempts,
+            None,
+            None,
+            changed,
+            recorded_probe,
         )
         if changed is not None:
             self._recorded_weights = changed
@@ -1341,12 +1346,14 @@ class ControlMachine:
         The snapshot holds the configuration, state and counters, step and episode numbers,
         the frozen payload and latest intervention result, the calibration window, the
         per-node history and the Katz weights last recorded in the trace: :meth:`restore`
-        continues from it exactly as this machine would, trace records included.
+        continues from it exactly as this machine would, trace records included. Its
+        ``"config"`` object (:meth:`MachineConfig.to_json`) is built once and shared by every
+        snapshot of this machine: copy it before changing it.
         """
         counters = self._counters
         return {
             "version": SNAPSHOT_VERSION,
-            "config": self._config.to_json(),
+            "config": self._config_json,
             "state": counters.state.value,
             "attempts": counters.attempts,
             "recovery_steps": counters.recovery_steps,

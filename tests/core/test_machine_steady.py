@@ -243,3 +243,13 @@ def test_a_restored_normal_machine_with_counters_steps_the_same_on_both_paths() 
     assert records[0] == records[1]
     assert (records[0].attempt, records[0].episode, records[0].step) == (2, 3, 5)
     assert stepped.snapshot() == planned.snapshot()
+
+
+def test_the_snapshot_config_is_built_once_and_is_the_configs_json() -> None:
+    cfg = MachineConfig(thresholds=TH, control=CONTROL, node_trip=True)
+    machine = ControlMachine(cfg)
+    first = machine.snapshot()
+    machine.step(0.1, 0.1)
+    second = machine.snapshot()
+    assert first["config"] == cfg.to_json() and second["config"] is first["config"]
+    assert ControlMachine.restore(second).snapshot() == second
