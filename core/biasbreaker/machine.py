@@ -467,6 +467,10 @@ class Transition:
 
 
 _S = BreakerState
+_NORMAL: Final = BreakerState.NORMAL
+_PROCEED: Final = BreakerAction.PROCEED
+_REASON_NORMAL: Final = "normal"
+_new_decision: Final = tuple.__new__
 
 # fmt: off
 TRANSITIONS: Final[tuple[Transition, ...]] = (
@@ -498,6 +502,11 @@ fails probation; they never fire in the default ``"hold"`` mode.
 _BY_SOURCE: Final[Mapping[BreakerState, tuple[Transition, ...]]] = {
     state: tuple(t for t in TRANSITIONS if t.source is state) for state in BreakerState
 }
+
+
+_STEADY: Final = tuple(t.guard for t in _BY_SOURCE[BreakerState.NORMAL]) == (spike, drift)
+"""Whether NORMAL's rows are still ``trip`` on :func:`spike` and ``warn`` on :func:`drift`,
+the rows :meth:`ControlMachine.step`'s steady path assumes (it is off if the table changes)."""
 
 
 # equivalent mutants: annotations are never evaluated (`from __future__ import annotations`)
@@ -669,6 +678,8 @@ class ControlMachine:
                 "MachineConfig(Thresholds(...), ...)"
             )
         self._config = config
+        # the config is immutable: its JSON is built once, for every snapshot
+        self._config_json = config.to_json()
         self._hook: AnyHook = noop_hook if hook is None else hook
         self._recorder = recorder
         self._counters = Counters(BreakerState.NORMAL)
@@ -775,11 +786,112 @@ class ControlMachine:
                 name is invalid, or the weights do not sum to 1 or miss a scored node
                 (state unchanged).
         """
+        if hold is None and not local_scores and self._counters.state is _NORMAL and _STEADY:
+            decision = self._steady(fast, slow, node, weights, probe)
+            if decision is not None:
+                return decision
+        return self._planned_step(
+            fast, slow, node, local_scores, weights, payload, step_input, probe, hold
+        )
+
+    def _planned_step(
+        self,
+        fast: float,
+        slow: float,
+        node: str | None,
+        local_scores: Mapping[str, float] | None,
+        weights: Mapping[str, float] | None,
+        payload: object,
+        step_input: object,
+        probe: Mapping[str, str] | None,
+        hold: str | None,
+    ) -> BreakerDecision:
+        """:meth:`step` through the plan: every step the steady path does not take."""
         plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input, hold)
         result: InterventionResult | None = None
         if plan.context is not None:
             result = self._call_hook(plan.context)
         return self._commit(plan, result, probe)
+
+    def _steady(
+        self,
+        fast: float,
+        slow: float,
+        node: str | None,
+        weights: Mapping[str, float] | None,
+        probe: Mapping[str, str] | None,
+    ) -> BreakerDecision | None:
+        """The commonest step, NORMAL staying NORMAL with nothing scored, without a plan.
+
+        Called for a step in NORMAL with no local scores and no hold. Takes the step when
+        ``fast`` and ``slow`` are floats in [0, 1] below ``tau_enter`` and ``tau_warn`` (no
+        row of NORMAL fires: with no scores there is no node spike), the node is ``None`` or
+        a non-empty ``str`` and the weights are absent or :class:`KatzWeights`; it then
+        returns the decision :meth:`_plan` and :meth:`_commit` would (PROCEED, ``"normal"``,
+        no payload), records the same :class:`StepRecord` and changes the machine as they
+        would (window, recorded weights, step). Returns ``None``, changing nothing, for any
+        other step: the planned path takes it, and refuses what it refuses. A malformed
+        ``probe`` raises :class:`InputError` before anything changes.
+        (tests/core/test_machine.py runs random steps through both paths and compares.)
+        """
+        thresholds = self._config.thresholds
+        if not (
+            type(fast) is float
+            and 0.0 <= fast <= 1.0
+            and fast < thresholds.tau_enter
+            and type(slow) is float
+            and 0.0 <= slow <= 1.0
+            and slow < thresholds.tau_warn
+            and (node is None or (type(node) is str and node))
+        ):
+            return None
+        checked: Mapping[str, float]
+        if not weights:
+            checked = {}
+        elif type(weights) is KatzWeights:
+            checked = weights
+        else:
+            return None
+        recorded_probe = None if probe is None else _checked_probe(probe)
+        ratio = mixing_ratio(fast, thresholds.tau_enter, thresholds.kappa)
+        window = None
+        if self._window is not None:
+            window = self._window.peek(fast)
+            self._window.observe(fast)
+        changed = dict(checked) if checked != self._recorded_weights else None
+        # positional, in the field order (step, node, scores, fast, slow, window, state,
+        # action, mixing_ratio, reason, transition, episode, attempt, payload_sha256,
+        # intervention, weights, probe): keywords cost a fifth of the record's construction
+        record = StepRecord(
+            self._step,
+            node,
+            {},
+            fast,
+            slow,
+            window,
+            _NORMAL,
+            _PROCEED,
+            ratio,
+            _REASON_NORMAL,
+            "hold",
+            self._episode,
+            self._counters.attempts,
+            None,
+            None,
+            changed,
+            recorded_probe,
+        )
+        if changed is not None:
+            self._recorded_weights = changed
+        self._step += 1
+        self._last_record = record
+        if self._recorder is not None:
+            self._recorder(record)
+        # every field valid by construction: NORMAL allows PROCEED, the ratio is a sigmoid,
+        # fast was checked above (the tests compare it with the validated slow path's)
+        return _new_decision(
+            BreakerDecision, (_NORMAL, _PROCEED, ratio, fast, _REASON_NORMAL, None)
+        )
 
     async def astep(
         self,
@@ -801,6 +913,10 @@ class ControlMachine:
         inside an event loop (LangGraph async nodes). If the awaiting task is cancelled, the
         step is not committed: the machine is as before the call.
         """
+        if hold is None and not local_scores and self._counters.state is _NORMAL and _STEADY:
+            decision = self._steady(fast, slow, node, weights, probe)
+            if decision is not None:
+                return decision
         plan = self._plan(fast, slow, node, local_scores, weights, payload, step_input, hold)
         result: InterventionResult | None = None
         if plan.context is not None:
@@ -1060,6 +1176,8 @@ class ControlMachine:
             else self._reason(name, plan, counters, result)
         )
 
+        recorded_probe = None if probe is None else _checked_probe(probe)
+
         # Commit: nothing above mutated the machine.
         if plan.window is not None and self._window is not None:
             self._window.observe(plan.fast)
@@ -1092,7 +1210,7 @@ class ControlMachine:
             payload_sha256=None if decision_payload is None else decision_payload.sha256,
             intervention=None if result is None else result.summary(),
             weights=plan.weights,
-            probe=None if probe is None else _checked_probe(probe),
+            probe=recorded_probe,
         )
         if plan.weights is not None:
             self._recorded_weights = plan.weights
@@ -1218,7 +1336,7 @@ class ControlMachine:
             return "recovery holds: calibration window dirty"
         if state is BreakerState.WARNING:
             return f"warning holds: slow {plan.slow:.6g} >= tau_warn {th.tau_warn:.6g}"
-        return "normal"
+        return _REASON_NORMAL
 
     # -- snapshot ----------------------------------------------------------------------------
 
@@ -1228,12 +1346,14 @@ class ControlMachine:
         The snapshot holds the configuration, state and counters, step and episode numbers,
         the frozen payload and latest intervention result, the calibration window, the
         per-node history and the Katz weights last recorded in the trace: :meth:`restore`
-        continues from it exactly as this machine would, trace records included.
+        continues from it exactly as this machine would, trace records included. Its
+        ``"config"`` object (:meth:`MachineConfig.to_json`) is built once and shared by every
+        snapshot of this machine: copy it before changing it.
         """
         counters = self._counters
         return {
             "version": SNAPSHOT_VERSION,
-            "config": self._config.to_json(),
+            "config": self._config_json,
             "state": counters.state.value,
             "attempts": counters.attempts,
             "recovery_steps": counters.recovery_steps,

@@ -74,12 +74,13 @@ def check_trace_folder(template: str, *, adapter: str = "langgraph") -> None:
 
 
 def commit_records(traces: TraceSink, thread_id: str, handle: Handle) -> None:
-    """Write the handle's pending records to the trace and clear them.
+    """Write the handle's pending records to the trace (if one is kept) and clear them.
 
     Raises:
         TraceError: As :meth:`Traces.write` (the records stay pending).
     """
-    traces.write(thread_id, handle.machine, list(handle.records))
+    if traces.enabled:
+        traces.write(thread_id, handle.machine, list(handle.records))
     handle.records.clear()
 
 
