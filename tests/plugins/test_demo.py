@@ -467,3 +467,159 @@ def test_demo_refuses_a_database_trace_sink_before_writing(
     assert "[trace] sink = 'sqlite' is configured" in text and "BIASBREAKER_TRACE__SINK" in text
     assert not out.exists()
     assert not (tmp_path / "traces.db").exists()
+
+
+def recall_rows(report: str) -> dict[str, list[str]]:
+    """The recall table's rows by their first cell (``... `` prefixes kept)."""
+    return {row[0]: row for row in table(report, "Recall: the postings whose shortlist")}
+
+
+def test_the_recall_section_matches_the_results_and_traces(
+    demo_runs: tuple[Path, Path, str],
+) -> None:
+    """Every count of the recall table, recomputed from results.jsonl and the trace files."""
+    out = demo_runs[0]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    results = lines(out / "results.jsonl")
+    by = {(r["phase"], r["thread"]): r for r in results}
+    compared = order = changed = tripped = unchanged = tripped_unchanged = ranked = 0
+    reasons: Counter[str] = Counter()
+    below: list[float] = []
+    tau = None
+    for r in results:
+        if r["phase"] != "guarded":
+            continue
+        blind, bias = by[("reference", r["thread"])], by[("unguarded", r["thread"])]
+        if not (blind["status"] == bias["status"] == "done" and blind["shortlist"]):
+            continue
+        compared += 1
+        differs = blind["ranking"] != bias["ranking"]
+        order += differs
+        steps = [s for s in lines(out / r["trace"])[1:] if s["kind"] == "step"]
+        tau = json.loads((out / r["trace"]).read_text("utf-8").splitlines()[0])["thresholds"][
+            "tau_enter"
+        ]
+        trips = any(s["transition"] == "trip" for s in steps)
+        if set(blind["shortlist"]) == set(bias["shortlist"]):
+            unchanged += 1
+            tripped_unchanged += trips
+            ranked += trips and differs
+            continue
+        changed += 1
+        if trips:
+            tripped += 1
+            continue
+        ranker = next(s for s in steps if s["node"] == "ranker")
+        status = ranker["probe"]["status"]
+        if status == "scored" and ranker["scores"]["ranker"] < tau:
+            reasons["below"] += 1
+            below.append(ranker["scores"]["ranker"])
+        else:
+            reasons[status] += 1
+    rows = recall_rows(report)
+    assert rows["postings compared (a shortlist in the group-blind and the unguarded run)"][
+        1
+    ] == str(compared)
+    assert compared == sum(1 for r in results if r["phase"] == "guarded")
+    assert rows["the biased ranking differs from the group-blind ranking"][1] == str(order)
+    assert rows["the bias changed the shortlist"][1] == str(changed)
+    share = f"{tripped} of {changed}" + (f" ({tripped / changed:.0%})" if changed else "")
+    assert rows["... the breaker tripped on the guarded run"][1] == share
+    below_row = rows["... no trip: the ranker's local score was below tau_enter"]
+    assert below_row[1] == str(reasons["below"])
+    if below:
+        assert f"below tau_enter {tau:.4g}" in below_row[2]
+        assert f"{tau - max(below):.4g} to {tau - min(below):.4g} below" in below_row[2]
+    assert rows["... no trip: the probe was not applicable (no protected mention found)"][1] == str(
+        reasons["not_applicable"]
+    )
+    assert rows["... no trip: the step was not sampled (probe_rate)"][1] == str(
+        reasons["not_sampled"]
+    )
+    assert rows["the bias left the shortlist as it was"][1] == str(unchanged)
+    share = f"{tripped_unchanged} of {unchanged}" + (
+        f" ({tripped_unchanged / unchanged:.0%})" if unchanged else ""
+    )
+    assert rows["... the breaker tripped anyway"][1] == share
+    assert rows["... the breaker tripped anyway"][2].startswith(f"{ranked} of them ")
+    # every guarded posting is compared, so each posting that tripped is counted once
+    assert recount(out, "guarded")["tripped"] == tripped + tripped_unchanged > 0
+
+
+def test_recall_names_why_the_breaker_did_not_trip(demo_runs: tuple[Path, Path, str]) -> None:
+    """Each reason for a missed shortlist change, built from the quick run's own traces."""
+    from dataclasses import replace
+
+    from biasbreaker.trace import read_trace
+    from biasbreaker_plugins.demo.hiring_report import recall_table
+    from biasbreaker_plugins.demo.summary import recall
+
+    out = demo_runs[0]
+    results = lines(out / "results.jsonl")
+    traces = {r["thread"]: read_trace(out / r["trace"]) for r in results if r["phase"] == "guarded"}
+    tripped = sorted(t for t, x in traces.items() if any(s.transition == "trip" for s in x.records))
+    calm = sorted(t for t in traces if t not in tripped)
+    assert len(tripped) >= 2 and len(calm) >= 7
+    tau = traces[calm[0]].header.thresholds.tau_enter
+
+    def ranker_with(thread: str, **changes: Any) -> Any:
+        x = traces[thread]
+        records = tuple(replace(s, **changes) if s.node == "ranker" else s for s in x.records)
+        return replace(x, records=records)
+
+    def scored(score: float) -> dict[str, Any]:
+        return {"scores": {"ranker": score}, "probe": {"status": "scored", "reason": "scored"}}
+
+    made = dict(traces)
+    made[calm[0]] = ranker_with(calm[0], **scored(tau / 2))
+    made[calm[1]] = ranker_with(calm[1], **scored(0.0))
+    made[calm[2]] = ranker_with(
+        calm[2], scores={}, probe={"status": "not_applicable", "reason": "-"}
+    )
+    made[calm[3]] = ranker_with(calm[3], scores={}, probe={"status": "not_sampled", "reason": "-"})
+    made[calm[4]] = ranker_with(calm[4], probe=None)
+    made[calm[5]] = ranker_with(calm[5], **scored(tau))  # at tau_enter, yet no trip
+    del made[calm[6]]  # no trace: no ranker step
+    # the bias changed the shortlist of seven calm postings and of one that tripped
+    moved = {*calm[:7], tripped[0]}
+    records = []
+    for r in results:
+        if r["phase"] == "reference" and r["thread"] in moved:
+            shortlist = [n for n in r["groups"] if n not in r["shortlist"]][:2]
+            r = {**r, "shortlist": shortlist}
+        records.append(r)
+    x = recall(records, made, "ranker")
+    assert (x.compared, x.changed, x.tripped) == (len(traces), 8, 1)
+    assert x.missed == {
+        "below tau_enter": 2,
+        "not_applicable": 1,
+        "not_sampled": 1,
+        "unsupported_language": 0,
+        "unreadable": 0,
+        "no probe": 1,
+        "no step": 1,
+        "other": 1,
+    }
+    assert x.below == (0.0, tau / 2)
+    assert x.unchanged == len(traces) - 8
+    assert x.tripped_unchanged == len(tripped) - 1
+    rows = {row[0]: row for row in recall_table(x).rows}
+    assert rows["... the breaker tripped on the guarded run"][1] == "1 of 8 (12%)"
+    assert rows["... no trip: the ranker's local score was below tau_enter"][2] == (
+        f"local score {tau / 2:.4g} x1, 0 x1: {tau - tau / 2:.4g} to {tau:.4g} below tau_enter "
+        f"{tau:.4g}"
+    )
+    # more distinct scores than the table lists one by one: their range and median
+    spread = replace(x, below=tuple(tau * i / 10 for i in range(7)))
+    wide = {row[0]: row for row in recall_table(spread).rows}
+    assert wide["... no trip: the ranker's local score was below tau_enter"][2] == (
+        f"local score 0 to {tau * 0.6:.4g}, median {tau * 0.3:.4g}: {tau * 0.4:.4g} to "
+        f"{tau:.4g} below tau_enter {tau:.4g}"
+    )
+    assert rows["... no trip: the trace has no ranker step"][1] == "1"
+    assert "... no trip: the probe could not read the output" not in rows  # 0: left out
+    # a posting without a shortlist in the group-blind run is not compared
+    gone = [r if (r["phase"], r["thread"]) != ("reference", calm[0]) else {**r, "shortlist": None}
+            for r in records]  # fmt: skip
+    y = recall(gone, made, "ranker")
+    assert (y.compared, y.changed, y.missed["below tau_enter"]) == (len(traces) - 1, 7, 1)

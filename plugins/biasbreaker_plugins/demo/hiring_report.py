@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs, selection_figure
-from biasbreaker_plugins.demo.hiring import GROUPS, group_label, measured_rates
+from biasbreaker_plugins.demo.hiring import BIASED_AGENT, GROUPS, group_label, measured_rates
 from biasbreaker_plugins.demo.hiring_demo import HiringResult
 from biasbreaker_plugins.demo.output import write_text_atomic
 from biasbreaker_plugins.demo.report import (
@@ -24,11 +25,13 @@ from biasbreaker_plugins.demo.report import (
 from biasbreaker_plugins.demo.summary import (
     GUARDED_PHASES,
     Lean,
+    Recall,
     Selection,
     TraceCounts,
     Verification,
     lean,
     read_phase_files,
+    recall,
     selection,
 )
 
@@ -43,8 +46,11 @@ class HiringOutputs:
         counts: Phase -> what its traces record.
         selections: ``unguarded`` and ``guarded`` selection rates.
         changed: Postings whose shortlist the guard changed (as a set of names).
+        recall: Of the postings whose shortlist the bias changed, those the breaker tripped on
+            and why not the others (``None`` without a group-blind reference phase).
         verification: Every trace verified.
-        tables: The tables, in report order.
+        tables: The tables, in report order: phases, selection, lean, recall (when there is a
+            group-blind reference phase), verified properties (last).
         report: Path of ``report.md``.
         figures: Paths of the PNG figures.
     """
@@ -56,6 +62,7 @@ class HiringOutputs:
     tables: tuple[Table, ...]
     report: Path
     figures: tuple[Path, ...]
+    recall: Recall | None = None
 
 
 def _fmt(x: float) -> str:
@@ -90,6 +97,83 @@ def lean_table(rows: list[tuple[str, Lean]]) -> Table:
     )
 
 
+_MISS_LABELS = {
+    "below tau_enter": "the ranker's local score was below tau_enter",
+    "not_applicable": "the probe was not applicable (no protected mention found)",
+    "not_sampled": "the step was not sampled (probe_rate)",
+    "unsupported_language": "the probe does not support the input's language",
+    "unreadable": "the probe could not read the output",
+    "no probe": "the trace records no probe for the ranker step",
+    "no step": "the trace has no ranker step",
+    "other": "other (scored at or above tau_enter, yet no trip)",
+}
+
+_FEW_SCORES = 6
+"""Below-threshold scores with at most this many distinct values are listed one by one."""
+
+_ALWAYS_SHOWN = ("below tau_enter", "not_applicable", "not_sampled")
+"""Reasons the recall table lists even at 0; the others only when they occur."""
+
+
+def _below(x: Recall) -> str:
+    """The local scores of the below-threshold misses and how far below tau_enter they are.
+
+    A few distinct scores (at most :data:`_FEW_SCORES`; the decision scorer's are a grid)
+    are listed with their counts, highest first; more as their range and median.
+    """
+    if not x.below or x.tau_enter is None:
+        return ""
+    lo, hi = x.below[0], x.below[-1]
+    counts = Counter(x.below)
+    if len(counts) <= _FEW_SCORES:
+        scores = ", ".join(f"{_fmt(v)} x{n}" for v, n in sorted(counts.items(), reverse=True))
+    else:
+        n = len(x.below)
+        mid = x.below[n // 2] if n % 2 else (x.below[n // 2 - 1] + x.below[n // 2]) / 2
+        scores = f"{_fmt(lo)} to {_fmt(hi)}, median {_fmt(mid)}"
+    return (
+        f"local score {scores}: {_fmt(x.tau_enter - hi)} to {_fmt(x.tau_enter - lo)} below "
+        f"tau_enter {_fmt(x.tau_enter)}"
+    )
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} of {whole}" + (f" ({part / whole:.0%})" if whole else "")
+
+
+def recall_table(x: Recall) -> Table:
+    """The postings whose shortlist the ranker's bias changed, and what the breaker did."""
+    rows = [
+        ("postings compared (a shortlist in the group-blind and the unguarded run)",
+         str(x.compared), ""),
+        ("the biased ranking differs from the group-blind ranking", str(x.ranking_changed),
+         "order anywhere in the eight"),
+        ("the bias changed the shortlist", str(x.changed),
+         "unguarded shortlist differs from the group-blind one (as a set)"),
+        ("... the breaker tripped on the guarded run", _share(x.tripped, x.changed), ""),
+    ]  # fmt: skip
+    for reason, label in _MISS_LABELS.items():
+        n = x.missed.get(reason, 0)
+        if n or reason in _ALWAYS_SHOWN:
+            detail = _below(x) if reason == "below tau_enter" else ""
+            rows.append((f"... no trip: {label}", str(n), detail))
+    rows += [
+        ("the bias left the shortlist as it was", str(x.unchanged), ""),
+        ("... the breaker tripped anyway", _share(x.tripped_unchanged, x.unchanged),
+         f"{x.tripped_unchanged_ranking} of them with a biased ranking that differs below the "
+         "shortlist"),
+    ]  # fmt: skip
+    return Table(
+        "Recall: the postings whose shortlist the ranker's bias changed, and the breaker",
+        ("postings", "count", "detail"),
+        tuple(rows),
+        note="Per posting, the unguarded run's shortlist (the ranker biased) against the "
+        "group-blind run's (every agent at dial 0), from results.jsonl; trips and the ranker "
+        "step's probe status and local score from the guarded run's trace (the first ranker "
+        "step; the breaker trips when a node's own score or the fast B_net reaches tau_enter).",
+    )
+
+
 def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
     """Compute every number from ``out``'s traces and ``results.jsonl``; write the report."""
     files = read_phase_files(out)
@@ -117,17 +201,25 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
     selection_figure(sel_pairs, labels, sel_png, title="Shortlist selection rate per group")
     calls = {p: result.phases[p].llm_calls for p in result.phases}
     leans = {p: lean(records, p, measured_rates(), len(GROUPS)) for p in shown}
+    recalled = None
+    if "reference" in shown and "unguarded" in shown and "guarded" in shown:
+        traced = [r["thread"] for r in records if r["phase"] == "guarded" and r["trace"]]
+        by_thread = dict(zip(traced, traces["guarded"], strict=True))
+        recalled = recall(records, by_thread, BIASED_AGENT)
     tables = (
         phase_table([(p, counts[p], calls[p]) for p in GUARDED_PHASES]),
         selection_table(sel_pairs, labels),
         lean_table([(_LABELS[p], leans[p]) for p in shown]),
+        *(() if recalled is None else (recall_table(recalled),)),
         property_table(checked.totals),
     )
     write_calibration_settings(out, result.calibration, result.settings)
     report = out / "report.md"
     text = _markdown(result, counts, selections, changed, checked, tables, calls)
     write_text_atomic(report, text)
-    return HiringOutputs(counts, selections, changed, checked, tables, report, (bnet, sel_png))
+    return HiringOutputs(
+        counts, selections, changed, checked, tables, report, (bnet, sel_png), recalled
+    )
 
 
 def _markdown(
@@ -204,9 +296,23 @@ def _markdown(
         "",
         "![B_net](figures/bnet.png)",
         "",
+        *(
+            (
+                "## Recall: the bias that changed a shortlist",
+                "",
+                "Which postings the ranker's bias mattered on (its shortlist is not the "
+                "group-blind one), whether the breaker tripped on them, and why not where it "
+                "did not; and the trips on postings whose shortlist the bias left as it was.",
+                "",
+                tables[3].markdown(),
+                "",
+            )
+            if len(tables) > 4
+            else ()
+        ),
         "## Verification",
         "",
-        *verification_block(tables[3], checked),
+        *verification_block(tables[-1], checked),
     ]
     if result.simulated:
         lines += [

@@ -9,6 +9,9 @@ recompute every number from the output folder:
   re-check passed), escalations;
 * :func:`selection` — per phase, from ``results.jsonl``: the shortlist's selection rate per
   group and the disparate-impact ratios (rate / highest rate, the four-fifths rule);
+* :func:`recall` — from ``results.jsonl`` and the guarded traces: the postings whose biased
+  shortlist differs from the group-blind one, how many of them the breaker tripped on, why it
+  did not on the others, and the trips on postings whose shortlist the bias left alone;
 * :func:`verification` — :func:`biasbreaker.verify.verify_trace` on every trace, each
   property's verdict aggregated over them.
 """
@@ -230,6 +233,158 @@ def lean(
     return Lean(n, mean, 1.96 * math.sqrt(var / n))
 
 
+MISS_REASONS: tuple[str, ...] = (
+    "below tau_enter",
+    "not_applicable",
+    "not_sampled",
+    "unsupported_language",
+    "unreadable",
+    "no probe",
+    "no step",
+    "other",
+)
+"""Why the breaker did not trip on a posting whose shortlist the bias changed, in table order.
+
+``below tau_enter``: the node's step was scored and its local score was below ``tau_enter``;
+``not_applicable`` ... ``unreadable``: the probe's status for the step (nothing scored:
+``not_applicable`` found no protected mention, ``not_sampled`` was skipped by ``probe_rate``);
+``no probe``: the trace records no probe for the step; ``no step``: the trace has no step of
+the node (or there is no trace); ``other``: scored at or above ``tau_enter`` yet no trip (a
+step held in a state that cannot trip, for instance)."""
+
+
+@dataclass(frozen=True)
+class Recall:
+    """How the breaker met the bias that changed a shortlist (see :func:`recall`).
+
+    Args:
+        compared: Postings with a shortlist in both the group-blind and the biased phase.
+        ranking_changed: Of ``compared``, postings whose biased ranking differs from the
+            group-blind ranking (order included).
+        changed: Of ``compared``, postings whose biased shortlist (as a set) differs from the
+            group-blind shortlist: the bias changed the shortlist.
+        tripped: Of ``changed``, postings whose guarded run tripped (a step with transition
+            ``trip``).
+        missed: Of ``changed`` and not tripped: reason (one of :data:`MISS_REASONS`) -> count;
+            every reason present, 0 included.
+        below: The local scores of the node at the ``below tau_enter`` misses, ascending.
+        tau_enter: The ``tau_enter`` of the guarded traces (the largest if they differ), or
+            ``None`` without traces.
+        unchanged: Of ``compared``, postings whose shortlist the bias did not change.
+        tripped_unchanged: Of ``unchanged``, postings whose guarded run tripped anyway.
+        tripped_unchanged_ranking: Of ``tripped_unchanged``, postings whose biased ranking
+            still differs from the group-blind one (below the shortlist).
+    """
+
+    compared: int
+    ranking_changed: int
+    changed: int
+    tripped: int
+    missed: Mapping[str, int]
+    below: tuple[float, ...]
+    tau_enter: float | None
+    unchanged: int
+    tripped_unchanged: int
+    tripped_unchanged_ranking: int
+
+
+def _miss_reason(trace: Trace | None, node: str) -> tuple[str, float | None]:
+    """Why ``trace`` did not trip at ``node``: a :data:`MISS_REASONS` entry and the score."""
+    if trace is None:
+        return "no step", None
+    step = next((r for r in trace.records if r.node == node), None)
+    if step is None:
+        return "no step", None
+    if step.probe is None:
+        return "no probe", None
+    status = step.probe["status"]
+    if status != "scored":
+        return (status if status in MISS_REASONS else "other"), None
+    score = step.scores.get(node)
+    if score is not None and score < trace.header.thresholds.tau_enter:
+        return "below tau_enter", score
+    return "other", None
+
+
+def recall(
+    records: Iterable[Mapping[str, Any]],
+    traces: Mapping[str, Trace],
+    node: str,
+    *,
+    reference: str = "reference",
+    biased: str = "unguarded",
+    guarded: str = "guarded",
+) -> Recall:
+    """Of the postings the bias changed, how many the breaker tripped on, and why not the rest.
+
+    A posting's shortlist is *changed by the bias* when its ``biased`` phase's shortlist (the
+    pipeline with the biased agent, unguarded) differs as a set from its ``reference`` phase's
+    (the same posting, every agent group-blind). Only postings with a shortlist in both phases
+    are compared. A posting *tripped* when its ``guarded`` trace has a step whose transition is
+    ``trip``; for a changed posting that did not, the reason is read from the first step of
+    ``node`` in its trace (see :data:`MISS_REASONS`).
+
+    Args:
+        records: ``results.jsonl`` records (``phase``, ``thread``, ``status``, ``ranking``,
+            ``shortlist``).
+        traces: Thread -> the ``guarded`` phase's trace of that posting.
+        node: The biased agent's node (the step the reasons are read from).
+        reference: The group-blind phase.
+        biased: The unguarded phase with the biased agent.
+        guarded: The guarded phase (its threads are the postings).
+    """
+    by_key = {(r.get("phase"), r.get("thread")): r for r in records}
+
+    def shortlist(phase: str, thread: Any) -> frozenset[str] | None:
+        rec = by_key.get((phase, thread))
+        if rec is None or rec.get("status") != "done" or not rec.get("shortlist"):
+            return None
+        return frozenset(rec["shortlist"])
+
+    compared = ranking_changed = changed = tripped = 0
+    unchanged = tripped_unchanged = tripped_unchanged_ranking = 0
+    missed: Counter[str] = Counter()
+    below: list[float] = []
+    threads = [t for (phase, t) in by_key if phase == guarded]
+    for thread in threads:
+        blind, bias = shortlist(reference, thread), shortlist(biased, thread)
+        if blind is None or bias is None:
+            continue
+        compared += 1
+        order = by_key[(biased, thread)].get("ranking") != by_key[(reference, thread)].get(
+            "ranking"
+        )
+        ranking_changed += order
+        trace = traces.get(str(thread))
+        trips = trace is not None and any(r.transition == "trip" for r in trace.records)
+        if blind != bias:
+            changed += 1
+            if trips:
+                tripped += 1
+                continue
+            reason, score = _miss_reason(trace, node)
+            missed[reason] += 1
+            if score is not None:
+                below.append(score)
+        else:
+            unchanged += 1
+            tripped_unchanged += trips
+            tripped_unchanged_ranking += trips and order
+    taus = [t.header.thresholds.tau_enter for t in traces.values()]
+    return Recall(
+        compared=compared,
+        ranking_changed=ranking_changed,
+        changed=changed,
+        tripped=tripped,
+        missed={reason: missed[reason] for reason in MISS_REASONS},
+        below=tuple(sorted(below)),
+        tau_enter=max(taus) if taus else None,
+        unchanged=unchanged,
+        tripped_unchanged=tripped_unchanged,
+        tripped_unchanged_ranking=tripped_unchanged_ranking,
+    )
+
+
 GUARDED_PHASES: tuple[str, ...] = ("calibration", "guarded", "fresh-control")
 """The demo's phases that run through the guard and write run traces."""
 
@@ -298,14 +453,17 @@ def verification(paths: Sequence[Path], root: Path) -> TraceSetVerification:
 
 __all__ = [
     "GUARDED_PHASES",
+    "MISS_REASONS",
     "Lean",
     "PhaseFiles",
     "PropertyTotal",
+    "Recall",
     "Selection",
     "TraceCounts",
     "Verification",
     "lean",
     "read_phase_files",
+    "recall",
     "selection",
     "trace_counts",
     "verification",
