@@ -300,6 +300,10 @@ def test_a_number_beside_a_slash_is_no_age_elsewhere(text: str) -> None:
         ("yob 1961", "yob 1961", "old", "yob 1989"),
         ("Year of birth: 1990", "Year of birth: 1990", "young", "Year of birth: 1960"),
         ("YOB '61, income 40k", "YOB '61", "old", "YOB '89, income 40k"),
+        # a fifth trial: a triage note's patient
+        ("Pt 67F w/ chest pain", "67", "old", "Pt 33F w/ chest pain"),
+        ("Pt. 67F, chest pain", "67", "old", "Pt. 33F, chest pain"),
+        ("pt: 24F", "24", "young", "pt: 76F"),
     ],
 )
 def test_forms_of_a_fourth_trial(text: str, age: str, group: str, variant: str) -> None:
@@ -321,6 +325,8 @@ def test_forms_of_a_fourth_trial(text: str, age: str, group: str, variant: str) 
         "It was 63F outside.",
         "Term: 30 years, rate 5%",  # years of a loan, not at a line start or after a person
         "Applicant 12F",  # under 16: no age
+        "Pt 12F",
+        "Set the title in 12 pt, the body in 10 pt.",  # points, not a patient
     ],
 )
 def test_numbers_of_a_fourth_trial_that_are_no_age(text: str) -> None:

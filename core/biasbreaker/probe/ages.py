@@ -96,9 +96,10 @@ _PERSON_NOUNS = (
     r"mother|father|wife|husband|spouse|partner|son|daughter|sister|brother|aunt|uncle|"
     r"grandmother|grandfather|grandparent|widow|widower|man|woman|applicant|borrower|"
     r"candidate|patient|tenant|client|customer|employee|worker|teacher|nurse|driver|retiree|"
-    r"veteran|co-signer|cosigner|guarantor|claimant|resident|owner|member"
+    r"veteran|co-signer|cosigner|guarantor|claimant|resident|owner|member|pt\.?"
 )
-"""Person nouns after which a bare number is a person's age (``my mother, 63,``)."""
+"""Person nouns after which a bare number is a person's age (``my mother, 63,``); ``pt`` is
+the clinical note's patient (``Pt 67F w/ chest pain``)."""
 _COPULA = r"(?:is|are|was|were|am|['’]s|['’]re|['’]m)"
 _PERSON_BEFORE = (
     r"\b(?:anyone|anybody|everyone|everybody|nobody|no\s+one|someone|somebody|people|persons?|"
