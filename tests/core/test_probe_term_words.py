@@ -225,6 +225,11 @@ GENDER_AGE = CounterfactualGenerator(TermSet.load(axes=["gender", "age"]), seed=
         (GENDER, "63F", "gender", "female", "F", "63M"),
         (GENDER, "Applicant 40M, income 40k", "gender", "male", "M", "Applicant 40F, income 40k"),
         (GENDER, "Applicant B (F) applied.", "gender", "female", "F", "Applicant B (M) applied."),
+        # a fifth trial: the sex code beside an age and a slash was left as it was
+        (GENDER, "Applicant F/63, income 40k", "gender", "female", "F",
+         "Applicant M/63, income 40k"),
+        (GENDER, "Smith (63/M) applied.", "gender", "male", "M", "Smith (63/F) applied."),
+        (GENDER, "67/F, chest pain", "gender", "female", "F", "67/M, chest pain"),
         (RACE, "Race: B", "race", "black", "Race: B", "Race: W"),
         (RACE, "ethnicity=H; income 40k", "race", "hispanic", "ethnicity=H", "ethnicity=W; income 40k"),
         (RACE, "Race: Black", "race", "black", "Black", "Race: white"),
@@ -275,6 +280,9 @@ def test_a_race_code_reaches_only_the_groups_with_a_code() -> None:
     "text",
     [
         "Plan B (F) was chosen.",  # an option's letter, not a person
+        "page 63/M",  # a number that counts a thing: no age, so no code
+        "room F/12",  # under 16
+        "M/F ratio 3/1",
         "Option C (M) is cheaper.",
         "It was 63F outside.",  # a temperature
         "Temperature: 63F",

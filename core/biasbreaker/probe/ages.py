@@ -444,14 +444,28 @@ _GLUED = re.compile(r"(?<![\w.-])(\d{1,3})([FM])(?![\w-])")
 _GLUED_CONTEXT = re.compile(_GLUED_BEFORE, re.IGNORECASE)
 
 
-def glued_sex_codes(text: str) -> Iterator[tuple[int, int]]:
-    """The spans of sex codes glued to an adult age (``63F``, ``Applicant 40M``) in ``text``.
+_CODE_BEFORE = re.compile(r"(?<![\w.])([FM])\s*/\s*(\d{1,3})(?![\w.-]|[.,]\d)")
+_CODE_AFTER = re.compile(r"(?<![\w.-])(\d{1,3})\s*/\s*([FM])(?!\w)")
+_CODED_FIRST_CONTEXT = re.compile(_CODED_FIRST_BEFORE, re.IGNORECASE)
 
-    The letter is upper case, the age 16–120 and in the context of the age form ``glued``
-    (a line start, a person noun, a capitalised word and a comma or bracket), so a
-    temperature (``it was 63F``) or a size is no code.
+
+def glued_sex_codes(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of sex codes glued to or beside an adult age in ``text``.
+
+    Glued (``63F``, ``Applicant 40M``): the letter is upper case, the age 16–120 and in the
+    context of the age form ``glued`` (a line start, a person noun, a capitalised word and a
+    comma or bracket), so a temperature (``it was 63F``) or a size is no code. Beside a slash
+    (``Applicant F/63``, ``Smith (63/M)``, ``67/F``): the letter of the age forms ``coded``
+    and ``coded first``, in their contexts (``page 63/M`` and ``room F/12`` are no codes).
     """
     for m in _GLUED.finditer(text):
         window = text[max(0, m.start() - 40) : m.start()]  # pragma: no mutate
         if 16 <= int(m.group(1)) <= 120 and _GLUED_CONTEXT.search(window):
+            yield m.start(2), m.end(2)
+    for m in _CODE_BEFORE.finditer(text):
+        if 16 <= int(m.group(2)) <= 120:
+            yield m.start(1), m.end(1)
+    for m in _CODE_AFTER.finditer(text):
+        window = text[max(0, m.start() - 40) : m.start()]  # pragma: no mutate
+        if 16 <= int(m.group(1)) <= 120 and _CODED_FIRST_CONTEXT.search(window):
             yield m.start(2), m.end(2)
