@@ -44,6 +44,7 @@ __all__ = [
     "glued_sex_codes",
     "mirrored_age",
     "number_words",
+    "slash_age_before",
 ]
 
 _UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
@@ -444,28 +445,33 @@ _GLUED = re.compile(r"(?<![\w.-])(\d{1,3})([FM])(?![\w-])")
 _GLUED_CONTEXT = re.compile(_GLUED_BEFORE, re.IGNORECASE)
 
 
-_CODE_BEFORE = re.compile(r"(?<![\w.])([FM])\s*/\s*(\d{1,3})(?![\w.-]|[.,]\d)")
-_CODE_AFTER = re.compile(r"(?<![\w.-])(\d{1,3})\s*/\s*([FM])(?!\w)")
+_SLASH_AGE_END = re.compile(r"(?<![\w.-])(\d{1,3})\s*/\s*$")
 _CODED_FIRST_CONTEXT = re.compile(_CODED_FIRST_BEFORE, re.IGNORECASE)
 
 
-def glued_sex_codes(text: str) -> Iterator[tuple[int, int]]:
-    """The spans of sex codes glued to or beside an adult age in ``text``.
+def slash_age_before(before: str) -> bool:
+    """Whether ``before``, the text before a sex code, ends in an adult age and a slash.
 
-    Glued (``63F``, ``Applicant 40M``): the letter is upper case, the age 16–120 and in the
-    context of the age form ``glued`` (a line start, a person noun, a capitalised word and a
-    comma or bracket), so a temperature (``it was 63F``) or a size is no code. Beside a slash
-    (``Applicant F/63``, ``Smith (63/M)``, ``67/F``): the letter of the age forms ``coded``
-    and ``coded first``, in their contexts (``page 63/M`` and ``room F/12`` are no codes).
+    The age is 16–120 and in the context of the age form ``coded first`` (a line start, a
+    comma, or a word that does not number a thing), so the ``F`` of ``67/F`` and ``Pt 67/F``
+    is a code and the ``M`` of ``page 63/M`` is not.
+    """
+    m = _SLASH_AGE_END.search(before)
+    return (
+        m is not None
+        and 16 <= int(m.group(1)) <= 120
+        and _CODED_FIRST_CONTEXT.search(before[: m.start()]) is not None
+    )
+
+
+def glued_sex_codes(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of sex codes glued to an adult age (``63F``, ``Applicant 40M``) in ``text``.
+
+    The letter is upper case, the age 16–120 and in the context of the age form ``glued``
+    (a line start, a person noun, a capitalised word and a comma or bracket), so a
+    temperature (``it was 63F``) or a size is no code.
     """
     for m in _GLUED.finditer(text):
         window = text[max(0, m.start() - 40) : m.start()]  # pragma: no mutate
         if 16 <= int(m.group(1)) <= 120 and _GLUED_CONTEXT.search(window):
-            yield m.start(2), m.end(2)
-    for m in _CODE_BEFORE.finditer(text):
-        if 16 <= int(m.group(2)) <= 120:
-            yield m.start(1), m.end(1)
-    for m in _CODE_AFTER.finditer(text):
-        window = text[max(0, m.start() - 40) : m.start()]  # pragma: no mutate
-        if 16 <= int(m.group(1)) <= 120 and _CODED_FIRST_CONTEXT.search(window):
             yield m.start(2), m.end(2)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from biasbreaker.probe.ages import age_mentions, glued_sex_codes
+from biasbreaker.probe.ages import age_mentions, glued_sex_codes, slash_age_before
 from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.names import PLACE_FIRST, PLACE_WORDS, PersonName, fold, person_name
@@ -404,7 +404,9 @@ class MentionFinder:
 
         Yes after a sex label (:data:`_CODE_LABEL`: ``Sex: F``, ``gender=m``, ``Gender - F``,
         ``M/F: F``); and, except for :data:`_LABEL_ONLY` codes (``W``), after an age with its
-        unit (``63 yo F``), before a slash and an adult age (``applicant F/63``) or, opening a
+        unit (``63 yo F``) or an adult age and a slash (``67/F``, not ``page 63/M``:
+        :func:`~biasbreaker.probe.ages.slash_age_before`), before a slash and an adult age
+        (``applicant F/63``) or, opening a
         line, a comma and one (``F, 35, income 50k``), or in brackets, alone or beside an age,
         after a person word or a capitalised word (``Applicant (F)``, ``Mary Smith (F, 63)``,
         ``Smith (63/M)``) that is not one of :data:`_NOT_CODED`; a capitalised one-letter word
@@ -416,7 +418,7 @@ class MentionFinder:
             return True
         if key in _LABEL_ONLY:
             return False
-        if _CODE_AGE_BEFORE.search(before):
+        if _CODE_AGE_BEFORE.search(before) or slash_age_before(before):
             return True
         aged = _CODE_AGE_AFTER.match(text, end)
         if aged is not None and (aged.group("sep") == "/" or _LINE_START.search(before)):
