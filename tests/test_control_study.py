@@ -10,11 +10,9 @@ golden file regenerated without reading it cannot hide a regression.
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,9 +20,9 @@ from typing import Any
 import pytest
 
 from biasbreaker.config import load_settings
+from studies import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDY = ROOT / "docs" / "studies" / "control_study.py"
 GOLDEN = ROOT / "tests" / "golden" / "control_study_quick.md"
 REGENERATE = (
     "python docs/studies/control_study.py --quick --text-only --out tests/golden/"
@@ -33,12 +31,7 @@ REGENERATE = (
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("control_study", STUDY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_study("control_study")
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,13 @@
 """The intervention study's script runs (quick mode) and its measured invariants hold."""
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
+from types import ModuleType
 
-STUDY = Path(__file__).resolve().parents[1] / "docs" / "studies" / "intervention_study.py"
+from studies import load_study
 
 
-def load():
-    spec = importlib.util.spec_from_file_location("intervention_study", STUDY)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def load() -> ModuleType:
+    return load_study("intervention_study")
 
 
 def test_quick_study_runs_and_reports_every_scenario(tmp_path):

@@ -10,29 +10,23 @@ bound, no fair control run halted).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from studies import load_study
+
 ROOT = Path(__file__).resolve().parents[1]
-STUDY = ROOT / "docs" / "studies" / "recall_study.py"
 COMMITTED = ROOT / "docs" / "studies" / "recall.json"
 REGENERATE = "python docs/studies/recall_study.py"
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("recall_study", STUDY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_study("recall_study")
 
 
 @pytest.fixture(scope="module")
