@@ -300,3 +300,13 @@ def test_a_race_code_reaches_only_the_groups_with_a_code() -> None:
 )
 def test_look_alikes_of_codes_are_no_mention(text: str) -> None:
     assert GEN.detect(text) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "coded"),
+    [("15/F", False), ("16/F", True), ("120/F", True), ("121/F", False)],
+)
+def test_a_code_after_a_slash_needs_an_adult_age(text: str, coded: bool) -> None:
+    # the bounds of slash_age_before, as of the glued codes: ages 16 to 120
+    found = [(d.surface, d.axis) for d in GENDER.detect(text)]
+    assert found == ([("F", "gender")] if coded else [])
