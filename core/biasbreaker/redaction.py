@@ -72,6 +72,11 @@ SECRET_WORDS = frozenset(
 )
 """Words that make a key name a secret (compared in lower case)."""
 
+GLUED_SECRET_ENDS = ("password", "passwd", "passphrase", "secret", "apikey", "token")
+"""Endings that make a word a secret's name with no separator before them (``PGPASSWORD``,
+``REDISPASSWORD``, ``csrftoken``); shorter secret words (``pass``, ``pw``, ``key``) count
+only as words of their own, so ``bypass`` and ``monkey`` are no secrets."""
+
 NOT_SECRET_LAST = frozenset(
     {"env", "var", "variable", "name", "names", "file", "path", "dir", "directory", "sock"}
 )
@@ -119,7 +124,10 @@ def secret_name(name: str) -> bool:
     words = key_words(str(name).rpartition(".")[2])
     if not words or words[-1] in NOT_SECRET_LAST or words[-1] in ERROR_LAST or words == ["key"]:
         return False
-    return any(w in SECRET_WORDS for w in words) or "".join(words) in SECRET_WORDS
+    return (
+        any(w in SECRET_WORDS or w.endswith(GLUED_SECRET_ENDS) for w in words)
+        or "".join(words) in SECRET_WORDS
+    )
 
 
 _PREFIXES = re.compile(

@@ -76,6 +76,11 @@ def _no_known_secrets() -> Iterator[None]:
         ("db_cred", True),
         ("pw", True),
         ("bypass", False),
+        ("PGPASSWORD", True),
+        ("REDISPASSWORD", True),
+        ("csrftoken", True),
+        ("monkey", False),
+        ("PGPASS", False),  # too short an ending to tell: not read as a secret's name
         ("passthrough", False),
     ],
 )
@@ -369,3 +374,10 @@ def test_a_pass_or_creds_variable_is_a_secret_of_the_environment() -> None:
     register_environment({"DB_PASS": "hunter2hunter2", "ACME_CREDS": "s3cr3t-value-99"})
     out = redact_text("connect failed: hunter2hunter2 / s3cr3t-value-99")
     assert "hunter2" not in out and "s3cr3t" not in out
+
+
+def test_pgpassword_is_a_secret_of_the_environment() -> None:
+    # docs/configuration.md puts the trace store's password in PGPASSWORD; a node's error
+    # quoting it reached stderr, run.log, results.jsonl and report.md under `biasbreaker run`
+    register_environment({"PGPASSWORD": "zX9secretVal12"})
+    assert "zX9secretVal12" not in redact_text("connect failed: v=zX9secretVal12")
