@@ -26,8 +26,10 @@ from biasbreaker.probe.pairs import (
     score_pairs,
 )
 from biasbreaker.probe.probe import (
+    ROUTE_PART,
     Probe,
     ProbeResult,
+    Routed,
     ScorerParts,
     Step,
     VariantOutcome,
@@ -40,6 +42,7 @@ from biasbreaker.probe.terms import DEFAULT_AXES, Axis, TermSet
 
 __all__ = [
     "DEFAULT_AXES",
+    "ROUTE_PART",
     "Axis",
     "CounterfactualGenerator",
     "CounterfactualMapping",
@@ -50,6 +53,7 @@ __all__ = [
     "ProbeResult",
     "ReportingScorer",
     "ResponsePair",
+    "Routed",
     "Scorer",
     "ScorerParts",
     "ScorerSummary",

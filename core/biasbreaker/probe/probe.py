@@ -73,7 +73,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from biasbreaker.errors import ConfigError, InputError, ProbeError, ScoreError
 from biasbreaker.llm import LLMRequest
@@ -122,12 +122,15 @@ def no_counterfactual_reason(detections: Sequence[Detection], why: str) -> str:
 
 
 __all__ = [
+    "ROUTE_PART",
     "Probe",
     "ProbeResult",
+    "Routed",
     "ScorerParts",
     "Step",
     "VariantOutcome",
     "build_probe",
+    "combined",
     "current_sample",
     "with_current_sample",
 ]
@@ -454,6 +457,11 @@ class Probe:
         names = [s.name for s in self.scorers]
         if len(set(names)) != len(names):
             raise InputError(f"scorer names {names!r} repeat; each scorer needs its own name")
+        if ROUTE_PART in names:
+            raise InputError(
+                f"a scorer is named {ROUTE_PART!r}, the name of the part that compares routes "
+                "(Routed); give the scorer another name"
+            )
         _check_range("k", k, 1, None)
         _check_range("r", r, 0, None)
         _check_range("bootstrap", bootstrap, 0, None)
@@ -653,7 +661,7 @@ class Probe:
                 language=language,
             )
         variants = cf_set.variants
-        original_text = _text(output, name, "guarded output (sample 0)")
+        original_text = _text(_output_of(output), name, "guarded output (sample 0)")
         self._remember((name, payload_digest(input), 0), output)
 
         calls: list[_Call] = []
@@ -674,15 +682,23 @@ class Probe:
             )
         made, hits = await self._run(step, name, calls)
 
+        resampled = [self._cache_get(key) for key in resample_keys]
         same_texts = [original_text] + [
-            _text(self._cache_get(key), name, f"same-group resample {key[2]}")
-            for key in resample_keys
+            _text(_output_of(out), name, f"same-group resample {key[2]}")
+            for key, out in zip(resample_keys, resampled, strict=True)
         ]
+        varied = [self._cache_get(key) for key in variant_keys]
         mapped_texts, raw_texts = [], []
-        for j, (key, v) in enumerate(zip(variant_keys, variants, strict=True)):
-            out = self._cache_get(key)
-            raw_texts.append(_text(out, name, f"counterfactual variant {j}"))
-            mapped_texts.append(as_text(self._map_back(out, v.mapping, name)))
+        for j, (out, v) in enumerate(zip(varied, variants, strict=True)):
+            raw_texts.append(_text(_output_of(out), name, f"counterfactual variant {j}"))
+            mapped_texts.append(as_text(self._map_back(_output_of(out), v.mapping, name)))
+        routed = any(isinstance(out, Routed) for out in [output, *resampled, *varied])
+        if routed:  # where each run goes next, mapped back, compared as one decision
+            same_routes = [_route_text(out) for out in [output, *resampled]]
+            cf_routes = [
+                as_text(self._map_back(_route_of(out), v.mapping, name))
+                for out, v in zip(varied, variants, strict=True)
+            ]
 
         k, n_same = len(variants), len(same_texts)
         twins = variant_samples
@@ -717,11 +733,22 @@ class Probe:
                 floor.append(mean([floor_d[(a, twins[j])] for a in anchors[j]]) if self.r else 0.0)
             rows[scorer.name] = row
             floors[scorer.name] = floor
+        if routed:
+            route_row, route_floor = [], []
+            for j in range(k):
+                route_row.append(mean([float(same_routes[a] != cf_routes[j]) for a in anchors[j]]))
+                route_floor.append(
+                    mean([float(same_routes[a] != same_routes[twins[j]]) for a in anchors[j]])
+                    if self.r
+                    else 0.0
+                )
+            rows[ROUTE_PART] = route_row
+            floors[ROUTE_PART] = route_floor
 
         swaps = [(v.mapping.axis, v.mapping.groups) for v in variants]
         groups = _swap_groups(swaps)
         parts = {sname: _worst_swap(rows[sname], floors[sname], groups) for sname in rows}
-        score = combine({s: p.score for s, p in parts.items()}, self.combine)
+        score = combined({s: p.score for s, p in parts.items()}, self.combine)
         ci = None
         if k >= 2 and self.bootstrap > 0:
             ci = self._interval(rows, floors, sid, swaps)
@@ -777,7 +804,7 @@ class Probe:
                 )
                 for s, d in diffs.items()
             }
-            return combine(scores, self.combine)
+            return combined(scores, self.combine)
 
         rng = random.Random(f"{self.seed}:{sid}:bootstrap")
         return bootstrap_interval(
@@ -883,6 +910,60 @@ class Probe:
 
 class _Late(Exception):
     """A re-run of the step missed ``call_timeout_s``; why, as the message."""
+
+
+ROUTE_PART: Final = "route"
+"""The part of a local score that compares where the runs of a :class:`Routed` step go."""
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """A step's output together with where it sends the run next, compared apart.
+
+    A step that decides by routing (a LangGraph node's ``Command(goto=...)`` or conditional
+    edge) returns this instead of its bare output. The scorers compare ``output`` as usual;
+    ``route`` is compared as one more decision, part :data:`ROUTE_PART` of the score: a
+    counterfactual run whose route, mapped back to the original groups, differs from its
+    anchor's is a flip (1), the same route 0, with the same anchors and noise floor as the
+    scorers' parts. The local score is the larger of the scorers' combination and that part
+    (:func:`combined`): a route taken for one group only scores as the flip it is, never
+    diluted by an output that did not change (a tool called for one group only is not
+    halved by a route that is the same for all).
+
+    Args:
+        output: The step's output (text or JSON), what the scorers compare.
+        route: Its destinations as JSON (e.g. ``["approve"]``, a ``Send`` as
+            ``{"send": node, "arg": ...}``); ``None`` for none.
+    """
+
+    output: Any
+    route: Any = None
+
+
+def _output_of(out: Any) -> Any:
+    return out.output if isinstance(out, Routed) else out
+
+
+def _route_of(out: Any) -> Any:
+    return out.route if isinstance(out, Routed) else None
+
+
+def _route_text(out: Any) -> str:
+    return as_text(_route_of(out))
+
+
+def combined(scores: Mapping[str, float], how: Combine) -> float:
+    """The local score from its parts, in [0, 1].
+
+    The scorers' parts combined by ``how`` (:func:`~biasbreaker.probe.scoring.combine`), and
+    the larger of that and the :data:`ROUTE_PART` part when there is one.
+
+    Raises:
+        ValueError: No scorer part, or an unknown ``how``.
+    """
+    value = combine({s: v for s, v in scores.items() if s != ROUTE_PART}, how)
+    route = scores.get(ROUTE_PART)
+    return value if route is None else max(value, route)
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
