@@ -180,10 +180,20 @@ class ProbeRechecker:
         probe: A :class:`biasbreaker.probe.probe.Probe` (anything with its async ``probe``).
         steps: Node name -> the guarded step callable (sync or async, optionally taking
             ``sample=``).
+        compared: Node name -> ``async (repaired output, step input) -> value``: what the
+            re-check compares for that node instead of the repaired output alone — e.g. the
+            output with where it sends the run next (the LangGraph adapter adds the
+            destinations a node's conditional edges pick from the repaired state, so a repair
+            that leaves a route depending on the group does not pass). Applied to every
+            re-run's repaired output and to the repaired output being checked (on the halted
+            step's input). A node without an entry compares the repaired output itself.
     """
 
     probe: Any
     steps: Mapping[str, Callable[..., Any]]
+    compared: Mapping[str, Callable[[JSONValue, Any], Awaitable[JSONValue]]] = field(
+        default_factory=dict
+    )
     _count: int = field(default=0, init=False)
 
     async def recheck(
@@ -203,18 +213,22 @@ class ProbeRechecker:
         if context.step_input is None:
             raise InterventionError("cannot re-check: the context carries no step input")
         step = self.steps[context.node]
+        finish = self.compared.get(context.node)
         calls = 0
 
         async def repaired_step(value: Any, sample: int = 0) -> JSONValue:
             nonlocal calls
             calls += 2
             output = await _call_step(step, value, sample)
-            return await repair(output, value)
+            fixed = await repair(output, value)
+            return fixed if finish is None else await finish(fixed, value)
 
         self._count += 1
         name = f"recheck:{context.node}:{context.step}:{context.attempt}:{self._count}"
+        step_input = context.step_input.thaw()
+        reference = repaired if finish is None else await finish(repaired, step_input)
         result = await self.probe.probe(
-            repaired_step, context.step_input.thaw(), repaired, step_id=name, step_name=name
+            repaired_step, step_input, reference, step_id=name, step_name=name
         )
         if result.status != "scored" or result.score is None:
             raise InterventionError(
