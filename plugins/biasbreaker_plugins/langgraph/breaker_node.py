@@ -118,7 +118,7 @@ class BreakerNode:
         handle = decider.machines.acquire(work.breaker)
         handle.dispatch.target = hook
         # a repair's re-check re-runs the node on counterfactual states rebuilt onto its input
-        token = rerun_context(Rerun(staged.get("template"), config))
+        token = rerun_context(Rerun(staged.get("template"), config, update=staged.get("update")))
         try:
             decision = run_sync(decider.astep(handle.machine, staged, staged["step"]))
         finally:

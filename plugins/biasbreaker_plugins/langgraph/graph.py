@@ -64,6 +64,7 @@ from biasbreaker_plugins.langgraph.node import (
     NodeOptions,
 )
 from biasbreaker_plugins.langgraph.probing import in_rerun
+from biasbreaker_plugins.langgraph.routes import Route
 from biasbreaker_plugins.langgraph.runtime import GraphGuard, GuardOptions
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BB_PREFIX, BiasState
 from biasbreaker_plugins.langgraph.topology import Topology, read_topology, single_destination
@@ -267,6 +268,28 @@ def _model_class(schema: Any) -> type[Any] | None:
     ):
         return schema
     return None
+
+
+def _routes(builder: StateGraph[Any, Any, Any, Any], name: str) -> tuple[Route, ...]:
+    """The conditional edges out of node ``name``, as the probe evaluates them (:mod:`.routes`).
+
+    Each reads its own input schema's keys, else the node's (as LangGraph's ``attach_branch``).
+    """
+    routes = []
+    for branch_name, branch in builder.branches.get(name, {}).items():
+        schema = branch.input_schema or builder.nodes[name].input_schema
+        keys = builder.schemas.get(schema) or builder.schemas[builder.state_schema]
+        routes.append(
+            Route(
+                name=branch_name,
+                path=branch.path,
+                ends=branch.ends,
+                keys=tuple(k for k in keys if k not in BB_KEYS),
+                state_type=_model_class(schema),
+                own_schema=branch.input_schema is not None,
+            )
+        )
+    return tuple(routes)
 
 
 def _injected(fn: Any) -> tuple[str, tuple[str, ...]]:
@@ -487,6 +510,7 @@ def build_guarded(
             first=first,
             inject=inject,
             state_type=_model_class(builder.nodes[name].input_schema),
+            routes=_routes(builder, name),
         )
     influence = katz_influence(
         topology.agent_graph(),

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, ParamSpec, TypeVar, cast, overload
 
 from biasbreaker.errors import ConfigError
+from biasbreaker_plugins.langgraph.routes import Route
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -73,6 +74,7 @@ class GuardedNode:
             store).
         state_type: The class LangGraph builds the node's input as (a pydantic model or a
             dataclass), or ``None`` for a dict.
+        routes: The node's conditional edges (:mod:`.routes`), evaluated by the probe.
     """
 
     name: str
@@ -83,6 +85,7 @@ class GuardedNode:
     first: str
     inject: tuple[str, ...]
     state_type: type[Any] | None = None
+    routes: tuple[Route, ...] = ()
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
         """The node's input built from ``values`` as LangGraph builds it (``schema(**values)``)."""

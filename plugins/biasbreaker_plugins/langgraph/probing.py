@@ -12,7 +12,9 @@ probe's terms:
 * :func:`split_output` — a node's return value as an update and its ``Command`` destinations;
 * :class:`Prober` — the step the probe re-runs: the user's function on a counterfactual view
   rebuilt into the node's own state type, with every stream sink silenced
-  (:func:`.streaming.silenced`), so nothing a re-run produces reaches the caller.
+  (:func:`.streaming.silenced`), so nothing a re-run produces reaches the caller; what the
+  probe compares is the update and where the run goes next: the node's ``Command``
+  destinations and those its conditional edges pick (:mod:`.routes`).
 
 Every call ends with exactly one **outcome** (``Call.outcome``, recorded in the trace):
 ``scored``; ``not_applicable`` (the input names no protected group); ``not_sampled``
@@ -29,7 +31,7 @@ import asyncio
 import contextvars
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -42,16 +44,18 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel
 
 from biasbreaker.errors import BiasbreakerError, ConfigError
-from biasbreaker.probe import Probe, ProbeResult
+from biasbreaker.probe import Probe, ProbeResult, Routed
 from biasbreaker.redaction import redact_text
 from biasbreaker_plugins.langgraph._internals import (
     interrupted,
     model_update,
+    read_channels,
     task_of,
     thread_of,
     trace_key,
 )
 from biasbreaker_plugins.langgraph.node import GuardedNode
+from biasbreaker_plugins.langgraph.routes import after_update, destinations
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
 from biasbreaker_plugins.langgraph.streaming import silenced
@@ -74,11 +78,17 @@ class Rerun:
             (plain JSON).
         config: The task's config (the re-run gets a silenced copy).
         injected: The LangGraph objects the call was given (``store`` is passed on).
+        extras: The state keys the node's conditional edges read beyond its input, as they
+            were before the node ran (key -> value; :mod:`.routes`).
+        update: The node's update a repair's re-check rebuilds repaired views onto (to
+            evaluate the node's conditional edges on them), or ``None``.
     """
 
     template: Mapping[str, Any] | None
     config: RunnableConfig | None
     injected: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    update: Mapping[str, Any] | None = None
 
 
 _RERUN: contextvars.ContextVar[Rerun] = contextvars.ContextVar("_RERUN")
@@ -122,6 +132,8 @@ class Call:
         hold: Why the output cannot be checked (it goes to review), or ``None``.
         coverage: The node's covering-rotation state after its probe (written to
             ``bb_probe_coverage``), or ``None`` when the probe did not draw variants.
+        returned_dict: Whether the node returned a plain ``dict`` (its keys that are not
+            state keys then reach a conditional edge without its own schema).
     """
 
     node: GuardedNode
@@ -146,6 +158,7 @@ class Call:
     injected: Mapping[str, Any] = field(default_factory=dict)
     input_view: dict[str, Any] | None = None
     state: Any = None
+    returned_dict: bool = False
 
     def staged_input(self, opaque: frozenset[str]) -> tuple[Any, Any]:
         """(input view, rebuild template) for the staging buffer; ``(None, None)`` if unreadable.
@@ -242,17 +255,15 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
     raise _bad_return(node, f"a {type(out).__name__}", out)
 
 
-ROUTE_KEY = "bb_goto"
-"""The key under which :func:`routed` adds a ``Command``'s destinations to the compared view."""
-
-
 def routed(node: str, view: Any, goto: list[Any], opaque: frozenset[str]) -> Any:
     """The output the probe compares: the update's view and, if it routes, its destinations.
 
-    ``{**view, "bb_goto": [...]}`` when the node returned a ``Command`` with ``goto`` (a node
-    name as itself, a ``Send`` as ``{"send": node, "arg": <the arg's view>}``), else ``view``
-    unchanged. So ``Command(goto="approve")`` for one group and ``goto="deny"`` for another is
-    a changed field to the scorers, as a tool call made for one group only is.
+    A :class:`~biasbreaker.probe.Routed` of ``view`` and the destinations (a node name as
+    itself, a ``Send`` as ``{"send": node, "arg": <the arg's view>}``) when the node returned
+    a ``Command`` with ``goto`` or has conditional edges, else ``view`` unchanged. The probe
+    compares the destinations as a decision of their own (part ``route`` of the score), so
+    ``goto="approve"`` for one group and ``"deny"`` for another is a flip, as a tool call
+    made for one group only is, and a route that is the same for every group dilutes nothing.
 
     Raises:
         Unreadable: A ``Send`` argument the probe cannot read (the step is held).
@@ -270,8 +281,7 @@ def routed(node: str, view: Any, goto: list[Any], opaque: frozenset[str]) -> Any
         }
         for t in goto
     ]
-    base = view if isinstance(view, dict) else {"update": view}
-    return {**base, ROUTE_KEY: targets}
+    return Routed(view, targets)
 
 
 def _is_plain(view: Any, values: Any) -> bool:
@@ -303,6 +313,8 @@ class Prober:
         nodes: The guarded nodes by name.
         pool: The worker threads sync nodes are re-run on.
         opaque: State keys passed to re-runs unchanged, never varied or compared.
+        channels: The graph's channels (state key -> channel), with which a node's update is
+            applied before its conditional edges are evaluated (:func:`.routes.after_update`).
     """
 
     def __init__(
@@ -311,17 +323,26 @@ class Prober:
         nodes: Mapping[str, GuardedNode],
         pool: ThreadPoolExecutor,
         opaque: frozenset[str] = frozenset(),
+        channels: Mapping[str, Any] | None = None,
     ) -> None:
         self.base = base
         self.pool = pool
         self.opaque = opaque
+        self.channels: Mapping[str, Any] = channels or {}
         # the re-check's steps compare the update a repair rewrites; the probe's also compare
-        # where a Command routes (a route taken for one group only is a decision flip)
+        # where a Command or a conditional edge routes (a route taken for one group only is a
+        # decision flip)
         self.steps: dict[str, Callable[..., Any]] = {
             name: self._probe_step(spec) for name, spec in nodes.items()
         }
         self.routed_steps: dict[str, Callable[..., Any]] = {
             name: self._probe_step(spec, routes=True) for name, spec in nodes.items()
+        }
+        # a repair rewrites the update; where the node's conditional edges send the repaired
+        # state is compared too (ProbeRechecker.compared), or a route that depends on the
+        # group would pass the re-check of a rewritten neutral update
+        self.compared: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
+            name: self._repaired_routes(spec) for name, spec in nodes.items() if spec.routes
         }
         # node → the probe's covering rotation (docs/detection.md, "Every group covered"),
         # the latest the guard saw in any thread: where a thread without its own
@@ -377,6 +398,7 @@ class Prober:
             lg_step=lg_step,
             config=config,
             injected=injected,
+            returned_dict=isinstance(out, dict),
         )
         try:
             call.view = read_values(update, "output", self.opaque)
@@ -421,11 +443,32 @@ class Prober:
             # inside the try: a handoff that raises holds the step like any probe failure
             if self.handoff is not None and self.saved_rotation(call) is None:
                 await self.handoff.wait(thread_of(call.config))
-            token = rerun_context(Rerun(template, call.config, call.injected))
+            extras = self._extras(call)
+            unvaried = {k: v for k, v in extras.items() if k not in call.update}
+            named = [k for k, v in sorted(unvaried.items()) if self._names_a_group(k, v)]
+            if named:
+                call.sampled = False
+                call.hold = (
+                    f"the conditional edges of node {call.node.name!r} read state keys "
+                    f"{named} that the node does not take as input, and they name a "
+                    "protected group: the probe varies the node's input only, so it cannot "
+                    "vary what the edges read; add those keys to the node's input schema"
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return
+            token = rerun_context(Rerun(template, call.config, call.injected, extras))
+            goto = call.goto
+            if call.node.routes:
+                goto = goto + await destinations(
+                    call.node.routes,
+                    {**extras, **after_update(self.channels, call.values, call.update)},
+                    call.update if call.returned_dict else None,
+                    silenced(call.config or get_config()),
+                )
             result = await probe.probe(
                 self.routed_steps[call.node.name],
                 call.input_view,
-                routed(call.node.name, call.view, call.goto, self.opaque),
+                routed(call.node.name, call.view, goto, self.opaque),
                 step_id=call.step_id,
                 step_name=call.node.name,
                 coverage=self.rotation(call),
@@ -465,6 +508,17 @@ class Prober:
             "reason": result.reason,
         }
 
+    def _names_a_group(self, key: str, value: Any) -> bool:
+        """Whether state ``key`` holding ``value`` names a protected group (the probe's rule)."""
+        return bool(self.base.generator.detect(read_values({key: value}, "state", self.opaque)))
+
+    def _extras(self, call: Call) -> dict[str, Any]:
+        """The state keys the node's conditional edges read beyond its input (unvaried)."""
+        missing = {k for route in call.node.routes for k in route.keys} - set(call.values)
+        if not missing or call.config is None:
+            return {}
+        return read_channels(call.config, sorted(missing))
+
     def rotation(self, call: Call) -> dict[str, int]:
         """The covering-rotation state the node's probe starts from.
 
@@ -483,19 +537,64 @@ class Prober:
             return {str(axis): pos for axis, pos in saved.items()}
         return None
 
+    def _repaired_routes(self, spec: GuardedNode) -> Callable[[Any, Any], Awaitable[Any]]:
+        """What a repair's re-check compares for ``spec``: the repaired view and its routes.
+
+        ``async (repaired view, input view) -> Routed(view, destinations)``: the view rebuilt
+        onto the node's update (:class:`Rerun` ``update``), applied to the input rebuilt onto
+        its template, and the node's conditional edges evaluated on the result
+        (:mod:`.routes`), as they will be when the repaired output is promoted.
+
+        Raises:
+            ValueError: No re-run context with the node's update (the re-check fails closed),
+                a repaired view that is not an object of the node's keys, or anything the
+                edges raise.
+        """
+        opaque = self.opaque
+        channels = self.channels
+
+        async def compared(view: Any, input_view: Any) -> Any:
+            rerun = _RERUN.get(None)
+            if rerun is None or rerun.update is None or rerun.config is None:
+                raise ValueError(
+                    f"cannot re-check the routes of node {spec.name!r}: no re-run context"
+                )
+            if not isinstance(view, dict) or set(view) - set(rerun.update):
+                raise ValueError(
+                    f"a repaired output of node {spec.name!r} is not an update of its keys "
+                    f"{sorted(rerun.update)}"
+                )
+            template = rerun.template
+            values = (
+                input_view if template is None else rebuild_values(template, input_view, opaque)
+            )
+            update = rebuild_values({k: v for k, v in rerun.update.items() if k in view}, view)
+            missing = {k for route in spec.routes for k in route.keys} - set(values)
+            extras = read_channels(rerun.config, sorted(missing)) if missing else {}
+            goto = await destinations(
+                spec.routes,
+                {**extras, **after_update(channels, values, update)},
+                None,  # promoted by bb_breaker's Promote, which is no dict
+                silenced(rerun.config),
+            )
+            return routed(spec.name, view, goto, opaque)
+
+        return compared
+
     def _probe_step(self, spec: GuardedNode, routes: bool = False) -> Callable[..., Any]:
         """The step the probe re-runs: the user's function on a counterfactual view.
 
         It rebuilds the view into the node's own state type (messages keep their ids, models
         their class), calls the function with every stream sink silenced and the LangGraph
         objects it declares, and returns the JSON view of its update; with ``routes``, also
-        where its ``Command`` sends the run (:func:`routed`). A sync function runs in a
-        worker thread, so the probe's calls overlap.
+        where its ``Command`` and its conditional edges send the run (:func:`routed`,
+        :mod:`.routes`). A sync function runs in a worker thread, so the probe's calls overlap.
         """
         fn = spec.fn
         opaque = self.opaque
+        channels = self.channels
 
-        def prepare(payload: Any) -> tuple[Any, RunnableConfig, dict[str, Any]]:
+        def prepare(payload: Any) -> tuple[Any, RunnableConfig, dict[str, Any], Any]:
             rerun = _RERUN.get(None)
             config = rerun.config if rerun is not None and rerun.config is not None else None
             if config is None:
@@ -504,7 +603,7 @@ class Prober:
             template = rerun.template if rerun is not None else None
             values = payload if template is None else rebuild_values(template, payload, opaque)
             given = rerun.injected if rerun is not None else {}
-            return spec.coerce(values), quiet, rebound(given, quiet, spec.inject)
+            return spec.coerce(values), quiet, rebound(given, quiet, spec.inject), values
 
         def run(fn_: Callable[..., Any], state: Any, quiet: RunnableConfig, kwargs: Any) -> Any:
             token = var_child_runnable_config.set(quiet)
@@ -513,8 +612,8 @@ class Prober:
             finally:
                 var_child_runnable_config.reset(token)
 
-        async def step(payload: Any, sample: int = 0) -> dict[str, Any]:
-            state, quiet, kwargs = prepare(payload)
+        async def step(payload: Any, sample: int = 0) -> Any:
+            state, quiet, kwargs, values = prepare(payload)
             if spec.is_async:
                 token = var_child_runnable_config.set(quiet)
                 try:
@@ -527,9 +626,20 @@ class Prober:
                     contextvars.copy_context().run, run, fn, state, quiet, kwargs
                 )
                 out = await asyncio.get_running_loop().run_in_executor(self.pool, call)
-            update, goto, _ = split_output(spec.name, out)
+            update, goto, command = split_output(spec.name, out)
             view = read_values(update, "output", opaque)
-            return routed(spec.name, view, goto, opaque) if routes else view
+            if not routes:
+                return view
+            if spec.routes:
+                rerun = _RERUN.get(None)
+                extras = rerun.extras if rerun is not None else {}
+                goto = goto + await destinations(
+                    spec.routes,
+                    {**extras, **after_update(channels, values, update)},
+                    update if command is None and isinstance(out, dict) else None,
+                    quiet,
+                )
+            return routed(spec.name, view, goto, opaque)
 
         return step
 

@@ -114,12 +114,14 @@ class GraphGuard:
             max_workers=settings.probe.max_concurrency,
             thread_name_prefix="biasbreaker-probe",
         )
-        self.prober = Prober(build_probe(context), self.nodes, self.pool, opaque)
+        self.prober = Prober(build_probe(context), self.nodes, self.pool, opaque, channels)
         self.runner: InterventionRunner | None = None
         if hook is None:
             self.runner = InterventionRunner.from_context(
                 context,
-                rechecker=ProbeRechecker(FreshProbes(self.prober.base), self.prober.steps),
+                rechecker=ProbeRechecker(
+                    FreshProbes(self.prober.base), self.prober.steps, self.prober.compared
+                ),
                 attributes=self.prober.attributes,
             )
             hook = self.runner.ahook

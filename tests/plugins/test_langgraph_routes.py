@@ -1,0 +1,309 @@
+"""A guarded node's conditional edges are probed: a route taken for one group only is held.
+
+A new-user trial (2026-12-04) wrote the decision where LangGraph apps often write it, in the
+path function of ``add_conditional_edges``: ``screen`` (guarded) returns a neutral note and
+``route`` sends "Ms." applicants to ``deny``. The probe compared only the update, scored 0,
+and the route was taken. Now the probe evaluates the node's conditional edges on the state
+each re-run's update produces (:mod:`biasbreaker_plugins.langgraph.routes`) and compares the
+destinations. Asserted, for each edge shape (a path returning node names, a ``path_map`` of
+booleans, an async path, a pydantic state, a path that returns ``Send`` packets, a path
+reading a key the node writes): the biased route is held before either destination runs and
+the fair one is taken; the traces verify. The original call's route is computed exactly as
+LangGraph computes it (:func:`~biasbreaker_plugins.langgraph.routes.after_update` applies
+reducers), and an edge reading keys the node's input does not hold, naming a person, holds the
+step instead of scoring it blind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import operator
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send
+from langgraph_apps import APPLICANT, SETTINGS
+from pydantic import BaseModel
+
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import noop_hook
+from biasbreaker.verify import verify_trace
+from biasbreaker_plugins.langgraph import guard
+from biasbreaker_plugins.langgraph.routes import after_update
+
+WOMAN = re.compile(r"\b(?:Ms|Mrs|Miss)\.|\b(?:She|she|her|Her)\b")
+SHAPES = ["names", "path-map", "async", "pydantic", "sends", "reads-update"]
+
+
+class Loan(TypedDict, total=False):
+    application: str
+    note: str
+    notices: Annotated[list[str], operator.add]
+
+
+class LoanModel(BaseModel):
+    application: str = ""
+    note: str = ""
+    notices: Annotated[list[str], operator.add] = []
+
+
+def _denies(biased: bool, text: str) -> bool:
+    return biased and WOMAN.search(text) is not None
+
+
+def build(shape: str, biased: bool, seen: list[str]) -> StateGraph[Any, Any, Any, Any]:
+    """``screen`` writes a neutral note; the conditional edge out of it decides."""
+
+    def text(state: Any) -> str:
+        return str(state.application if isinstance(state, BaseModel) else state["application"])
+
+    def screen(state: Any) -> dict[str, Any]:
+        if shape == "reads-update":
+            return {"note": "deny" if _denies(biased, text(state)) else "approve"}
+        return {"note": "screened"}
+
+    def approve(state: Any) -> dict[str, Any]:
+        seen.append("approve")
+        return {"notices": ["approved"]}
+
+    def deny(state: Any) -> dict[str, Any]:
+        seen.append("deny")
+        return {"notices": ["denied"]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(LoanModel if shape == "pydantic" else Loan)
+    builder.add_node("screen", screen)
+    builder.add_node("approve", approve)
+    builder.add_node("deny", deny)
+    builder.add_edge(START, "screen")
+    if shape in ("names", "pydantic"):
+
+        def route(state: Any) -> Literal["approve", "deny"]:
+            return "deny" if _denies(biased, text(state)) else "approve"
+
+        builder.add_conditional_edges("screen", route)
+    elif shape == "path-map":
+
+        def eligible(state: Any) -> bool:
+            return not _denies(biased, text(state))
+
+        builder.add_conditional_edges("screen", eligible, {True: "approve", False: "deny"})
+    elif shape == "async":
+
+        async def aroute(state: Any) -> str:
+            return "deny" if _denies(biased, text(state)) else "approve"
+
+        builder.add_conditional_edges("screen", aroute, ["approve", "deny"])
+    elif shape == "sends":
+
+        def fan(state: Any) -> list[Send]:
+            to = "deny" if _denies(biased, text(state)) else "approve"
+            return [Send(to, {"application": text(state)})]
+
+        builder.add_conditional_edges("screen", fan, ["approve", "deny"])
+    else:
+
+        def by_note(state: Any) -> str:
+            return str(state["note"])
+
+        builder.add_conditional_edges("screen", by_note, ["approve", "deny"])
+    builder.add_edge("approve", END)
+    builder.add_edge("deny", END)
+    return builder
+
+
+def kernel(tmp_path: Path) -> Kernel:
+    settings = {
+        **SETTINGS,
+        "plugin": {"langgraph": {"trace_path": str(tmp_path / "{thread_id}.jsonl")}},
+    }
+    return Kernel.load(cwd=tmp_path, overrides=settings)
+
+
+def run(graph: Any, value: Any, config: Any, shape: str) -> None:
+    """Invoke ``graph``; asynchronously for an async path function (LangGraph's sync run
+    cannot call one)."""
+    if shape == "async":
+        asyncio.run(graph.ainvoke(value, config, durability="sync"))
+    else:
+        graph.invoke(value, config, durability="sync")
+
+
+def records(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / "routes.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_conditional_edge_that_routes_one_group_only_is_held(tmp_path: Path, shape: str) -> None:
+    seen: list[str] = []
+    graph = guard(
+        build(shape, True, seen), kernel(tmp_path), hook=noop_hook, nodes=["screen"]
+    ).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    run(graph, {"application": APPLICANT}, config, shape)
+    assert len(graph.get_state(config).interrupts) == 1  # held for review
+    assert seen == []  # neither destination ran
+    run(graph, Command(resume={"action": "reject"}), config, shape)
+    assert seen == []
+    assert verify_trace(tmp_path / "routes.jsonl").holds
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_fair_conditional_edge_is_taken(tmp_path: Path, shape: str) -> None:
+    seen: list[str] = []
+    graph = guard(
+        build(shape, False, seen), kernel(tmp_path), hook=noop_hook, nodes=["screen"]
+    ).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    run(graph, {"application": APPLICANT}, config, shape)
+    assert graph.get_state(config).interrupts == ()
+    assert seen == ["approve"]
+    screened = [r for r in records(tmp_path) if r.get("node") == "screen"]
+    assert screened and all(r["probe"]["status"] == "scored" for r in screened)
+    assert verify_trace(tmp_path / "routes.jsonl").holds
+
+
+def test_a_route_to_end_for_one_group_only_is_held(tmp_path: Path) -> None:
+    """``END`` is a destination too: ending the run early for women is a decision."""
+    seen: list[str] = []
+
+    def screen(state: Loan) -> dict[str, Any]:
+        return {"note": "screened"}
+
+    def approve(state: Loan) -> dict[str, Any]:
+        seen.append("approve")
+        return {"notices": ["approved"]}
+
+    builder = StateGraph(Loan)
+    builder.add_node("screen", screen)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "screen")
+    builder.add_conditional_edges(
+        "screen", lambda s: END if WOMAN.search(s["application"]) else "approve"
+    )
+    builder.add_edge("approve", END)
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["screen"]).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert len(graph.get_state(config).interrupts) == 1 and seen == []
+
+
+def test_a_path_function_that_raises_holds_the_step(tmp_path: Path) -> None:
+    """Fail closed: the probe cannot tell where the run goes, so the step goes to review."""
+    seen: list[str] = []
+
+    def screen(state: Loan) -> dict[str, Any]:
+        return {"note": "screened"}
+
+    def approve(state: Loan) -> dict[str, Any]:
+        seen.append("approve")
+        return {"notices": ["approved"]}
+
+    def route(state: Loan) -> str:
+        if "Ms." not in state["application"]:
+            raise KeyError("no such desk")
+        return "approve"
+
+    builder = StateGraph(Loan)
+    builder.add_node("screen", screen)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "screen")
+    builder.add_conditional_edges("screen", route, ["approve"])
+    builder.add_edge("approve", END)
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["screen"]).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert len(graph.get_state(config).interrupts) == 1 and seen == []
+    (held,) = [r for r in records(tmp_path) if r.get("node") == "screen"]
+    assert held["probe"]["status"] == "failed"
+    assert "no such desk" in held["probe"]["reason"]
+
+
+class Private(TypedDict, total=False):
+    score: int
+
+
+def test_an_edge_reading_keys_beyond_the_node_input_that_name_a_person_holds(
+    tmp_path: Path,
+) -> None:
+    """The probe varies the node's input; an edge reading the application it never saw is
+    held with the keys named, not scored 0 on a blind comparison."""
+    seen: list[str] = []
+
+    def screen(state: Private) -> dict[str, Any]:
+        return {"note": "screened"}
+
+    def approve(state: Loan) -> dict[str, Any]:
+        seen.append("approve")
+        return {"notices": ["approved"]}
+
+    def route(state: Loan) -> str:
+        return "approve"
+
+    builder = StateGraph(Loan)
+    builder.add_node("screen", screen, input_schema=Private)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "screen")
+    builder.add_conditional_edges("screen", route, ["approve"])
+    builder.add_edge("approve", END)
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["screen"]).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    graph.invoke({"application": APPLICANT, "score": 700}, config, durability="sync")
+    assert len(graph.get_state(config).interrupts) == 1 and seen == []
+    (held,) = [r for r in records(tmp_path) if r.get("node") == "screen"]
+    assert held["probe"]["status"] == "unreadable"
+    assert "keys ['application'] that" in held["probe"]["reason"]
+
+
+def test_after_update_applies_each_keys_reducer_without_touching_the_state() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    class Chat(TypedDict, total=False):
+        messages: Annotated[list[Any], add_messages]
+        notices: Annotated[list[str], operator.add]
+        note: str
+
+    channels = StateGraph(Chat).channels
+    before = {"messages": [HumanMessage("hi", id="1")], "notices": ["a"], "note": "old"}
+    after = after_update(
+        channels,
+        before,
+        {"messages": [AIMessage("yes", id="2")], "notices": ["b"], "note": "new", "extra": 1},
+    )
+    assert [m.content for m in after["messages"]] == ["hi", "yes"]
+    assert after["notices"] == ["a", "b"] and after["note"] == "new" and after["extra"] == 1
+    assert [m.content for m in before["messages"]] == ["hi"] and before["notices"] == ["a"]
+
+
+@pytest.mark.parametrize("shape", ["names", "sends"])
+def test_a_repair_of_the_update_does_not_let_a_biased_route_through(
+    tmp_path: Path, shape: str
+) -> None:
+    """With the configured repairs (skeptics, MADERA rewrite; simulated), the re-check
+    compares the routes of the repaired update too: rewriting a neutral note cannot make a
+    route that depends on the applicant's group invariant, so the step goes to review and
+    neither destination runs."""
+    seen: list[str] = []
+    graph = guard(build(shape, True, seen), kernel(tmp_path), nodes=["screen"]).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    run(graph, {"application": APPLICANT}, config, shape)
+    assert seen == []
+    assert len(graph.get_state(config).interrupts) == 1
+    assert verify_trace(tmp_path / "routes.jsonl").holds
