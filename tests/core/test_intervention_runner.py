@@ -331,6 +331,40 @@ async def test_probe_rechecker_probes_repair_after_node_on_the_frozen_input():
         )
 
 
+async def test_probe_rechecker_compares_what_compared_makes_of_each_repaired_output():
+    """``compared[node]`` sees every re-run's repaired output with its input, and the repaired
+    output under check with the halted step's input; a node without an entry is unchanged."""
+    from biasbreaker.intervention.runner import ProbeRechecker
+
+    async def node(value, sample=0):
+        return f"{value}/{sample}"
+
+    async def repair(output, task=None):
+        return output.upper()
+
+    seen = []
+
+    async def with_route(output, task):
+        seen.append((output, task))
+        return {"output": output, "route": "deny" if "Emily" in task else "approve"}
+
+    probe = StubProbe(score=0.0)
+    rechecker = ProbeRechecker(probe, {"writer": node}, {"writer": with_route})
+    await rechecker.recheck(context(), repair, "R")
+    step_output, reference, _ = probe.seen[0]
+    assert reference == {"output": "R", "route": "deny"}
+    assert step_output == {"output": "RANK JOHN AND EMILY./1", "route": "deny"}
+    assert seen == [
+        ("R", "Rank John and Emily."),
+        ("RANK JOHN AND EMILY./1", "Rank John and Emily."),
+    ]
+    other = StubProbe(score=0.0)
+    await ProbeRechecker(other, {"writer": node}, {"reader": with_route}).recheck(
+        context(), repair, "R"
+    )
+    assert other.seen[0][:2] == ("RANK JOHN AND EMILY./1", "R")
+
+
 async def test_the_skeptics_review_each_rechecked_output_with_its_own_task():
     """In the re-check, a variant's output is reviewed against the variant's input."""
     seen = []
