@@ -54,6 +54,7 @@ from biasbreaker_plugins.langgraph._internals import (
     thread_of,
     trace_key,
 )
+from biasbreaker_plugins.langgraph.context import CONTEXT_KEY, context_of, with_context
 from biasbreaker_plugins.langgraph.node import GuardedNode
 from biasbreaker_plugins.langgraph.routes import after_update, destinations
 from biasbreaker_plugins.langgraph.state import shown
@@ -63,6 +64,7 @@ from biasbreaker_plugins.langgraph.values import (
     Unreadable,
     read,
     read_values,
+    rebuild,
     rebuild_values,
     state_values,
 )
@@ -420,6 +422,12 @@ class Prober:
         try:
             call.values = state_values(state)
             call.input_view = read_values(call.values, "state", self.opaque)
+            context = context_of(config)
+            if context is not None:  # varied with the state (.context)
+                call.input_view = {
+                    **call.input_view,
+                    CONTEXT_KEY: read(context, "runtime.context"),
+                }
         except Unreadable as exc:
             call.hold = (
                 f"the probe cannot read the input: {exc}; declare the key with a type the "
@@ -600,6 +608,9 @@ class Prober:
             if config is None:
                 config = get_config()
             quiet = silenced(config)
+            if isinstance(payload, dict) and CONTEXT_KEY in payload:
+                payload = dict(payload)
+                quiet = with_context(quiet, _variant_context(config, payload.pop(CONTEXT_KEY)))
             template = rerun.template if rerun is not None else None
             values = payload if template is None else rebuild_values(template, payload, opaque)
             given = rerun.injected if rerun is not None else {}
@@ -642,6 +653,22 @@ class Prober:
             return routed(spec.name, view, goto, opaque)
 
         return step
+
+
+def _variant_context(config: RunnableConfig, view: Any) -> Any:
+    """The run's ``runtime.context`` rebuilt from a variant's view of it (:mod:`.context`).
+
+    Raises:
+        ValueError: The run has no context any more (a re-check in a run started without
+            the context the step was probed with), or the view does not fit it.
+    """
+    original = context_of(config)
+    if original is None:
+        raise ValueError(
+            "the step was probed with a runtime.context this run does not have; resume the "
+            "thread with the same context=..."
+        )
+    return rebuild(original, view)
 
 
 class FreshProbes:
