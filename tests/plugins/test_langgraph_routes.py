@@ -307,3 +307,80 @@ def test_a_repair_of_the_update_does_not_let_a_biased_route_through(
     assert seen == []
     assert len(graph.get_state(config).interrupts) == 1
     assert verify_trace(tmp_path / "routes.jsonl").holds
+
+
+def test_after_update_skips_an_unknown_key_and_applies_the_rest() -> None:
+    """A key with no channel is taken as written, and the keys after it are still applied."""
+    channels = StateGraph(Loan).channels
+    after = after_update(channels, {"notices": ["a"]}, {"extra": 1, "notices": ["b"]})
+    assert after == {"notices": ["a", "b"], "extra": 1}
+
+
+def test_after_update_leaves_out_a_key_its_write_empties() -> None:
+    from langgraph.channels import Topic
+
+    channels = {"events": Topic(str)}
+    assert after_update(channels, {"events": ["old"]}, {"events": []}) == {}
+
+
+def _capturing(seen: list[Any], result: Any) -> Any:
+    from langchain_core.runnables import RunnableLambda
+
+    def path(value: Any) -> Any:
+        seen.append(value)
+        return result
+
+    return RunnableLambda(path)
+
+
+def test_destinations_give_each_edge_what_langgraph_gives_it() -> None:
+    from biasbreaker_plugins.langgraph.routes import Route, destinations
+
+    state = {"application": "A", "note": "n", "other": "o"}
+    returned = {"note": "returned", "hint": "h"}
+    seen: list[Any] = []
+
+    def route(**kwargs: Any) -> Route:
+        defaults: dict[str, Any] = {
+            "name": "r",
+            "path": _capturing(seen, "x"),
+            "ends": None,
+            "keys": ("application", "note"),
+            "state_type": None,
+            "own_schema": False,
+        }
+        return Route(**{**defaults, **kwargs})
+
+    run = lambda r, ret=returned: asyncio.run(destinations([r], state, ret, {}))  # noqa: E731
+    assert run(route()) == ["x"]
+    # a dict state: the node's other returned keys are added, the state's values win
+    assert seen.pop() == {"application": "A", "note": "n", "hint": "h"}
+    run(route(own_schema=True))  # an edge with its own schema: its keys only
+    assert seen.pop() == {"application": "A", "note": "n"}
+    run(route(), None)  # a node that returned no dict
+    assert seen.pop() == {"application": "A", "note": "n"}
+    run(route(state_type=LoanModel))  # a model state: built as the model, nothing added
+    built = seen.pop()
+    assert isinstance(built, LoanModel) and built.note == "n"
+
+
+def test_destinations_map_results_and_refuse_what_is_no_destination() -> None:
+    from biasbreaker_plugins.langgraph.routes import Route, destinations
+
+    def route(result: Any, ends: Any = None) -> Route:
+        return Route("r", _capturing([], result), ends, ("note",), None, False)
+
+    def run(r: Route) -> list[Any]:
+        return asyncio.run(destinations([r], {"note": "n"}, None, {}))
+
+    assert run(route(True, {True: "approve", False: "deny"})) == ["approve"]
+    assert run(route(["a", Send("b", {"x": 1})])) == ["a", Send("b", {"x": 1})]
+    assert run(route((Send("b", 1),), {"a": "a"})) == [Send("b", 1)]
+    with pytest.raises(ValueError, match="does not map"):
+        run(route("maybe", {True: "approve"}))
+    with pytest.raises(ValueError, match="no destination"):
+        run(route([]))
+    with pytest.raises(ValueError, match="not a node name"):
+        run(route(7))
+    two = [route("a"), route(["b", "c"])]
+    assert asyncio.run(destinations(two, {"note": "n"}, None, {})) == ["a", "b", "c"]

@@ -39,7 +39,8 @@ from langgraph.types import Send
 __all__ = ["Route", "after_update", "destinations"]
 
 
-@dataclass(frozen=True)
+# frozen=False is an equivalent mutant: nothing assigns to a Route's fields
+@dataclass(frozen=True)  # pragma: no mutate
 class Route:
     """One conditional edge out of a guarded node, as the probe evaluates it.
 
@@ -60,8 +61,8 @@ class Route:
     path: Runnable[Any, Any]
     ends: Mapping[Hashable, str] | None
     keys: tuple[str, ...]
-    state_type: type[Any] | None = None
-    own_schema: bool = False
+    state_type: type[Any] | None
+    own_schema: bool
 
 
 def after_update(
@@ -129,10 +130,10 @@ async def destinations(
     found: list[str | Send] = []
     for route in routes:
         value: Any = {key: state[key] for key in route.keys if key in state}
-        if returned is not None and not route.own_schema and route.state_type is None:
-            value = {**returned, **value}
         if route.state_type is not None:
             value = route.state_type(**value)
+        elif returned is not None and not route.own_schema:
+            value = {**returned, **value}
         result = await route.path.ainvoke(value, config)
         results = list(result) if isinstance(result, (list, tuple)) else [result]
         if not results:
