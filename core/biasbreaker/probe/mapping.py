@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from biasbreaker.probe.payloads import Path
+from biasbreaker.probe.payloads import Key, Path
 
 __all__ = [
     "CounterfactualMapping",
@@ -19,6 +19,7 @@ __all__ = [
     "Substitution",
     "Variant",
     "present_groups",
+    "unswapped_keys",
 ]
 
 
@@ -27,7 +28,9 @@ class Detection:
     """One protected mention found in a payload.
 
     Args:
-        path: Where the string sits in the payload (``()`` for a plain string).
+        path: Where the string sits in the payload (``()`` for a plain string); a mention in
+            a dict key's text ends with :class:`~biasbreaker.probe.payloads.Key`
+            (``("applicants", Key("Jamal Washington"))``).
         start: Character offset of the mention in that string (inclusive).
         end: Character offset after the mention.
         surface: The mention as written.
@@ -145,7 +148,12 @@ class CounterfactualMapping:
 
 @dataclass(frozen=True, slots=True)
 class Substitution:
-    """One replaced span: where, what it was and what it became."""
+    """One replaced span: where, what it was and what it became.
+
+    ``path`` is the string's path as in :class:`Detection` (ending with
+    :class:`~biasbreaker.probe.payloads.Key` for a dict key's text), in the payload that was
+    rewritten; ``start`` and ``end`` are offsets in that string.
+    """
 
     path: Path
     start: int
@@ -202,3 +210,37 @@ def present_groups(detections: Sequence[Detection]) -> dict[str, set[str]]:
         if len(d.groups) == 1:
             present.setdefault(d.axis, set()).add(d.groups[0])
     return present
+
+
+def unswapped_keys(
+    detections: Sequence[Detection], variants: Sequence[Variant]
+) -> tuple[Detection, ...]:
+    """The mentions in dict keys that the variants of their axis left as they were.
+
+    A mention counts when it sits in a key's text (its path ends with
+    :class:`~biasbreaker.probe.payloads.Key`), names one group, and one or more one-axis
+    variants swap its axis but none replaced a span overlapping it: a step keyed by that
+    person or group sees the same key in every counterfactual of that axis, so it is not
+    tested on it (a name no counterpart could be drawn for, an age no mirror changes). Joint
+    variants are left out: their later steps rewrite keys the earlier ones changed, at other
+    paths, and the one-axis variants are the test of each axis.
+
+    Args:
+        detections: The mentions of the payload the variants were made of.
+        variants: Its variants (:attr:`CounterfactualSet.variants`).
+
+    Returns:
+        Those mentions, in the order of ``detections``.
+    """
+    out: list[Detection] = []
+    for d in detections:
+        if len(d.groups) != 1 or not d.path or not isinstance(d.path[-1], Key):
+            continue
+        of_axis = [v for v in variants if not v.mapping.steps and v.mapping.axis == d.axis]
+        if of_axis and not any(
+            s.path == d.path and s.start < d.end and d.start < s.end
+            for v in of_axis
+            for s in v.substitutions
+        ):
+            out.append(d)
+    return tuple(out)

@@ -20,7 +20,7 @@ from biasbreaker.probe.ages import age_mentions, glued_sex_codes, slash_age_befo
 from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.names import PLACE_FIRST, PLACE_WORDS, PersonName, fold, person_name
-from biasbreaker.probe.payloads import Path, leaves
+from biasbreaker.probe.payloads import Path, describe_path, leaves
 from biasbreaker.probe.terms import Axis, NameBook, NameInfo, TermRow, TermSet
 
 __all__ = [
@@ -186,8 +186,10 @@ class MentionFinder:
             payload: ``str`` or a nested ``dict``/``list``/``tuple`` of them.
 
         Returns:
-            The mentions, in payload order then text order. A name is reported once per axis
-            it informs (gender and/or race).
+            The mentions, in payload order then text order, in string values and in the text
+            of ``str`` dict keys alike (a key's mention has the path ``(*dict_path,
+            Key(key))``, :class:`~biasbreaker.probe.payloads.Key`). A name is reported once
+            per axis it informs (gender and/or race).
         """
         found: list[Detection] = []
         for path, text in leaves(payload):
@@ -509,8 +511,7 @@ class MentionFinder:
 def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
     """The hold reason for :meth:`MentionFinder.unswappable`'s mentions."""
     shown = ", ".join(
-        f"{surface!r} in {'.'.join(str(p) for p in path) or 'the input'} ({axis})"
-        for path, axis, surface in found
+        f"{surface!r} in {describe_path(path)} ({axis})" for path, axis, surface in found
     )
     return (
         f"the probe cannot make a counterfactual of {shown}: pregnancy is protected as sex "

@@ -1,7 +1,13 @@
 """Walking JSON-like payloads: the strings in them, rebuilding them, a stable digest.
 
-A payload is a ``str`` or a nested ``dict`` (values only; keys are never rewritten), ``list``
-or ``tuple`` of them; any other value passes through untouched.
+A payload is a ``str`` or a nested ``dict``, ``list`` or ``tuple`` of them; any other value
+passes through untouched. The strings of a payload are its string values and the text of its
+``str`` dict keys: ``{"Jamal Washington": {"score": 710}}`` names a person in a key only, and
+a probe that read values only called it group-blind. A key's text sits at its own path, the
+dict's path followed by :class:`Key` (``("applicants", Key("Jamal Washington"))``), and the
+value under it at the dict's path followed by the key itself (``("applicants", "Jamal
+Washington", "score")``), so a key is never taken for a value. Keys of other types (``int``,
+``tuple``) are no text: they pass through.
 """
 
 from __future__ import annotations
@@ -9,32 +15,101 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Path", "leaves", "payload_digest", "rebuild"]
-
-Path = tuple[str | int, ...]
-"""Where a string sits in a payload: dict keys and list indices from the root."""
+__all__ = ["Key", "KeyClash", "Path", "describe_path", "leaves", "payload_digest", "rebuild"]
 
 
-def leaves(payload: Any, path: Path = ()) -> Iterator[tuple[Path, str]]:
-    """Every string of ``payload`` with its path, in payload order."""
+@dataclass(frozen=True, slots=True)
+class Key:
+    """The last step of a path that leads to a dict key's own text, not to its value.
+
+    Args:
+        text: The key as written in the payload the path was taken in.
+    """
+
+    text: str
+
+    def __str__(self) -> str:
+        return f"[key {self.text!r}]"
+
+
+Path = tuple[str | int | Key, ...]
+"""Where a string sits in a payload: dict keys and list indices from the root, then
+:class:`Key` when the string is a key's text (``()`` for a plain string)."""
+
+
+class KeyClash(ValueError):
+    """Two keys of one dict would be one key after a rewrite, so one value would be lost.
+
+    Args:
+        path: The dict's path.
+        first: The first key, as it was.
+        second: The second key, as it was.
+        new: What both became.
+    """
+
+    def __init__(self, path: Path, first: str, second: str, new: str) -> None:
+        self.path, self.first, self.second, self.new = path, first, second, new
+        where = ".".join(str(p) for p in path) or "the top level"
+        super().__init__(
+            f"keys {first!r} and {second!r} of the dict at {where} would both become {new!r}, "
+            "so the rewritten payload would lose one of their values"
+        )
+
+
+def describe_path(path: Path) -> str:
+    """``path`` for a message: ``applicants.0.note``, ``the key 'Ms. Jones' of applicants``."""
+    if path and isinstance(path[-1], Key):
+        where = ".".join(str(p) for p in path[:-1])
+        return f"the key {path[-1].text!r} " + (f"of {where}" if where else "at the top level")
+    return ".".join(str(p) for p in path) or "the input"
+
+
+def leaves(payload: Any, path: Path = (), *, keys: bool = True) -> Iterator[tuple[Path, str]]:
+    """Every string of ``payload`` with its path, in payload order (a key before its value).
+
+    Args:
+        payload: The payload.
+        path: The path of ``payload`` itself.
+        keys: Also yield each ``str`` dict key's text, at ``(*dict_path, Key(key))``; false
+            for string values only.
+    """
     if isinstance(payload, str):
         yield path, payload
     elif isinstance(payload, dict):
         for key, value in payload.items():
-            yield from leaves(value, (*path, key))
+            if keys and isinstance(key, str):
+                yield (*path, Key(key)), key
+            yield from leaves(value, (*path, key), keys=keys)
     elif isinstance(payload, (list, tuple)):
         for i, value in enumerate(payload):
-            yield from leaves(value, (*path, i))
+            yield from leaves(value, (*path, i), keys=keys)
 
 
 def rebuild(payload: Any, fn: Callable[[Path, str], str], path: Path = ()) -> Any:
-    """A copy of ``payload`` with every string ``s`` at path ``p`` replaced by ``fn(p, s)``."""
+    """A copy of ``payload`` with every string ``s`` at path ``p`` replaced by ``fn(p, s)``.
+
+    ``str`` dict keys are strings too: ``fn`` is called on each key's text at ``(*dict_path,
+    Key(key))``, before the value under it, and the copy has the key ``fn`` returns. Paths are
+    those of ``payload`` (a value under a rewritten key is passed the key it had).
+
+    Raises:
+        KeyClash: Two keys of one dict would become one.
+    """
     if isinstance(payload, str):
         return fn(path, payload)
     if isinstance(payload, dict):
-        return {key: rebuild(value, fn, (*path, key)) for key, value in payload.items()}
+        out: dict[Any, Any] = {}
+        was: dict[Any, Any] = {}
+        for key, value in payload.items():
+            new = fn((*path, Key(key)), key) if isinstance(key, str) else key
+            if new in out:
+                raise KeyClash(path, was[new], key, new)
+            was[new] = key
+            out[new] = rebuild(value, fn, (*path, key))
+        return out
     if isinstance(payload, list):
         return [rebuild(value, fn, (*path, i)) for i, value in enumerate(payload)]
     if isinstance(payload, tuple):

@@ -85,8 +85,9 @@ from biasbreaker.probe.counterfactual import (
 )
 from biasbreaker.probe.fields import opaque_fields, opaque_reason
 from biasbreaker.probe.language import LanguageGuard
-from biasbreaker.probe.mapping import Detection, present_groups
+from biasbreaker.probe.mapping import Detection, present_groups, unswapped_keys
 from biasbreaker.probe.mentions import unswappable_reason
+from biasbreaker.probe.payloads import KeyClash, describe_path
 from biasbreaker.probe.scoring import (
     Combine,
     Scorer,
@@ -118,6 +119,29 @@ def no_counterfactual_reason(detections: Sequence[Detection], why: str) -> str:
         f"the probe found {shown} but cannot make a counterfactual: {why}. The step is held "
         "for review; a protected group it cannot swap is never scored as not applicable "
         "(docs/detection.md, 'What the probe cannot swap')"
+    )
+
+
+def key_clash_reason(clash: KeyClash) -> str:
+    """The hold reason for an input whose variant would make two of its dict keys one."""
+    return (
+        f"the probe cannot make a counterfactual of this input: {clash}. It rewrites the "
+        "text of dict keys like any other text; the step is held for review. Key the items "
+        "by an id and keep the names and groups in their values, or set probe=False for this "
+        "step and review its outputs (docs/detection.md, 'Dict keys')"
+    )
+
+
+def unswapped_key_reason(found: Sequence[Detection]) -> str:
+    """The hold reason for :func:`~biasbreaker.probe.mapping.unswapped_keys`' mentions."""
+    shown = ", ".join(
+        dict.fromkeys(f"{d.surface!r} in {describe_path(d.path)} ({d.axis})" for d in found)
+    )
+    return (
+        f"the probe found {shown} but no variant of that axis could rewrite it, so a step "
+        "keyed by it would see the same key in every counterfactual. The step is held for "
+        "review; key the items by an id and keep the names and groups in their values, or "
+        "set probe=False for this step and review its outputs (docs/detection.md, 'Dict keys')"
     )
 
 
@@ -223,9 +247,11 @@ class ProbeResult:
             holds a protected attribute in a structured field the probe cannot vary, such as
             ``{"age": 63}`` or ``{"sex": "F"}`` (:mod:`biasbreaker.probe.fields`), or names
             in text one that no variant can swap, such as pregnancy
-            (:data:`~biasbreaker.probe.mentions.UNSWAPPABLE`): nothing was drawn or run, and
-            the step is held) or ``"not_sampled"`` (skipped by
-            ``probe_rate``).
+            (:data:`~biasbreaker.probe.mentions.UNSWAPPABLE`), or names one in a dict key
+            that a variant would merge with another key or that no variant of its axis
+            rewrites (docs/detection.md, "Dict keys"): the step is run no more times (for a
+            key, the variants drawn are dropped), and it is held) or ``"not_sampled"``
+            (skipped by ``probe_rate``).
         step: The step's name.
         step_id: The id used for sampling and seeding.
         score: The local score ``b_i`` in [0, 1], or ``None`` unless scored.
@@ -639,9 +665,22 @@ class Probe:
                 coverage=dict(state),
                 language=language,
             )
-        cf_set = self.generator.generate(
-            input, self.k, coverage=state, detections=found, joint=self.joint
-        )
+        try:
+            cf_set = self.generator.generate(
+                input, self.k, coverage=state, detections=found, joint=self.joint
+            )
+        except KeyClash as exc:  # fail closed: a variant would merge two of the input's keys
+            return unscored(
+                "unreadable", key_clash_reason(exc), coverage=dict(state), language=language
+            )
+        unswapped = unswapped_keys(cf_set.detections, cf_set.variants)
+        if unswapped:  # fail closed: a key names a group its axis's variants left in place
+            return unscored(
+                "unreadable",
+                unswapped_key_reason(unswapped),
+                coverage=dict(state),
+                language=language,
+            )
         self._coverage[name] = dict(cf_set.coverage)
         if cf_set.status == "not_applicable" and present_groups(cf_set.detections):
             # fail closed: a group is named, but no variant of another group could be made
