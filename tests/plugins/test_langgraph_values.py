@@ -382,3 +382,31 @@ def test_a_coded_attribute_in_a_named_tuple_is_not_passed_as_not_applicable(
     assert record.probe is not None and record.probe["status"] != "not_applicable", record.probe
     assert record.transition == "held-for-review" and "out" not in out
     assert "sex" in record.probe["reason"], record.probe
+
+
+def deny_jamal(state: Plain) -> dict[str, Any]:
+    value = state["value"]
+    table = value if isinstance(value, dict) else value[1]
+    return {"out": "Decision: DENY" if "Jamal Washington" in table else "Decision: APPROVE"}
+
+
+def test_a_name_held_only_in_a_dict_key_is_scored_in_a_plain_state(tmp_path: Path) -> None:
+    """Before, the probe read values only: this was "not applicable" and the denial passed."""
+    graph = traced(tmp_path, deny_jamal)
+    graph.invoke(
+        {"value": {"Jamal Washington": {"score": 710}}}, {"configurable": {"thread_id": "k"}}
+    )
+    record = read_trace(tmp_path / "k.jsonl").records[0]
+    assert record.probe is not None and record.probe["status"] == "scored", record.probe
+    assert record.action.value != "proceed"
+
+
+def test_a_name_in_a_key_of_a_state_rebuilt_into_its_types_is_held(tmp_path: Path) -> None:
+    """With messages the view is rebuilt, which refuses changed keys: held, never passed."""
+    graph = traced(tmp_path, deny_jamal)
+    state = {"value": [HumanMessage("rank these", id="1"), {"Jamal Washington": {"score": 710}}]}
+    out = graph.invoke(state, {"configurable": {"thread_id": "km"}})
+    record = read_trace(tmp_path / "km.jsonl").records[0]
+    assert record.probe is not None and record.probe["status"] == "failed", record.probe
+    assert "keys changed" in record.probe["reason"] and record.action.value == "escalate"
+    assert "out" not in out
