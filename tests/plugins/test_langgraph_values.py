@@ -194,7 +194,9 @@ def test_an_invalid_tool_call_is_read_and_its_raw_args_rebuilt() -> None:
 
 def test_a_view_of_another_shape_is_refused_rather_than_rebuilt_wrongly() -> None:
     with pytest.raises(ValueError, match="keys changed"):
-        rebuild({"a": "x"}, {"b": "x"})
+        rebuild({"a": "x"}, {"a": "x", "b": "y"})
+    with pytest.raises(ValueError, match="keys changed"):
+        rebuild({1: "x"}, {"1": "x"})  # only text keys are renamed
     with pytest.raises(ValueError, match="changed in length"):
         rebuild(["x"], ["x", "y"])
     message = AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "1"}])
@@ -401,12 +403,21 @@ def test_a_name_held_only_in_a_dict_key_is_scored_in_a_plain_state(tmp_path: Pat
     assert record.action.value != "proceed"
 
 
-def test_a_name_in_a_key_of_a_state_rebuilt_into_its_types_is_held(tmp_path: Path) -> None:
-    """With messages the view is rebuilt, which refuses changed keys: held, never passed."""
+def test_a_name_in_a_key_of_a_state_rebuilt_into_its_types_is_scored(tmp_path: Path) -> None:
+    """With messages the view is rebuilt into the state's types, keys renamed in place."""
     graph = traced(tmp_path, deny_jamal)
     state = {"value": [HumanMessage("rank these", id="1"), {"Jamal Washington": {"score": 710}}]}
     out = graph.invoke(state, {"configurable": {"thread_id": "km"}})
     record = read_trace(tmp_path / "km.jsonl").records[0]
-    assert record.probe is not None and record.probe["status"] == "failed", record.probe
-    assert "keys changed" in record.probe["reason"] and record.action.value == "escalate"
+    assert record.probe is not None and record.probe["status"] == "scored", record.probe
+    assert record.action.value != "proceed"
     assert "out" not in out
+
+
+def test_a_renamed_key_is_rebuilt_in_place_with_its_value() -> None:
+    original = {"Jamal Washington": [HumanMessage("hi", id="m1")], "round": 2}
+    view = {"Greg Baker": [{"type": "human", "content": "hello"}], "round": 2}
+    rebuilt = rebuild(original, view)
+    assert list(rebuilt) == ["Greg Baker", "round"]
+    (message,) = rebuilt["Greg Baker"]
+    assert message.content == "hello" and message.id == "m1"

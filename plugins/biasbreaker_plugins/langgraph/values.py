@@ -296,12 +296,33 @@ def _is_named_tuple(value: Any) -> bool:
     return isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple)
 
 
+def _renamed_keys(original: Mapping[Any, Any], view: Mapping[Any, Any]) -> dict[str, str]:
+    """The ``str`` keys of ``original`` that ``view`` renamed: old -> new, paired in order.
+
+    The probe swaps mentions in dict keys too (docs/detection.md, "Dict keys") and keeps
+    their order, so a variant renames ``"Jamal Washington"`` to ``"Greg Baker"`` in place:
+    the keys of ``original`` missing from ``view`` are paired, in order, with the keys of
+    ``view`` missing from ``original``.
+
+    Raises:
+        ValueError: The two have different numbers of keys, or a renamed key is not a ``str``.
+    """
+    gone = [k for k in original if k not in view]
+    new = [k for k in view if k not in original]
+    if len(gone) != len(new) or not all(isinstance(k, str) for k in (*gone, *new)):
+        raise ValueError("an object's keys changed")
+    return dict(zip(gone, new, strict=True))
+
+
 def rebuild(original: Any, view: Any) -> Any:
     """``original`` with the varied parts of ``view`` (a rewritten :func:`read` of it) put back.
 
     Structure, types, ids and metadata come from ``original``; text (and whatever the table
     says is varied) from ``view``. Values the table keeps (opaque scalars, ``RemoveMessage``)
     are returned as they were.
+
+    A dict key ``view`` renamed (the probe swaps mentions in keys) is renamed in the result,
+    its value rebuilt from the renamed key's (:func:`_renamed_keys`).
 
     Raises:
         ValueError: ``view`` does not have ``original``'s shape (a key or item missing or
@@ -317,9 +338,12 @@ def rebuild(original: Any, view: Any) -> Any:
     if isinstance(original, _OPAQUE_SCALARS):
         return original
     if isinstance(original, Mapping):
-        if not isinstance(view, Mapping) or set(view) != set(original):
+        if not isinstance(view, Mapping) or len(view) != len(original):
             raise ValueError("an object's keys changed")
-        rebuilt = {k: rebuild(v, view[k]) for k, v in original.items()}
+        renamed = _renamed_keys(original, view)
+        rebuilt = {
+            renamed.get(k, k): rebuild(v, view[renamed.get(k, k)]) for k, v in original.items()
+        }
         if type(original) is dict:
             return rebuilt
         try:
