@@ -85,19 +85,35 @@ def test_a_route_the_same_for_every_group_dilutes_nothing() -> None:
     assert diluted.score == pytest.approx(1 / 3)  # what the field design gave
 
 
-def test_a_route_that_varies_within_a_group_is_the_noise_floor() -> None:
+@pytest.mark.parametrize("r", [1, 2])
+def test_a_route_that_varies_within_a_group_is_the_noise_floor(r: int) -> None:
     """A route picked by the sample index, whatever the group, moves as much under
     resampling as under the swap: no excess, score 0."""
 
     def step(prompt: str, sample: int = 0) -> Routed:
-        return Routed({"note": "screened"}, ["a" if sample % 2 else "b"])
+        return Routed({"note": "screened"}, ["a" if sample == 1 else "b"])
 
-    result = Probe(FieldMeanScorer(), generator=GEN, k=4, r=1, bootstrap=0).probe_sync(
+    result = Probe(FieldMeanScorer(), generator=GEN, k=4, r=r, bootstrap=0).probe_sync(
         step, PROMPT, step(PROMPT)
     )
     parts = result.parts[ROUTE_PART]
     assert parts.counterfactual == parts.same_group > 0.0
     assert result.score == 0.0
+
+
+def test_without_resamples_a_constant_route_scores_zero_and_a_flipped_one_one() -> None:
+    """``r = 0``: the route is compared with the guarded run's only (no noise floor)."""
+
+    def same(prompt: str) -> Routed:
+        return Routed({"note": "screened"}, ["tools"])
+
+    def flipped(prompt: str) -> Routed:
+        return Routed({"note": "screened"}, ["approve" if is_man(prompt) else "deny"])
+
+    bare = Probe(FieldMeanScorer(), generator=GEN, k=3, r=0, bootstrap=0)
+    constant = bare.probe_sync(same, PROMPT, same(PROMPT))
+    assert constant.parts[ROUTE_PART].same_group == 0.0 and constant.score == 0.0
+    assert bare.probe_sync(flipped, PROMPT, flipped(PROMPT)).score == 1.0
 
 
 def test_a_route_naming_the_person_is_mapped_back_before_it_is_compared() -> None:
@@ -139,6 +155,9 @@ def test_combined_takes_the_larger_of_the_scorers_and_the_route() -> None:
     assert combined({"a": 0.2, "b": 0.4, ROUTE_PART: 0.1}, "max") == 0.4
     with pytest.raises(ValueError, match="no scorer"):
         combined({ROUTE_PART: 1.0}, "max")
+    # every scorer counts whatever its name; the route part by value, not by identity
+    assert combined({"zeta": 0.9, ROUTE_PART: 0.1}, "max") == 0.9
+    assert combined({"a": 0.2, "".join(["rou", "te"]): 0.1}, "mean") == 0.2
 
 
 def test_a_scorer_named_route_is_refused() -> None:

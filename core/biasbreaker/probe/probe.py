@@ -721,14 +721,16 @@ class Probe:
             )
         made, hits = await self._run(step, name, calls)
 
+        # strict=False is an equivalent mutant of the zips below: each pairs a list with the
+        # list its items were made from
         resampled = [self._cache_get(key) for key in resample_keys]
         same_texts = [original_text] + [
             _text(_output_of(out), name, f"same-group resample {key[2]}")
-            for key, out in zip(resample_keys, resampled, strict=True)
+            for key, out in zip(resample_keys, resampled, strict=True)  # pragma: no mutate
         ]
         varied = [self._cache_get(key) for key in variant_keys]
         mapped_texts, raw_texts = [], []
-        for j, (out, v) in enumerate(zip(varied, variants, strict=True)):
+        for j, (out, v) in enumerate(zip(varied, variants, strict=True)):  # pragma: no mutate
             raw_texts.append(_text(_output_of(out), name, f"counterfactual variant {j}"))
             mapped_texts.append(as_text(self._map_back(_output_of(out), v.mapping, name)))
         routed = any(isinstance(out, Routed) for out in [output, *resampled, *varied])
@@ -736,7 +738,7 @@ class Probe:
             same_routes = [_route_text(out) for out in [output, *resampled]]
             cf_routes = [
                 as_text(self._map_back(_route_of(out), v.mapping, name))
-                for out, v in zip(varied, variants, strict=True)
+                for out, v in zip(varied, variants, strict=True)  # pragma: no mutate
             ]
 
         k, n_same = len(variants), len(same_texts)
