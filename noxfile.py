@@ -226,6 +226,16 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         ],
         "strict": True,
     },
+    # where a guarded node sends the run: a route the probe cannot compare is a fail-open
+    "routes": {
+        "module": "plugins/biasbreaker_plugins/langgraph/routes.py",
+        "tests": ["tests/plugins/test_langgraph_routes.py"],
+    },
+    "route-part": {
+        "module": "core/biasbreaker/probe/probe.py",
+        "only": ["_output_of", "_route_of", "_route_text", "combined"],
+        "tests": ["tests/core/test_probe_routes.py", "tests/core/test_probe.py"],
+    },
     "joint": {
         "module": "core/biasbreaker/probe/counterfactual.py",
         "only": ["CounterfactualGenerator._joint", "CounterfactualGenerator.generate"],
