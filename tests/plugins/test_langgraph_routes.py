@@ -20,6 +20,7 @@ import asyncio
 import json
 import operator
 import re
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -384,3 +385,21 @@ def test_destinations_map_results_and_refuse_what_is_no_destination() -> None:
         run(route(7))
     two = [route("a"), route(["b", "c"])]
     assert asyncio.run(destinations(two, {"note": "n"}, None, {})) == ["a", "b", "c"]
+
+
+def test_a_conditional_edge_out_of_start_is_not_probed_and_says_so(tmp_path: Path) -> None:
+    """No node runs before a START edge decides, so the guard cannot probe it: a warning
+    names the edge and the fix, rather than the route passing silently."""
+    from biasbreaker_plugins.langgraph import UnprobedRouteWarning
+
+    def triage(state: Loan) -> str:
+        return "deny" if WOMAN.search(state["application"]) else "approve"
+
+    builder = build("names", False, [])
+    builder.add_conditional_edges(START, triage, ["approve", "deny"])
+    with pytest.warns(UnprobedRouteWarning, match="'triage' out of START is not probed"):
+        guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["screen"])
+    plain = build("names", False, [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnprobedRouteWarning)
+        guard(plain, kernel(tmp_path), hook=noop_hook, nodes=["screen"])

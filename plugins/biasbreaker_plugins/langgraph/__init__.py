@@ -38,6 +38,7 @@ from biasbreaker_plugins.langgraph.names import ADDED_NODES
 from biasbreaker_plugins.langgraph.node import GuardedNode, NodeOptions, guard_node
 from biasbreaker_plugins.langgraph.probing import NodeReturnError
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
+from biasbreaker_plugins.langgraph.routes import UnprobedRouteWarning
 from biasbreaker_plugins.langgraph.runtime import GraphGuard
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BiasState
 
@@ -153,6 +154,7 @@ __all__ = [
     "NodeReturnError",
     "ReviewDecision",
     "ReviewRequest",
+    "UnprobedRouteWarning",
     "aguard_state",
     "guard",
     "guard_node",

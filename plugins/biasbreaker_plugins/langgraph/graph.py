@@ -34,7 +34,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph._internal._typing import MISSING
 from langgraph.channels.base import BaseChannel
 from langgraph.errors import EmptyChannelError
-from langgraph.graph import StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from pydantic import BaseModel
@@ -64,7 +64,7 @@ from biasbreaker_plugins.langgraph.node import (
     NodeOptions,
 )
 from biasbreaker_plugins.langgraph.probing import in_rerun
-from biasbreaker_plugins.langgraph.routes import Route
+from biasbreaker_plugins.langgraph.routes import Route, warn_unprobed
 from biasbreaker_plugins.langgraph.runtime import GraphGuard, GuardOptions
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BB_PREFIX, BiasState
 from biasbreaker_plugins.langgraph.topology import Topology, read_topology, single_destination
@@ -475,6 +475,7 @@ def build_guarded(
         )
     if chosen:
         _readable(builder, opaque_keys)
+        warn_unprobed(builder.branches.get(START, {}))
     topology = _topology(builder, names)
     parallel = topology.concurrent() | set(concurrent)
     specs: dict[str, GuardedNode] = {}

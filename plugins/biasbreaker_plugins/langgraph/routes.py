@@ -29,6 +29,7 @@ not probed, as that node is not (docs/langgraph.md §16).
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,32 @@ from typing import Any
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import Send
 
-__all__ = ["Route", "after_update", "destinations"]
+__all__ = ["Route", "UnprobedRouteWarning", "after_update", "destinations", "warn_unprobed"]
+
+
+class UnprobedRouteWarning(UserWarning):
+    """A conditional edge out of ``START``: no guarded node's probe evaluates it.
+
+    Where it sends a run is decided before any node runs, so a route taken for one group
+    only (a filter that sends some applicants straight to ``deny``, or a ``Send`` fan-out that
+    leaves some out) is never compared. Emitted by ``guard()`` once per such edge.
+    """
+
+
+def warn_unprobed(start_edges: Iterable[str]) -> None:
+    """Warn (:class:`UnprobedRouteWarning`) about each conditional edge out of ``START``."""
+    for name in start_edges:
+        warnings.warn(
+            f"guard(): the conditional edge {name!r} out of START is not probed: where it "
+            "sends a run is decided before any guarded node runs, so a route taken for one "
+            "group only is not seen. Move the decision into a guarded node (START -> a node "
+            "whose conditional edge or Command(goto=...) routes), or, if the route depends on "
+            "no person, silence this with warnings.filterwarnings('ignore', "
+            "category=UnprobedRouteWarning) (from biasbreaker_plugins.langgraph import "
+            "UnprobedRouteWarning); docs/langgraph.md, 'Every LangGraph feature'",
+            UnprobedRouteWarning,
+            stacklevel=4,
+        )
 
 
 # frozen=False is an equivalent mutant: nothing assigns to a Route's fields
