@@ -403,3 +403,123 @@ def test_a_conditional_edge_out_of_start_is_not_probed_and_says_so(tmp_path: Pat
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnprobedRouteWarning)
         guard(plain, kernel(tmp_path), hook=noop_hook, nodes=["screen"])
+
+
+@pytest.mark.parametrize("biased", [True, False])
+def test_a_key_the_node_returns_only_for_its_edge_is_compared(tmp_path: Path, biased: bool) -> None:
+    """LangGraph hands a dict-state edge the node's returned keys that are no state keys
+    (``{"hint": "deny"}``): the probe's routes read them too, for the call that ran and for
+    each re-run, so a hint given for one group only is held and a fair one taken."""
+    seen: list[str] = []
+
+    def screen(state: Loan) -> dict[str, Any]:
+        hint = "deny" if _denies(biased, state["application"]) else "approve"
+        return {"note": "screened", "hint": hint}
+
+    def approve(state: Loan) -> dict[str, Any]:
+        seen.append("approve")
+        return {"notices": ["approved"]}
+
+    def deny(state: Loan) -> dict[str, Any]:
+        seen.append("deny")
+        return {"notices": ["denied"]}
+
+    builder = StateGraph(Loan)
+    builder.add_node("screen", screen)
+    builder.add_node("approve", approve)
+    builder.add_node("deny", deny)
+    builder.add_edge(START, "screen")
+    builder.add_conditional_edges("screen", lambda s: s["hint"], ["approve", "deny"])
+    builder.add_edge("approve", END)
+    builder.add_edge("deny", END)
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["screen"]).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": f"hint-{biased}"}}
+    graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert len(graph.get_state(config).interrupts) == (1 if biased else 0)
+    assert seen == ([] if biased else ["approve"])
+
+
+class Wide(TypedDict, total=False):
+    application: Any
+    note: str
+    tier: str
+
+
+class Narrow(TypedDict, total=False):
+    application: Any
+    note: str
+
+
+def test_a_repairs_recheck_evaluates_the_edges_on_the_repaired_update(tmp_path: Path) -> None:
+    """``Prober.compared``: the repaired view rebuilt onto the node's update, applied to the
+    variant's input rebuilt onto its template, with the state keys the edge reads beyond the
+    node's input read from the run (``tier``), as the edge will see it once promoted."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
+
+    from biasbreaker.probe import Routed
+    from biasbreaker_plugins.langgraph.probing import Rerun, rerun_context, reset_rerun
+
+    def screen(state: Narrow) -> dict[str, Any]:
+        return {"note": "screened"}
+
+    def route(state: Wide) -> str:
+        application = getattr(state["application"], "content", state["application"])
+        return f"{application}|{state['note']}|{state['tier']}"
+
+    builder = StateGraph(Wide)
+    builder.add_node("screen", screen, input_schema=Narrow)
+    builder.add_edge(START, "screen")
+    builder.add_conditional_edges("screen", route)
+    guarded = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["screen"])
+    compared = guarded.guard.prober.compared["screen"]
+    message = HumanMessage("Ms. A", id="m1")
+    results: list[Any] = []
+
+    async def harness(state: Wide, config: RunnableConfig) -> dict[str, Any]:
+        cases: list[tuple[Any, Any, Any]] = [
+            (None, {"application": "Mr. B", "note": "n0"}, {"note": "fixed"}),
+            (
+                {"application": message, "note": "n0"},
+                {"application": {"type": "human", "content": "Mr. B"}, "note": "n0"},
+                {"note": "fixed"},
+            ),
+        ]
+        for template, input_view, view in cases:
+            token = rerun_context(Rerun(template, config, update={"note": "screened"}))
+            try:
+                results.append(await compared(view, input_view))
+            finally:
+                reset_rerun(token)
+        for rerun, view in (
+            (None, {"note": "x"}),
+            (Rerun(None, config), {"note": "x"}),
+            (Rerun(None, None, update={"note": "s"}), {"note": "x"}),
+            (Rerun(None, config, update={"note": "s"}), {"note": "x", "tier": "y"}),
+            (Rerun(None, config, update={"note": "s"}), ["x"]),
+        ):
+            token = rerun_context(rerun) if rerun is not None else None
+            try:
+                await compared(view, {"application": "Mr. B", "note": "n0"})
+            except ValueError as exc:
+                results.append(str(exc))
+            finally:
+                if token is not None:
+                    reset_rerun(token)
+        return {}
+
+    probe_harness = StateGraph(Wide)
+    probe_harness.add_node("harness", harness)
+    probe_harness.add_edge(START, "harness")
+    asyncio.run(probe_harness.compile().ainvoke({"application": "x", "note": "n", "tier": "gold"}))
+    assert results[:2] == [
+        Routed({"note": "fixed"}, ["Mr. B|fixed|gold"]),
+        Routed({"note": "fixed"}, ["Mr. B|fixed|gold"]),
+    ]
+    assert [r.split(":")[0] for r in results[2:5]] == [
+        "cannot re-check the routes of node 'screen'"
+    ] * 3
+    assert all("is not an update of its keys" in r for r in results[5:])
+    assert len(results) == 7
