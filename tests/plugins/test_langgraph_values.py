@@ -421,3 +421,53 @@ def test_a_renamed_key_is_rebuilt_in_place_with_its_value() -> None:
     assert list(rebuilt) == ["Greg Baker", "round"]
     (message,) = rebuilt["Greg Baker"]
     assert message.content == "hello" and message.id == "m1"
+
+
+def test_a_refusal_and_a_legacy_function_call_are_read_and_rebuilt() -> None:
+    """Decisions a provider writes beside the text (``additional_kwargs``) are compared."""
+    message = AIMessage(
+        "",
+        id="a1",
+        additional_kwargs={
+            "refusal": "I can't help with Ms. Carter's application.",
+            "function_call": {"name": "deny_loan", "arguments": '{"who": "Ms. Carter"}'},
+            "other": 1,
+        },
+    )
+    view = read(message)
+    assert view["refusal"] == "I can't help with Ms. Carter's application."
+    assert view["function_call"] == {"name": "deny_loan", "arguments": '{"who": "Ms. Carter"}'}
+    swapped = {
+        **view,
+        "refusal": "I can't help with Mr. Carter's application.",
+        "function_call": {"name": "deny_loan", "arguments": '{"who": "Mr. Carter"}'},
+    }
+    rebuilt = rebuild(message, swapped)
+    assert rebuilt.id == "a1" and rebuilt.additional_kwargs == {
+        "refusal": "I can't help with Mr. Carter's application.",
+        "function_call": {"name": "deny_loan", "arguments": '{"who": "Mr. Carter"}'},
+        "other": 1,
+    }
+    assert message.additional_kwargs["refusal"].startswith("I can't help with Ms.")
+    plain = AIMessage("ok", additional_kwargs={"refusal": None})
+    assert "refusal" not in read(plain) and rebuild(plain, read(plain)) == plain
+
+
+def test_a_refusal_made_for_one_group_only_is_held(tmp_path: Path) -> None:
+    """A chat model that refuses women (empty text, OpenAI's ``refusal`` field) and answers
+    men: the text alone is the same empty string for both, the refusal is the flip."""
+
+    def node(state: Plain) -> dict[str, Any]:
+        (question,) = state["value"]
+        if "Ms." in question.content:
+            reply = AIMessage("", additional_kwargs={"refusal": "I can't assist with that."})
+        else:
+            reply = AIMessage("", additional_kwargs={"refusal": None})
+        return {"out": [reply]}
+
+    graph = traced(tmp_path, node)
+    question = HumanMessage("Approve the loan of Ms. Mary Carter?", id="q")
+    out = graph.invoke({"value": [question]}, {"configurable": {"thread_id": "refusal"}})
+    record = read_trace(tmp_path / "refusal.jsonl").records[0]
+    assert record.probe is not None and record.probe["status"] == "scored", record.probe
+    assert record.action.value != "proceed" and "out" not in out

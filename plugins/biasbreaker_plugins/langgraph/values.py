@@ -137,6 +137,17 @@ def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
         view["invalid_tool_calls"] = [
             {"name": call.get("name"), "args": call.get("args")} for call in invalid
         ]
+    extra = message.additional_kwargs
+    # decisions a provider writes beside the text: a refusal (OpenAI's "refusal") or a
+    # legacy function call made for one group only is a flip too
+    if isinstance(extra.get("refusal"), str):
+        view["refusal"] = extra["refusal"]
+    call = extra.get("function_call")
+    if isinstance(call, Mapping):
+        view["function_call"] = {
+            "name": str(call.get("name")),
+            "arguments": read(call.get("arguments"), f"{path}.function_call.arguments"),
+        }
     if message.type == "tool":
         view["tool"] = message.name
         view["status"] = getattr(message, "status", "success")
@@ -276,6 +287,15 @@ def _rebuild_message(message: BaseMessage, view: Any) -> BaseMessage:
             {**call, "args": _raw_args(call.get("args"), item)}
             for call, item in zip(invalid, seen, strict=True)
         ]
+    extra = dict(message.additional_kwargs)
+    if isinstance(extra.get("refusal"), str) and isinstance(view.get("refusal"), str):
+        extra["refusal"] = view["refusal"]
+    call = extra.get("function_call")
+    if isinstance(call, Mapping) and isinstance(view.get("function_call"), Mapping):
+        arguments = view["function_call"].get("arguments", call.get("arguments"))
+        extra["function_call"] = {**call, "arguments": rebuild(call.get("arguments"), arguments)}
+    if extra != message.additional_kwargs:
+        changes["additional_kwargs"] = extra
     return message.model_copy(update=changes)
 
 
