@@ -24,7 +24,7 @@ from biasbreaker.errors import ConfigError, InputError, ProbeError
 from biasbreaker.kernel import Kernel
 from biasbreaker.probe import CounterfactualGenerator, Probe, ProbeResult, build_probe
 from biasbreaker.probe import language as language_module
-from biasbreaker.probe.language import LanguageGuard, LanguageReading
+from biasbreaker.probe.language import NO_LANGUAGE, LanguageGuard, LanguageReading
 from biasbreaker.trace.records import UNSUPPORTED_HELD, UNSUPPORTED_PROCEEDED
 from biasbreaker_plugins.scorers.decision import DecisionScorer
 
@@ -412,3 +412,49 @@ def test_words_are_runs_of_two_letters_or_unspaced_characters(text: str, words: 
 def test_min_words_is_checked() -> None:
     with pytest.raises(InputError, match="min_words=0"):
         LanguageGuard(min_words=0)
+
+
+RUN_ID = "3f2a9c1e-77b0-4d2e-9a1f-0c8d6e5b4a21"
+
+
+def test_ids_and_numbers_are_not_classified() -> None:
+    """Tokens holding a digit are blanked before the text is classified: ids, hashes and
+    numbers have no language (py3langid reads a run id as ``zxx``)."""
+    seen: list[str] = []
+
+    def identify(text: str) -> tuple[str, float]:
+        seen.append(text)
+        return "en", 1.0
+
+    LanguageGuard(identify=identify).check(
+        {"run": RUN_ID, "text": "Ms. Carter earns 40k, ref A-77 since 2019-03-01 applies"}
+    )
+    assert seen == ["Ms. Carter earns ref since applies"]
+    assert LanguageGuard(identify=identify).check({"run": RUN_ID, "sha": "ab12" * 16}) is None
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        f"Loan application from Ms. Mary Carter. She earns 40k a year. Run {RUN_ID}.",
+        {"case": "airport", "run_id": RUN_ID, "assistant_id": RUN_ID[::-1], "graph_id": "g1"},
+        {"request": "Approve the loan of Ms. Mary Carter?", "ids": [RUN_ID] * 5},
+    ],
+)
+def test_english_with_ids_is_never_unsupported(payload: Any) -> None:
+    """Before: each of these read as ``zxx`` (p = 0.93-1.00) and was held (a LangGraph
+    server's config carries assistant, run and thread ids)."""
+    reading = LanguageGuard().check(payload)
+    assert reading is None or reading.supported, reading
+
+
+@pytest.mark.parametrize("code", sorted(NO_LANGUAGE))
+def test_a_reading_of_no_language_is_not_unsupported(code: str) -> None:
+    reading = LanguageGuard(identify=lambda text: (code, 1.0)).check("Ms. Carter applies today")
+    assert reading is not None and reading.supported
+
+
+@pytest.mark.parametrize(("lang", "text"), FOREIGN)
+def test_a_foreign_input_with_ids_is_still_unsupported(lang: str, text: str) -> None:
+    reading = LanguageGuard().check({"text": text, "run_id": RUN_ID, "n": "12345"})
+    assert reading is not None and not reading.supported and reading.language == lang

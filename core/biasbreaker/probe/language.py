@@ -18,10 +18,12 @@ optional extra, ``pip install 'biasbreaker[languages]'`` (it loads numpy and a 2
 table), imported on the first check, never when this module is imported.
 
 The rule: the string values of the payload (not its dict keys, mostly field names such as
-``credit_score``; the probe reads keys for mentions all the same), joined by spaces and cut
-to :attr:`LanguageGuard.max_chars`, are classified; the input is unsupported when the most
-probable language is not one of :attr:`LanguageGuard.languages` *and* has a probability of at
-least :attr:`LanguageGuard.threshold` (0.5: more than half the mass on one language). A payload
+``credit_score``; the probe reads keys for mentions all the same), with every token that holds
+a digit blanked (ids, hashes, numbers, dates: no language, and py3langid reads them as ``zxx``),
+joined by spaces and cut to :attr:`LanguageGuard.max_chars`, are classified; the input is
+unsupported when the most probable language is not one of :attr:`LanguageGuard.languages` nor
+a code that names no language (:data:`NO_LANGUAGE`) *and* has a probability of at least
+:attr:`LanguageGuard.threshold` (0.5: more than half the mass on one language). A payload
 with no word outside the person names the lexicon found in it, or with fewer words outside them
 than inside and fewer than :attr:`LanguageGuard.min_words` (4), or whose top language is below
 the threshold, is not judged unsupported: the lexicon decides it, as before. A bare name has no
@@ -55,6 +57,7 @@ from biasbreaker.trace.records import UNSUPPORTED_HELD, UNSUPPORTED_PROCEEDED
 
 __all__ = [
     "EXTRA",
+    "NO_LANGUAGE",
     "LanguageGuard",
     "LanguagePolicy",
     "LanguageReading",
@@ -122,6 +125,25 @@ _WORD = re.compile(r"[^\W\d_]{2,}")
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
 """Kana, CJK ideographs, Hangul syllables, Thai: scripts whose words are not spaced (each
 character counts as a word)."""
+
+
+_IDENTIFIER = re.compile(r"\S*\d\S*")
+"""A whitespace-delimited token with a digit in it: an id, a hash, a number, a date, a code."""
+
+NO_LANGUAGE = frozenset({"zxx", "und"})
+"""Codes that name no language (ISO 639-2 "no linguistic content", "undetermined"): py3langid's
+model has ``zxx``, which it gives to ids and hashes. Such a reading is no unsupported
+language: the lexicon decides the input."""
+
+
+def _prose(text: str) -> str:
+    """``text`` with its identifier tokens (:data:`_IDENTIFIER`) blanked, offsets kept.
+
+    Ids carry no language, and a classifier reads them as one: an English sentence with a
+    run id in it ("... 3f2a9c1e-77b0-4d2e-9a1f-0c8d6e5b4a21") read as ``zxx`` at p = 0.93, and a
+    LangGraph server's config (assistant, run and thread ids) made every step unsupported.
+    """
+    return _IDENTIFIER.sub(lambda m: " " * len(m.group()), text)
 
 
 def _words(text: str) -> int:
@@ -240,23 +262,25 @@ class LanguageGuard:
         spans: dict[Path, list[tuple[int, int]]] = {}
         for path, start, end in names:
             spans.setdefault(path, []).append((start, end))
-        strings = list(leaves(payload, keys=False))
         rest = named = 0  # words outside and inside the names found
         unnamed: list[str] = []
-        for path, string in strings:
+        whole: list[str] = []
+        for path, string in leaves(payload, keys=False):
+            prose = _prose(string)
+            outside = prose
             if path in spans:  # spans may repeat or overlap (a name on two axes)
                 masked = list(string)
                 for start, end in spans[path]:
                     masked[start:end] = " " * (end - start)
-                outside = "".join(masked)
-                named += max(_words(string) - _words(outside), 0)
-                string = outside
-            rest += _words(string)
-            unnamed.append(string)
+                outside = _prose("".join(masked))
+                named += max(_words(prose) - _words(outside), 0)
+            rest += _words(outside)
+            unnamed.append(outside)
+            whole.append(prose)
         if rest == 0 or (rest < self.min_words and rest < named):
             return None  # names and a few words around them have no language
         # mostly names (a ranker's list of candidates): the words around them are classified
-        chosen = unnamed if named > rest else [string for _, string in strings]
+        chosen = unnamed if named > rest else whole
         text = " ".join(" ".join(chosen).split())[: self.max_chars]
         identify = self._identify if self._identify is not None else _py3langid()
         try:
@@ -272,7 +296,7 @@ class LanguageGuard:
                 f"the language identifier answered ({code!r}, {probability!r}), not (code, "
                 "probability in [0, 1]); the probe fails closed"
             )
-        supported = code in self.languages or probability < self.threshold
+        supported = code in self.languages or code in NO_LANGUAGE or probability < self.threshold
         return LanguageReading(code, probability, supported, len(text))
 
     def reason(self, reading: LanguageReading) -> str:
