@@ -12,7 +12,7 @@ as a state field does, and each re-run gets a runtime whose ``context`` is the v
 rebuilt into the context's own type (:func:`~.values.rebuild`: a dataclass stays a
 dataclass). A context the probe cannot read holds the step (the key named).
 
-``config["configurable"]`` values are not varied (docs/langgraph.md §16).
+``config["configurable"]`` values are varied the same way (:mod:`.configurable`).
 """
 
 from __future__ import annotations

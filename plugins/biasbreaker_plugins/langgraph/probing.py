@@ -31,6 +31,7 @@ import asyncio
 import contextvars
 import dataclasses
 import functools
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -53,6 +54,12 @@ from biasbreaker_plugins.langgraph._internals import (
     task_of,
     thread_of,
     trace_key,
+)
+from biasbreaker_plugins.langgraph.configurable import (
+    CONFIGURABLE_KEY,
+    OPAQUE_PREFIX,
+    configurable_view,
+    with_configurable,
 )
 from biasbreaker_plugins.langgraph.context import CONTEXT_KEY, context_of, with_context
 from biasbreaker_plugins.langgraph.node import GuardedNode
@@ -428,11 +435,11 @@ class Prober:
                     **call.input_view,
                     CONTEXT_KEY: read(context, "runtime.context"),
                 }
+            configurable = configurable_view(config, self.opaque)
+            if configurable is not None:  # varied with the state (.configurable)
+                call.input_view = {**call.input_view, CONFIGURABLE_KEY: configurable}
         except Unreadable as exc:
-            call.hold = (
-                f"the probe cannot read the input: {exc}; declare the key with a type the "
-                "probe reads, or list it in guard(..., opaque=[...]) if it names no person"
-            )
+            call.hold = f"the probe cannot read the input: {exc}; " + _input_fix(exc.path)
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
         call.sampled = True
@@ -611,6 +618,9 @@ class Prober:
             if isinstance(payload, dict) and CONTEXT_KEY in payload:
                 payload = dict(payload)
                 quiet = with_context(quiet, _variant_context(config, payload.pop(CONTEXT_KEY)))
+            if isinstance(payload, dict) and CONFIGURABLE_KEY in payload:
+                payload = dict(payload)
+                quiet = with_configurable(quiet, payload.pop(CONFIGURABLE_KEY), opaque)
             template = rerun.template if rerun is not None else None
             values = payload if template is None else rebuild_values(template, payload, opaque)
             given = rerun.injected if rerun is not None else {}
@@ -653,6 +663,21 @@ class Prober:
             return routed(spec.name, view, goto, opaque)
 
         return step
+
+
+def _input_fix(path: str) -> str:
+    """How to make the unreadable input at ``path`` readable (the hold reason's advice)."""
+    match = re.match(r"config\['configurable'\]\[('[^']*'|\"[^\"]*\")\]", path)
+    if match:
+        key = match.group(1)[1:-1]
+        return (
+            "pass the value in a type the probe reads, or list it in "
+            f"guard(..., opaque=[{OPAQUE_PREFIX + key!r}]) if it names no person"
+        )
+    return (
+        "declare the key with a type the probe reads, or list it in "
+        "guard(..., opaque=[...]) if it names no person"
+    )
 
 
 def _variant_context(config: RunnableConfig, view: Any) -> Any:

@@ -1,0 +1,237 @@
+"""``config["configurable"]`` data is varied by the probe with the state.
+
+Before ``context=``, LangGraph's documented place for run-scoped data was the config
+(``graph.invoke(state, {"configurable": {"thread_id": ..., "applicant": ...}})``); a node that
+denied women read the applicant from its ``config`` and scored 0, because every re-run saw the
+same config (a known fail-open, docs/langgraph.md §16 until now). Asserted: a node biased on a
+configurable key (declared ``config`` parameter, ``get_config()``) is held before its
+successor runs, its re-runs seeing the variants' values; a fair one passes; the checkpoint
+coordinates and LangGraph's internals are never varied; a coded attribute in a configurable
+key holds the step; a value the probe cannot read holds it, naming the key and the
+``guard(opaque=["configurable.<key>"])`` fix, which passes the value through unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config
+from langgraph.graph import END, START, StateGraph
+from langgraph_apps import APPLICANT, SETTINGS
+
+from biasbreaker.errors import ConfigError
+from biasbreaker.kernel import Kernel
+from biasbreaker.machine import noop_hook
+from biasbreaker.verify import verify_trace
+from biasbreaker_plugins.langgraph import guard
+from biasbreaker_plugins.langgraph.configurable import (
+    CONFIGURABLE_KEY,
+    configurable_view,
+    user_configurable,
+    with_configurable,
+)
+
+WOMAN = re.compile(r"\b(?:Ms|Mrs|Miss)\.|\b(?:She|she|her|Her)\b")
+THREAD = "ms-mary-carter"  # a thread id that reads like a person: an identity, never varied
+
+
+class Loan(TypedDict, total=False):
+    request: str
+    decision: str
+    notified: str
+
+
+class Handle:
+    """A value the probe cannot read (a client, a connection)."""
+
+
+def kernel(tmp_path: Path) -> Kernel:
+    settings = {
+        **SETTINGS,
+        "plugin": {"langgraph": {"trace_path": str(tmp_path / "trace.jsonl")}},
+    }
+    return Kernel.load(cwd=tmp_path, overrides=settings)
+
+
+def build(how: str, biased: bool, seen: list[Any]) -> Any:
+    def decide(conf: dict[str, Any]) -> dict[str, Any]:
+        seen.append(dict(conf))
+        text = str(conf.get("applicant", ""))
+        return {"decision": "Decision: no" if biased and WOMAN.search(text) else "Decision: yes"}
+
+    if how == "config":
+
+        def assess(state: Loan, config: RunnableConfig) -> dict[str, Any]:
+            return decide(config["configurable"])
+
+    else:
+
+        def assess(state: Loan) -> dict[str, Any]:  # type: ignore[misc]
+            return decide(get_config()["configurable"])
+
+    def notify(state: Loan) -> dict[str, Any]:
+        seen.append("notify")
+        return {"notified": str(state.get("decision"))}
+
+    builder = StateGraph(Loan)
+    builder.add_node("assess", assess)
+    builder.add_node("notify", notify)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", "notify")
+    builder.add_edge("notify", END)
+    return builder
+
+
+def records(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / "trace.jsonl").read_text(encoding="utf-8").splitlines()
+    return [r for r in map(json.loads, lines) if r.get("node") == "assess"]
+
+
+def run(app: Any, **configurable: Any) -> tuple[Any, Any]:
+    config: Any = {"configurable": {"thread_id": THREAD, **configurable}}
+    out = app.invoke({"request": "loan"}, config, durability="sync")
+    return out, app.get_state(config)
+
+
+HOWS = ["config", "get_config"]
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_node_biased_on_a_configurable_key_is_held(tmp_path: Path, how: str) -> None:
+    seen: list[Any] = []
+    graph = guard(build(how, True, seen), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    _, state = run(graph.compile(checkpointer=InMemorySaver()), applicant=APPLICANT, tier=2)
+    assert len(state.interrupts) == 1
+    assert "notify" not in seen
+    confs = [c for c in seen if c != "notify"]
+    assert len(confs) > 1  # the node and its re-runs
+    assert confs[0]["applicant"] == APPLICANT
+    assert any(c["applicant"] != APPLICANT for c in confs[1:])
+    # identities and LangGraph's own keys are passed on as they are; other types kept
+    assert {c["thread_id"] for c in confs} == {THREAD}
+    assert {c["tier"] for c in confs} == {2}
+    assert all("__pregel_runtime" in c for c in confs)
+    assert records(tmp_path)[0]["probe"]["status"] == "scored"
+    assert verify_trace(tmp_path / "trace.jsonl").holds
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_fair_node_reading_a_configurable_key_passes(tmp_path: Path, how: str) -> None:
+    seen: list[Any] = []
+    graph = guard(build(how, False, seen), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    out, state = run(graph.compile(checkpointer=InMemorySaver()), applicant=APPLICANT)
+    assert state.interrupts == ()
+    assert out["notified"] == "Decision: yes" and seen[-1] == "notify"
+    assert records(tmp_path)[0]["probe"]["status"] == "scored"
+
+
+def test_a_thread_id_alone_is_not_data(tmp_path: Path) -> None:
+    """Only the checkpoint coordinates: nothing of the config enters the view, so a step
+    whose state names no group stays not applicable, whatever the thread id reads like."""
+    seen: list[Any] = []
+    graph = guard(build("config", True, seen), kernel(tmp_path), hook=noop_hook)
+    _, state = run(graph.compile(checkpointer=InMemorySaver()))
+    assert state.interrupts == ()
+    assert records(tmp_path)[0]["probe"]["status"] == "not_applicable"
+
+
+def test_a_protected_attribute_coded_in_a_configurable_key_holds_the_step(tmp_path: Path) -> None:
+    seen: list[Any] = []
+    graph = guard(build("config", True, seen), kernel(tmp_path), hook=noop_hook)
+    _, state = run(graph.compile(checkpointer=InMemorySaver()), sex="F")
+    assert len(state.interrupts) == 1 and "notify" not in seen
+    record = records(tmp_path)[0]
+    assert record["probe"]["status"] == "unreadable"
+    assert f"{CONFIGURABLE_KEY}.sex = 'F'" in record["probe"]["reason"]
+
+
+def test_a_configurable_value_the_probe_cannot_read_holds_the_step(tmp_path: Path) -> None:
+    seen: list[Any] = []
+    graph = guard(build("config", False, seen), kernel(tmp_path), hook=noop_hook)
+    _, state = run(graph.compile(checkpointer=InMemorySaver()), applicant=APPLICANT, db=Handle())
+    assert len(state.interrupts) == 1 and "notify" not in seen
+    record = records(tmp_path)[0]
+    assert record["probe"]["status"] == "unreadable"
+    reason = record["probe"]["reason"]
+    assert "config['configurable']['db'] is Handle" in reason
+    assert "opaque=['configurable.db']" in reason
+
+
+@pytest.mark.parametrize("biased", [False, True])
+def test_an_opaque_configurable_key_is_passed_through(tmp_path: Path, biased: bool) -> None:
+    seen: list[Any] = []
+    handle = Handle()
+    graph = guard(
+        build("config", biased, seen),
+        kernel(tmp_path),
+        hook=noop_hook,
+        opaque=["configurable.db"],
+    )
+    _, state = run(graph.compile(checkpointer=InMemorySaver()), applicant=APPLICANT, db=handle)
+    confs = [c for c in seen if c != "notify"]
+    assert len(confs) > 1 and all(c["db"] is handle for c in confs)
+    assert any(c["applicant"] != APPLICANT for c in confs[1:])  # the rest is still varied
+    assert records(tmp_path)[0]["probe"]["status"] == "scored"
+    assert len(state.interrupts) == (1 if biased else 0)
+    assert ("notify" in seen) is not biased
+
+
+def test_guard_refuses_an_opaque_name_that_is_no_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"\['nope'\].*configurable\."):
+        guard(build("config", False, []), kernel(tmp_path), opaque=["nope"])
+
+
+def test_a_repair_is_rechecked_on_the_variants_configurables(tmp_path: Path) -> None:
+    """With the configured repairs (simulated), the re-check re-runs the node on the
+    variants' configurable values too; either way no successor sees a denial."""
+    seen: list[Any] = []
+    graph = guard(build("config", True, seen), kernel(tmp_path), nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    _, state = run(app, applicant=APPLICANT)
+    varied = [c for c in seen if c != "notify" and c["applicant"] != APPLICANT]
+    assert len(varied) > 4  # the probe's variants, then the re-checks'
+    assert state.values.get("notified") != "Decision: no"
+    assert verify_trace(tmp_path / "trace.jsonl").holds
+
+
+def test_the_user_keys_and_their_rebuild() -> None:
+    handle = Handle()
+    config: Any = {
+        "configurable": {
+            "thread_id": "t",
+            "checkpoint_ns": "",
+            "checkpoint_id": "1",
+            "checkpoint_map": {},
+            "__pregel_read": handle,
+            "langgraph_auth_user": handle,
+            "applicant": "Ms. Mary Carter",
+            "tiers": (1, 2),
+            "db": handle,
+        },
+        "tags": ["x"],
+    }
+    assert sorted(user_configurable(config)) == ["applicant", "db", "tiers"]
+    assert configurable_view({"configurable": {"thread_id": "t"}}) is None
+    assert configurable_view(None) is None
+    view = configurable_view(config, frozenset({"configurable.db", "applicant"}))
+    assert view == {"applicant": "Ms. Mary Carter", "tiers": [1, 2], "db": "<opaque: Handle>"}
+    out = with_configurable(
+        config, {**view, "applicant": "Mr. Mark Carter"}, frozenset({"configurable.db"})
+    )
+    conf = out["configurable"]
+    assert conf["applicant"] == "Mr. Mark Carter" and conf["tiers"] == (1, 2)
+    assert conf["db"] is handle and conf["__pregel_read"] is handle and conf["thread_id"] == "t"
+    assert out["tags"] == ["x"] and config["configurable"]["applicant"] == "Ms. Mary Carter"
+    with pytest.raises(ValueError, match="same configurable keys"):
+        with_configurable(config, {"applicant": "x"}, frozenset())
+    with pytest.raises(ValueError, match="same configurable keys"):
+        with_configurable(config, "x", frozenset())
