@@ -471,3 +471,64 @@ def test_a_refusal_made_for_one_group_only_is_held(tmp_path: Path) -> None:
     record = read_trace(tmp_path / "refusal.jsonl").records[0]
     assert record.probe is not None and record.probe["status"] == "scored", record.probe
     assert record.action.value != "proceed" and "out" not in out
+
+
+def test_a_finish_reason_and_a_tool_artifact_are_read_and_an_artifact_rebuilt() -> None:
+    """Why a reply ended (``response_metadata``, each provider's key) is compared; a tool's
+    artifact (what it returned beside the text the model sees) is read, varied and compared."""
+    for key in ("finish_reason", "stop_reason", "done_reason"):
+        reply = AIMessage("", response_metadata={key: "content_filter", "model_name": "m"})
+        assert read(reply)["finish_reason"] == "content_filter"
+    assert "finish_reason" not in read(AIMessage("ok", response_metadata={"model_name": "m"}))
+    assert "finish_reason" not in read(AIMessage("ok", response_metadata={"finish_reason": 3}))
+    tool = ToolMessage(
+        "found 1",
+        tool_call_id="c1",
+        name="lookup",
+        id="t1",
+        artifact={"applicant": "Ms. Mary Carter", "score": 700},
+    )
+    view = read(tool)
+    assert view["artifact"] == {"applicant": "Ms. Mary Carter", "score": 700}
+    swapped = {**view, "artifact": {"applicant": "Mr. Mark Carter", "score": 700}}
+    rebuilt = rebuild(tool, swapped)
+    assert rebuilt.artifact == {"applicant": "Mr. Mark Carter", "score": 700}
+    assert rebuilt.id == "t1" and rebuilt.tool_call_id == "c1" and rebuilt.content == "found 1"
+    assert tool.artifact["applicant"] == "Ms. Mary Carter"
+    assert "artifact" not in read(ToolMessage("x", tool_call_id="c2"))
+    with pytest.raises(Unreadable, match=r"\.artifact is bytes"):
+        read(ToolMessage("x", tool_call_id="c3", artifact=b"\x89PNG"))
+
+
+def test_a_content_filter_for_one_group_only_is_held(tmp_path: Path) -> None:
+    """A provider that filters women's requests (empty text, ``finish_reason`` content_filter)
+    and answers men's with an empty text too: only why the reply ended differs."""
+
+    def node(state: Plain) -> dict[str, Any]:
+        (question,) = state["value"]
+        reason = "content_filter" if "Ms." in question.content else "stop"
+        return {"out": [AIMessage("", response_metadata={"finish_reason": reason})]}
+
+    graph = traced(tmp_path, node)
+    question = HumanMessage("Approve the loan of Ms. Mary Carter?", id="q")
+    out = graph.invoke({"value": [question]}, {"configurable": {"thread_id": "filter"}})
+    record = read_trace(tmp_path / "filter.jsonl").records[0]
+    assert record.probe is not None and record.probe["status"] == "scored", record.probe
+    assert record.action.value != "proceed" and "out" not in out
+
+
+def test_an_artifact_decided_for_one_group_only_is_held(tmp_path: Path) -> None:
+    """A tool node whose artifact (not its text) carries the decision, for women only."""
+
+    def node(state: Plain) -> dict[str, Any]:
+        (question,) = state["value"]
+        verdict = "deny" if "Ms." in question.content else "approve"
+        reply = ToolMessage("done", tool_call_id="c1", artifact={"decision": verdict})
+        return {"out": [reply]}
+
+    graph = traced(tmp_path, node)
+    question = HumanMessage("Approve the loan of Ms. Mary Carter?", id="q")
+    out = graph.invoke({"value": [question]}, {"configurable": {"thread_id": "artifact"}})
+    record = read_trace(tmp_path / "artifact.jsonl").records[0]
+    assert record.probe is not None and record.probe["status"] == "scored", record.probe
+    assert record.action.value != "proceed" and "out" not in out

@@ -148,10 +148,34 @@ def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
             "name": str(call.get("name")),
             "arguments": read(call.get("arguments"), f"{path}.function_call.arguments"),
         }
+    finish = _finish_reason(message)
+    if finish is not None:
+        # a provider that stops for one group only (a content filter) decides as a refusal does
+        view["finish_reason"] = finish
     if message.type == "tool":
         view["tool"] = message.name
         view["status"] = getattr(message, "status", "success")
+        artifact = getattr(message, "artifact", None)
+        if artifact is not None:  # what the tool returned beside the text the model sees
+            view["artifact"] = read(artifact, f"{path}.artifact")
     return view
+
+
+FINISH_KEYS = ("finish_reason", "stop_reason", "done_reason")
+"""Where providers put why a reply ended in ``response_metadata`` (OpenAI and Gemini,
+Anthropic, Ollama), read as a message view's ``finish_reason``: ``"content_filter"`` for one
+group only is a flip."""
+
+
+def _finish_reason(message: BaseMessage) -> str | None:
+    metadata = getattr(message, "response_metadata", None)
+    if not isinstance(metadata, Mapping):
+        return None
+    for key in FINISH_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def read(value: Any, path: str = "value") -> Any:
@@ -296,6 +320,9 @@ def _rebuild_message(message: BaseMessage, view: Any) -> BaseMessage:
         extra["function_call"] = {**call, "arguments": rebuild(call.get("arguments"), arguments)}
     if extra != message.additional_kwargs:
         changes["additional_kwargs"] = extra
+    artifact = getattr(message, "artifact", None)
+    if message.type == "tool" and artifact is not None and "artifact" in view:
+        changes["artifact"] = rebuild(artifact, view["artifact"])
     return message.model_copy(update=changes)
 
 
