@@ -739,9 +739,7 @@ def _usable_repair(
         messages = rebuild(list(response.result), seen)
     except ValueError:
         return None
-    tools = {getattr(t, "name", None) for t in request.tools} | {
-        t.get("name") for t in request.tools if isinstance(t, Mapping)
-    }
+    tools = {_tool_name(t) for t in request.tools} - {None}
     named: list[Any] = []
     for message, item in zip(messages, seen, strict=True):
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(item, Mapping):
@@ -761,6 +759,18 @@ def _usable_repair(
     except Unreadable:
         return None
     return out
+
+
+def _tool_name(given: Any) -> str | None:
+    """The name of a tool as the agent was given it: a ``BaseTool``, or a provider-format
+    dict (``{"name": ...}`` as Anthropic's, ``{"type": "function", "function": {"name": ...}}``
+    as OpenAI's); ``None`` for one without a name (a provider's built-in tool)."""
+    if isinstance(given, Mapping):
+        function = given.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else given.get("name")
+    else:
+        name = getattr(given, "name", None)
+    return name if isinstance(name, str) else None
 
 
 def _stand_in(sha256: Any) -> dict[str, Any]:
