@@ -28,6 +28,7 @@ from biasbreaker.intervention.router import STRATEGY_POINTS, possible_routes
 from biasbreaker.llm import LLMClient, ThreadedClient
 from biasbreaker.plugins import PluginHost
 from biasbreaker.points import EXTENSION_POINTS, POINTS, PointName
+from biasbreaker.redaction import register_environment
 from biasbreaker.registry import Registry
 from biasbreaker.resolution import resolve_selection, selection_problems
 from biasbreaker.types import ROUTES, Route
@@ -51,9 +52,14 @@ class Kernel:
             it registered an invalid name, options model or factory). A host that is not
             strict records the failure instead (``host.failures``) and the kernel works
             without that plugin's implementations.
+
+    Constructing one registers the environment's secrets
+    (:func:`~biasbreaker.redaction.register_environment`): a plugin's error quoting one is
+    redacted wherever biasbreaker writes it, in the library as under the command line.
     """
 
     def __init__(self, loaded: LoadedSettings, host: PluginHost) -> None:
+        register_environment()
         self.loaded = loaded
         self.host = host
         self.registry: Registry = host.build_registry()

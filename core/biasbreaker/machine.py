@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Union
 from biasbreaker.breaker import freeze, mixing_ratio
 from biasbreaker.calibration import CalibrationWindow, ControlStatistics, WindowCounts
 from biasbreaker.errors import InputError
-from biasbreaker.redaction import redact_text
+from biasbreaker.redaction import redact_text, register_environment
 from biasbreaker.trace import HELD_FOR_REVIEW, StepRecord, TraceHeader
 from biasbreaker.types import (
     BreakerAction,
@@ -663,6 +663,10 @@ class ControlMachine:
             :class:`~biasbreaker.trace.TraceWriter`), or ``None``. It is called after the step
             is committed; if it raises, the exception propagates and the caller gets no
             decision for that step (so nothing is promoted).
+
+    Constructing one registers the environment's secrets
+    (:func:`~biasbreaker.redaction.register_environment`), so a hook error quoting one is
+    redacted in the decision's reason and the trace.
     """
 
     def __init__(
@@ -677,6 +681,7 @@ class ControlMachine:
                 "ControlMachine needs a MachineConfig; build one with "
                 "MachineConfig(Thresholds(...), ...)"
             )
+        register_environment()
         self._config = config
         # the config is immutable: its JSON is built once, for every snapshot
         self._config_json = config.to_json()

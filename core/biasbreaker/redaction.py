@@ -5,7 +5,8 @@ value is hidden (replaced by :data:`REDACTED`) when
 
 1. **its key names a secret**: a word of the key (split at ``_``, ``-``, ``.``, spaces and
    camelCase humps) is one of :data:`SECRET_WORDS` (``key``, ``token``, ``secret``,
-   ``password``, ``authorization``, ``bearer``, ``credential``…), in any case and at any depth of
+   ``password``, ``authorization``, ``bearer``, ``credential``…) or ends in one glued on
+   (``PGPASSWORD``, ``PGPASS``, ``DBPWD``; not ``bypass``), in any case and at any depth of
    a table, header tables included; a key whose *last* word says it holds the name or place of
    a secret (:data:`NOT_SECRET_LAST`: ``api_key_env``, ``token_file``…) is shown, and so is a
    bare ``key`` (a configuration key or a record's identity in biasbreaker's own data);
@@ -42,7 +43,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, TextIO
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote
 
 REDACTED = "<redacted>"
 """What a hidden value is replaced by."""
@@ -74,8 +75,42 @@ SECRET_WORDS = frozenset(
 
 GLUED_SECRET_ENDS = ("password", "passwd", "passphrase", "secret", "apikey", "token")
 """Endings that make a word a secret's name with no separator before them (``PGPASSWORD``,
-``REDISPASSWORD``, ``csrftoken``); shorter secret words (``pass``, ``pw``, ``key``) count
-only as words of their own, so ``bypass`` and ``monkey`` are no secrets."""
+``REDISPASSWORD``, ``csrftoken``); of the shorter secret words only ``pass`` and ``pwd`` do
+too (:data:`GLUED_SHORT_ENDS`), the others (``pw``, ``key``) count only as words of their
+own, so ``monkey`` is no secret."""
+
+GLUED_SHORT_ENDS = ("pass", "pwd")
+"""Short endings that make a word a secret's name glued on (``PGPASS``, ``DBPASS``,
+``DBPWD``, ``MYSQLPWD``, ``keytool``'s ``storepass``), unless the word is one of
+:data:`NOT_GLUED_SECRETS`. No English word ends in ``pwd``; the English words ending in
+``pass`` are listed there, so an unknown glued ``…pass`` is read as a secret (hidden, not
+shown)."""
+
+NOT_GLUED_SECRETS = frozenset(
+    {
+        "allpass",
+        "bandpass",
+        "bypass",
+        "compass",
+        "encompass",
+        "flypass",
+        "highpass",
+        "keepass",
+        "lowpass",
+        "multipass",
+        "onepass",
+        "overpass",
+        "singlepass",
+        "surpass",
+        "trespass",
+        "twopass",
+        "underpass",
+        "oldpwd",
+    }
+)
+"""Words ending in a :data:`GLUED_SHORT_ENDS` ending that name no secret: English words and
+filters (``bypass``, ``compass``, ``lowpass``), the KeePass password manager (its files'
+names), and the shell's previous working directory (``OLDPWD``)."""
 
 NOT_SECRET_LAST = frozenset(
     {"env", "var", "variable", "name", "names", "file", "path", "dir", "directory", "sock"}
@@ -114,7 +149,8 @@ def secret_name(name: str) -> bool:
         name: A key, or a dotted key path.
 
     Returns:
-        True when a word of the key is in :data:`SECRET_WORDS` and its last word is not in
+        True when a word of the key is in :data:`SECRET_WORDS` or ends in one glued on
+        (:data:`GLUED_SECRET_ENDS`, :data:`GLUED_SHORT_ENDS`) and its last word is not in
         :data:`NOT_SECRET_LAST` or :data:`ERROR_LAST` (an exception class). A bare ``key``
         is not a secret's name: in biasbreaker's own data it names a configuration key or a
         record's identity (``"key": "assess@2"``); ``api_key``, ``private_key``,
@@ -124,10 +160,14 @@ def secret_name(name: str) -> bool:
     words = key_words(str(name).rpartition(".")[2])
     if not words or words[-1] in NOT_SECRET_LAST or words[-1] in ERROR_LAST or words == ["key"]:
         return False
-    return (
-        any(w in SECRET_WORDS or w.endswith(GLUED_SECRET_ENDS) for w in words)
-        or "".join(words) in SECRET_WORDS
-    )
+    return any(_secret_word(w) for w in words) or "".join(words) in SECRET_WORDS
+
+
+def _secret_word(word: str) -> bool:
+    """Whether one word of a key names a secret: a secret word, or one glued onto a stem."""
+    if word in SECRET_WORDS or word.endswith(GLUED_SECRET_ENDS):
+        return True
+    return word.endswith(GLUED_SHORT_ENDS) and word not in NOT_GLUED_SECRETS
 
 
 _PREFIXES = re.compile(
@@ -307,6 +347,7 @@ class _KnownSecrets:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._secrets: set[str] = set()
+        self._scanned: set[tuple[str, str]] = set()
         self._caseless: re.Pattern[str] | None = None
         self._exact: re.Pattern[str] | None = None
 
@@ -320,9 +361,19 @@ class _KnownSecrets:
             self._secrets.add(secret)
             self._compile()
 
+    def scanned(self, name: str, value: str) -> bool:
+        """Whether environment variable ``name`` = ``value`` was scanned (:meth:`mark`)."""
+        return (name, value) in self._scanned
+
+    def mark(self, name: str, value: str) -> None:
+        """Remember that ``name`` = ``value`` was scanned, after its secrets were added."""
+        with self._lock:
+            self._scanned.add((name, value))
+
     def clear(self) -> None:
         with self._lock:
             self._secrets.clear()
+            self._scanned.clear()
             self._compile()
 
     def _compile(self) -> None:
@@ -381,25 +432,54 @@ def register_secret(value: str) -> None:
 
 
 def register_environment(environ: Mapping[str, str] | None = None) -> None:
-    """Register the value of every environment variable whose name names a secret.
+    """Register the environment's secrets (rule 3).
 
-    ``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``DB_PASSWORD``… (:func:`secret_name` on the name),
-    so a key is redacted even where biasbreaker never reads it.
+    The value of every variable whose name names a secret (``OPENAI_API_KEY``,
+    ``GITHUB_TOKEN``, ``DB_PASSWORD``, ``PGPASS``…: :func:`secret_name` on the name), and the
+    password of URL user info in any variable's value (``DATABASE_URL=postgresql://u:pw@h/db``
+    registers ``pw``, URL-decoded), so a key is redacted even where biasbreaker never reads it.
+
+    Called by the command line, by :class:`~biasbreaker.kernel.Kernel`, by
+    :class:`~biasbreaker.machine.ControlMachine` and by the LangGraph ``guard()``, so often:
+    a ``(name, value)`` pair scanned once is skipped until :func:`forget_secrets`, and an
+    unchanged environment costs one set lookup per variable.
 
     Args:
         environ: The environment; ``None`` reads ``os.environ``. :data:`SHELL_DIRECTORIES`
             are skipped.
     """
     env = os.environ if environ is None else environ
-    for name, value in env.items():
-        if name in SHELL_DIRECTORIES:
+    for name, value in list(env.items()):
+        if name in SHELL_DIRECTORIES or _KNOWN.scanned(name, value):
             continue
         if secret_name(name.replace("__", ".")) or secret_name(name):
             register_secret(value)
+        for password in _url_passwords(value):
+            register_secret(password)
+        _KNOWN.mark(name, value)
+
+
+_URL_AUTHORITY = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s/?#]+)")
+"""A URL's authority (``user:password@host:port``), up to its path, query or fragment."""
+
+
+def _url_passwords(value: str) -> list[str]:
+    """The passwords of URL user info in ``value``, as written and URL-decoded.
+
+    The user info ends at the authority's last ``@`` (as in ``urllib.parse``), so a password
+    holding an unencoded ``@`` is found whole.
+    """
+    found: list[str] = []
+    for match in _URL_AUTHORITY.finditer(value):
+        userinfo, at, _ = match.group(1).rpartition("@")
+        _, colon, password = userinfo.partition(":")
+        if at and colon and password:
+            found += [password, unquote(password)]
+    return found
 
 
 def forget_secrets() -> None:
-    """Forget every registered secret (tests)."""
+    """Forget every registered secret, and which environment variables were scanned (tests)."""
     _KNOWN.clear()
 
 

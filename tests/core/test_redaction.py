@@ -8,14 +8,17 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
 from pydantic import BaseModel
 
+import biasbreaker.redaction as redaction
 from biasbreaker.config import Settings, load_settings
 from biasbreaker.errors import ConfigError, PluginLoadError
 from biasbreaker.kernel import Kernel
+from biasbreaker.machine import ControlMachine, MachineConfig
 from biasbreaker.plugins import PluginHost
 from biasbreaker.redaction import (
     REDACTED,
@@ -29,6 +32,7 @@ from biasbreaker.redaction import (
     register_secret,
     secret_name,
 )
+from biasbreaker.types import Thresholds
 
 # no provider prefix, so only rule 3 (a secret this process knows) can find its encodings
 KNOWN = "Zq8/Tr+Kx7mP2vL9wQ4nB6yH3jD5fG1s"
@@ -80,7 +84,20 @@ def _no_known_secrets() -> Iterator[None]:
         ("REDISPASSWORD", True),
         ("csrftoken", True),
         ("monkey", False),
-        ("PGPASS", False),  # too short an ending to tell: not read as a secret's name
+        ("PGPASS", True),  # libpq's password file's variable is PGPASSFILE; this one holds one
+        ("DB_PGPASS", True),
+        ("PGPASSFILE", False),
+        ("PGPASS_FILE", False),
+        ("DBPASS", True),
+        ("DBPWD", True),
+        ("MYSQLPWD", True),
+        ("CURLOPT_USERPWD", True),
+        ("storepass", True),
+        ("compass", False),
+        ("encompass", False),
+        ("BYPASS_CACHE", False),
+        ("lowpass_cutoff", False),
+        ("OLDPWD", False),
         ("passthrough", False),
     ],
 )
@@ -381,3 +398,70 @@ def test_pgpassword_is_a_secret_of_the_environment() -> None:
     # quoting it reached stderr, run.log, results.jsonl and report.md under `biasbreaker run`
     register_environment({"PGPASSWORD": "zX9secretVal12"})
     assert "zX9secretVal12" not in redact_text("connect failed: v=zX9secretVal12")
+
+
+def test_an_unchanged_environment_is_not_scanned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # guard(), every Kernel and every ControlMachine register the environment: it must be cheap
+    scanned: list[str] = []
+
+    def counting(name: str) -> bool:
+        scanned.append(name)
+        return secret_name(name)
+
+    monkeypatch.setattr(redaction, "secret_name", counting)
+    environ = {"ACME_TOKEN": "first-token-value", "HOME": "/home/someone"}
+    register_environment(environ)
+    first = len(scanned)
+    register_environment(environ)
+    assert first > 0 and len(scanned) == first
+    register_environment({**environ, "ACME_TOKEN": "second-token-value"})
+    assert len(scanned) > first  # only the changed variable is scanned again
+    assert redact_text("second-token-value") == REDACTED
+
+
+def test_a_changed_variable_is_registered_on_the_next_scan() -> None:
+    register_environment({"ACME_TOKEN": "first-token-value"})
+    register_environment({"ACME_TOKEN": "second-token-value"})
+    out = redact_text("tried first-token-value, then second-token-value")
+    assert out == f"tried {REDACTED}, then {REDACTED}"
+
+
+def test_forgetting_the_secrets_forgets_what_was_scanned() -> None:
+    environ = {"ACME_TOKEN": "first-token-value"}
+    register_environment(environ)
+    forget_secrets()
+    assert redact_text("first-token-value") == "first-token-value"
+    register_environment(environ)  # the same environment is scanned again
+    assert redact_text("first-token-value") == REDACTED
+
+
+def test_the_password_of_a_url_in_any_variable_is_a_secret() -> None:
+    # DATABASE_URL names no secret; an error quoting only its password leaked it
+    register_environment(
+        {
+            "DATABASE_URL": "postgresql://app:S3cretPass@db.internal:5432/loans",
+            "BROKER_URL": "amqp://worker:p%40ss-w0rd-9@mq/",
+            "CACHE_URL": "redis://:Hunter2Hunter2@cache:6379/0",
+            "MIRROR_URL": "https://mirror-user@example.org/simple",
+        }
+    )
+    out = redact_text("auth failed for S3cretPass; p@ss-w0rd-9; p%40ss-w0rd-9; Hunter2Hunter2")
+    assert out == f"auth failed for {REDACTED}; {REDACTED}; {REDACTED}; {REDACTED}"
+    assert redact_text("mirror-user and app") == "mirror-user and app"  # user names stay
+
+
+@pytest.mark.parametrize(
+    "construct",
+    [
+        lambda tmp_path: Kernel.load(cwd=tmp_path),
+        lambda tmp_path: ControlMachine(MachineConfig(Thresholds(0.5, 0.35, 0.25, 0.05))),
+    ],
+    ids=["Kernel", "ControlMachine"],
+)
+def test_the_library_api_registers_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, construct: Any
+) -> None:
+    # not only the command line: guard() and an application's own kernel or machine do too
+    monkeypatch.setenv("MY_DB_PASSWORD", "Hunter2Hunter2")
+    construct(tmp_path)
+    assert redact_text("login failed: Hunter2Hunter2") == f"login failed: {REDACTED}"
