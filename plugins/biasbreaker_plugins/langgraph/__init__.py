@@ -32,6 +32,7 @@ from langgraph.graph import StateGraph
 from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import AnyHook
+from biasbreaker.redaction import register_environment
 from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
 from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, aguard_state, guard_state
 from biasbreaker_plugins.langgraph.names import ADDED_NODES
@@ -129,7 +130,12 @@ def guard(
         ConfigError: The configuration or the graph cannot be guarded (the message names
             the node or key and the fix).
         PluginError: The selected ``framework_adapter`` is not this one.
+
+    The environment's secrets are registered
+    (:func:`~biasbreaker.redaction.register_environment`), so an error quoting one (a
+    plugin's, a probe re-run's) is redacted in the trace, the state and the review request.
     """
+    register_environment()
     kernel = load_kernel(config)
     # what `biasbreaker run` checks, every problem in one ConfigError; a hook is the repair
     kernel.validate(repairs=hook is None)

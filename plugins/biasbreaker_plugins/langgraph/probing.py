@@ -412,11 +412,11 @@ class Prober:
         try:
             call.view = read_values(update, "output", self.opaque)
         except Unreadable as exc:
-            call.not_json = str(exc)
+            call.not_json = redact_text(str(exc))
             call.view = shown(update)
             call.hold = (
-                f"the probe cannot read the output: {exc}; a guarded node returns values the "
-                "probe reads (docs/langgraph.md, 'What the probe reads')"
+                f"the probe cannot read the output: {call.not_json}; a guarded node returns "
+                "values the probe reads (docs/langgraph.md, 'What the probe reads')"
             )
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
@@ -439,7 +439,9 @@ class Prober:
             if configurable is not None:  # varied with the state (.configurable)
                 call.input_view = {**call.input_view, CONFIGURABLE_KEY: configurable}
         except Unreadable as exc:
-            call.hold = f"the probe cannot read the input: {exc}; " + _input_fix(exc.path)
+            call.hold = f"the probe cannot read the input: {redact_text(str(exc))}; " + _input_fix(
+                exc.path
+            )
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
         call.sampled = True
@@ -489,7 +491,8 @@ class Prober:
                 coverage=self.rotation(call),
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
-            error = f"{type(exc).__name__}: {exc}"
+            # the hold reason goes to the state, the trace and the review request
+            error = redact_text(f"{type(exc).__name__}: {exc}")
             if interrupted(exc):
                 error += (
                     f"; node {call.node.name!r} calls interrupt(), which cannot answer the "

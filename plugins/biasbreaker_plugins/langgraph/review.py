@@ -40,6 +40,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.channels.last_value import LastValue
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from biasbreaker.redaction import redact_text
 from biasbreaker.types import FrozenPayload
 from biasbreaker_plugins.langgraph._internals import interrupt_in, read_channels, write_problem
 from biasbreaker_plugins.langgraph.staging import Work
@@ -204,7 +205,7 @@ class ReviewNode:
             node=staged["node"],
             held=held,
             frozen=work.frozen(key).get("payload"),
-            reason=staged.get("reason", ""),
+            reason=redact_text(str(staged.get("reason", ""))),
             breaker_state=str(snapshot.get("state", "normal")),
             local_scores=dict(state.get("bb_local_scores") or {}),
             fast=step.get("fast"),
@@ -223,7 +224,8 @@ class ReviewNode:
             # Ask again, never raise: LangGraph replays a thread's resume values into this
             # node's interrupts in order on every resume, so a raise here would repeat on
             # every later resume. The next resume value answers this second interrupt.
-            answer = interrupt_in({**payload, "error": error}, config)
+            # the error may quote the resume value or a reducer's message: never a secret
+            answer = interrupt_in({**payload, "error": redact_text(error)}, config)
         record = {
             "key": key,
             "node": staged["node"],
