@@ -5,8 +5,11 @@ A new-user trial (2026-12-04) ran ``guard()`` in its own Python process with
 password in their message, and it was written unredacted to the run trace, to the thread's
 state (the hold reason, ``guard_state()``) and to the ``__interrupt__`` review request: only
 the command line registered the environment's secrets. Asserted, for a real ``StateGraph``
-guarded with the fake LLM: the password is in none of the trace file, the state values and
-the review request, and ``<redacted>`` is where it was.
+guarded with the fake LLM, for a probe re-run's error, a conditional edge's error (the probe
+evaluates the edges; a plain exception, not a biasbreaker error redacting itself), the hook's
+error and a refused resume value quoting it: the password is in none of the trace file, the
+state values and the review request, and ``<redacted>`` is where it was. ``guard()`` registers
+the environment itself, whenever the kernel was built.
 """
 
 from __future__ import annotations
