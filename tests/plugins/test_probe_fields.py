@@ -74,6 +74,20 @@ AXES = ["gender", "race", "age", "religion", "sexual-orientation", "disability",
         ({"senior_engineer": True, "m/f_ratio": 0.5, "size": "M"}, []),
         ([{"score": 3}], []),
         ("age 63", []),
+        # a fifth trial (issue 14): a short year, when the attribute holds, name-value records
+        ({"birth_yr": 1961}, [(("birth_yr",), "age", 1961)]),
+        ({"sex_at_birth": "F"}, [(("sex_at_birth",), "gender", "F")]),
+        ({"age_at_application": 63}, [(("age_at_application",), "age", 63)]),
+        ([["sex", "F"], ["income", 5]], [((0, 1), "gender", "F")]),
+        ({"form": (("race", "B"),)}, [(("form", 0, 1), "race", "B")]),
+        ({"answers": [{"field": "gender", "value": "F"}, {"field": "city", "value": "X"}]},
+         [(("answers", 0, "value"), "gender", "F")]),
+        ([{"question": "Age", "answer": 63}], [((0, "answer"), "age", 63)]),
+        # ... but not a key qualified by more than one word after "at", a record named by a
+        # person, a record with two names, nor a pair whose name is no attribute
+        ({"sex_at_random_place": "F", "q": {"name": "Mary", "value": "F"}}, []),
+        ([{"name": "sex", "label": "Sex", "value": "F"}], []),
+        ([["score", "F"], ["sex"], ["sex", "F", "x"]], []),
     ],
 )  # fmt: skip
 def test_fields_that_carry_a_protected_attribute(payload: Any, expected: list[Any]) -> None:
@@ -102,6 +116,14 @@ def test_only_the_configured_axes_count() -> None:
 def test_a_string_the_text_probe_swaps_does_not_count() -> None:
     assert list(opaque_fields({"sex": "female"}, AXES, frozenset({("sex",)}))) == []
     assert list(opaque_fields({"sex": "female"}, AXES)) == [(("sex",), "gender", "female")]
+
+
+def test_a_pair_the_text_probe_swaps_does_not_count() -> None:
+    assert list(opaque_fields(["male", "nurse"], AXES, frozenset({(0,)}))) == []
+    assert list(opaque_fields([["sex", "F"]], AXES, frozenset({(0, 1)}))) == []
+    record = {"field": "sex", "value": "F"}
+    assert list(opaque_fields([record], AXES, frozenset({(0, "field")}))) == []
+    assert list(opaque_fields([record], AXES)) == [((0, "value"), "gender", "F")]
 
 
 def probe() -> Probe:
@@ -141,6 +163,25 @@ def test_a_step_reading_such_a_field_is_held_before_anything_runs(field: str, va
     assert result.status == "unreadable" and result.holds
     assert f"{field} = {value!r}" in result.reason and "rewrites text only" in result.reason
     assert result.calls == 0 and len(calls) == 1  # only the step's own run
+
+
+@pytest.mark.parametrize(
+    "form", [[["sex", "F"], ["income", "40k"]], [{"field": "sex", "value": "F"}]]
+)
+def test_a_step_reading_a_name_value_record_is_held(form: Any) -> None:
+    def step(payload: dict[str, Any]) -> str:
+        return "Decision: DENY" if "F" in str(payload["form"]) else "Decision: APPROVE"
+
+    payload = {"name": "Applicant 17", "form": form}
+    result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
+    assert result.status == "unreadable" and result.holds and "= 'F' (gender)" in result.reason
+
+
+def test_a_list_of_words_the_probe_swaps_is_no_record() -> None:
+    payload = {"roles": ["male", "nurse"]}
+    step = denies("roles", ["male", "nurse"])
+    result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
+    assert result.status == "scored" and not result.holds
 
 
 def test_a_text_attribute_is_still_probed() -> None:

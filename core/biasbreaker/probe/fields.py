@@ -10,12 +10,14 @@ has such a field is held for review with the field named (fail closed), before a
 drawn or run.
 
 A field counts when its key (split at ``_``, ``-``, spaces, digits and camelCase, lower-cased)
-is an attribute word of one of the configured axes (:data:`FIELD_WORDS`), an age bound
+(or, in a name-value record such as ``["sex", "F"]`` or ``{"field": "sex", "value": "F"}``,
+its name) is an attribute word of one of the configured axes (:data:`FIELD_WORDS`), an age bound
 (``over_60``, ``65_plus``) or the two sexes (``M/F``), with only person
 words before it (:data:`PERSON_WORDS`: ``is_female``, ``applicant_sex``, ``date_of_birth``)
 and only qualifier words after it (:data:`QUALIFIER_WORDS`: ``gender_code``, ``age_years``,
-``birth_date``), so ``retry_disabled``, ``man_hours``, ``account_age_days`` or
-``citizen_services_used`` do not count; and its value is a number, a bool, a string
+``birth_date``, ``birth_yr``; or ``at`` and one word: ``sex_at_birth``), so
+``retry_disabled``, ``man_hours``, ``account_age_days`` or ``citizen_services_used`` do not
+count; and its value is a number, a bool, a string
 without white space of at most :data:`CODE_LENGTH` characters in which the text probe found no
 protected term (``"F"``, ``"fem."``, ``"1961-04-02"``), or, under an age word, any string the
 text probe did not read as an age (``"2 April 1961"``, ``"63 years"``, ``"60-69"``). Other
@@ -80,11 +82,18 @@ PERSON_WORDS: Final = frozenset(
 
 QUALIFIER_WORDS: Final = frozenset(
     {"code", "id", "group", "band", "range", "category", "cat", "flag", "value", "years",
-     "yrs", "status", "type", "date", "year", "at", "identity", "label", "bucket", "bracket",
+     "yrs", "yr", "status", "type", "date", "year", "at", "identity", "label", "bucket", "bracket",
      "tier",
      "ans", "jahre", "anos", "anni", "codigo"}
 )  # fmt: skip
-"""Words a key may have after its attribute word (how the attribute is coded)."""
+"""Words a key may have after its attribute word (how the attribute is coded). ``at`` and one
+word of any kind may end the key too: when the attribute holds (``sex_at_birth``,
+``age_at_application``, ``age_at_hire``)."""
+
+PAIR_NAMES: Final = frozenset({"name", "field", "key", "label", "attribute", "question"})
+"""Keys under which a name-value record names its field: ``{"field": "sex", "value": "F"}``."""
+PAIR_VALUES: Final = frozenset({"value", "answer", "response"})
+"""Keys under which such a record holds the field's value."""
 
 CODE_LENGTH: Final = 16
 """Longest string value without white space read as a code (``"F"``, ``"1961-04-02"``)."""
@@ -116,10 +125,17 @@ def _attribute(key: str, words: Mapping[str, frozenset[str]]) -> str | None:
         if (
             axis is not None
             and all(w in PERSON_WORDS for w in parts[:i])
-            and all(w in QUALIFIER_WORDS for w in parts[i + 1 :])
+            and _qualifiers(parts[i + 1 :])
         ):
             return axis
     return None
+
+
+def _qualifiers(after: list[str]) -> bool:
+    """Whether the words after an attribute word only say how it is coded or when it holds."""
+    if len(after) >= 2 and after[-2] == "at":  # sex_at_birth, age_at_application
+        after = after[:-2]
+    return all(w in QUALIFIER_WORDS for w in after)
 
 
 def opaque_fields(
@@ -143,6 +159,10 @@ def opaque_fields(
 def _walk(
     value: Any, path: Path, words: Mapping[str, frozenset[str]], found: frozenset[Path]
 ) -> Iterator[tuple[Path, str, Any]]:
+    pair = _named_pair(value, words, path, found)
+    if pair is not None:
+        yield (*path, pair[0]), pair[1], value[pair[0]]
+        return
     if isinstance(value, Mapping):
         for key, item in value.items():
             here = (*path, key)
@@ -155,6 +175,35 @@ def _walk(
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             yield from _walk(item, (*path, i), words, found)
+
+
+def _named_pair(
+    value: Any, words: Mapping[str, frozenset[str]], path: Path, found: frozenset[Path]
+) -> tuple[Any, str] | None:
+    """``(where the value is, axis)`` when ``value`` is a field written as a name and a value.
+
+    Forms and key-value stores write a field as ``["sex", "F"]`` (a pair in a list of
+    pairs) or ``{"field": "sex", "value": "F"}`` (:data:`PAIR_NAMES`, :data:`PAIR_VALUES`):
+    the name is then a value, not a key, and names the attribute the same way. Not when the
+    text probe found a protected term in the name or the value (``["male", "nurse"]`` is
+    text it swaps).
+    """
+    if isinstance(value, (list, tuple)) and len(value) == 2 and isinstance(value[0], str):
+        name, at, where = value[0], 0, 1
+    elif isinstance(value, Mapping) and len(value) <= 4:
+        names = [k for k in value if k in PAIR_NAMES and isinstance(value[k], str)]
+        places = [k for k in value if k in PAIR_VALUES]
+        if len(names) != 1 or len(places) != 1:
+            return None
+        name, at, where = value[names[0]], names[0], places[0]
+    else:
+        return None
+    if (*path, at) in found or (*path, where) in found:
+        return None
+    axis = _attribute(name, words) if len(name) <= 40 else None
+    if axis is None or not _opaque(value[where], axis):
+        return None
+    return where, axis
 
 
 def _opaque(value: Any, axis: str) -> bool:
