@@ -57,7 +57,7 @@ def test_chat_openai_agent_is_guarded(tmp_path: Path, biased: bool) -> None:
     if biased:
         assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage"]
         held = out["__interrupt__"][0].value["reply"]["messages"][0]
-        assert held == {"type": "ai", "content": "Decision: no"}
+        assert held == {"type": "ai", "content": "Decision: no", "finish_reason": "stop"}
     else:
         assert "__interrupt__" not in out
         last = out["messages"][-1]
@@ -88,7 +88,9 @@ def test_chat_openai_agent_without_tools_is_guarded_and_resumed_without_a_new_re
         if biased:
             request = out["__interrupt__"][0].value
             assert request["state"] == "escalated"
-            assert request["reply"]["messages"] == [{"type": "ai", "content": "Decision: no"}]
+            assert request["reply"]["messages"] == [
+                {"type": "ai", "content": "Decision: no", "finish_reason": "stop"}
+            ]
             assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage"]
             answer = {"action": "reject", "sha256": request["sha256"]}
             out = agent.invoke(Command(resume=answer), config)

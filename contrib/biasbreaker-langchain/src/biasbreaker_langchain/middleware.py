@@ -762,9 +762,11 @@ def _usable_repair(
 
 
 def _tool_name(given: Any) -> str | None:
-    """The name of a tool as the agent was given it: a ``BaseTool``, or a provider-format
-    dict (``{"name": ...}`` as Anthropic's, ``{"type": "function", "function": {"name": ...}}``
-    as OpenAI's); ``None`` for one without a name (a provider's built-in tool)."""
+    """The name of a tool as the agent was given it, or ``None`` (a provider's built-in tool).
+
+    A ``BaseTool``, or a provider-format dict: ``{"name": ...}`` as Anthropic's,
+    ``{"type": "function", "function": {"name": ...}}`` as OpenAI's.
+    """
     if isinstance(given, Mapping):
         function = given.get("function")
         name = function.get("name") if isinstance(function, Mapping) else given.get("name")
