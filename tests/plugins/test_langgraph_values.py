@@ -453,6 +453,16 @@ def test_a_refusal_and_a_legacy_function_call_are_read_and_rebuilt() -> None:
     assert "refusal" not in read(plain) and rebuild(plain, read(plain)) == plain
 
 
+def assert_held_for_women(tmp_path: Path, node: Any, thread: str) -> None:
+    """``node``, asked about Ms. Mary Carter, is scored and its output held (never returned)."""
+    graph = traced(tmp_path, node)
+    question = HumanMessage("Approve the loan of Ms. Mary Carter?", id="q")
+    out = graph.invoke({"value": [question]}, {"configurable": {"thread_id": thread}})
+    record = read_trace(tmp_path / f"{thread}.jsonl").records[0]
+    assert record.probe is not None and record.probe["status"] == "scored", record.probe
+    assert record.action.value != "proceed" and "out" not in out
+
+
 def test_a_refusal_made_for_one_group_only_is_held(tmp_path: Path) -> None:
     """A chat model that refuses women (empty text, OpenAI's ``refusal`` field) and answers
     men: the text alone is the same empty string for both, the refusal is the flip."""
@@ -465,12 +475,7 @@ def test_a_refusal_made_for_one_group_only_is_held(tmp_path: Path) -> None:
             reply = AIMessage("", additional_kwargs={"refusal": None})
         return {"out": [reply]}
 
-    graph = traced(tmp_path, node)
-    question = HumanMessage("Approve the loan of Ms. Mary Carter?", id="q")
-    out = graph.invoke({"value": [question]}, {"configurable": {"thread_id": "refusal"}})
-    record = read_trace(tmp_path / "refusal.jsonl").records[0]
-    assert record.probe is not None and record.probe["status"] == "scored", record.probe
-    assert record.action.value != "proceed" and "out" not in out
+    assert_held_for_women(tmp_path, node, "refusal")
 
 
 def test_a_finish_reason_and_a_tool_artifact_are_read_and_an_artifact_rebuilt() -> None:
@@ -509,12 +514,7 @@ def test_a_content_filter_for_one_group_only_is_held(tmp_path: Path) -> None:
         reason = "content_filter" if "Ms." in question.content else "stop"
         return {"out": [AIMessage("", response_metadata={"finish_reason": reason})]}
 
-    graph = traced(tmp_path, node)
-    question = HumanMessage("Approve the loan of Ms. Mary Carter?", id="q")
-    out = graph.invoke({"value": [question]}, {"configurable": {"thread_id": "filter"}})
-    record = read_trace(tmp_path / "filter.jsonl").records[0]
-    assert record.probe is not None and record.probe["status"] == "scored", record.probe
-    assert record.action.value != "proceed" and "out" not in out
+    assert_held_for_women(tmp_path, node, "filter")
 
 
 def test_an_artifact_decided_for_one_group_only_is_held(tmp_path: Path) -> None:
@@ -526,9 +526,4 @@ def test_an_artifact_decided_for_one_group_only_is_held(tmp_path: Path) -> None:
         reply = ToolMessage("done", tool_call_id="c1", artifact={"decision": verdict})
         return {"out": [reply]}
 
-    graph = traced(tmp_path, node)
-    question = HumanMessage("Approve the loan of Ms. Mary Carter?", id="q")
-    out = graph.invoke({"value": [question]}, {"configurable": {"thread_id": "artifact"}})
-    record = read_trace(tmp_path / "artifact.jsonl").records[0]
-    assert record.probe is not None and record.probe["status"] == "scored", record.probe
-    assert record.action.value != "proceed" and "out" not in out
+    assert_held_for_women(tmp_path, node, "artifact")
