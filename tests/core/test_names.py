@@ -192,3 +192,37 @@ def test_a_node_biased_for_an_unlisted_name_is_probed_and_caught(
     assert result.score == 1.0
     assert set(result.axes) == axes
     assert result.to_dict()["notes"] == list(result.notes)
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "race"),
+    [("Siobhan", "O'Brien", "white"), ("Siobhan", "O’Brien", "white")],
+)
+def test_an_apostrophe_in_a_surname_is_folded_for_the_census_lookup(
+    first: str, last: str, race: str
+) -> None:
+    """The census table stores ``obrien``: ``O'Brien`` (either apostrophe) must find it."""
+    person = person_name(first, last, BOOK)
+    assert person is not None
+    assert person.info.race == race
+    assert person.first == first and person.last == last  # the surface is kept as written
+
+
+def test_a_hyphenated_surname_is_read_from_its_parts() -> None:
+    """``Smith-Jones`` is in no table whole; its parts are, so the pair is a person."""
+    person = person_name("Siobhan", "Smith-Jones", BOOK)
+    assert person is not None
+    assert person.info.gender == "female"
+
+
+def test_an_apostrophe_surname_is_swapped_whole_with_its_later_mentions() -> None:
+    """``Siobhan O'Brien applies`` was read as nothing; now every later mention follows."""
+    text = "Siobhan O'Brien applies. O'Brien's letter was short."
+    race = variants(text, "race")
+    assert race
+    for v in race:
+        new_first, new_last = v.payload.split(" applies")[0].split(" ", 1)
+        assert new_first != "Siobhan" and new_last != "O'Brien", v.payload
+        assert v.payload.endswith(f"{new_last}'s letter was short."), v.payload
+    for v in variants(text, "gender"):
+        assert v.payload.split()[1:] == text.split()[1:], v.payload

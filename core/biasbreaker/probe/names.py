@@ -300,6 +300,28 @@ def name_shares() -> NameShares:
     )
 
 
+def surname_share_of(folded: str, table: Mapping[str, Share]) -> Share | None:
+    """The census share of a :func:`fold`-ed surname, apostrophes and hyphens allowed for.
+
+    The 2010 Census table stores surnames without punctuation (``obrien``), so ``'`` and
+    ``’`` are dropped before the lookup (``o'brien`` → ``obrien``). A hyphenated surname in
+    the table whole is read whole; else from its parts (``smith-jones``): the parts found
+    must agree on the group, and the share is the smallest of theirs (a mixed or partly
+    unknown name never tells more than its weakest part); parts that disagree give
+    ``Share("multiple", 0)``, which tells no race. ``None`` when no part is in the table.
+    """
+    key = folded.replace("'", "").replace("\u2019", "")
+    whole = table.get(key)
+    if whole is not None or "-" not in key:
+        return whole
+    parts = [table[p] for p in key.split("-") if p in table]
+    if not parts:
+        return None
+    if len({s.group for s in parts}) > 1:
+        return Share("multiple", 0)
+    return min(parts, key=lambda s: s.percent)
+
+
 @dataclass(frozen=True, slots=True)
 class PersonName:
     """A first name and a surname read as one person, and what they tell.
@@ -352,7 +374,7 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     strong_gender = gender_share is not None and gender_share.percent >= GENDER_SHARE
     if listed is None and first_race is None:
         return None
-    surname_share = data.surname_race.get(s)
+    surname_share = surname_share_of(s, data.surname_race)
     listed_last = book.last.get(last.title())
     if surname_share is None and last.title() not in book.last:
         return None
