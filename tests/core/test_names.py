@@ -226,3 +226,28 @@ def test_an_apostrophe_surname_is_swapped_whole_with_its_later_mentions() -> Non
         assert v.payload.endswith(f"{new_last}'s letter was short."), v.payload
     for v in variants(text, "gender"):
         assert v.payload.split()[1:] == text.split()[1:], v.payload
+
+
+def test_a_nomquamgender_only_first_name_before_a_census_surname_is_a_person() -> None:
+    """``Aaliyah`` is in nomquamgender only; before ``Robinson`` (census) it is a first name."""
+    data = name_shares()
+    assert "aaliyah" in data.first_gender and "aaliyah" not in data.first_race
+    assert "Aaliyah" not in BOOK.first and "aaliyah" not in data.surname_race
+    person = person_name("Aaliyah", "Robinson", BOOK)
+    assert person is not None
+    assert person.info.gender == "female"
+
+
+def test_a_nomquamgender_only_word_that_is_a_census_surname_is_no_first_name() -> None:
+    """A first word that is itself a census surname stays no first name (``Tiger Woods``)."""
+    data = name_shares()
+    assert "tiger" in data.first_gender and "tiger" in data.surname_race
+    assert person_name("Tiger", "Woods", BOOK) is None
+
+
+def test_ms_aaliyah_robinson_is_swapped_whole_not_on_the_title_only() -> None:
+    """``Ms. Aaliyah Robinson`` became ``Mr. Aaliyah Robinson`` (a half swap)."""
+    text = "Ms. Aaliyah Robinson applies."
+    for v in variants(text, "gender"):
+        assert "Aaliyah" not in v.payload, v.payload
+    assert variants("Aaliyah Robinson applies.", "gender")

@@ -344,8 +344,10 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     """Read ``first last`` as a person's name, or ``None`` when it is not one.
 
     Rule (docs/detection.md, "Names"): ``first`` must be a first name of the shipped lists
-    or of the Tzioumis table (US first names; nomquamgender's world-wide list, with words
-    and nicknames such as ``Tiger``, only gives the gender); ``last`` a surname of the
+    or of the Tzioumis table (US first names), or a first name of nomquamgender only (its
+    world-wide list holds words and nicknames such as ``Tiger``) when ``last`` is a census
+    surname and ``first`` is none (``Aaliyah Robinson``; ``Tiger Woods`` is no person:
+    ``tiger`` is a census surname); ``last`` a surname of the
     shipped lists or of the census table; neither an excluded word, ``first`` no place
     prefix (``San``, ``Fort``, ``New`` …) and ``last`` no place or organisation word
     (``Beach``, ``University``); the pair no firm of :data:`ORGANISATIONS`.
@@ -372,9 +374,14 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     gender_share = data.first_gender.get(f)
     first_race = data.first_race.get(f)
     strong_gender = gender_share is not None and gender_share.percent >= GENDER_SHARE
-    if listed is None and first_race is None:
-        return None
     surname_share = surname_share_of(s, data.surname_race)
+    gender_only_first = (  # Aaliyah Robinson: yes; Tiger Woods: no, tiger is a surname
+        gender_share is not None
+        and surname_share is not None
+        and surname_share_of(f, data.surname_race) is None
+    )
+    if listed is None and first_race is None and not gender_only_first:
+        return None
     listed_last = book.last.get(last.title())
     if surname_share is None and last.title() not in book.last:
         return None
