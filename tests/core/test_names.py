@@ -16,9 +16,11 @@ from biasbreaker.probe.mapping import Variant
 from biasbreaker.probe.names import (
     GENDER_SHARE,
     RACE_SHARE,
+    Share,
     fold,
     name_shares,
     person_name,
+    surname_share_of,
 )
 
 GEN = CounterfactualGenerator(seed=0)
@@ -251,3 +253,33 @@ def test_ms_aaliyah_robinson_is_swapped_whole_not_on_the_title_only() -> None:
     for v in variants(text, "gender"):
         assert "Aaliyah" not in v.payload, v.payload
     assert variants("Aaliyah Robinson applies.", "gender")
+
+
+TABLE = {
+    "smith": Share("white", 71),
+    "jones": Share("white", 55),
+    "nguyen": Share("asian", 96),
+    "obrien": Share("white", 94),
+    "ng-lee": Share("asian", 80),
+    "ng": Share("asian", 99),
+}
+
+
+@pytest.mark.parametrize(
+    ("surname", "share"),
+    [
+        ("o'brien", Share("white", 94)),  # the apostrophe dropped
+        ("o\u2019brien", Share("white", 94)),  # the typographic one too
+        ("smith-jones", Share("white", 55)),  # parts agree: the smallest share
+        ("jones-smith", Share("white", 55)),
+        ("smith-nguyen", Share("multiple", 0)),  # parts disagree: no race
+        ("xqzv-nguyen", Share("asian", 96)),  # an unknown part tells nothing
+        ("ng-lee", Share("asian", 80)),  # in the table whole: read whole, not from its parts
+        ("xqzv-qqzz", None),
+        ("xqzv", None),
+        ("smith", Share("white", 71)),
+    ],
+)
+def test_surname_share_of_each_rule(surname: str, share: Share | None) -> None:
+    """Each rule of :func:`surname_share_of`, on a small table of its own."""
+    assert surname_share_of(surname, TABLE) == share
