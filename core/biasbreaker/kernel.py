@@ -65,7 +65,7 @@ class Kernel:
         self.registry: Registry = host.build_registry()
         self._options: dict[tuple[str, str], BaseModel] = {}
         self._resolved: set[str] = set()
-        self._built: dict[tuple[str, str], object] = {}
+        self._built: dict[tuple[PointName, str], object] = {}
         self._threaded: ThreadedClient | None = None
 
     def _resolve(self, points: list[PointName] | None) -> None:
@@ -163,7 +163,9 @@ class Kernel:
                         f"{exc} [building {part}; [{section}]: {source}{self._mentioned(exc)}]",
                     )
         finally:
-            self._close_since(before)
+            closing = self._close_since(before)
+        for failed in closing:
+            problems.setdefault(failed, failed)
         return list(problems.values())
 
     def validate(self, *, repairs: bool = True) -> None:
@@ -187,18 +189,34 @@ class Kernel:
         if problems:
             raise ConfigError(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
 
-    def _close_since(self, before: set[tuple[str, str]]) -> None:
+    def _close_since(self, before: set[tuple[PointName, str]]) -> list[str]:
         """Close and forget the implementations built since ``before`` was taken.
 
         They were built and never called, so they hold no connection bound to a loop; inside
         a running event loop (``guard()`` in a notebook or an async app) they are closed on a
-        loop of their own in a helper thread.
+        loop of their own in a helper thread. An implementation whose ``aclose`` (or the
+        mere lookup of it: a proxy object's ``__getattr__``) raises is still forgotten, the
+        others are still closed, and the failure is returned as a problem naming the plugin.
+
+        Returns:
+            One problem per implementation that failed to close (``[]`` when none did).
         """
+        problems: list[str] = []
         for key in [k for k in self._built if k not in before]:
             obj = self._built.pop(key)
-            aclose = getattr(obj, "aclose", None)
-            if aclose is not None and inspect.iscoroutinefunction(aclose):
-                _run_unused_close(aclose)
+            try:
+                aclose = getattr(obj, "aclose", None)
+                if aclose is not None and inspect.iscoroutinefunction(aclose):
+                    _run_unused_close(aclose)
+            except Exception as exc:
+                point, name = key
+                impl = self.registry.get(point, name)
+                problems.append(
+                    f"{point} {name!r} from plugin {impl.plugin!r} ({impl.origin}) failed to "
+                    f"close after the build check: {exc!r}; an implementation must close "
+                    "(aclose) without raising, or not define aclose"
+                )
+        return problems
 
     def _mentioned(self, exc: BaseException) -> str:
         """``; key from source`` for every configured key that a message names.

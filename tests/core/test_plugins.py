@@ -9,6 +9,7 @@ import pytest
 
 from biasbreaker.config import load_settings
 from biasbreaker.errors import (
+    ConfigError,
     DuplicateImplementationError,
     PluginError,
     PluginLoadError,
@@ -512,3 +513,50 @@ def test_check_build_builds_the_selection_and_closes_llm_clients(
         "aggregator 'broken' from plugin 'closing' (bb-closing 1) failed to build: "
         "RuntimeError('weights file missing') [selected by intervention.aggregator (argument)]"
     ]
+
+
+@pytest.mark.parametrize("where", ["lookup", "aclose"])
+def test_an_implementation_that_fails_to_close_is_a_problem_naming_its_plugin(
+    register_plugin: Any, make_kernel: Any, where: str
+) -> None:
+    """A newcomer's proxy object whose attribute lookup raised made guard() fail with a bare
+    ``RuntimeError: proxy skeptic aclose`` and left the other implementations unclosed."""
+    closed: list[str] = []
+
+    class Client:
+        model = "m"
+
+        async def complete(self, request: Any) -> Any:
+            raise AssertionError("a check never calls the model")
+
+        async def aclose(self) -> None:
+            closed.append("closed")
+
+    class Proxy:
+        def __getattr__(self, attr: str) -> Any:
+            raise RuntimeError(f"proxy {attr}")
+
+    class Raising:
+        async def aclose(self) -> None:
+            raise RuntimeError("proxy aclose")
+
+    class Plugin:
+        @hookimpl
+        def llm_client(self, register: Any) -> None:
+            register("closing", lambda options, context: Client())
+
+        @hookimpl
+        def aggregator(self, register: Any) -> None:
+            register("proxy", lambda options, context: Proxy() if where == "lookup" else Raising())
+
+    register_plugin(Plugin(), name="proxying", distribution="bb-proxying", version="2")
+    kernel = make_kernel({"llm": {"client": "closing"}, "intervention": {"aggregator": "proxy"}})
+    problems = kernel.check_build()
+    assert closed == ["closed"]  # the others are still closed
+    assert [p for p in problems if "proxy aclose" in p] == [
+        "aggregator 'proxy' from plugin 'proxying' (bb-proxying 2) failed to close after the "
+        "build check: RuntimeError('proxy aclose'); an implementation must close (aclose) "
+        "without raising, or not define aclose"
+    ]
+    with pytest.raises(ConfigError, match="aggregator 'proxy' from plugin 'proxying'"):
+        kernel.validate()
