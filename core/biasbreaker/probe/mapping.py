@@ -38,6 +38,9 @@ class Detection:
         groups: The group(s) of that axis it names; more than one for a shared form such as
             ``church``, which alone does not make a payload applicable.
         kind: ``"term"``, ``"name"`` or ``"age"``.
+        name: For a name, its name key (the person it names: ``"Mei Nguyen"`` for the
+            surface ``"Mei L. Nguyen"`` or for the first-name field ``"Mei"`` beside the
+            surname field ``"Nguyen"``); ``""`` for other mentions.
     """
 
     path: Path
@@ -47,6 +50,7 @@ class Detection:
     axis: str
     groups: tuple[str, ...]
     kind: Literal["term", "name", "age"]
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,15 @@ from typing import Any, Literal
 from biasbreaker.probe.ages import age_mentions, glued_sex_codes, slash_age_before
 from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
-from biasbreaker.probe.names import PLACE_FIRST, PLACE_WORDS, PersonName, fold, person_name
+from biasbreaker.probe.name_fields import field_names
+from biasbreaker.probe.names import (
+    PLACE_FIRST,
+    PLACE_WORDS,
+    PersonName,
+    first_name_info,
+    fold,
+    person_name,
+)
 from biasbreaker.probe.payloads import Path, describe_path, leaves
 from biasbreaker.probe.terms import Axis, NameBook, NameInfo, TermRow, TermSet
 
@@ -141,6 +149,19 @@ _WORD_BEFORE = re.compile(r"(?:(\w[\w'’]*)|(\S))?\s*$")
 # A word of a name: letters (any script), inner hyphens or apostrophes (Al-Zoubi, O'Brien).
 _NAME_WORD = re.compile(r"(?<![\w'’-])[^\W\d_]+(?:[-'’][^\W\d_]+)*")
 _POSSESSIVE_END = re.compile(r"['’]s?$")
+_INITIAL_GAP = re.compile(r"\.[ \t]+")
+_NAME_LABELS = (
+    "applicant", "candidate", "patient", "client", "customer", "borrower", "tenant",
+    "employee", "student", "resident", "member", "person", "nominee", "interviewee", "hire",
+    "first name", "given name", "name", "named", "dear",
+)  # fmt: skip
+"""Words after which a capitalised first name alone is read as one (``Applicant Mei``); the
+pattern looks ahead, so labels may follow one another (``a patient named Aaliyah``)."""
+_LABELLED_NAME = re.compile(
+    r"(?<![\w'’-])(?=(?:" + "|".join(_NAME_LABELS) + r")(?:[ \t]*[:=#-][ \t]*|[ \t]+)"
+    r"([^\W\d_]+(?:[-'’][^\W\d_]+)*)(?![\w-]))",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,36 +216,46 @@ class MentionFinder:
         for path, text in leaves(payload):
             for hit in self.scan(text):
                 if hit.kind == "name":
-                    found.extend(self._name_detections(path, hit))
+                    found.extend(self._name_detections(path, hit, self.name_info(hit.name)))
                 else:
                     found.append(
                         Detection(
                             path, hit.start, hit.end, hit.surface, hit.axis, hit.groups, hit.kind
                         )
                     )
+        book = self.terms.names
+        if book is not None and self.compiled.names is not None:
+            named = {d.path for d in found if d.kind == "name"}
+            for person in field_names(payload, book):
+                if any(s.path in named for s in person.spans):
+                    continue  # the text scan read a name there already
+                for s in person.spans:
+                    hit = Hit(s.start, s.end, s.surface, "name", "", (), person.name)
+                    found.extend(self._name_detections(s.path, hit, person.info))
         return tuple(found)
 
-    def _name_detections(self, path: Path, hit: Hit) -> list[Detection]:
-        info = self.name_info(hit.name)
+    def _name_detections(self, path: Path, hit: Hit, info: NameInfo | None) -> list[Detection]:
         out: list[Detection] = []
         if info is None:
             return out
         axis_names = {a.name for a in self.axes}
-        if info.gender is not None and "gender" in axis_names:
-            out.append(
-                Detection(path, hit.start, hit.end, hit.surface, "gender", (info.gender,), "name")
-            )
-        if info.race is not None and "race" in axis_names:
-            out.append(
-                Detection(path, hit.start, hit.end, hit.surface, "race", (info.race,), "name")
-            )
+        for axis, group in (("gender", info.gender), ("race", info.race)):
+            if group is not None and axis in axis_names:
+                out.append(
+                    Detection(
+                        path, hit.start, hit.end, hit.surface, axis, (group,), "name", hit.name
+                    )
+                )
         return out
 
     def name_info(self, name: str) -> NameInfo | None:
         """What a name key tells, or ``None``.
 
         The book's full name, else a person's name read from the public-record tables
-        (:func:`~biasbreaker.probe.names.person_name`), else the book's first name.
+        (:func:`~biasbreaker.probe.names.person_name`), else the book's first name, else (a
+        one-word key: a first name read from a name field or after a person label) what
+        the public-record tables tell of it
+        (:func:`~biasbreaker.probe.names.first_name_info`).
         """
         book = self.terms.names
         if book is None:
@@ -234,7 +265,10 @@ class MentionFinder:
         person = self.person(name)
         if person is not None:
             return person.info
-        return book.first.get(name)
+        listed = book.first.get(name)
+        if listed is not None or " " in name:
+            return listed
+        return first_name_info(name, book)
 
     def person(self, name: str) -> PersonName | None:
         """A two-word name key read as a person's first name and surname, else ``None``."""
@@ -296,7 +330,9 @@ class MentionFinder:
     def _person_hits(self, text: str) -> list[Hit]:
         """Two capitalised words on one line that :func:`person_name` reads as a person.
 
-        A possessive ending stays outside the hit (``Greg Baker's`` → ``Greg Baker``); a pair
+        Also with a middle initial between them (``Mei L. Nguyen``: the hit spans all three,
+        its name key is ``Mei Nguyen``, and the initial is kept in every variant). A
+        possessive ending stays outside the hit (``Greg Baker's`` → ``Greg Baker``); a pair
         followed by a place or organisation word or by ``&`` is none (``George Washington
         University``, ``Merrill Lynch & Co.``).
         """
@@ -321,6 +357,29 @@ class MentionFinder:
             if text[b.end() :].lstrip(" \t").startswith("&"):  # Merrill Lynch & Co.
                 continue
             if _in_place_name(text, a.start(), end) or person_name(a.group(0), last, book) is None:
+                continue
+            key = f"{a.group(0)} {last}"
+            out.append(Hit(a.start(), end, text[a.start() : end], "name", "", (), key))
+        for a, b, c in zip(words, words[1:], words[2:], strict=False):
+            # a middle initial between them: "Mei L. Nguyen" is the person "Mei Nguyen"
+            if not (
+                len(b.group(0)) == 1
+                and b.group(0).isupper()
+                and text[a.end() : b.start()] in (" ", "\t")
+                and _INITIAL_GAP.fullmatch(text, b.end(), c.start())
+                and a.group(0)[:1].isupper()
+                and c.group(0)[:1].isupper()
+                and not _POSSESSIVE_END.search(a.group(0))
+            ):
+                continue
+            last = _POSSESSIVE_END.sub("", c.group(0))
+            end = c.start() + len(last)
+            nxt = _word_after(text, c.end())
+            if (nxt is not None and fold(nxt) in PLACE_WORDS) or _in_place_name(
+                text, a.start(), end
+            ):
+                continue
+            if person_name(a.group(0), last, book) is None:
                 continue
             key = f"{a.group(0)} {last}"
             out.append(Hit(a.start(), end, text[a.start() : end], "name", "", (), key))
@@ -357,7 +416,29 @@ class MentionFinder:
                     hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
             # after the book's hits: at one span (a listed full name) the book's reading wins
             hits.extend(self._person_hits(text))
+            hits.extend(self._labelled_first_names(text))
         return non_overlapping(hits)
+
+    def _labelled_first_names(self, text: str) -> list[Hit]:
+        """A capitalised first name alone after a person label (``Applicant Mei, …``).
+
+        A lone capitalised word is too often no name to be read by itself (``Will``,
+        ``May``), but after a word that introduces a person by name (:data:`_NAME_LABELS`:
+        ``Applicant Mei``, ``Name: Siobhan``, ``a patient named Aaliyah``, ``Dear Mei``) it is
+        one; it is read with :func:`~biasbreaker.probe.names.first_name_info` and counts when
+        it tells a gender or a race. A longer hit at the same place (``Applicant Mei
+        Nguyen``: the person) wins.
+        """
+        book = self.terms.names
+        if book is None:
+            return []
+        out: list[Hit] = []
+        for m in _LABELLED_NAME.finditer(text):
+            word = _POSSESSIVE_END.sub("", m.group(1))
+            if word[:1].isupper() and first_name_info(word, book) is not None:
+                start = m.start(1)
+                out.append(Hit(start, start + len(word), word, "name", "", (), word))
+        return out
 
     def _glued_hits(self, text: str) -> list[Hit]:
         """Sex codes glued to an age (``63F``), when the code is a term of a configured axis."""

@@ -33,6 +33,7 @@ __all__ = [
     "NameShares",
     "PersonName",
     "Share",
+    "first_name_info",
     "fold",
     "name_shares",
     "packaged_names",
@@ -422,3 +423,40 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
             f"name {first!r} tells none"
         )
     return PersonName(first, last, NameInfo(gender, race), tuple(notes))
+
+
+def first_name_info(first: str, book: NameBook) -> NameInfo | None:
+    """What a first name standing alone tells, or ``None`` when it tells nothing.
+
+    Read only where the context says the word is a first name: the value of a name field
+    (``{"first_name": "Mei"}``, :mod:`~biasbreaker.probe.name_fields`) or a capitalised word
+    after a person label (``Applicant Mei, income 85k``). Gender: the shipped lists' tag, else
+    nomquamgender at :data:`GENDER_SHARE` % or more. Race: the shipped lists' tag, else
+    Tzioumis at :data:`RACE_SHARE` % or more (``multiple`` is no group). A term of an axis
+    (``Christian``) or a word shorter than two letters is no first name.
+
+    Args:
+        first: The word as written (``"Mei"``, ``"Siobhan"``, ``"O'Neil"``).
+        book: The name book (its lists and its excluded terms).
+
+    Returns:
+        The gender and race it tells (either may be ``None``, not both), or ``None``.
+    """
+    f = fold(first)
+    if len(f) < 2 or f in book.excluded:
+        return None
+    listed = book.first.get(first) or book.first.get(first.title())
+    data = name_shares()
+    gender = listed.gender if listed is not None else None
+    if gender is None:
+        share = data.first_gender.get(f)
+        if share is not None and share.percent >= GENDER_SHARE:
+            gender = share.group
+    race = listed.race if listed is not None else None
+    if race is None:
+        share = data.first_race.get(f)
+        if share is not None and share.percent >= RACE_SHARE and share.group != "multiple":
+            race = share.group
+    if gender is None and race is None:
+        return None
+    return NameInfo(gender, race)

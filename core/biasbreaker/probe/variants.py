@@ -124,7 +124,7 @@ def feasible(
             continue
         g = det.groups[0]
         if det.kind == "name":
-            key = finder.name_key(det.surface)
+            key = det.name or finder.name_key(det.surface)
             info = finder.name_info(key) if key else None
             if book is None or info is None or key is None:
                 continue
@@ -159,7 +159,7 @@ def name_map(
     seen: dict[str, None] = {}
     for det in detections:
         if det.kind == "name" and det.axis == axis and det.groups[0] in pi:
-            key = finder.name_key(det.surface)
+            key = det.name or finder.name_key(det.surface)
             if key is not None:
                 seen.setdefault(key, None)
     pairs: list[tuple[str, str]] = []
