@@ -93,6 +93,9 @@ def test_a_disagreeing_surname_and_first_name_leave_the_race_unknown_and_say_so(
         "Christian Smith",  # a religion term is never a first name
         "Analyst, J.P. Morgan Chase & Co.; then Morgan Stanley and Merrill Lynch.",
         "He looks like Tiger Woods!",  # Tiger: a gender in nomquamgender, no US first name
+        "He played Major League baseball.",
+        "She lives in Cherry Hill.",
+        "A Beverly Hills resident.",
     ],
 )
 def test_places_firms_and_terms_are_not_people(text: str) -> None:

@@ -63,7 +63,7 @@ PLACE_WORDS = frozenset(
     square university college institute school academy hospital clinic bank group inc corp
     corporation company co llc ltd plc foundation center centre capital partners associates
     technologies systems labs laboratories museum library church cathedral stadium arena
-    hall park river mountains county's state
+    hall park river mountains county's state hill hills league leagues
     """.split()  # noqa: SIM905
 )
 # Firms named like a person (hand-written, from firm names common in resumes and finance
