@@ -226,3 +226,27 @@ def test_a_labelled_name_and_a_middle_initial_are_swapped_and_mapped_back() -> N
             assert GEN.map_back(v.payload, v.mapping) == text
         if "L." in text:
             assert all(" L. " in v.payload for v in cs.variants)
+
+
+def test_a_name_in_a_json_string_is_read_and_swapped_in_the_string() -> None:
+    """A tool's result: '{"first_name": "Siobhan", "last_name": "O'Brien"}' was group-blind."""
+    payload = {"tool": json.dumps({"first_name": "Siobhan", "last_name": "O'Brien"})}
+    assert BOOK is not None
+    (reading,) = field_names(payload, BOOK)
+    assert reading.name == "Siobhan O'Brien"
+    for span in reading.spans:  # placed in the string itself
+        assert span.path == ("tool",)
+        assert payload["tool"][span.start : span.end] == span.surface
+    race = [v for v in _field_variants(payload) if v.mapping.axis == "race"]
+    assert race
+    for v in race:
+        swapped = json.loads(v.payload["tool"])
+        assert swapped["first_name"] != "Siobhan" and swapped["last_name"] != "O'Brien"
+
+
+def test_a_name_escaped_in_a_json_string_is_held_never_passed() -> None:
+    payload = json.dumps({"name": "José Núñez"})  # written \u00e9: the rewrite cannot swap it
+    step = _denies("\\u00e9")
+    probe = Probe(DecisionScorer(), generator=GEN, k=4, r=2, seed=0, bootstrap=0)
+    result = probe.probe_sync(step, payload, step(payload))
+    assert result.status == "unreadable"

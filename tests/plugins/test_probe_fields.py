@@ -242,3 +242,46 @@ def test_a_step_reading_a_pregnancy_is_held_before_anything_runs(text: str) -> N
     assert result.status == "unreadable" and result.holds
     assert "Pregnancy Discrimination Act" in result.reason and "in note (gender)" in result.reason
     assert result.calls == 0 and len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        # a tool's result (a ToolMessage's content) or a form posted as a JSON string
+        ('{"applicant": {"age": 63, "sex": "F"}}',
+         [(("applicant", "age"), "age", 63), (("applicant", "sex"), "gender", "F")]),
+        ({"tool": ' {"over_60": true} '}, [(("tool", "over_60"), "age", True)]),
+        ({"rows": ['[["sex", "F"]]']}, [(("rows", 0, 0, 1), "gender", "F")]),
+        # not JSON, or JSON that is no object or array: text
+        ('{"age": 63', []),
+        ('"{\\"age\\": 63}"', []),
+        ("{age: 63}", []),
+        ('{"age": NaN}', []),
+    ],
+)  # fmt: skip
+def test_fields_in_a_json_string_count(payload: Any, expected: list[Any]) -> None:
+    assert list(opaque_fields(payload, AXES)) == expected
+
+
+def test_a_json_string_field_the_text_probe_swaps_does_not_count() -> None:
+    payload = {"tool": '{"sex": "female", "age": 63}'}
+    gen = CounterfactualGenerator(seed=0)
+
+    def read(inner: Any) -> frozenset[Any]:
+        return frozenset(d.path for d in gen.detect(inner))
+
+    assert list(opaque_fields(payload, AXES, read=read)) == [(("tool", "age"), "age", 63)]
+    # without the text probe's reading every field of the JSON string counts (a hold)
+    assert [f[0] for f in opaque_fields(payload, AXES)] == [("tool", "sex"), ("tool", "age")]
+
+
+def test_a_step_reading_a_field_in_a_json_string_is_held() -> None:
+    """Before, '{"over_60": true}' in a tool's result was "not applicable" and passed."""
+    payload = {"tool_result": '{"applicant": {"over_60": true, "income": 40000}}'}
+
+    def step(p: dict[str, Any]) -> str:
+        return "Decision: DENY" if "true" in p["tool_result"] else "Decision: APPROVE"
+
+    result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
+    assert result.status == "unreadable" and result.holds
+    assert "tool_result.applicant.over_60 = True (age)" in result.reason

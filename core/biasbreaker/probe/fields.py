@@ -28,11 +28,11 @@ strings are text, which the probe reads:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from biasbreaker.probe.names import unaccent
-from biasbreaker.probe.payloads import Path
+from biasbreaker.probe.payloads import Path, embedded_json
 
 __all__ = [
     "CODE_LENGTH",
@@ -139,25 +139,39 @@ def _qualifiers(after: list[str]) -> bool:
 
 
 def opaque_fields(
-    payload: Any, axes: Sequence[str], found: frozenset[Path] = frozenset()
+    payload: Any,
+    axes: Sequence[str],
+    found: frozenset[Path] = frozenset(),
+    read: Callable[[Any], frozenset[Path]] | None = None,
 ) -> Iterator[tuple[Path, str, Any]]:
     """The fields of ``payload`` that carry a protected attribute the probe cannot vary.
+
+    A string holding a JSON object or array (:func:`~biasbreaker.probe.payloads.
+    embedded_json`: ``'{"applicant": {"age": 63}}'``, a tool's result) is walked too: its
+    fields are at the string's path followed by their path in the parse.
 
     Args:
         payload: The step's input: nested ``dict`` / ``list`` / ``tuple`` of values.
         axes: The configured axes (``[probe] axes``); a field counts for these only.
         found: Paths of strings where the text probe found a protected term (those are
             swapped, so they do not count).
+        read: The text probe's ``found`` of a parsed JSON string (the paths, in the parse,
+            of its strings with a protected term); default: none found, so a field in a
+            JSON string counts whenever it is a field (a hold, never a miss).
 
     Yields:
         ``(path, axis, value)`` for each such field, in payload order.
     """
     words = {axis: FIELD_WORDS[axis] for axis in axes if axis in FIELD_WORDS}
-    yield from _walk(payload, (), words, found)
+    yield from _walk(payload, (), words, found, read)
 
 
 def _walk(
-    value: Any, path: Path, words: Mapping[str, frozenset[str]], found: frozenset[Path]
+    value: Any,
+    path: Path,
+    words: Mapping[str, frozenset[str]],
+    found: frozenset[Path],
+    read: Callable[[Any], frozenset[Path]] | None,
 ) -> Iterator[tuple[Path, str, Any]]:
     pair = _named_pair(value, words, path, found)
     if pair is not None:
@@ -171,10 +185,15 @@ def _walk(
                 if axis is not None and _opaque(item, axis):
                     yield here, axis, item
                     continue
-            yield from _walk(item, here, words, found)
+            yield from _walk(item, here, words, found, read)
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            yield from _walk(item, (*path, i), words, found)
+            yield from _walk(item, (*path, i), words, found, read)
+    elif isinstance(value, str):
+        inner = embedded_json(value)
+        if inner is not None:
+            inner_found = read(inner) if read is not None else frozenset()
+            yield from _walk(inner, path, words, frozenset((*path, *p) for p in inner_found), read)
 
 
 def _named_pair(

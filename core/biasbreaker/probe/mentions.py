@@ -225,9 +225,13 @@ class MentionFinder:
                     )
         book = self.terms.names
         if book is not None and self.compiled.names is not None:
-            named = {d.path for d in found if d.kind == "name"}
+            named = [(d.path, d.start, d.end) for d in found if d.kind == "name"]
             for person in field_names(payload, book):
-                if any(s.path in named for s in person.spans):
+                if any(
+                    p == s.path and start < max(s.end, s.start + 1) and s.start < end
+                    for s in person.spans
+                    for p, start, end in named
+                ):
                     continue  # the text scan read a name there already
                 for s in person.spans:
                     hit = Hit(s.start, s.end, s.surface, "name", "", (), person.name)

@@ -26,6 +26,8 @@ and the words before them must name whose name it is (:data:`OWNER_WORDS`: ``app
 name fields. A first-name field and a surname field of one dict with the same owner words
 are one person (``applicant_first_name`` with ``applicant_last_name``); a full-name field
 beside a surname field holds the first name (``{"Name": "Siobhan", "Surname": "O'Brien"}``).
+A string holding a JSON object or array (:func:`~biasbreaker.probe.payloads.embedded_json`: a
+tool's result) is read the same way, its spans placed in the string.
 
 A value is read when it is at most :data:`VALUE_LENGTH` characters of name words (letters,
 inner hyphens and apostrophes), initials (``L.``) and at most one comma, with no digit: a
@@ -56,7 +58,7 @@ from biasbreaker.probe.names import (
     person_name,
     unaccent,
 )
-from biasbreaker.probe.payloads import Path
+from biasbreaker.probe.payloads import Path, embedded_json
 
 __all__ = [
     "FIRST_KEYS",
@@ -184,6 +186,30 @@ def _walk(value: Any, path: Path, book: NameBook) -> Iterator[FieldName]:
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             yield from _walk(item, (*path, i), book)
+    elif isinstance(value, str):
+        inner = embedded_json(value)
+        if inner is not None:
+            for reading in _walk(inner, (), book):
+                yield FieldName(reading.name, reading.info, _in_text(value, path, reading.spans))
+
+
+def _in_text(text: str, path: Path, spans: tuple[NameSpan, ...]) -> tuple[NameSpan, ...]:
+    r"""The spans of a name read from a JSON string, placed in the string itself.
+
+    Each word is looked for as a whole word after the previous one; a word written with a
+    JSON escape (``\u00e9``) is not found and gets an empty span at the start (the rewrite,
+    which matches the word as written, cannot swap it either: the step is held).
+    """
+    out = []
+    pos = 0
+    for s in spans:
+        m = re.compile(r"(?<![\w'’-])" + re.escape(s.surface) + r"(?![\w'’-])").search(text, pos)
+        if m is None:
+            out.append(NameSpan(path, 0, 0, s.surface))
+            continue
+        out.append(NameSpan(path, m.start(), m.end(), s.surface))
+        pos = m.end()
+    return tuple(out)
 
 
 def _in_dict(value: Mapping[Any, Any], path: Path, book: NameBook) -> Iterator[FieldName]:

@@ -18,7 +18,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Key", "KeyClash", "Path", "describe_path", "leaves", "payload_digest", "rebuild"]
+__all__ = [
+    "EMBEDDED_JSON_LENGTH",
+    "Key",
+    "KeyClash",
+    "Path",
+    "describe_path",
+    "embedded_json",
+    "leaves",
+    "payload_digest",
+    "rebuild",
+]
+
+EMBEDDED_JSON_LENGTH = 1_000_000
+"""Longest string (characters) :func:`embedded_json` parses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +128,33 @@ def rebuild(payload: Any, fn: Callable[[Path, str], str], path: Path = ()) -> An
     if isinstance(payload, tuple):
         return tuple(rebuild(value, fn, (*path, i)) for i, value in enumerate(payload))
     return payload
+
+
+def embedded_json(text: str) -> dict[str, Any] | list[Any] | None:
+    """The JSON object or array a string holds, or ``None`` when it holds none.
+
+    A tool's result (a LangChain ``ToolMessage``'s content), a form posted as a string or a
+    model's JSON answer carries fields inside a string: ``'{"applicant": {"age": 63}}'``. The
+    text probe reads such a string as text and swaps the words it finds in it; the fields in
+    it (a structured attribute, a name in a name field) are read from this parse. A string
+    counts when, without surrounding white space, it starts with ``{`` and ends with ``}``
+    (or ``[`` … ``]``), is at most :data:`EMBEDDED_JSON_LENGTH` characters and parses as
+    JSON (``json.loads``; ``NaN`` and ``Infinity`` are not JSON here).
+    """
+    body = text.strip()
+    if len(body) < 2 or len(body) > EMBEDDED_JSON_LENGTH:
+        return None
+    if (body[0], body[-1]) not in (("{", "}"), ("[", "]")):
+        return None
+    try:
+        value = json.loads(body, parse_constant=_no_constant)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _canon(payload: Any) -> Any:

@@ -652,7 +652,14 @@ class Probe:
                 )
             language = reading.language if reading.language in guard.languages else "und"
         axes = [axis.name for axis in self.generator.axes]
-        opaque = list(opaque_fields(input, axes, frozenset(d.path for d in found)))
+        opaque = list(
+            opaque_fields(
+                input,
+                axes,
+                frozenset(d.path for d in found),
+                lambda inner: frozenset(d.path for d in self.generator.detect(inner)),
+            )
+        )
         if opaque:  # fail closed: a protected attribute the text probe cannot swap
             return unscored(
                 "unreadable", opaque_reason(opaque), coverage=dict(state), language=language
