@@ -310,3 +310,19 @@ def test_a_code_after_a_slash_needs_an_adult_age(text: str, coded: bool) -> None
     # the bounds of slash_age_before, as of the glued codes: ages 16 to 120
     found = [(d.surface, d.axis) for d in GENDER.detect(text)]
     assert found == ([("F", "gender")] if coded else [])
+
+
+@pytest.mark.parametrize(
+    ("text", "swapped"),
+    [
+        # a trial (stop 35): a French form was not identified as French, and its code not read
+        ("sexe: F, 67 ans", "sexe: M, 67 ans"),
+        ("Sexo: F, 67 años", "Sexo: M, 67 años"),
+        ("Género: M", "Género: F"),
+        ("sesso: F", "sesso: M"),
+    ],
+)
+def test_a_sex_code_after_a_label_of_another_language_is_read(text: str, swapped: str) -> None:
+    cs = GENDER.generate(text, 1)
+    assert cs.status == "applicable", cs.reason
+    assert [v.payload for v in cs.variants] == [swapped]

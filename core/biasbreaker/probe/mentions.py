@@ -116,9 +116,15 @@ _LAY_PERSONS = frozenset(
     """.split()  # noqa: SIM905
 )
 _CODE_LABEL = re.compile(
-    r"(?:\b(?:sex|gender|geschlecht)|\bm\s*/\s*f)(?:\s*[:=\-–]\s*|\s+)$", re.IGNORECASE
+    r"(?:\b(?:sex|gender|geschlecht|sexe|sexo|sesso|g[eé]nero|genere)|\bm\s*/\s*f)"
+    r"(?:\s*[:=\-–]\s*|\s+)$",
+    re.IGNORECASE,
 )
-"""A sex label before a code: ``Sex: F``, ``gender=m``, ``Gender - F``, ``M/F: F``, ``SEX F``."""
+"""A sex label before a code: ``Sex: F``, ``gender=m``, ``Gender - F``, ``M/F: F``, ``SEX F``;
+the labels of the form fields of :data:`~biasbreaker.probe.fields.FIELD_WORDS` in German,
+French, Spanish, Portuguese and Italian too (``Geschlecht: W``, ``sexe: F``, ``Sexo: M``,
+``Género: F``, ``sesso: F``): a short form in those languages is often not identified as one,
+and its code was then not read."""
 _CODE_WORDS = frozenset({"w", "fem", "fem.", "masc", "masc."})
 """Sex codes of more than one letter, or one other than ``F``/``M``, read only where a code
 stands (:meth:`MentionFinder._coded`): ``FEM`` is also a finite element method."""
