@@ -325,9 +325,7 @@ def map_reduce(biased_index: int | None, watch: Watch, summarised: list[list[str
     return builder
 
 
-# the START fan-out hands every item on; each branch is probed (UnprobedRouteWarning says the
-# fan-out itself is not)
-@pytest.mark.filterwarnings("ignore::biasbreaker_plugins.langgraph.UnprobedRouteWarning")
+# the START fan-out hands every item on; it leaves bb_entry and is probed, and so is each branch
 @pytest.mark.parametrize("biased_index", [0, 1, None])
 def test_a_send_map_reduce_holds_the_biased_branch_and_the_reducer_waits(
     tmp_path: Path, biased_index: int | None

@@ -250,9 +250,7 @@ def assert_promoted_alone(run: Run, label: str) -> None:
         assert run.outputs[label] in repr(state)
 
 
-# the START fan-out hands every item on; each branch is probed (UnprobedRouteWarning says the
-# fan-out itself is not)
-@pytest.mark.filterwarnings("ignore::biasbreaker_plugins.langgraph.UnprobedRouteWarning")
+# the START fan-out hands every item on; it leaves bb_entry and is probed, and so is each branch
 @pytest.mark.parametrize("order", list(ORDERS))
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_a_super_step_is_promoted_only_when_every_sibling_cleared(
@@ -309,9 +307,7 @@ def test_a_super_step_is_promoted_only_when_every_sibling_cleared(
     assert verify_trace(run.trace).holds
 
 
-# the START fan-out hands every item on; each branch is probed (UnprobedRouteWarning says the
-# fan-out itself is not)
-@pytest.mark.filterwarnings("ignore::biasbreaker_plugins.langgraph.UnprobedRouteWarning")
+# the START fan-out hands every item on; it leaves bb_entry and is probed, and so is each branch
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_an_approved_biased_sibling_is_promoted_with_the_waiting_one(
     tmp_path: Path, shape: str

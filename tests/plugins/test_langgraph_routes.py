@@ -20,7 +20,6 @@ import asyncio
 import json
 import operator
 import re
-import warnings
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -387,22 +386,74 @@ def test_destinations_map_results_and_refuse_what_is_no_destination() -> None:
     assert asyncio.run(destinations(two, {"note": "n"}, None, {})) == ["a", "b", "c"]
 
 
-def test_a_conditional_edge_out_of_start_is_not_probed_and_says_so(tmp_path: Path) -> None:
-    """No node runs before a START edge decides, so the guard cannot probe it: a warning
-    names the edge and the fix, rather than the route passing silently."""
-    from biasbreaker_plugins.langgraph import UnprobedRouteWarning
+def _from_start(biased: bool, seen: list[str], shape: str) -> StateGraph[Any, Any, Any, Any]:
+    """A graph whose only decision is a conditional edge out of ``START``."""
 
     def triage(state: Loan) -> str:
-        return "deny" if WOMAN.search(state["application"]) else "approve"
+        return "deny" if _denies(biased, state["application"]) else "approve"
 
-    builder = build("names", False, [])
-    builder.add_conditional_edges(START, triage, ["approve", "deny"])
-    with pytest.warns(UnprobedRouteWarning, match="'triage' out of START is not probed"):
-        guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["screen"])
-    plain = build("names", False, [])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnprobedRouteWarning)
-        guard(plain, kernel(tmp_path), hook=noop_hook, nodes=["screen"])
+    def fan(state: Loan) -> list[Send]:
+        return [Send(triage(state), {"application": state["application"]})]
+
+    def approve(state: Loan) -> dict[str, Any]:
+        seen.append("approve")
+        return {"notices": ["approved"]}
+
+    def deny(state: Loan) -> dict[str, Any]:
+        seen.append("deny")
+        return {"notices": ["denied"]}
+
+    builder = StateGraph(Loan)
+    builder.add_node("approve", approve)
+    builder.add_node("deny", deny)
+    builder.add_conditional_edges(START, fan if shape == "sends" else triage, ["approve", "deny"])
+    builder.add_edge("approve", END)
+    builder.add_edge("deny", END)
+    return builder
+
+
+@pytest.mark.parametrize("shape", ["names", "sends"])
+@pytest.mark.parametrize("nodes", [None, ["approve"]])  # bb_entry is guarded either way
+def test_a_conditional_edge_out_of_start_is_probed(
+    tmp_path: Path, shape: str, nodes: list[str] | None
+) -> None:
+    """Before, no node ran before a START edge decided, so the guard only warned
+    (``UnprobedRouteWarning``) and a triage sending women to ``deny`` was taken. Now the
+    edge leaves a guarded pass-through node, ``bb_entry``, whose probe compares where the
+    edge sends every counterfactual of the input: the biased route is held before either
+    destination runs, the fair one is taken, and the traces verify."""
+    from biasbreaker_plugins.langgraph import ENTRY
+
+    seen: list[str] = []
+    graph = guard(
+        _from_start(True, seen, shape), kernel(tmp_path), hook=noop_hook, nodes=nodes
+    ).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert len(graph.get_state(config).interrupts) == 1  # held for review
+    assert seen == []  # neither destination ran
+    held = [r for r in records(tmp_path) if r.get("node") == ENTRY]
+    assert held and held[0]["probe"]["status"] == "scored" and held[0]["scores"][ENTRY] == 1
+    assert verify_trace(tmp_path / "routes.jsonl").holds
+
+    fair: list[str] = []
+    fair_path = tmp_path / "fair"
+    fair_path.mkdir()
+    graph = guard(
+        _from_start(False, fair, shape), kernel(fair_path), hook=noop_hook, nodes=nodes
+    ).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert graph.get_state(config).interrupts == ()
+    assert "approve" in fair and "deny" not in fair  # approve is guarded too: its re-runs
+    assert out["notices"] == ["approved"]
+    assert verify_trace(fair_path / "routes.jsonl").holds
+
+
+def test_a_graph_without_start_edges_gets_no_entry_node(tmp_path: Path) -> None:
+    from biasbreaker_plugins.langgraph import ENTRY
+
+    graph = guard(build("names", False, []), kernel(tmp_path), hook=noop_hook, nodes=["screen"])
+    assert ENTRY not in graph.nodes
 
 
 @pytest.mark.parametrize("biased", [True, False])

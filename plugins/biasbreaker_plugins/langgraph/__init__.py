@@ -35,7 +35,7 @@ from biasbreaker.machine import AnyHook
 from biasbreaker.redaction import register_environment
 from biasbreaker_plugins.langgraph.adapter import LangGraphAdapter
 from biasbreaker_plugins.langgraph.graph import GuardedStateGraph, aguard_state, guard_state
-from biasbreaker_plugins.langgraph.names import ADDED_NODES
+from biasbreaker_plugins.langgraph.names import ADDED_NODES, ENTRY
 from biasbreaker_plugins.langgraph.node import GuardedNode, NodeOptions, guard_node
 from biasbreaker_plugins.langgraph.probing import NodeReturnError
 from biasbreaker_plugins.langgraph.review import ReviewDecision, ReviewRequest
@@ -151,6 +151,7 @@ def guard(
 __all__ = [
     "ADDED_NODES",
     "BB_KEYS",
+    "ENTRY",
     "BiasState",
     "Config",
     "GraphGuard",

@@ -54,6 +54,7 @@ from biasbreaker_plugins.langgraph.names import (
     ADDED_NODES,
     AGGREGATE,
     BREAKER,
+    ENTRY,
     PROMOTERS,
     REVIEW,
     SKEPTIC,
@@ -65,7 +66,7 @@ from biasbreaker_plugins.langgraph.node import (
     NodeOptions,
 )
 from biasbreaker_plugins.langgraph.probing import in_rerun
-from biasbreaker_plugins.langgraph.routes import Route, warn_unprobed
+from biasbreaker_plugins.langgraph.routes import Route
 from biasbreaker_plugins.langgraph.runtime import GraphGuard, GuardOptions
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BB_PREFIX, BiasState
 from biasbreaker_plugins.langgraph.topology import Topology, read_topology, single_destination
@@ -236,6 +237,37 @@ def _guard_keys(graph: CompiledStateGraph[Any, Any, Any, Any], checkpoint: Any) 
         except EmptyChannelError:
             continue
     return out
+
+
+def _entry(state: Any) -> dict[str, Any]:
+    """``bb_entry``: no update; its conditional edges (those of ``START``) decide."""
+    return {}
+
+
+def _with_entry(builder: StateGraph[Any, Any, Any, Any]) -> StateGraph[Any, Any, Any, Any]:
+    """A copy of ``builder`` whose conditional edges out of ``START`` leave ``bb_entry``.
+
+    ``START → bb_entry`` is added and ``bb_entry`` takes over ``START``'s conditional edges
+    (their path functions, ``path_map`` and input schemas unchanged), so a guarded node is
+    there for the probe to evaluate them on (:mod:`~biasbreaker_plugins.langgraph.routes`):
+    where they send the run is compared for every counterfactual of the input, and the run
+    goes on only once ``bb_entry``'s step is promoted. ``START``'s plain edges stay.
+    """
+    work = copy.copy(builder)
+    work.nodes = dict(builder.nodes)
+    work.edges = set(builder.edges)
+    work.waiting_edges = set(builder.waiting_edges)
+    work.branches = defaultdict(
+        dict, {k: dict(v) for k, v in builder.branches.items() if k != START}
+    )
+    work.channels = dict(builder.channels)
+    work.managed = dict(builder.managed)
+    work.schemas = dict(builder.schemas)
+    work.compiled = False
+    work.add_node(ENTRY, _entry)
+    work.add_edge(START, ENTRY)
+    work.branches[ENTRY] = dict(builder.branches[START])
+    return work
 
 
 def _user_nodes(builder: StateGraph[Any, Any, Any, Any]) -> list[str]:
@@ -480,7 +512,10 @@ def build_guarded(
         )
     if chosen:
         _readable(builder, opaque_keys)
-        warn_unprobed(builder.branches.get(START, {}))
+    if chosen and builder.branches.get(START):
+        builder = _with_entry(builder)
+        chosen = [ENTRY, *chosen]
+        names = [ENTRY, *names]
     topology = _topology(builder, names)
     parallel = topology.concurrent() | set(concurrent)
     specs: dict[str, GuardedNode] = {}

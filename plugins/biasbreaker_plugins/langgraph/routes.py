@@ -22,14 +22,14 @@ through the edge's ``path_map``.
 A path function is evaluated ``k + r + 1`` more times per probed step, with the re-runs'
 silenced config: like LangGraph, this assumes it is a function of the state without side
 effects. One that raises, or returns no valid destination, fails the probe: the step is held
-for review (fail closed). Conditional edges out of an unguarded node, or out of ``START``, are
-not probed, as that node is not (docs/langgraph.md §16).
+for review (fail closed). Conditional edges out of an unguarded node are not probed, as that
+node is not; those out of ``START`` leave ``bb_entry``, a guarded pass-through node
+``guard()`` adds for them, and are probed (docs/langgraph.md §16).
 """
 
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,32 +37,18 @@ from typing import Any
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import Send
 
-__all__ = ["Route", "UnprobedRouteWarning", "after_update", "destinations", "warn_unprobed"]
+__all__ = ["Route", "UnprobedRouteWarning", "after_update", "destinations"]
 
 
 class UnprobedRouteWarning(UserWarning):
-    """A conditional edge out of ``START``: no guarded node's probe evaluates it.
+    """No longer emitted: a conditional edge out of ``START`` is probed now.
 
-    Where it sends a run is decided before any node runs, so a route taken for one group
-    only (a filter that sends some applicants straight to ``deny``, or a ``Send`` fan-out that
-    leaves some out) is never compared. Emitted by ``guard()`` once per such edge.
+    ``guard()`` warned with it about each conditional edge out of ``START``, which no guarded
+    node's probe evaluated; such an edge now leaves ``bb_entry``, a guarded pass-through node
+    (:data:`~biasbreaker_plugins.langgraph.names.ENTRY`), and is probed like any other. Kept
+    so that code silencing it (``warnings.filterwarnings(..., category=UnprobedRouteWarning)``)
+    still imports.
     """
-
-
-def warn_unprobed(start_edges: Iterable[str]) -> None:
-    """Warn (:class:`UnprobedRouteWarning`) about each conditional edge out of ``START``."""
-    for name in start_edges:
-        warnings.warn(
-            f"guard(): the conditional edge {name!r} out of START is not probed: where it "
-            "sends a run is decided before any guarded node runs, so a route taken for one "
-            "group only is not seen. Move the decision into a guarded node (START -> a node "
-            "whose conditional edge or Command(goto=...) routes), or, if the route depends on "
-            "no person, silence this with warnings.filterwarnings('ignore', "
-            "category=UnprobedRouteWarning) (from biasbreaker_plugins.langgraph import "
-            "UnprobedRouteWarning); docs/langgraph.md, 'Every LangGraph feature'",
-            UnprobedRouteWarning,
-            stacklevel=4,
-        )
 
 
 # frozen=False is an equivalent mutant: nothing assigns to a Route's fields
