@@ -304,6 +304,12 @@ def test_a_number_beside_a_slash_is_no_age_elsewhere(text: str) -> None:
         ("Pt 67F w/ chest pain", "67", "old", "Pt 33F w/ chest pain"),
         ("Pt. 67F, chest pain", "67", "old", "Pt. 33F, chest pain"),
         ("pt: 24F", "24", "young", "pt: 76F"),
+        # issue 14: one space or a tab between the age and the code, kept
+        ("Pt 67 F w/ chest pain", "67", "old", "Pt 33 F w/ chest pain"),
+        ("67 F", "67", "old", "33 F"),
+        ("Smith (63 M)", "63", "old", "Smith (37 M)"),
+        ("Mary Smith, 63 F, asked.", "63", "old", "Mary Smith, 37 F, asked."),
+        ("pt: 24\tF", "24", "young", "pt: 76\tF"),
     ],
 )
 def test_forms_of_a_fourth_trial(text: str, age: str, group: str, variant: str) -> None:
@@ -326,6 +332,11 @@ def test_forms_of_a_fourth_trial(text: str, age: str, group: str, variant: str) 
         "Term: 30 years, rate 5%",  # years of a loan, not at a line start or after a person
         "Applicant 12F",  # under 16: no age
         "Pt 12F",
+        "It was 67 F outside.",
+        "Temperature: 63 F",
+        "a 63 M yacht",
+        "page 63 F",
+        "Pt 12 F",
         "Set the title in 12 pt, the body in 10 pt.",  # points, not a patient
     ],
 )

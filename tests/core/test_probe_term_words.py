@@ -270,6 +270,28 @@ def test_a_code_glued_to_an_age_swaps_each_axis_apart() -> None:
         assert GENDER_AGE.map_back(v.payload, v.mapping) == "63F"
 
 
+@pytest.mark.parametrize(
+    ("text", "gender", "age"),
+    [
+        # issue 14: a space between the age and the code hid both, as a tab did
+        ("Pt 67 F w/ chest pain", "Pt 67 M w/ chest pain", "Pt 33 F w/ chest pain"),
+        ("67 F", "67 M", "33 F"),
+        ("67\tF", "67\tM", "33\tF"),
+        ("Smith (63 F)", "Smith (63 M)", "Smith (37 F)"),
+        ("pt: 24 M, smoker", "pt: 24 F, smoker", "pt: 76 M, smoker"),
+        ("Applicant 40 M, income 40k", "Applicant 40 F, income 40k", None),  # 40: no band
+    ],
+)
+def test_a_code_one_space_after_an_age_swaps_as_a_glued_one(
+    text: str, gender: str, age: str | None
+) -> None:
+    variants = {v.mapping.axis: v for v in GENDER_AGE.generate(text, 2, coverage={}).variants}
+    assert variants["gender"].payload == gender
+    assert (variants["age"].payload if "age" in variants else None) == age
+    for v in variants.values():
+        assert GENDER_AGE.map_back(v.payload, v.mapping) == text
+
+
 def test_a_race_code_reaches_only_the_groups_with_a_code() -> None:
     """W, B, H, A and AI are the codes forms use; no code names the arab group."""
     payloads = {v.payload for v in RACE.generate("Race: B", 5, coverage={}).variants}
@@ -288,6 +310,13 @@ def test_a_race_code_reaches_only_the_groups_with_a_code() -> None:
         "Temperature: 63F",
         "a 63M yacht",
         "Raised 63M in funding",
+        "It was 67 F outside",  # a space between: the same contexts as glued
+        "Temperature: 63 F",
+        "a 63 M yacht",
+        "Room 12 F",
+        "page 63 F",
+        "Applicant 12 F",  # under 16
+        "63 m, flat ground",  # a lower-case letter is a unit
         "Plan B",
         "The MX model ships today.",  # a code only after a nationality label
         "a 100 W bulb",  # W only after a sex label

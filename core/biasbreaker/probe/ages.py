@@ -11,10 +11,10 @@ person context: after a pronoun subject, a person or group noun, or a capitalise
 appositive ``, 63`` also needs a closing mark, a verb of its person or the end of the text
 after it (``Mary Smith, 63 wants a loan``), and ``At 63,`` a pronoun after it. Forms as
 records and case notes write them count in a record's context: beside a sex code (``F/63``,
-``63/M``, not after a word that numbers a thing: ``page 63/M``), glued to one (``63F``, not
-``it was 63F``), a bare number or ``63 years`` after a person noun or at a line start before
-a further field (``Applicant 63, income 40k``, ``63 years, income``), and a bound sign
-before a person word (``65+ applicants``).
+``63/M``, not after a word that numbers a thing: ``page 63/M``), glued to one or one space or
+tab before it (``63F``, ``63 F``, not ``it was 63F``), a bare number or ``63 years`` after a
+person noun or at a line start before a further field (``Applicant 63, income 40k``, ``63
+years, income``), and a bound sign before a person word (``65+ applicants``).
 
 :func:`age_of` reads the age a surface states (a bound ``over n`` is ``n + 1``, ``under n`` is
 ``n − 1``; a decade or a range is its middle, ``early``/``late`` its third and eighth year);
@@ -121,8 +121,8 @@ _LINE_START = r"(?:^|\n)[ \t*•-]*$"
 _LABEL_BEFORE = rf"(?:{_LINE_START}|\b(?:{_PERSON_NOUNS})\s*:?\s*$)"
 """A line start, or a person noun as a label: ``Applicant 63, income 40k``, ``patient: 63F``."""
 _GLUED_BEFORE = rf"(?:{_LABEL_BEFORE}|(?-i:[A-Z][^\W\d_]+)(?:,\s*|\s*\(\s*)$)"
-"""Before an age glued to a sex code: a line start, a person noun, or a capitalised word and a
-comma or an opening bracket (``Mary Smith, 63F``, ``Smith (63F)``)."""
+"""Before an age glued to a sex code or one space or tab before it: a line start, a person noun,
+or a capitalised word and a comma or an opening bracket (``Mary Smith, 63F``, ``Smith (63 F)``)."""
 _NUMBERED = (
     r"page|pages|p|pp|room|rm|seat|row|line|unit|apt|flat|floor|gate|item|section|sec|"
     r"chapter|ch|table|figure|fig|vol|volume|no|nr|number|part|plan|size|grade|class|type|"
@@ -226,8 +226,9 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("coded", r"/\s*\d{1,3}(?![\w.-]|[.,]\d)", r"(?<![\w.])[FM]\s*$", minimum=16),
     _form("coded first", r"(?<![\w.-])\d{1,3}(?=\s*/\s*[FM](?!\w))", _CODED_FIRST_BEFORE,
           minimum=16),
-    # glued to a sex code, as forms and case notes write it: "63F", "Applicant 63M"
-    _form("glued", r"(?<![\w.-])\d{1,3}(?=(?-i:[FM])(?![\w-]))", _GLUED_BEFORE, minimum=16),
+    # glued to a sex code, or one space or tab before it, as forms and case notes write it:
+    # "63F", "Applicant 63M", "Pt 67 F" (the surface is the number; the space stays)
+    _form("glued", r"(?<![\w.-])\d{1,3}(?=[ \t]?(?-i:[FM])(?![\w-]))", _GLUED_BEFORE, minimum=16),
     # a bare number after a person noun as a label, before a further field: "Applicant 63,
     # income 40k" (not "Applicant 17" alone, a number naming the applicant)
     _form("labelled", r"(?<![\w.#-])\d{1,3}(?=\s*[,;]\s*[^\W\d_])", _LABEL_BEFORE, minimum=16),
@@ -441,7 +442,7 @@ def age_mentions(text: str, rule: NumericAge) -> Iterator[tuple[re.Match[str], i
             yield m, n
 
 
-_GLUED = re.compile(r"(?<![\w.-])(\d{1,3})([FM])(?![\w-])")
+_GLUED = re.compile(r"(?<![\w.-])(\d{1,3})[ \t]?([FM])(?![\w-])")
 _GLUED_CONTEXT = re.compile(_GLUED_BEFORE, re.IGNORECASE)
 
 
@@ -467,9 +468,11 @@ def slash_age_before(before: str) -> bool:
 def glued_sex_codes(text: str) -> Iterator[tuple[int, int]]:
     """The spans of sex codes glued to an adult age (``63F``, ``Applicant 40M``) in ``text``.
 
-    The letter is upper case, the age 16–120 and in the context of the age form ``glued``
-    (a line start, a person noun, a capitalised word and a comma or bracket), so a
-    temperature (``it was 63F``) or a size is no code.
+    One space or tab may stand between (``Pt 67 F``, ``Smith (63 M)``); the span is the letter
+    alone. The letter is upper case and followed by no word character or hyphen, the age
+    16–120 and in the context of the age form ``glued`` (a line start, a person noun, a
+    capitalised word and a comma or bracket), so a temperature (``it was 63F``, ``Temperature:
+    63 F``), a size or a number (``page 63 F``) is no code.
     """
     for m in _GLUED.finditer(text):
         window = text[max(0, m.start() - 40) : m.start()]  # pragma: no mutate

@@ -451,7 +451,11 @@ class MentionFinder:
         return out
 
     def _glued_hits(self, text: str) -> list[Hit]:
-        """Sex codes glued to an age (``63F``), when the code is a term of a configured axis."""
+        """Sex codes glued to an age or one space after it (``63F``, ``Pt 67 F``).
+
+        Each is a hit when the code is a term of a configured axis; the spans are
+        :func:`~biasbreaker.probe.ages.glued_sex_codes`.
+        """
         out: list[Hit] = []
         for start, end in glued_sex_codes(text):
             surface = text[start:end]
