@@ -353,46 +353,17 @@ class MentionFinder:
         out: list[Hit] = []
         for a, b in itertools.pairwise(words):
             gap = text[a.end() : b.start()]
-            if not gap or gap.strip(" \t"):
-                continue
-            if not (a.group(0)[:1].isupper() and b.group(0)[:1].isupper()):
-                continue
-            if _POSSESSIVE_END.search(a.group(0)):
-                continue
-            last = _POSSESSIVE_END.sub("", b.group(0))
-            end = b.start() + len(last)
-            nxt = _word_after(text, b.end())
-            if nxt is not None and fold(nxt) in PLACE_WORDS:
-                continue
-            if text[b.end() :].lstrip(" \t").startswith("&"):  # Merrill Lynch & Co.
-                continue
-            if _in_place_name(text, a.start(), end) or person_name(a.group(0), last, book) is None:
-                continue
-            key = f"{a.group(0)} {last}"
-            out.append(Hit(a.start(), end, text[a.start() : end], "name", "", (), key))
+            if gap and not gap.strip(" \t"):
+                out.extend(_person_hit(text, a, b, book))
         for a, b, c in zip(words, words[1:], words[2:], strict=False):
             # a middle initial between them: "Mei L. Nguyen" is the person "Mei Nguyen"
-            if not (
+            if (
                 len(b.group(0)) == 1
                 and b.group(0).isupper()
                 and text[a.end() : b.start()] in (" ", "\t")
                 and _INITIAL_GAP.fullmatch(text, b.end(), c.start())
-                and a.group(0)[:1].isupper()
-                and c.group(0)[:1].isupper()
-                and not _POSSESSIVE_END.search(a.group(0))
             ):
-                continue
-            last = _POSSESSIVE_END.sub("", c.group(0))
-            end = c.start() + len(last)
-            nxt = _word_after(text, c.end())
-            if (nxt is not None and fold(nxt) in PLACE_WORDS) or _in_place_name(
-                text, a.start(), end
-            ):
-                continue
-            if person_name(a.group(0), last, book) is None:
-                continue
-            key = f"{a.group(0)} {last}"
-            out.append(Hit(a.start(), end, text[a.start() : end], "name", "", (), key))
+                out.extend(_person_hit(text, a, c, book))
         return out
 
     def scan(self, text: str) -> list[Hit]:
@@ -601,6 +572,30 @@ class MentionFinder:
             ):
                 return True
         return False
+
+
+def _person_hit(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -> list[Hit]:
+    """The person named by the first name ``a`` and the surname ``b`` of ``text``, if any.
+
+    Both capitalised, ``a`` no possessive; the possessive ending of ``b`` stays outside the
+    hit; no place or organisation word after ``b`` nor ``&`` (``Merrill Lynch & Co.``), no
+    place name around them, and :func:`person_name` reads the pair. ``[]`` or one hit.
+    """
+    if not (a.group(0)[:1].isupper() and b.group(0)[:1].isupper()):
+        return []
+    if _POSSESSIVE_END.search(a.group(0)):
+        return []
+    last = _POSSESSIVE_END.sub("", b.group(0))
+    end = b.start() + len(last)
+    nxt = _word_after(text, b.end())
+    if nxt is not None and fold(nxt) in PLACE_WORDS:
+        return []
+    if text[b.end() :].lstrip(" \t").startswith("&"):
+        return []
+    if _in_place_name(text, a.start(), end) or person_name(a.group(0), last, book) is None:
+        return []
+    key = f"{a.group(0)} {last}"
+    return [Hit(a.start(), end, text[a.start() : end], "name", "", (), key)]
 
 
 def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
