@@ -119,8 +119,9 @@ def guard(
         opaque: State keys that name no person (a client, a file handle, an embedding): the
             probe passes them to its re-runs unchanged and never compares them. Any other key
             whose type the probe cannot read is refused here (docs/langgraph.md, "What the
-            probe reads"). ``"configurable.<key>"`` names a key of the run's
-            ``config["configurable"]`` the same way (the probe varies the others).
+            probe reads"). ``"configurable.<key>"`` and ``"metadata.<key>"`` name a key of
+            the run's ``config["configurable"]`` and ``config["metadata"]`` the same way (the
+            probe varies the others).
 
     Returns:
         The guarded builder; ``.compile(...)`` takes the same arguments as

@@ -1,28 +1,34 @@
-"""The run's ``config["configurable"]`` data, which the probe varies with the node's state.
+"""The run's config data, which the probe varies with the node's state.
 
-Before LangGraph 1.x's ``context=``, run-scoped data went in the config:
+``config["configurable"]`` and ``config["metadata"]``. Before LangGraph 1.x's ``context=``,
+run-scoped data went in the config:
 ``graph.invoke(state, {"configurable": {"thread_id": "t1", "applicant": "Ms. Mary Carter"}})``,
 read by a node from its ``config`` parameter or ``get_config()``. A node that decides on it
 is biased on data the state does not hold: varying the state only, every re-run saw the same
-config and the step scored 0 (a fail-open a new-user trial found). So a probed call's input
-view carries the view of the config's *user* keys under :data:`CONFIGURABLE_KEY` (a ``bb_``
-key, which no application state key can be), read with the table of :mod:`.values`: the
-probe detects and swaps mentions in it like in any state key, a key that carries a protected
-attribute the text probe cannot vary (``{"sex": "F"}``) holds the step as a state field does,
-a value the probe cannot read holds it with the key named, and each re-run gets a config whose
-user keys are the variant's, each rebuilt into its own type.
+config and the step scored 0 (a fail-open a new-user trial found). The same holds for the
+run's ``config["metadata"]`` (``{"metadata": {"user_name": "Mary Carter"}}``: LangGraph hands
+it to every node's config, for tracing, and a node can read it like the rest). So a probed
+call's input view carries the view of each section's *user* keys, under
+:data:`CONFIGURABLE_KEY` and :data:`METADATA_KEY` (``bb_`` keys, which no application state
+key can be), read with the table of :mod:`.values`: the probe detects and swaps mentions in
+them like in any state key, a key that carries a protected attribute the text probe cannot
+vary (``{"sex": "F"}``) holds the step as a state field does, a value the probe cannot read
+holds it with the key named, and each re-run gets a config whose user keys are the
+variant's, each rebuilt into its own type.
 
-The user keys are every key of ``config["configurable"]`` except LangGraph's own: the
-``__pregel_…`` internals, the checkpoint coordinates (``thread_id``, ``checkpoint_ns``,
-``checkpoint_id``, ``checkpoint_map``; identities, not data) and the ``langgraph_…`` keys of
-LangGraph's server. A key whose value names no person (a database handle, a client) is passed
-through unread when listed as ``guard(builder, opaque=["configurable.<key>"])``.
+The user keys of a section are all of its keys except LangGraph's own: the ``__…``
+internals (``__pregel_…``), the checkpoint coordinates (``thread_id``, ``checkpoint_ns``,
+``checkpoint_id``, ``checkpoint_map``; identities, not data) and the ``langgraph_…`` keys
+(a node's ``langgraph_step``, ``langgraph_node``, ``langgraph_path``… in its metadata; those
+of LangGraph's server). A key whose value names no person (a database handle, a client, a
+tenant id) is passed through unread when listed as ``guard(builder,
+opaque=["configurable.<key>"])`` or ``opaque=["metadata.<key>"]``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONF
@@ -31,17 +37,39 @@ from biasbreaker_plugins.langgraph.values import read_values, rebuild_values
 
 __all__ = [
     "CONFIGURABLE_KEY",
+    "METADATA",
+    "METADATA_KEY",
+    "METADATA_OPAQUE_PREFIX",
     "OPAQUE_PREFIX",
+    "OPAQUE_PREFIXES",
     "configurable_view",
+    "metadata_view",
     "user_configurable",
+    "user_metadata",
     "with_configurable",
+    "with_metadata",
 ]
 
 CONFIGURABLE_KEY: Final = "bb_configurable"
-"""The key of the config's user keys in a probed call's input view."""
+"""The key of the config's ``configurable`` user keys in a probed call's input view."""
+
+METADATA_KEY: Final = "bb_metadata"
+"""The key of the config's ``metadata`` user keys in a probed call's input view."""
+
+METADATA: Final[Section] = "metadata"
+"""The config's section of run metadata (``RunnableConfig["metadata"]``)."""
 
 OPAQUE_PREFIX: Final = "configurable."
 """How ``guard(opaque=[...])`` names a user key of ``config["configurable"]``."""
+
+METADATA_OPAQUE_PREFIX: Final = "metadata."
+"""How ``guard(opaque=[...])`` names a user key of ``config["metadata"]``."""
+
+OPAQUE_PREFIXES: Final = (OPAQUE_PREFIX, METADATA_OPAQUE_PREFIX)
+"""Every prefix by which ``guard(opaque=[...])`` names a key of the run's config."""
+
+Section = Literal["configurable", "metadata"]
+"""A section of the run's config that holds user data."""
 
 _COORDINATES: Final = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map"})
 
@@ -55,20 +83,40 @@ def _is_user_key(key: Any) -> bool:
     )
 
 
+def _user_keys(
+    config: RunnableConfig | Mapping[str, Any] | None, section: Section
+) -> dict[str, Any]:
+    data: Mapping[str, Any] = (config or {}).get(section) or {}
+    return {key: value for key, value in data.items() if _is_user_key(key)}
+
+
 def user_configurable(config: RunnableConfig | Mapping[str, Any] | None) -> dict[str, Any]:
     """The user keys of ``config["configurable"]`` (module docstring), key -> value."""
-    conf = (config or {}).get(CONF) or {}
-    return {key: value for key, value in conf.items() if _is_user_key(key)}
+    return _user_keys(config, CONF)
 
 
-def _opaque_keys(opaque: frozenset[str]) -> frozenset[str]:
-    return frozenset(k[len(OPAQUE_PREFIX) :] for k in opaque if k.startswith(OPAQUE_PREFIX))
+def user_metadata(config: RunnableConfig | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The user keys of ``config["metadata"]`` (module docstring), key -> value."""
+    return _user_keys(config, METADATA)
+
+
+def _opaque_keys(opaque: frozenset[str], prefix: str) -> frozenset[str]:
+    return frozenset(k[len(prefix) :] for k in opaque if k.startswith(prefix))
+
+
+def _view(
+    config: RunnableConfig | None, section: Section, prefix: str, opaque: frozenset[str]
+) -> dict[str, Any] | None:
+    user = _user_keys(config, section)
+    if not user:
+        return None
+    return read_values(user, f"config[{section!r}]", _opaque_keys(opaque, prefix))
 
 
 def configurable_view(
     config: RunnableConfig | None, opaque: frozenset[str] = frozenset()
 ) -> dict[str, Any] | None:
-    """The JSON view of the config's user keys, or ``None`` when it has none.
+    """The JSON view of the config's ``configurable`` user keys, or ``None`` when it has none.
 
     Args:
         config: The guarded call's config.
@@ -79,16 +127,47 @@ def configurable_view(
         Unreadable: A user key's value the probe cannot read (the path names the key:
             ``config['configurable']['key']``).
     """
-    user = user_configurable(config)
-    if not user:
-        return None
-    return read_values(user, "config['configurable']", _opaque_keys(opaque))
+    return _view(config, CONF, OPAQUE_PREFIX, opaque)
+
+
+def metadata_view(
+    config: RunnableConfig | None, opaque: frozenset[str] = frozenset()
+) -> dict[str, Any] | None:
+    """The JSON view of the config's ``metadata`` user keys, or ``None`` when it has none.
+
+    Args:
+        config: The guarded call's config.
+        opaque: ``guard(opaque=...)``; its ``metadata.<key>`` entries are read as
+            ``"<opaque: TYPE>"``.
+
+    Raises:
+        Unreadable: A user key's value the probe cannot read (the path names the key:
+            ``config['metadata']['key']``).
+    """
+    return _view(config, METADATA, METADATA_OPAQUE_PREFIX, opaque)
+
+
+def _with(
+    config: RunnableConfig, view: Any, section: Section, prefix: str, opaque: frozenset[str]
+) -> RunnableConfig:
+    original = _user_keys(config, section)
+    if not isinstance(view, Mapping) or set(view) != set(original):
+        raise ValueError(
+            f"the step was probed with config[{section!r}] keys "
+            f"{sorted(view) if isinstance(view, Mapping) else view!r}, and this run has "
+            f"{sorted(original)}; resume the thread with the same {section} keys"
+        )
+    data: dict[str, Any] = dict(config.get(section) or {})
+    data.update(rebuild_values(original, view, _opaque_keys(opaque, prefix)))
+    out: dict[str, Any] = dict(config)
+    out[section] = data
+    return out  # type: ignore[return-value]
 
 
 def with_configurable(
     config: RunnableConfig, view: Any, opaque: frozenset[str] = frozenset()
 ) -> RunnableConfig:
-    """A copy of ``config`` whose user keys are rebuilt from a variant's ``view`` of them.
+    """A copy of ``config`` whose ``configurable`` user keys are rebuilt from a variant's ``view``.
 
     Args:
         config: The config the re-run gets (its user keys are the originals' templates).
@@ -100,15 +179,20 @@ def with_configurable(
             started with another config than the step was probed with), or a value does not
             fit its original (:func:`~.values.rebuild`).
     """
-    original = user_configurable(config)
-    if not isinstance(view, Mapping) or set(view) != set(original):
-        raise ValueError(
-            f"the step was probed with config['configurable'] keys "
-            f"{sorted(view) if isinstance(view, Mapping) else view!r}, and this run has "
-            f"{sorted(original)}; resume the thread with the same configurable keys"
-        )
-    conf = dict(config.get(CONF) or {})
-    conf.update(rebuild_values(original, view, _opaque_keys(opaque)))
-    out: dict[str, Any] = dict(config)
-    out[CONF] = conf
-    return out  # type: ignore[return-value]
+    return _with(config, view, CONF, OPAQUE_PREFIX, opaque)
+
+
+def with_metadata(
+    config: RunnableConfig, view: Any, opaque: frozenset[str] = frozenset()
+) -> RunnableConfig:
+    """A copy of ``config`` whose ``metadata`` user keys are rebuilt from a variant's ``view``.
+
+    Args:
+        config: The config the re-run gets (its user keys are the originals' templates).
+        view: The variant's view of the user keys (:func:`metadata_view`'s shape).
+        opaque: As for :func:`metadata_view` (those keys are passed through).
+
+    Raises:
+        ValueError: As for :func:`with_configurable`, for the ``metadata`` keys.
+    """
+    return _with(config, view, METADATA, METADATA_OPAQUE_PREFIX, opaque)

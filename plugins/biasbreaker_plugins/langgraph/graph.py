@@ -49,7 +49,7 @@ from biasbreaker_plugins.langgraph._internals import (
     install_gates,
     node_function,
 )
-from biasbreaker_plugins.langgraph.configurable import OPAQUE_PREFIX
+from biasbreaker_plugins.langgraph.configurable import OPAQUE_PREFIXES
 from biasbreaker_plugins.langgraph.names import (
     ADDED_NODES,
     AGGREGATE,
@@ -433,7 +433,8 @@ def build_guarded(
         hook: The intervention hook, or ``None`` for the configured runner.
         concurrent: Guarded nodes to check in ``bb_breaker`` although the edges show no fan-out.
         opaque: State keys the probe passes through unchanged (never varied or compared), and
-            keys of the run's ``config["configurable"]`` written ``"configurable.<key>"``.
+            keys of the run's ``config["configurable"]`` and ``config["metadata"]`` written
+            ``"configurable.<key>"`` and ``"metadata.<key>"``.
 
     Raises:
         ConfigError: ``builder`` is not a ``StateGraph``; a state key starts with ``bb_`` but is
@@ -466,13 +467,14 @@ def build_guarded(
         raise ConfigError(f"node names {clash} are reserved for the breaker nodes; rename them")
     opaque_keys = frozenset(opaque)
     unknown_opaque = sorted(
-        k for k in opaque_keys - set(builder.channels) if not k.startswith(OPAQUE_PREFIX)
+        k for k in opaque_keys - set(builder.channels) if not k.startswith(OPAQUE_PREFIXES)
     )
     if unknown_opaque:
         raise ConfigError(
             f"guard(opaque=...) names {unknown_opaque}, which are not state keys "
             f"(keys: {sorted(set(builder.channels) - BB_KEYS)}) nor keys of the run's "
-            f"config['configurable'] (written {OPAQUE_PREFIX!r} + the key)"
+            "config['configurable'] or config['metadata'] (written 'configurable.<key>' or "
+            "'metadata.<key>')"
         )
     names = _user_nodes(builder)
     guarded_subgraphs = {n for n in names if guard_of(builder.nodes[n].runnable) is not None}

@@ -57,9 +57,11 @@ from biasbreaker_plugins.langgraph._internals import (
 )
 from biasbreaker_plugins.langgraph.configurable import (
     CONFIGURABLE_KEY,
-    OPAQUE_PREFIX,
+    METADATA_KEY,
     configurable_view,
+    metadata_view,
     with_configurable,
+    with_metadata,
 )
 from biasbreaker_plugins.langgraph.context import CONTEXT_KEY, context_of, with_context
 from biasbreaker_plugins.langgraph.node import GuardedNode
@@ -438,6 +440,9 @@ class Prober:
             configurable = configurable_view(config, self.opaque)
             if configurable is not None:  # varied with the state (.configurable)
                 call.input_view = {**call.input_view, CONFIGURABLE_KEY: configurable}
+            metadata = metadata_view(config, self.opaque)
+            if metadata is not None:  # likewise
+                call.input_view = {**call.input_view, METADATA_KEY: metadata}
         except Unreadable as exc:
             call.hold = f"the probe cannot read the input: {redact_text(str(exc))}; " + _input_fix(
                 exc.path
@@ -624,6 +629,9 @@ class Prober:
             if isinstance(payload, dict) and CONFIGURABLE_KEY in payload:
                 payload = dict(payload)
                 quiet = with_configurable(quiet, payload.pop(CONFIGURABLE_KEY), opaque)
+            if isinstance(payload, dict) and METADATA_KEY in payload:
+                payload = dict(payload)
+                quiet = with_metadata(quiet, payload.pop(METADATA_KEY), opaque)
             template = rerun.template if rerun is not None else None
             values = payload if template is None else rebuild_values(template, payload, opaque)
             given = rerun.injected if rerun is not None else {}
@@ -670,12 +678,12 @@ class Prober:
 
 def _input_fix(path: str) -> str:
     """How to make the unreadable input at ``path`` readable (the hold reason's advice)."""
-    match = re.match(r"config\['configurable'\]\[('[^']*'|\"[^\"]*\")\]", path)
+    match = re.match(r"config\['(configurable|metadata)'\]\[('[^']*'|\"[^\"]*\")\]", path)
     if match:
-        key = match.group(1)[1:-1]
+        name = f"{match.group(1)}.{match.group(2)[1:-1]}"
         return (
             "pass the value in a type the probe reads, or list it in "
-            f"guard(..., opaque=[{OPAQUE_PREFIX + key!r}]) if it names no person"
+            f"guard(..., opaque=[{name!r}]) if it names no person"
         )
     return (
         "declare the key with a type the probe reads, or list it in "
