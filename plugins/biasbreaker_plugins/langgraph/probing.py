@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import dataclasses
 import functools
 import re
@@ -68,7 +69,7 @@ from biasbreaker_plugins.langgraph.node import GuardedNode
 from biasbreaker_plugins.langgraph.routes import after_update, destinations
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
-from biasbreaker_plugins.langgraph.streaming import silenced
+from biasbreaker_plugins.langgraph.streaming import silenced, unobserved
 from biasbreaker_plugins.langgraph.values import (
     Unreadable,
     read,
@@ -633,14 +634,22 @@ class Prober:
                 payload = dict(payload)
                 quiet = with_metadata(quiet, payload.pop(METADATA_KEY), opaque)
             template = rerun.template if rerun is not None else None
-            values = payload if template is None else rebuild_values(template, payload, opaque)
+            # a copy: a resample's payload is the input's own view, which for a plain state
+            # is the live state itself, and a node that changes its input in place would
+            # change it for the graph (and for the other re-runs)
+            values = (
+                copy.deepcopy(payload)
+                if template is None
+                else rebuild_values(template, payload, opaque)
+            )
             given = rerun.injected if rerun is not None else {}
             return spec.coerce(values), quiet, rebound(given, quiet, spec.inject), values
 
         def run(fn_: Callable[..., Any], state: Any, quiet: RunnableConfig, kwargs: Any) -> Any:
             token = var_child_runnable_config.set(quiet)
             try:
-                return fn_(state, **kwargs)
+                with unobserved():
+                    return fn_(state, **kwargs)
             finally:
                 var_child_runnable_config.reset(token)
 
@@ -649,7 +658,8 @@ class Prober:
             if spec.is_async:
                 token = var_child_runnable_config.set(quiet)
                 try:
-                    out = await fn(state, **kwargs)
+                    with unobserved():
+                        out = await fn(state, **kwargs)
                 finally:
                     var_child_runnable_config.reset(token)
             else:

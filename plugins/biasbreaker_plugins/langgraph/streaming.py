@@ -22,7 +22,11 @@ output is let through unchanged. When the output is held, repaired, edited or re
 events are dropped (they show the biased output) and a ``biasbreaker`` custom event says what
 happened (:func:`announce`); a promoted repair or edit reaches ``messages`` consumers as the
 whole messages that were promoted. The probe's re-runs (counterfactual variants, resamples,
-re-checks) run with **silenced** sinks (:func:`silenced`): nothing they produce is streamed.
+re-checks) run with **silenced** sinks (:func:`silenced`): nothing they produce is streamed,
+no callback handler of the run sees them, LangSmith's own tracing is off
+(:func:`unobserved`), and their store writes go to a scratch copy
+(:mod:`.scratch_store`). The user's callback handlers (a tracer, a token relay) see the
+guarded node's own call live: they observe; they are not a stream the guard holds.
 
 ``[plugin.langgraph] stream_first = true`` (NeMo Guardrails' name for the trade-off) streams
 the guarded node's own events live, before the check: lower latency, and a biased output is
@@ -35,24 +39,28 @@ original tokens are not replayed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from langchain_core.callbacks import BaseCallbackManager
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tracers.context import tracing_v2_callback_var
 from langchain_core.tracers.event_stream import _AstreamEventsCallbackHandler
 from langchain_core.tracers.log_stream import LogStreamCallbackHandler
 from langgraph._internal._constants import CONF, CONFIG_KEY_RUNTIME, CONFIG_KEY_STREAM
 from langgraph.pregel._messages import StreamMessagesHandler
 from langgraph.pregel._tools import StreamToolCallHandler
 from langgraph.pregel.protocol import StreamProtocol
+from langsmith.run_helpers import tracing_context
 
 from biasbreaker_plugins.langgraph._internals import writes_nothing
+from biasbreaker_plugins.langgraph.scratch_store import ScratchStore
 
 EVENT_KEY: Final = "biasbreaker"
 """The key of the guard's custom stream event: ``{"biasbreaker": {"event", "node", "key",
@@ -220,8 +228,37 @@ def capturing(config: RunnableConfig, capture: Capture) -> RunnableConfig:
 
 
 def silenced(config: RunnableConfig) -> RunnableConfig:
-    """``config`` with every stream sink removed or made a no-op (for probe re-runs)."""
-    return _with_sinks(config, None, drop=True)
+    """``config`` for a probe re-run: nothing it does is seen or kept outside it.
+
+    Every stream sink is removed or made a no-op, and so is every other callback handler
+    (yours in ``config["callbacks"]``: a token relay, a tracer), so no handler sees a
+    re-run's prompts or replies (the invented applicants of the variants); the runtime's
+    store, if any, is a :class:`~.scratch_store.ScratchStore` over it, so a re-run's writes
+    stay its own. Run the re-run under :func:`unobserved` too (LangSmith's own tracing).
+    """
+    out = _with_sinks(config, None, drop=True)
+    out["callbacks"] = None
+    conf = out.get(CONF) or {}
+    runtime = conf.get(CONFIG_KEY_RUNTIME)
+    if runtime is not None and runtime.store is not None:
+        conf[CONFIG_KEY_RUNTIME] = runtime.override(store=ScratchStore(runtime.store))
+    return out
+
+
+@contextlib.contextmanager
+def unobserved() -> Iterator[None]:
+    """Within: LangSmith tracing is off, whatever the environment says (probe re-runs).
+
+    LangChain adds a LangSmith tracer to every run when ``LANGSMITH_TRACING`` (or
+    ``LANGCHAIN_TRACING_V2``) is set, or inside ``tracing_v2_enabled()``, beside the config's
+    callbacks; a re-run must not be traced with the variants' applicants.
+    """
+    token = tracing_v2_callback_var.set(None)
+    try:
+        with tracing_context(enabled=False):
+            yield
+    finally:
+        tracing_v2_callback_var.reset(token)
 
 
 def injected(
@@ -229,8 +266,9 @@ def injected(
 ) -> dict[str, Any]:
     """The LangGraph-injected arguments ``names``, rebound to ``config``'s sinks.
 
-    ``config``, ``runtime`` and ``writer`` come from ``config`` (capturing or silenced);
-    ``store`` is passed on as given.
+    ``config``, ``runtime``, ``writer`` and ``store`` come from ``config`` (capturing or
+    silenced: a re-run's store is a scratch copy); without a runtime, ``store`` is passed on
+    as given.
     """
     runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
     values: dict[str, Any] = {}
@@ -241,6 +279,8 @@ def injected(
             values[name] = runtime
         elif name == "writer" and runtime is not None:
             values[name] = runtime.stream_writer
+        elif name == "store" and runtime is not None and runtime.store is not None:
+            values[name] = runtime.store
         elif name in given:
             values[name] = given[name]
     return values
@@ -301,13 +341,31 @@ class Sinks:
     def messages(
         self, update: Mapping[str, Any], metadata: Mapping[str, Any], namespace: tuple[str, ...]
     ) -> None:
-        """Stream the messages of a promoted update (a repair or edit) as whole messages."""
+        """Stream the messages of a promoted update (a repair or edit) as whole messages.
+
+        A message may be a LangChain message or, as a reviewer's edit gives it, its JSON form
+        (``{"type": "ai", "content": ...}``, or with ``"role"``), which ``add_messages`` turns
+        into a message when it is promoted; any other value is no message and not streamed.
+        """
         for handler in self.handlers.get("messages") or []:
             for value in update.values():
                 items = value if isinstance(value, list) else [value]
                 for item in items:
-                    if isinstance(item, BaseMessage):
-                        handler.stream((namespace, "messages", (item, dict(metadata))))
+                    message = _as_message(item)
+                    if message is not None:
+                        handler.stream((namespace, "messages", (message, dict(metadata))))
+
+
+def _as_message(item: Any) -> BaseMessage | None:
+    """``item`` as a LangChain message, if it is one or the JSON form of one, else ``None``."""
+    if isinstance(item, BaseMessage):
+        return item
+    if not (isinstance(item, Mapping) and "content" in item and ("type" in item or "role" in item)):
+        return None
+    try:
+        return convert_to_messages([dict(item)])[0]
+    except (ValueError, TypeError, NotImplementedError):
+        return None
 
 
 def announce(
@@ -382,4 +440,5 @@ __all__ = [
     "injected",
     "silenced",
     "streams_anything",
+    "unobserved",
 ]
