@@ -231,6 +231,12 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "module": "plugins/biasbreaker_plugins/langgraph/routes.py",
         "tests": ["tests/plugins/test_langgraph_routes.py"],
     },
+    # conditional edges out of START: an unprobed START triage routes one group unseen
+    "entry": {
+        "module": "plugins/biasbreaker_plugins/langgraph/graph.py",
+        "only": ["_entry", "_with_entry", "_entered"],
+        "tests": ["tests/plugins/test_langgraph_routes.py"],
+    },
     "route-part": {
         "module": "core/biasbreaker/probe/probe.py",
         "only": ["_output_of", "_route_of", "_route_text", "combined"],
