@@ -236,6 +236,7 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "module": "plugins/biasbreaker_plugins/langgraph/graph.py",
         "only": ["_entry", "_with_entry", "_entered"],
         "tests": ["tests/plugins/test_langgraph_routes.py"],
+        "strict": True,
     },
     "route-part": {
         "module": "core/biasbreaker/probe/probe.py",
