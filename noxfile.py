@@ -231,6 +231,13 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "module": "plugins/biasbreaker_plugins/langgraph/routes.py",
         "tests": ["tests/plugins/test_langgraph_routes.py"],
     },
+    # conditional edges out of START: an unprobed START triage routes one group unseen
+    "entry": {
+        "module": "plugins/biasbreaker_plugins/langgraph/graph.py",
+        "only": ["_entry", "_with_entry", "_entered"],
+        "tests": ["tests/plugins/test_langgraph_routes.py"],
+        "strict": True,
+    },
     "route-part": {
         "module": "core/biasbreaker/probe/probe.py",
         "only": ["_output_of", "_route_of", "_route_text", "combined"],
@@ -302,7 +309,10 @@ def mutants(session: nox.Session) -> None:
         session.error(f"unknown mutant group(s) {unknown}; choose from {sorted(MUTANT_GROUPS)}")
     session.install(TORCH)
     session.install("-e", ".[langgraph,sign,test]", "cosmic-ray==8.7.0")
-    session.install("-e", "./contrib/biasbreaker-langchain[test]")  # the middleware group
+    # the middleware group; its test extra needs the sibling client, which is not published
+    session.install(
+        "-e", "./contrib/biasbreaker-langchain[test]", "./contrib/biasbreaker-openai-compatible"
+    )
     tmp = Path(session.create_tmp()).resolve()
     tree = tmp / "tree"
     shutil.rmtree(tree, ignore_errors=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import operator
 import re
 from pathlib import Path
@@ -386,8 +387,10 @@ def test_destinations_map_results_and_refuse_what_is_no_destination() -> None:
     assert asyncio.run(destinations(two, {"note": "n"}, None, {})) == ["a", "b", "c"]
 
 
-def _from_start(biased: bool, seen: list[str], shape: str) -> StateGraph[Any, Any, Any, Any]:
-    """A graph whose only decision is a conditional edge out of ``START``."""
+def _from_start(
+    biased: bool, seen: list[str], shape: str, source: str = START
+) -> StateGraph[Any, Any, Any, Any]:
+    """A graph whose only decision is a conditional edge out of ``source`` (``START``)."""
 
     def triage(state: Loan) -> str:
         return "deny" if _denies(biased, state["application"]) else "approve"
@@ -406,7 +409,7 @@ def _from_start(biased: bool, seen: list[str], shape: str) -> StateGraph[Any, An
     builder = StateGraph(Loan)
     builder.add_node("approve", approve)
     builder.add_node("deny", deny)
-    builder.add_conditional_edges(START, fan if shape == "sends" else triage, ["approve", "deny"])
+    builder.add_conditional_edges(source, fan if shape == "sends" else triage, ["approve", "deny"])
     builder.add_edge("approve", END)
     builder.add_edge("deny", END)
     return builder
@@ -454,6 +457,74 @@ def test_a_graph_without_start_edges_gets_no_entry_node(tmp_path: Path) -> None:
 
     graph = guard(build("names", False, []), kernel(tmp_path), hook=noop_hook, nodes=["screen"])
     assert ENTRY not in graph.nodes
+
+
+def test_a_start_edge_named_by_an_equal_string_is_probed_too(tmp_path: Path) -> None:
+    """A graph built from a configuration names its source ``"__start__"`` with a string read
+    at run time: equal to ``START``, not the same object. Its conditional edge still leaves
+    ``bb_entry`` only (none is left on ``START`` itself), so the biased route is held before
+    either destination runs."""
+    from biasbreaker_plugins.langgraph import ENTRY
+
+    source = json.loads('"__start__"')
+    assert source == START and source is not START
+    seen: list[str] = []
+    builder = _from_start(True, seen, "names", source)
+    guarded = guard(builder, kernel(tmp_path), hook=noop_hook)
+    assert [k for k, v in guarded.branches.items() if v] == [ENTRY]
+    graph = guarded.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert len(graph.get_state(config).interrupts) == 1  # held for review
+    assert seen == []  # neither destination ran
+
+
+def test_bb_entry_takes_only_the_start_edges_whatever_the_other_sources_names(
+    tmp_path: Path,
+) -> None:
+    """``bb_entry`` takes over ``START``'s conditional edges and no other: those out of the
+    user's nodes stay with them, whether their names sort before ``"__start__"``
+    (``"Intake"``) or after it (``"screen"``), and the run takes all three edges."""
+    from biasbreaker_plugins.langgraph import ENTRY
+
+    def step(name: str) -> Any:
+        def node(state: Loan) -> dict[str, Any]:
+            return {"notices": [name]}
+
+        return node
+
+    builder = StateGraph(Loan)
+    for name in ("Intake", "screen", "approve"):
+        builder.add_node(name, step(name))
+    builder.add_conditional_edges(START, lambda state: "Intake", ["Intake", "screen"])
+    builder.add_conditional_edges("Intake", lambda state: "screen", ["screen", "approve"])
+    builder.add_conditional_edges("screen", lambda state: "approve", ["approve", END])
+    builder.add_edge("approve", END)
+    guarded = guard(builder, kernel(tmp_path), hook=noop_hook)
+    assert sorted(k for k, v in guarded.branches.items() if v) == ["Intake", ENTRY, "screen"]
+    graph = guarded.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "routes"}}
+    out = graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert graph.get_state(config).interrupts == ()
+    assert out["notices"] == ["Intake", "screen", "approve"]
+
+
+def test_bb_entry_is_added_to_a_copy_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A builder compiled once already (LangGraph marks it ``compiled``) is guarded without
+    LangGraph's logged warning "Adding a node to a graph that has already been compiled":
+    the copy that gets ``bb_entry`` is not compiled. The user's builder keeps its ``START``
+    edge and gets no node."""
+    from biasbreaker_plugins.langgraph import ENTRY
+
+    builder = _from_start(False, [], "names")
+    builder.compile()
+    with caplog.at_level(logging.WARNING):
+        guarded = guard(builder, kernel(tmp_path), hook=noop_hook)
+    assert [r.getMessage() for r in caplog.records if "compiled" in r.getMessage()] == []
+    assert ENTRY in guarded.nodes and ENTRY not in builder.nodes
+    assert list(builder.branches[START]) == ["triage"] and builder.compiled
 
 
 @pytest.mark.parametrize("biased", [True, False])

@@ -270,6 +270,21 @@ def _with_entry(builder: StateGraph[Any, Any, Any, Any]) -> StateGraph[Any, Any,
     return work
 
 
+def _entered(
+    builder: StateGraph[Any, Any, Any, Any], chosen: list[str], names: list[str]
+) -> tuple[StateGraph[Any, Any, Any, Any], list[str], list[str]]:
+    """``builder``, ``chosen`` and ``names`` with ``bb_entry`` added, if START needs it.
+
+    ``bb_entry`` is added (:func:`_with_entry`) and put first in the nodes to guard
+    (``chosen``) and in those whose topology is read (``names``) only when the graph has
+    conditional edges out of ``START`` and guards some node; otherwise the three are
+    returned unchanged.
+    """
+    if chosen and builder.branches.get(START):
+        return _with_entry(builder), [ENTRY, *chosen], [ENTRY, *names]
+    return builder, chosen, names
+
+
 def _user_nodes(builder: StateGraph[Any, Any, Any, Any]) -> list[str]:
     return [
         name
@@ -514,10 +529,7 @@ def build_guarded(
         )
     if chosen:
         _readable(builder, opaque_keys)
-    if chosen and builder.branches.get(START):
-        builder = _with_entry(builder)
-        chosen = [ENTRY, *chosen]
-        names = [ENTRY, *names]
+    builder, chosen, names = _entered(builder, chosen, names)
     topology = _topology(builder, names)
     parallel = topology.concurrent() | set(concurrent)
     specs: dict[str, GuardedNode] = {}
