@@ -60,8 +60,15 @@ def typecheck(session: nox.Session, target: str) -> None:
 @nox.session(python="3.11")
 @nox.parametrize("pkg", CONTRIB)
 def contrib(session: nox.Session, pkg: str) -> None:
-    """Install one contrib plugin distribution (not editable), as a stranger would, and test it."""
-    session.install(".", f"./contrib/{pkg}[test]")
+    """Install one contrib plugin distribution (not editable), as a stranger would, and test it.
+
+    A sibling contrib distribution its ``pyproject.toml`` names (``biasbreaker-langchain``'s
+    test extra needs ``biasbreaker-openai-compatible``) is installed from the tree: none of them
+    is published.
+    """
+    named = (Path("contrib") / pkg / "pyproject.toml").read_text(encoding="utf-8")
+    siblings = [f"./contrib/{other}" for other in CONTRIB if other != pkg and f'"{other}' in named]
+    session.install(".", f"./contrib/{pkg}[test]", *siblings)
     session.run("pytest", f"contrib/{pkg}/tests", *session.posargs)
 
 
