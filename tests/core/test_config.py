@@ -476,6 +476,34 @@ def test_file_values_must_have_the_field_type(
     assert message.count(key + " ") == 1  # reported once, not again by the ordinary validation
 
 
+@pytest.mark.parametrize(
+    ("overrides", "key", "shown", "expected"),
+    [
+        ({"probe": {"k": True}}, "probe.k", "true", "an integer"),
+        ({"probe": {"k": "4"}}, "probe.k", '"4"', "an integer"),
+        ({"probe": {"k": 3.0}}, "probe.k", "3.0", "an integer"),
+        ({"breaker": {"tau_enter": "0.4"}}, "breaker.tau_enter", '"0.4"', "a number"),
+        ({"probe": {"scorers": "decision"}}, "probe.scorers", '"decision"', "a list of strings"),
+    ],
+)
+def test_argument_values_must_have_the_field_type(
+    isolated_config: Path, overrides: dict[str, Any], key: str, shown: str, expected: str
+) -> None:
+    """Explicit arguments (``guard(builder, {...})``) are not converted either: a trial's
+    ``{"k": True}`` ran as ``k = 1`` and ``"0.4"`` was read as a number."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(overrides=overrides)
+    message = str(info.value)
+    assert f"{key} = {shown} (argument): expected {expected}" in message
+    assert "values given as arguments are not converted" in message
+    assert message.count(key + " ") == 1
+
+
+def test_argument_values_of_the_right_type_pass(isolated_config: Path) -> None:
+    s = load_settings(overrides={"breaker": {"tau_enter": 1}, "probe": {"k": 3}}).settings
+    assert (s.breaker.tau_enter, s.probe.k) == (1.0, 3)  # an integer is a number
+
+
 def test_file_values_of_the_right_type_pass_and_env_strings_are_coerced(
     isolated_config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

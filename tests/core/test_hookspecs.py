@@ -50,7 +50,7 @@ def _plugin_for(point: str, name: str) -> object:
 def _selection(point: str, name: str) -> dict[str, Any]:
     section, key = POINTS[point].selected_by.split(".")
     value: Any = [name, name + "-b"] if POINTS[point].multiple else name
-    return {section: {key: value}, "plugin": {name: {"level": "3"}}}
+    return {section: {key: value}, "plugin": {name: {"level": 3}}}
 
 
 def _exercise(point: str, register_plugin: Any, make_kernel: Any) -> None:

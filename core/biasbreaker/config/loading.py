@@ -28,6 +28,7 @@ from biasbreaker.config.sources import (
     _source_for,
 )
 from biasbreaker.config.values import (
+    ARGUMENT,
     _decode_env,
     _file_type_problems,
     shown,
@@ -64,9 +65,9 @@ def load_settings(
         Path(config_file) if config_file is not None else None,
         Path(cwd) if cwd is not None else Path.cwd(),
     )
-    args = _kebab_plugin_tables(overrides or {}, "argument")
+    args = _kebab_plugin_tables(overrides or {}, ARGUMENT)
     env, variables = _scan_env()
-    layers: list[tuple[str, dict[str, Any]]] = [("argument", args), ("env", env), *files]
+    layers: list[tuple[str, dict[str, Any]]] = [(ARGUMENT, args), ("env", env), *files]
     provenance: dict[str, str] = {}
     for label, data in reversed(layers):
         for key, _ in _leaves(data):
@@ -79,6 +80,7 @@ def load_settings(
     typed: list[tuple[str, str]] = []
     for label, data in files:
         typed += _file_type_problems(data, Settings, (), provenance, labels, label)
+    typed += _file_type_problems(args, Settings, (), provenance, (ARGUMENT,), ARGUMENT)
     token = _LOAD_CONTEXT.set(ctx)
     try:
         settings = Settings(**args)

@@ -16,6 +16,7 @@ from biasbreaker.config.provenance import LoadedSettings
 from biasbreaker.config.settings import Settings
 from biasbreaker.config.sources import _source_for
 from biasbreaker.config.values import (
+    ARGUMENT,
     _child_annotation,
     _decode_env_value,
     _file_type_problems,
@@ -75,7 +76,7 @@ def validate_plugin_options(
             data[key] = _decode_env_value(
                 annotation, value, ".".join((*prefix, str(key))), source.removeprefix("env ")
             )
-    typed = _file_type_problems(data, model, prefix, loaded.provenance, loaded.files)
+    typed = _file_type_problems(data, model, prefix, loaded.provenance, (*loaded.files, ARGUMENT))
     problems = [line for _, line in typed]
     seen = {path for path, _ in typed}
     try:

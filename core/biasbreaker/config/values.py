@@ -221,7 +221,11 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a TOML value")
 
 
-def _strict_type_error(annotation: Any, value: Any) -> str | None:
+ARGUMENT = "argument"
+"""The provenance label of explicit arguments (``overrides``)."""
+
+
+def _strict_type_error(annotation: Any, value: Any, given: str = "in a file") -> str | None:
     """Why ``value`` (from a TOML file) does not have the type ``annotation``, or ``None``.
 
     The check is pydantic's strict mode on the value as JSON would carry it: a number is not a
@@ -243,7 +247,7 @@ def _strict_type_error(annotation: Any, value: Any) -> str | None:
         got = "" if len(details) > 1 or "at " in details[0] else f", got {_kind(value)}"
         where = f" ({'; '.join(details)})" if got == "" else ""
         return (
-            f"expected {_expected(annotation)}{got}{where}; values in a file are not converted "
+            f"expected {_expected(annotation)}{got}{where}; values {given} are not converted "
             "(write numbers without quotes, true/false only for yes/no options)"
         )
     except (TypeError, ValueError, RecursionError):
@@ -278,14 +282,18 @@ def _file_type_problems(
     files: Iterable[str],
     label: str | None = None,
 ) -> list[tuple[str, str]]:
-    """Type errors of values that came from a file: (dotted path, message line).
+    """Type errors of values that came from a file or as arguments: (dotted path, message line).
+
+    Arguments (``load_settings(overrides=...)``, ``guard(builder, {...})``) are Python values
+    and are held to the same rule as a file's: ``{"k": "4"}`` or ``{"k": True}`` is refused, not
+    converted (label :data:`ARGUMENT` among ``files``).
 
     Args:
         data: The values (a file's layer, or a merged plugin table).
         annotation: The type of ``data`` (a model class).
         prefix: The dotted path of ``data``.
         provenance: Where every leaf came from.
-        files: The labels of file sources.
+        files: The labels of the sources to check (files, and :data:`ARGUMENT`).
         label: Only check values whose source is this label (``None``: any file).
     """
     file_labels = set(files)
@@ -295,7 +303,8 @@ def _file_type_problems(
         source = _source_for(key, provenance)
         if source not in file_labels or (label is not None and source != label):
             continue
-        error = _strict_type_error(ann, value)
+        given = "given as arguments" if source == ARGUMENT else "in a file"
+        error = _strict_type_error(ann, value, given)
         if error is not None:
             problems.append((key, f"{key} = {_toml(redact_value(value, key))} ({source}): {error}"))
     return problems
