@@ -223,31 +223,30 @@ def test_an_approved_reply_is_released_in_order_when_it_is_promoted(tmp_path: Pa
     assert events[-1] == ("sign", "-- the loans desk")  # then the next node, as unguarded
 
 
-@pytest.mark.parametrize("form", ["type", "role"])
+@pytest.mark.parametrize("form", ["type", "role", "message"])
 def test_an_edited_reply_is_streamed_whole_attributed_to_the_node(
     tmp_path: Path, form: str
 ) -> None:
-    """A reviewer's edit gives the message in its JSON form: it is streamed as one message of
-    the guarded node (it was not streamed at all), and none of the held tokens are."""
+    """A reviewer's edit gives the message in its JSON form, or as a LangChain message (which
+    was refused as "not JSON"): it is streamed as one message of the guarded node (it was not
+    streamed at all), and none of the held tokens are."""
     from langgraph.types import Command
 
     graph = app(True, Watch(), tmp_path)
     config = {"configurable": {"thread_id": f"edit-{form}"}}
     list(graph.stream(question(), config, stream_mode=["messages", "custom"], durability="sync"))
     request = graph.get_state(config).interrupts[0].value
-    edit = {
-        "action": "edit",
-        "sha256": request["sha256"],
-        "update": {
-            "messages": [{form: "ai" if form == "type" else "assistant", "content": "Referred."}]
-        },
-    }
+    reply: Any = {form: "ai" if form == "type" else "assistant", "content": "Referred."}
+    if form == "message":
+        reply = AIMessage("Referred.")
+    edit = {"action": "edit", "sha256": request["sha256"], "update": {"messages": [reply]}}
     resumed = list(graph.stream(Command(resume=edit), config, stream_mode=["messages", "custom"]))
     said = [(p[1]["langgraph_node"], str(p[0].content)) for k, p in resumed if k == "messages"]
     assert said[0] == ("chat", "Referred.")
     assert not any(node == "chat" and "Decision" in text for node, text in said)
     guard_events = [p[EVENT_KEY]["event"] for k, p in resumed if k == "custom" and EVENT_KEY in p]
     assert guard_events[0] == "edited"
+    assert graph.get_state(config).values["messages"][-2].content == "Referred."
 
 
 def test_stream_first_streams_the_nodes_tokens_before_the_check(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.last_value import LastValue
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -81,6 +82,16 @@ class ReviewDecision(BaseModel):
         description="The review request's sha256 (of the held output); required to approve.",
     )
 
+    @field_validator("update", mode="before")
+    @classmethod
+    def _messages_as_json(cls, update: Any) -> Any:
+        """LangChain messages in an edit are taken in their JSON form.
+
+        What ``add_messages`` reads back into a message: ``{"messages": [AIMessage("...")]}``
+        is an edit like ``{"messages": [{"type": "ai", "content": "..."}]}``.
+        """
+        return _json_messages(update)
+
     @field_validator("update")
     @classmethod
     def _application_json(cls, update: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -103,6 +114,26 @@ class ReviewDecision(BaseModel):
         if self.action != "edit" and self.update is not None:
             raise ValueError(f"action {self.action!r} takes no 'update'; use action 'edit'")
         return self
+
+
+def _json_messages(value: Any) -> Any:
+    """``value`` with every LangChain message in it (in dicts and lists) as its JSON form.
+
+    The form ``add_messages`` turns back into the message: ``{"type", "content"}``, and the
+    message's ``name``, ``id``, ``tool_calls`` and ``tool_call_id`` where it has them.
+    """
+    if isinstance(value, BaseMessage):
+        form: dict[str, Any] = {"type": value.type, "content": value.content}
+        for attr in ("name", "id", "tool_calls", "tool_call_id"):
+            given = getattr(value, attr, None)
+            if given:
+                form[attr] = given
+        return form
+    if isinstance(value, dict):
+        return {key: _json_messages(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_messages(item) for item in value]
+    return value
 
 
 class ReviewRequest(BaseModel):
