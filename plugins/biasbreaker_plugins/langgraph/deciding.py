@@ -171,7 +171,12 @@ class Decider:
         weights = bb.get("bb_katz_weights")
         if weights is not self.weights and weights != self.weights:
             writes["bb_katz_weights"] = self.weights
-        checked = {"node": name, "view": call.view, "outcome": call.outcome, "hold": call.hold}
+        checked = {
+            "node": name,
+            "view": call.payload(),  # built only if the step freezes it
+            "outcome": call.outcome,
+            "hold": call.hold,
+        }
         handle = self.machines.acquire(bb.get("bb_breaker"))
         decision, _ = self.preview(handle, checked, None, step)
         if decision is None:
