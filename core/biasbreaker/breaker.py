@@ -89,7 +89,8 @@ def freeze(payload: object) -> FrozenPayload:
 
     Args:
         payload: ``None``, bool, int, finite float, str, or lists/tuples and dicts (with ``str``
-            keys) of these, nested to any depth. Tuples are frozen as JSON arrays.
+            keys) of these, nested to any depth. Tuples are frozen as JSON arrays. A
+            :class:`~biasbreaker.types.LazyPayload` is built, and its value frozen.
 
     Returns:
         The frozen payload.

@@ -766,7 +766,8 @@ class ControlMachine:
                 decision's ``frozen_payload`` (and the record's ``payload_sha256``): the output
                 goes to review itself, while the episode's escalated payload stays the
                 machine's frozen payload (snapshot); a step without a payload reports that
-                escalated payload.
+                escalated payload. A :class:`~biasbreaker.types.LazyPayload` is built only
+                when the step freezes it.
             step_input: The node's input (JSON-like), frozen with ``payload`` when this step
                 starts an episode and handed to the hook as ``InterventionContext.step_input``.
             probe: What the probe made of this step, ``{"status": ..., "reason": ...}`` (e.g.

@@ -348,6 +348,8 @@ class _KnownSecrets:
         self._lock = threading.Lock()
         self._secrets: set[str] = set()
         self._scanned: set[tuple[str, str]] = set()
+        self.environ_seen: dict[Any, Any] | None = None
+        """A copy of ``os.environ``'s raw mapping as of the last completed scan of it."""
         self._caseless: re.Pattern[str] | None = None
         self._exact: re.Pattern[str] | None = None
 
@@ -374,6 +376,7 @@ class _KnownSecrets:
         with self._lock:
             self._secrets.clear()
             self._scanned.clear()
+            self.environ_seen = None
             self._compile()
 
     def _compile(self) -> None:
@@ -441,13 +444,26 @@ def register_environment(environ: Mapping[str, str] | None = None) -> None:
 
     Called by the command line, by :class:`~biasbreaker.kernel.Kernel`, by
     :class:`~biasbreaker.machine.ControlMachine` and by the LangGraph ``guard()``, so often:
-    a ``(name, value)`` pair scanned once is skipped until :func:`forget_secrets`, and an
-    unchanged environment costs one set lookup per variable.
+    a ``(name, value)`` pair scanned once is skipped until :func:`forget_secrets`, an
+    unchanged mapping costs one set lookup per variable, and an ``os.environ`` unchanged since
+    its last scan (its raw mapping compared with a copy kept then) is not read at all.
 
     Args:
         environ: The environment; ``None`` reads ``os.environ``. :data:`SHELL_DIRECTORIES`
             are skipped.
     """
+    raw: dict[Any, Any] | None = None
+    if environ is None:
+        # os.environ's own mapping (encoded names -> encoded values); every change made
+        # through os.environ (set, change, delete) changes it, so an equal copy means nothing
+        # to scan. A platform without it is scanned every time.
+        raw = getattr(os.environ, "_data", None)
+        if type(raw) is not dict:
+            raw = None
+        elif raw == _KNOWN.environ_seen:
+            return
+        else:
+            raw = dict(raw)  # taken before the scan: a change made during it is seen next call
     env = os.environ if environ is None else environ
     for name, value in list(env.items()):
         if name in SHELL_DIRECTORIES or _KNOWN.scanned(name, value):
@@ -457,6 +473,8 @@ def register_environment(environ: Mapping[str, str] | None = None) -> None:
         for password in _url_passwords(value):
             register_secret(password)
         _KNOWN.mark(name, value)
+    if raw is not None:
+        _KNOWN.environ_seen = raw
 
 
 _URL_AUTHORITY = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s/?#]+)")

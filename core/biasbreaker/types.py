@@ -430,6 +430,40 @@ def _freeze(value: object, path: str, active: set[int]) -> tuple[JSONValue, Froz
     )
 
 
+class LazyPayload:
+    """A payload built only if it is frozen (for :meth:`ControlMachine.step`'s ``payload``).
+
+    A step freezes its payload only when it starts an intervention episode, escalates or
+    holds; most steps never read it. A caller whose payload is costly to build (the JSON view
+    of a node's output) passes one of these, and :meth:`FrozenPayload.of` builds it then.
+
+    Args:
+        build: ``() -> payload``: the JSON-like value, as :func:`biasbreaker.breaker.freeze`
+            takes it. Called at most once, on the first read of :attr:`value`; what it raises
+            propagates from there (and it is called again on the next read).
+    """
+
+    __slots__ = ("_build", "_value")
+
+    _UNBUILT: Final = object()
+
+    def __init__(self, build: Callable[[], object]) -> None:
+        self._build = build
+        self._value: object = LazyPayload._UNBUILT
+
+    @property
+    def built(self) -> bool:
+        """Whether :attr:`value` has been built."""
+        return self._value is not LazyPayload._UNBUILT
+
+    @property
+    def value(self) -> object:
+        """The payload, built on the first read."""
+        if self._value is LazyPayload._UNBUILT:
+            self._value = self._build()
+        return self._value
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class FrozenPayload:
     """An immutable deep snapshot of a JSON-like payload, with its content digest.
@@ -469,7 +503,9 @@ class FrozenPayload:
 
     @classmethod
     def of(cls, payload: object) -> FrozenPayload:
-        """Freeze ``payload``; see :func:`biasbreaker.breaker.freeze`."""
+        """Freeze ``payload`` (a :class:`LazyPayload` is built); see :func:`.breaker.freeze`."""
+        if type(payload) is LazyPayload:
+            payload = payload.value
         plain, _ = _freeze(payload, "payload", set())
         text = canonical_json(plain)
         return cls(text, sha256_hex(text))
@@ -1010,6 +1046,7 @@ __all__ = [
     "InterventionContext",
     "InterventionResult",
     "JSONValue",
+    "LazyPayload",
     "Route",
     "Thresholds",
     "WindowCounts",

@@ -40,6 +40,7 @@ from biasbreaker.types import (
     BreakerState,
     InterventionContext,
     InterventionResult,
+    LazyPayload,
     Thresholds,
 )
 
@@ -88,6 +89,56 @@ def run(
 
 def states(steps: list[tuple[BreakerDecision, StepRecord]]) -> list[BreakerState]:
     return [d.state for d, _ in steps]
+
+
+# -- a payload built only when it is frozen ------------------------------------------------------
+
+
+def counted(value: object, builds: list[object]) -> LazyPayload:
+    def build() -> object:
+        builds.append(value)
+        return value
+
+    return LazyPayload(build)
+
+
+def test_a_lazy_payload_is_built_only_by_a_step_that_freezes_it() -> None:
+    eager, lazy = (
+        ControlMachine(config(), hook=repairing()),
+        ControlMachine(config(), hook=repairing()),
+    )
+    builds: list[object] = []
+    for fast, scores in [(0.1, None), (0.2, {"writer": 0.1}), (0.3, None)]:  # steady, planned
+        payload = {"text": f"output at {fast}"}
+        kwargs = {"node": "writer", "local_scores": scores}
+        first = eager.step(fast, 0.0, payload=payload, **kwargs)  # type: ignore[arg-type]
+        second = lazy.step(fast, 0.0, payload=counted(payload, builds), **kwargs)  # type: ignore[arg-type]
+        assert first == second and first.frozen_payload is None
+    assert builds == []  # no step froze it: never built
+    payload = {"text": "biased output"}
+    tripped = lazy.step(0.6, 0.1, node="writer", payload=counted(payload, builds))
+    assert eager.step(0.6, 0.1, node="writer", payload=payload) == tripped
+    assert builds == [payload] and tripped.frozen_payload == freeze(payload)
+    assert lazy.snapshot() == eager.snapshot()
+    held = lazy.step(0.1, 0.0, node="writer", payload=counted([1, 2], builds), hold="unreadable")
+    assert held.frozen_payload == freeze([1, 2]) and builds == [payload, [1, 2]]
+
+
+def test_a_lazy_payload_is_built_once_and_a_failed_build_is_retried() -> None:
+    calls: list[int] = []
+
+    def build() -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("not yet")
+        return {"a": 1}
+
+    lazy = LazyPayload(build)
+    with pytest.raises(ValueError, match="not yet"):
+        freeze(lazy)
+    assert not lazy.built
+    assert freeze(lazy) == freeze({"a": 1}) == freeze(lazy) and lazy.built
+    assert len(calls) == 2
 
 
 # -- the transition table -------------------------------------------------------------------------

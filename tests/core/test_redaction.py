@@ -435,6 +435,57 @@ def test_forgetting_the_secrets_forgets_what_was_scanned() -> None:
     assert redact_text("first-token-value") == REDACTED
 
 
+def test_the_process_environment_is_scanned_again_after_every_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # an unchanged os.environ is not read again; a secret set, changed, removed and set again
+    # after a first scan is still found on the next call
+    monkeypatch.delenv("ACME_TOKEN", raising=False)
+    register_environment()
+    monkeypatch.setenv("ACME_TOKEN", "first-token-value")
+    register_environment()
+    assert redact_text("first-token-value") == REDACTED
+    monkeypatch.setenv("ACME_TOKEN", "second-token-value")
+    register_environment()
+    assert redact_text("second-token-value") == REDACTED
+    forget_secrets()
+    register_environment()  # the same environment, read again after forgetting
+    assert redact_text("second-token-value") == REDACTED
+    monkeypatch.delenv("ACME_TOKEN")
+    register_environment()
+    forget_secrets()
+    register_environment()
+    assert redact_text("second-token-value") == "second-token-value"
+    monkeypatch.setenv("ACME_TOKEN", "second-token-value")
+    register_environment()
+    assert redact_text("second-token-value") == REDACTED
+    monkeypatch.setenv("DATABASE_URL", "postgresql://app:S3cretPass@db.internal/loans")
+    register_environment()
+    assert redact_text("S3cretPass") == REDACTED
+
+
+def test_an_unchanged_process_environment_is_not_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scanned: list[str] = []
+
+    def counting(name: str) -> bool:
+        scanned.append(name)
+        return secret_name(name)
+
+    monkeypatch.setattr(redaction, "secret_name", counting)
+    monkeypatch.setenv("ACME_TOKEN", "first-token-value")
+    register_environment()
+    register_environment()
+    scanned.clear()
+    monkeypatch.setattr(redaction._KNOWN, "scanned", lambda name, value: False)
+    register_environment()  # would scan every variable again if os.environ were read
+    assert scanned == []
+    monkeypatch.setenv("ACME_TOKEN", "second-token-value")
+    register_environment()
+    assert "ACME_TOKEN" in scanned
+
+
 def test_the_password_of_a_url_in_any_variable_is_a_secret() -> None:
     # DATABASE_URL names no secret; an error quoting only its password leaked it
     register_environment(

@@ -1,19 +1,26 @@
-"""``read_channels`` reads the task's channels as ``ChannelRead.do_read`` does."""
+"""``read_channels`` reads the task's channels as ``ChannelRead.do_read`` does; the guard's
+channels are lean copies of the declared ones (``lean_channels``)."""
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from pathlib import Path
+from typing import Any, TypedDict
 
 import pytest
 
 pytest.importorskip("langgraph")
 
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._typing import MISSING
+from langgraph.channels import LastValue
+from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel._read import ChannelRead
 
-from biasbreaker_plugins.langgraph import BiasState
-from biasbreaker_plugins.langgraph._internals import read_channels
+from biasbreaker.kernel import Kernel
+from biasbreaker_plugins.langgraph import BiasState, guard
+from biasbreaker_plugins.langgraph._internals import lean_channels, read_channels
 from biasbreaker_plugins.langgraph.state import BB_KEYS
 
 
@@ -42,3 +49,45 @@ def test_read_channels_matches_do_read() -> None:
     ours, theirs = seen[0]
     assert ours == theirs
     assert ours["bb_frozen"] == {"k": {"x": 1}} and ours["text"] == "a"
+
+
+class Plain(TypedDict, total=False):
+    text: str
+
+
+@pytest.mark.parametrize("schema", [S, Plain], ids=["BiasState", "plain"])
+def test_the_guard_channels_are_lean_copies_that_reduce_the_same(
+    schema: Any, tmp_path: Path
+) -> None:
+    builder = StateGraph(schema)
+    builder.add_node("node", lambda state: {"text": "b"})
+    builder.add_edge(START, "node")
+    declared = StateGraph(S).channels  # the channels LangGraph builds from the annotations
+    guarded = guard(builder, Kernel.load(cwd=tmp_path, overrides={"llm": {"client": "fake"}}))
+    writes: dict[str, list[Any]] = {
+        "bb_breaker": [{"machine": {"step": 1}, "by": "a"}, {"machine": {"step": 2}, "by": "b"}],
+        "bb_unverified_output": [{"k": {"status": "held"}, "j": {"status": "queued"}}, {"k": None}],
+        "bb_audit_trail": [[{"event": "freeze"}], [{"event": "review"}]],
+        "bb_frozen": [{"k": {"x": 1}}, {"j": {"x": 2}}],
+    }
+    for key in sorted(BB_KEYS):
+        lean, original = guarded.channels[key], declared[key]
+        assert type(lean) is BinaryOperatorAggregate and lean.typ in (dict, list)
+        assert lean == original and lean.key == original.key == key
+        ours, theirs = lean.from_checkpoint(MISSING), original.from_checkpoint(MISSING)
+        assert ours.get() == theirs.get() and type(ours.get()) is type(theirs.get())
+        for write in writes.get(key, []):
+            assert ours.update([write]) == theirs.update([write])
+        assert ours.get() == theirs.get() and ours.checkpoint() == theirs.checkpoint()
+    assert guarded.compile().invoke({"text": "a"}) == {"text": "b"}
+
+
+def test_only_bare_dict_and_list_reducer_channels_are_rebuilt() -> None:
+    channels = {
+        **StateGraph(S).channels,
+        "last": LastValue(str),
+        "counter": BinaryOperatorAggregate(int, operator.add),
+    }
+    lean = lean_channels(channels, [*channels, "absent"])
+    assert set(lean) == BB_KEYS
+    assert [lean[k].typ for k in ("bb_frozen", "bb_reviews")] == [dict, list]

@@ -34,6 +34,7 @@ from biasbreaker_plugins.langgraph.values import (
     annotation_problem,
     read,
     read_values,
+    readable,
     rebuild,
     rebuild_values,
 )
@@ -174,6 +175,54 @@ def test_a_named_tuple_is_read_by_its_field_names_and_rebuilt_in_its_type() -> N
 def test_an_unreadable_value_is_named_with_its_path_and_type(value: Any, message: str) -> None:
     with pytest.raises(Unreadable, match=message.replace("[", r"\[").replace("]", r"\]")):
         read_values({"x": value}, "state")
+
+
+GLANCED: dict[str, Any] = {
+    "plain": {"decision": "yes", "years": 3, "notes": ["a", {"b": None}]},
+    "messages": {"messages": [AIMessage("yes", id="a", name="bot"), HumanMessage("ok")]},
+    "message": {"reply": AIMessage("yes", response_metadata={"finish_reason": "stop"})},
+    "remove": {"messages": [RemoveMessage(id="a")]},
+    "mixed list": {"items": ["text", AIMessage("yes")]},
+}
+"""Updates :func:`readable` passes at a glance (their view is built only when needed)."""
+
+NOT_GLANCED: dict[str, Any] = {
+    "bytes": {"x": b"yes"},
+    "nan": {"x": float("nan")},
+    "message parts": {"x": [AIMessage([{"type": "text", "text": "a"}, "b"])]},  # + a bad part
+    "message content": {"x": [AIMessage.model_construct(content=b"raw", additional_kwargs={})]},
+    "tool call args": {
+        "x": [AIMessage("", tool_calls=[{"name": "t", "args": {"b": b"\x00"}, "id": "c"}])]
+    },
+    "function call": {
+        "x": AIMessage("", additional_kwargs={"function_call": {"name": "f", "arguments": b"1"}})
+    },
+    "tool artifact": {"x": ToolMessage("done", tool_call_id="c", artifact=b"\x00")},
+    "nested message": {"x": {"m": AIMessage("yes")}},
+    "tuple of messages": {"x": (AIMessage("yes"),)},
+    "object": {"x": object()},
+}
+"""Updates it leaves to the read: all but the last two are unreadable."""
+
+
+@pytest.mark.parametrize("name", sorted(GLANCED))
+def test_an_update_readable_at_a_glance_is_read(name: str) -> None:
+    assert readable(GLANCED[name])
+    assert read_values(GLANCED[name], "output") is not None
+
+
+NOT_GLANCED["message parts"]["x"][0].content.append(5)  # no part of a known kind
+
+
+@pytest.mark.parametrize("name", sorted(NOT_GLANCED))
+def test_no_update_that_the_read_refuses_is_readable_at_a_glance(name: str) -> None:
+    assert not readable(NOT_GLANCED[name])
+    assert readable(NOT_GLANCED[name], frozenset({"x"}))  # an opaque key is never read
+    if name in ("nested message", "tuple of messages"):
+        read_values(NOT_GLANCED[name], "output")  # readable, just not at a glance
+    else:
+        with pytest.raises(Unreadable):
+            read_values(NOT_GLANCED[name], "output")
 
 
 def test_an_invalid_tool_call_is_read_and_its_raw_args_rebuilt() -> None:
@@ -527,3 +576,55 @@ def test_an_artifact_decided_for_one_group_only_is_held(tmp_path: Path) -> None:
         return {"out": [reply]}
 
     assert_held_for_women(tmp_path, node, "artifact")
+
+
+def unsampled(tmp_path: Path, reply: AIMessage) -> Any:
+    """A guarded message graph whose one node replies ``reply``, with probing off."""
+    from langgraph.graph import MessagesState
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [reply]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    settings = {
+        "probe": {"scorers": ["decision"], "probe_rate": 0.0, "bootstrap": 0},
+        "intervention": {"router": "human-review"},
+        "plugin": {"langgraph": {"trace_path": str(tmp_path / "{thread_id}.jsonl")}},
+    }
+    return guard(builder, Kernel.load(cwd=tmp_path, overrides=settings)).compile()
+
+
+def test_an_unsampled_output_is_still_read_and_held_when_unreadable(tmp_path: Path) -> None:
+    bad = AIMessage("", id="r", tool_calls=[{"name": "t", "args": {"b": b"\x00"}, "id": "c"}])
+    out = unsampled(tmp_path, bad).invoke(
+        {"messages": [HumanMessage("a Muslim applicant", id="q")]},
+        {"configurable": {"thread_id": "bad"}},
+    )
+    (record,) = read_trace(tmp_path / "bad.jsonl").records
+    assert record.transition == "held-for-review" and record.action.value == "escalate"
+    assert "cannot read the output" in record.reason and "bytes" in record.reason
+    assert [m.id for m in out["messages"]] == ["q"]  # held, for review
+
+
+def test_the_view_of_an_output_passed_on_a_steady_step_is_never_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import biasbreaker_plugins.langgraph.probing as probing
+
+    reads: list[Any] = []
+
+    def counting(values: Any, where: str, opaque: frozenset[str] = frozenset()) -> Any:
+        reads.append(where)
+        return read_values(values, where, opaque)
+
+    monkeypatch.setattr(probing, "read_values", counting)
+    out = unsampled(tmp_path, AIMessage("yes", id="r")).invoke(
+        {"messages": [HumanMessage("a Muslim applicant", id="q")]},
+        {"configurable": {"thread_id": "ok"}},
+    )
+    (record,) = read_trace(tmp_path / "ok.jsonl").records
+    assert record.action.value == "proceed" and record.probe is not None
+    assert record.probe["status"] == "not_sampled"
+    assert [m.id for m in out["messages"]] == ["q", "r"] and reads == []

@@ -42,7 +42,8 @@ class Decider:
         machines: The cache of machines restored from ``bb_breaker``.
         traces: The run traces.
         weights: Katz influence weights of every node of the user's graph (sum to 1).
-        new_ewma: A fresh pair of fast and slow EWMAs (``[propagation]``).
+        new_ewma: Builds a fresh pair of fast and slow EWMAs (``[propagation]``); called
+            once, the pair (immutable) starting every thread's B_net.
         opaque: State keys the probe never reads (``guard(opaque=...)``).
     """
 
@@ -58,7 +59,7 @@ class Decider:
         self.traces = traces
         self.weights = dict(weights)
         self.katz = KatzWeights(self.weights)  # checked once; the machine trusts it
-        self.new_ewma = new_ewma
+        self.fresh_ewma = new_ewma()  # a NetworkEwma is immutable: one serves every thread
         self.opaque = opaque
 
     def fold(
@@ -82,7 +83,7 @@ class Decider:
             # No evidence this step: the EWMAs do not move (NetworkEwma.update(None)).
             fast, slow = raw["fast"]["value"], raw["slow"]["value"]
             return raw, fast or 0.0, slow or 0.0, None
-        ewma = NetworkEwma.from_dict(raw) if raw else self.new_ewma()
+        ewma = NetworkEwma.from_dict(raw) if raw else self.fresh_ewma
         ewma = ewma.update(b_net)
         fast = ewma.fast.value if ewma.fast.value is not None else 0.0
         slow = ewma.slow.value if ewma.slow.value is not None else 0.0
@@ -171,7 +172,12 @@ class Decider:
         weights = bb.get("bb_katz_weights")
         if weights is not self.weights and weights != self.weights:
             writes["bb_katz_weights"] = self.weights
-        checked = {"node": name, "view": call.view, "outcome": call.outcome, "hold": call.hold}
+        checked = {
+            "node": name,
+            "view": call.payload(),  # built only if the step freezes it
+            "outcome": call.outcome,
+            "hold": call.hold,
+        }
         handle = self.machines.acquire(bb.get("bb_breaker"))
         decision, _ = self.preview(handle, checked, None, step)
         if decision is None:

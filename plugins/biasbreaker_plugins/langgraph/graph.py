@@ -47,6 +47,7 @@ from biasbreaker_plugins.langgraph._internals import (
     as_node_runnable,
     hide_tasks,
     install_gates,
+    lean_channels,
     node_function,
 )
 from biasbreaker_plugins.langgraph.configurable import OPAQUE_PREFIXES
@@ -585,6 +586,7 @@ def build_guarded(
     guarded.compiled = False
     if not set(guarded.channels) >= BB_KEYS:
         guarded._add_schema(BiasState)
+    guarded.channels.update(lean_channels(guarded.channels, BB_KEYS))
     runtime = GraphGuard(
         options,
         context,

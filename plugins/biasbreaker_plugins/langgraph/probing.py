@@ -48,6 +48,7 @@ from pydantic import BaseModel
 from biasbreaker.errors import BiasbreakerError, ConfigError
 from biasbreaker.probe import Probe, ProbeResult, Routed
 from biasbreaker.redaction import redact_text
+from biasbreaker.types import LazyPayload
 from biasbreaker_plugins.langgraph._internals import (
     interrupted,
     model_update,
@@ -74,6 +75,7 @@ from biasbreaker_plugins.langgraph.values import (
     Unreadable,
     read,
     read_values,
+    readable,
     rebuild,
     rebuild_values,
     state_values,
@@ -128,7 +130,8 @@ class Call:
 
     Args:
         node: The guarded node.
-        bb: The guard's state (``bb_`` keys) when the node ran.
+        bb: The guard's state when the node ran: its keys a step reads
+            (:data:`~biasbreaker_plugins.langgraph.state.STEP_KEYS`).
         values: The node's input, key -> value, as it received it.
         update: The node's state update (its return value, split).
         goto: Its ``Command`` destinations.
@@ -139,6 +142,9 @@ class Call:
         lg_step: The LangGraph super-step.
         view: The output's JSON view (what is scored and frozen); for an output the probe
             cannot read, its :func:`~biasbreaker_plugins.langgraph.state.shown` rendering.
+            Built on first read when :meth:`Prober.begin` found the output readable at a
+            glance (:func:`~biasbreaker_plugins.langgraph.values.readable`) and did not probe
+            it (:meth:`payload`).
         not_json: Why the output cannot be read, or ``None``.
         outcome: ``{"status", "reason"}``: what the probe made of the call (module docstring).
         hold: Why the output cannot be checked (it goes to review), or ``None``.
@@ -158,7 +164,8 @@ class Call:
     step_id: str
     thread: str
     lg_step: int
-    view: Any = None
+    built_view: Any = None
+    lazy_view: LazyPayload | None = None
     not_json: str | None = None
     outcome: dict[str, str] = field(default_factory=dict)
     hold: str | None = None
@@ -171,6 +178,23 @@ class Call:
     input_view: dict[str, Any] | None = None
     state: Any = None
     returned_dict: bool = False
+
+    @property
+    def view(self) -> Any:
+        """The output's JSON view (see the class docstring), built now if it was left lazy."""
+        if self.lazy_view is not None:
+            self.built_view = self.lazy_view.value
+            self.lazy_view = None
+        return self.built_view
+
+    @view.setter
+    def view(self, value: Any) -> None:
+        self.built_view = value
+        self.lazy_view = None
+
+    def payload(self) -> Any:
+        """The output's view as the control machine's step takes it: lazy if not built yet."""
+        return self.built_view if self.lazy_view is None else self.lazy_view
 
     def staged_input(self, opaque: frozenset[str]) -> tuple[Any, Any]:
         """(input view, rebuild template) for the staging buffer; ``(None, None)`` if unreadable.
@@ -413,7 +437,13 @@ class Prober:
             returned_dict=isinstance(out, dict),
         )
         try:
-            call.view = read_values(update, "output", self.opaque)
+            if readable(update, self.opaque):
+                # certainly readable: the view is built if a step freezes it or the probe runs
+                call.lazy_view = LazyPayload(
+                    functools.partial(read_values, update, "output", self.opaque)
+                )
+            else:
+                call.view = read_values(update, "output", self.opaque)
         except Unreadable as exc:
             call.not_json = redact_text(str(exc))
             call.view = shown(update)
@@ -451,6 +481,8 @@ class Prober:
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
         call.sampled = True
+        if call.lazy_view is not None:  # built before the re-runs, which call the node again
+            call.view = call.lazy_view.value
         return call
 
     async def probe(self, call: Call) -> None:

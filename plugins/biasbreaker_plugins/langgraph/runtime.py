@@ -40,7 +40,7 @@ from biasbreaker_plugins.langgraph.probing import Call, FreshProbes, Prober
 from biasbreaker_plugins.langgraph.review import ReviewNode
 from biasbreaker_plugins.langgraph.send_panel import SendPanel
 from biasbreaker_plugins.langgraph.staging import Work
-from biasbreaker_plugins.langgraph.state import BB_KEYS
+from biasbreaker_plugins.langgraph.state import STEP_KEYS
 from biasbreaker_plugins.langgraph.streaming import (
     Capture,
     HeldStreams,
@@ -218,7 +218,7 @@ class GraphGuard:
         kwargs: dict[str, Any],
         config: RunnableConfig,
     ) -> tuple[Any, dict[str, Any], Capture | None, tuple[RunnableConfig, dict[str, Any]]]:
-        """Read the guard's state, check the trace, and set up the node's own call.
+        """Read the guard's state (its :data:`.state.STEP_KEYS`), check the trace, set up the call.
 
         Returns:
             (the node's input, the guard's state, the capture of its stream events or
@@ -229,7 +229,7 @@ class GraphGuard:
                 trace file already holds records.
         """
         state = args[0] if args else kwargs.get(spec.first)
-        bb = read_channels(config, BB_KEYS)
+        bb = read_channels(config, STEP_KEYS)
         if self.traces.enabled and not bb.get("bb_breaker"):
             self.traces.check_new_run(trace_key(config))
         if self.stream_first:

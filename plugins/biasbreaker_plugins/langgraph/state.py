@@ -165,6 +165,18 @@ class BiasState(TypedDict, total=False):
 BB_KEYS: Final[frozenset[str]] = frozenset(BiasState.__annotations__)
 """The names of the biasbreaker state keys."""
 
+STEP_KEYS: Final[tuple[str, ...]] = (
+    "bb_breaker",
+    "bb_frozen",
+    "bb_katz_weights",
+    "bb_local_scores",
+    "bb_network_ewma",
+    "bb_probe_coverage",
+)
+"""The keys a guarded node's own task reads (``Call.bb``): the machine, the frozen records,
+the B_net inputs and the probe's rotation; never the staging buffer, the audit trail, the
+verdicts or the reviews, which only the guard's own nodes read."""
+
 
 def user_part(state: dict[str, Any]) -> dict[str, Any]:
     """The application's part of a state: every key except the ``bb_`` keys."""
@@ -330,6 +342,7 @@ def annotation_problem(annotation: Any, value: Any, key: str) -> str | None:
 __all__ = [
     "BB_KEYS",
     "BB_PREFIX",
+    "STEP_KEYS",
     "BiasState",
     "annotation_problem",
     "json_problem",

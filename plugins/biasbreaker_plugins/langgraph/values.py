@@ -269,6 +269,46 @@ def read_values(
     }
 
 
+def readable(values: Mapping[str, Any], opaque: frozenset[str] = frozenset()) -> bool:
+    """Whether :func:`read_values` reads ``values`` without raising, judged at a glance.
+
+    ``True`` only for what it certainly reads: plain JSON of exact builtin types, and a value
+    or list of LangChain messages each with text content, no tool calls (valid or invalid),
+    no legacy function call and not a tool's message (whose artifact is read). Costs a
+    fraction of the read itself, so the view of such an output can be built only when needed.
+
+    Args:
+        values: State key -> value (an update).
+        opaque: Keys read as ``"<opaque: TYPE>"`` whatever they hold.
+
+    Returns:
+        ``True``: the read succeeds. ``False`` means "read it to know", never "unreadable".
+    """
+    for key, value in values.items():
+        if key in opaque:
+            continue
+        for item in value if type(value) is list else (value,):
+            if not (plain_json(item) or _plain_message(item)):
+                return False
+    return True
+
+
+def _plain_message(value: Any) -> bool:
+    """Whether ``value`` is a message whose view :func:`_message_view` builds without raising."""
+    if not isinstance(value, BaseMessage):
+        return False
+    if isinstance(value, RemoveMessage):
+        return True
+    return (
+        type(value.content) is str
+        and value.type != "tool"
+        and not getattr(value, "tool_calls", None)
+        and not getattr(value, "invalid_tool_calls", None)
+        and type(value.additional_kwargs) is dict
+        and value.additional_kwargs.get("function_call") is None
+    )
+
+
 def _rebuild_content(original: Any, view: Any) -> Any:
     if isinstance(original, str):
         if not isinstance(view, str):
@@ -559,6 +599,7 @@ __all__ = [
     "annotation_problem",
     "read",
     "read_values",
+    "readable",
     "rebuild",
     "rebuild_state",
     "rebuild_values",
