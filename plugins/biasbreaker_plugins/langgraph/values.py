@@ -36,6 +36,9 @@ a key named in ``opaque``          ``"<opaque: TYPE>"``                         
 other object
 =================================  ===========================================  ==============
 
+A message ``name`` of words joined by ``_`` (``"Mary_Carter"``, as OpenAI requires) is read
+with spaces and rebuilt with underscores.
+
 Ids are left out of views on purpose: a chat model gives every reply a fresh random id, so an
 output compared or frozen with its id would differ between identical replies (and between two
 runs of the same seeded graph). Tool calls are compared as structured name + arguments, so a
@@ -51,6 +54,7 @@ import decimal
 import enum
 import math
 import pathlib
+import re
 import types
 import typing
 import uuid
@@ -115,6 +119,26 @@ def _content_view(content: Any, path: str) -> Any:
     raise Unreadable(path, _type_name(content), "message content that is neither text nor parts")
 
 
+_UNDERSCORED: Final = re.compile(r"[^\s_]+(?:_[^\s_]+)+")
+"""A message ``name`` of words joined by ``_`` (OpenAI refuses spaces in ``name``)."""
+
+
+def _name_view(name: str) -> str:
+    """A message ``name`` as the probe reads it: ``"Mary_Carter"`` as ``"Mary Carter"``."""
+    return name.replace("_", " ") if _UNDERSCORED.fullmatch(name) else name
+
+
+def _rebuild_name(original: str, view: Any) -> Any:
+    """The varied ``name`` in ``original``'s form: ``"Diana Vu"`` for ``"Mary_Carter"``.
+
+    Gives ``"Diana_Vu"``; exact, since the view of an underscored name has no spaces of its
+    own (an unvaried view gives the original back).
+    """
+    if isinstance(view, str) and _UNDERSCORED.fullmatch(original):
+        return view.replace(" ", "_")
+    return view
+
+
 def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
     if isinstance(message, RemoveMessage):
         return {"type": "remove", "id": message.id}
@@ -123,7 +147,7 @@ def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
         "content": _content_view(message.content, f"{path}.content"),
     }
     if message.type in ("human", "ai", "chat") and message.name is not None:
-        view["name"] = message.name
+        view["name"] = _name_view(message.name)
     calls = getattr(message, "tool_calls", None)
     if calls:
         view["tool_calls"] = [
@@ -292,7 +316,8 @@ def _rebuild_message(message: BaseMessage, view: Any) -> BaseMessage:
         return message
     changes: dict[str, Any] = {"content": _rebuild_content(message.content, view.get("content"))}
     if "name" in view and message.type in ("human", "ai", "chat"):
-        changes["name"] = view["name"]
+        name = message.name
+        changes["name"] = view["name"] if name is None else _rebuild_name(name, view["name"])
     calls = getattr(message, "tool_calls", None)
     if calls:
         seen = view.get("tool_calls") or []
