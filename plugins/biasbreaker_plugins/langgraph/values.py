@@ -19,12 +19,12 @@ value                              view                                         
 ``dict`` with ``str`` keys         an object of the values' views (keys kept)   the values
 ``set``, ``frozenset``             a list of the items' views, sorted           the items
 LangChain message (human, ai,      ``{"type", "content", ["name"],              text content,
-system, tool, function, chat;      ["tool_calls": [{"name", "args"}]],          text parts,
+system, tool, function, chat;      ["tool_calls": [{"name", "args"}]],          parts' text,
 chunks)                            ["invalid_tool_calls": [{"name", "args"}]],  human/ai
-                                   ["tool", "status"]}``; content parts as      ``name``, tool
-                                   ``{"type": "text", "text"}`` or a bare       call args, an
-                                   ``{"type"}``; never ``id``, metadata,        invalid call's
-                                   ``tool_call_id``, an invalid call's error    args text
+                                   ["tool", "status"]}``; content parts by      ``name``, tool
+                                   :data:`PART_FIELDS`; never ``id``,           call args, an
+                                   metadata, ``tool_call_id``, an invalid       invalid call's
+                                   call's error                                 args text
 ``RemoveMessage``                  ``{"type": "remove", "id"}``                 no
 pydantic model, dataclass          an object of its fields' views               the fields
 ``enum.Enum`` member               its value's view                             its value
@@ -36,8 +36,11 @@ a key named in ``opaque``          ``"<opaque: TYPE>"``                         
 other object
 =================================  ===========================================  ==============
 
-A message ``name`` of words joined by ``_`` (``"Mary_Carter"``, as OpenAI requires) is read
-with spaces and rebuilt with underscores.
+A message's content parts are read by type (:data:`PART_FIELDS`): the text a part carries is
+read and varied in place; media (images, audio, video) are read as their type only (the probe
+cannot vary a face: a stated limit); a document whose text is not inline, or a part of a type
+the table does not know, is unreadable. A message ``name`` of words joined by ``_``
+(``"Mary_Carter"``, as OpenAI requires) is read with spaces and rebuilt with underscores.
 
 Ids are left out of views on purpose: a chat model gives every reply a fresh random id, so an
 output compared or frozen with its id would differ between identical replies (and between two
@@ -99,23 +102,154 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+_TEXT: Final = "text"
+"""A part field read with the table (a ``str`` is varied as text)."""
+_PARTS: Final = "parts"
+"""A part field holding message content (a ``str`` or a list of parts), read part by part."""
+
+_PartSpec = Mapping[str, Any]
+"""Field -> :data:`_TEXT`, :data:`_PARTS` or a nested spec (a field that is an object)."""
+
+_TOOL_CALL: Final[_PartSpec] = {"name": _TEXT, "args": _TEXT}
+_MEDIA: Final[_PartSpec] = {}
+_DOCUMENT: Final[_PartSpec] = {"text": _TEXT, "title": _TEXT, "context": _TEXT}
+
+PART_FIELDS: Final[Mapping[str, _PartSpec]] = {
+    # text (a "text" part itself is read as {"type": "text", "text"}, see _part_view)
+    "input_text": {"text": _TEXT},  # OpenAI Responses
+    "output_text": {"text": _TEXT},
+    "summary_text": {"text": _TEXT},
+    "refusal": {"refusal": _TEXT},
+    "reasoning": {"reasoning": _TEXT, "summary": _PARTS},  # v1 / OpenAI Responses
+    "thinking": {"thinking": _TEXT},  # Anthropic; its signature is not text
+    "redacted_thinking": {},  # encrypted by the provider: nobody can read it
+    # documents: their inline text is read; one without inline text holds (_DOCUMENTS)
+    "text-plain": _DOCUMENT,  # v1
+    "file": _DOCUMENT,  # v1 / v0 (source_type "text" carries "text") / OpenAI chat
+    "input_file": {},  # OpenAI Responses: file_data, file_id or file_url only
+    "document": {  # Anthropic: a text source's "data", a content source's parts
+        "title": _TEXT,
+        "context": _TEXT,
+        "source": {"data": _TEXT, "content": _PARTS},
+    },
+    "search_result": {"title": _TEXT, "content": _PARTS},  # Anthropic
+    "tool_result": {"content": _PARTS},  # Anthropic, in a human turn
+    # media: the probe cannot see a face or hear a voice (docs/langgraph.md §11, a limit)
+    "image": _MEDIA,
+    "image_url": _MEDIA,
+    "input_image": _MEDIA,
+    "audio": _MEDIA,
+    "input_audio": _MEDIA,
+    "video": _MEDIA,
+    "media": _MEDIA,
+    # tools
+    "tool_call": _TOOL_CALL,
+    "tool_call_chunk": _TOOL_CALL,
+    "invalid_tool_call": _TOOL_CALL,
+    "server_tool_call": _TOOL_CALL,
+    "server_tool_call_chunk": _TOOL_CALL,
+    "server_tool_result": {"status": _TEXT, "output": _TEXT},
+    "function_call": {"name": _TEXT, "arguments": _TEXT},  # OpenAI Responses
+    "tool_use": {"name": _TEXT, "input": _TEXT},  # Anthropic
+    "server_tool_use": {"name": _TEXT, "input": _TEXT},
+    "input_json_delta": {"partial_json": _TEXT},  # Anthropic, streamed tool input
+    "non_standard": {"value": _TEXT},  # v1: a provider's payload, read with the table
+}
+"""How each content part type is read (besides ``"text"``): the fields read into its view
+(text, structured values, nested content); every other field — ids, indexes, MIME types,
+``extras``, base64 data, URLs, file ids, signatures — is not text and is neither read nor
+varied. A part of a type not listed here, or without a ``type``, is :class:`Unreadable`."""
+
+_DOCUMENTS: Final = frozenset({"text-plain", "file", "input_file", "document"})
+"""Part types whose text the model reads: one whose text is not inline (base64 data, a URL,
+a file id) is text the probe cannot read, so it holds (:func:`_inline_text`)."""
+
+
+def _inline_text(part: Mapping[str, Any]) -> bool:
+    """Whether a document part carries its text inline (where the probe reads it)."""
+    kind = part.get("type")
+    if kind == "document":
+        source = part.get("source")
+        if not isinstance(source, Mapping):
+            return False
+        if source.get("type") == "text":
+            return isinstance(source.get("data"), str)
+        return source.get("type") == "content" and "content" in source
+    return kind != "input_file" and isinstance(part.get("text"), str)
+
+
+def _project(value: Mapping[str, Any], spec: _PartSpec, path: str) -> dict[str, Any]:
+    """The fields of ``value`` that ``spec`` names, each read as the spec says."""
+    out: dict[str, Any] = {}
+    for key, kind in spec.items():
+        if key not in value:
+            continue
+        item = value[key]
+        if kind == _PARTS:
+            out[key] = _content_view(item, f"{path}.{key}")
+        elif isinstance(kind, Mapping):
+            if isinstance(item, Mapping):
+                out[key] = _project(item, kind, f"{path}.{key}")
+        else:
+            out[key] = read(item, f"{path}.{key}")
+    return out
+
+
+def _merge(original: Any, view: Any, spec: _PartSpec) -> Any:
+    """``original`` with the fields ``spec`` names rebuilt from ``view`` (all else kept)."""
+    if not isinstance(original, Mapping) or not isinstance(view, Mapping):
+        return original
+    changes: dict[str, Any] = {}
+    for key, kind in spec.items():
+        if key not in original or key not in view:
+            continue
+        if kind == _PARTS:
+            changes[key] = _rebuild_content(original[key], view[key])
+        elif isinstance(kind, Mapping):
+            changes[key] = _merge(original[key], view[key], kind)
+        else:
+            changes[key] = rebuild(original[key], view[key])
+    return {**original, **changes} if changes else original
+
+
+def _part_view(part: Any, path: str) -> Any:
+    """A content part's view (see :data:`PART_FIELDS`).
+
+    Raises:
+        Unreadable: A part that is not a ``str`` or an object, of an unknown type, or a
+            document whose text is not inline.
+    """
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping):
+        raise Unreadable(path, _type_name(part), "a message part the probe cannot read")
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "text", "text": str(part.get("text", ""))}
+    spec = PART_FIELDS.get(kind) if isinstance(kind, str) else None
+    if spec is None:
+        raise Unreadable(
+            path,
+            f"a {kind!r} content part" if isinstance(kind, str) else "a content part without type",
+            "a message part the probe cannot tell apart (neither text, nor a known document, "
+            "media or tool block: docs/langgraph.md, 'What the probe reads')",
+        )
+    if kind in _DOCUMENTS and not _inline_text(part):
+        raise Unreadable(
+            path,
+            f"a {kind!r} content part",
+            "a document whose text is not inline (base64 data, a URL or a file id): the probe "
+            "cannot read or vary it; send its text in the part (a text-plain part, an Anthropic "
+            "text source) so the probe varies it",
+        )
+    return {"type": kind, **_project(part, spec, path)}
+
+
 def _content_view(content: Any, path: str) -> Any:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts: list[Any] = []
-        for i, part in enumerate(content):
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping) and part.get("type") == "text":
-                parts.append({"type": "text", "text": str(part.get("text", ""))})
-            elif isinstance(part, Mapping):
-                parts.append({"type": str(part.get("type", "part"))})
-            else:
-                raise Unreadable(
-                    f"{path}[{i}]", _type_name(part), "a message part the probe cannot read"
-                )
-        return parts
+        return [_part_view(part, f"{path}[{i}]") for i, part in enumerate(content)]
     raise Unreadable(path, _type_name(content), "message content that is neither text nor parts")
 
 
@@ -214,7 +348,9 @@ def read(value: Any, path: str = "value") -> Any:
 
     Raises:
         Unreadable: ``value`` (or a part of it) is bytes, NaN/infinity, a dict key that is
-            not a ``str``, or an object of a type the table does not list.
+            not a ``str``, an object of a type the table does not list, a message content
+            part of a type :data:`PART_FIELDS` does not list, or a document part without
+            inline text.
     """
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
@@ -273,7 +409,9 @@ def read(value: Any, path: str = "value") -> Any:
 
 
 def read_values(
-    values: Mapping[str, Any], where: str, opaque: frozenset[str] = frozenset()
+    values: Mapping[str, Any],
+    where: str,
+    opaque: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The JSON view of a state (or an update): key -> :func:`read` of its value.
 
@@ -306,6 +444,8 @@ def _rebuild_content(original: Any, view: Any) -> Any:
             parts.append(seen if isinstance(seen, str) else part)
         elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(seen, Mapping):
             parts.append({**part, "text": seen.get("text", part.get("text"))})
+        elif isinstance(part, Mapping) and isinstance(part.get("type"), str):
+            parts.append(_merge(part, seen, PART_FIELDS.get(part["type"], {})))
         else:
             parts.append(part)
     return parts
