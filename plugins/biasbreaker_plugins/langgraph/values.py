@@ -21,10 +21,12 @@ value                              view                                         
 LangChain message (human, ai,      ``{"type", "content", ["name"],              text content,
 system, tool, function, chat;      ["tool_calls": [{"name", "args"}]],          parts' text,
 chunks)                            ["invalid_tool_calls": [{"name", "args"}]],  human/ai
-                                   ["tool", "status"]}``; content parts by      ``name``, tool
-                                   :data:`PART_FIELDS`; never ``id``,           call args, an
-                                   metadata, ``tool_call_id``, an invalid       invalid call's
-                                   call's error                                 args text
+                                   ["tool", "status"],                          ``name``, tool
+                                   ["additional_kwargs"]}``; content parts by   call args, an
+                                   :data:`PART_FIELDS`; ``additional_kwargs``   invalid call's
+                                   on the input side only (:data:`Role`);       args text, an
+                                   never ``id``, metadata, ``tool_call_id``,    input's
+                                   an invalid call's error                      kwargs
 ``RemoveMessage``                  ``{"type": "remove", "id"}``                 no
 pydantic model, dataclass          an object of its fields' views               the fields
 ``enum.Enum`` member               its value's view                             its value
@@ -102,6 +104,12 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+Role = Literal["input", "output"]
+"""Which side of a guarded call a value is read for: ``"input"`` (what the node reads, varied
+by the probe) or ``"output"`` (what it returns, compared and frozen). The two differ in one
+place: a message's ``additional_kwargs`` are user data on the input side (read and varied) and
+mostly provider noise on the output side (only a refusal and a legacy function call are read)."""
+
 _TEXT: Final = "text"
 """A part field read with the table (a ``str`` is varied as text)."""
 _PARTS: Final = "parts"
@@ -178,7 +186,7 @@ def _inline_text(part: Mapping[str, Any]) -> bool:
     return kind != "input_file" and isinstance(part.get("text"), str)
 
 
-def _project(value: Mapping[str, Any], spec: _PartSpec, path: str) -> dict[str, Any]:
+def _project(value: Mapping[str, Any], spec: _PartSpec, path: str, role: Role) -> dict[str, Any]:
     """The fields of ``value`` that ``spec`` names, each read as the spec says."""
     out: dict[str, Any] = {}
     for key, kind in spec.items():
@@ -186,12 +194,12 @@ def _project(value: Mapping[str, Any], spec: _PartSpec, path: str) -> dict[str, 
             continue
         item = value[key]
         if kind == _PARTS:
-            out[key] = _content_view(item, f"{path}.{key}")
+            out[key] = _content_view(item, f"{path}.{key}", role)
         elif isinstance(kind, Mapping):
             if isinstance(item, Mapping):
-                out[key] = _project(item, kind, f"{path}.{key}")
+                out[key] = _project(item, kind, f"{path}.{key}", role)
         else:
-            out[key] = read(item, f"{path}.{key}")
+            out[key] = read(item, f"{path}.{key}", role=role)
     return out
 
 
@@ -212,7 +220,7 @@ def _merge(original: Any, view: Any, spec: _PartSpec) -> Any:
     return {**original, **changes} if changes else original
 
 
-def _part_view(part: Any, path: str) -> Any:
+def _part_view(part: Any, path: str, role: Role) -> Any:
     """A content part's view (see :data:`PART_FIELDS`).
 
     Raises:
@@ -242,14 +250,14 @@ def _part_view(part: Any, path: str) -> Any:
             "cannot read or vary it; send its text in the part (a text-plain part, an Anthropic "
             "text source) so the probe varies it",
         )
-    return {"type": kind, **_project(part, spec, path)}
+    return {"type": kind, **_project(part, spec, path, role)}
 
 
-def _content_view(content: Any, path: str) -> Any:
+def _content_view(content: Any, path: str, role: Role = "input") -> Any:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return [_part_view(part, f"{path}[{i}]") for i, part in enumerate(content)]
+        return [_part_view(part, f"{path}[{i}]", role) for i, part in enumerate(content)]
     raise Unreadable(path, _type_name(content), "message content that is neither text nor parts")
 
 
@@ -273,19 +281,58 @@ def _rebuild_name(original: str, view: Any) -> Any:
     return view
 
 
-def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
+_KWARGS_ELSEWHERE: Final = frozenset({"refusal", "function_call"})
+"""``additional_kwargs`` keys a message view reads under their own names."""
+_KWARGS_FIELDS: Final[Mapping[str, _PartSpec]] = {"audio": {"transcript": _TEXT}}
+"""``additional_kwargs`` keys read by their fields only: OpenAI's spoken reply, whose
+``transcript`` is text and whose ``data`` is base64 audio."""
+
+
+def _kwargs_keys(message: BaseMessage) -> list[str]:
+    """The ``additional_kwargs`` keys an input view reads as user data.
+
+    All but a refusal and a function call (read under their own names) and a provider's raw
+    ``tool_calls`` when the message's parsed ``tool_calls`` (or invalid ones) carry them.
+    """
+    parsed = bool(
+        getattr(message, "tool_calls", None) or getattr(message, "invalid_tool_calls", None)
+    )
+    return [
+        key
+        for key in message.additional_kwargs
+        if key not in _KWARGS_ELSEWHERE and not (key == "tool_calls" and parsed)
+    ]
+
+
+def _kwargs_view(message: BaseMessage, path: str) -> dict[str, Any]:
+    extra = message.additional_kwargs
+    out: dict[str, Any] = {}
+    for key in _kwargs_keys(message):
+        spec = _KWARGS_FIELDS.get(key)
+        where = f"{path}.additional_kwargs[{key!r}]"
+        if spec is not None and isinstance(extra[key], Mapping):
+            out[key] = _project(extra[key], spec, where, "input")
+        else:
+            out[key] = read(extra[key], where, role="input")
+    return out
+
+
+def _message_view(message: BaseMessage, path: str, role: Role) -> dict[str, Any]:
     if isinstance(message, RemoveMessage):
         return {"type": "remove", "id": message.id}
     view: dict[str, Any] = {
         "type": message.type,
-        "content": _content_view(message.content, f"{path}.content"),
+        "content": _content_view(message.content, f"{path}.content", role),
     }
     if message.type in ("human", "ai", "chat") and message.name is not None:
         view["name"] = _name_view(message.name)
     calls = getattr(message, "tool_calls", None)
     if calls:
         view["tool_calls"] = [
-            {"name": call["name"], "args": read(call["args"], f"{path}.tool_calls[{i}].args")}
+            {
+                "name": call["name"],
+                "args": read(call["args"], f"{path}.tool_calls[{i}].args", role=role),
+            }
             for i, call in enumerate(calls)
         ]
     invalid = getattr(message, "invalid_tool_calls", None)
@@ -304,8 +351,14 @@ def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
     if isinstance(call, Mapping):
         view["function_call"] = {
             "name": str(call.get("name")),
-            "arguments": read(call.get("arguments"), f"{path}.function_call.arguments"),
+            "arguments": read(call.get("arguments"), f"{path}.function_call.arguments", role=role),
         }
+    if role == "input":
+        # what a node reads beside the text is user data (a KYC record, a profile model);
+        # on the output side it is mostly provider noise, and is not compared
+        kwargs = _kwargs_view(message, path)
+        if kwargs:
+            view["additional_kwargs"] = kwargs
     finish = _finish_reason(message)
     if finish is not None:
         # a provider that stops for one group only (a content filter) decides as a refusal does
@@ -315,7 +368,7 @@ def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
         view["status"] = getattr(message, "status", "success")
         artifact = getattr(message, "artifact", None)
         if artifact is not None:  # what the tool returned beside the text the model sees
-            view["artifact"] = read(artifact, f"{path}.artifact")
+            view["artifact"] = read(artifact, f"{path}.artifact", role=role)
     return view
 
 
@@ -336,12 +389,15 @@ def _finish_reason(message: BaseMessage) -> str | None:
     return None
 
 
-def read(value: Any, path: str = "value") -> Any:
+def read(value: Any, path: str = "value", *, role: Role = "input") -> Any:
     """The JSON view of ``value`` (see the module's table).
 
     Args:
         value: A state value.
         path: Where it is, for the error message.
+        role: ``"input"`` (default) for what a guarded node reads, ``"output"`` for what it
+            returns: a message's ``additional_kwargs`` are read on the input side only
+            (:data:`Role`).
 
     Returns:
         Plain JSON (``dict``/``list``/``str``/``int``/``float``/``bool``/``None``).
@@ -361,17 +417,17 @@ def read(value: Any, path: str = "value") -> Any:
         return value
     # exact builtin containers and messages first: the ABC checks below are slow
     if kind is list:
-        return [read(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [read(item, f"{path}[{i}]", role=role) for i, item in enumerate(value)]
     if kind is not dict and isinstance(value, BaseMessage):
-        return _message_view(value, path)
+        return _message_view(value, path, role)
     if isinstance(value, enum.Enum):
-        return read(value.value, path)
+        return read(value.value, path, role=role)
     if isinstance(value, str):
         return str(value)
     if isinstance(value, int):
         return bool(value) if isinstance(value, bool) else int(value)
     if isinstance(value, float):
-        return read(float(value), path)
+        return read(float(value), path, role=role)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -379,24 +435,27 @@ def read(value: Any, path: str = "value") -> Any:
                 raise Unreadable(
                     f"{path}[{key!r}]", _type_name(key), "a dict key that is not a str"
                 )
-            out[key] = read(item, f"{path}[{key!r}]")
+            out[key] = read(item, f"{path}[{key!r}]", role=role)
         return out
     if _is_named_tuple(value):
-        return {name: read(getattr(value, name), f"{path}.{name}") for name in value._fields}
+        return {
+            name: read(getattr(value, name), f"{path}.{name}", role=role) for name in value._fields
+        }
     if isinstance(value, (list, tuple)):
-        return [read(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [read(item, f"{path}[{i}]", role=role) for i, item in enumerate(value)]
     if isinstance(value, (set, frozenset)):
-        items = [read(item, f"{path}{{…}}") for item in value]
+        items = [read(item, f"{path}{{…}}", role=role) for item in value]
         return sorted(items, key=canonical_json)
     if isinstance(value, BaseMessage):
-        return _message_view(value, path)
+        return _message_view(value, path, role)
     if isinstance(value, BaseModel):
         return {
-            name: read(getattr(value, name), f"{path}.{name}") for name in type(value).model_fields
+            name: read(getattr(value, name), f"{path}.{name}", role=role)
+            for name in type(value).model_fields
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            f.name: read(getattr(value, f.name), f"{path}.{f.name}")
+            f.name: read(getattr(value, f.name), f"{path}.{f.name}", role=role)
             for f in dataclasses.fields(value)
         }
     if isinstance(value, _OPAQUE_SCALARS):
@@ -412,6 +471,8 @@ def read_values(
     values: Mapping[str, Any],
     where: str,
     opaque: frozenset[str] = frozenset(),
+    *,
+    role: Role = "input",
 ) -> dict[str, Any]:
     """The JSON view of a state (or an update): key -> :func:`read` of its value.
 
@@ -419,6 +480,8 @@ def read_values(
         values: State key -> value.
         where: ``"state"`` or ``"output"``, for the error path.
         opaque: Keys read as ``"<opaque: TYPE>"`` (never varied, never compared).
+        role: ``"input"`` (a node's state, what the probe varies) or ``"output"`` (its
+            update, what the probe compares), as :func:`read`.
 
     Raises:
         Unreadable: As :func:`read`, with the key in the path.
@@ -426,7 +489,9 @@ def read_values(
     if not opaque and plain_json(values):
         return dict(values)  # the common case: plain JSON is its own view
     return {
-        key: f"<opaque: {_type_name(value)}>" if key in opaque else read(value, f"{where}[{key!r}]")
+        key: f"<opaque: {_type_name(value)}>"
+        if key in opaque
+        else read(value, f"{where}[{key!r}]", role=role)
         for key, value in values.items()
     }
 
@@ -483,6 +548,17 @@ def _rebuild_message(message: BaseMessage, view: Any) -> BaseMessage:
     if isinstance(call, Mapping) and isinstance(view.get("function_call"), Mapping):
         arguments = view["function_call"].get("arguments", call.get("arguments"))
         extra["function_call"] = {**call, "arguments": rebuild(call.get("arguments"), arguments)}
+    kwargs = view.get("additional_kwargs")
+    if isinstance(kwargs, Mapping):  # an input view: the user data beside the text
+        keys = _kwargs_keys(message)
+        if set(kwargs) != set(keys):
+            raise ValueError("a message's additional_kwargs changed keys")
+        for key in keys:
+            spec = _KWARGS_FIELDS.get(key)
+            if spec is not None and isinstance(extra[key], Mapping):
+                extra[key] = _merge(extra[key], kwargs[key], spec)
+            else:
+                extra[key] = rebuild(extra[key], kwargs[key])
     if extra != message.additional_kwargs:
         changes["additional_kwargs"] = extra
     artifact = getattr(message, "artifact", None)
