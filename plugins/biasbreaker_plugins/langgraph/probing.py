@@ -311,9 +311,9 @@ def routed(node: str, view: Any, goto: list[Any], opaque: frozenset[str]) -> Any
         if isinstance(t, str)
         else {
             "send": t.node,
-            "arg": read_values(t.arg, "send", opaque)
+            "arg": read_values(t.arg, "send", opaque, role="output")
             if isinstance(t.arg, Mapping)
-            else read(t.arg, "send"),
+            else read(t.arg, "send", role="output"),
         }
         for t in goto
     ]
@@ -440,10 +440,10 @@ class Prober:
             if readable(update, self.opaque):
                 # certainly readable: the view is built if a step freezes it or the probe runs
                 call.lazy_view = LazyPayload(
-                    functools.partial(read_values, update, "output", self.opaque)
+                    functools.partial(read_values, update, "output", self.opaque, role="output")
                 )
             else:
-                call.view = read_values(update, "output", self.opaque)
+                call.view = read_values(update, "output", self.opaque, role="output")
         except Unreadable as exc:
             call.not_json = redact_text(str(exc))
             call.view = shown(update)
@@ -701,7 +701,7 @@ class Prober:
                 )
                 out = await asyncio.get_running_loop().run_in_executor(self.pool, call)
             update, goto, command = split_output(spec.name, out)
-            view = read_values(update, "output", opaque)
+            view = read_values(update, "output", opaque, role="output")
             if not routes:
                 return view
             if spec.routes:

@@ -19,12 +19,14 @@ value                              view                                         
 ``dict`` with ``str`` keys         an object of the values' views (keys kept)   the values
 ``set``, ``frozenset``             a list of the items' views, sorted           the items
 LangChain message (human, ai,      ``{"type", "content", ["name"],              text content,
-system, tool, function, chat;      ["tool_calls": [{"name", "args"}]],          text parts,
+system, tool, function, chat;      ["tool_calls": [{"name", "args"}]],          parts' text,
 chunks)                            ["invalid_tool_calls": [{"name", "args"}]],  human/ai
-                                   ["tool", "status"]}``; content parts as      ``name``, tool
-                                   ``{"type": "text", "text"}`` or a bare       call args, an
-                                   ``{"type"}``; never ``id``, metadata,        invalid call's
-                                   ``tool_call_id``, an invalid call's error    args text
+                                   ["tool", "status"],                          ``name``, tool
+                                   ["additional_kwargs"]}``; content parts by   call args, an
+                                   :data:`PART_FIELDS`; ``additional_kwargs``   invalid call's
+                                   on the input side only (:data:`Role`);       args text, an
+                                   never ``id``, metadata, ``tool_call_id``,    input's
+                                   an invalid call's error                      kwargs
 ``RemoveMessage``                  ``{"type": "remove", "id"}``                 no
 pydantic model, dataclass          an object of its fields' views               the fields
 ``enum.Enum`` member               its value's view                             its value
@@ -35,6 +37,12 @@ a key named in ``opaque``          ``"<opaque: TYPE>"``                         
 ``bytes``, NaN/infinity, any       unreadable: the step is held for review      —
 other object
 =================================  ===========================================  ==============
+
+A message's content parts are read by type (:data:`PART_FIELDS`): the text a part carries is
+read and varied in place; media (images, audio, video) are read as their type only (the probe
+cannot vary a face: a stated limit); a document whose text is not inline, or a part of a type
+the table does not know, is unreadable. A message ``name`` of words joined by ``_``
+(``"Mary_Carter"``, as OpenAI requires) is read with spaces and rebuilt with underscores.
 
 Ids are left out of views on purpose: a chat model gives every reply a fresh random id, so an
 output compared or frozen with its id would differ between identical replies (and between two
@@ -51,6 +59,7 @@ import decimal
 import enum
 import math
 import pathlib
+import re
 import types
 import typing
 import uuid
@@ -95,39 +104,235 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _content_view(content: Any, path: str) -> Any:
+Role = Literal["input", "output"]
+"""Which side of a guarded call a value is read for: ``"input"`` (what the node reads, varied
+by the probe) or ``"output"`` (what it returns, compared and frozen). The two differ in one
+place: a message's ``additional_kwargs`` are user data on the input side (read and varied) and
+mostly provider noise on the output side (only a refusal and a legacy function call are read)."""
+
+_TEXT: Final = "text"
+"""A part field read with the table (a ``str`` is varied as text)."""
+_PARTS: Final = "parts"
+"""A part field holding message content (a ``str`` or a list of parts), read part by part."""
+
+_PartSpec = Mapping[str, Any]
+"""Field -> :data:`_TEXT`, :data:`_PARTS` or a nested spec (a field that is an object)."""
+
+_TOOL_CALL: Final[_PartSpec] = {"name": _TEXT, "args": _TEXT}
+_MEDIA: Final[_PartSpec] = {}
+_DOCUMENT: Final[_PartSpec] = {"text": _TEXT, "title": _TEXT, "context": _TEXT}
+
+PART_FIELDS: Final[Mapping[str, _PartSpec]] = {
+    # text (a "text" part itself is read as {"type": "text", "text"}, see _part_view)
+    "input_text": {"text": _TEXT},  # OpenAI Responses
+    "output_text": {"text": _TEXT},
+    "summary_text": {"text": _TEXT},
+    "refusal": {"refusal": _TEXT},
+    "reasoning": {"reasoning": _TEXT, "summary": _PARTS},  # v1 / OpenAI Responses
+    "thinking": {"thinking": _TEXT},  # Anthropic; its signature is not text
+    "redacted_thinking": {},  # encrypted by the provider: nobody can read it
+    # documents: their inline text is read; one without inline text holds (_DOCUMENTS)
+    "text-plain": _DOCUMENT,  # v1
+    "file": _DOCUMENT,  # v1 / v0 (source_type "text" carries "text") / OpenAI chat
+    "input_file": {},  # OpenAI Responses: file_data, file_id or file_url only
+    "document": {  # Anthropic: a text source's "data", a content source's parts
+        "title": _TEXT,
+        "context": _TEXT,
+        "source": {"data": _TEXT, "content": _PARTS},
+    },
+    "search_result": {"title": _TEXT, "content": _PARTS},  # Anthropic
+    "tool_result": {"content": _PARTS},  # Anthropic, in a human turn
+    # media: the probe cannot see a face or hear a voice (docs/langgraph.md §11, a limit)
+    "image": _MEDIA,
+    "image_url": _MEDIA,
+    "input_image": _MEDIA,
+    "audio": _MEDIA,
+    "input_audio": _MEDIA,
+    "video": _MEDIA,
+    "media": _MEDIA,
+    # tools
+    "tool_call": _TOOL_CALL,
+    "tool_call_chunk": _TOOL_CALL,
+    "invalid_tool_call": _TOOL_CALL,
+    "server_tool_call": _TOOL_CALL,
+    "server_tool_call_chunk": _TOOL_CALL,
+    "server_tool_result": {"status": _TEXT, "output": _TEXT},
+    "function_call": {"name": _TEXT, "arguments": _TEXT},  # OpenAI Responses
+    "tool_use": {"name": _TEXT, "input": _TEXT},  # Anthropic
+    "server_tool_use": {"name": _TEXT, "input": _TEXT},
+    "input_json_delta": {"partial_json": _TEXT},  # Anthropic, streamed tool input
+    "non_standard": {"value": _TEXT},  # v1: a provider's payload, read with the table
+}
+"""How each content part type is read (besides ``"text"``): the fields read into its view
+(text, structured values, nested content); every other field — ids, indexes, MIME types,
+``extras``, base64 data, URLs, file ids, signatures — is not text and is neither read nor
+varied. A part of a type not listed here, or without a ``type``, is :class:`Unreadable`."""
+
+_DOCUMENTS: Final = frozenset({"text-plain", "file", "input_file", "document"})
+"""Part types whose text the model reads: one whose text is not inline (base64 data, a URL,
+a file id) is text the probe cannot read, so it holds (:func:`_inline_text`)."""
+
+
+def _inline_text(part: Mapping[str, Any]) -> bool:
+    """Whether a document part carries its text inline (where the probe reads it)."""
+    kind = part.get("type")
+    if kind == "document":
+        source = part.get("source")
+        if not isinstance(source, Mapping):
+            return False
+        if source.get("type") == "text":
+            return isinstance(source.get("data"), str)
+        return source.get("type") == "content" and "content" in source
+    return kind != "input_file" and isinstance(part.get("text"), str)
+
+
+def _project(value: Mapping[str, Any], spec: _PartSpec, path: str, role: Role) -> dict[str, Any]:
+    """The fields of ``value`` that ``spec`` names, each read as the spec says."""
+    out: dict[str, Any] = {}
+    for key, kind in spec.items():
+        if key not in value:
+            continue
+        item = value[key]
+        if kind == _PARTS:
+            out[key] = _content_view(item, f"{path}.{key}", role)
+        elif isinstance(kind, Mapping):
+            if isinstance(item, Mapping):
+                out[key] = _project(item, kind, f"{path}.{key}", role)
+        else:
+            out[key] = read(item, f"{path}.{key}", role=role)
+    return out
+
+
+def _merge(original: Any, view: Any, spec: _PartSpec) -> Any:
+    """``original`` with the fields ``spec`` names rebuilt from ``view`` (all else kept)."""
+    if not isinstance(original, Mapping) or not isinstance(view, Mapping):
+        return original
+    changes: dict[str, Any] = {}
+    for key, kind in spec.items():
+        if key not in original or key not in view:
+            continue
+        if kind == _PARTS:
+            changes[key] = _rebuild_content(original[key], view[key])
+        elif isinstance(kind, Mapping):
+            changes[key] = _merge(original[key], view[key], kind)
+        else:
+            changes[key] = rebuild(original[key], view[key])
+    return {**original, **changes} if changes else original
+
+
+def _part_view(part: Any, path: str, role: Role) -> Any:
+    """A content part's view (see :data:`PART_FIELDS`).
+
+    Raises:
+        Unreadable: A part that is not a ``str`` or an object, of an unknown type, or a
+            document whose text is not inline.
+    """
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping):
+        raise Unreadable(path, _type_name(part), "a message part the probe cannot read")
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "text", "text": str(part.get("text", ""))}
+    spec = PART_FIELDS.get(kind) if isinstance(kind, str) else None
+    if spec is None:
+        raise Unreadable(
+            path,
+            f"a {kind!r} content part" if isinstance(kind, str) else "a content part without type",
+            "a message part the probe cannot tell apart (neither text, nor a known document, "
+            "media or tool block: docs/langgraph.md, 'What the probe reads')",
+        )
+    if kind in _DOCUMENTS and not _inline_text(part):
+        raise Unreadable(
+            path,
+            f"a {kind!r} content part",
+            "a document whose text is not inline (base64 data, a URL or a file id): the probe "
+            "cannot read or vary it; send its text in the part (a text-plain part, an Anthropic "
+            "text source) so the probe varies it",
+        )
+    return {"type": kind, **_project(part, spec, path, role)}
+
+
+def _content_view(content: Any, path: str, role: Role = "input") -> Any:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts: list[Any] = []
-        for i, part in enumerate(content):
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping) and part.get("type") == "text":
-                parts.append({"type": "text", "text": str(part.get("text", ""))})
-            elif isinstance(part, Mapping):
-                parts.append({"type": str(part.get("type", "part"))})
-            else:
-                raise Unreadable(
-                    f"{path}[{i}]", _type_name(part), "a message part the probe cannot read"
-                )
-        return parts
+        return [_part_view(part, f"{path}[{i}]", role) for i, part in enumerate(content)]
     raise Unreadable(path, _type_name(content), "message content that is neither text nor parts")
 
 
-def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
+_UNDERSCORED: Final = re.compile(r"[^\s_]+(?:_[^\s_]+)+")
+"""A message ``name`` of words joined by ``_`` (OpenAI refuses spaces in ``name``)."""
+
+
+def _name_view(name: str) -> str:
+    """A message ``name`` as the probe reads it: ``"Mary_Carter"`` as ``"Mary Carter"``."""
+    return name.replace("_", " ") if _UNDERSCORED.fullmatch(name) else name
+
+
+def _rebuild_name(original: str, view: Any) -> Any:
+    """The varied ``name`` in ``original``'s form: ``"Diana Vu"`` for ``"Mary_Carter"``.
+
+    Gives ``"Diana_Vu"``; exact, since the view of an underscored name has no spaces of its
+    own (an unvaried view gives the original back).
+    """
+    if isinstance(view, str) and _UNDERSCORED.fullmatch(original):
+        return view.replace(" ", "_")
+    return view
+
+
+_KWARGS_ELSEWHERE: Final = frozenset({"refusal", "function_call"})
+"""``additional_kwargs`` keys a message view reads under their own names."""
+_KWARGS_FIELDS: Final[Mapping[str, _PartSpec]] = {"audio": {"transcript": _TEXT}}
+"""``additional_kwargs`` keys read by their fields only: OpenAI's spoken reply, whose
+``transcript`` is text and whose ``data`` is base64 audio."""
+
+
+def _kwargs_keys(message: BaseMessage) -> list[str]:
+    """The ``additional_kwargs`` keys an input view reads as user data.
+
+    All but a refusal and a function call (read under their own names) and a provider's raw
+    ``tool_calls`` when the message's parsed ``tool_calls`` (or invalid ones) carry them.
+    """
+    parsed = bool(
+        getattr(message, "tool_calls", None) or getattr(message, "invalid_tool_calls", None)
+    )
+    return [
+        key
+        for key in message.additional_kwargs
+        if key not in _KWARGS_ELSEWHERE and not (key == "tool_calls" and parsed)
+    ]
+
+
+def _kwargs_view(message: BaseMessage, path: str) -> dict[str, Any]:
+    extra = message.additional_kwargs
+    out: dict[str, Any] = {}
+    for key in _kwargs_keys(message):
+        spec = _KWARGS_FIELDS.get(key)
+        where = f"{path}.additional_kwargs[{key!r}]"
+        if spec is not None and isinstance(extra[key], Mapping):
+            out[key] = _project(extra[key], spec, where, "input")
+        else:
+            out[key] = read(extra[key], where, role="input")
+    return out
+
+
+def _message_view(message: BaseMessage, path: str, role: Role) -> dict[str, Any]:
     if isinstance(message, RemoveMessage):
         return {"type": "remove", "id": message.id}
     view: dict[str, Any] = {
         "type": message.type,
-        "content": _content_view(message.content, f"{path}.content"),
+        "content": _content_view(message.content, f"{path}.content", role),
     }
     if message.type in ("human", "ai", "chat") and message.name is not None:
-        view["name"] = message.name
+        view["name"] = _name_view(message.name)
     calls = getattr(message, "tool_calls", None)
     if calls:
         view["tool_calls"] = [
-            {"name": call["name"], "args": read(call["args"], f"{path}.tool_calls[{i}].args")}
+            {
+                "name": call["name"],
+                "args": read(call["args"], f"{path}.tool_calls[{i}].args", role=role),
+            }
             for i, call in enumerate(calls)
         ]
     invalid = getattr(message, "invalid_tool_calls", None)
@@ -146,8 +351,14 @@ def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
     if isinstance(call, Mapping):
         view["function_call"] = {
             "name": str(call.get("name")),
-            "arguments": read(call.get("arguments"), f"{path}.function_call.arguments"),
+            "arguments": read(call.get("arguments"), f"{path}.function_call.arguments", role=role),
         }
+    if role == "input":
+        # what a node reads beside the text is user data (a KYC record, a profile model);
+        # on the output side it is mostly provider noise, and is not compared
+        kwargs = _kwargs_view(message, path)
+        if kwargs:
+            view["additional_kwargs"] = kwargs
     finish = _finish_reason(message)
     if finish is not None:
         # a provider that stops for one group only (a content filter) decides as a refusal does
@@ -157,7 +368,7 @@ def _message_view(message: BaseMessage, path: str) -> dict[str, Any]:
         view["status"] = getattr(message, "status", "success")
         artifact = getattr(message, "artifact", None)
         if artifact is not None:  # what the tool returned beside the text the model sees
-            view["artifact"] = read(artifact, f"{path}.artifact")
+            view["artifact"] = read(artifact, f"{path}.artifact", role=role)
     return view
 
 
@@ -178,19 +389,24 @@ def _finish_reason(message: BaseMessage) -> str | None:
     return None
 
 
-def read(value: Any, path: str = "value") -> Any:
+def read(value: Any, path: str = "value", *, role: Role = "input") -> Any:
     """The JSON view of ``value`` (see the module's table).
 
     Args:
         value: A state value.
         path: Where it is, for the error message.
+        role: ``"input"`` (default) for what a guarded node reads, ``"output"`` for what it
+            returns: a message's ``additional_kwargs`` are read on the input side only
+            (:data:`Role`).
 
     Returns:
         Plain JSON (``dict``/``list``/``str``/``int``/``float``/``bool``/``None``).
 
     Raises:
         Unreadable: ``value`` (or a part of it) is bytes, NaN/infinity, a dict key that is
-            not a ``str``, or an object of a type the table does not list.
+            not a ``str``, an object of a type the table does not list, a message content
+            part of a type :data:`PART_FIELDS` does not list, or a document part without
+            inline text.
     """
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
@@ -201,17 +417,17 @@ def read(value: Any, path: str = "value") -> Any:
         return value
     # exact builtin containers and messages first: the ABC checks below are slow
     if kind is list:
-        return [read(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [read(item, f"{path}[{i}]", role=role) for i, item in enumerate(value)]
     if kind is not dict and isinstance(value, BaseMessage):
-        return _message_view(value, path)
+        return _message_view(value, path, role)
     if isinstance(value, enum.Enum):
-        return read(value.value, path)
+        return read(value.value, path, role=role)
     if isinstance(value, str):
         return str(value)
     if isinstance(value, int):
         return bool(value) if isinstance(value, bool) else int(value)
     if isinstance(value, float):
-        return read(float(value), path)
+        return read(float(value), path, role=role)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -219,24 +435,27 @@ def read(value: Any, path: str = "value") -> Any:
                 raise Unreadable(
                     f"{path}[{key!r}]", _type_name(key), "a dict key that is not a str"
                 )
-            out[key] = read(item, f"{path}[{key!r}]")
+            out[key] = read(item, f"{path}[{key!r}]", role=role)
         return out
     if _is_named_tuple(value):
-        return {name: read(getattr(value, name), f"{path}.{name}") for name in value._fields}
+        return {
+            name: read(getattr(value, name), f"{path}.{name}", role=role) for name in value._fields
+        }
     if isinstance(value, (list, tuple)):
-        return [read(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [read(item, f"{path}[{i}]", role=role) for i, item in enumerate(value)]
     if isinstance(value, (set, frozenset)):
-        items = [read(item, f"{path}{{…}}") for item in value]
+        items = [read(item, f"{path}{{…}}", role=role) for item in value]
         return sorted(items, key=canonical_json)
     if isinstance(value, BaseMessage):
-        return _message_view(value, path)
+        return _message_view(value, path, role)
     if isinstance(value, BaseModel):
         return {
-            name: read(getattr(value, name), f"{path}.{name}") for name in type(value).model_fields
+            name: read(getattr(value, name), f"{path}.{name}", role=role)
+            for name in type(value).model_fields
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            f.name: read(getattr(value, f.name), f"{path}.{f.name}")
+            f.name: read(getattr(value, f.name), f"{path}.{f.name}", role=role)
             for f in dataclasses.fields(value)
         }
     if isinstance(value, _OPAQUE_SCALARS):
@@ -249,7 +468,11 @@ def read(value: Any, path: str = "value") -> Any:
 
 
 def read_values(
-    values: Mapping[str, Any], where: str, opaque: frozenset[str] = frozenset()
+    values: Mapping[str, Any],
+    where: str,
+    opaque: frozenset[str] = frozenset(),
+    *,
+    role: Role = "input",
 ) -> dict[str, Any]:
     """The JSON view of a state (or an update): key -> :func:`read` of its value.
 
@@ -257,6 +480,8 @@ def read_values(
         values: State key -> value.
         where: ``"state"`` or ``"output"``, for the error path.
         opaque: Keys read as ``"<opaque: TYPE>"`` (never varied, never compared).
+        role: ``"input"`` (a node's state, what the probe varies) or ``"output"`` (its
+            update, what the probe compares), as :func:`read`.
 
     Raises:
         Unreadable: As :func:`read`, with the key in the path.
@@ -264,7 +489,9 @@ def read_values(
     if not opaque and plain_json(values):
         return dict(values)  # the common case: plain JSON is its own view
     return {
-        key: f"<opaque: {_type_name(value)}>" if key in opaque else read(value, f"{where}[{key!r}]")
+        key: f"<opaque: {_type_name(value)}>"
+        if key in opaque
+        else read(value, f"{where}[{key!r}]", role=role)
         for key, value in values.items()
     }
 
@@ -322,6 +549,8 @@ def _rebuild_content(original: Any, view: Any) -> Any:
             parts.append(seen if isinstance(seen, str) else part)
         elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(seen, Mapping):
             parts.append({**part, "text": seen.get("text", part.get("text"))})
+        elif isinstance(part, Mapping) and isinstance(part.get("type"), str):
+            parts.append(_merge(part, seen, PART_FIELDS.get(part["type"], {})))
         else:
             parts.append(part)
     return parts
@@ -332,7 +561,8 @@ def _rebuild_message(message: BaseMessage, view: Any) -> BaseMessage:
         return message
     changes: dict[str, Any] = {"content": _rebuild_content(message.content, view.get("content"))}
     if "name" in view and message.type in ("human", "ai", "chat"):
-        changes["name"] = view["name"]
+        name = message.name
+        changes["name"] = view["name"] if name is None else _rebuild_name(name, view["name"])
     calls = getattr(message, "tool_calls", None)
     if calls:
         seen = view.get("tool_calls") or []
@@ -358,6 +588,17 @@ def _rebuild_message(message: BaseMessage, view: Any) -> BaseMessage:
     if isinstance(call, Mapping) and isinstance(view.get("function_call"), Mapping):
         arguments = view["function_call"].get("arguments", call.get("arguments"))
         extra["function_call"] = {**call, "arguments": rebuild(call.get("arguments"), arguments)}
+    kwargs = view.get("additional_kwargs")
+    if isinstance(kwargs, Mapping):  # an input view: the user data beside the text
+        keys = _kwargs_keys(message)
+        if set(kwargs) != set(keys):
+            raise ValueError("a message's additional_kwargs changed keys")
+        for key in keys:
+            spec = _KWARGS_FIELDS.get(key)
+            if spec is not None and isinstance(extra[key], Mapping):
+                extra[key] = _merge(extra[key], kwargs[key], spec)
+            else:
+                extra[key] = rebuild(extra[key], kwargs[key])
     if extra != message.additional_kwargs:
         changes["additional_kwargs"] = extra
     artifact = getattr(message, "artifact", None)
