@@ -88,6 +88,7 @@ from biasbreaker.probe.language import LanguageGuard
 from biasbreaker.probe.mapping import Detection, present_groups, unswapped_keys
 from biasbreaker.probe.mentions import unswappable_reason
 from biasbreaker.probe.payloads import KeyClash, describe_path
+from biasbreaker.probe.residuals import residual_mentions, residual_reason
 from biasbreaker.probe.scoring import (
     Combine,
     Scorer,
@@ -685,6 +686,14 @@ class Probe:
             return unscored(
                 "unreadable",
                 unswapped_key_reason(unswapped),
+                coverage=dict(state),
+                language=language,
+            )
+        residual = residual_mentions(cf_set.variants, self.generator.terms)
+        if residual:  # fail closed: a variant still names the person it swapped elsewhere
+            return unscored(
+                "unreadable",
+                residual_reason(residual),
                 coverage=dict(state),
                 language=language,
             )

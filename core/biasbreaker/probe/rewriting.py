@@ -29,6 +29,7 @@ from biasbreaker.probe.mentions import (
     norm,
 )
 from biasbreaker.probe.payloads import Path, rebuild
+from biasbreaker.probe.residuals import pair_hits
 from biasbreaker.probe.terms import Axis, TermSet
 
 __all__ = ["MASK", "fix_article", "match_case", "neutral_form", "replacement", "rewrite"]
@@ -75,10 +76,21 @@ def rewrite(
                     hits.append(
                         Hit(m.start(), m.end(), m.group(0), "name", axis.name, (), m.group(0))
                     )
+        pairs: dict[Hit, str] = {}
+        for pair in pair_hits(text, mapping):
+            # a person's first name and surname in a form the name scan does not read
+            # (``mary carter``, ``Mary_Carter``, ``mary.carter@…``): swapped exactly
+            hit = Hit(pair.start, pair.end, text[pair.start : pair.end], "name", "", ())
+            if hit not in pairs:
+                pairs[hit] = pair.replacement
+                hits.append(hit)
         out: list[str] = []
         pos = 0
         for hit in non_overlapping(hits):
-            repl = replacement(text, hit, axis, pi, prefer, present, name_map)
+            if hit in pairs:
+                repl: str | None = pairs[hit]
+            else:
+                repl = replacement(text, hit, axis, pi, prefer, present, name_map)
             if repl is None or repl == hit.surface:
                 continue
             segment = text[pos : hit.start]
