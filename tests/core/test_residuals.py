@@ -9,6 +9,7 @@ in every variant, and the step was recorded ``scored``, score 0.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from typing import Any
 
@@ -104,7 +105,8 @@ def test_a_pair_is_rewritten_in_its_own_case_and_separator() -> None:
         ("login schmidte_2", "schmidte", "initial"),
         ("Contact: e.schmidt@example.com", "schmidt", "surname"),
         ("signed emily / schmidt", "emily / schmidt", "pair"),
-        ("emily,schmidt", "emily,schmidt", "pair"),
+        # the surname inside a reported pair is not reported again, even in an address
+        ("emily,schmidt@example.com", "emily,schmidt", "pair"),
         ("Contact: emilyschmidt@example.com", "emilyschmidt", "pair"),
     ],
 )  # fmt: skip
@@ -166,6 +168,14 @@ def test_the_residual_is_reported_at_its_path_in_the_variant() -> None:
     payload = {"messages": [{"content": "Ms. Emily Schmidt applied."}, {"name": "eschmidt"}]}
     found = residual_mentions(variants(payload), GEN.terms)
     assert {(r.path, r.surface) for r in found} == {(("messages", 1, "name"), "eschmidt")}
+
+
+def test_results_are_frozen() -> None:
+    residual = Residual((), "eschmidt", "Emily Schmidt", "initial", "race")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        residual.surface = "x"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PairHit(0, 1, "x").start = 2  # type: ignore[misc]
 
 
 def test_the_reason_names_the_person_the_form_and_where() -> None:

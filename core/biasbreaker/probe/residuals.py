@@ -66,9 +66,9 @@ COMMON_WORDS = frozenset(
     wells west white wise wolf wood woods young
     """.split()  # noqa: SIM905
 )
-"""Surnames of the census table that are also common English words (hand-written). A swapped
-surname among them, alone, is never read as a residual of its person: ``the baker said`` after
-swapping ``Mary Baker`` is a baker (the pair ``mary.baker`` still counts)."""
+"""Surnames of the 2010 Census table that are also common English words (130, hand-written).
+A swapped surname among them, alone, is never read as a residual of its person: ``the baker
+said`` after swapping ``Mary Baker`` is a baker (the pair ``mary.baker`` still counts)."""
 
 _LETTER = r"[^\W\d_]"
 _PAIR_SEPARATORS = r"[ \t]*[._-][ \t]*|[ \t]+"
