@@ -19,6 +19,7 @@ from biasbreaker.probe import CounterfactualGenerator, Probe
 from biasbreaker.probe.residuals import (
     PairHit,
     Residual,
+    _identifier_side,
     moved_persons,
     pair_hits,
     residual_mentions,
@@ -100,6 +101,7 @@ def test_a_pair_is_rewritten_in_its_own_case_and_separator() -> None:
     [
         ("Contact: schmidt@example.com", "schmidt", "surname"),
         ("File: Schmidt_file.pdf", "Schmidt", "surname"),
+        ("File: Schmidt-report.pdf", "Schmidt", "surname"),  # capitalised, the rewrite's miss
         ("id schmidt_7", "schmidt", "surname"),
         ("Contact: eschmidt@example.com", "eschmidt", "initial"),
         ("login schmidte_2", "schmidte", "initial"),
@@ -144,6 +146,20 @@ def test_no_residual(text: str) -> None:
     assert residual_mentions(variants(text), GEN.terms) == ()
 
 
+def test_a_string_that_begins_or_ends_with_a_form_is_not_an_identifier_for_that() -> None:
+    payload = {"a": "Ms. Emily Schmidt applied.", "b": "eschmidt signed", "c": "by eschmidt"}
+    assert residual_mentions(variants(payload), GEN.terms) == ()
+    payload["b"] = " eschmidt\n"  # the whole string: a user name
+    assert [(r.path, r.surface) for r in residual_mentions(variants(payload), GEN.terms)] == [
+        (("b",), "eschmidt")
+    ]
+
+
+def test_another_person_sharing_the_first_name_is_left_as_written() -> None:
+    for v in variants("Ms. Emily Schmidt applied. emily jones signed it; Emily_Jones.pdf"):
+        assert v.payload.endswith(" applied. emily jones signed it; Emily_Jones.pdf")
+
+
 def test_a_gender_variant_keeps_the_surname_without_a_residual() -> None:
     vs = [
         v for v in variants("Ms. Emily Schmidt applied. schmidt@example.com") if not v.mapping.steps
@@ -170,12 +186,27 @@ def test_the_residual_is_reported_at_its_path_in_the_variant() -> None:
     assert {(r.path, r.surface) for r in found} == {(("messages", 1, "name"), "eschmidt")}
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("- carter.x", True), ("- j.carter y", True), ("- carter@x", True), ("- carter_1", True),
+        ("@carter y", True), ("- carter/", True), ("- 7carter y", True), ("  carter \n", True),
+        ("- carter. Next", False), ("- carter.", False), (". carter y", False),
+        ("- carter-x", False), ("-.carter y", False), ("- carter y", False),
+    ],
+)  # fmt: skip
+def test_identifier_side(text: str, expected: bool) -> None:
+    start = text.index("carter")
+    assert _identifier_side(text, start, start + len("carter")) is expected
+
+
 def test_results_are_frozen() -> None:
     residual = Residual((), "eschmidt", "Emily Schmidt", "initial", "race")
     with pytest.raises(dataclasses.FrozenInstanceError):
         residual.surface = "x"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         PairHit(0, 1, "x").start = 2  # type: ignore[misc]
+    assert not hasattr(residual, "__dict__") and not hasattr(PairHit(0, 1, "x"), "__dict__")
 
 
 def test_the_reason_names_the_person_the_form_and_where() -> None:

@@ -71,6 +71,11 @@ A swapped surname among them, alone, is never read as a residual of its person: 
 said`` after swapping ``Mary Baker`` is a baker (the pair ``mary.baker`` still counts)."""
 
 _LETTER = r"[^\W\d_]"
+_ID_BEFORE = re.compile(r"(?:[@_/\d]|[^\W_]\.)$")
+"""An identifier character before a word: ``@``, ``_``, ``/``, a digit, or a ``.`` after a
+letter or digit (``j.carter``)."""
+_ID_AFTER = re.compile(r"[@_/\d]|\.[^\W_]")
+"""An identifier character after a word, or a ``.`` before a letter or digit (``carter.x``)."""
 _PAIR_SEPARATORS = r"[ \t]*[._-][ \t]*|[ \t]+"
 """What may join a first name and a surname in a form :func:`pair_hits` rewrites."""
 _REVERSED_SEPARATORS = r"[ \t]*[,._-][ \t]*|[ \t]+"
@@ -203,13 +208,7 @@ def _identifier_side(text: str, start: int, end: int) -> bool:
     """
     if not text[:start].strip() and not text[end:].strip():
         return True
-    before = text[start - 1] if start > 0 else ""
-    after = text[end] if end < len(text) else ""
-    if any(c and (c in "@_/" or c.isdigit()) for c in (before, after)):
-        return True
-    if before == "." and start >= 2 and text[start - 2].isalnum():
-        return True
-    return after == "." and end + 1 < len(text) and text[end + 1].isalnum()
+    return bool(_ID_BEFORE.search(text, 0, start) or _ID_AFTER.match(text, end))
 
 
 def _common(word: str, terms: TermSet) -> bool:
