@@ -93,7 +93,10 @@ def test_a_pair_is_rewritten_in_its_own_case_and_separator() -> None:
         PairHit(16, 27, f"Carter-{new_first}"),  # surname first: after the forward pairs
     ]
     # letters on either side, or glued in lower case, are no pair
-    assert pair_hits("rosemarycarter xmary carter marycarter", gender.mapping) == []
+    assert pair_hits("rosemarycarter xmary carter marycarter MARYCarter", gender.mapping) == []
+    assert [h.replacement for h in pair_hits("maryCarter", gender.mapping)] == [
+        f"{new_first.lower()}Carter"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -140,6 +143,8 @@ def test_a_form_that_cannot_be_rewritten_exactly_is_a_residual(
         "Ms. Emily Schmidt applied. aschmidt@example.com; schmidtx@example.com",
         # an initial and surname glued in prose, not in an identifier
         "Ms. Mary Hall applied. We shall see.",
+        # an initial glued to a surname of two letters is too likely another word
+        "Ms. Linh Vu applied. lvu@example.com",
     ],
 )
 def test_no_residual(text: str) -> None:

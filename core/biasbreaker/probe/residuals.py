@@ -80,6 +80,9 @@ _PAIR_SEPARATORS = r"[ \t]*[._-][ \t]*|[ \t]+"
 """What may join a first name and a surname in a form :func:`pair_hits` rewrites."""
 _REVERSED_SEPARATORS = r"[ \t]*[,._-][ \t]*|[ \t]+"
 """What may join a surname and a first name written surname first (``carter, mary``)."""
+_CAMEL = r"(?-i:(?<=[a-z])(?=[A-Z]))"
+"""Nothing between a lower-case letter and a capital: two words glued in camel case
+(``MaryCarter``; ``marycarter`` is not rewritten)."""
 _LOOSE = r"[ \t]*[^\w\s]{1,2}[ \t]*|[ \t_]+|"
 """What may join a pair :func:`residual_mentions` reports (``mary / carter``, ``mary,carter``,
 or nothing: ``marycarter``)."""
@@ -184,14 +187,11 @@ def pair_hits(text: str, mapping: CounterfactualMapping) -> list[PairHit]:
             (("b", "a"), b, a, _REVERSED_SEPARATORS),
         ):
             pattern = re.compile(
-                rf"(?<!{_LETTER})(?P<{order[0]}>{one})(?P<sep>{seps}|)(?P<{order[1]}>{two})"
+                rf"(?<!{_LETTER})(?P<{order[0]}>{one})(?P<sep>{seps}|{_CAMEL})(?P<{order[1]}>{two})"
                 rf"(?!{_LETTER})",
                 re.IGNORECASE,
             )
             for m in pattern.finditer(text):
-                left, right = m.group(order[0]), m.group(order[1])
-                if not m.group("sep") and not (left[-1].islower() and right[0].isupper()):
-                    continue  # glued, but not in camel case ("marycarter"): not rewritten
                 new = {"a": _cased(m.group("a"), new_first), "b": _cased(m.group("b"), new_last)}
                 out.append(
                     PairHit(m.start(), m.end(), new[order[0]] + m.group("sep") + new[order[1]])
@@ -269,12 +269,12 @@ def residual_mentions(variants: Sequence[Variant], terms: TermSet) -> tuple[Resi
             for first, last, _, new_last in persons:
                 person = f"{first} {last}"
                 a, b = _alt(first), _alt(last)
-                paired: list[tuple[int, int]] = []
+                paired: list[range] = []
                 for pattern in (f"{a}(?:{_LOOSE}){b}", f"{b}(?:{_LOOSE}){a}"):
                     for m in _found(text, pattern):
                         if m.group(0).isalpha() and not _identifier_side(text, m.start(), m.end()):
                             continue
-                        paired.append((m.start(), m.end()))
+                        paired.append(range(m.start(), m.end()))
                         out.setdefault(
                             (path, m.group(0), person),
                             Residual(path, m.group(0), person, "pair", axis),
@@ -282,7 +282,7 @@ def residual_mentions(variants: Sequence[Variant], terms: TermSet) -> tuple[Resi
                 if fold(last) == fold(new_last):
                     continue  # a gender variant keeps the surname on purpose
                 for m in _found(text, b):
-                    if any(s <= m.start() < e for s, e in paired) or _common(last, terms):
+                    if any(m.start() in inside for inside in paired) or _common(last, terms):
                         continue
                     if m.group(0)[:1].isupper() or _identifier_side(text, m.start(), m.end()):
                         out.setdefault(
