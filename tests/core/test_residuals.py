@@ -73,6 +73,15 @@ def test_a_pair_in_a_form_the_scan_does_not_read_is_swapped_with_the_name(
     assert residual_mentions(variants(text), GEN.terms) == ()
 
 
+def test_a_two_letter_name_in_capitals_stays_in_capitals() -> None:
+    text = "Ms. Linh Vu applied. LINH_VU, linh vu"
+    for v in variants(text):
+        first, last = person(v, "Linh")
+        assert v.payload.endswith(
+            f" {first.upper()}_{last.upper()}, {first.lower()} {last.lower()}"
+        )
+
+
 def test_the_pair_is_swapped_in_dict_keys_and_values_alike() -> None:
     payload = {"from": "Ms. Mary Carter", "Mary_Carter": {"email": "mary.carter@example.com"}}
     for v in variants(payload):

@@ -128,7 +128,7 @@ def _spellings(word: str) -> list[str]:
     """The ways ``word`` may be written: as is, accents removed, apostrophes removed."""
     folded = fold(word)
     out = [word, folded, folded.replace("'", "").replace("’", "")]
-    return sorted(dict.fromkeys(w for w in out if w), key=lambda w: (-len(w), w))
+    return list(dict.fromkeys(w for w in out if w))
 
 
 def _alt(word: str) -> str:
