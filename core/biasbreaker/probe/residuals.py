@@ -17,7 +17,8 @@ exactly that). So:
 * forms that cannot, but still name the person, make the variant *partial*
   (:func:`residual_mentions`), and the probe holds the step for review with
   :func:`residual_reason` (``status = "unreadable"``): the swapped surname alone where it is
-  capitalised or sits in an identifier (``carter@…``, ``Carter_file``, ``id_carter_7``), the
+  capitalised or sits in an identifier (``schmidt@…`` after swapping ``Emily Schmidt``,
+  ``Schmidt_file``, ``id_schmidt_7``; not ``carter@…``: ``Carter`` is also a word), the
   initial and surname glued in an identifier (``mcarter@…``, ``carterm_2``), the pair with
   another separator (``mary / carter``, ``mary,carter``) or glued in lower case in an
   identifier (``marycarter@…``).
