@@ -154,6 +154,8 @@ def test_a_form_that_cannot_be_rewritten_exactly_is_a_residual(
         "Ms. Mary Hall applied. We shall see.",
         # an initial glued to a surname of two letters is too likely another word
         "Ms. Linh Vu applied. lvu@example.com",
+        # a surname that is a person word
+        "Ms. Emily Farmer applied. Reply to farmer@example.com",
     ],
 )
 def test_no_residual(text: str) -> None:
@@ -167,6 +169,57 @@ def test_a_string_that_begins_or_ends_with_a_form_is_not_an_identifier_for_that(
     assert [(r.path, r.surface) for r in residual_mentions(variants(payload), GEN.terms)] == [
         (("b",), "eschmidt")
     ]
+
+
+def test_a_lone_first_name_has_no_pair_rule() -> None:
+    """A person named by a first name alone: its lower-case form stays (a stated limit)."""
+    for v in variants("Applicant Mei, income 85k. Reply to mei. mei_2, mei-"):
+        assert v.payload.endswith(" Reply to mei. mei_2, mei-")
+    assert residual_mentions(variants("Applicant Mei, income 85k. mei_2"), GEN.terms) == ()
+
+
+def test_every_variant_and_match_is_searched() -> None:
+    # each race variant on its own (a surname drawn after or before the original's in order)
+    text = "Ms. Emily Schmidt applied. schmidt@example.com"
+    race = [v for v in variants(text) if v.mapping.axis == "race"]
+    assert len(race) == 3
+    for v in race:
+        assert [r.surface for r in residual_mentions([v], GEN.terms)] == ["schmidt"]
+    # a joint variant first does not end the search
+    cf = GEN.generate(
+        "Ms. Emily Schmidt, aged 63. eschmidt@example.com", 4, coverage={}, joint=True
+    )
+    joint = [v for v in cf.variants if v.mapping.steps]
+    assert joint and residual_mentions([*joint, *cf.variants], GEN.terms)
+    # a glued pair in prose, a surname inside a pair, then the residuals after them
+    found = residual_mentions(
+        variants(
+            "Ms. Emily Schmidt applied. emilyschmidt is here; emily,schmidt@example.com; "
+            "Schmidt_file; eschmidt_2"
+        ),
+        GEN.terms,
+    )
+    assert {(r.surface, r.form) for r in found} == {
+        ("emily,schmidt", "pair"),
+        ("Schmidt", "surname"),
+        ("eschmidt", "initial"),
+    }
+
+
+def test_each_person_is_searched() -> None:
+    # the first person's surname kept by a gender variant, too short for the initial form,
+    # does not end the search for the second one
+    vs = variants("Ms. Linh Vu met Ms. Emily Schmidt. emily / schmidt; eschmidt_2")
+    gender = [v for v in vs if v.mapping.axis == "gender"]
+    race = [v for v in vs if v.mapping.axis == "race"]
+    assert [r.surface for r in residual_mentions(gender, GEN.terms)] == ["emily / schmidt"]
+    # ("Schmidt. emily" spans two sentences: no pair)
+    assert ("eschmidt", "Emily Schmidt") in {
+        (r.surface, r.person) for r in residual_mentions(race, GEN.terms)
+    }
+    # a surname of three letters has the initial form
+    found = residual_mentions(variants("Ms. Mei Lin applied. mlin@example.com"), GEN.terms)
+    assert [(r.surface, r.form) for r in found] == [("mlin", "initial")]
 
 
 def test_another_person_sharing_the_first_name_is_left_as_written() -> None:

@@ -26,10 +26,9 @@ exactly that). So:
 The rule is precise rather than eager: a first name alone is never a residual (``grace
 period`` after swapping ``Grace Kim``; a capitalised lone first name is swapped by the rewrite
 anyway), a surname alone in lower-case prose is not one (``the baker said``), nor a surname
-that is a common word (:data:`COMMON_WORDS`, the name book's excluded words, the terms of any
-axis and the person words), and the surname counts only in variants that swap it (a gender
-variant keeps the surname on purpose). A lone first name given without a surname is not
-followed (docs/detection.md, "Residual forms").
+that is a common word (:data:`COMMON_WORDS` and the person words), and the surname counts
+only in variants that swap it (a gender variant keeps the surname on purpose). A lone first
+name given without a surname is not followed (docs/detection.md, "Residual forms").
 """
 
 from __future__ import annotations
@@ -84,9 +83,11 @@ _REVERSED_SEPARATORS = r"[ \t]*[,._-][ \t]*|[ \t]+"
 _CAMEL = r"(?-i:(?<=[a-z])(?=[A-Z]))"
 """Nothing between a lower-case letter and a capital: two words glued in camel case
 (``MaryCarter``; ``marycarter`` is not rewritten)."""
-_LOOSE = r"[ \t]*[^\w\s]{1,2}[ \t]*|[ \t_]+|"
-"""What may join a pair :func:`residual_mentions` reports (``mary / carter``, ``mary,carter``,
-or nothing: ``marycarter``)."""
+_LOOSE = r"[ \t]*[,/|+][ \t]*|[^\w\s]{1,2}|[ \t_]+|"
+"""What may join a pair :func:`residual_mentions` reports: a comma, slash, bar or plus, white
+space around it or not (``mary / carter``, ``mary,carter``), up to two other marks with no
+white space (``carter.mary``), white space or ``_``, or nothing (``marycarter``). Not a full
+stop and a space: ``… Carter. mary …`` spans two sentences."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,11 +138,10 @@ def _alt(word: str) -> str:
 
 
 def _cased(source: str, target: str) -> str:
-    """``target`` in the case of ``source``: lower, upper (two letters or more) or as given."""
-    letters = [c for c in source if c.isalpha()]
-    if letters and all(c.islower() for c in letters):
+    """``target`` in the case of ``source``: lower, upper, capitalised or as given."""
+    if source.islower():
         return target.lower()
-    if len(letters) >= 2 and all(c.isupper() for c in letters):
+    if source.isupper():
         return target.upper()
     if source[:1].isupper():
         return target[:1].upper() + target[1:]
@@ -209,23 +209,17 @@ def _identifier_side(text: str, start: int, end: int) -> bool:
     """
     if not text[:start].strip() and not text[end:].strip():
         return True
-    return bool(_ID_BEFORE.search(text, 0, start) or _ID_AFTER.match(text, end))
+    return bool(_ID_BEFORE.search(text, endpos=start) or _ID_AFTER.match(text, end))
 
 
 def _common(word: str, terms: TermSet) -> bool:
     """Whether a surname is also a common word, so that alone it names no one.
 
-    One of :data:`COMMON_WORDS`, the name book's excluded words, a term of any axis or a
-    person word.
+    One of :data:`COMMON_WORDS` or a person word (``farmer``, ``barber``). (A term of an axis
+    is never read as part of a person's name, so it needs no check here.)
     """
     key = fold(word)
-    book = terms.names
-    return (
-        key in COMMON_WORDS
-        or (book is not None and key in book.excluded)
-        or key in terms.person_words
-        or any(key in axis.index for axis in terms.axes)
-    )
+    return key in COMMON_WORDS or key in terms.person_words
 
 
 def _found(text: str, pattern: str) -> Iterator[re.Match[str]]:
@@ -242,8 +236,8 @@ def residual_mentions(variants: Sequence[Variant], terms: TermSet) -> tuple[Resi
       two marks or white space or ``_`` (:data:`_LOOSE`), in any case; glued (nothing
       between) only in an identifier (``marycarter@…``: :func:`_identifier_side`). Any
       variant that swaps the person.
-    * ``surname``: the surname alone, capitalised or in an identifier (``carter@…``,
-      ``Carter_file``), not a common word (:func:`_common`). Only variants that change the
+    * ``surname``: the surname alone, capitalised or in an identifier (``schmidt@…``,
+      ``Schmidt_file``), not a common word (:func:`_common`). Only variants that change the
       surname (a gender variant keeps it).
     * ``initial``: the first name's initial glued before or after the surname in an
       identifier (``mcarter@…``, ``carterm_2``), the surname of three letters or more and
