@@ -49,6 +49,11 @@ def rewrite(
 ) -> Variant:
     """Rewrite every string of ``payload`` with ``mapping``.
 
+    Names are replaced where they are written capitalised, and a swapped person's first name
+    and surname side by side in any case or joined by ``.``, ``_`` or ``-`` (``mary carter``,
+    ``mary.carter@…``, ``Mary_Carter``) are replaced too, each word in its case
+    (:func:`~biasbreaker.probe.residuals.pair_hits`).
+
     Args:
         finder: Finds the mentions.
         payload: The payload.
