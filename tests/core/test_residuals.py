@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from biasbreaker.probe import CounterfactualGenerator, Probe
+from biasbreaker.probe import CounterfactualGenerator, CounterfactualMapping, Probe
 from biasbreaker.probe.residuals import (
     PairHit,
     Residual,
@@ -265,6 +265,25 @@ def test_the_residual_is_reported_at_its_path_in_the_variant() -> None:
 def test_identifier_side(text: str, expected: bool) -> None:
     start = text.index("carter")
     assert _identifier_side(text, start, start + len("carter")) is expected
+
+
+def test_moved_persons_are_the_full_name_pairs() -> None:
+    mapping = CounterfactualMapping(
+        axis="race",
+        groups=(("white", "asian"),),
+        names=(
+            ("Mary Carter", "Diana Vu"),  # a person
+            ("Mary", "Diana"),  # her first name alone
+            ("Carter", "Vu"),  # her surname alone
+            ("Ann Lee", "Mei"),  # (a hand-made mapping) a full name to one word
+            ("Mary Ann Smith", "Jo Ng"),  # a surname of two words
+        ),
+    )
+    assert list(moved_persons(mapping)) == [("Mary", "Carter", "Diana", "Vu")]
+    joint = CounterfactualMapping.joint(
+        [mapping, CounterfactualMapping("age", (("old", "young"),))]
+    )
+    assert list(moved_persons(joint)) == [("Mary", "Carter", "Diana", "Vu")]
 
 
 def test_results_are_frozen() -> None:
