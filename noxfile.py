@@ -216,6 +216,11 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "tests/core/test_probe_joint.py",
         ],
     },
+    # a swapped person still named in a form the rewrite did not touch: a silent score of 0
+    "residuals": {
+        "module": "core/biasbreaker/probe/residuals.py",
+        "tests": ["tests/core/test_residuals.py"],
+    },
     # the LangChain middleware's gate: what it lets through, repairs, or holds for review
     "middleware": {
         "module": "contrib/biasbreaker-langchain/src/biasbreaker_langchain/middleware.py",

@@ -88,6 +88,7 @@ from biasbreaker.probe.language import LanguageGuard
 from biasbreaker.probe.mapping import Detection, present_groups, unswapped_keys
 from biasbreaker.probe.mentions import unswappable_reason
 from biasbreaker.probe.payloads import KeyClash, describe_path
+from biasbreaker.probe.residuals import residual_mentions, residual_reason
 from biasbreaker.probe.scoring import (
     Combine,
     Scorer,
@@ -249,8 +250,11 @@ class ProbeResult:
             in text one that no variant can swap, such as pregnancy
             (:data:`~biasbreaker.probe.mentions.UNSWAPPABLE`), or names one in a dict key
             that a variant would merge with another key or that no variant of its axis
-            rewrites (docs/detection.md, "Dict keys"): the step is run no more times (for a
-            key, the variants drawn are dropped), and it is held) or ``"not_sampled"``
+            rewrites (docs/detection.md, "Dict keys"), or still names a swapped person in a
+            form the variants left as written, such as ``mcarter@example.com``
+            (:func:`~biasbreaker.probe.residuals.residual_mentions`: a partial
+            counterfactual): the step is run no more times (for a key or a residual form,
+            the variants drawn are dropped), and it is held) or ``"not_sampled"``
             (skipped by ``probe_rate``).
         step: The step's name.
         step_id: The id used for sampling and seeding.
@@ -307,8 +311,8 @@ class ProbeResult:
     def holds(self) -> bool:
         """Whether the step must go to review.
 
-        An unreadable input (a protected attribute in a structured field, or a mention no
-        variant can swap) always holds. An
+        An unreadable input (a protected attribute in a structured field, a mention no
+        variant can swap, or a partial counterfactual) always holds. An
         unsupported language holds unless its reason says the configuration lets it
         proceed (:data:`~biasbreaker.trace.records.UNSUPPORTED_PROCEEDED`); any other reason
         holds (fails closed).
@@ -685,6 +689,14 @@ class Probe:
             return unscored(
                 "unreadable",
                 unswapped_key_reason(unswapped),
+                coverage=dict(state),
+                language=language,
+            )
+        residual = residual_mentions(cf_set.variants, self.generator.terms)
+        if residual:  # fail closed: a variant still names the person it swapped elsewhere
+            return unscored(
+                "unreadable",
+                residual_reason(residual),
                 coverage=dict(state),
                 language=language,
             )

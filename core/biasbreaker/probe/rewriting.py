@@ -29,6 +29,7 @@ from biasbreaker.probe.mentions import (
     norm,
 )
 from biasbreaker.probe.payloads import Path, rebuild
+from biasbreaker.probe.residuals import pair_hits
 from biasbreaker.probe.terms import Axis, TermSet
 
 __all__ = ["MASK", "fix_article", "match_case", "neutral_form", "replacement", "rewrite"]
@@ -47,6 +48,11 @@ def rewrite(
     detections: Sequence[Detection] | None = None,
 ) -> Variant:
     """Rewrite every string of ``payload`` with ``mapping``.
+
+    Names are replaced where they are written capitalised, and a swapped person's first name
+    and surname side by side in any case or joined by ``.``, ``_`` or ``-`` (``mary carter``,
+    ``mary.carter@…``, ``Mary_Carter``) are replaced too, each word in its case
+    (:func:`~biasbreaker.probe.residuals.pair_hits`).
 
     Args:
         finder: Finds the mentions.
@@ -75,10 +81,21 @@ def rewrite(
                     hits.append(
                         Hit(m.start(), m.end(), m.group(0), "name", axis.name, (), m.group(0))
                     )
+        pairs: dict[Hit, str] = {}
+        for pair in pair_hits(text, mapping):
+            # a person's first name and surname in a form the name scan does not read
+            # (``mary carter``, ``Mary_Carter``, ``mary.carter@…``): swapped exactly
+            hit = Hit(pair.start, pair.end, text[pair.start : pair.end], "name", "", ())
+            if hit not in pairs:
+                pairs[hit] = pair.replacement
+                hits.append(hit)
         out: list[str] = []
         pos = 0
         for hit in non_overlapping(hits):
-            repl = replacement(text, hit, axis, pi, prefer, present, name_map)
+            if hit in pairs:
+                repl: str | None = pairs[hit]
+            else:
+                repl = replacement(text, hit, axis, pi, prefer, present, name_map)
             if repl is None or repl == hit.surface:
                 continue
             segment = text[pos : hit.start]
