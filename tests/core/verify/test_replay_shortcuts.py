@@ -1,0 +1,264 @@
+"""The replay's shortcuts against its general path, one edited field at a time.
+
+:meth:`Replay.observe` re-derives the commonest steps (a fresh step's inputs, a calm or an
+escalated step's decision) inline, and must derive exactly what the general path
+(:meth:`Replay._inputs`, then :meth:`Replay._decide`, for every step) derives. These tests run
+both over real machine traces with B_net, the EWMAs and a calibration window — and over every
+single-field edit of a sample of their steps (applied to the decoded records, so nothing else
+sees them) — and compare the violations, the report and the state they end with. A shortcut
+that takes a step the general path would flag, or leaves another state behind, fails here.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from biasbreaker.breaker import freeze
+from biasbreaker.calibration import ControlStatistics
+from biasbreaker.machine import ControlMachine, MachineConfig
+from biasbreaker.trace import TraceWriter
+from biasbreaker.trace.lines import LineBlocks, ProbeLine, StepLine, StepLineV1, WindowLine
+from biasbreaker.trace.records import TraceHeader
+from biasbreaker.types import (
+    BreakerAction,
+    BreakerState,
+    InterventionContext,
+    InterventionResult,
+    Thresholds,
+)
+from biasbreaker.verify.replay import Replay
+
+TH = Thresholds(0.5, 0.35, 0.25, 0.05)
+WEIGHTS = {"a": 0.5, "b": 0.3, "c": 0.2}
+LATER_WEIGHTS = {"a": 0.2, "b": 0.3, "c": 0.5}
+UNREADABLE = {"status": "unreadable", "reason": "the probe cannot read the input"}
+SCORED = {"status": "scored", "reason": "scored"}
+
+
+def passing(context: InterventionContext) -> InterventionResult:
+    return InterventionResult(freeze({"fixed": context.step}), True, "madera", (), 0.05)
+
+
+def failing(context: InterventionContext) -> InterventionResult:
+    return InterventionResult(freeze({"fixed": context.step}), True, "madera", (), 0.5)
+
+
+def write(
+    path: Path,
+    *,
+    steps: int = 100,
+    node_trip: bool = False,
+    probation: str = "hold",
+    hook: Callable[[InterventionContext], InterventionResult] = passing,
+    seed: int = 5,
+) -> Path:
+    """A real run of three nodes with EWMAs and a window: bursts, warnings, held steps."""
+    config = MachineConfig(
+        TH,
+        cooldown_steps=2,
+        max_retries=2,
+        control=ControlStatistics(0.1, 0.05, 1000),
+        max_history=6,
+        probation=probation,  # type: ignore[arg-type]
+        node_trip=node_trip,
+        ewma_smoothing=(0.5, 0.1),
+        seed=1,
+    )
+    rng = random.Random(seed)
+    scores: dict[str, float] = {}
+    fast = slow = None
+    weights = WEIGHTS
+    with TraceWriter(path, config.trace_header({"writer": "test"})) as writer:
+        machine = ControlMachine(config, hook=hook, recorder=writer.write)
+        for step in range(steps):
+            node = "abc"[step % 3]
+            phase = step % 50
+            level = 0.9 if 20 <= phase < 23 else 0.45 if 35 <= phase < 42 else 0.05
+            if node_trip and phase == 10:
+                level = 0.8  # one node alone: a node trip (fast stays low)
+            scores[node] = level + rng.random() * 0.05
+            if step == 60:
+                weights = LATER_WEIGHTS
+            total = math.fsum(weights[n] * s for n, s in scores.items())
+            b = total / math.fsum(weights[n] for n in scores)
+            b = min(max(b, min(scores.values())), max(scores.values()))
+            fast = b if fast is None else 0.5 * b + 0.5 * fast
+            slow = b if slow is None else 0.1 * b + 0.9 * slow
+            held = phase == 5
+            machine.step(
+                fast,
+                slow,
+                node=node,
+                local_scores=dict(scores),
+                weights=weights,
+                payload={"i": step},
+                probe=UNREADABLE if held else SCORED,
+                hold=UNREADABLE["reason"] if held else None,
+            )
+        writer.seal()
+    return path
+
+
+def decoded(path: Path) -> tuple[TraceHeader, list[StepLineV1]]:
+    blocks = LineBlocks(path)
+    records = [line for _, _, lines in blocks for line in lines if isinstance(line, StepLineV1)]
+    return blocks.header, records
+
+
+def general(header: TraceHeader, records: Sequence[StepLineV1]) -> Replay:
+    """The replay without its shortcuts: every step through _inputs and _decide."""
+    replay = Replay(header)
+    for record in records:
+        replay._decide(record, replay._inputs(record))
+    return replay
+
+
+def shortcut(header: TraceHeader, records: Sequence[StepLineV1], block: int) -> Replay:
+    replay = Replay(header)
+    for start in range(0, len(records), block):
+        replay.observe(records[start : start + block])
+    return replay
+
+
+def outcome(replay: Replay) -> tuple[Any, ...]:
+    """Everything a replay ends with: its report, every violation and its state."""
+    report = replay.report()
+    state = {k: v for k, v in vars(replay).items() if k != "_log"}
+    state["_levels"] = list(state["_levels"])
+    return report.what, report.violation_count, report.violations, state
+
+
+def edits(record: StepLineV1) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Single-field edits of one record: nudges, every other enum value, drops, additions."""
+    up, down = math.inf, -math.inf
+    for name in ("fast", "slow"):
+        value = getattr(record, name)
+        yield name, {name: math.nextafter(value, up)}
+        if value > 0.0:
+            yield name, {name: math.nextafter(value, down)}
+    ratio = record.mixing_ratio
+    yield "mixing_ratio", {"mixing_ratio": min(1.0, ratio + 2e-12)}
+    yield "mixing_ratio", {"mixing_ratio": max(0.0, ratio - 2e-12)}
+    yield "mixing_ratio", {"mixing_ratio": min(1.0, ratio + 5e-13)}  # within the tolerance
+    window = record.window
+    if window is not None:
+        for field in ("size", "beyond_3", "beyond_5"):
+            yield (
+                field,
+                {"window": msgspec.structs.replace(window, **{field: 1 + getattr(window, field)})},
+            )
+            if getattr(window, field):
+                yield (
+                    field,
+                    {
+                        "window": msgspec.structs.replace(
+                            window, **{field: getattr(window, field) - 1}
+                        )
+                    },
+                )
+    yield "window", {"window": None if window is not None else WindowLine(1, 0, 0)}
+    scores = record.scores
+    for node, value in scores.items():
+        yield "scores", {"scores": {**scores, node: math.nextafter(value, up)}}
+        yield "scores", {"scores": {n: s for n, s in scores.items() if n != node}}
+    yield "scores", {"scores": {**scores, "z": 0.1}}
+    yield "scores", {"scores": {}}
+    yield "node", {"node": None}
+    yield "node", {"node": "z"}
+    for node in WEIGHTS:
+        if node != record.node:
+            yield "node", {"node": node}
+    yield "weights", {"weights": WEIGHTS}
+    yield "weights", {"weights": {}}
+    for state in BreakerState:
+        if state is not record.state:
+            yield "state", {"state": state}
+    for action in BreakerAction:
+        if action is not record.action:
+            yield "action", {"action": action}
+    for transition in ("hold", "trip", "warn", "calm", "recover", "held-for-review"):
+        if transition != record.transition:
+            yield "transition", {"transition": transition}
+    yield "reason", {"reason": record.reason + "x"}
+    yield "reason", {"reason": "normal" if record.reason != "normal" else "normalx"}
+    yield "reason", {"reason": "escalated: terminal"}
+    yield "episode", {"episode": record.episode + 1}
+    yield "attempt", {"attempt": record.attempt + 1}
+    if record.episode:
+        yield "episode", {"episode": record.episode - 1}
+    if record.attempt:
+        yield "attempt", {"attempt": record.attempt - 1}
+    yield "payload_sha256", {"payload_sha256": None if record.payload_sha256 else "0" * 64}
+    yield "intervention", {"intervention": None if record.intervention else {"strategy": "none"}}
+    for status in ("unreadable", "failed", "unsupported_language", "scored", "not_probed"):
+        yield "probe", {"probe": ProbeLine(status, "the probe cannot read the input")}
+    yield "probe", {"probe": None}
+
+
+TRACES = {
+    "hold": {},
+    "node-trip": {"node_trip": True},
+    "half-open": {"probation": "half-open", "node_trip": True},
+    "escalating": {"hook": failing, "steps": 70},
+}
+
+
+@pytest.fixture(scope="module")
+def traces(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[TraceHeader, list[StepLineV1]]]:
+    root = tmp_path_factory.mktemp("shortcuts")
+    return {
+        name: decoded(write(root / f"{name}.jsonl", **options)) for name, options in TRACES.items()
+    }
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_an_untouched_trace_replays_as_the_general_path_does(
+    traces: dict[str, tuple[TraceHeader, list[StepLineV1]]], name: str
+) -> None:
+    header, records = traces[name]
+    expected = outcome(general(header, records))
+    assert expected[1] == 0, expected[2]  # the machine's trace replays clean
+    assert "re-derived on every step" in expected[0]
+    transitions = {r.transition for r in records}
+    assert {"hold", "trip", "held-for-review"} <= transitions, transitions
+    for block in (1, 7, len(records)):
+        assert outcome(shortcut(header, records, block)) == expected
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_every_single_field_edit_replays_as_the_general_path_does(
+    traces: dict[str, tuple[TraceHeader, list[StepLineV1]]], name: str
+) -> None:
+    header, records = traces[name]
+    checked = 0
+    for index in range(1, len(records), 3 if name == "escalating" else 4):
+        for field, change in edits(records[index]):
+            if isinstance(records[index], StepLine) or field not in ("weights", "probe"):
+                edited = [
+                    *records[:index],
+                    msgspec.structs.replace(records[index], **change),
+                    *records[index + 1 :],
+                ]
+            else:
+                continue
+            expected = outcome(general(header, edited))
+            got = outcome(shortcut(header, edited, 5))
+            assert got == expected, (index, field, change)
+            checked += expected[1] > 0
+    assert checked > 500
+
+
+def test_a_header_without_ewma_or_window_takes_the_general_path(tmp_path: Path) -> None:
+    header, records = decoded(write(tmp_path / "run.jsonl", steps=60))
+    for changes in ({"ewma": None}, {"control": None, "max_history": None}):
+        other = TraceHeader.from_json({**header.to_json(), **changes})
+        assert outcome(shortcut(other, records, 9)) == outcome(general(other, records))
