@@ -33,6 +33,8 @@ from biasbreaker.types import (
     InterventionResult,
     Thresholds,
 )
+from biasbreaker.verify.chain import ChainVerifier
+from biasbreaker.verify.checks import Checks
 from biasbreaker.verify.replay import Replay
 
 TH = Thresholds(0.5, 0.35, 0.25, 0.05)
@@ -262,3 +264,50 @@ def test_a_header_without_ewma_or_window_takes_the_general_path(tmp_path: Path) 
     for changes in ({"ewma": None}, {"control": None, "max_history": None}):
         other = TraceHeader.from_json({**header.to_json(), **changes})
         assert outcome(shortcut(other, records, 9)) == outcome(general(other, records))
+
+
+def test_blocks_with_a_seal_and_without_feed_the_same_checks(tmp_path: Path) -> None:
+    """A seal inside a block: the block is sorted out line by line; the counts still add up."""
+    path = write(tmp_path / "run.jsonl", steps=30)
+    text = path.read_bytes().split(b"\n")[:-1]
+    blocks = LineBlocks(path)
+    lines = [
+        (raw, line) for _, raws, decoded in blocks for raw, line in zip(raws, decoded, strict=True)
+    ]
+    one = Checks.for_blocks(blocks, max_history=None, public_key=None)
+    one.feed([(2, [r for r, _ in lines], [d for _, d in lines])])
+    many = Checks.for_blocks(blocks, max_history=None, public_key=None)
+    many.feed([(2 + i, [r], [d]) for i, (r, d) in enumerate(lines)])
+    for checks in (one, many):
+        assert checks.steps == 30
+        assert checks.chain.report().holds
+        assert checks.chain.report().checked == len(text)
+        assert checks.replay_report().holds
+
+
+def chain_outcome(lines: list[tuple[bytes, Any]], header_line: bytes, seals: bool) -> Any:
+    chain = ChainVerifier(header_line, 2)
+    for start in range(0, len(lines), 4):
+        block = lines[start : start + 4]
+        chain.observe([r for r, _ in block], [d for _, d in block], seals=seals)
+    return chain.head, vars(chain), chain.report()
+
+
+def test_the_chain_checked_as_lists_reports_as_line_by_line(tmp_path: Path) -> None:
+    """Without seals among the lines, an edit anywhere is found and named as line by line."""
+    path = write(tmp_path / "run.jsonl", steps=20)
+    blocks = LineBlocks(path)
+    lines = [(raw, line) for _, raws, dec in blocks for raw, line in zip(raws, dec, strict=True)]
+    steps = lines[:-1]  # the seal dropped: the rest are steps
+    expected = chain_outcome(steps, blocks.header_line, seals=True)
+    assert chain_outcome(steps, blocks.header_line, seals=False) == expected
+    for index in range(len(steps)):
+        raw, line = steps[index]
+        for edited in (
+            (raw + b" ", line),  # its bytes: the next prev breaks
+            (raw, msgspec.structs.replace(line, prev="0" * 64)),  # its prev
+        ):
+            changed = [*steps[:index], edited, *steps[index + 1 :]]
+            expected = chain_outcome(changed, blocks.header_line, seals=True)
+            assert expected[2].violation_count >= 1 or index == len(steps) - 1
+            assert chain_outcome(changed, blocks.header_line, seals=False) == expected
