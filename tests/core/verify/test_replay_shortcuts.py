@@ -35,7 +35,7 @@ from biasbreaker.types import (
 )
 from biasbreaker.verify.chain import ChainVerifier
 from biasbreaker.verify.checks import Checks
-from biasbreaker.verify.replay import Replay
+from biasbreaker.verify.replay import Replay, sigmoid_ratio
 
 TH = Thresholds(0.5, 0.35, 0.25, 0.05)
 WEIGHTS = {"a": 0.5, "b": 0.3, "c": 0.2}
@@ -60,10 +60,11 @@ def write(
     probation: str = "hold",
     hook: Callable[[InterventionContext], InterventionResult] = passing,
     seed: int = 5,
+    thresholds: Thresholds = TH,
 ) -> Path:
     """A real run of three nodes with EWMAs and a window: bursts, warnings, held steps."""
     config = MachineConfig(
-        TH,
+        thresholds,
         cooldown_steps=2,
         max_retries=2,
         control=ControlStatistics(0.1, 0.05, 1000),
@@ -137,7 +138,7 @@ def outcome(replay: Replay) -> tuple[Any, ...]:
     return report.what, report.violation_count, report.violations, state
 
 
-def edits(record: StepLineV1) -> Iterator[tuple[str, dict[str, Any]]]:
+def edits(record: StepLineV1, th: Thresholds) -> Iterator[tuple[str, dict[str, Any]]]:
     """Single-field edits of one record: nudges, every other enum value, drops, additions."""
     up, down = math.inf, -math.inf
     for name in ("fast", "slow"):
@@ -149,6 +150,10 @@ def edits(record: StepLineV1) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "mixing_ratio", {"mixing_ratio": min(1.0, ratio + 2e-12)}
     yield "mixing_ratio", {"mixing_ratio": max(0.0, ratio - 2e-12)}
     yield "mixing_ratio", {"mixing_ratio": min(1.0, ratio + 5e-13)}  # within the tolerance
+    own = None if record.node is None else record.scores.get(record.node)
+    for statistic in (record.fast, own):  # the ratio of the other trip statistic
+        if statistic is not None:
+            yield "mixing_ratio", {"mixing_ratio": sigmoid_ratio(statistic, th.tau_enter, th.kappa)}
     window = record.window
     if window is not None:
         for field in ("size", "beyond_3", "beyond_5"):
@@ -209,6 +214,8 @@ TRACES = {
     "node-trip": {"node_trip": True},
     "half-open": {"probation": "half-open", "node_trip": True},
     "escalating": {"hook": failing, "steps": 70},
+    # a sharp sigmoid: exp(-x) of a closed step overflows (the ratio is computed without it)
+    "sharp": {"node_trip": True, "thresholds": Thresholds(0.5, 0.35, 0.25, 1e-4)},
 }
 
 
@@ -220,6 +227,58 @@ def traces(
     return {
         name: decoded(write(root / f"{name}.jsonl", **options)) for name, options in TRACES.items()
     }
+
+
+def counted(replay: Replay) -> dict[str, int]:
+    """Count the calls of the general path's two methods on this replay."""
+    calls = {"_inputs": 0, "_decide": 0}
+    for name in calls:
+        method = getattr(replay, name)
+
+        def wrapper(*args: Any, _method: Any = method, _name: str = name) -> Any:
+            calls[_name] += 1
+            return _method(*args)
+
+        setattr(replay, name, wrapper)
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_the_shortcuts_take_every_fresh_and_every_calm_step(
+    traces: dict[str, tuple[TraceHeader, list[StepLineV1]]], name: str
+) -> None:
+    """The general path runs only where a shortcut cannot apply: they are not dead code.
+
+    Inputs: the first step, and the first step of each set of scored nodes after the weights
+    are recorded (the weight sums are not known yet). Decisions: every step but a NORMAL or
+    ESCALATED step that holds its state (a held step, a trip, a warning, a recovery ...).
+    """
+    header, records = traces[name]
+    replay = Replay(header)
+    calls = counted(replay)
+    replay.observe(records)
+    assert replay.violations == 0
+    keys: set[tuple[str, ...]] = set()
+    inputs = 0
+    for record in records:
+        if record.weights is not None:
+            keys.clear()
+            inputs += 1
+        elif tuple(record.scores) not in keys:
+            inputs += 1
+        keys.add(tuple(record.scores))
+    states = [BreakerState.NORMAL, *(r.state for r in records)]
+    decide = sum(
+        1
+        for before, r in zip(states, records, strict=False)
+        if not (
+            before is r.state
+            and r.state in (BreakerState.NORMAL, BreakerState.ESCALATED)
+            and r.transition == "hold"
+        )
+    )
+    assert calls == {"_inputs": inputs, "_decide": decide}
+    assert inputs < 6
 
 
 @pytest.mark.parametrize("name", sorted(TRACES))
@@ -243,7 +302,7 @@ def test_every_single_field_edit_replays_as_the_general_path_does(
     header, records = traces[name]
     checked = 0
     for index in range(1, len(records), 3 if name == "escalating" else 4):
-        for field, change in edits(records[index]):
+        for field, change in edits(records[index], header.thresholds):
             if isinstance(records[index], StepLine) or field not in ("weights", "probe"):
                 edited = [
                     *records[:index],
