@@ -15,6 +15,7 @@ import math
 import random
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -370,3 +371,31 @@ def test_the_chain_checked_as_lists_reports_as_line_by_line(tmp_path: Path) -> N
             expected = chain_outcome(changed, blocks.header_line, seals=True)
             assert expected[2].violation_count >= 1 or index == len(steps) - 1
             assert chain_outcome(changed, blocks.header_line, seals=False) == expected
+
+
+def test_a_clean_block_without_seals_hashes_each_line_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list comparison is taken (not dead code): a clean block is not re-checked line by line."""
+    import hashlib
+
+    from biasbreaker.verify import chain as chain_module
+
+    calls = []
+
+    def sha256(data: bytes) -> Any:
+        calls.append(data)
+        return hashlib.sha256(data)
+
+    monkeypatch.setattr(chain_module, "hashlib", SimpleNamespace(sha256=sha256))
+    path = write(tmp_path / "run.jsonl", steps=20)
+    blocks = LineBlocks(path)
+    lines = [(raw, line) for _, raws, dec in blocks for raw, line in zip(raws, dec, strict=True)]
+    steps = lines[:-1]
+    chain = ChainVerifier(blocks.header_line, 2)
+    calls.clear()  # the header's digest
+    for start in range(0, len(steps), 4):
+        block = steps[start : start + 4]
+        chain.observe([r for r, _ in block], [d for _, d in block], seals=False)
+    assert calls == [raw for raw, _ in steps]
+    assert chain.head == hashlib.sha256(steps[-1][0]).hexdigest()
