@@ -23,6 +23,7 @@ import pytest
 
 from biasbreaker.breaker import freeze
 from biasbreaker.calibration import ControlStatistics
+from biasbreaker.errors import TraceError
 from biasbreaker.machine import ControlMachine, MachineConfig
 from biasbreaker.trace import TraceWriter
 from biasbreaker.trace.lines import LineBlocks, ProbeLine, StepLine, StepLineV1, WindowLine
@@ -399,3 +400,33 @@ def test_a_clean_block_without_seals_hashes_each_line_once(
         chain.observe([r for r, _ in block], [d for _, d in block], seals=False)
     assert calls == [raw for raw, _ in steps]
     assert chain.head == hashlib.sha256(steps[-1][0]).hexdigest()
+
+
+def test_a_block_of_steps_in_order_is_not_sorted_out_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the block with the seal is filtered and its order checked line by line."""
+    path = write(tmp_path / "run.jsonl", steps=30)
+    blocks = LineBlocks(path)
+    lines = [(raw, line) for _, raws, dec in blocks for raw, line in zip(raws, dec, strict=True)]
+    checks = Checks.for_blocks(blocks, max_history=None, public_key=None)
+    sorted_out: list[int] = []
+    order = checks._check_order
+
+    def check_order(number: int, decoded: Sequence[Any]) -> None:
+        sorted_out.append(number)
+        order(number, decoded)
+
+    monkeypatch.setattr(checks, "_check_order", check_order)
+    feed = [
+        (2 + i, [r for r, _ in lines[i : i + 4]], [d for _, d in lines[i : i + 4]])
+        for i in range(0, 28, 4)
+    ]
+    checks.feed([*feed, (30, [r for r, _ in lines[28:]], [d for _, d in lines[28:]])])
+    assert sorted_out == [30]  # steps 28, 29 and the seal
+    assert checks.steps == 30
+    assert checks.chain.report().holds
+    assert checks.replay_report().holds
+    other = Checks.for_blocks(blocks, max_history=None, public_key=None)
+    with pytest.raises(TraceError, match=r"run.jsonl:3: step 2 is out of order; expected step 1"):
+        other.feed([(2, [lines[0][0], lines[2][0]], [lines[0][1], lines[2][1]])])
