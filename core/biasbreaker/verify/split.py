@@ -327,6 +327,8 @@ class _Brief(msgspec.Struct, gc=False):
 
 
 _BRIEF: Final = msgspec.json.Decoder(list[_Brief])
+_ONE_BRIEF: Final = msgspec.json.Decoder(_Brief)
+_WEIGHTS_KEY: Final = b'"weights":'
 
 
 class _Bytes:
@@ -391,6 +393,8 @@ def _look_back(
     """
     weights: dict[str, float] | None = None
     last_over: int | None = None
+    if need_weights and not need_over:
+        return _weights_before(data, start, end), None
     while (need_weights or need_over) and end > start:
         low = _line_start(data, start, end - BLOCK_BYTES)
         region = data[low : end - 1]
@@ -407,6 +411,33 @@ def _look_back(
             if need_over and line.fast is not None and line.fast > over_3:
                 last_over, need_over = line.step, False
     return weights, last_over
+
+
+def _weights_before(data: _Bytes, start: int, end: int) -> dict[str, float] | None:
+    """The Katz weights of the last step line in ``data[start:end]`` that records them.
+
+    What :func:`_look_back` scans for when only the weights are needed (the run recorded them
+    long before the cut, typically on its first step only): instead of decoding every line
+    back to them, each block is searched for the bytes ``"weights":`` and only the lines
+    holding them are decoded (a node or an intervention key named ``weights`` holds them too,
+    so a line counts only if it decodes as a step recording weights). ``None`` if none does,
+    or the line holding the bytes does not decode (the first half's own reading reports it).
+    """
+    while end > start:
+        low = _line_start(data, start, end - BLOCK_BYTES)
+        region = data[low:end]
+        end = low
+        at = len(region)
+        while (at := region.rfind(_WEIGHTS_KEY, 0, at)) >= 0:
+            at = region.rfind(b"\n", 0, at) + 1  # the start of its line
+            stop = region.find(b"\n", at)
+            try:
+                line = _ONE_BRIEF.decode(region[at : len(region) if stop < 0 else stop])
+            except msgspec.MsgspecError:
+                return None
+            if line.kind == "step" and line.weights is not None:
+                return line.weights
+    return None
 
 
 def join(checks: Checks, half: Half) -> Checks | None:
