@@ -448,12 +448,21 @@ def test_a_block_of_steps_in_order_is_not_sorted_out_line_by_line(
         order(number, decoded)
 
     monkeypatch.setattr(checks, "_check_order", check_order)
+    observed: list[bool] = []
+    observe = checks.chain.observe
+
+    def chain_observe(raw: Any, decoded: Any, *, seals: bool = True) -> None:
+        observed.append(seals)
+        observe(raw, decoded, seals=seals)
+
+    monkeypatch.setattr(checks.chain, "observe", chain_observe)
     feed = [
         (2 + i, [r for r, _ in lines[i : i + 4]], [d for _, d in lines[i : i + 4]])
         for i in range(0, 28, 4)
     ]
     checks.feed([*feed, (30, [r for r, _ in lines[28:]], [d for _, d in lines[28:]])])
     assert sorted_out == [30]  # steps 28, 29 and the seal
+    assert observed == [False] * 7 + [True]  # the chain is told which blocks hold no seal
     assert checks.steps == 30
     assert checks.chain.report().holds
     assert checks.replay_report().holds
