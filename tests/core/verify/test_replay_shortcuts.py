@@ -481,3 +481,6 @@ def test_a_block_of_steps_in_order_is_not_sorted_out_line_by_line(
     other = Checks.for_blocks(blocks, max_history=None, public_key=None)
     with pytest.raises(TraceError, match=r"run.jsonl:3: step 2 is out of order; expected step 1"):
         other.feed([(2, [lines[0][0], lines[2][0]], [lines[0][1], lines[2][1]])])
+    again = Checks.for_blocks(blocks, max_history=None, public_key=None)
+    with pytest.raises(TraceError, match=r"run.jsonl:3: step 0 is out of order; expected step 1"):
+        again.feed([(2, [lines[0][0], lines[0][0]], [lines[0][1], lines[0][1]])])  # a repeat
