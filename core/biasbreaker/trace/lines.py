@@ -332,6 +332,8 @@ class LineBlocks:
         rest = b""
         decoder = _DECODERS[self.version]
         stop = self._stop
+        # read from a start: the file's digest can never be known, so it is not computed
+        update = self._hash.update if self._from_start else None
         try:
             if self.newline_missing:  # the header was the last line
                 self.done = True
@@ -346,7 +348,8 @@ class LineBlocks:
                     size = min(size, stop - self._position)
                 block = self._file.read(size) if size > 0 else b""
                 self._position += len(block)
-                self._hash.update(block)
+                if update is not None:
+                    update(block)
                 data = rest + block if rest else block
                 if not block and stop is not None:
                     if data:
@@ -363,9 +366,8 @@ class LineBlocks:
                 if cut == 0:
                     rest = data
                     continue
-                rest = data[cut:]
-                lines = data[:cut].split(b"\n")
-                lines.pop()  # the empty string after the last newline
+                lines = data.split(b"\n")
+                rest = lines.pop()  # what follows the last newline (data[cut:]), not copied twice
                 try:
                     decoded = decoder.decode(b"[" + b",".join(lines) + b"]")
                 except msgspec.MsgspecError:

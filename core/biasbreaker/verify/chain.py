@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from operator import attrgetter
 
 from biasbreaker.trace.chain import line_digest, seal_message
 from biasbreaker.trace.lines import AnyLine, SealLine
 from biasbreaker.trace.signing import signature_valid
 from biasbreaker.verify.report import PropertyReport, Violation, ViolationLog
+
+_PREV = attrgetter("prev")
 
 
 class ChainVerifier:
@@ -75,13 +78,32 @@ class ChainVerifier:
         """The digest of the last line seen (the chain head)."""
         return self._head
 
-    def observe(self, raw: Sequence[bytes], decoded: Sequence[AnyLine]) -> None:
-        """Check the next lines: their bytes (without newlines) and their decoded records."""
+    def observe(
+        self, raw: Sequence[bytes], decoded: Sequence[AnyLine], *, seals: bool = True
+    ) -> None:
+        """Check the next lines: their bytes (without newlines) and their decoded records.
+
+        Args:
+            raw: The lines' bytes.
+            decoded: Their decoded records.
+            seals: ``False`` if the caller knows that none of the lines is a seal: then, when
+                every ``prev`` matches, they are checked as two lists (the digests and the
+                ``prev`` fields); any mismatch is checked line by line, as with ``True``.
+        """
         if not self._chained:
             self._steps += len(decoded)
             return
         head = self._head
         sha256 = hashlib.sha256
+        if not seals and raw:
+            digests = [sha256(line).hexdigest() for line in raw]
+            prevs = list(map(_PREV, decoded))
+            if prevs[0] == head and prevs[1:] == digests[:-1]:
+                self._lines += len(digests)
+                self._steps += len(digests)
+                self._last_is_seal = False
+                self._head = digests[-1]
+                return
         for line, record in zip(raw, decoded, strict=True):
             self._lines += 1
             if record.prev != head:  # type: ignore[union-attr]

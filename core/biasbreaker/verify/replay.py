@@ -52,6 +52,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
+from operator import mul
 from typing import Any, Final
 
 from biasbreaker.trace.lines import ProbeLine, StepLineV1
@@ -83,9 +84,6 @@ _N, _W, _I, _R, _E = (
     BreakerState.ESCALATED,
 )
 _CLOSED: Final = frozenset({_N, _W})
-_NOT_FRESH: Final = -1.0
-"""What :meth:`Replay._fresh_inputs` returns for a step it leaves to :meth:`Replay._inputs`
-(never an own score: every recorded score is >= 0)."""
 fsum, exp = math.fsum, math.exp
 HOLDING_STATUSES: Final = frozenset({"unreadable", "failed"})
 """Probe outcomes whose step must be held for review (the output could not be checked)."""
@@ -192,7 +190,8 @@ class Replay:
         self._repaired: str | None = None
         # the propagation's state
         self._weights: dict[str, float] | None = None
-        self._weight_sums: dict[tuple[str, ...], float] = {}  # per set of scored nodes
+        # per scored nodes (in order): the fsum of their weights, and the weights
+        self._weight_sums: dict[tuple[str, ...], tuple[float, tuple[float, ...]]] = {}
         self._fast: float | None = None
         self._slow: float | None = None
         self._fresh: dict[str | None, tuple[float, float, dict[str, float]]] = {}
@@ -224,139 +223,141 @@ class Replay:
         (:meth:`_decide`). Two shortcuts keep a long trace fast, each deriving exactly what
         the general path derives and falling back to it on any difference:
 
-        - :meth:`_fresh_inputs` re-derives a step that records no new weights, whose fast and
-          slow follow from its scores and whose window and mixing ratio match, without a
-          violation to log (anything else goes through :meth:`_inputs`);
-        - the two commonest steps — a NORMAL step that holds NORMAL, an ESCALATED step that
-          holds ESCALATED — are compared here directly with what :meth:`_decide` would derive
-          for them (the same rows of the table, specialised); anything else, or any
-          difference, goes through :meth:`_decide`.
+        - a *fresh* step — one that records no new weights, has at least one score, whose
+          fast and slow are the EWMAs of its B_net (not a re-step), whose window counts and
+          mixing ratio are the replayed ones — is re-derived here, with nothing to log (it
+          needs the EWMAs' smoothing and a calibration window in the header); any other
+          step, or any difference, goes through :meth:`_inputs` before anything is changed;
+        - the two commonest decisions — a NORMAL step that holds NORMAL (the *calm* step), an
+          ESCALATED step that holds ESCALATED — are compared here directly with what
+          :meth:`_decide` would derive for them (the same rows of the table, specialised);
+          anything else, or any difference, goes through :meth:`_decide`.
+
+        While the records are replayed, the state the shortcuts read and write is held in
+        local variables, written back before :meth:`_inputs` or :meth:`_decide` runs and
+        read again after it (and written back at the end, whatever happens).
         """
         normal, escalated = _N, _E
         proceed, escalate = BreakerAction.PROCEED, BreakerAction.ESCALATE
-        enter, warn, node_trip = self._enter, self._warn, self._node_trip
-        fresh_inputs, inputs = self._fresh_inputs, self._inputs
-        for r in records:
-            own = fresh_inputs(r)
-            if own == _NOT_FRESH:
-                own = inputs(r)
-            state = self._state
-            if (
-                state is normal
-                and r.state is normal
-                and r.fast < enter
-                and r.slow < warn
-                and not (node_trip and own is not None and own >= enter)
-                and r.action is proceed
-                and r.reason == "normal"
-                and r.transition == "hold"
-                and r.intervention is None
-                and r.payload_sha256 is None
-                and r.episode == self._episode
-                and r.attempt == self._attempts
-                and not must_hold(r.probe)
-            ):
-                continue
-            if (
-                state is escalated
-                and r.state is escalated
-                and r.action is escalate
-                and r.transition == "hold"
-                and r.intervention is None
-                and r.episode == self._episode
-                and r.attempt == self._attempts
-                and r.reason.startswith("escalated: terminal")
-                and (r.payload_sha256 is not None or self._frozen is None)
-                and not must_hold(r.probe)
-            ):
-                continue
-            self._decide(r, own)
-
-    def _fresh_inputs(self, r: StepLineV1) -> float | None:
-        """:meth:`_inputs` for the commonest step, or :data:`_NOT_FRESH` to take that path.
-
-        The commonest step records no new weights, has at least one score, and its fast and
-        slow are the EWMAs of its B_net (not a re-step); with a calibration window, its
-        counts are the replayed ones; its mixing ratio is the replayed one. Such a step has
-        nothing to log: this derives the same values as :meth:`_inputs` and commits the same
-        state. Every other step — or any difference — returns :data:`_NOT_FRESH` *before*
-        anything is changed, and :meth:`_inputs` derives it (and logs what differs).
-        """
-        weights, ewma, scores = self._weights, self._ewma, r.scores
-        if (
-            r.weights is not None
-            or weights is None
-            or ewma is None
-            or not scores
-            or self._fast is None
-            or self._slow is None
-            or not self._windowed
-        ):
-            return _NOT_FRESH
-        fast, slow = r.fast, r.slow
-        # -- B_net and the two EWMAs (as _propagate and b_net) -------------------------------
-        key = tuple(scores)
-        weight_sum = self._weight_sums.get(key)
-        if weight_sum is None:
-            return _NOT_FRESH
+        enter, warn, node_trip, kappa = self._enter, self._warn, self._node_trip, self._kappa
+        beyond_3, beyond_5 = self._beyond_3, self._beyond_5
+        ewma = self._ewma
+        shortcut = ewma is not None and self._windowed
+        a_fast, a_slow = ewma if ewma is not None else (0.0, 0.0)
+        b_fast, b_slow = 1.0 - a_fast, 1.0 - a_slow
+        levels, fresh, sums = self._levels, self._fresh, self._weight_sums
+        full, append = levels.maxlen, levels.append
+        inputs, decide = self._inputs, self._decide
+        weights, last_fast, last_slow = self._weights, self._fast, self._slow
+        n3, n5, dirty = self._n3, self._n5, self._dirty
+        state, episode, attempts = self._state, self._episode, self._attempts
+        derived = 0  # fresh steps re-derived here (each also a step replayed)
         try:
-            total = fsum([weights[n] * b for n, b in scores.items()])
-        except KeyError:
-            return _NOT_FRESH
-        value = total / weight_sum
-        values = scores.values()
-        low = min(values)
-        if value < low:
-            value = low
-        else:
-            high = max(values)
-            if value > high:
-                value = high
-        a_fast, a_slow = ewma
-        if (
-            fast != a_fast * value + (1.0 - a_fast) * self._fast
-            or slow != a_slow * value + (1.0 - a_slow) * self._slow
-        ):
-            return _NOT_FRESH
-        # -- the calibration window -----------------------------------------------------------
-        window = r.window
-        if window is None:
-            return _NOT_FRESH
-        level = 5 if fast > self._beyond_5 else 3 if fast > self._beyond_3 else 0
-        levels = self._levels
-        n3, n5 = self._n3, self._n5
-        size = len(levels)
-        if size == levels.maxlen:
-            oldest = levels[0]
-            n3 -= oldest >= 3
-            n5 -= oldest == 5
-        else:
-            size += 1
-        n3 += level >= 3
-        n5 += level == 5
-        if window.size != size or window.beyond_3 != n3 or window.beyond_5 != n5:
-            return _NOT_FRESH
-        # -- the trip statistic and the mixing ratio ------------------------------------------
-        node = r.node
-        own = None if node is None else scores.get(node)
-        statistic = own if self._node_trip and own is not None and own > fast else fast
-        x = (statistic - self._enter) / self._kappa
-        if x >= 0.0:
-            ratio = 1.0 / (1.0 + exp(-x))
-        else:
-            e = exp(x)
-            ratio = e / (1.0 + e)
-        if abs(r.mixing_ratio - ratio) > RATIO_TOLERANCE:
-            return _NOT_FRESH
-        # -- everything matches: commit what _inputs would ------------------------------------
-        self._steps += 1
-        self._derived += 1
-        self._fast, self._slow = fast, slow
-        self._fresh[node] = (fast, slow, scores)
-        levels.append(level)
-        self._n3, self._n5 = n3, n5
-        self._dirty = n3 + n5 > 0
-        return own
+            for r in records:
+                # -- the fresh step's inputs (as _inputs, _propagate and b_net) ----------------
+                derive = True
+                scores = r.scores
+                if (
+                    shortcut
+                    and scores
+                    and r.weights is None
+                    and weights is not None
+                    and last_fast is not None
+                    and last_slow is not None
+                ):
+                    cached = sums.get(tuple(scores))
+                    if cached is not None:
+                        weight_sum, node_weights = cached
+                        value = fsum(map(mul, node_weights, scores.values())) / weight_sum
+                        values = scores.values()
+                        low = min(values)
+                        if value < low:
+                            value = low
+                        else:
+                            high = max(values)
+                            if value > high:
+                                value = high
+                        fast, slow, window = r.fast, r.slow, r.window
+                        level = 5 if fast > beyond_5 else 3 if fast > beyond_3 else 0
+                        size, m3, m5 = len(levels), n3, n5
+                        if size == full:
+                            oldest = levels[0]
+                            m3 -= oldest >= 3
+                            m5 -= oldest == 5
+                        else:
+                            size += 1
+                        m3 += level >= 3
+                        m5 += level == 5
+                        node = r.node
+                        mine = None if node is None else scores.get(node)
+                        statistic = mine if node_trip and mine is not None and mine > fast else fast
+                        x = (statistic - enter) / kappa
+                        if x >= 0.0:
+                            ratio = 1.0 / (1.0 + exp(-x))
+                        else:
+                            e = exp(x)
+                            ratio = e / (1.0 + e)
+                        if (
+                            fast == a_fast * value + b_fast * last_fast
+                            and slow == a_slow * value + b_slow * last_slow
+                            and window is not None
+                            and window.size == size
+                            and window.beyond_3 == m3
+                            and window.beyond_5 == m5
+                            and abs(r.mixing_ratio - ratio) <= RATIO_TOLERANCE
+                        ):
+                            derive = False
+                            derived += 1
+                            own = mine
+                            last_fast, last_slow = fast, slow
+                            fresh[node] = (fast, slow, scores)
+                            append(level)
+                            n3, n5 = m3, m5
+                            dirty = m3 + m5 > 0
+                if derive:
+                    self._fast, self._slow, self._n3, self._n5 = last_fast, last_slow, n3, n5
+                    own = inputs(r)
+                    weights, last_fast, last_slow = self._weights, self._fast, self._slow
+                    n3, n5, dirty = self._n3, self._n5, self._dirty
+                # -- the calm and the escalated step's decision (as _decide) -------------------
+                if state is normal:
+                    if (
+                        r.state is normal
+                        and r.fast < enter
+                        and r.slow < warn
+                        and not (node_trip and own is not None and own >= enter)
+                        and r.action is proceed
+                        and r.reason == "normal"
+                        and r.transition == "hold"
+                        and r.intervention is None
+                        and r.payload_sha256 is None
+                        and r.episode == episode
+                        and r.attempt == attempts
+                        and ((probe := r.probe) is None or not must_hold(probe))
+                    ):
+                        continue
+                elif (
+                    state is escalated
+                    and r.state is escalated
+                    and r.action is escalate
+                    and r.transition == "hold"
+                    and r.intervention is None
+                    and r.episode == episode
+                    and r.attempt == attempts
+                    and r.reason.startswith("escalated: terminal")
+                    and (r.payload_sha256 is not None or self._frozen is None)
+                    and not must_hold(r.probe)
+                ):
+                    continue
+                self._fast, self._slow, self._n3, self._n5 = last_fast, last_slow, n3, n5
+                self._dirty = dirty
+                decide(r, own)
+                state, episode, attempts = self._state, self._episode, self._attempts
+        finally:
+            self._fast, self._slow, self._n3, self._n5 = last_fast, last_slow, n3, n5
+            self._dirty = dirty
+            self._steps += derived
+            self._derived += derived
 
     def _bad(
         self, step: int, field: str, recorded: object, replayed: object, why: str = ""
@@ -531,11 +532,12 @@ class Replay:
         if scores:
             try:
                 key = tuple(scores)
-                weight_sum = self._weight_sums.get(key)
-                if weight_sum is None:
-                    weight_sum = math.fsum([weights[n] for n in key])
-                    self._weight_sums[key] = weight_sum
-                value = b_net(weights, scores, weight_sum)
+                cached = self._weight_sums.get(key)
+                if cached is None:
+                    node_weights = tuple([weights[n] for n in key])
+                    cached = (math.fsum(node_weights), node_weights)
+                    self._weight_sums[key] = cached
+                value = b_net(weights, scores, cached[0])
             except KeyError as missing:
                 self._bad(step, f"scores[{missing.args[0]!r}]", "a score", None, "no Katz weight")
                 return

@@ -187,3 +187,27 @@ def test_a_cut_last_line_warns_as_in_one_pass(run: Path, tmp_path: Path) -> None
     assert two is not None and not two.joined and two.truncated and one_pass.truncated
     report = VerificationReport.of(two.checks, two.sha256, truncated=two.truncated, version=2)
     assert report.to_json() == one_pass.to_json()
+
+
+def test_the_weights_are_found_back_by_their_key_on_a_step_line_only(tmp_path: Path) -> None:
+    """`"weights":` also appears as a node name or an intervention key: only a step recording
+    weights counts, the last one before the end, and a range without one has none."""
+    from biasbreaker.verify.split import _Bytes, _weights_before
+
+    lines = [
+        b'{"kind":"header"}',
+        b'{"kind":"step","step":0,"weights":{"a":1.0}}',
+        b'{"kind":"step","step":1,"weights":{"a":0.5,"b":0.5}}',
+        b'{"kind":"step","step":2,"scores":{"weights":0.1},"weights":null}',
+        b'{"kind":"step","step":3,"intervention":{"weights":{"x":1.0}}}',
+        b'{"kind":"seal","prev":"p","steps":4}',
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    starts = [sum(len(x) + 1 for x in lines[:i]) for i in range(len(lines) + 1)]
+    with path.open("rb") as fh:
+        data = _Bytes(fh)
+        assert _weights_before(data, starts[1], starts[6]) == {"a": 0.5, "b": 0.5}
+        assert _weights_before(data, starts[1], starts[2]) == {"a": 1.0}
+        assert _weights_before(data, starts[3], starts[6]) is None
+        assert _weights_before(data, starts[1], starts[1]) is None
