@@ -50,6 +50,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                 f"  {bench.name}{extra}: {bench.stats.mean * 1e6:.3f} us = {ratio:.3f} x baseline"
                 f" (min/min {fastest:.3f})" + verdict
             )
+            if "paired_ratio" in bench.extra_info:
+                paired = bench.extra_info["paired_ratio"]
+                met = (
+                    ""
+                    if goal is None
+                    else f" (goal <= {goal}: {'met' if paired <= goal else 'NOT met'})"
+                )
+                terminalreporter.write_line(
+                    f"    paired with the baseline, invoke by invoke: median {paired} x{met}"
+                )
             _write_run_numbers(terminalreporter, bench)
         if any("runs_per_s" in b.extra_info for b in benches):
             _write_run_numbers(terminalreporter, base, baseline=True)
