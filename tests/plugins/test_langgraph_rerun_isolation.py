@@ -14,9 +14,10 @@ store and writes to a scratch layer of its own; the resamples change a copy of t
 
 from __future__ import annotations
 
-import operator
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Any, TypedDict
 from uuid import UUID
 
 import pytest
@@ -33,6 +34,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph_apps import APPLICANT, SETTINGS, Watch, model, question
 from langsmith.run_helpers import tracing_context
+from pydantic import BaseModel
 
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
@@ -226,26 +228,103 @@ def test_the_scratch_store_async() -> None:
 
 class Logged(TypedDict, total=False):
     request: str
-    log: Annotated[list[str], operator.add]
+    log: list[str]
     decision: str
+    after: str
 
 
-def test_a_resample_that_changes_its_input_in_place_changes_a_copy(tmp_path: Path) -> None:
-    calls: list[int] = []
+@dataclass
+class LoggedData:
+    request: str = ""
+    log: list[str] = field(default_factory=list)
+    decision: str = ""
+    after: str = ""
+
+
+class LoggedModel(BaseModel):
+    request: str = ""
+    log: list[str] = []
+    decision: str = ""
+    after: str = ""
+
+
+def logged_graph(schema: Any, assess: Any) -> StateGraph:
+    def after(state: Any) -> dict[str, Any]:
+        return {"after": "ran"}
+
+    builder = StateGraph(schema)
+    builder.add_node("assess", assess)
+    builder.add_node("after", after)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", "after")
+    builder.add_edge("after", END)
+    return builder
+
+
+def _log_of(state: Any) -> list[str]:
+    return state["log"] if isinstance(state, dict) else state.log
+
+
+@pytest.mark.parametrize("schema", [Logged, LoggedData, LoggedModel])
+def test_a_node_that_changes_its_input_in_place_is_held(tmp_path: Path, schema: Any) -> None:
+    """``state["log"].append(...)`` changes the graph's own value on a TypedDict or dataclass
+    state (it was probed on the changed input and scored 0, the change already in the state):
+    the step is held, naming the key. A pydantic state's fields are LangGraph's copies for the
+    node, so its change reaches nothing and the step is scored."""
+
+    def assess(state: Any) -> dict[str, Any]:
+        _log_of(state).append("DENY")  # a common mistake: the input changed in place
+        return {"decision": "noted"}
+
+    graph = guard(logged_graph(schema, assess), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = thread(f"inplace-{schema.__name__}")
+    app.invoke({"request": APPLICANT, "log": ["opened"]}, config, durability="sync")
+    state = app.get_state(config)
+    record = next(r for r in records(tmp_path, config) if r.get("node") == "assess")
+    if schema is LoggedModel:
+        assert record["probe"]["status"] == "scored"
+        assert state.values["log"] == ["opened"] and not state.interrupts
+        return
+    assert record["probe"]["status"] == "unreadable"
+    assert "changed the graph's values of ['log'] in place" in record["probe"]["reason"]
+    assert state.interrupts and state.values.get("after") != "ran"  # the run stops here
+
+
+def test_a_key_reassigned_in_the_nodes_own_input_is_no_change(tmp_path: Path) -> None:
+    def assess(state: Logged) -> dict[str, Any]:
+        state["log"] = [*state["log"], "seen"]  # the node's own copy of the input dict
+        return {"decision": "noted", "log": state["log"]}
+
+    graph = guard(logged_graph(Logged, assess), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = thread("reassigned")
+    out = app.invoke({"request": APPLICANT, "log": ["opened"]}, config, durability="sync")
+    record = next(r for r in records(tmp_path, config) if r.get("node") == "assess")
+    assert record["probe"]["status"] == "scored"
+    assert out["log"] == ["opened", "seen"] and out["after"] == "ran"
+
+
+def test_a_re_run_that_changes_its_input_in_place_changes_a_copy(tmp_path: Path) -> None:
+    """The node's own call leaves its input alone; its re-runs change theirs in place (say,
+    a cache the node fills on later calls): each changes a copy, never the graph's value, and
+    none sees what another re-run did."""
+    seen: list[list[str]] = []
 
     def assess(state: Logged) -> dict[str, Any]:
-        state["log"].append("assessed")  # a common mistake: the input changed in place
-        calls.append(len(state["log"]))
-        return {"decision": "Decision: yes"}
+        seen.append(list(state["log"]))
+        if len(seen) > 1:
+            state["log"].append("re-run")
+        return {"decision": "noted"}
 
-    builder = StateGraph(Logged)
-    builder.add_node("assess", assess)
-    builder.add_edge(START, "assess")
-    builder.add_edge("assess", END)
-    app = guard(builder, kernel(tmp_path), hook=noop_hook).compile(checkpointer=InMemorySaver())
-    out = app.invoke({"request": APPLICANT, "log": ["opened"]}, thread("inplace"))
-    assert len(calls) == 7  # the node's own call and its six re-runs
-    # every re-run saw the input as the node's own call left it, each a copy of its own:
-    # not the list the re-runs before it had changed
-    assert calls[1:] == [calls[0] + 1] * 6
-    assert out["log"] == ["opened", "assessed"]  # the node's own call only
+    graph = guard(logged_graph(Logged, assess), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    out = app.invoke({"request": APPLICANT, "log": ["opened"]}, thread("copies"))
+    assert len(seen) == 7  # the node's own call and its six re-runs
+    assert seen == [["opened"]] * 7  # no re-run saw another's change
+    assert out["log"] == ["opened"] and out["after"] == "ran"
+
+
+def records(tmp_path: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
+    path = tmp_path / f"{config['configurable']['thread_id']}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

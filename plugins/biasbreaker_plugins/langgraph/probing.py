@@ -32,6 +32,7 @@ import contextvars
 import copy
 import dataclasses
 import functools
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -401,6 +402,35 @@ class Prober:
         """The demographic axes a step's input mentions (the panel's domain-match input)."""
         return sorted({d.axis for d in self.base.generator.detect(task)})
 
+    def snapshot(
+        self, spec: GuardedNode, state: Any, config: RunnableConfig | None
+    ) -> dict[str, str] | None:
+        """The graph's values of the node's input keys before its own call, if it is probed.
+
+        A node that changes a value of its input in place (``state["messages"].append(...)``
+        on a TypedDict or dataclass state, then ``return {}``) changes the graph's own channel
+        value, before the breaker decides and without returning anything the guard can hold;
+        its re-runs would be probed on the changed input. :meth:`begin` reads the channels
+        again after the call and holds the step when they differ. A key the node re-assigns
+        in its own input (``state["x"] = ...``) changes only its copy, not the channel, and a
+        pydantic state's fields are copies LangGraph made for the node: neither counts.
+
+        Returns:
+            Key -> the canonical JSON of its channel value's view; ``None`` for a step the
+            probe will not run (``probe=False``, not sampled), outside a LangGraph task, or
+            whose input the probe cannot read (:meth:`begin` holds that one itself).
+        """
+        if not spec.probe or self.base.probe_rate <= 0.0 or config is None:
+            return None
+        lg_step, suffix = task_of(config)
+        if not self.base.should_probe(f"{spec.name}@{lg_step}{suffix}"):
+            return None
+        try:
+            keys = sorted(state_values(state))
+            return _canonical(read_values(read_channels(config, keys), "state", self.opaque))
+        except Unreadable:
+            return None
+
     def begin(
         self,
         spec: GuardedNode,
@@ -409,8 +439,20 @@ class Prober:
         out: Any,
         config: RunnableConfig | None,
         injected: Mapping[str, Any],
+        before: Mapping[str, str] | None = None,
     ) -> Call:
         """The call the node's task made: read its input and output, decide whether to probe.
+
+        Args:
+            spec: The guarded node.
+            state: Its input.
+            bb: The guard's state keys it read.
+            out: What the node returned.
+            config: Its task's config.
+            injected: The LangGraph objects the call was given.
+            before: :meth:`snapshot` before the call: a sampled step whose input channels
+                changed during the call is held (status ``unreadable``, the keys named)
+                instead of probed.
 
         Raises:
             NodeReturnError, ConfigError: The output cannot be split (:func:`split_output`).
@@ -462,6 +504,16 @@ class Prober:
         try:
             call.values = state_values(state)
             call.input_view = read_values(call.values, "state", self.opaque)
+            changed = self._changed_in_place(before, config)
+            if changed:
+                call.hold = (
+                    f"the probe cannot read the input node {spec.name!r} decided on: the node "
+                    f"changed the graph's values of {changed} in place, which the guard cannot "
+                    "hold (it holds what a node returns); return the change as an update "
+                    "instead of changing the input"
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return call
             context = context_of(config)
             if context is not None:  # varied with the state (.context)
                 call.input_view = {
@@ -484,6 +536,19 @@ class Prober:
         if call.lazy_view is not None:  # built before the re-runs, which call the node again
             call.view = call.lazy_view.value
         return call
+
+    def _changed_in_place(
+        self, before: Mapping[str, str] | None, config: RunnableConfig
+    ) -> list[str]:
+        """The input keys whose channel value differs from :meth:`snapshot`'s (sorted)."""
+        if before is None:
+            return []
+        keys = sorted(before)
+        try:
+            after = _canonical(read_values(read_channels(config, keys), "state", self.opaque))
+        except Unreadable:
+            return keys  # readable before the call, not after: changed
+        return [key for key in keys if before.get(key) != after.get(key)]
 
     async def probe(self, call: Call) -> None:
         """Score ``call`` (``score``, ``outcome``), or hold it with why the probe failed."""
@@ -716,6 +781,14 @@ class Prober:
             return routed(spec.name, view, goto, opaque)
 
         return step
+
+
+def _canonical(view: Mapping[str, Any]) -> dict[str, str]:
+    """Key -> the canonical JSON text of its view (what :meth:`Prober.snapshot` keeps)."""
+    return {
+        key: json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+        for key, value in view.items()
+    }
 
 
 def _input_fix(path: str) -> str:

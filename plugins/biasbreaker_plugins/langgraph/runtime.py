@@ -167,12 +167,13 @@ class GraphGuard:
             async def guarded_async(*args: Any, **kwargs: Any) -> Any:
                 config = kwargs["config"] if wants_config else kwargs.pop("config")
                 state, bb, capture, own = self._enter(spec, args, kwargs, config)
+                before = self.prober.snapshot(spec, state, config)
                 token = var_child_runnable_config.set(own[0])
                 try:
                     out = await fn(*args, **own[1])
                 finally:
                     var_child_runnable_config.reset(token)
-                call = self.prober.begin(spec, state, bb, out, config, kwargs)
+                call = self.prober.begin(spec, state, bb, out, config, kwargs, before)
                 if call.sampled:
                     await self.prober.probe(call)
                 return self._leave(call, self.decider.finish(call), capture, config)
@@ -184,12 +185,13 @@ class GraphGuard:
             def guarded_sync(*args: Any, **kwargs: Any) -> Any:
                 config = kwargs["config"] if wants_config else kwargs.pop("config")
                 state, bb, capture, own = self._enter(spec, args, kwargs, config)
+                before = self.prober.snapshot(spec, state, config)
                 token = var_child_runnable_config.set(own[0])
                 try:
                     out = fn(*args, **own[1])
                 finally:
                     var_child_runnable_config.reset(token)
-                call = self.prober.begin(spec, state, bb, out, config, kwargs)
+                call = self.prober.begin(spec, state, bb, out, config, kwargs, before)
                 if call.sampled:
                     run_sync(self.prober.probe(call))
                 return self._leave(call, self.decider.finish(call), capture, config)
