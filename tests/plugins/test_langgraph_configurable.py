@@ -1,14 +1,17 @@
-"""``config["configurable"]`` data is varied by the probe with the state.
+"""The run's config data — ``config["configurable"]`` and ``config["metadata"]`` — is varied by
+the probe with the state.
 
 Before ``context=``, LangGraph's documented place for run-scoped data was the config
 (``graph.invoke(state, {"configurable": {"thread_id": ..., "applicant": ...}})``); a node that
 denied women read the applicant from its ``config`` and scored 0, because every re-run saw the
-same config (a known fail-open, docs/langgraph.md §16 until now). Asserted: a node biased on a
-configurable key (declared ``config`` parameter, ``get_config()``) is held before its
-successor runs, its re-runs seeing the variants' values; a fair one passes; the checkpoint
-coordinates and LangGraph's internals are never varied; a coded attribute in a configurable
-key holds the step; a value the probe cannot read holds it, naming the key and the
-``guard(opaque=["configurable.<key>"])`` fix, which passes the value through unchanged.
+same config (a known fail-open, docs/langgraph.md §16 until then). The run's metadata
+(``{"metadata": {...}}``, handed to every node's config beside LangGraph's own
+``langgraph_…`` keys) was the same kind of fail-open, a stated limit until 2026-12-07.
+Asserted for each section: a node biased on one of its keys (declared ``config`` parameter,
+``get_config()``) is held before its successor runs, its re-runs seeing the variants' values;
+a fair one passes; the checkpoint coordinates and LangGraph's own keys are never varied; a
+coded attribute in a key holds the step; a value the probe cannot read holds it, naming the
+key and the ``guard(opaque=["<section>.<key>"])`` fix, which passes the value through unchanged.
 """
 
 from __future__ import annotations
@@ -35,13 +38,19 @@ from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import guard
 from biasbreaker_plugins.langgraph.configurable import (
     CONFIGURABLE_KEY,
+    METADATA_KEY,
     configurable_view,
+    metadata_view,
     user_configurable,
+    user_metadata,
     with_configurable,
+    with_metadata,
 )
 
 WOMAN = re.compile(r"\b(?:Ms|Mrs|Miss)\.|\b(?:She|she|her|Her)\b")
 THREAD = "ms-mary-carter"  # a thread id that reads like a person: an identity, never varied
+SECTIONS = ["configurable", "metadata"]
+VIEW_KEY = {"configurable": CONFIGURABLE_KEY, "metadata": METADATA_KEY}
 
 
 class Loan(TypedDict, total=False):
@@ -62,21 +71,21 @@ def kernel(tmp_path: Path) -> Kernel:
     return Kernel.load(cwd=tmp_path, overrides=settings)
 
 
-def build(how: str, biased: bool, seen: list[Any]) -> Any:
-    def decide(conf: dict[str, Any]) -> dict[str, Any]:
-        seen.append(dict(conf))
-        text = str(conf.get("applicant", ""))
+def build(how: str, biased: bool, seen: list[Any], section: str = "configurable") -> Any:
+    def decide(data: dict[str, Any]) -> dict[str, Any]:
+        seen.append(dict(data))
+        text = str(data.get("applicant", ""))
         return {"decision": "Decision: no" if biased and WOMAN.search(text) else "Decision: yes"}
 
     if how == "config":
 
         def assess(state: Loan, config: RunnableConfig) -> dict[str, Any]:
-            return decide(config["configurable"])
+            return decide(config[section])
 
     else:
 
         def assess(state: Loan) -> dict[str, Any]:  # type: ignore[misc]
-            return decide(get_config()["configurable"])
+            return decide(get_config()[section])
 
     def notify(state: Loan) -> dict[str, Any]:
         seen.append("notify")
@@ -96,47 +105,60 @@ def records(tmp_path: Path) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, lines) if r.get("node") == "assess"]
 
 
-def run(app: Any, **configurable: Any) -> tuple[Any, Any]:
-    config: Any = {"configurable": {"thread_id": THREAD, **configurable}}
+def run(app: Any, section: str = "configurable", **data: Any) -> tuple[Any, Any]:
+    thread: dict[str, Any] = {"configurable": {"thread_id": THREAD}}
+    config: Any = {"configurable": {"thread_id": THREAD}, "metadata": {}}
+    config[section].update(data)
     out = app.invoke({"request": "loan"}, config, durability="sync")
-    return out, app.get_state(config)
+    return out, app.get_state(thread)
 
 
 HOWS = ["config", "get_config"]
 
 
+@pytest.mark.parametrize("section", SECTIONS)
 @pytest.mark.parametrize("how", HOWS)
-def test_a_node_biased_on_a_configurable_key_is_held(tmp_path: Path, how: str) -> None:
+def test_a_node_biased_on_a_config_key_is_held(tmp_path: Path, how: str, section: str) -> None:
     seen: list[Any] = []
-    graph = guard(build(how, True, seen), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
-    _, state = run(graph.compile(checkpointer=InMemorySaver()), applicant=APPLICANT, tier=2)
+    graph = guard(
+        build(how, True, seen, section), kernel(tmp_path), hook=noop_hook, nodes=["assess"]
+    )
+    app = graph.compile(checkpointer=InMemorySaver())
+    _, state = run(app, section, applicant=APPLICANT, tier=2)
     assert len(state.interrupts) == 1
     assert "notify" not in seen
-    confs = [c for c in seen if c != "notify"]
-    assert len(confs) > 1  # the node and its re-runs
-    assert confs[0]["applicant"] == APPLICANT
-    assert any(c["applicant"] != APPLICANT for c in confs[1:])
+    data = [c for c in seen if c != "notify"]
+    assert len(data) > 1  # the node and its re-runs
+    assert data[0]["applicant"] == APPLICANT
+    assert any(c["applicant"] != APPLICANT for c in data[1:])
     # identities and LangGraph's own keys are passed on as they are; other types kept
-    assert {c["thread_id"] for c in confs} == {THREAD}
-    assert {c["tier"] for c in confs} == {2}
-    assert all("__pregel_runtime" in c for c in confs)
+    assert {c["thread_id"] for c in data} == {THREAD}
+    assert {c["tier"] for c in data} == {2}
+    if section == "configurable":
+        assert all("__pregel_runtime" in c for c in data)
+    else:
+        assert {c["langgraph_node"] for c in data} == {"assess"}
     assert records(tmp_path)[0]["probe"]["status"] == "scored"
     assert verify_trace(tmp_path / "trace.jsonl").holds
 
 
+@pytest.mark.parametrize("section", SECTIONS)
 @pytest.mark.parametrize("how", HOWS)
-def test_a_fair_node_reading_a_configurable_key_passes(tmp_path: Path, how: str) -> None:
+def test_a_fair_node_reading_a_config_key_passes(tmp_path: Path, how: str, section: str) -> None:
     seen: list[Any] = []
-    graph = guard(build(how, False, seen), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
-    out, state = run(graph.compile(checkpointer=InMemorySaver()), applicant=APPLICANT)
+    graph = guard(
+        build(how, False, seen, section), kernel(tmp_path), hook=noop_hook, nodes=["assess"]
+    )
+    out, state = run(graph.compile(checkpointer=InMemorySaver()), section, applicant=APPLICANT)
     assert state.interrupts == ()
     assert out["notified"] == "Decision: yes" and seen[-1] == "notify"
     assert records(tmp_path)[0]["probe"]["status"] == "scored"
 
 
 def test_a_thread_id_alone_is_not_data(tmp_path: Path) -> None:
-    """Only the checkpoint coordinates: nothing of the config enters the view, so a step
-    whose state names no group stays not applicable, whatever the thread id reads like."""
+    """Only the checkpoint coordinates (and the metadata LangGraph adds itself): nothing of the
+    config enters the view, so a step whose state names no group stays not applicable,
+    whatever the thread id reads like."""
     seen: list[Any] = []
     graph = guard(build("config", True, seen), kernel(tmp_path), hook=noop_hook)
     _, state = run(graph.compile(checkpointer=InMemorySaver()))
@@ -144,66 +166,74 @@ def test_a_thread_id_alone_is_not_data(tmp_path: Path) -> None:
     assert records(tmp_path)[0]["probe"]["status"] == "not_applicable"
 
 
-def test_a_protected_attribute_coded_in_a_configurable_key_holds_the_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_protected_attribute_coded_in_a_config_key_holds_the_step(
+    tmp_path: Path, section: str
+) -> None:
     seen: list[Any] = []
-    graph = guard(build("config", True, seen), kernel(tmp_path), hook=noop_hook)
-    _, state = run(graph.compile(checkpointer=InMemorySaver()), sex="F")
+    graph = guard(build("config", True, seen, section), kernel(tmp_path), hook=noop_hook)
+    _, state = run(graph.compile(checkpointer=InMemorySaver()), section, sex="F")
     assert len(state.interrupts) == 1 and "notify" not in seen
     record = records(tmp_path)[0]
     assert record["probe"]["status"] == "unreadable"
-    assert f"{CONFIGURABLE_KEY}.sex = 'F'" in record["probe"]["reason"]
+    assert f"{VIEW_KEY[section]}.sex = 'F'" in record["probe"]["reason"]
 
 
-def test_a_configurable_value_the_probe_cannot_read_holds_the_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_config_value_the_probe_cannot_read_holds_the_step(tmp_path: Path, section: str) -> None:
     seen: list[Any] = []
-    graph = guard(build("config", False, seen), kernel(tmp_path), hook=noop_hook)
-    _, state = run(graph.compile(checkpointer=InMemorySaver()), applicant=APPLICANT, db=Handle())
+    graph = guard(build("config", False, seen, section), kernel(tmp_path), hook=noop_hook)
+    app = graph.compile(checkpointer=InMemorySaver())
+    _, state = run(app, section, applicant=APPLICANT, db=Handle())
     assert len(state.interrupts) == 1 and "notify" not in seen
     record = records(tmp_path)[0]
     assert record["probe"]["status"] == "unreadable"
     reason = record["probe"]["reason"]
-    assert "config['configurable']['db'] is Handle" in reason
-    assert "opaque=['configurable.db']" in reason
+    assert f"config['{section}']['db'] is Handle" in reason
+    assert f"opaque=['{section}.db']" in reason
 
 
+@pytest.mark.parametrize("section", SECTIONS)
 @pytest.mark.parametrize("biased", [False, True])
-def test_an_opaque_configurable_key_is_passed_through(tmp_path: Path, biased: bool) -> None:
+def test_an_opaque_config_key_is_passed_through(tmp_path: Path, biased: bool, section: str) -> None:
     seen: list[Any] = []
     handle = Handle()
     graph = guard(
-        build("config", biased, seen),
+        build("config", biased, seen, section),
         kernel(tmp_path),
         hook=noop_hook,
-        opaque=["configurable.db"],
+        opaque=[f"{section}.db"],
     )
-    _, state = run(graph.compile(checkpointer=InMemorySaver()), applicant=APPLICANT, db=handle)
-    confs = [c for c in seen if c != "notify"]
-    assert len(confs) > 1 and all(c["db"] is handle for c in confs)
-    assert any(c["applicant"] != APPLICANT for c in confs[1:])  # the rest is still varied
+    app = graph.compile(checkpointer=InMemorySaver())
+    _, state = run(app, section, applicant=APPLICANT, db=handle)
+    data = [c for c in seen if c != "notify"]
+    assert len(data) > 1 and all(c["db"] is handle for c in data)
+    assert any(c["applicant"] != APPLICANT for c in data[1:])  # the rest is still varied
     assert records(tmp_path)[0]["probe"]["status"] == "scored"
     assert len(state.interrupts) == (1 if biased else 0)
     assert ("notify" in seen) is not biased
 
 
 def test_guard_refuses_an_opaque_name_that_is_no_key(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"\['nope'\].*configurable\."):
+    with pytest.raises(ConfigError, match=r"\['nope'\].*'configurable\.<key>' or 'metadata\."):
         guard(build("config", False, []), kernel(tmp_path), opaque=["nope"])
 
 
-def test_a_repair_is_rechecked_on_the_variants_configurables(tmp_path: Path) -> None:
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_repair_is_rechecked_on_the_variants_config(tmp_path: Path, section: str) -> None:
     """With the configured repairs (simulated), the re-check re-runs the node on the
-    variants' configurable values too; either way no successor sees a denial."""
+    variants' config values too; either way no successor sees a denial."""
     seen: list[Any] = []
-    graph = guard(build("config", True, seen), kernel(tmp_path), nodes=["assess"])
+    graph = guard(build("config", True, seen, section), kernel(tmp_path), nodes=["assess"])
     app = graph.compile(checkpointer=InMemorySaver())
-    _, state = run(app, applicant=APPLICANT)
+    _, state = run(app, section, applicant=APPLICANT)
     varied = [c for c in seen if c != "notify" and c["applicant"] != APPLICANT]
     assert len(varied) > 4  # the probe's variants, then the re-checks'
     assert state.values.get("notified") != "Decision: no"
     assert verify_trace(tmp_path / "trace.jsonl").holds
 
 
-def test_the_user_keys_and_their_rebuild() -> None:
+def test_the_configurable_user_keys_and_their_rebuild() -> None:
     handle = Handle()
     config: Any = {
         "configurable": {
@@ -235,3 +265,40 @@ def test_the_user_keys_and_their_rebuild() -> None:
         with_configurable(config, {"applicant": "x"}, frozenset())
     with pytest.raises(ValueError, match="same configurable keys"):
         with_configurable(config, "x", frozenset())
+
+
+def test_the_metadata_user_keys_and_their_rebuild() -> None:
+    handle = Handle()
+    config: Any = {
+        "configurable": {"thread_id": "t", "applicant": "Ms. Mary Carter"},
+        "metadata": {
+            "thread_id": "t",
+            "checkpoint_ns": "n:1",
+            "langgraph_step": 1,
+            "langgraph_node": "assess",
+            "langgraph_path": ("__pregel_pull", "assess"),
+            "__internal": handle,
+            "applicant": "Ms. Mary Carter",
+            "tiers": (1, 2),
+            "db": handle,
+        },
+        "tags": ["x"],
+    }
+    assert sorted(user_metadata(config)) == ["applicant", "db", "tiers"]
+    assert metadata_view({"metadata": {"thread_id": "t", "langgraph_step": 3}}) is None
+    assert metadata_view(None) is None
+    view = metadata_view(config, frozenset({"metadata.db", "configurable.applicant"}))
+    assert view == {"applicant": "Ms. Mary Carter", "tiers": [1, 2], "db": "<opaque: Handle>"}
+    out = with_metadata(
+        config, {**view, "applicant": "Mr. Mark Carter"}, frozenset({"metadata.db"})
+    )
+    meta = out["metadata"]
+    assert meta["applicant"] == "Mr. Mark Carter" and meta["tiers"] == (1, 2)
+    assert meta["db"] is handle and meta["__internal"] is handle and meta["langgraph_step"] == 1
+    # the other sections and the original are untouched
+    assert out["configurable"] == config["configurable"] and out["tags"] == ["x"]
+    assert config["metadata"]["applicant"] == "Ms. Mary Carter"
+    with pytest.raises(ValueError, match="same metadata keys"):
+        with_metadata(config, {"applicant": "x"}, frozenset())
+    with pytest.raises(ValueError, match="same metadata keys"):
+        with_metadata(config, "x", frozenset())
