@@ -26,6 +26,7 @@ pytest.importorskip("langgraph")
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import _tracing_v2_is_enabled, tracing_v2_enabled
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_store
@@ -328,3 +329,43 @@ def test_a_re_run_that_changes_its_input_in_place_changes_a_copy(tmp_path: Path)
 def records(tmp_path: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
     path = tmp_path / f"{config['configurable']['thread_id']}.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+SCRUBS = {
+    "reassign": lambda state, config: state.__setitem__("request", "[redacted]"),
+    "pop": lambda state, config: state.pop("request"),
+    "metadata": lambda state, config: config["metadata"].__setitem__("applicant", "[scrubbed]"),
+}
+
+
+@pytest.mark.parametrize("scrub", sorted(SCRUBS))
+@pytest.mark.parametrize("biased", [False, True])
+def test_the_input_probed_is_the_one_the_node_decided_on(
+    tmp_path: Path, scrub: str, biased: bool
+) -> None:
+    """A node that decides, then scrubs the applicant from its own input (its copy of the
+    state dict, or the run's metadata) was probed on the scrubbed input: recorded "not
+    applicable" or scored 0, its denial passed on (a trial's finding). The input is read
+    before the node's call."""
+
+    def assess(state: Logged, config: RunnableConfig) -> dict[str, Any]:
+        text = f"{state['request']} {config['metadata'].get('applicant', '')}"
+        denied = biased and "Ms." in text
+        SCRUBS[scrub](state, config)
+        return {"decision": "Decision: no" if denied else "Decision: yes"}
+
+    graph = guard(logged_graph(Logged, assess), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = thread(f"scrub-{scrub}-{biased}")
+    applicant = "Ms. Mary Carter" if scrub == "metadata" else ""
+    request = "a loan request" if scrub == "metadata" else APPLICANT
+    app.invoke(
+        {"request": request, "log": []},
+        {**config, "metadata": {"applicant": applicant}},
+        durability="sync",
+    )
+    state = app.get_state(config)
+    record = next(r for r in records(tmp_path, config) if r.get("node") == "assess")
+    assert record["probe"]["status"] == "scored"
+    assert bool(state.interrupts) is biased
+    assert (state.values.get("after") == "ran") is not biased

@@ -214,6 +214,22 @@ class Call:
         return view, None if _is_plain(view, values) else values
 
 
+@dataclass(frozen=True)
+class Before:
+    """A probed node's input before its own call (:meth:`Prober.snapshot`).
+
+    Args:
+        values: The input's values, key -> value, each a deep copy (an ``opaque`` key's value
+            as it is): nothing the node does to its own input during its call reaches them.
+        view: The input view the probe varies (a deep copy).
+        channels: Key -> canonical JSON of the graph's channel value, to find changes in place.
+    """
+
+    values: dict[str, Any]
+    view: Any
+    channels: dict[str, str]
+
+
 class NodeReturnError(BiasbreakerError, InvalidUpdateError, TypeError):
     """A guarded node returned something that is no state update (a ``str``, a list, …).
 
@@ -404,21 +420,23 @@ class Prober:
 
     def snapshot(
         self, spec: GuardedNode, state: Any, config: RunnableConfig | None
-    ) -> dict[str, str] | None:
-        """The graph's values of the node's input keys before its own call, if it is probed.
+    ) -> Before | None:
+        """The node's input as it is before its own call, if the step will be probed.
 
-        A node that changes a value of its input in place (``state["messages"].append(...)``
-        on a TypedDict or dataclass state, then ``return {}``) changes the graph's own channel
-        value, before the breaker decides and without returning anything the guard can hold;
-        its re-runs would be probed on the changed input. :meth:`begin` reads the channels
-        again after the call and holds the step when they differ. A key the node re-assigns
-        in its own input (``state["x"] = ...``) changes only its copy, not the channel, and a
-        pydantic state's fields are copies LangGraph made for the node: neither counts.
+        Two things a node can do to its input during its call, after it has decided on it:
+
+        * change the graph's own value in place (``state["messages"].append(...)`` on a
+          TypedDict or dataclass state, then ``return {}``): a change the guard cannot hold,
+          made before the breaker decides. :meth:`begin` reads the channels again after the
+          call and holds the step when they differ;
+        * change its own copy (``state["q"] = "[redacted]"``, ``state.pop("q")``, a pydantic
+          field, ``config["metadata"]["x"] = ...``): harmless to the graph, but the probe must
+          vary what the node *decided on*, so the input view is read here, before the call.
 
         Returns:
-            Key -> the canonical JSON of its channel value's view; ``None`` for a step the
-            probe will not run (``probe=False``, not sampled), outside a LangGraph task, or
-            whose input the probe cannot read (:meth:`begin` holds that one itself).
+            ``None`` for a step the probe will not run (``probe=False``, not sampled), outside
+            a LangGraph task, or whose input the probe cannot read (:meth:`begin` reads it
+            again and holds the step, naming the value).
         """
         if not spec.probe or self.base.probe_rate <= 0.0 or config is None:
             return None
@@ -426,10 +444,38 @@ class Prober:
         if not self.base.should_probe(f"{spec.name}@{lg_step}{suffix}"):
             return None
         try:
-            keys = sorted(state_values(state))
-            return _canonical(read_values(read_channels(config, keys), "state", self.opaque))
+            values, view = self._read_input(state, config)
+            channels = _canonical(
+                read_values(read_channels(config, sorted(values)), "state", self.opaque)
+            )
         except Unreadable:
             return None
+        kept = {
+            key: value if key in self.opaque else _copied(value) for key, value in values.items()
+        }
+        return Before(values=kept, view=copy.deepcopy(view), channels=channels)
+
+    def _read_input(self, state: Any, config: RunnableConfig) -> tuple[dict[str, Any], Any]:
+        """(the node's input values, the input view the probe varies) of a probed call.
+
+        The view holds the state's view, and the run's ``runtime.context``, configurable and
+        metadata user keys under their ``bb_`` keys (each varied with the state).
+
+        Raises:
+            Unreadable: A value the probe cannot read (the path names it).
+        """
+        values = state_values(state)
+        view = read_values(values, "state", self.opaque)
+        context = context_of(config)
+        if context is not None:  # varied with the state (.context)
+            view = {**view, CONTEXT_KEY: read(context, "runtime.context")}
+        configurable = configurable_view(config, self.opaque)
+        if configurable is not None:  # varied with the state (.configurable)
+            view = {**view, CONFIGURABLE_KEY: configurable}
+        metadata = metadata_view(config, self.opaque)
+        if metadata is not None:  # likewise
+            view = {**view, METADATA_KEY: metadata}
+        return values, view
 
     def begin(
         self,
@@ -439,7 +485,7 @@ class Prober:
         out: Any,
         config: RunnableConfig | None,
         injected: Mapping[str, Any],
-        before: Mapping[str, str] | None = None,
+        before: Before | None = None,
     ) -> Call:
         """The call the node's task made: read its input and output, decide whether to probe.
 
@@ -450,9 +496,9 @@ class Prober:
             out: What the node returned.
             config: Its task's config.
             injected: The LangGraph objects the call was given.
-            before: :meth:`snapshot` before the call: a sampled step whose input channels
-                changed during the call is held (status ``unreadable``, the keys named)
-                instead of probed.
+            before: :meth:`snapshot` before the call: its input view is the one probed, and
+                a step whose input channels changed during the call is held (status
+                ``unreadable``, the keys named) instead of probed.
 
         Raises:
             NodeReturnError, ConfigError: The output cannot be split (:func:`split_output`).
@@ -502,8 +548,10 @@ class Prober:
             call.outcome = {"status": "not_sampled", "reason": self.not_sampled}
             return call
         try:
-            call.values = state_values(state)
-            call.input_view = read_values(call.values, "state", self.opaque)
+            if before is not None:  # what the node decided on, read before its call
+                call.values, call.input_view = before.values, before.view
+            else:
+                call.values, call.input_view = self._read_input(state, config)
             changed = self._changed_in_place(before, config)
             if changed:
                 call.hold = (
@@ -514,18 +562,6 @@ class Prober:
                 )
                 call.outcome = {"status": "unreadable", "reason": call.hold}
                 return call
-            context = context_of(config)
-            if context is not None:  # varied with the state (.context)
-                call.input_view = {
-                    **call.input_view,
-                    CONTEXT_KEY: read(context, "runtime.context"),
-                }
-            configurable = configurable_view(config, self.opaque)
-            if configurable is not None:  # varied with the state (.configurable)
-                call.input_view = {**call.input_view, CONFIGURABLE_KEY: configurable}
-            metadata = metadata_view(config, self.opaque)
-            if metadata is not None:  # likewise
-                call.input_view = {**call.input_view, METADATA_KEY: metadata}
         except Unreadable as exc:
             call.hold = f"the probe cannot read the input: {redact_text(str(exc))}; " + _input_fix(
                 exc.path
@@ -537,18 +573,16 @@ class Prober:
             call.view = call.lazy_view.value
         return call
 
-    def _changed_in_place(
-        self, before: Mapping[str, str] | None, config: RunnableConfig
-    ) -> list[str]:
+    def _changed_in_place(self, before: Before | None, config: RunnableConfig) -> list[str]:
         """The input keys whose channel value differs from :meth:`snapshot`'s (sorted)."""
         if before is None:
             return []
-        keys = sorted(before)
+        keys = sorted(before.channels)
         try:
             after = _canonical(read_values(read_channels(config, keys), "state", self.opaque))
         except Unreadable:
             return keys  # readable before the call, not after: changed
-        return [key for key in keys if before.get(key) != after.get(key)]
+        return [key for key in keys if before.channels.get(key) != after.get(key)]
 
     async def probe(self, call: Call) -> None:
         """Score ``call`` (``score``, ``outcome``), or hold it with why the probe failed."""
@@ -781,6 +815,20 @@ class Prober:
             return routed(spec.name, view, goto, opaque)
 
         return step
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of an input value, or the value itself if it cannot be copied.
+
+    The copy is the template variants are rebuilt into: a node that changes its own copy of
+    the input in place (a pydantic state's list) must not change it. A value that cannot be
+    copied is kept as it is; if the node then changes it, rebuilding fails and the probe
+    holds the step.
+    """
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # any object's __deepcopy__ may raise anything
+        return value
 
 
 def _canonical(view: Mapping[str, Any]) -> dict[str, str]:
