@@ -118,20 +118,19 @@ class Capture:
 class _Recorder:
     """Stands in for a ``send_stream`` (``send_nowait``) or a ``stream`` callable."""
 
-    def __init__(self, capture: Capture | None, kind: str) -> None:
+    def __init__(self, capture: Capture, kind: str) -> None:
         self.capture = capture
         self.kind = kind
 
     def __call__(self, payload: Any) -> None:
-        if self.capture is not None:
-            self.capture.add(self.kind, payload)
+        self.capture.add(self.kind, payload)
 
     def send_nowait(self, payload: Any) -> None:
         self(payload)
 
 
-def _proxy(handler: Any, capture: Capture | None) -> Any:
-    """A copy of a streaming handler that records (or, without a capture, drops) its events.
+def _proxy(handler: Any, capture: Capture) -> Any:
+    """A copy of a streaming handler that records its events into ``capture``.
 
     The copy shares the handler's bookkeeping (run metadata, seen message ids), so the real
     handler does not emit a message again that was streamed through the copy.
@@ -145,24 +144,22 @@ def _proxy(handler: Any, capture: Capture | None) -> Any:
     return twin
 
 
-def _callbacks(callbacks: Any, capture: Capture | None, *, drop: bool) -> Any:
+def _callbacks(callbacks: Any, capture: Capture) -> Any:
     if callbacks is None:
         return None
     if isinstance(callbacks, BaseCallbackManager):
         if not any(_kind_of(h) for h in (*callbacks.handlers, *callbacks.inheritable_handlers)):
             return callbacks  # nothing here streams to the caller (an invoke() run)
         manager = callbacks.copy()
-        manager.handlers = _handlers(manager.handlers, capture, drop=drop)
-        manager.inheritable_handlers = _handlers(manager.inheritable_handlers, capture, drop=drop)
+        manager.handlers = _handlers(manager.handlers, capture)
+        manager.inheritable_handlers = _handlers(manager.inheritable_handlers, capture)
         return manager
     if isinstance(callbacks, Sequence):
-        return _handlers(list(callbacks), capture, drop=drop)
+        return _handlers(list(callbacks), capture)
     return callbacks
 
 
-def _handlers(handlers: list[Any], capture: Capture | None, *, drop: bool) -> list[Any]:
-    if drop:
-        return [h for h in handlers if _kind_of(h) is None]
+def _handlers(handlers: list[Any], capture: Capture) -> list[Any]:
     # astream_events / astream_log handlers are dropped, not copied: their copies never finish
     # a run, and a guarded graph refuses those APIs itself (a parent's may reach a subgraph)
     return [
@@ -176,9 +173,13 @@ def _no_op(payload: Any) -> None:
     """A stream writer that writes nothing."""
 
 
-def _with_sinks(config: RunnableConfig, capture: Capture | None, *, drop: bool) -> RunnableConfig:
+def _with_sinks(config: RunnableConfig, capture: Capture | None) -> RunnableConfig:
+    """``config`` whose stream sinks record into ``capture``.
+
+    Without a capture (a probe re-run's, :func:`silenced`): no sink and no callback handler.
+    """
     out: dict[str, Any] = dict(config)
-    out["callbacks"] = _callbacks(config.get("callbacks"), capture, drop=drop)
+    out["callbacks"] = None if capture is None else _callbacks(config.get("callbacks"), capture)
     conf = dict(config.get(CONF) or {})
     runtime = conf.get(CONFIG_KEY_RUNTIME)
     writer: Callable[[Any], None] = _no_op if capture is None else _Recorder(capture, "custom")
@@ -224,7 +225,7 @@ def capturing(config: RunnableConfig, capture: Capture) -> RunnableConfig:
     if not streams_anything(config):
         return config
     capture.metadata = dict(config.get("metadata") or {})
-    return _with_sinks(config, capture, drop=False)
+    return _with_sinks(config, capture)
 
 
 def silenced(config: RunnableConfig) -> RunnableConfig:
@@ -236,8 +237,7 @@ def silenced(config: RunnableConfig) -> RunnableConfig:
     store, if any, is a :class:`~.scratch_store.ScratchStore` over it, so a re-run's writes
     stay its own. Run the re-run under :func:`unobserved` too (LangSmith's own tracing).
     """
-    out = _with_sinks(config, None, drop=True)
-    out["callbacks"] = None
+    out = _with_sinks(config, None)
     conf = out.get(CONF) or {}
     runtime = conf.get(CONFIG_KEY_RUNTIME)
     if runtime is not None and runtime.store is not None:
