@@ -207,6 +207,8 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "MentionFinder._licensed",
             "MentionFinder._stacked",
             "MentionFinder._anchored",
+            "MentionFinder._person_hits",
+            "_person_hit",
             "non_overlapping",
         ],
         "tests": [

@@ -217,6 +217,13 @@ def test_no_name_after_a_label_or_around_an_initial(text: str) -> None:
     assert [d for d in GEN.detect(text) if d.kind == "name"] == []
 
 
+@pytest.mark.parametrize("text", ["Mary IT. Carter applies.", "Mary a. Carter applies."])
+def test_a_middle_initial_is_one_capital_letter(text: str) -> None:
+    """Only one capital letter between a first name and a surname makes one person of them:
+    an upper-case word ("IT.") or a lower-case letter ("a.") does not (both mutants had survived)."""
+    assert {d.name for d in GEN.detect(text) if d.kind == "name"} == {"Mary"}
+
+
 def test_a_labelled_name_and_a_middle_initial_are_swapped_and_mapped_back() -> None:
     for text in ("Applicant Mei, income 85k", "Mei L. Nguyen applies."):
         cs = GEN.generate(text, 8)
