@@ -217,6 +217,13 @@ def test_no_name_after_a_label_or_around_an_initial(text: str) -> None:
     assert [d for d in GEN.detect(text) if d.kind == "name"] == []
 
 
+@pytest.mark.parametrize("text", ["Ask Mary. Carter applied.", "Mary/Carter applied."])
+def test_a_first_name_and_a_surname_across_punctuation_are_no_person(text: str) -> None:
+    """Only white space joins a first name and a surname into one person (a mutant letting
+    any gap through had survived)."""
+    assert {d.name for d in GEN.detect(text) if d.kind == "name"} == {"Mary"}
+
+
 @pytest.mark.parametrize("text", ["Mary IT. Carter applies.", "Mary a. Carter applies."])
 def test_a_middle_initial_is_one_capital_letter(text: str) -> None:
     """Only one capital letter between a first name and a surname makes one person of them:
