@@ -365,6 +365,39 @@ async def test_probe_rechecker_compares_what_compared_makes_of_each_repaired_out
     assert other.seen[0][:2] == ("RANK JOHN AND EMILY./1", "R")
 
 
+async def test_a_routed_step_output_is_repaired_without_its_route():
+    """A step that returns a ``Routed`` (output and where it sent the run): the repair gets
+    the output alone, and ``compared`` gets the repaired output with the route the re-run
+    took; without a ``compared`` entry the routed re-run is compared as it is."""
+    from biasbreaker.intervention.runner import ProbeRechecker
+    from biasbreaker.probe import Routed
+
+    async def node(value, sample=0):
+        return Routed(f"{value}/{sample}", ["deny"])
+
+    repaired_inputs = []
+
+    async def repair(output, task=None):
+        repaired_inputs.append(output)
+        return output.upper()
+
+    seen = []
+
+    async def finish(output, task):
+        seen.append(output)
+        return output
+
+    probe = StubProbe(score=0.0)
+    await ProbeRechecker(probe, {"writer": node}, {"writer": finish}).recheck(
+        context(), repair, "R"
+    )
+    assert repaired_inputs == ["Rank John and Emily./1"]
+    assert seen == ["R", Routed("RANK JOHN AND EMILY./1", ["deny"])]
+    bare = StubProbe(score=0.0)
+    await ProbeRechecker(bare, {"writer": node}).recheck(context(), repair, "R")
+    assert bare.seen[0][:2] == (Routed("RANK JOHN AND EMILY./1", ["deny"]), "R")
+
+
 async def test_the_skeptics_review_each_rechecked_output_with_its_own_task():
     """In the re-check, a variant's output is reviewed against the variant's input."""
     seen = []

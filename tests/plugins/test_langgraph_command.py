@@ -18,7 +18,10 @@ taken for one group only is held like any other decision flip.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import operator
+import re
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -26,6 +29,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
@@ -150,12 +154,16 @@ def test_split_output_reads_a_command_as_a_command_not_as_a_dataclass() -> None:
         split_output("assess", Command(graph=Command.PARENT, update={"decision": "no"}))
 
 
-def routing(biased: bool, watch: Watch, seen: list[str]) -> Any:
-    """``assess`` decides only by where it sends the run: ``approve`` or ``deny``, no update."""
+def routing(biased: bool, watch: Watch, seen: list[str], note: bool = False) -> Any:
+    """``assess`` decides by where it sends the run: ``approve`` or ``deny``; with ``note``,
+    its update is a neutral note (what a repair can rewrite), else it has none."""
 
     def assess(state: Loan) -> Command[Any]:
         decision = str(model(biased, watch).invoke(state["application"]).content)
-        return Command(goto="deny" if decision.endswith("no") else "approve")
+        goto = "deny" if decision.endswith("no") else "approve"
+        if note:
+            return Command(update={"decision": "screened"}, goto=goto)
+        return Command(goto=goto)
 
     def approve(state: Loan) -> dict[str, Any]:
         seen.append("approve")
@@ -192,3 +200,131 @@ def test_a_route_taken_for_one_group_only_is_a_decision_flip(tmp_path: Path, bia
     else:
         assert graph.get_state(config).interrupts == () and len(seen) == 1
     assert verify_trace(tmp_path / "command.jsonl").holds
+
+
+@pytest.mark.parametrize("note", [False, True], ids=["no-update", "neutral-update"])
+def test_a_repair_cannot_pass_a_route_taken_for_one_group_only(tmp_path: Path, note: bool) -> None:
+    """With the configured repairs (skeptics, MADERA rewrite; simulated), the re-check compares
+    the ``Command``'s destinations too: a repair rewrites the update, never where the node
+    sends the run, so a route that depends on the group fails the re-check and goes to review.
+    A newcomer's trial (2026-12-07) found the re-check compared the rewritten update alone:
+    MADERA's unchanged payload re-checked at 0.0 and the original ``goto`` ran ``deny``."""
+    watch, seen = Watch(), []
+    graph = guard(routing(True, watch, seen, note), kernel(tmp_path), nodes=["assess"]).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "command"}}
+    graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert seen == []  # neither destination ran
+    assert len(graph.get_state(config).interrupts) == 1  # held for review
+    graph.invoke(Command(resume={"action": "reject"}), config)
+    assert seen == []
+    rechecks = [
+        r
+        for r in map(json.loads, (tmp_path / "command.jsonl").read_text().splitlines())
+        if r.get("recheck_score") is not None
+    ]
+    assert all(r["recheck_score"] > 0 for r in rechecks)
+    assert verify_trace(tmp_path / "command.jsonl").holds
+
+
+@pytest.mark.parametrize("note", [False, True], ids=["no-update", "neutral-update"])
+def test_a_fair_route_is_taken_with_the_repairs_configured(tmp_path: Path, note: bool) -> None:
+    """The fair model decides blind to the group: its step never trips, its route is taken."""
+    seen: list[str] = []
+    graph = guard(routing(False, Watch(), seen, note), kernel(tmp_path), nodes=["assess"]).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "command"}}
+    graph.invoke({"application": APPLICANT}, config, durability="sync")
+    assert graph.get_state(config).interrupts == () and len(seen) == 1
+    assert verify_trace(tmp_path / "command.jsonl").holds
+
+
+def _screening(route: str) -> Any:
+    """``assess`` writes a decision by the applicant's group and routes ``route``:
+    ``"biased"`` (``deny`` for women, ``approve`` otherwise) or ``"fair"`` (``notify``)."""
+
+    def assess(state: Loan) -> Command[Any]:
+        woman = bool(re.search(r"\bMs\.|\bShe\b", state["application"]))
+        goto = ("deny" if woman else "approve") if route == "biased" else "notify"
+        return Command(update={"decision": "no" if woman else "yes"}, goto=goto)
+
+    builder = StateGraph(Loan)
+    builder.add_node("assess", assess, destinations=("approve", "deny", "notify"))
+    for name in ("approve", "deny", "notify"):
+        builder.add_node(name, lambda state: {})
+        builder.add_edge(name, END)
+    builder.add_edge(START, "assess")
+    return builder
+
+
+@pytest.mark.parametrize(
+    ("route", "goto", "r", "passes"),
+    [
+        ("fair", ["notify"], 2, True),
+        ("fair", ["notify"], 0, True),
+        ("fair", [], 0, False),
+        ("biased", ["deny"], 2, False),
+    ],
+    ids=["fair-route", "fair-route-r0", "reference-without-goto-r0", "biased-route"],
+)
+def test_the_recheck_compares_each_reruns_goto_with_the_halted_steps(
+    tmp_path: Path, route: str, goto: list[str], r: int, passes: bool
+) -> None:
+    """The guard's re-check steps and ``compared`` (what ``ProbeRechecker`` is given): a
+    repair rewrites the biased decision to a neutral one; the re-runs keep the ``goto`` each
+    took and the repaired output under check gets the halted step's (:class:`Rerun` ``goto``).
+    A route the same for every group passes; a route by group does not. With ``r = 0`` the
+    counterfactuals are compared with the output under check itself, so one that lost the
+    halted step's destinations fails too (with resamples, it is an anchor of the
+    counterfactuals and of their same-group twins alike, and cancels out)."""
+    from biasbreaker.breaker import freeze
+    from biasbreaker.intervention.runner import ProbeRechecker
+    from biasbreaker.types import BreakerState, InterventionContext, Thresholds
+    from biasbreaker_plugins.langgraph.probing import FreshProbes, Rerun, rerun_context, reset_rerun
+
+    settings = {
+        **SETTINGS,
+        "probe": {**SETTINGS["probe"], "r": r},
+        "plugin": {"langgraph": {"trace_path": str(tmp_path / "{thread_id}.jsonl")}},
+    }
+    loaded = Kernel.load(cwd=tmp_path, overrides=settings)
+    guarded = guard(_screening(route), loaded, hook=noop_hook, nodes=["assess"])
+    prober = guarded.guard.prober
+    checker = ProbeRechecker(FreshProbes(prober.base), prober.steps, prober.compared)
+    scores: list[float] = []
+
+    async def neutral(output: Any, task: Any = None) -> Any:
+        return {**output, "decision": "refer to an underwriter"}
+
+    async def harness(state: Loan, config: RunnableConfig) -> dict[str, Any]:
+        context = InterventionContext(
+            step=0,
+            node="assess",
+            state=BreakerState.NORMAL,
+            fast=0.5,
+            slow=0.5,
+            mixing_ratio=1.0,
+            thresholds=Thresholds(tau_enter=0.3, tau_exit=0.2, tau_warn=0.15, kappa=0.05),
+            local_scores={"assess": 0.5},
+            weights={"assess": 1.0},
+            attempt=1,
+            frozen_payload=freeze({"decision": "no"}),
+            seed=0,
+            step_input=freeze({"application": APPLICANT}),
+        )
+        token = rerun_context(Rerun(None, config, update={"decision": "no"}, goto=goto))
+        try:
+            check = await checker.recheck(context, neutral, {"decision": "refer to an underwriter"})
+        finally:
+            reset_rerun(token)
+        scores.append(check.score)
+        return {}
+
+    harness_graph = StateGraph(Loan)
+    harness_graph.add_node("harness", harness)
+    harness_graph.add_edge(START, "harness")
+    asyncio.run(harness_graph.compile().ainvoke({"application": APPLICANT}))
+    (score,) = scores
+    assert (score == 0.0) is passes

@@ -51,6 +51,7 @@ from biasbreaker.intervention.types import (
     ReviewRequest,
     TrackRecord,
 )
+from biasbreaker.probe.probe import Routed
 from biasbreaker.redaction import redact_text
 from biasbreaker.registry import BuildContext
 from biasbreaker.types import (
@@ -187,6 +188,15 @@ class ProbeRechecker:
             that leaves a route depending on the group does not pass). Applied to every
             re-run's repaired output and to the repaired output being checked (on the halted
             step's input). A node without an entry compares the repaired output itself.
+
+    A step may return a :class:`~biasbreaker.probe.Routed` (its output and where it sent the
+    run, e.g. a LangGraph ``Command(goto=...)``): a repair rewrites the output, never the
+    route, so the re-run's repaired output keeps the route it took, and the node's
+    ``compared`` entry gets the ``Routed`` (for the repaired output being checked it gets the
+    bare output and adds the route the halted step will take). A route that depends on the
+    group thus fails the re-check however neutral the rewritten output is. Without a
+    ``compared`` entry the bare reference has no route and every routed re-run differs from
+    it: the re-check fails closed.
     """
 
     probe: Any
@@ -220,7 +230,10 @@ class ProbeRechecker:
             nonlocal calls
             calls += 2
             output = await _call_step(step, value, sample)
-            fixed = await repair(output, value)
+            if isinstance(output, Routed):
+                fixed: Any = Routed(await repair(output.output, value), output.route)
+            else:
+                fixed = await repair(output, value)
             return fixed if finish is None else await finish(fixed, value)
 
         self._count += 1

@@ -28,7 +28,7 @@ from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.names import BREAKER
 from biasbreaker_plugins.langgraph.probing import Rerun, rerun_context, reset_rerun
 from biasbreaker_plugins.langgraph.send_panel import SendPanel
-from biasbreaker_plugins.langgraph.staging import Work, held_status, hold_event
+from biasbreaker_plugins.langgraph.staging import Work, goto_from_json, held_status, hold_event
 from biasbreaker_plugins.langgraph.state import BB_KEYS
 from biasbreaker_plugins.langgraph.values import rebuild_values
 
@@ -118,7 +118,14 @@ class BreakerNode:
         handle = decider.machines.acquire(work.breaker)
         handle.dispatch.target = hook
         # a repair's re-check re-runs the node on counterfactual states rebuilt onto its input
-        token = rerun_context(Rerun(staged.get("template"), config, update=staged.get("update")))
+        token = rerun_context(
+            Rerun(
+                staged.get("template"),
+                config,
+                update=staged.get("update"),
+                goto=goto_from_json(staged.get("goto") or []),
+            )
+        )
         try:
             decision = run_sync(decider.astep(handle.machine, staged, staged["step"]))
         finally:

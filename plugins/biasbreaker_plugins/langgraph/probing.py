@@ -34,10 +34,10 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
@@ -97,6 +97,9 @@ class Rerun:
             were before the node ran (key -> value; :mod:`.routes`).
         update: The node's update a repair's re-check rebuilds repaired views onto (to
             evaluate the node's conditional edges on them), or ``None``.
+        goto: The destinations of the node's ``Command`` that a repair's re-check is about:
+            the halted step's, which are promoted with the repaired update (node names and
+            ``Send`` packets; empty for none).
     """
 
     template: Mapping[str, Any] | None
@@ -104,6 +107,7 @@ class Rerun:
     injected: Mapping[str, Any] = field(default_factory=dict)
     extras: Mapping[str, Any] = field(default_factory=dict)
     update: Mapping[str, Any] | None = None
+    goto: Sequence[Any] = ()
 
 
 _RERUN: contextvars.ContextVar[Rerun] = contextvars.ContextVar("_RERUN")
@@ -382,20 +386,21 @@ class Prober:
         self.pool = pool
         self.opaque = opaque
         self.channels: Mapping[str, Any] = channels or {}
-        # the re-check's steps compare the update a repair rewrites; the probe's also compare
-        # where a Command or a conditional edge routes (a route taken for one group only is a
-        # decision flip)
+        # the probe's steps compare the update and where a Command or a conditional edge
+        # routes (a route taken for one group only is a decision flip); the re-check's steps
+        # return the update with the Command's destinations apart (a Routed), since a repair
+        # rewrites the update and never the destinations
         self.steps: dict[str, Callable[..., Any]] = {
-            name: self._probe_step(spec) for name, spec in nodes.items()
+            name: self._probe_step(spec, routes="command") for name, spec in nodes.items()
         }
         self.routed_steps: dict[str, Callable[..., Any]] = {
-            name: self._probe_step(spec, routes=True) for name, spec in nodes.items()
+            name: self._probe_step(spec, routes="all") for name, spec in nodes.items()
         }
-        # a repair rewrites the update; where the node's conditional edges send the repaired
-        # state is compared too (ProbeRechecker.compared), or a route that depends on the
-        # group would pass the re-check of a rewritten neutral update
+        # ... and adds where the Command and the node's conditional edges send the repaired
+        # state (ProbeRechecker.compared), or a route that depends on the group would pass
+        # the re-check of a rewritten neutral update, and the halted step's goto would run
         self.compared: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
-            name: self._repaired_routes(spec) for name, spec in nodes.items() if spec.routes
+            name: self._repaired_routes(spec) for name, spec in nodes.items()
         }
         # node → the probe's covering rotation (docs/detection.md, "Every group covered"),
         # the latest the guard saw in any thread: where a thread without its own
@@ -695,22 +700,36 @@ class Prober:
     def _repaired_routes(self, spec: GuardedNode) -> Callable[[Any, Any], Awaitable[Any]]:
         """What a repair's re-check compares for ``spec``: the repaired view and its routes.
 
-        ``async (repaired view, input view) -> Routed(view, destinations)``: the view rebuilt
-        onto the node's update (:class:`Rerun` ``update``), applied to the input rebuilt onto
-        its template, and the node's conditional edges evaluated on the result
-        (:mod:`.routes`), as they will be when the repaired output is promoted.
+        ``async (repaired view, input view) -> Routed(view, destinations)``, or the view
+        itself when the node routes nowhere. The destinations: the ``Command``'s, which a
+        repair does not rewrite (a re-run's repaired output comes as a :class:`Routed` with
+        the re-run's own; the repaired output being checked as a bare view, and gets the
+        halted step's, :class:`Rerun` ``goto``, which are promoted with it), then, for a node
+        with conditional edges, the edges evaluated (:mod:`.routes`) on the view rebuilt onto
+        the node's update (:class:`Rerun` ``update``) applied to the input rebuilt onto its
+        template, as they will be when the repaired output is promoted.
 
         Raises:
-            ValueError: No re-run context with the node's update (the re-check fails closed),
-                a repaired view that is not an object of the node's keys, or anything the
-                edges raise.
+            ValueError: No re-run context (the re-check fails closed), or, for a node with
+                conditional edges, none with the node's update, a repaired view that is not
+                an object of the node's keys, or anything the edges raise.
         """
         opaque = self.opaque
         channels = self.channels
 
         async def compared(view: Any, input_view: Any) -> Any:
             rerun = _RERUN.get(None)
-            if rerun is None or rerun.update is None or rerun.config is None:
+            if rerun is None:
+                raise ValueError(
+                    f"cannot re-check the routes of node {spec.name!r}: no re-run context"
+                )
+            if isinstance(view, Routed):
+                view, goto = view.output, list(view.route)
+            else:
+                goto = list(rerun.goto)
+            if not spec.routes:
+                return routed(spec.name, view, goto, opaque)
+            if rerun.update is None or rerun.config is None:
                 raise ValueError(
                     f"cannot re-check the routes of node {spec.name!r}: no re-run context"
                 )
@@ -726,7 +745,7 @@ class Prober:
             update = rebuild_values({k: v for k, v in rerun.update.items() if k in view}, view)
             missing = {k for route in spec.routes for k in route.keys} - set(values)
             extras = read_channels(rerun.config, sorted(missing)) if missing else {}
-            goto = await destinations(
+            goto += await destinations(
                 spec.routes,
                 {**extras, **after_update(channels, values, update)},
                 None,  # promoted by bb_breaker's Promote, which is no dict
@@ -736,14 +755,20 @@ class Prober:
 
         return compared
 
-    def _probe_step(self, spec: GuardedNode, routes: bool = False) -> Callable[..., Any]:
+    def _probe_step(
+        self, spec: GuardedNode, routes: Literal["command", "all"]
+    ) -> Callable[..., Any]:
         """The step the probe re-runs: the user's function on a counterfactual view.
 
         It rebuilds the view into the node's own state type (messages keep their ids, models
         their class), calls the function with every stream sink silenced and the LangGraph
-        objects it declares, and returns the JSON view of its update; with ``routes``, also
-        where its ``Command`` and its conditional edges send the run (:func:`routed`,
-        :mod:`.routes`). A sync function runs in a worker thread, so the probe's calls overlap.
+        objects it declares, and returns the JSON view of its update with where it sends the
+        run: with ``routes="all"``, where its ``Command`` and its conditional edges send it
+        (:func:`routed`, :mod:`.routes`), what the probe compares; with ``"command"``, the
+        update's view and the ``Command``'s destinations as they are (``Routed(view,
+        [node name or Send, ...])``, or the bare view for a node that returned none), what a
+        repair's re-check rewrites and completes (:meth:`_repaired_routes`). A sync function
+        runs in a worker thread, so the probe's calls overlap.
         """
         fn = spec.fn
         opaque = self.opaque
@@ -801,8 +826,8 @@ class Prober:
                 out = await asyncio.get_running_loop().run_in_executor(self.pool, call)
             update, goto, command = split_output(spec.name, out)
             view = read_values(update, "output", opaque, role="output")
-            if not routes:
-                return view
+            if routes == "command":
+                return Routed(view, goto) if goto else view
             if spec.routes:
                 rerun = _RERUN.get(None)
                 extras = rerun.extras if rerun is not None else {}
