@@ -482,6 +482,25 @@ def test_a_config_of_another_kind_is_refused_naming_the_kinds(config: object) ->
         guard(screening_graph(0.0, Received("answer")), config)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("rate", [0.0, 0.5])
+def test_a_guard_that_probes_no_step_warns(tmp_path: Path, rate: float) -> None:
+    """``probe_rate = 0`` in a Python mapping: the guard records every step and probes none;
+    a newcomer's trial passed it and saw no word of it (``biasbreaker config`` warned)."""
+    import warnings
+
+    from biasbreaker.config.sections import ProbeOffWarning
+
+    settings = {**SETTINGS, "probe": {**SETTINGS.get("probe", {}), "probe_rate": rate}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        guard(screening_graph(0.0, Received("answer")), settings)
+    off = [w for w in caught if issubclass(w.category, ProbeOffWarning)]
+    assert len(off) == (rate == 0.0)
+    if off:
+        assert "probe_rate = 0: no guarded step is probed" in str(off[0].message)
+        assert off[0].filename == __file__  # points at the caller's guard(...) line
+
+
 @pytest.mark.parametrize("template", ["{thread}.jsonl", "runs/{id}/t.jsonl", "a}b", "x{thread_id"])
 def test_a_trace_path_with_another_placeholder_is_refused(tmp_path: Path, template: str) -> None:
     settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(tmp_path / template)}}}

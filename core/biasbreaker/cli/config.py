@@ -20,6 +20,7 @@ from biasbreaker.cli._common import (
     warn,
 )
 from biasbreaker.config import dump_value
+from biasbreaker.config.sections import PROBE_OFF
 from biasbreaker.resolution import typed_plugin_tables
 
 
@@ -51,10 +52,7 @@ def config(
     for problem in problems:
         warn(problem)
     if kernel.settings.probe.probe_rate == 0.0:
-        warn(
-            "[probe] probe_rate = 0: no guarded step is probed, so none can trip on a score "
-            "(each is recorded 'not sampled'); set it above 0 to guard"
-        )
+        warn(PROBE_OFF)
     rows = kernel.loaded.rows(typed_plugin_tables(kernel.loaded, kernel.registry))
     if as_json:
         typer.echo(json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2))

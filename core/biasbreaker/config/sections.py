@@ -31,6 +31,17 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
 
 
+PROBE_OFF = (
+    "[probe] probe_rate = 0: no guarded step is probed, so none can trip on a score "
+    "(each is recorded 'not sampled'); set it above 0 to guard"
+)
+"""The warning for a configuration that probes no step (``biasbreaker config``, ``guard``)."""
+
+
+class ProbeOffWarning(UserWarning):
+    """A guard built with ``[probe] probe_rate = 0``: it records every step, probes none."""
+
+
 class ProbeSettings(Section):
     """``[probe]``: counterfactual probing of guarded steps (M1).
 

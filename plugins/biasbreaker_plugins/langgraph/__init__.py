@@ -24,11 +24,13 @@ Importing this package imports LangGraph (the ``langgraph`` extra); the plugin's
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.graph import StateGraph
 
+from biasbreaker.config.sections import PROBE_OFF, ProbeOffWarning
 from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import AnyHook
@@ -132,6 +134,9 @@ def guard(
             the node or key and the fix).
         PluginError: The selected ``framework_adapter`` is not this one.
 
+    Warns:
+        ProbeOffWarning: ``[probe] probe_rate = 0``: every step is recorded, none probed.
+
     The environment's secrets are registered
     (:func:`~biasbreaker.redaction.register_environment`), so an error quoting one (a
     plugin's, a probe re-run's) is redacted in the trace, the state and the review request.
@@ -140,6 +145,8 @@ def guard(
     kernel = load_kernel(config)
     # what `biasbreaker run` checks, every problem in one ConfigError; a hook is the repair
     kernel.validate(repairs=hook is None)
+    if kernel.settings.probe.probe_rate == 0.0:
+        warnings.warn(PROBE_OFF, ProbeOffWarning, stacklevel=2)
     adapter = kernel.build("framework_adapter", "langgraph")
     if not isinstance(adapter, LangGraphAdapter):
         raise PluginError(
