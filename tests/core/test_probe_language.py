@@ -458,3 +458,37 @@ def test_a_reading_of_no_language_is_not_unsupported(code: str) -> None:
 def test_a_foreign_input_with_ids_is_still_unsupported(lang: str, text: str) -> None:
     reading = LanguageGuard().check({"text": text, "run_id": RUN_ID, "n": "12345"})
     assert reading is not None and not reading.supported and reading.language == lang
+
+
+UNSPACED_WITH_NUMBERS = [
+    # a loan application about Ms. Wang: before, every digit blanked its whole clause, the
+    # text reached the identifier empty, and the step was "not applicable", its decision passed
+    ("zh", "王女士，收入9万。申请贷款20万元，信用评分710。"),
+    ("zh", "陈伟，男，1985年出生，月薪12000元，申请贷款。"),
+    ("ja", "田中さん、年収500万円。ローン2000万円を申請。"),
+    ("ja", "佐藤花子さん（45歳）は2019年に入社しました。"),
+    ("ko", "김민지 씨는 연봉5000만원이고 대출2억원을 신청했습니다."),
+    ("th", "คุณสมศรีอายุ45ปี รายได้9หมื่นบาท ขอกู้20หมื่นบาท"),
+]
+
+
+@pytest.mark.parametrize(
+    ("lang", "text"),
+    UNSPACED_WITH_NUMBERS,
+    ids=[f"{lang}-{i}" for i, (lang, _) in enumerate(UNSPACED_WITH_NUMBERS)],
+)
+def test_numbers_inside_unspaced_text_do_not_blank_it(lang: str, text: str) -> None:
+    """Issue 14: Chinese and Japanese have no spaces, so blanking the "token" around a digit
+    blanked a whole clause; only the ASCII run around the digit is blanked now."""
+    result = probe().probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "unsupported_language" and result.holds, result.reason
+    assert result.language == lang and result.calls == 0
+
+
+def test_only_the_ascii_run_around_a_digit_is_blanked() -> None:
+    prose = language_module._prose
+    assert prose("王女士，收入9万。") == "王女士，收入 万。"
+    assert prose("年収500万円、ID:A-77b") == "年収   万円、        "
+    assert prose("run 3f2a9c1e-77b0 at 2019-03-01T10:00, 40k.") == "run " + " " * 13 + (
+        " at " + " " * 17 + " " + " " * 4
+    )

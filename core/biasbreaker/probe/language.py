@@ -18,9 +18,10 @@ optional extra, ``pip install 'biasbreaker[languages]'`` (it loads numpy and a 2
 table), imported on the first check, never when this module is imported.
 
 The rule: the string values of the payload (not its dict keys, mostly field names such as
-``credit_score``; the probe reads keys for mentions all the same), with every token that holds
-a digit blanked (ids, hashes, numbers, dates: no language, and py3langid reads them as ``zxx``),
-joined by spaces and cut to :attr:`LanguageGuard.max_chars`, are classified; the input is
+``credit_score``; the probe reads keys for mentions all the same), with every run of printable
+ASCII around a digit blanked (ids, hashes, numbers, dates: no language, and py3langid reads them
+as ``zxx``; the letters of Chinese or Japanese written against an amount are kept), joined by
+spaces and cut to :attr:`LanguageGuard.max_chars`, are classified; the input is
 unsupported when the most probable language is not one of :attr:`LanguageGuard.languages` nor
 a code that names no language (:data:`NO_LANGUAGE`) *and* has a probability of at least
 :attr:`LanguageGuard.threshold` (0.5: more than half the mass on one language). A payload
@@ -127,8 +128,11 @@ _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u
 character counts as a word)."""
 
 
-_IDENTIFIER = re.compile(r"\S*\d\S*")
-"""A whitespace-delimited token with a digit in it: an id, a hash, a number, a date, a code."""
+_IDENTIFIER = re.compile(r"[!-~]*\d[!-~]*")
+"""A digit with the printable ASCII characters around it (no space): an id, a hash, a number,
+a date, a code. Letters of any other alphabet end it: Chinese and Japanese are written
+without spaces, and a whitespace-delimited token (the first form of this rule) blanked a whole
+clause around one amount (issue 14)."""
 
 NO_LANGUAGE = frozenset({"zxx", "und"})
 """Codes that name no language (ISO 639-2 "no linguistic content", "undetermined"): py3langid's
@@ -137,7 +141,7 @@ language: the lexicon decides the input."""
 
 
 def _prose(text: str) -> str:
-    """``text`` with its identifier tokens (:data:`_IDENTIFIER`) blanked, offsets kept.
+    """``text`` with its identifiers (:data:`_IDENTIFIER`) blanked, offsets kept.
 
     Ids carry no language, and a classifier reads them as one: an English sentence with a
     run id in it ("... 3f2a9c1e-77b0-4d2e-9a1f-0c8d6e5b4a21") read as ``zxx`` at p = 0.93, and a
