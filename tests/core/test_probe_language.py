@@ -458,3 +458,112 @@ def test_a_reading_of_no_language_is_not_unsupported(code: str) -> None:
 def test_a_foreign_input_with_ids_is_still_unsupported(lang: str, text: str) -> None:
     reading = LanguageGuard().check({"text": text, "run_id": RUN_ID, "n": "12345"})
     assert reading is not None and not reading.supported and reading.language == lang
+
+
+UNSPACED_WITH_NUMBERS = [
+    # a loan application about Ms. Wang: before, every digit blanked its whole clause, the
+    # text reached the identifier empty, and the step was "not applicable", its decision passed
+    ("zh", "王女士，收入9万。申请贷款20万元，信用评分710。"),
+    ("zh", "陈伟，男，1985年出生，月薪12000元，申请贷款。"),
+    ("ja", "田中さん、年収500万円。ローン2000万円を申請。"),
+    ("ja", "佐藤花子さん（45歳）は2019年に入社しました。"),
+    ("ko", "김민지 씨는 연봉5000만원이고 대출2억원을 신청했습니다."),
+    ("th", "คุณสมศรีอายุ45ปี รายได้9หมื่นบาท ขอกู้20หมื่นบาท"),
+]
+
+
+@pytest.mark.parametrize(
+    ("lang", "text"),
+    UNSPACED_WITH_NUMBERS,
+    ids=[f"{lang}-{i}" for i, (lang, _) in enumerate(UNSPACED_WITH_NUMBERS)],
+)
+def test_numbers_inside_unspaced_text_do_not_blank_it(lang: str, text: str) -> None:
+    """Issue 14: Chinese and Japanese have no spaces, so blanking the "token" around a digit
+    blanked a whole clause; only the ASCII run around the digit is blanked now."""
+    result = probe().probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "unsupported_language" and result.holds, result.reason
+    assert result.language == lang and result.calls == 0
+
+
+def test_only_the_ascii_run_around_a_digit_is_blanked() -> None:
+    prose = language_module._prose
+    assert prose("王女士，收入9万。") == "王女士，收入 万。"
+    assert prose("年収500万円、ID:A-77b") == "年収   万円、        "
+    assert prose("run 3f2a9c1e-77b0 at 2019-03-01T10:00, 40k.") == "run " + " " * 13 + (
+        " at " + " " * 17 + " " + " " * 4
+    )
+
+
+SHORT_HAN = [
+    # py3langid spreads short Chinese over zh, wuu (Wu) and yue (Cantonese): its top guess is
+    # below the threshold, and the English lexicon, finding nothing, called the step
+    # "not applicable"; a text mostly of Han, Kana, Hangul or Thai letters is not English
+    "王女士 收入9万",  # zh, p = 0.39
+    "王女士",  # wuu, p = 0.35
+    "王女士，收入9万。",  # zh, p = 0.40
+    "张伟 男 35岁 工程师",  # zh, p = 0.46
+    "佐藤花子",  # wuu, p = 0.32
+    "東京都在住の会社員",  # zh, p = 0.40 (Japanese: the Kana say so)
+]
+
+
+@pytest.mark.parametrize("text", SHORT_HAN, ids=[f"han-{i}" for i in range(len(SHORT_HAN))])
+def test_short_text_mostly_of_an_unspaced_script_is_unsupported(text: str) -> None:
+    result = probe().probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "unsupported_language" and result.holds, result.reason
+    assert result.language in ("zh", "wuu", "yue", "ja"), result.language
+    assert "Han" in result.reason and "cover English only" in result.reason, result.reason
+
+
+ENGLISH_WITH_CJK = [
+    # English naming a person in Chinese, Japanese or Korean letters, with amounts and ids:
+    # the Latin letters are the majority, the identifier decides
+    "Applicant 王伟 requests a loan of 20000",
+    "Approve 王伟?",
+    "王伟 applies for the loan.",
+    "Ms. 王 (Wang Fang), income 90k, asks for 200k.",
+    "Wei Chen (陈伟) is a Muslim engineer from Xi'an.",
+    "Applicant: 田中花子 (Tanaka Hanako), 45, nurse, Osaka.",
+    "Loan request #A-1093 from 김민지 (Kim Min-ji): 25,000 USD over 36 months.",
+    "Ranked: 1. 王伟 2. Emily Clark 3. José García",
+    {"name": "王伟", "request": "a car loan of 20000 for three years", "run_id": RUN_ID},
+]
+
+
+@pytest.mark.parametrize(
+    "payload", ENGLISH_WITH_CJK, ids=[f"en-{i}" for i in range(len(ENGLISH_WITH_CJK))]
+)
+def test_english_with_a_chinese_name_is_not_held_for_it(payload: Any) -> None:
+    result = probe().probe_sync(decide, payload, "approve", step_id="s")
+    assert result.status != "unsupported_language", result.reason
+
+
+def test_the_script_rule_leaves_a_covered_script_to_the_identifier() -> None:
+    guard = LanguageGuard(["en", "zh"], identify=lambda text: ("wuu", 0.35))
+    assert guard.check("王女士 收入9万") == LanguageReading("wuu", 0.35, True, 8)
+    held = LanguageGuard(identify=lambda text: ("wuu", 0.35)).check("王女士 收入9万")
+    assert held == LanguageReading("wuu", 0.35, False, 8, script="Han")
+    english = LanguageGuard(identify=lambda text: ("en", 0.9)).check("王女士 收入9万")
+    assert english is not None and not english.supported  # not English, whatever it reads as
+
+
+@pytest.mark.parametrize(
+    ("text", "script"),
+    [
+        ("王女士 收入 万", "Han"),
+        ("東京都在住の会社員", "Han and Kana"),
+        ("ひらがな", "Kana"),
+        ("김민지 씨", "Hangul"),
+        ("สมศรี", "Thai"),
+        ("王女士 income 万", ""),  # 4 letters of 10: the identifier decides
+        ("王伟 applies", ""),
+        ("Applicant 王伟 requests a loan", ""),
+        ("Zoë Müller", ""),
+        ("", ""),
+    ],
+)
+def test_a_text_is_written_in_the_unspaced_script_of_most_of_its_letters(
+    text: str, script: str
+) -> None:
+    written = language_module._unspaced_script(text)
+    assert (written[0] if written else "") == script
