@@ -196,7 +196,7 @@ def test_the_scratch_store_keeps_a_re_runs_writes_to_itself() -> None:
     assert scratch.get(("a",), "gone") is None
     assert scratch.get(("a",), "new").value == {"v": 4}  # type: ignore[union-attr]
     found = {item.key: item.value for item in scratch.search(("a",))}
-    assert found == {"kept": {"v": 1}, "changed": {"v": 20}}  # shadowed; "new" is not listed
+    assert found == {"kept": {"v": 1}, "changed": {"v": 20}, "new": {"v": 4}}  # as it left them
     # the graph's store is untouched
     assert {item.key: item.value for item in base.search(("a",))} == {
         "kept": {"v": 1},
@@ -205,6 +205,92 @@ def test_the_scratch_store_keeps_a_re_runs_writes_to_itself() -> None:
     }
     assert base.get(("a",), "new") is None
     assert scratch.list_namespaces() == base.list_namespaces()
+
+
+def test_a_re_runs_search_lists_its_own_writes_as_the_store_would() -> None:
+    """A search merges the re-run's writes with the graph's items: prefix, filter (equality,
+    operators, nested values), an overwrite that no longer matches left out, offset and limit
+    over the merged list (the items the graph lists first, in its order, then those only the
+    re-run's writes make match, in the order written)."""
+    base = InMemoryStore()
+    base.put(("apps", "1"), "a", {"kind": "loan", "score": 1})
+    base.put(("apps", "2"), "b", {"kind": "card", "score": 2})
+    base.put(("apps", "3"), "c", {"kind": "loan", "score": 3})
+    base.put(("desk",), "d", {"kind": "loan", "score": 4})
+    scratch = ScratchStore(base)
+    scratch.put(("apps", "4"), "e", {"kind": "loan", "score": 5, "who": {"tier": [1, 2]}})
+    scratch.put(("apps", "3"), "c", {"kind": "card", "score": 3})  # no longer a loan
+    scratch.put(("apps", "2"), "b", {"kind": "loan", "score": 2})  # now a loan
+
+    def keys(**kwargs: Any) -> list[str]:
+        return [item.key for item in scratch.search(("apps",), **kwargs)]
+
+    assert keys() == ["a", "b", "c", "e"]
+    assert keys(filter={"kind": "loan"}) == ["a", "e", "b"]  # b matches by the re-run's write
+    assert keys(filter={"score": {"$gte": 2}, "kind": {"$ne": "card"}}) == ["e", "b"]
+    assert keys(filter={"who": {"tier": [1, 2]}}) == ["e"]
+    assert keys(filter={"kind": "loan"}, limit=1, offset=1) == ["e"]
+    assert keys(filter={"kind": "loan"}, offset=2) == ["b"]
+    found = scratch.search(("apps", "4"), filter={"kind": "loan"})
+    assert [(item.namespace, item.value["score"], item.score) for item in found] == [
+        (("apps", "4"), 5, None)
+    ]
+    assert [item.key for item in scratch.search(("desk",))] == ["d"]  # untouched prefix
+    scratch.delete(("apps", "1"), "a")
+    assert keys(filter={"kind": "loan"}) == ["e", "b"]
+    assert [item.key for item in base.search(("apps",), filter={"kind": "loan"})] == ["a", "c"]
+
+
+def test_a_semantic_search_of_a_re_runs_own_writes_is_unreadable() -> None:
+    """A store that ranks by embeddings cannot rank the scratch items: the search raises
+    Unreadable (the step is held) instead of guessing; before any write it is the store's."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from biasbreaker_plugins.langgraph.values import Unreadable
+
+    base = InMemoryStore(index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)})
+    base.put(("apps",), "a", {"text": "a loan"})
+    scratch = ScratchStore(base)
+    assert [item.key for item in scratch.search(("apps",), query="loan")] == ["a"]
+    scratch.put(("apps",), "b", {"text": "another loan"})
+    with pytest.raises(Unreadable, match=r"store\.search\(\('apps',\), query=\.\.\.\).*filter="):
+        scratch.search(("apps",), query="loan")
+    assert [item.key for item in scratch.search(("other",), query="loan")] == []
+    # a store without an index ignores query: the merge answers it
+    plain = ScratchStore(InMemoryStore())
+    plain.put(("apps",), "b", {"text": "another loan"})
+    assert [item.key for item in plain.search(("apps",), query="loan")] == ["b"]
+
+
+def fair_filing_graph(found_in: list[int]) -> StateGraph:
+    def assess(state: Letter, store: BaseStore) -> dict[str, Any]:
+        # filed under the applicant, found by the applicant: a variant finds its own record
+        store.put(("applications",), state["request"], {"text": state["request"]})
+        found = store.search(("applications",), filter={"text": state["request"]})
+        found_in.append(len(found))
+        return {"decision": "Decision: yes" if found else "Decision: no"}
+
+    builder = StateGraph(Letter)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    return builder
+
+
+def test_a_fair_node_that_finds_what_it_has_put_passes(tmp_path: Path) -> None:
+    """Its re-runs found nothing (the scratch store did not list their own writes): the
+    fair node scored 1.0 and was held (a new-user trial)."""
+    store = InMemoryStore()
+    found: list[int] = []
+    graph = guard(fair_filing_graph(found), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver(), store=store)
+    config = thread("filing")
+    out = app.invoke({"request": APPLICANT}, config, durability="sync")
+    assert len(found) == 7 and set(found) == {1}
+    assert out["decision"] == "Decision: yes" and not app.get_state(config).interrupts
+    (record,) = [r for r in records(tmp_path, config) if r.get("node") == "assess"]
+    assert record["probe"]["status"] == "scored"
+    assert [item.value["text"] for item in store.search(("applications",))] == [APPLICANT]
 
 
 def test_the_scratch_store_async() -> None:
