@@ -155,6 +155,21 @@ def test_a_fair_node_reading_a_config_key_passes(tmp_path: Path, how: str, secti
     assert records(tmp_path)[0]["probe"]["status"] == "scored"
 
 
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_fair_node_with_a_tuple_in_its_config_passes(tmp_path: Path, section: str) -> None:
+    """A tuple is plain JSON, read as itself: a resample's view of it was rebuilt as if it
+    were a list of another length ("a list changed in length") and the fair step was held
+    (a new-user trial); the same tuple in a state key was fine."""
+    seen: list[Any] = []
+    graph = guard(build("config", False, seen, section), kernel(tmp_path), hook=noop_hook)
+    app = graph.compile(checkpointer=InMemorySaver())
+    out, state = run(app, section, applicant=APPLICANT, tiers=(1, 2))
+    assert state.interrupts == () and out["notified"] == "Decision: yes"
+    assert records(tmp_path)[0]["probe"]["status"] == "scored"
+    data = [c for c in seen if c != "notify"]
+    assert len(data) > 1 and {c["tiers"] for c in data} == {(1, 2)}
+
+
 def test_a_thread_id_alone_is_not_data(tmp_path: Path) -> None:
     """Only the checkpoint coordinates (and the metadata LangGraph adds itself): nothing of the
     config enters the view, so a step whose state names no group stays not applicable,

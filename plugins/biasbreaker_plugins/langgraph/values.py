@@ -683,7 +683,9 @@ def rebuild(original: Any, view: Any) -> Any:
             raise ValueError("a named tuple's fields changed")
         return original._make(rebuild(getattr(original, f), view[f]) for f in original._fields)
     if isinstance(original, (list, tuple)):
-        if not isinstance(view, list) or len(view) != len(original):
+        # a view is a list, or, read the fast way (plain JSON is its own view: read_values),
+        # the tuple itself: a config value's view always is, and a resample's is rebuilt
+        if not isinstance(view, (list, tuple)) or len(view) != len(original):
             raise ValueError("a list changed in length")
         items = [rebuild(item, seen) for item, seen in zip(original, view, strict=True)]
         return items if isinstance(original, list) else type(original)(items)
