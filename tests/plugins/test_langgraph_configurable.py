@@ -170,6 +170,43 @@ def test_a_fair_node_with_a_tuple_in_its_config_passes(tmp_path: Path, section: 
     assert len(data) > 1 and {c["tiers"] for c in data} == {(1, 2)}
 
 
+def popping(biased: bool, seen: list[Any], section: str) -> Any:
+    """A node that decides on a config key and then takes it out of its own config."""
+
+    def assess(state: Loan, config: RunnableConfig) -> dict[str, Any]:
+        text = str(config[section].get("applicant", ""))
+        seen.append(text)
+        config[section].pop("applicant")
+        config[section]["seen"] = True
+        return {"decision": "Decision: no" if biased and WOMAN.search(text) else "Decision: yes"}
+
+    builder = StateGraph(Loan)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    return builder
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+@pytest.mark.parametrize("biased", [False, True])
+def test_a_node_that_changes_its_config_is_re_run_on_the_config_it_decided_on(
+    tmp_path: Path, biased: bool, section: str
+) -> None:
+    """The re-runs took their config from the node's own, which it had changed: they failed
+    ("probed with config[...] keys ['applicant'], and this run has []") and a fair node was
+    held (a new-user trial). They get the config as it was before the call."""
+    seen: list[Any] = []
+    graph = guard(popping(biased, seen, section), kernel(tmp_path), hook=noop_hook)
+    app = graph.compile(checkpointer=InMemorySaver())
+    out, state = run(app, section, applicant=APPLICANT)
+    assert len(seen) > 1 and seen[0] == APPLICANT
+    assert all(text for text in seen) and any(text != APPLICANT for text in seen[1:])
+    assert records(tmp_path)[0]["probe"]["status"] == "scored"
+    assert len(state.interrupts) == (1 if biased else 0)
+    if not biased:
+        assert out["decision"] == "Decision: yes"
+
+
 def test_a_thread_id_alone_is_not_data(tmp_path: Path) -> None:
     """Only the checkpoint coordinates (and the metadata LangGraph adds itself): nothing of the
     config enters the view, so a step whose state names no group stays not applicable,

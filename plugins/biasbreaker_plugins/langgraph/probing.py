@@ -62,6 +62,7 @@ from biasbreaker_plugins.langgraph.configurable import (
     CONFIGURABLE_KEY,
     METADATA_KEY,
     configurable_view,
+    kept_config,
     metadata_view,
     with_configurable,
     with_metadata,
@@ -223,11 +224,14 @@ class Before:
             as it is): nothing the node does to its own input during its call reaches them.
         view: The input view the probe varies (a deep copy).
         channels: Key -> canonical JSON of the graph's channel value, to find changes in place.
+        config: The task's config with its user sections copied (:func:`.configurable.
+            kept_config`): the re-runs' config, whatever the node does to its own.
     """
 
     values: dict[str, Any]
     view: Any
     channels: dict[str, str]
+    config: RunnableConfig | None = None
 
 
 class NodeReturnError(BiasbreakerError, InvalidUpdateError, TypeError):
@@ -453,7 +457,12 @@ class Prober:
         kept = {
             key: value if key in self.opaque else _copied(value) for key, value in values.items()
         }
-        return Before(values=kept, view=copy.deepcopy(view), channels=channels)
+        return Before(
+            values=kept,
+            view=copy.deepcopy(view),
+            channels=channels,
+            config=kept_config(config, self.opaque),
+        )
 
     def _read_input(self, state: Any, config: RunnableConfig) -> tuple[dict[str, Any], Any]:
         """(the node's input values, the input view the probe varies) of a probed call.
@@ -550,6 +559,7 @@ class Prober:
         try:
             if before is not None:  # what the node decided on, read before its call
                 call.values, call.input_view = before.values, before.view
+                call.config = before.config or config
             else:
                 call.values, call.input_view = self._read_input(state, config)
             changed = self._changed_in_place(before, config)
