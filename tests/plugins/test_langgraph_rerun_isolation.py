@@ -293,6 +293,31 @@ def test_a_fair_node_that_finds_what_it_has_put_passes(tmp_path: Path) -> None:
     assert [item.value["text"] for item in store.search(("applications",))] == [APPLICANT]
 
 
+def test_a_node_whose_re_run_ranks_its_own_writes_by_embeddings_is_held(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    def assess(state: Letter, store: BaseStore) -> dict[str, Any]:
+        store.put(("applications",), "current", {"text": state["request"]})
+        found = store.search(("applications",), query=state["request"])
+        return {"decision": "Decision: yes" if found else "Decision: no"}
+
+    builder = StateGraph(Letter)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    store = InMemoryStore(index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)})
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver(), store=store)
+    config = thread("ranked")
+    app.invoke({"request": APPLICANT}, config, durability="sync")
+    assert app.get_state(config).interrupts
+    (record,) = [r for r in records(tmp_path, config) if r.get("node") == "assess"]
+    assert record["probe"]["status"] == "unreadable"
+    reason = record["probe"]["reason"]
+    assert reason.startswith("the probe cannot re-run node 'assess': store.search(('applicati")
+    assert "semantic search" in reason and "filter=" in reason and "opaque" not in reason
+
+
 def test_the_scratch_store_async() -> None:
     import asyncio
 

@@ -195,7 +195,9 @@ def _with(
             f"{sorted(original)}; resume the thread with the same {section} keys"
         )
     data: dict[str, Any] = dict(config.get(section) or {})
-    data.update(rebuild_values(original, view, _opaque_keys(opaque, prefix)))
+    data.update(
+        rebuild_values(original, view, _opaque_keys(opaque, prefix), f"config[{section!r}]")
+    )
     out: dict[str, Any] = dict(config)
     out[section] = data
     return out  # type: ignore[return-value]

@@ -638,6 +638,17 @@ class Prober:
                 coverage=self.rotation(call),
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
+            unreadable = exc.__cause__ if isinstance(exc.__cause__, Unreadable) else None
+            if unreadable is not None:  # a re-run's input or store read (values, scratch_store)
+                call.sampled = False
+                what = redact_text(str(unreadable))
+                call.hold = (
+                    f"the probe cannot vary the input: {what}; {_input_fix(unreadable.path)}"
+                    if unreadable.path.startswith(("state[", "config["))
+                    else f"the probe cannot re-run node {call.node.name!r}: {what}"
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return
             # the hold reason goes to the state, the trace and the review request
             error = redact_text(f"{type(exc).__name__}: {exc}")
             if interrupted(exc):
@@ -858,9 +869,11 @@ def _input_fix(path: str) -> str:
             "pass the value in a type the probe reads, or list it in "
             f"guard(..., opaque=[{name!r}]) if it names no person"
         )
+    match = re.match(r"state\[('[^']*'|\"[^\"]*\")\]", path)
+    named = repr(match.group(1)[1:-1]) if match else "..."
     return (
         "declare the key with a type the probe reads, or list it in "
-        "guard(..., opaque=[...]) if it names no person"
+        f"guard(..., opaque=[{named}]) if it names no person"
     )
 
 
