@@ -271,6 +271,44 @@ def test_guard_refuses_an_opaque_name_that_is_no_key(tmp_path: Path) -> None:
         guard(build("config", False, []), kernel(tmp_path), opaque=["nope"])
 
 
+@pytest.mark.parametrize(
+    ("opaque", "message"),
+    [
+        # one string was read as its characters: ['.', 'a', 'd', 'e', ...]
+        ("metadata.x", r"guard\(opaque='metadata\.x'\) is one string.*opaque=\['metadata\.x'\]"),
+        ([1], r"names \[1\], which are not strings.*'configurable\.<key>' or 'metadata\.<key>'"),
+        (["metadata."], r"names \['metadata\.'\], which are no key .*'metadata\.<key>' with"),
+        (["configurable."], r"names \['configurable\.'\], which are no key"),
+        (["metadata.x.y"], r"names \['metadata\.x\.y'\].*one top-level key.*no nested paths"),
+    ],
+)
+def test_guard_refuses_an_opaque_argument_of_the_wrong_form(
+    tmp_path: Path, opaque: Any, message: str
+) -> None:
+    """Strict, like guard(nodes=...): the error names the argument, the value and the fix (a
+    string was split into characters, [1] raised a raw AttributeError, 'metadata.' and
+    'metadata.x.y' were accepted silently: a new-user trial)."""
+    with pytest.raises(ConfigError, match=message):
+        guard(build("config", False, []), kernel(tmp_path), opaque=opaque)
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_group_blind_step_names_the_opaque_keys_it_did_not_read(
+    tmp_path: Path, section: str
+) -> None:
+    graph = guard(
+        build("config", False, [], section),
+        kernel(tmp_path),
+        hook=noop_hook,
+        opaque=[f"{section}.db"],
+    )
+    _, state = run(graph.compile(checkpointer=InMemorySaver()), section, db=Handle(), tier=2)
+    probe = records(tmp_path)[0]["probe"]
+    assert probe["status"] == "not_applicable" and "group-blind" in probe["reason"]
+    assert f"not read: ['{section}.db'], passed through unread by guard(opaque=" in probe["reason"]
+    assert state.interrupts == ()
+
+
 @pytest.mark.parametrize("section", SECTIONS)
 def test_a_repair_is_rechecked_on_the_variants_config(tmp_path: Path, section: str) -> None:
     """With the configured repairs (simulated), the re-check re-runs the node on the

@@ -672,7 +672,7 @@ class Prober:
         self.coverage[call.node.name] = dict(result.coverage)
         call.coverage = dict(result.coverage)
         call.score = result.score
-        call.outcome = probe_outcome(result)
+        call.outcome = probe_outcome(result, _unread(call.input_view, self.opaque))
         if result.holds:  # an unsupported language, [probe] unsupported_language = "hold"
             call.hold = result.reason
         call.probe_summary = {
@@ -904,18 +904,36 @@ class FreshProbes:
         return await clone_probe(self.base).probe(*args, **kwargs)
 
 
-def probe_outcome(result: ProbeResult) -> dict[str, str]:
+def probe_outcome(result: ProbeResult, unread: list[str] | None = None) -> dict[str, str]:
     """The trace's ``probe`` outcome of a probe that ran: ``{"status", "reason"}``.
 
     ``scored`` says how many counterfactuals and resamples were compared; any other status
     (``not_applicable``, ``unsupported_language``) carries the probe's reason, or that no
-    protected group was named.
+    protected group was named. A ``not_applicable`` input ("group-blind") with keys passed
+    through unread (``unread``, :func:`_unread`) names them: the probe did not look there.
     """
     if result.status == "scored":
         reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
     else:
         reason = result.reason or "no protected group named in the input"
+    if result.status == "not_applicable" and unread:
+        reason += (
+            f"; not read: {unread}, passed through unread by guard(opaque=...) (if one of "
+            "them names a person, the step was not checked on it)"
+        )
     return {"status": result.status, "reason": reason}
+
+
+def _unread(view: Any, opaque: frozenset[str]) -> list[str]:
+    """The ``guard(opaque=...)`` names of the input's keys the probe passed through unread."""
+    if not opaque or not isinstance(view, Mapping):
+        return []
+    names = [key for key in view if key in opaque]
+    for section, key in (("configurable", CONFIGURABLE_KEY), ("metadata", METADATA_KEY)):
+        data = view.get(key)
+        if isinstance(data, Mapping):
+            names += [f"{section}.{k}" for k in data if f"{section}.{k}" in opaque]
+    return sorted(names)
 
 
 def clone_probe(base: Probe) -> Probe:
