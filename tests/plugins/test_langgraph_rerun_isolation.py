@@ -403,6 +403,22 @@ def test_a_node_that_changes_its_input_in_place_is_held(tmp_path: Path, schema: 
     assert state.interrupts and state.values.get("after") != "ran"  # the run stops here
 
 
+def test_a_change_in_place_shows_in_the_values_stream_too(tmp_path: Path) -> None:
+    """As docs/langgraph.md §8 says: not only in what invoke returns; in the held chunk and in
+    an earlier chunk the caller kept (it holds LangGraph's own list)."""
+
+    def assess(state: Any) -> dict[str, Any]:
+        state["log"].append("DENY")
+        return {"decision": "noted"}
+
+    graph = guard(logged_graph(Logged, assess), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    given = {"request": APPLICANT, "log": ["opened"]}
+    chunks = list(app.stream(given, thread("inplace-stream"), stream_mode="values"))
+    assert "__interrupt__" in chunks[-1]
+    assert [chunk["log"] for chunk in chunks] == [["opened", "DENY"]] * len(chunks)
+
+
 def test_a_key_reassigned_in_the_nodes_own_input_is_no_change(tmp_path: Path) -> None:
     def assess(state: Logged) -> dict[str, Any]:
         state["log"] = [*state["log"], "seen"]  # the node's own copy of the input dict
