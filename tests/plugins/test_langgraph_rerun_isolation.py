@@ -419,6 +419,43 @@ def test_a_change_in_place_shows_in_the_values_stream_too(tmp_path: Path) -> Non
     assert [chunk["log"] for chunk in chunks] == [["opened", "DENY"]] * len(chunks)
 
 
+def test_a_change_in_place_by_a_node_beside_it_is_not_blamed_on_the_guarded_node(
+    tmp_path: Path,
+) -> None:
+    """A fair guarded node and an unguarded sibling of the same super-step that appends to
+    the shared log during the guarded node's call: the guard cannot tell whose change it
+    was, so the step is still held (fail closed), but the reason no longer says the guarded
+    node made it (a new-user trial found the fair node named as the one that did)."""
+    import time
+
+    def assess(state: Logged) -> dict[str, Any]:
+        time.sleep(0.5)  # the sibling changes the log meanwhile
+        return {"decision": "Decision: yes"}
+
+    def audit(state: Logged) -> dict[str, Any]:
+        time.sleep(0.1)
+        state["log"].append("audited")  # the sibling's mistake
+        return {}
+
+    builder = StateGraph(Logged)
+    builder.add_node("assess", assess)
+    builder.add_node("audit", audit)
+    builder.add_edge(START, "assess")
+    builder.add_edge(START, "audit")
+    builder.add_edge("assess", END)
+    builder.add_edge("audit", END)
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = thread("sibling")
+    app.invoke({"request": APPLICANT, "log": ["opened"]}, config, durability="sync")
+    record = next(r for r in records(tmp_path, config) if r.get("node") == "assess")
+    assert record["probe"]["status"] == "unreadable"
+    reason = record["probe"]["reason"]
+    assert "values of ['log'] changed in place during its call, by the node or by a node" in reason
+    assert "the node changed" not in reason
+    assert app.get_state(config).interrupts
+
+
 def test_a_key_reassigned_in_the_nodes_own_input_is_no_change(tmp_path: Path) -> None:
     def assess(state: Logged) -> dict[str, Any]:
         state["log"] = [*state["log"], "seen"]  # the node's own copy of the input dict

@@ -563,6 +563,17 @@ class Prober:
             else:
                 call.values, call.input_view = self._read_input(state, config)
             changed = self._changed_in_place(before, config)
+            if changed and spec.mode == "queued":  # a node beside it may have changed them
+                call.hold = (
+                    f"the probe cannot read the input node {spec.name!r} decided on: the "
+                    f"graph's values of {changed} changed in place during its call, by the "
+                    "node or by a node that may run beside it in the same super-step and "
+                    "shares the value (the guard cannot tell which), and a change in place is "
+                    "no node's return value, which is what the guard holds; return changes as "
+                    "updates instead of changing a node's input, in every node sharing it"
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return call
             if changed:
                 call.hold = (
                     f"the probe cannot read the input node {spec.name!r} decided on: the node "
