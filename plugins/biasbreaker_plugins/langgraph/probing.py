@@ -649,14 +649,21 @@ class Prober:
                 coverage=self.rotation(call),
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
-            unreadable = exc.__cause__ if isinstance(exc.__cause__, Unreadable) else None
-            if unreadable is not None:  # a re-run's input or store read (values, scratch_store)
+            # a variant's input that cannot be rebuilt (.values) or a re-run's store search
+            # (.scratch_store) is unreadable; a re-run's unreadable output, a probe failure
+            cause = exc.__cause__
+            if isinstance(cause, Unreadable) and cause.path.startswith(("state[", "config[")):
                 call.sampled = False
-                what = redact_text(str(unreadable))
                 call.hold = (
-                    f"the probe cannot vary the input: {what}; {_input_fix(unreadable.path)}"
-                    if unreadable.path.startswith(("state[", "config["))
-                    else f"the probe cannot re-run node {call.node.name!r}: {what}"
+                    f"the probe cannot vary the input: {redact_text(str(cause))}; "
+                    + _input_fix(cause.path)
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return
+            if isinstance(cause, Unreadable) and cause.path.startswith("store."):
+                call.sampled = False
+                call.hold = (
+                    f"the probe cannot re-run node {call.node.name!r}: {redact_text(str(cause))}"
                 )
                 call.outcome = {"status": "unreadable", "reason": call.hold}
                 return
