@@ -330,6 +330,9 @@ def test_the_scratch_store_async() -> None:
         item = await scratch.aget(("a",), "kept")
         assert item is not None and item.value == {"v": 9}
         assert [i.value for i in await scratch.asearch(("a",))] == [{"v": 9}]
+        await scratch.aput(("a", "b"), "new", {"v": 9})
+        found = await scratch.asearch(("a",), filter={"v": 9}, offset=1)
+        assert [(i.namespace, i.key) for i in found] == [(("a", "b"), "new")]
 
     asyncio.run(run())
     assert base.get(("a",), "kept").value == {"v": 1}  # type: ignore[union-attr]

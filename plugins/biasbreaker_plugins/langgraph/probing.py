@@ -224,8 +224,9 @@ class Before:
             as it is): nothing the node does to its own input during its call reaches them.
         view: The input view the probe varies (a deep copy).
         channels: Key -> canonical JSON of the graph's channel value, to find changes in place.
-        config: The task's config with its user sections copied (:func:`.configurable.
-            kept_config`): the re-runs' config, whatever the node does to its own.
+        config: The task's config with its user sections copied
+            (:func:`~.configurable.kept_config`): the re-runs' config, whatever the node
+            does to its own.
     """
 
     values: dict[str, Any]
