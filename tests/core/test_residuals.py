@@ -59,6 +59,8 @@ def person(v: Any, first: str) -> tuple[str, str]:
         ("carter, mary", lambda f, s: f"{s.lower()}, {f.lower()}"),
         ("Carter_Mary", lambda f, s: f"{cap(s)}_{cap(f)}"),
         ("CARTER, MARY", lambda f, s: f"{s.upper()}, {f.upper()}"),
+        ("carter.mary@example.com", lambda f, s: f"{s.lower()}.{f.lower()}@example.com"),
+        ("carter-mary", lambda f, s: f"{s.lower()}-{f.lower()}"),
     ],
 )  # fmt: skip
 def test_a_pair_in_a_form_the_scan_does_not_read_is_swapped_with_the_name(

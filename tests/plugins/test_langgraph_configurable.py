@@ -155,6 +155,58 @@ def test_a_fair_node_reading_a_config_key_passes(tmp_path: Path, how: str, secti
     assert records(tmp_path)[0]["probe"]["status"] == "scored"
 
 
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_fair_node_with_a_tuple_in_its_config_passes(tmp_path: Path, section: str) -> None:
+    """A tuple is plain JSON, read as itself: a resample's view of it was rebuilt as if it
+    were a list of another length ("a list changed in length") and the fair step was held
+    (a new-user trial); the same tuple in a state key was fine."""
+    seen: list[Any] = []
+    graph = guard(build("config", False, seen, section), kernel(tmp_path), hook=noop_hook)
+    app = graph.compile(checkpointer=InMemorySaver())
+    out, state = run(app, section, applicant=APPLICANT, tiers=(1, 2))
+    assert state.interrupts == () and out["notified"] == "Decision: yes"
+    assert records(tmp_path)[0]["probe"]["status"] == "scored"
+    data = [c for c in seen if c != "notify"]
+    assert len(data) > 1 and {c["tiers"] for c in data} == {(1, 2)}
+
+
+def popping(biased: bool, seen: list[Any], section: str) -> Any:
+    """A node that decides on a config key and then takes it out of its own config."""
+
+    def assess(state: Loan, config: RunnableConfig) -> dict[str, Any]:
+        text = str(config[section].get("applicant", ""))
+        seen.append(text)
+        config[section].pop("applicant")
+        config[section]["seen"] = True
+        return {"decision": "Decision: no" if biased and WOMAN.search(text) else "Decision: yes"}
+
+    builder = StateGraph(Loan)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    return builder
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+@pytest.mark.parametrize("biased", [False, True])
+def test_a_node_that_changes_its_config_is_re_run_on_the_config_it_decided_on(
+    tmp_path: Path, biased: bool, section: str
+) -> None:
+    """The re-runs took their config from the node's own, which it had changed: they failed
+    ("probed with config[...] keys ['applicant'], and this run has []") and a fair node was
+    held (a new-user trial). They get the config as it was before the call."""
+    seen: list[Any] = []
+    graph = guard(popping(biased, seen, section), kernel(tmp_path), hook=noop_hook)
+    app = graph.compile(checkpointer=InMemorySaver())
+    out, state = run(app, section, applicant=APPLICANT)
+    assert len(seen) > 1 and seen[0] == APPLICANT
+    assert all(text for text in seen) and any(text != APPLICANT for text in seen[1:])
+    assert records(tmp_path)[0]["probe"]["status"] == "scored"
+    assert len(state.interrupts) == (1 if biased else 0)
+    if not biased:
+        assert out["decision"] == "Decision: yes"
+
+
 def test_a_thread_id_alone_is_not_data(tmp_path: Path) -> None:
     """Only the checkpoint coordinates (and the metadata LangGraph adds itself): nothing of the
     config enters the view, so a step whose state names no group stays not applicable,
@@ -217,6 +269,44 @@ def test_an_opaque_config_key_is_passed_through(tmp_path: Path, biased: bool, se
 def test_guard_refuses_an_opaque_name_that_is_no_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"\['nope'\].*'configurable\.<key>' or 'metadata\."):
         guard(build("config", False, []), kernel(tmp_path), opaque=["nope"])
+
+
+@pytest.mark.parametrize(
+    ("opaque", "message"),
+    [
+        # one string was read as its characters: ['.', 'a', 'd', 'e', ...]
+        ("metadata.x", r"guard\(opaque='metadata\.x'\) is one string.*opaque=\['metadata\.x'\]"),
+        ([1], r"names \[1\], which are not strings.*'configurable\.<key>' or 'metadata\.<key>'"),
+        (["metadata."], r"names \['metadata\.'\], which are no key .*'metadata\.<key>' with"),
+        (["configurable."], r"names \['configurable\.'\], which are no key"),
+        (["metadata.x.y"], r"names \['metadata\.x\.y'\].*one top-level key.*no nested paths"),
+    ],
+)
+def test_guard_refuses_an_opaque_argument_of_the_wrong_form(
+    tmp_path: Path, opaque: Any, message: str
+) -> None:
+    """Strict, like guard(nodes=...): the error names the argument, the value and the fix (a
+    string was split into characters, [1] raised a raw AttributeError, 'metadata.' and
+    'metadata.x.y' were accepted silently: a new-user trial)."""
+    with pytest.raises(ConfigError, match=message):
+        guard(build("config", False, []), kernel(tmp_path), opaque=opaque)
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_group_blind_step_names_the_opaque_keys_it_did_not_read(
+    tmp_path: Path, section: str
+) -> None:
+    graph = guard(
+        build("config", False, [], section),
+        kernel(tmp_path),
+        hook=noop_hook,
+        opaque=[f"{section}.db"],
+    )
+    _, state = run(graph.compile(checkpointer=InMemorySaver()), section, db=Handle(), tier=2)
+    probe = records(tmp_path)[0]["probe"]
+    assert probe["status"] == "not_applicable" and "group-blind" in probe["reason"]
+    assert f"not read: ['{section}.db'], passed through unread by guard(opaque=" in probe["reason"]
+    assert state.interrupts == ()
 
 
 @pytest.mark.parametrize("section", SECTIONS)

@@ -196,7 +196,7 @@ def test_the_scratch_store_keeps_a_re_runs_writes_to_itself() -> None:
     assert scratch.get(("a",), "gone") is None
     assert scratch.get(("a",), "new").value == {"v": 4}  # type: ignore[union-attr]
     found = {item.key: item.value for item in scratch.search(("a",))}
-    assert found == {"kept": {"v": 1}, "changed": {"v": 20}}  # shadowed; "new" is not listed
+    assert found == {"kept": {"v": 1}, "changed": {"v": 20}, "new": {"v": 4}}  # as it left them
     # the graph's store is untouched
     assert {item.key: item.value for item in base.search(("a",))} == {
         "kept": {"v": 1},
@@ -205,6 +205,117 @@ def test_the_scratch_store_keeps_a_re_runs_writes_to_itself() -> None:
     }
     assert base.get(("a",), "new") is None
     assert scratch.list_namespaces() == base.list_namespaces()
+
+
+def test_a_re_runs_search_lists_its_own_writes_as_the_store_would() -> None:
+    """A search merges the re-run's writes with the graph's items: prefix, filter (equality,
+    operators, nested values), an overwrite that no longer matches left out, offset and limit
+    over the merged list (the items the graph lists first, in its order, then those only the
+    re-run's writes make match, in the order written)."""
+    base = InMemoryStore()
+    base.put(("apps", "1"), "a", {"kind": "loan", "score": 1})
+    base.put(("apps", "2"), "b", {"kind": "card", "score": 2})
+    base.put(("apps", "3"), "c", {"kind": "loan", "score": 3})
+    base.put(("desk",), "d", {"kind": "loan", "score": 4})
+    scratch = ScratchStore(base)
+    scratch.put(("apps", "4"), "e", {"kind": "loan", "score": 5, "who": {"tier": [1, 2]}})
+    scratch.put(("apps", "3"), "c", {"kind": "card", "score": 3})  # no longer a loan
+    scratch.put(("apps", "2"), "b", {"kind": "loan", "score": 2})  # now a loan
+
+    def keys(**kwargs: Any) -> list[str]:
+        return [item.key for item in scratch.search(("apps",), **kwargs)]
+
+    assert keys() == ["a", "b", "c", "e"]
+    assert keys(filter={"kind": "loan"}) == ["a", "e", "b"]  # b matches by the re-run's write
+    assert keys(filter={"score": {"$gte": 2}, "kind": {"$ne": "card"}}) == ["e", "b"]
+    assert keys(filter={"who": {"tier": [1, 2]}}) == ["e"]
+    assert keys(filter={"kind": "loan"}, limit=1, offset=1) == ["e"]
+    assert keys(filter={"kind": "loan"}, offset=2) == ["b"]
+    found = scratch.search(("apps", "4"), filter={"kind": "loan"})
+    assert [(item.namespace, item.value["score"], item.score) for item in found] == [
+        (("apps", "4"), 5, None)
+    ]
+    assert [item.key for item in scratch.search(("desk",))] == ["d"]  # untouched prefix
+    scratch.delete(("apps", "1"), "a")
+    assert keys(filter={"kind": "loan"}) == ["e", "b"]
+    assert [item.key for item in base.search(("apps",), filter={"kind": "loan"})] == ["a", "c"]
+
+
+def test_a_semantic_search_of_a_re_runs_own_writes_is_unreadable() -> None:
+    """A store that ranks by embeddings cannot rank the scratch items: the search raises
+    Unreadable (the step is held) instead of guessing; before any write it is the store's."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from biasbreaker_plugins.langgraph.values import Unreadable
+
+    base = InMemoryStore(index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)})
+    base.put(("apps",), "a", {"text": "a loan"})
+    scratch = ScratchStore(base)
+    assert [item.key for item in scratch.search(("apps",), query="loan")] == ["a"]
+    scratch.put(("apps",), "b", {"text": "another loan"})
+    with pytest.raises(Unreadable, match=r"store\.search\(\('apps',\), query=\.\.\.\).*filter="):
+        scratch.search(("apps",), query="loan")
+    assert [item.key for item in scratch.search(("other",), query="loan")] == []
+    # a store without an index ignores query: the merge answers it
+    plain = ScratchStore(InMemoryStore())
+    plain.put(("apps",), "b", {"text": "another loan"})
+    assert [item.key for item in plain.search(("apps",), query="loan")] == ["b"]
+
+
+def fair_filing_graph(found_in: list[int]) -> StateGraph:
+    def assess(state: Letter, store: BaseStore) -> dict[str, Any]:
+        # filed under the applicant, found by the applicant: a variant finds its own record
+        store.put(("applications",), state["request"], {"text": state["request"]})
+        found = store.search(("applications",), filter={"text": state["request"]})
+        found_in.append(len(found))
+        return {"decision": "Decision: yes" if found else "Decision: no"}
+
+    builder = StateGraph(Letter)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    return builder
+
+
+def test_a_fair_node_that_finds_what_it_has_put_passes(tmp_path: Path) -> None:
+    """Its re-runs found nothing (the scratch store did not list their own writes): the
+    fair node scored 1.0 and was held (a new-user trial)."""
+    store = InMemoryStore()
+    found: list[int] = []
+    graph = guard(fair_filing_graph(found), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver(), store=store)
+    config = thread("filing")
+    out = app.invoke({"request": APPLICANT}, config, durability="sync")
+    assert len(found) == 7 and set(found) == {1}
+    assert out["decision"] == "Decision: yes" and not app.get_state(config).interrupts
+    (record,) = [r for r in records(tmp_path, config) if r.get("node") == "assess"]
+    assert record["probe"]["status"] == "scored"
+    assert [item.value["text"] for item in store.search(("applications",))] == [APPLICANT]
+
+
+def test_a_node_whose_re_run_ranks_its_own_writes_by_embeddings_is_held(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    def assess(state: Letter, store: BaseStore) -> dict[str, Any]:
+        store.put(("applications",), "current", {"text": state["request"]})
+        found = store.search(("applications",), query=state["request"])
+        return {"decision": "Decision: yes" if found else "Decision: no"}
+
+    builder = StateGraph(Letter)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    store = InMemoryStore(index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)})
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver(), store=store)
+    config = thread("ranked")
+    app.invoke({"request": APPLICANT}, config, durability="sync")
+    assert app.get_state(config).interrupts
+    (record,) = [r for r in records(tmp_path, config) if r.get("node") == "assess"]
+    assert record["probe"]["status"] == "unreadable"
+    reason = record["probe"]["reason"]
+    assert reason.startswith("the probe cannot re-run node 'assess': store.search(('applicati")
+    assert "semantic search" in reason and "filter=" in reason and "opaque" not in reason
 
 
 def test_the_scratch_store_async() -> None:
@@ -219,6 +330,9 @@ def test_the_scratch_store_async() -> None:
         item = await scratch.aget(("a",), "kept")
         assert item is not None and item.value == {"v": 9}
         assert [i.value for i in await scratch.asearch(("a",))] == [{"v": 9}]
+        await scratch.aput(("a", "b"), "new", {"v": 9})
+        found = await scratch.asearch(("a",), filter={"v": 9}, offset=1)
+        assert [(i.namespace, i.key) for i in found] == [(("a", "b"), "new")]
 
     asyncio.run(run())
     assert base.get(("a",), "kept").value == {"v": 1}  # type: ignore[union-attr]
@@ -290,6 +404,59 @@ def test_a_node_that_changes_its_input_in_place_is_held(tmp_path: Path, schema: 
     assert record["probe"]["status"] == "unreadable"
     assert "changed the graph's values of ['log'] in place" in record["probe"]["reason"]
     assert state.interrupts and state.values.get("after") != "ran"  # the run stops here
+
+
+def test_a_change_in_place_shows_in_the_values_stream_too(tmp_path: Path) -> None:
+    """As docs/langgraph.md §8 says: not only in what invoke returns; in the held chunk and in
+    an earlier chunk the caller kept (it holds LangGraph's own list)."""
+
+    def assess(state: Any) -> dict[str, Any]:
+        state["log"].append("DENY")
+        return {"decision": "noted"}
+
+    graph = guard(logged_graph(Logged, assess), kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    given = {"request": APPLICANT, "log": ["opened"]}
+    chunks = list(app.stream(given, thread("inplace-stream"), stream_mode="values"))
+    assert "__interrupt__" in chunks[-1]
+    assert [chunk["log"] for chunk in chunks] == [["opened", "DENY"]] * len(chunks)
+
+
+def test_a_change_in_place_by_a_node_beside_it_is_not_blamed_on_the_guarded_node(
+    tmp_path: Path,
+) -> None:
+    """A fair guarded node and an unguarded sibling of the same super-step that appends to
+    the shared log during the guarded node's call: the guard cannot tell whose change it
+    was, so the step is still held (fail closed), but the reason no longer says the guarded
+    node made it (a new-user trial found the fair node named as the one that did)."""
+    import time
+
+    def assess(state: Logged) -> dict[str, Any]:
+        time.sleep(0.5)  # the sibling changes the log meanwhile
+        return {"decision": "Decision: yes"}
+
+    def audit(state: Logged) -> dict[str, Any]:
+        time.sleep(0.1)
+        state["log"].append("audited")  # the sibling's mistake
+        return {}
+
+    builder = StateGraph(Logged)
+    builder.add_node("assess", assess)
+    builder.add_node("audit", audit)
+    builder.add_edge(START, "assess")
+    builder.add_edge(START, "audit")
+    builder.add_edge("assess", END)
+    builder.add_edge("audit", END)
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook, nodes=["assess"])
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = thread("sibling")
+    app.invoke({"request": APPLICANT, "log": ["opened"]}, config, durability="sync")
+    record = next(r for r in records(tmp_path, config) if r.get("node") == "assess")
+    assert record["probe"]["status"] == "unreadable"
+    reason = record["probe"]["reason"]
+    assert "values of ['log'] changed in place during its call, by the node or by a node" in reason
+    assert "the node changed" not in reason
+    assert app.get_state(config).interrupts
 
 
 def test_a_key_reassigned_in_the_nodes_own_input_is_no_change(tmp_path: Path) -> None:

@@ -422,6 +422,38 @@ def test_an_opaque_key_reaches_the_reruns_unchanged(tmp_path: Path) -> None:
     assert len(handles) == 7 and all(h is connection for h in handles)  # own call and 6 re-runs
 
 
+class Named(enum.Enum):
+    A = "Mr. Aidan Carter"
+
+
+def test_an_enum_member_whose_variant_is_no_member_is_unreadable_naming_the_key() -> None:
+    """Rebuilt into the member of the new value when there is one; when there is none the node
+    cannot be called on the variant: Unreadable, the key, the enum and the fix named (it was a
+    raw "'Mr. David Carter' is not a valid E", a new-user trial)."""
+    assert rebuild(Gender.WOMAN, "man") is Gender.MAN
+    assert rebuild(Named.A, "Mr. Aidan Carter") is Named.A
+    with pytest.raises(Unreadable) as caught:
+        rebuild_values({"who": [Named.A]}, {"who": ["Mr. David Carter"]})
+    assert caught.value.path == "state['who']"
+    assert caught.value.type_name == "the enum member Named.A"
+    assert "'Mr. David Carter') is no member of Named" in caught.value.why
+    assert "keep the person in a str field" in caught.value.why
+    with pytest.raises(Unreadable, match=r"^config\['metadata'\]\['who'\] is the enum member"):
+        rebuild_values({"who": Named.A}, {"who": "Ms. Mary Carter"}, where="config['metadata']")
+
+
+def test_a_step_whose_enum_member_names_a_person_is_held_as_unreadable(tmp_path: Path) -> None:
+    graph = traced(tmp_path, lambda state: {"out": "Decision: yes"})
+    out = graph.invoke({"value": Named.A}, {"configurable": {"thread_id": "en"}})
+    (record,) = read_trace(tmp_path / "en.jsonl").records
+    assert record.probe is not None and record.probe["status"] == "unreadable", record.probe
+    reason = record.probe["reason"]
+    assert reason.startswith("the probe cannot vary the input: state['value'] is the enum ")
+    assert "Named.A" in reason and "no member of Named" in reason
+    assert "str field" in reason and "opaque=['value']" in reason
+    assert record.transition == "held-for-review" and "out" not in out
+
+
 def test_a_coded_attribute_in_a_named_tuple_is_not_passed_as_not_applicable(
     tmp_path: Path,
 ) -> None:

@@ -86,8 +86,9 @@ _CAMEL = r"(?-i:(?<=[a-z])(?=[A-Z]))"
 _LOOSE = r"[ \t]*[,/|+][ \t]*|[^\w\s]{1,2}|[ \t_]+|"
 """What may join a pair :func:`residual_mentions` reports: a comma, slash, bar or plus, white
 space around it or not (``mary / carter``, ``mary,carter``), up to two other marks with no
-white space (``carter.mary``), white space or ``_``, or nothing (``marycarter``). Not a full
-stop and a space: ``… Carter. mary …`` spans two sentences."""
+white space (``carter:mary``; ``carter.mary`` is swapped first, :data:`_REVERSED_SEPARATORS`),
+white space or ``_``, or nothing (``marycarter``). Not a full stop and a space: ``… Carter.
+mary …`` spans two sentences."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,7 +123,8 @@ def guard(
             whose type the probe cannot read is refused here (docs/langgraph.md, "What the
             probe reads"). ``"configurable.<key>"`` and ``"metadata.<key>"`` name a key of
             the run's ``config["configurable"]`` and ``config["metadata"]`` the same way (the
-            probe varies the others).
+            probe varies the others): a list of strings, each one top-level key (one string,
+            a non-string item, ``"metadata."`` or ``"metadata.x.y"`` is a ``ConfigError``).
 
     Returns:
         The guarded builder; ``.compile(...)`` takes the same arguments as

@@ -27,6 +27,7 @@ opaque=["configurable.<key>"])`` or ``opaque=["metadata.<key>"]``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -43,6 +44,7 @@ __all__ = [
     "OPAQUE_PREFIX",
     "OPAQUE_PREFIXES",
     "configurable_view",
+    "kept_config",
     "metadata_view",
     "user_configurable",
     "user_metadata",
@@ -98,6 +100,41 @@ def user_configurable(config: RunnableConfig | Mapping[str, Any] | None) -> dict
 def user_metadata(config: RunnableConfig | Mapping[str, Any] | None) -> dict[str, Any]:
     """The user keys of ``config["metadata"]`` (module docstring), key -> value."""
     return _user_keys(config, METADATA)
+
+
+def kept_config(config: RunnableConfig, opaque: frozenset[str] = frozenset()) -> RunnableConfig:
+    """A copy of ``config`` that the node's own call cannot change: what its re-runs are given.
+
+    A node may change its config's sections during its call (``config["metadata"].pop("x")``,
+    after deciding on it); the probe's re-runs take their config from the guarded call, so
+    they took the changed one and failed ("probed with config['metadata'] keys ['x'], and
+    this run has []"), holding a fair node (a new-user trial). Taken before the call: the
+    ``configurable`` and ``metadata`` dicts are copies, their user keys' values deep copies
+    (an ``opaque`` key's value, a client, is kept as it is, as is one that cannot be copied);
+    LangGraph's own keys and the rest of the config are the same objects.
+
+    Args:
+        config: The guarded call's config, before the call.
+        opaque: ``guard(opaque=...)``: its ``<section>.<key>`` values are not copied.
+    """
+    out: dict[str, Any] = dict(config)
+    for section, prefix in ((CONF, OPAQUE_PREFIX), (METADATA, METADATA_OPAQUE_PREFIX)):
+        data = config.get(section)
+        if isinstance(data, Mapping):
+            out[section] = {
+                key: _copied(value)
+                if _is_user_key(key) and f"{prefix}{key}" not in opaque
+                else value
+                for key, value in data.items()
+            }
+    return out  # type: ignore[return-value]
+
+
+def _copied(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # any object's __deepcopy__ may raise anything
+        return value
 
 
 def _opaque_keys(opaque: frozenset[str], prefix: str) -> frozenset[str]:
@@ -158,7 +195,9 @@ def _with(
             f"{sorted(original)}; resume the thread with the same {section} keys"
         )
     data: dict[str, Any] = dict(config.get(section) or {})
-    data.update(rebuild_values(original, view, _opaque_keys(opaque, prefix)))
+    data.update(
+        rebuild_values(original, view, _opaque_keys(opaque, prefix), f"config[{section!r}]")
+    )
     out: dict[str, Any] = dict(config)
     out[section] = data
     return out  # type: ignore[return-value]

@@ -427,6 +427,51 @@ class _NoInput(TypedDict):
     """The input schema of the guard's own nodes: nothing (they read the ``bb_`` keys)."""
 
 
+def _opaque_keys(opaque: Any, builder: StateGraph[Any, Any, Any, Any]) -> frozenset[str]:
+    """``guard(opaque=...)`` as a set of names, each checked for its form.
+
+    Raises:
+        ConfigError: ``opaque`` is one string (it would be read as its characters), not a
+            list of strings, or names a config key in another form than
+            ``"configurable.<key>"``/``"metadata.<key>"`` of one top-level key.
+    """
+    if isinstance(opaque, str):
+        raise ConfigError(
+            f"guard(opaque={opaque!r}) is one string, read as the keys {sorted(set(opaque))}; "
+            f"give a list of keys, e.g. opaque=[{opaque!r}]"
+        )
+    try:
+        names = list(opaque)
+    except TypeError:
+        names = [opaque]
+    wrong = [name for name in names if not isinstance(name, str)]
+    if wrong:
+        raise ConfigError(
+            f"guard(opaque=...) names {wrong!r}, which are not strings; give the keys as "
+            "strings: a state key ('key'), 'configurable.<key>' or 'metadata.<key>'"
+        )
+    bad = sorted(
+        name
+        for name in names
+        if name not in builder.channels
+        and name.startswith(OPAQUE_PREFIXES)
+        and not _one_config_key(name)
+    )
+    if bad:
+        raise ConfigError(
+            f"guard(opaque=...) names {bad}, which are no key of the run's config: write "
+            "'configurable.<key>' or 'metadata.<key>' with <key> one top-level key of that "
+            "section (a key's whole value is passed through; there are no nested paths)"
+        )
+    return frozenset(names)
+
+
+def _one_config_key(name: str) -> bool:
+    """Whether ``name`` is ``"<section>.<key>"`` with ``<key>`` one non-empty, undotted key."""
+    key = name.split(".", 1)[1]
+    return bool(key) and "." not in key
+
+
 def build_guarded(
     builder: StateGraph[Any, Any, Any, Any],
     *,
@@ -481,7 +526,7 @@ def build_guarded(
     clash = sorted(set(builder.nodes) & set(ADDED_NODES))
     if clash:
         raise ConfigError(f"node names {clash} are reserved for the breaker nodes; rename them")
-    opaque_keys = frozenset(opaque)
+    opaque_keys = _opaque_keys(opaque, builder)
     unknown_opaque = sorted(
         k for k in opaque_keys - set(builder.channels) if not k.startswith(OPAQUE_PREFIXES)
     )

@@ -62,6 +62,7 @@ from biasbreaker_plugins.langgraph.configurable import (
     CONFIGURABLE_KEY,
     METADATA_KEY,
     configurable_view,
+    kept_config,
     metadata_view,
     with_configurable,
     with_metadata,
@@ -227,11 +228,15 @@ class Before:
             as it is): nothing the node does to its own input during its call reaches them.
         view: The input view the probe varies (a deep copy).
         channels: Key -> canonical JSON of the graph's channel value, to find changes in place.
+        config: The task's config with its user sections copied
+            (:func:`~.configurable.kept_config`): the re-runs' config, whatever the node
+            does to its own.
     """
 
     values: dict[str, Any]
     view: Any
     channels: dict[str, str]
+    config: RunnableConfig | None = None
 
 
 class NodeReturnError(BiasbreakerError, InvalidUpdateError, TypeError):
@@ -458,7 +463,12 @@ class Prober:
         kept = {
             key: value if key in self.opaque else _copied(value) for key, value in values.items()
         }
-        return Before(values=kept, view=copy.deepcopy(view), channels=channels)
+        return Before(
+            values=kept,
+            view=copy.deepcopy(view),
+            channels=channels,
+            config=kept_config(config, self.opaque),
+        )
 
     def _read_input(self, state: Any, config: RunnableConfig) -> tuple[dict[str, Any], Any]:
         """(the node's input values, the input view the probe varies) of a probed call.
@@ -555,9 +565,21 @@ class Prober:
         try:
             if before is not None:  # what the node decided on, read before its call
                 call.values, call.input_view = before.values, before.view
+                call.config = before.config or config
             else:
                 call.values, call.input_view = self._read_input(state, config)
             changed = self._changed_in_place(before, config)
+            if changed and spec.mode == "queued":  # a node beside it may have changed them
+                call.hold = (
+                    f"the probe cannot read the input node {spec.name!r} decided on: the "
+                    f"graph's values of {changed} changed in place during its call, by the "
+                    "node or by a node that may run beside it in the same super-step and "
+                    "shares the value (the guard cannot tell which), and a change in place is "
+                    "no node's return value, which is what the guard holds; return changes as "
+                    "updates instead of changing a node's input, in every node sharing it"
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return call
             if changed:
                 call.hold = (
                     f"the probe cannot read the input node {spec.name!r} decided on: the node "
@@ -633,6 +655,24 @@ class Prober:
                 coverage=self.rotation(call),
             )
         except Exception as exc:  # the probe fails closed: the output goes to human review
+            # a variant's input that cannot be rebuilt (.values) or a re-run's store search
+            # (.scratch_store) is unreadable; a re-run's unreadable output, a probe failure
+            cause = exc.__cause__
+            if isinstance(cause, Unreadable) and cause.path.startswith(("state[", "config[")):
+                call.sampled = False
+                call.hold = (
+                    f"the probe cannot vary the input: {redact_text(str(cause))}; "
+                    + _input_fix(cause.path)
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return
+            if isinstance(cause, Unreadable) and cause.path.startswith("store."):
+                call.sampled = False
+                call.hold = (
+                    f"the probe cannot re-run node {call.node.name!r}: {redact_text(str(cause))}"
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return
             # the hold reason goes to the state, the trace and the review request
             error = redact_text(f"{type(exc).__name__}: {exc}")
             if interrupted(exc):
@@ -656,7 +696,7 @@ class Prober:
         self.coverage[call.node.name] = dict(result.coverage)
         call.coverage = dict(result.coverage)
         call.score = result.score
-        call.outcome = probe_outcome(result)
+        call.outcome = probe_outcome(result, _unread(call.input_view, self.opaque))
         if result.holds:  # an unsupported language, [probe] unsupported_language = "hold"
             call.hold = result.reason
         call.probe_summary = {
@@ -873,9 +913,11 @@ def _input_fix(path: str) -> str:
             "pass the value in a type the probe reads, or list it in "
             f"guard(..., opaque=[{name!r}]) if it names no person"
         )
+    match = re.match(r"state\[('[^']*'|\"[^\"]*\")\]", path)
+    named = repr(match.group(1)[1:-1]) if match else "..."
     return (
         "declare the key with a type the probe reads, or list it in "
-        "guard(..., opaque=[...]) if it names no person"
+        f"guard(..., opaque=[{named}]) if it names no person"
     )
 
 
@@ -906,18 +948,36 @@ class FreshProbes:
         return await clone_probe(self.base).probe(*args, **kwargs)
 
 
-def probe_outcome(result: ProbeResult) -> dict[str, str]:
+def probe_outcome(result: ProbeResult, unread: list[str] | None = None) -> dict[str, str]:
     """The trace's ``probe`` outcome of a probe that ran: ``{"status", "reason"}``.
 
     ``scored`` says how many counterfactuals and resamples were compared; any other status
     (``not_applicable``, ``unsupported_language``) carries the probe's reason, or that no
-    protected group was named.
+    protected group was named. A ``not_applicable`` input ("group-blind") with keys passed
+    through unread (``unread``, :func:`_unread`) names them: the probe did not look there.
     """
     if result.status == "scored":
         reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
     else:
         reason = result.reason or "no protected group named in the input"
+    if result.status == "not_applicable" and unread:
+        reason += (
+            f"; not read: {unread}, passed through unread by guard(opaque=...) (if one of "
+            "them names a person, the step was not checked on it)"
+        )
     return {"status": result.status, "reason": reason}
+
+
+def _unread(view: Any, opaque: frozenset[str]) -> list[str]:
+    """The ``guard(opaque=...)`` names of the input's keys the probe passed through unread."""
+    if not opaque or not isinstance(view, Mapping):
+        return []
+    names = [key for key in view if key in opaque]
+    for section, key in (("configurable", CONFIGURABLE_KEY), ("metadata", METADATA_KEY)):
+        data = view.get(key)
+        if isinstance(data, Mapping):
+            names += [f"{section}.{k}" for k in data if f"{section}.{k}" in opaque]
+    return sorted(names)
 
 
 def clone_probe(base: Probe) -> Probe:

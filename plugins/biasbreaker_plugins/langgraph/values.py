@@ -654,7 +654,8 @@ def rebuild(original: Any, view: Any) -> Any:
 
     Raises:
         ValueError: ``view`` does not have ``original``'s shape (a key or item missing or
-            added, a text turned into another kind), or an enum has no member of the new value.
+            added, a text turned into another kind).
+        Unreadable: An enum has no member of the new value (:func:`_not_a_member`).
     """
     if isinstance(original, (bool, type(None))) or type(original) in (int, float, str):
         if type(original) is str and not isinstance(view, str):
@@ -662,7 +663,12 @@ def rebuild(original: Any, view: Any) -> Any:
         return view
     if isinstance(original, enum.Enum):
         value = rebuild(original.value, view)
-        return original if value == original.value else type(original)(value)
+        if value == original.value:
+            return original
+        try:
+            return type(original)(value)
+        except ValueError as exc:
+            raise _not_a_member(original, value) from exc
     if isinstance(original, _OPAQUE_SCALARS):
         return original
     if isinstance(original, Mapping):
@@ -683,7 +689,9 @@ def rebuild(original: Any, view: Any) -> Any:
             raise ValueError("a named tuple's fields changed")
         return original._make(rebuild(getattr(original, f), view[f]) for f in original._fields)
     if isinstance(original, (list, tuple)):
-        if not isinstance(view, list) or len(view) != len(original):
+        # a view is a list, or, read the fast way (plain JSON is its own view: read_values),
+        # the tuple itself: a config value's view always is, and a resample's is rebuilt
+        if not isinstance(view, (list, tuple)) or len(view) != len(original):
             raise ValueError("a list changed in length")
         items = [rebuild(item, seen) for item, seen in zip(original, view, strict=True)]
         return items if isinstance(original, list) else type(original)(items)
@@ -716,12 +724,43 @@ def rebuild(original: Any, view: Any) -> Any:
     return original
 
 
+def _not_a_member(member: enum.Enum, value: Any) -> Unreadable:
+    """Why a variant of an enum member's value cannot be rebuilt: the enum has no such member.
+
+    The probe varies a member's value like any text (``E.A = "Mr. Aidan Carter"`` names a
+    person) and the node cannot be called on a value its enum does not have; guessing another
+    member would compare the node on an input the variant did not say. So the step is held
+    (fail closed), naming the enum and the fix. The path is the value's; :func:`rebuild_values`
+    names the key.
+    """
+    kind = type(member)
+    return Unreadable(
+        "value",
+        f"the enum member {kind.__name__}.{member.name}",
+        f"its value {member.value!r} names a protected group, and a counterfactual variant of "
+        f"it ({value!r}) is no member of {kind.__name__}, so the node cannot be called on the "
+        "variant: keep the person in a str field and the choice in the enum",
+    )
+
+
 def rebuild_values(
-    values: Mapping[str, Any], view: Mapping[str, Any], opaque: frozenset[str] = frozenset()
+    values: Mapping[str, Any],
+    view: Mapping[str, Any],
+    opaque: frozenset[str] = frozenset(),
+    where: str = "state",
 ) -> dict[str, Any]:
     """:func:`rebuild` of every key of ``values`` (opaque keys passed through as they are).
 
+    Args:
+        values: Key -> value, the templates.
+        view: Key -> a (rewritten) view of each.
+        opaque: Keys passed through.
+        where: What ``values`` are, for the path of an :class:`Unreadable` (``"state"``,
+            ``"config['metadata']"``).
+
     Raises:
+        Unreadable: A value no variant of which can be rebuilt (an enum member whose varied
+            value is no member; the path names the key).
         ValueError: As :func:`rebuild`, or ``view`` lacks a key of ``values``.
     """
     out: dict[str, Any] = {}
@@ -731,7 +770,10 @@ def rebuild_values(
         elif key not in view:
             raise ValueError(f"the variant lacks the key {key!r}")
         else:
-            out[key] = rebuild(value, view[key])
+            try:
+                out[key] = rebuild(value, view[key])
+            except Unreadable as exc:
+                raise Unreadable(f"{where}[{key!r}]", exc.type_name, exc.why) from exc
     return out
 
 
