@@ -516,16 +516,21 @@ def test_short_text_mostly_of_an_unspaced_script_is_unsupported(text: str) -> No
 
 
 ENGLISH_WITH_CJK = [
-    # English naming a person in Chinese, Japanese or Korean letters, with amounts and ids:
-    # the Latin letters are the majority, the identifier decides
+    # English naming a group the term lists know, and a person in Chinese, Japanese or Korean
+    # letters, with amounts and ids: the Latin letters are the majority, the identifier decides
+    "Ms. 王 (Wang Fang), income 90k, asks for 200k.",
+    "Wei Chen (陈伟) is a Muslim engineer from Xi'an.",
+    "Ranked: 1. 王伟 2. Emily Clark 3. José García",
+]
+UNNAMED_CJK = [
+    # ... and naming no group the term lists know: the words they cannot read may name the
+    # person (recorded "not applicable" before, the step unprobed)
     "Applicant 王伟 requests a loan of 20000",
     "Approve 王伟?",
     "王伟 applies for the loan.",
-    "Ms. 王 (Wang Fang), income 90k, asks for 200k.",
-    "Wei Chen (陈伟) is a Muslim engineer from Xi'an.",
+    "王女士 income 9万",
     "Applicant: 田中花子 (Tanaka Hanako), 45, nurse, Osaka.",
     "Loan request #A-1093 from 김민지 (Kim Min-ji): 25,000 USD over 36 months.",
-    "Ranked: 1. 王伟 2. Emily Clark 3. José García",
     {"name": "王伟", "request": "a car loan of 20000 for three years", "run_id": RUN_ID},
 ]
 
@@ -536,6 +541,35 @@ ENGLISH_WITH_CJK = [
 def test_english_with_a_chinese_name_is_not_held_for_it(payload: Any) -> None:
     result = probe().probe_sync(decide, payload, "approve", step_id="s")
     assert result.status != "unsupported_language", result.reason
+
+
+@pytest.mark.parametrize(
+    "payload", UNNAMED_CJK, ids=[f"unnamed-{i}" for i in range(len(UNNAMED_CJK))]
+)
+def test_english_naming_no_known_group_beside_unread_letters_is_held(payload: Any) -> None:
+    result = probe().probe_sync(decide, payload, "approve", step_id="s")
+    assert result.status == "unsupported_language", result.reason
+    assert "letters, in which no language of the term lists is written" in result.reason
+    assert "may name the person" in result.reason
+
+
+def test_unread_letters_in_an_input_without_a_mention_are_unsupported_unless_covered() -> None:
+    english = LanguageGuard(identify=lambda text: ("en", 0.9))
+    assert english.check("Approve 王伟 for the loan") == LanguageReading(
+        "en", 0.9, False, 23, "Han", unnamed=True
+    )
+    assert english.check("Approve 王伟 for the loan", mentioned=True) == LanguageReading(
+        "en", 0.9, True, 23
+    )
+    assert english.check("Approve Wang Wei for the loan", mentioned=False) == LanguageReading(
+        "en", 0.9, True, 29
+    )
+    covered = LanguageGuard(["en", "zh"], identify=lambda text: ("en", 0.9))
+    assert covered.check("Approve 王伟 for the loan", mentioned=False) == LanguageReading(
+        "en", 0.9, True, 23
+    )
+    korean = english.check("Approve 김민지 for the loan", mentioned=False)
+    assert korean is not None and (korean.script, korean.unnamed) == ("Hangul", True)
 
 
 def test_the_script_rule_leaves_a_covered_script_to_the_identifier() -> None:

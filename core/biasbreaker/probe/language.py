@@ -41,7 +41,11 @@ Wang, income 90 thousand") read as ``zh`` at p = 0.39 and "王女士" alone as `
 below the threshold, so the English lexicon decided, found nothing, and the step passed as
 *not applicable*; whole Chinese sentences read as ``zh`` at only 0.51-0.56. Letters, not words,
 are counted, so English naming a person in Chinese ("Approve 王伟?", 7 Latin letters and 2 Han)
-is left to the identifier; the cost is that text half English, half Chinese is too.
+is left to the identifier. And where the lexicon finds no protected mention at all, one letter
+of such a script that no covered language is written in makes the input unsupported
+(:meth:`LanguageGuard.check` ``mentioned``): the English lexicon cannot tell whether "王伟" or
+"王女士" (Ms. Wang) in "Applicant 王伟 requests a loan" names the applicant, and such steps
+were recorded *not applicable*, unprobed.
 
 Measured (``docs/detection.md``, "Languages"): 47 of 48 French, German, Spanish and Chinese
 sentences about a person are unsupported; 1 of 512 English inputs (short ones, names from every
@@ -212,6 +216,22 @@ def _unspaced_script(text: str) -> tuple[str, tuple[str, ...]] | None:
     return "Han", _SCRIPTS["Han"][1]
 
 
+def _unread_script(text: str, languages: Iterable[str]) -> str:
+    """The first unspaced script with a letter in ``text`` that no language is written in.
+
+    Returns:
+        A :data:`_SCRIPTS` name, in its order, whose languages ``languages`` has none of, or
+        ``""``.
+    """
+    if not _UNSPACED.search(text):
+        return ""  # the usual case, at the cost of one search
+    covered = set(languages)
+    for name, pattern in _SCRIPT_OF.items():
+        if not covered & set(_SCRIPTS[name][1]) and pattern.search(text):
+            return name
+    return ""
+
+
 def identifier_available() -> bool:
     """Whether py3langid can be imported (without loading its model)."""
     if "py3langid" in sys.modules:  # imported already, or blocked (None)
@@ -231,6 +251,9 @@ class LanguageReading:
         script: The unspaced script (``"Han"``, ``"Han and Kana"``, ``"Kana"``, ``"Hangul"``,
             ``"Thai"``) that made the input unsupported when the identifier's reading alone
             did not (:meth:`LanguageGuard.check`), else ``""``.
+        unnamed: Whether the input is unsupported because its words in :attr:`script` are a
+            minority in an input the term lists found no protected mention in (they may name
+            the person: ``"Applicant 王伟 requests a loan"``), rather than most of its letters.
     """
 
     language: str
@@ -238,6 +261,7 @@ class LanguageReading:
     supported: bool
     chars: int
     script: str = ""
+    unnamed: bool = False
 
 
 class LanguageGuard:
@@ -297,7 +321,11 @@ class LanguageGuard:
         self._identify = identify
 
     def check(
-        self, payload: Any, names: Iterable[tuple[Path, int, int]] = ()
+        self,
+        payload: Any,
+        names: Iterable[tuple[Path, int, int]] = (),
+        *,
+        mentioned: bool = False,
     ) -> LanguageReading | None:
         """Classify ``payload``'s text once.
 
@@ -309,6 +337,12 @@ class LanguageGuard:
                 names included, is classified (taking the names out of a short sentence
                 leaves too little: "Fernández is a pilot." reads as Hungarian), unless the
                 names have more words than the rest: then the rest is classified alone.
+            mentioned: Whether the lexicon found a protected mention (a term or a name) in
+                the payload (default ``False``, the cautious reading). Without one, a word in
+                an unspaced script that no language of the term lists is written in makes
+                the input unsupported however few its letters are: the term lists cannot
+                tell whether it names the person, and a step about "Applicant 王伟" was
+                recorded *not applicable* (no group named) where it is unread.
 
         Returns:
             The reading, or ``None`` when the payload has no word outside ``names``, or
@@ -361,6 +395,10 @@ class LanguageGuard:
             # short Chinese reads as zh, wuu or yue, none of them at p >= 0.5: not English all
             # the same, and the English term lists cannot read it
             return LanguageReading(code, probability, False, len(text), written[0])
+        if read and not mentioned:
+            unread = _unread_script(" ".join(whole), self.languages)
+            if unread:  # a name the term lists cannot read, and nothing they can
+                return LanguageReading(code, probability, False, len(text), unread, True)
         return LanguageReading(code, probability, read, len(text))
 
     def reason(self, reading: LanguageReading) -> str:
@@ -368,12 +406,19 @@ class LanguageGuard:
         category = UNSUPPORTED_HELD if self.policy == "hold" else UNSUPPORTED_PROCEEDED
         name = _NAMES.get(reading.language, reading.language)
         covered = ", ".join(_NAMES.get(c, c) for c in self.languages)
-        lead = (
-            f"the input is mostly {reading.script} letters, in which no language of the term "
-            "lists is written, and reads as"
-            if reading.script
-            else "the input reads as"
-        )
+        if reading.unnamed:
+            lead = (
+                f"the input has words in {reading.script} letters, in which no language of the "
+                "term lists is written, and names no group they know: those words may name "
+                "the person; it reads as"
+            )
+        elif reading.script:
+            lead = (
+                f"the input is mostly {reading.script} letters, in which no language of the "
+                "term lists is written, and reads as"
+            )
+        else:
+            lead = "the input reads as"
         return (
             f"{category}{lead} {name} ({reading.language}, p = "
             f"{reading.probability:.2f}); the probe's term lists cover {covered} only, so it "

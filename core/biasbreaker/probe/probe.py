@@ -644,7 +644,7 @@ class Probe:
         guard = self.language
         found = self.generator.detect(input)
         names = [(d.path, d.start, d.end) for d in found if d.kind == "name"]
-        reading = guard.check(input, names) if guard is not None else None
+        reading = guard.check(input, names, mentioned=bool(found)) if guard is not None else None
         language = ""
         if guard is not None and reading is not None:  # one identification per probed step
             if not reading.supported:
