@@ -252,6 +252,29 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "tests": ["tests/plugins/test_langgraph_routes.py"],
         "strict": True,
     },
+    # a repair's re-check: a route it does not compare passes a biased route (fail-open)
+    "recheck": {
+        "module": "plugins/biasbreaker_plugins/langgraph/probing.py",
+        "only": ["Prober._repaired_routes"],
+        "tests": [
+            "tests/plugins/test_langgraph_command.py",
+            "tests/plugins/test_langgraph_routes.py",
+        ],
+    },
+    "recheck-core": {
+        "module": "core/biasbreaker/intervention/runner.py",
+        "only": ["ProbeRechecker.recheck"],
+        "tests": [
+            "tests/core/test_intervention_runner.py",
+            "tests/plugins/test_langgraph_command.py",
+        ],
+    },
+    # an input the term lists cannot read taken for one naming no group: "not applicable"
+    "language": {
+        "module": "core/biasbreaker/probe/language.py",
+        "only": ["LanguageGuard.check", "_unspaced_script", "_unread_script", "_prose", "_words"],
+        "tests": ["tests/core/test_probe_language.py"],
+    },
     "route-part": {
         "module": "core/biasbreaker/probe/probe.py",
         "only": ["_output_of", "_route_of", "_route_text", "combined"],
