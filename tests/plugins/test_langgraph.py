@@ -7,6 +7,7 @@ biased on one node only.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -480,6 +481,63 @@ def test_hold_probation_is_refused(tmp_path: Path) -> None:
 def test_a_config_of_another_kind_is_refused_naming_the_kinds(config: object) -> None:
     with pytest.raises(ConfigError, match=r"guard\(\): config=.* a dict of settings"):
         guard(screening_graph(0.0, Received("answer")), config)  # type: ignore[arg-type]
+
+
+def _screen_and_letter() -> tuple[StateGraph[Any, Any, Any, Any], list[Any]]:
+    """An unguarded ``letter`` node, for a biased ``screen`` to be added after guard()."""
+    seen: list[Any] = []
+
+    def letter(state: RouteState) -> dict[str, Any]:
+        seen.append(state.get("done"))
+        return {}
+
+    builder = StateGraph(RouteState)
+    builder.add_node("letter", letter)
+    builder.add_edge(START, "letter")
+    builder.add_edge("letter", END)
+    return builder, seen
+
+
+def _deny(state: RouteState) -> dict[str, Any]:
+    return {"done": "deny"}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda g: g.add_node("screen", _deny),
+        lambda g: g.add_edge("letter", "letter"),
+        lambda g: g.add_conditional_edges("letter", lambda state: END),
+        lambda g: g.add_sequence([("screen", _deny)]),
+        lambda g: g.set_entry_point("letter"),
+    ],
+    ids=["add_node", "add_edge", "add_conditional_edges", "add_sequence", "set_entry_point"],
+)
+def test_a_node_or_edge_added_after_guard_is_refused(kernel: Kernel, change: Any) -> None:
+    """A new-user trial added a biased node, and a conditional edge, to the builder guard()
+    returned: neither was guarded, and the denial reached the next node (the edge's step was
+    scored 0). The guarded builder now refuses any change, naming the fix."""
+    builder, _ = _screen_and_letter()
+    guarded = guard(builder, kernel)
+    with pytest.raises(ConfigError, match=r"on the builder guard\(\) returned: .* then call guard"):
+        change(guarded)
+
+
+def test_a_change_to_the_guarded_builders_fields_is_refused_at_compile(kernel: Kernel) -> None:
+    builder, _ = _screen_and_letter()
+    guarded = guard(builder, kernel)
+    guarded.compile()  # unchanged: compiles, as often as asked
+    guarded.compile()
+    guarded.nodes["letter"] = dataclasses.replace(
+        guarded.nodes["letter"], runnable=guarded.nodes["letter"].runnable.with_config(tags=["x"])
+    )
+    with pytest.raises(ConfigError, match=r"was changed after guard\(\)"):
+        guarded.compile()
+
+
+def test_guard_of_a_builder_with_no_node_says_to_add_them_first(kernel: Kernel) -> None:
+    with pytest.raises(ConfigError, match=r"has no node yet; add every node and edge .* first"):
+        guard(StateGraph(RouteState), kernel)
 
 
 @pytest.mark.parametrize("rate", [0.0, 0.5])

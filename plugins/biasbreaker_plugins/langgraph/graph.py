@@ -83,13 +83,59 @@ class GuardedStateGraph(StateGraph):  # type: ignore[type-arg]
 
     guard: GraphGuard
     guarded_nodes: tuple[str, ...]
+    built: tuple[Any, ...] | None = None
+    """The graph's shape as :func:`build_guarded` left it (:func:`_shape`); set last."""
+
+    def add_node(self, node: Any, *args: Any, **kwargs: Any) -> Any:
+        """Refused once built: see :meth:`_refuse`."""
+        self._refuse(f"add_node({getattr(node, '__name__', node)!r})")
+        return super().add_node(node, *args, **kwargs)
+
+    def add_edge(self, start_key: Any, end_key: Any) -> Any:
+        """Refused once built: see :meth:`_refuse`."""
+        self._refuse(f"add_edge({start_key!r}, {end_key!r})")
+        return super().add_edge(start_key, end_key)
+
+    def add_conditional_edges(self, source: Any, *args: Any, **kwargs: Any) -> Any:
+        """Refused once built: see :meth:`_refuse`."""
+        self._refuse(f"add_conditional_edges({source!r}, ...)")
+        return super().add_conditional_edges(source, *args, **kwargs)
+
+    def _refuse(self, call: str) -> None:
+        """Raise for a change to the graph after :func:`guard` built it.
+
+        The guard decides when it is built which nodes it wraps, which edges it gates and the
+        Katz weights of B_net; a node or an edge added to the guarded builder afterwards would
+        run unguarded (a new-user trial's late node passed a denial on, and a late conditional
+        edge routed a step scored 0 to ``deny``).
+
+        Raises:
+            ConfigError: Always, once built, naming the call and the fix.
+        """
+        if self.built is not None:
+            raise ConfigError(
+                f"{call} on the builder guard() returned: the guard was built for the graph "
+                "as it was then, so the new part would run unguarded; add every node and edge "
+                "to your StateGraph first, then call guard(builder)"
+            )
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
         """Compile like ``StateGraph.compile`` (same arguments), then gate the guarded edges.
 
         For durable halts pass ``durability="sync"`` when invoking: the breaker's transition is
         then checkpointed before the next super-step starts.
+
+        Raises:
+            ConfigError: The graph's nodes or edges were changed after :func:`guard` built it
+                (e.g. through ``.nodes`` or ``.edges``; the ``add_*`` methods refuse at once).
         """
+        if self.built is not None and _shape(self) != self.built:
+            raise ConfigError(
+                "the builder guard() returned was changed after guard() (its nodes, edges or "
+                "conditional edges differ from the graph it guarded), so the new part would "
+                "run unguarded; add every node and edge to your StateGraph first, then call "
+                "guard(builder)"
+            )
         compiled = super().compile(*args, **kwargs)
         # stream(), get_state() and every stream mode read the stream channels: all but ours
         compiled.stream_channels = [
@@ -498,10 +544,10 @@ def build_guarded(
             ``"configurable.<key>"`` and ``"metadata.<key>"``.
 
     Raises:
-        ConfigError: ``builder`` is not a ``StateGraph``; a state key starts with ``bb_`` but is
-            not the guard's, or has a type the probe cannot read; a named node does not exist,
-            is not a function or a compiled graph, or is a guarded subgraph; a node name
-            clashes with the breaker nodes.
+        ConfigError: ``builder`` is not a ``StateGraph`` or has no node; a state key starts
+            with ``bb_`` but is not the guard's, or has a type the probe cannot read; a named
+            node does not exist, is not a function or a compiled graph, or is a guarded
+            subgraph; a node name clashes with the breaker nodes.
     """
     if not isinstance(builder, StateGraph):
         raise ConfigError(
@@ -509,6 +555,12 @@ def build_guarded(
             "the functional API (@entrypoint/@task) has no edges for the guard to hold: build "
             "the step as a StateGraph, guard it, and invoke the guarded graph in your @task "
             "(docs/langgraph.md, 'The functional API')"
+        )
+    if not builder.nodes:
+        raise ConfigError(
+            "guard(builder): the builder has no node yet; add every node and edge to your "
+            "StateGraph first, then call guard(builder) (the guard is built for the graph as "
+            "it is then, and the builder it returns refuses new nodes and edges)"
         )
     if "__root__" in builder.channels:
         schema = getattr(builder.state_schema, "__name__", builder.state_schema)
@@ -670,7 +722,27 @@ def build_guarded(
     assert isinstance(guarded, GuardedStateGraph)
     guarded.guard = runtime
     guarded.guarded_nodes = tuple(specs)
+    guarded.built = _shape(guarded)
     return guarded
+
+
+def _shape(builder: StateGraph[Any, Any, Any, Any]) -> tuple[Any, ...]:
+    """The graph's shape, which a change after :func:`guard` would alter.
+
+    Returns:
+        The node names with their runnables, the edges, the waiting edges and each source's
+        conditional edges (their names and path functions), comparable with ``==``.
+    """
+    return (
+        tuple((name, id(spec.runnable)) for name, spec in builder.nodes.items()),
+        frozenset(builder.edges),
+        frozenset(builder.waiting_edges),
+        tuple(
+            (source, tuple((name, id(branch.path)) for name, branch in by_name.items()))
+            for source, by_name in builder.branches.items()
+            if by_name
+        ),
+    )
 
 
 __all__ = [
