@@ -147,6 +147,7 @@ BAD_RESUMES = [
     ({"action": "edit", "update": {"notes": 5}}, "reducer refuses the edit's update .*TypeError"),
     ({"action": "publish"}, "action: Input should be 'approve', 'edit' or 'reject'"),
     ({"action": "edit"}, "'edit' needs 'update'"),
+    ({"action": "edit", "update": {}}, r"empty 'update' would release nothing.* use 'reject'"),
     ({"action": "approve", "update": {"decision": "no"}}, "'approve' takes no 'update'"),
     ({"action": "approve", "colour": "red"}, "colour: Extra inputs are not permitted"),
     ("approve", "Input should be a valid dictionary"),

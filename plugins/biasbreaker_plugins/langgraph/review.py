@@ -111,6 +111,12 @@ class ReviewDecision(BaseModel):
     def _update_only_for_edit(self) -> ReviewDecision:
         if self.action == "edit" and self.update is None:
             raise ValueError("action 'edit' needs 'update': the replacement update (a dict)")
+        if self.action == "edit" and not self.update:
+            # an empty edit released nothing and ran the next nodes without the held keys
+            raise ValueError(
+                "action 'edit' with an empty 'update' would release nothing and run the next "
+                "nodes without the held output; give the replacement values, or use 'reject'"
+            )
         if self.action != "edit" and self.update is not None:
             raise ValueError(f"action {self.action!r} takes no 'update'; use action 'edit'")
         return self
