@@ -189,7 +189,10 @@ def edits(record: StepLineV1, th: Thresholds) -> Iterator[tuple[str, dict[str, A
                         )
                     },
                 )
-    yield "window", {"window": None if window is not None else WindowLine(1, 0, 0)}
+    yield (
+        "window",
+        {"window": None if window is not None else WindowLine(size=1, beyond_3=0, beyond_5=0)},
+    )
     scores = record.scores
     for node, value in scores.items():
         yield "scores", {"scores": {**scores, node: math.nextafter(value, up)}}
@@ -224,7 +227,7 @@ def edits(record: StepLineV1, th: Thresholds) -> Iterator[tuple[str, dict[str, A
     yield "payload_sha256", {"payload_sha256": None if record.payload_sha256 else "0" * 64}
     yield "intervention", {"intervention": None if record.intervention else {"strategy": "none"}}
     for status in ("unreadable", "failed", "unsupported_language", "scored", "not_probed"):
-        yield "probe", {"probe": ProbeLine(status, "the probe cannot read the input")}
+        yield "probe", {"probe": ProbeLine(status=status, reason="the probe cannot read the input")}
     yield "probe", {"probe": None}
 
 
@@ -369,7 +372,10 @@ def test_a_header_without_ewma_or_window_takes_the_general_path(tmp_path: Path) 
         assert outcome(shortcut(other, records, 9)) == outcome(general(other, records))
     # a window recorded although the header has none: the shortcut must not take its counts
     other = TraceHeader.from_json({**header.to_json(), "control": None, "max_history": None})
-    windowed = [msgspec.structs.replace(r, window=WindowLine(1, 0, 0)) for r in records]
+    windowed = [
+        msgspec.structs.replace(r, window=WindowLine(size=1, beyond_3=0, beyond_5=0))
+        for r in records
+    ]
     expected = outcome(general(other, windowed))
     assert expected[1] >= len(records)
     assert outcome(shortcut(other, windowed, 9)) == expected
