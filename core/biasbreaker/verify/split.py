@@ -66,11 +66,12 @@ SPLIT_MIN_BYTES: Final = 32 << 20
 """Traces smaller than this (≈ 60 k steps) are verified in one process: a worker's start-up
 (≈ 0.15 s) would cost more than it saves."""
 
-SPLIT_FRACTION: Final = 0.52
+SPLIT_FRACTION: Final = 0.48
 """Where the cut falls, as a fraction of the file's bytes. This process also hashes the
-worker's half for the file's digest; the worker starts an interpreter, warms up and looks back
-for the Katz weights: measured in CPU time on the 1M-step bench trace, the two halves cost
-about the same with this process taking a little more than half of the lines."""
+worker's half for the file's digest; the worker starts an interpreter and warms up: measured
+in CPU time on the 1M-step bench trace (alternated, load 5-6), the two halves cost about the
+same with this process taking a little less than half of the lines (2.55-2.58 s and
+2.57-2.62 s; at 0.52, 2.77-2.82 s and 2.39-2.49 s)."""
 
 WARMUP_BYTES: Final = 1 << 21
 """Bytes before the cut the worker replays to warm up (≈ 4,000 steps of 500 bytes; more than
