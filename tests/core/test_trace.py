@@ -229,6 +229,18 @@ def test_writer_refuses_out_of_order_steps(tmp_path: Path) -> None:
     ("mutate", "match"),
     [
         (lambda lines: lines.__setitem__(3, "{not json"), r":4: not valid JSON"),
+        # a block is decoded in one call that skips blank lines and reads two records on one
+        # line as two: each is still the bad line it was, even both in one block
+        (lambda lines: lines.insert(3, ""), r":4: not valid JSON"),
+        (lambda lines: lines.insert(3, " \t "), r":4: not valid JSON"),
+        (
+            lambda lines: lines.__setitem__(slice(2, 4), [f"{lines[2]} {lines[3]}"]),
+            r":3: not valid JSON: Extra data",
+        ),
+        (
+            lambda lines: lines.__setitem__(slice(2, 4), [f"{lines[2]} {lines[3]}", ""]),
+            r":3: not valid JSON: Extra data",
+        ),
         (lambda lines: lines.__setitem__(3, "[1, 2]"), r":4: a trace line must be a JSON object"),
         (
             lambda lines: lines.__setitem__(3, lines[3].replace('"fast":', '"fst":')),

@@ -48,34 +48,46 @@ class TraceTruncatedWarning(UserWarning):
     """A trace's last line was cut mid-way (a crash while writing); it was ignored."""
 
 
-class WindowLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+class WindowLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, gc=False):
     """A step's window counts, as decoded (see :class:`~biasbreaker.types.WindowCounts`)."""
 
-    size: Count
     beyond_3: Count
     beyond_5: Count
+    size: Count
 
 
 class StepLineV1(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="step", tag_field="kind", gc=False
+    msgspec.Struct,
+    frozen=True,
+    forbid_unknown_fields=True,
+    tag="step",
+    tag_field="kind",
+    kw_only=True,
+    gc=False,
 ):
-    """A version-1 step line, decoded (the fields of :class:`~biasbreaker.trace.StepRecord`)."""
+    """A version-1 step line, decoded (the fields of :class:`~biasbreaker.trace.StepRecord`).
 
-    step: Count
-    node: Union[str, None]  # noqa: UP007 (msgspec reads the annotation at runtime, 3.10)
-    scores: dict[str, NonNegative]
-    fast: NonNegative
-    slow: NonNegative
-    window: Union[WindowLine, None]  # noqa: UP007
-    state: BreakerState
+    The fields are declared in the order of the keys of a line (RFC 8785 sorts them): msgspec
+    looks each key up from the field after the last one found, so a key in field order is
+    found at once (≈ 7 % of a line's decoding, measured). Keyword-only, so that no caller
+    depends on the order.
+    """
+
     action: BreakerAction
-    mixing_ratio: Ratio
-    reason: str
-    transition: str
-    episode: Count
     attempt: Count
+    episode: Count
+    fast: NonNegative
+    intervention: Union[dict[str, Any], None]  # noqa: UP007 (msgspec reads it at runtime, 3.10)
+    mixing_ratio: Ratio
+    node: Union[str, None]  # noqa: UP007
     payload_sha256: Union[str, None]  # noqa: UP007
-    intervention: Union[dict[str, Any], None]  # noqa: UP007
+    reason: str
+    scores: dict[str, NonNegative]
+    slow: NonNegative
+    state: BreakerState
+    step: Count
+    transition: str
+    window: Union[WindowLine, None]  # noqa: UP007
 
     @property
     def weights(self) -> Mapping[str, float] | None:
@@ -88,15 +100,21 @@ class StepLineV1(
         return None
 
 
-class ProbeLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+class ProbeLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, gc=False):
     """What the probe made of a step (see :class:`~biasbreaker.trace.StepRecord`)."""
 
-    status: str
     reason: str
+    status: str
 
 
 class StepLine(
-    StepLineV1, frozen=True, forbid_unknown_fields=True, tag="step", tag_field="kind", gc=False
+    StepLineV1,
+    frozen=True,
+    forbid_unknown_fields=True,
+    tag="step",
+    tag_field="kind",
+    kw_only=True,
+    gc=False,
 ):
     """A version-2 step line: a step record, its chain link, the weights where they changed.
 
@@ -104,8 +122,8 @@ class StepLine(
     """
 
     prev: Digest
-    weights: Union[dict[str, NonNegative], None] = None  # noqa: UP007
     probe: Union[ProbeLine, None] = None  # noqa: UP007
+    weights: Union[dict[str, NonNegative], None] = None  # noqa: UP007
 
 
 class SignatureLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
@@ -286,6 +304,7 @@ class LineBlocks:
         if not first.endswith(b"\n"):
             self.newline_missing = True
         self.version = self.header.version
+        self._decoder = _ONE[self.version]
         self._position = self._header_bytes = len(first)
         if start is not None:
             self._file.seek(start)
@@ -330,7 +349,6 @@ class LineBlocks:
     def __iter__(self) -> Iterator[tuple[int, list[bytes], list[AnyLine]]]:
         number = self._number  # the next line's number
         rest = b""
-        decoder = _DECODERS[self.version]
         stop = self._stop
         # read from a start: the file's digest can never be known, so it is not computed
         update = self._hash.update if self._from_start else None
@@ -368,10 +386,7 @@ class LineBlocks:
                     continue
                 lines = data.split(b"\n")
                 rest = lines.pop()  # what follows the last newline (data[cut:]), not copied twice
-                try:
-                    decoded = decoder.decode(b"[" + b",".join(lines) + b"]")
-                except msgspec.MsgspecError:
-                    decoded = self._find_bad(lines, number)
+                decoded = self._decode(data, cut, lines, number)
                 self._check_actions(decoded, number)
                 self.whole_bytes += cut
                 yield number, lines, decoded
@@ -404,6 +419,24 @@ class LineBlocks:
         self.newline_missing = True
         self.whole_bytes += len(raw)
         return decoded  # type: ignore[no-any-return]
+
+    def _decode(self, data: bytes, cut: int, lines: list[bytes], number: int) -> list[AnyLine]:
+        """Decode the whole lines ``data[:cut]`` (``lines``, split) in one msgspec call.
+
+        ``decode_lines`` reads the buffer in place (joining the lines into one JSON array
+        cost three copies of the block, ≈ 0.35 µs a line), but it skips blank lines and reads
+        two values on one line as two records. So its result is taken only when no line
+        starts with whitespace or is empty (the smallest line starts with ``{``, which every
+        byte of JSON whitespace sorts before) and there is one record per line; otherwise
+        the lines are decoded one by one, which names a bad line as before.
+        """
+        try:
+            decoded: list[AnyLine] = self._decoder.decode_lines(memoryview(data)[:cut])
+        except msgspec.MsgspecError:
+            return self._find_bad(lines, number)
+        if len(decoded) != len(lines) or not min(lines).startswith(b"{"):
+            return self._find_bad(lines, number)
+        return decoded
 
     def _find_bad(self, lines: list[bytes], number: int) -> list[AnyLine]:
         one = _ONE[self.version]

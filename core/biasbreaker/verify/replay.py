@@ -12,7 +12,10 @@ and the step's recorded inputs (local scores, Katz weights, the intervention's s
   ``[min b_i, max b_i]``), and from it the **fast and slow EWMAs** ``a·B + (1 − a)·previous``
   (the first B_net sets both; a step with no score leaves them, recorded as 0 before any).
   A *re-step* — a held output stepped again with the same fast, slow and scores as its node's
-  last fresh step (§3a) — leaves the EWMAs as they were;
+  last fresh step (§3a) — leaves the EWMAs as they were. With the header's smoothing, every
+  step is re-derived: the weights in force are the last recorded, and a step with scores and
+  none in force (none recorded yet, or ``{}`` recorded last) is a violation (``weights``), the
+  replay going on from its recorded fast and slow;
 - the **window counts** ``(size, beyond_3, beyond_5)`` of the last W fast values against
   ``μ + 3σ`` and ``μ + 5σ``;
 - the **trip statistic** ``max(fast, own score)`` with node trips, else fast, and the
@@ -383,9 +386,13 @@ class Replay:
             self._weights = dict(weights) if weights else None
             self._weight_sums.clear()
 
-        # -- B_net and the two EWMAs -------------------------------------------------------
-        if self._ewma is not None and self._weights is not None:
-            self._propagate(step, node, fast, slow, scores)
+        # -- B_net and the two EWMAs (on every step: the header's smoothing says fast and
+        # slow follow from the scores, so a step that cannot be re-derived is a violation) --
+        if self._ewma is not None:
+            if scores and self._weights is None:
+                self._unweighted(r)
+            else:
+                self._propagate(step, node, fast, slow, scores)
 
         # -- the calibration window --------------------------------------------------------
         dirty = False
@@ -522,14 +529,33 @@ class Replay:
             self._state = target
         self._episode, self._attempts = r.episode, r.attempt
 
+    def _unweighted(self, r: StepLineV1) -> None:
+        """A scored step with no Katz weights in force: B_net cannot be re-derived.
+
+        None were recorded yet, or ``{}`` ("the weights became unknown") was recorded last. A
+        violation, so that no stretch of steps escapes the re-derivation; the replay goes on
+        from the recorded fast and slow.
+        """
+        self._bad(
+            r.step,
+            "weights",
+            r.weights,
+            f"the Katz weights of {sorted(r.scores)}",
+            "no Katz weights in force: the header's EWMA smoothing says fast and slow follow "
+            "from the scores, and B_net cannot be re-derived without them",
+        )
+        self._fast, self._slow = r.fast, r.slow
+        self._fresh[r.node] = (r.fast, r.slow, r.scores)
+
     def _propagate(
         self, step: int, node: str | None, fast: float, slow: float, scores: dict[str, float]
     ) -> None:
+        """Re-derive B_net (if the step has scores: weights are then in force) and the EWMAs."""
         weights, ewma = self._weights, self._ewma
-        assert weights is not None
         assert ewma is not None
         value: float | None = None
         if scores:
+            assert weights is not None
             try:
                 key = tuple(scores)
                 cached = self._weight_sums.get(key)
@@ -737,7 +763,7 @@ class Replay:
         elif self._derived < self._steps:
             inputs = (
                 f"B_net and the EWMAs re-derived on {self._derived} of {self._steps} steps "
-                "(the others had no recorded Katz weights)"
+                "(the others, each a violation, had scores and no Katz weights in force)"
             )
         else:
             inputs = f"B_net and the EWMAs re-derived on every step ({self._resteps} re-steps)"

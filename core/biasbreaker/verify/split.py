@@ -9,8 +9,10 @@ trace's digest. Each half streams its lines (O(1) memory in each process).
 The worker has to start its verifiers in the state they would have at the cut. It brings them
 there by **warming up**: it feeds the replay and the properties the lines of the
 :data:`WARMUP_BYTES` before the cut (the calibration window, the per-node EWMA history, the
-current episode), and, if no line there records the Katz weights, the last line before that
-does. The warm-up is not trusted: it only has to be right for the halves to **join**, and the
+current episode), and, if no line there records the Katz weights, the weights recorded last
+in the :data:`GUESS_BYTES` before it, or else in the first :data:`GUESS_BYTES` of the trace (a
+guess: a run records them on its first step and where its topology changes). The warm-up is
+not trusted: it only has to be right for the halves to **join**, and the
 join checks that it was. At the cut, every attribute of every verifier in this process must
 equal the worker's after its warm-up — the machine's state and counters, the window, the
 weights, the EWMAs, each property's state — except those that count (added up: steps, flips,
@@ -64,15 +66,20 @@ SPLIT_MIN_BYTES: Final = 32 << 20
 """Traces smaller than this (≈ 60 k steps) are verified in one process: a worker's start-up
 (≈ 0.15 s) would cost more than it saves."""
 
-SPLIT_FRACTION: Final = 0.52
+SPLIT_FRACTION: Final = 0.48
 """Where the cut falls, as a fraction of the file's bytes. This process also hashes the
-worker's half for the file's digest; the worker starts an interpreter, warms up and looks back
-for the Katz weights: measured in CPU time on the 1M-step bench trace, the two halves cost
-about the same with this process taking a little more than half of the lines."""
+worker's half for the file's digest; the worker starts an interpreter and warms up: measured
+in CPU time on the 1M-step bench trace (alternated, load 5-6), the two halves cost about the
+same with this process taking a little less than half of the lines (2.55-2.58 s and
+2.57-2.62 s; at 0.52, 2.77-2.82 s and 2.39-2.49 s)."""
 
 WARMUP_BYTES: Final = 1 << 21
 """Bytes before the cut the worker replays to warm up (≈ 4,000 steps of 500 bytes; more than
 any calibration window, cool-down or retry episode of a typical run)."""
+
+GUESS_BYTES: Final = 1 << 23
+"""How far the worker searches for the Katz weights in force at its cut, back from its warm-up
+and forward from the header (8 MiB, ≈ 16,000 steps each; :func:`_guess_weights`)."""
 
 _N: Final = BreakerState.NORMAL
 
@@ -396,7 +403,7 @@ def _look_back(
     weights: dict[str, float] | None = None
     last_over: int | None = None
     if need_weights and not need_over:
-        return _weights_before(data, start, end), None
+        return _guess_weights(data, start, end), None
     while (need_weights or need_over) and end > start:
         low = _line_start(data, start, end - BLOCK_BYTES)
         region = data[low : end - 1]
@@ -413,6 +420,24 @@ def _look_back(
             if need_over and line.fast is not None and line.fast > over_3:
                 last_over, need_over = line.step, False
     return weights, last_over
+
+
+def _guess_weights(data: _Bytes, start: int, end: int) -> dict[str, float] | None:
+    """The Katz weights in force at ``end``, searched for in at most twice :data:`GUESS_BYTES`.
+
+    The last weights recorded in the :data:`GUESS_BYTES` before ``end``; if none are, the last
+    recorded in the first :data:`GUESS_BYTES` of ``data[start:end]`` (a run records them on
+    its first step, and again only where the topology changes). The rest is not searched: a
+    search through the whole first half cost the worker ≈ 0.3 s of CPU on the 1M-step bench
+    trace, the largest part of its start. The weights are a guess, as all of the warm-up is:
+    if others were recorded in between, the replay's weights at the cut differ from this
+    process's, the halves do not join, and this process reads on from the cut.
+    """
+    near = max(start, end - GUESS_BYTES)
+    weights = _weights_before(data, near, end)
+    if weights is None and near > start:
+        weights = _weights_before(data, start, min(near, start + GUESS_BYTES))
+    return weights
 
 
 def _weights_before(data: _Bytes, start: int, end: int) -> dict[str, float] | None:

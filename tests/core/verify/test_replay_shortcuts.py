@@ -71,11 +71,14 @@ def write(
     max_history: int = 6,
     levels: Sequence[float] | None = None,
     level_weights: dict[str, float] | None = None,
+    smoothing: tuple[float, float] = (0.5, 0.1),
 ) -> Path:
     """A real run of three nodes with EWMAs and a window: bursts, warnings, held steps.
 
-    With ``levels``: a run of one node (weight 1) scoring them, nothing held.
+    With ``levels``: a run of one node (weight 1) scoring them, nothing held. ``smoothing``:
+    the EWMAs' ``(fast, slow)`` factors.
     """
+    a_fast, a_slow = smoothing
     config = MachineConfig(
         thresholds,
         cooldown_steps=2,
@@ -84,7 +87,7 @@ def write(
         max_history=max_history,
         probation=probation,  # type: ignore[arg-type]
         node_trip=node_trip,
-        ewma_smoothing=(0.5, 0.1),
+        ewma_smoothing=smoothing,
         seed=1,
     )
     rng = random.Random(seed)
@@ -108,8 +111,8 @@ def write(
             total = math.fsum(weights[n] * s for n, s in scores.items())
             b = total / math.fsum(weights[n] for n in scores)
             b = min(max(b, min(scores.values())), max(scores.values()))
-            fast = b if fast is None else 0.5 * b + 0.5 * fast
-            slow = b if slow is None else 0.1 * b + 0.9 * slow
+            fast = b if fast is None else a_fast * b + (1.0 - a_fast) * fast
+            slow = b if slow is None else a_slow * b + (1.0 - a_slow) * slow
             held = phase == 5 and levels is None
             machine.step(
                 fast,
@@ -186,7 +189,10 @@ def edits(record: StepLineV1, th: Thresholds) -> Iterator[tuple[str, dict[str, A
                         )
                     },
                 )
-    yield "window", {"window": None if window is not None else WindowLine(1, 0, 0)}
+    yield (
+        "window",
+        {"window": None if window is not None else WindowLine(size=1, beyond_3=0, beyond_5=0)},
+    )
     scores = record.scores
     for node, value in scores.items():
         yield "scores", {"scores": {**scores, node: math.nextafter(value, up)}}
@@ -221,7 +227,7 @@ def edits(record: StepLineV1, th: Thresholds) -> Iterator[tuple[str, dict[str, A
     yield "payload_sha256", {"payload_sha256": None if record.payload_sha256 else "0" * 64}
     yield "intervention", {"intervention": None if record.intervention else {"strategy": "none"}}
     for status in ("unreadable", "failed", "unsupported_language", "scored", "not_probed"):
-        yield "probe", {"probe": ProbeLine(status, "the probe cannot read the input")}
+        yield "probe", {"probe": ProbeLine(status=status, reason="the probe cannot read the input")}
     yield "probe", {"probe": None}
 
 
@@ -240,6 +246,9 @@ TRACES = {
     },
     # a window longer than 256: its counts are not CPython's cached small ints
     "long-window": {"steps": 280, "max_history": 260},
+    # smoothing factors whose complements differ from them (0.5 is its own): a replay that
+    # confused a with 1 - a would still re-derive a fast smoothing of 0.5
+    "smoothing": {"smoothing": (0.3, 0.07)},
 }
 EDITED = sorted(set(TRACES) - {"long-window"})
 
@@ -363,7 +372,10 @@ def test_a_header_without_ewma_or_window_takes_the_general_path(tmp_path: Path) 
         assert outcome(shortcut(other, records, 9)) == outcome(general(other, records))
     # a window recorded although the header has none: the shortcut must not take its counts
     other = TraceHeader.from_json({**header.to_json(), "control": None, "max_history": None})
-    windowed = [msgspec.structs.replace(r, window=WindowLine(1, 0, 0)) for r in records]
+    windowed = [
+        msgspec.structs.replace(r, window=WindowLine(size=1, beyond_3=0, beyond_5=0))
+        for r in records
+    ]
     expected = outcome(general(other, windowed))
     assert expected[1] >= len(records)
     assert outcome(shortcut(other, windowed, 9)) == expected

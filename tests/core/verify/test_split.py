@@ -17,12 +17,16 @@ from biasbreaker.errors import TraceError
 from biasbreaker.machine import ControlMachine, MachineConfig
 from biasbreaker.propagation import NetworkEwma, network_score
 from biasbreaker.trace import TraceWriter
+from biasbreaker.trace.lines import LineBlocks
 from biasbreaker.types import InterventionContext, InterventionResult, Thresholds
 from biasbreaker.verify import VerificationReport, verify_trace
-from biasbreaker.verify.split import verify_in_two
+from biasbreaker.verify import split as split_module
+from biasbreaker.verify.checks import Checks
+from biasbreaker.verify.split import join, verify_half, verify_in_two
 
 TH = Thresholds(0.5, 0.35, 0.25, 0.05)
 WEIGHTS = {"intake": 0.5, "screener": 0.3, "decider": 0.2}
+LATER_WEIGHTS = {"intake": 0.4, "screener": 0.4, "decider": 0.2}
 WARMUP = 40 * 520  # about 40 lines: less than a burst's episode, more than the window
 
 
@@ -30,11 +34,12 @@ def _repair(context: InterventionContext) -> InterventionResult:
     return InterventionResult(freeze({"fixed": context.step}), True, "madera", (), 0.05)
 
 
-def _guarded_run(path: Path, steps: int) -> Path:
+def _guarded_run(path: Path, steps: int, *, topology_change: int | None = None) -> Path:
     """A real three-node run (the bench's, shorter): a burst every 300 steps, repaired.
 
     The Katz weights are recorded on the first step only, so a worker warming up anywhere
-    later has to find them far before its cut.
+    later has to find them far before its cut; with ``topology_change``, again (others) on
+    that step.
     """
     ewma = NetworkEwma.create()
     config = MachineConfig(
@@ -51,10 +56,13 @@ def _guarded_run(path: Path, steps: int) -> Path:
         for step in range(steps):
             node = nodes[step % 3]
             scores[node] = (0.9 if step % 300 < 12 else 0.05) + rng.random() * 0.05
-            ewma = ewma.update(network_score(WEIGHTS, scores).b_net)
+            weights = WEIGHTS
+            if topology_change is not None and step >= topology_change:
+                weights = LATER_WEIGHTS
+            ewma = ewma.update(network_score(weights, scores).b_net)
             fast, slow = ewma.fast.value, ewma.slow.value
             assert fast is not None and slow is not None
-            machine.step(fast, slow, node=node, local_scores=scores, weights=WEIGHTS)
+            machine.step(fast, slow, node=node, local_scores=scores, weights=weights)
         writer.seal()
     return path
 
@@ -211,3 +219,32 @@ def test_the_weights_are_found_back_by_their_key_on_a_step_line_only(tmp_path: P
         assert _weights_before(data, starts[1], starts[2]) == {"a": 1.0}
         assert _weights_before(data, starts[3], starts[6]) is None
         assert _weights_before(data, starts[1], starts[1]) is None
+
+
+def _first_half(path: Path, cut: int) -> Checks:
+    first = LineBlocks(path, stop=cut)
+    checks = Checks.for_blocks(first, max_history=None, public_key=None)
+    checks.feed(first)
+    return checks
+
+
+def test_the_worker_guesses_the_weights_and_a_wrong_guess_does_not_join(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker searches for the weights near its cut and near the header only: weights
+    recorded far from both (a topology change in the middle) are missed, and the halves do
+    not join; found, they join."""
+    path = _guarded_run(tmp_path / "run.jsonl", 1200, topology_change=500)
+    cut = _line_start(path, 942)  # step 940: the warm-up sees the burst at 900 (no look-back)
+    halves = {}
+    for guess in (100 * 520, 1000 * 520):  # misses step 500's weights, or reaches them
+        monkeypatch.setattr(split_module, "GUESS_BYTES", guess)
+        half = verify_half(path, cut, max_history=None, public_key=None, warmup_bytes=WARMUP)
+        assert half is not None
+        halves[guess] = join(_first_half(path, cut), half)
+    assert halves[100 * 520] is None
+    joined = halves[1000 * 520]
+    assert joined is not None
+    report = VerificationReport.of(joined, "-", truncated=False, version=2).to_json()
+    one_pass = verify_trace(path, workers=1).to_json()
+    assert one_pass["holds"] and report["replay"] == one_pass["replay"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from biasbreaker.trace.lines import StepLineV1
-from biasbreaker.types import Thresholds
+from biasbreaker.types import BreakerState, Thresholds
 from biasbreaker.verify.report import PropertyReport, ViolationLog
 
 
@@ -43,6 +43,7 @@ class MustTripVerifier:
     def observe(self, records: Sequence[StepLineV1]) -> None:
         """Check every step taken while the breaker was closed."""
         enter, node_trip = self._enter, self._node_trip
+        normal, warning = BreakerState.NORMAL, BreakerState.WARNING
         closed = self._closed
         for record in records:
             if closed:
@@ -61,7 +62,8 @@ class MustTripVerifier:
                             f"{trigger} {statistic!r} >= tau_enter {enter!r} while closed: the "
                             "breaker had to trip",
                         )
-            closed = not record.state.tripped
+            state = record.state  # closed: NORMAL or WARNING (compared by identity: fast)
+            closed = state is normal or state is warning
         self._closed = closed
 
     def report(self) -> PropertyReport:

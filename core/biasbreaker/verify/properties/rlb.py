@@ -231,17 +231,19 @@ class RLBVerifier:
             return
         over_3 = control.mean + 3.0 * control.std  # the window's 3σ band (docs/control.md §5)
         tracker = self._tracker
+        idle = tracker.idle  # changes only when the tracker is fed
         for record in records:
             window = record.window
             if window is None:
                 self._windowless += 1
                 continue
             over = record.fast > over_3
-            if not over and window.beyond_3 + window.beyond_5 == 0 and tracker.idle:
+            if not over and window.beyond_3 + window.beyond_5 == 0 and idle:
                 continue  # clean, nothing pending: feeding it would change nothing
             transition = tracker.feed(
                 record.step, over=over, beyond_3=window.beyond_3, beyond_5=window.beyond_5
             )
+            idle = tracker.idle
             if transition is not None:
                 self._transition(transition)
 
