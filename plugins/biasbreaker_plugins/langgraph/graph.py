@@ -67,6 +67,7 @@ from biasbreaker_plugins.langgraph.node import (
     NodeOptions,
 )
 from biasbreaker_plugins.langgraph.probing import in_rerun
+from biasbreaker_plugins.langgraph.retrying import retry_policies
 from biasbreaker_plugins.langgraph.routes import Route
 from biasbreaker_plugins.langgraph.runtime import GraphGuard, GuardOptions
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BB_PREFIX, BiasState
@@ -612,6 +613,9 @@ def build_guarded(
             inject=inject,
             state_type=_model_class(builder.nodes[name].input_schema),
             routes=_routes(builder, name),
+            retry=retry_policies(
+                builder.nodes[name].retry_policy or builder._node_defaults.retry_policy
+            ),
         )
     influence = katz_influence(
         topology.agent_graph(),

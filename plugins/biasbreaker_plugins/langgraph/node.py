@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, ParamSpec, TypeVar, cast, overload
 
+from langgraph.types import RetryPolicy
+
 from biasbreaker.errors import ConfigError
 from biasbreaker_plugins.langgraph.routes import Route
 
@@ -75,6 +77,9 @@ class GuardedNode:
         state_type: The class LangGraph builds the node's input as (a pydantic model or a
             dataclass), or ``None`` for a dict.
         routes: The node's conditional edges (:mod:`.routes`), evaluated by the probe.
+        retry: The node's ``RetryPolicy`` list (its own, else the builder's default), which
+            the probe's re-runs follow as LangGraph follows it for the node's call
+            (:mod:`.retrying`); empty for none.
     """
 
     name: str
@@ -86,6 +91,7 @@ class GuardedNode:
     inject: tuple[str, ...]
     state_type: type[Any] | None = None
     routes: tuple[Route, ...] = ()
+    retry: tuple[RetryPolicy, ...] = ()
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
         """The node's input built from ``values`` as LangGraph builds it (``schema(**values)``)."""

@@ -69,6 +69,7 @@ from biasbreaker_plugins.langgraph.configurable import (
 )
 from biasbreaker_plugins.langgraph.context import CONTEXT_KEY, context_of, with_context
 from biasbreaker_plugins.langgraph.node import GuardedNode
+from biasbreaker_plugins.langgraph.retrying import retried
 from biasbreaker_plugins.langgraph.routes import after_update, destinations
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
@@ -808,9 +809,10 @@ class Prober:
         update's view and the ``Command``'s destinations as they are (``Routed(view,
         [node name or Send, ...])``, or the bare view for a node that returned none), what a
         repair's re-check rewrites and completes (:meth:`_repaired_routes`). A sync function
-        runs in a worker thread, so the probe's calls overlap.
+        runs in a worker thread, so the probe's calls overlap. A call that raises is retried
+        as the node's ``RetryPolicy`` says (:mod:`.retrying`).
         """
-        fn = spec.fn
+        fn = retried(spec.fn, spec.retry, spec.is_async)  # the node's RetryPolicy (.retrying)
         opaque = self.opaque
         channels = self.channels
 
