@@ -16,6 +16,10 @@ input schema and ``Command[Literal[...]]`` destinations — with or without
 decorated node (and, with ``nodes=None``, every other node) through the breaker; a decorated
 function called in a graph that was *not* passed to ``guard()`` raises, because its output
 would reach the downstream nodes unchecked.
+
+A node that is no function of yours (a ``ToolNode``, any Runnable ``add_node`` takes as it
+is) cannot be decorated; ``guard(builder, unprobed=["tools"])`` marks it as
+``@guard_node(probe=False)`` would.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, ParamSpec, TypeVar, cast, overload
 
+from langchain_core.runnables import Runnable
 from langgraph.types import RetryPolicy
 
 from biasbreaker.errors import ConfigError
@@ -108,6 +113,20 @@ def _unbound(name: str) -> ConfigError:
     )
 
 
+def _runnable_marked(runnable: Runnable[Any, Any], options: NodeOptions) -> ConfigError:
+    """``guard_node`` given a Runnable (a ``ToolNode``): say how to guard it instead."""
+    how = (
+        "guard(builder, unprobed=['<its node name>']) guards it unprobed"
+        if not options.probe
+        else "guard(builder, nodes=['<its node name>', ...]) guards it (or leave nodes out "
+        "to guard every node)"
+    )
+    return ConfigError(
+        f"guard_node marks node functions; {type(runnable).__name__} is a Runnable, which "
+        f"add_node takes as it is and a function wrapper would hide: {how}"
+    )
+
+
 @overload
 def guard_node(fn: Callable[P, R], /) -> Callable[P, R]: ...
 
@@ -128,10 +147,16 @@ def guard_node(
     Returns:
         The marked function (or a decorator, when called with options). Calling it outside a
         guarded graph raises :class:`~biasbreaker.errors.ConfigError`.
+
+    Raises:
+        ConfigError: ``fn`` is a Runnable (a ``ToolNode``): LangGraph adds those as they are;
+            mark such a node with ``guard(builder, unprobed=[name])`` instead.
     """
     options = NodeOptions(probe=probe)
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        if isinstance(func, Runnable):
+            raise _runnable_marked(func, options)
         name = getattr(func, "__name__", repr(func))
         if inspect.iscoroutinefunction(func):
 

@@ -649,7 +649,10 @@ class Prober:
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
         if not spec.probe:
-            call.outcome = {"status": "not_probed", "reason": "@guard_node(probe=False)"}
+            call.outcome = {
+                "status": "not_probed",
+                "reason": "@guard_node(probe=False) or guard(unprobed=[...])",
+            }
             return call
         if self.base.probe_rate <= 0.0 or not self.base.should_probe(call.step_id):
             call.outcome = {"status": "not_sampled", "reason": self.not_sampled}
@@ -767,12 +770,14 @@ class Prober:
                 return
             # the hold reason goes to the state, the trace and the review request
             error = redact_text(f"{type(exc).__name__}: {exc}")
-            if interrupted(exc):
-                error += (
-                    f"; node {call.node.name!r} calls interrupt(), which cannot answer the "
-                    "probe's re-runs on counterfactual states: mark it "
-                    "@guard_node(probe=False) (from biasbreaker_plugins.langgraph import "
-                    "guard_node), or leave it out of guard(nodes=...)"
+            if interrupted(exc):  # what to do, not LangGraph's GraphInterrupt(...) repr
+                name = call.node.name
+                error = (
+                    f"node {name!r} calls interrupt(), so the probe cannot re-run it: mark "
+                    f"it unprobed, guard(..., unprobed=[{name!r}]) (or @guard_node(probe=False) "
+                    "on its function), and its output is still checked by the breaker; or "
+                    "leave it out of guard(nodes=...). A re-run would ask its question again, "
+                    "about a person the probe invented, which no one can answer"
                 )
             call.sampled = False
             call.hold = f"probe failed: {error}"
