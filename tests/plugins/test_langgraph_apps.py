@@ -528,6 +528,39 @@ def test_a_probe_retry_waits_as_langgraph_would_without_jitter() -> None:
     assert retry_delay([retry_values, policy], timeout, 1) == 0.5
 
 
+def test_a_probe_retry_wraps_sync_and_async_nodes_and_reads_the_builders_default(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from langgraph.types import RetryPolicy
+
+    from biasbreaker_plugins.langgraph.retrying import retried
+
+    policy = RetryPolicy(initial_interval=0.001, max_attempts=2, retry_on=ConnectionError)
+    calls: list[str] = []
+
+    def flaky(state: str) -> str:
+        calls.append(state)
+        if len(calls) % 2:
+            raise ConnectionError("timeout")
+        return state.upper()
+
+    async def aflaky(state: str) -> str:
+        return flaky(state)
+
+    assert retried(flaky, (), False) is flaky  # no policy: the node as it is
+    assert retried(flaky, [policy], False)("a") == "A" and calls == ["a", "a"]
+    assert asyncio.run(retried(aflaky, [policy], True)("b")) == "B" and calls[2:] == ["b", "b"]
+    once = RetryPolicy(max_attempts=1, retry_on=ConnectionError)
+    with pytest.raises(ConnectionError):  # max_attempts counts the first call
+        retried(flaky, [once], False)("c")
+    builder = decide_then_write(LoanCase, False, Watch(), [])
+    builder.set_node_defaults(retry_policy=policy)
+    guarded = guard(builder, kernel(tmp_path), nodes=["decide"])
+    assert guarded.guard.nodes["decide"].retry == (policy,)
+
+
 def test_a_cache_policy_on_a_guarded_node_is_refused(tmp_path: Path) -> None:
     from langgraph.types import CachePolicy
 
