@@ -8,6 +8,7 @@ graph's; the run trace verifies.
 from __future__ import annotations
 
 import operator
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -425,6 +426,139 @@ def test_a_retry_policy_never_reruns_a_node_because_its_output_was_held(tmp_path
     assert letters == [] and graph.get_state(thread("retry")).interrupts  # held for review
     # one own call (plus its same-group resamples, which see the same text): never retried
     assert len(own_calls) == 1 + SETTINGS["probe"]["r"]
+
+
+def flaky_decider(biased: bool, watch: Watch, letters: list[Any], policy: Any) -> StateGraph:
+    """``decide -> write``, whose ``decide`` backend fails once per text, on its second call.
+
+    The node's own call succeeds; one of the probe's same-group resamples (the second call with
+    the same text) raises ``ConnectionError``, as a model backend timing out once would.
+    """
+    llm = model(biased, watch)
+    calls: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def decide(state: LoanCase) -> dict[str, Any]:
+        with lock:
+            calls[state.application] = calls.get(state.application, 0) + 1
+            failing = calls[state.application] == 2
+        if failing:
+            watch.executed.append(("timeout", state.application))
+            raise ConnectionError("upstream model timeout (transient)")
+        return {"decision": str(llm.invoke(state.application).content)}
+
+    def write(state: LoanCase) -> dict[str, Any]:
+        letters.append(state)
+        return {"letter": f"Dear applicant: {state.decision}"}
+
+    builder = StateGraph(LoanCase)
+    builder.add_node("decide", decide, retry_policy=policy)
+    builder.add_node("write", write)
+    builder.add_edge(START, "decide")
+    builder.add_edge("decide", "write")
+    builder.add_edge("write", END)
+    return builder
+
+
+def test_a_probe_rerun_that_fails_transiently_is_retried_by_the_nodes_retry_policy(
+    tmp_path: Path,
+) -> None:
+    from langgraph.types import RetryPolicy
+
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.01, retry_on=ConnectionError)
+    watch, letters = Watch(), []
+    graph = guard(
+        flaky_decider(False, watch, letters, policy), kernel(tmp_path), nodes=["decide"]
+    ).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"application": APPLICANT}, thread("flaky"), durability="sync")
+    assert [call for call in watch.executed if call[0] == "timeout"]  # a re-run did fail
+    assert not graph.get_state(thread("flaky")).interrupts  # retried, so nothing is held
+    assert out["letter"].startswith("Dear applicant: Decision:") and len(letters) == 1
+    assert guard_state(graph, thread("flaky"))["bb_local_scores"]["decide"] < 0.3
+    record = read_trace(tmp_path / "flaky.jsonl").records[-1]
+    assert record.probe["status"] == "scored"
+
+
+def test_without_a_retry_policy_a_probe_rerun_that_fails_holds_the_step(tmp_path: Path) -> None:
+    watch, letters = Watch(), []
+    graph = guard(
+        flaky_decider(False, watch, letters, None), kernel(tmp_path), nodes=["decide"]
+    ).compile(checkpointer=InMemorySaver())
+    graph.invoke({"application": APPLICANT}, thread("flaky"), durability="sync")
+    interrupts = graph.get_state(thread("flaky")).interrupts
+    assert letters == [] and interrupts  # fail closed
+    reason = interrupts[0].value["reason"]
+    assert "probe failed" in reason and "ConnectionError" in reason
+
+
+def test_a_retry_policy_does_not_let_a_biased_flaky_node_through(tmp_path: Path) -> None:
+    from langgraph.types import RetryPolicy
+
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.01, retry_on=ConnectionError)
+    watch, letters = Watch(), []
+    graph = guard(
+        flaky_decider(True, watch, letters, policy),
+        kernel(tmp_path),
+        nodes=["decide"],
+        hook=noop_hook,
+    ).compile(checkpointer=InMemorySaver())
+    graph.invoke({"application": APPLICANT}, thread("flaky"), durability="sync")
+    assert [call for call in watch.executed if call[0] == "timeout"]
+    interrupts = graph.get_state(thread("flaky")).interrupts
+    assert letters == [] and interrupts
+    assert "probe failed" not in interrupts[0].value["reason"]  # held for its bias, scored
+    assert guard_state(graph, thread("flaky"))["bb_local_scores"]["decide"] >= 0.3
+
+
+def test_a_probe_retry_waits_as_langgraph_would_without_jitter() -> None:
+    from langgraph.errors import GraphInterrupt
+    from langgraph.types import RetryPolicy
+
+    from biasbreaker_plugins.langgraph.retrying import retry_delay, retry_policies
+
+    policy = RetryPolicy(initial_interval=0.5, backoff_factor=2.0, max_interval=1.5, max_attempts=4)
+    assert retry_policies(None) == () and retry_policies(policy) == (policy,)
+    timeout = ConnectionError("timeout")
+    # the same waits on every run: jitter (on by default) never applies to a probe's re-run
+    assert [retry_delay([policy], timeout, n) for n in (1, 2, 3, 4)] == [0.5, 1.0, 1.5, None]
+    assert retry_delay([policy], ValueError("bad input"), 1) is None  # default_retry_on
+    assert retry_delay([policy], GraphInterrupt(()), 1) is None  # an interrupt is no failure
+    retry_values = RetryPolicy(retry_on=ValueError, initial_interval=0.1)
+    assert retry_delay([retry_values, policy], ValueError("x"), 1) == 0.1  # the first match
+    assert retry_delay([retry_values, policy], timeout, 1) == 0.5
+
+
+def test_a_probe_retry_wraps_sync_and_async_nodes_and_reads_the_builders_default(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from langgraph.types import RetryPolicy
+
+    from biasbreaker_plugins.langgraph.retrying import retried
+
+    policy = RetryPolicy(initial_interval=0.001, max_attempts=2, retry_on=ConnectionError)
+    calls: list[str] = []
+
+    def flaky(state: str) -> str:
+        calls.append(state)
+        if len(calls) % 2:
+            raise ConnectionError("timeout")
+        return state.upper()
+
+    async def aflaky(state: str) -> str:
+        return flaky(state)
+
+    assert retried(flaky, (), False) is flaky  # no policy: the node as it is
+    assert retried(flaky, [policy], False)("a") == "A" and calls == ["a", "a"]
+    assert asyncio.run(retried(aflaky, [policy], True)("b")) == "B" and calls[2:] == ["b", "b"]
+    once = RetryPolicy(max_attempts=1, retry_on=ConnectionError)
+    with pytest.raises(ConnectionError):  # max_attempts counts the first call
+        retried(flaky, [once], False)("c")
+    builder = decide_then_write(LoanCase, False, Watch(), [])
+    builder.set_node_defaults(retry_policy=policy)
+    guarded = guard(builder, kernel(tmp_path), nodes=["decide"])
+    assert guarded.guard.nodes["decide"].retry == (policy,)
 
 
 def test_a_cache_policy_on_a_guarded_node_is_refused(tmp_path: Path) -> None:

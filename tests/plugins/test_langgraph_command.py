@@ -29,9 +29,12 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 from langgraph_apps import APPLICANT, SETTINGS, Watch, flat, model, scrub
 
@@ -40,7 +43,7 @@ from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
 from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import guard, guard_state
-from biasbreaker_plugins.langgraph.probing import split_output
+from biasbreaker_plugins.langgraph.probing import NodeReturnError, split_output
 
 MODES = ["values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"]
 SHAPES = ["goto", "goto-and-edge", "goto-sends"]
@@ -152,6 +155,136 @@ def test_split_output_reads_a_command_as_a_command_not_as_a_dataclass() -> None:
         split_output("assess", Command(resume={"action": "approve"}))
     with pytest.raises(ConfigError, match="must stay in its graph"):
         split_output("assess", Command(graph=Command.PARENT, update={"decision": "no"}))
+
+
+# ------------------------------------------------------------------ a ToolNode whose tool routes
+
+
+class Desk(MessagesState, total=False):
+    decision: str
+    log: Annotated[list[str], operator.add]
+    tally: Annotated[int, operator.add]
+
+
+def desk_graph(biased: bool, watch: Watch, seen: list[str]) -> Any:
+    """``agent -> tools`` (a real ``ToolNode``), whose tool routes with a ``Command``.
+
+    The tool decides with the (**simulated**) model and returns
+    ``Command(update={"messages": [ToolMessage], "decision": desk}, goto=desk)``, LangGraph's
+    pattern for a tool that routes; ``ToolNode`` returns it as a list of ``Command`` objects.
+    """
+
+    @tool
+    def route_application(
+        application: str, tool_call_id: Annotated[str, InjectedToolCallId]
+    ) -> Command[Any]:
+        """Route a loan application to the desk that decides it."""
+        answer = str(model(biased, watch).invoke(application).content)
+        desk = "approve_desk" if "yes" in answer.lower() else "deny_desk"
+        message = ToolMessage(f"routed to {desk}", tool_call_id=tool_call_id)
+        return Command(update={"messages": [message], "decision": desk}, goto=desk)
+
+    def agent(state: Desk) -> dict[str, Any]:
+        call = {
+            "name": "route_application",
+            "args": {"application": state["messages"][0].content},
+            "id": "call_1",
+            "type": "tool_call",
+        }
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    def desk(name: str) -> Any:
+        def run(state: Desk) -> dict[str, Any]:
+            seen.append(name)
+            return {}
+
+        return run
+
+    builder = StateGraph(Desk)
+    builder.add_node("agent", agent)
+    builder.add_node(
+        "tools", ToolNode([route_application]), destinations=("approve_desk", "deny_desk")
+    )
+    builder.add_node("approve_desk", desk("approve_desk"))
+    builder.add_node("deny_desk", desk("deny_desk"))
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "tools")
+    builder.add_edge("approve_desk", END)
+    builder.add_edge("deny_desk", END)
+    return builder
+
+
+def test_a_toolnode_whose_tool_routes_with_a_biased_command_is_held(tmp_path: Path) -> None:
+    watch, seen = Watch(), []
+    graph = guard(
+        desk_graph(True, watch, seen), kernel(tmp_path), hook=noop_hook, nodes=["tools"]
+    ).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "desk"}}
+    graph.invoke({"messages": [HumanMessage(APPLICANT)]}, config, durability="sync")
+    (pending,) = graph.get_state(config).interrupts
+    assert pending.value["node"] == "tools" and seen == []  # no desk ran
+    assert pending.value["held"]["decision"] == "deny_desk"
+    assert guard_state(graph, config)["bb_local_scores"]["tools"] >= 0.3
+    assert "decision" not in graph.get_state(config).values
+    assert verify_trace(tmp_path / "desk.jsonl").holds
+
+
+def test_a_toolnode_whose_tool_routes_with_a_fair_command_runs_its_desk(tmp_path: Path) -> None:
+    plain_seen: list[str] = []
+    expected = (
+        desk_graph(False, Watch(), plain_seen)
+        .compile()
+        .invoke({"messages": [HumanMessage(APPLICANT, id="q")]})
+    )
+    seen: list[str] = []
+    graph = guard(desk_graph(False, Watch(), seen), kernel(tmp_path), nodes=["tools"]).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "desk"}}
+    out = graph.invoke({"messages": [HumanMessage(APPLICANT, id="q")]}, config)
+    assert graph.get_state(config).interrupts == ()
+    assert seen == plain_seen and len(seen) == 1  # the Command's goto ran its desk once
+    assert out["decision"] == expected["decision"] == seen[0]
+    assert [m.content for m in out["messages"]] == [m.content for m in expected["messages"]]
+    assert isinstance(out["messages"][-1], ToolMessage)
+    assert guard_state(graph, config)["bb_local_scores"]["tools"] < 0.3  # probed, and fair
+    assert verify_trace(tmp_path / "desk.jsonl").holds
+
+
+def test_split_output_merges_a_list_of_commands_as_langgraph_applies_it() -> None:
+    channels = StateGraph(Desk).channels
+    first = ToolMessage("one", tool_call_id="a", id="m1")
+    second = ToolMessage("two", tool_call_id="b", id="m2")
+    items = [
+        Command(update={"messages": [first], "decision": "approve_desk"}, goto="approve_desk"),
+        {"messages": [second], "log": ["b"]},
+        Command(update={"log": ["c"], "tally": 2}, goto=[Send("deny_desk", {"x": 1})]),
+        None,
+    ]
+    update, goto, command = split_output("tools", items, channels)
+    # each key once, the lists of add_messages and operator.add keys concatenated in order
+    assert update == {
+        "messages": [first, second],
+        "decision": "approve_desk",
+        "log": ["b", "c"],
+        "tally": 2,
+    }
+    assert goto == ["approve_desk", Send("deny_desk", {"x": 1})]
+    assert command is not None and command.update == update and list(command.goto) == goto
+    # a key without a reducer written twice: LangGraph refuses it too
+    twice = [Command(update={"decision": "a"}), Command(update={"decision": "b"})]
+    with pytest.raises(NodeReturnError, match=r"'tools'.*'decision' 2 times.*one value per step"):
+        split_output("tools", twice, channels)
+    # a reducer whose writes cannot be merged into one: refused, naming node, key and reducer
+    tallies = [Command(update={"tally": 1}), Command(update={"tally": 2})]
+    with pytest.raises(ConfigError, match=r"'tools'.*'tally' 2 times.*reducer add.*\(int, int\)"):
+        split_output("tools", tallies, channels)
+    with pytest.raises(NodeReturnError, match="a list holding 'text'"):
+        split_output("tools", [Command(goto="approve_desk"), "text"], channels)
+    with pytest.raises(ConfigError, match="must stay in its graph"):
+        split_output("tools", [Command(graph=Command.PARENT, goto="x")], channels)
+    with pytest.raises(NodeReturnError, match="returned a list"):
+        split_output("tools", [{"decision": "a"}], channels)  # no Command: no update
 
 
 def routing(biased: bool, watch: Watch, seen: list[str], note: bool = False) -> Any:

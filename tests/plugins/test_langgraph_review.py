@@ -23,11 +23,15 @@ from typing_extensions import TypedDict
 
 pytest.importorskip("langgraph")
 
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 from pydantic import ValidationError
 
+from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import noop_hook
 from biasbreaker.types import FrozenPayload
@@ -443,8 +447,90 @@ def test_a_probed_node_calling_interrupt_says_to_mark_it_probe_false(kernel: Ker
     assert out["__interrupt__"][0].value == "decide on John Smith"  # the node's own question
     out = run(app, Command(resume="yes"), "ask", False)
     reason = review(out)["reason"]
-    assert "GraphInterrupt" in reason and "mark it @guard_node(probe=False)" in reason
+    # what to do, first: not LangGraph's GraphInterrupt(Interrupt(value=..., id=...)) repr
+    assert reason.startswith(
+        "held for review: probe failed: node 'first' calls interrupt(), so the probe cannot "
+        "re-run it: mark it unprobed, guard(..., unprobed=['first']) (or "
+        "@guard_node(probe=False) on its function)"
+    )
+    assert "GraphInterrupt" not in reason and "Interrupt(" not in reason
     assert mail.seen == []
+
+
+def offer_graph(sent: list[str]) -> StateGraph[Any, Any, Any, Any]:
+    """``agent -> tools``: a real ``ToolNode`` whose tool asks a human before it sends."""
+
+    @tool
+    def send_offer(application: str) -> str:
+        """Send the loan offer once a human confirms."""
+        confirmed = interrupt({"confirm": "send the offer?"})
+        sent.append(application)
+        return f"offer sent (confirmed={confirmed})"
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        call = {
+            "name": "send_offer",
+            "args": {"application": state["messages"][0].content},
+            "id": "call_1",
+            "type": "tool_call",
+        }
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([send_offer]))
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "tools")
+    builder.add_edge("tools", END)
+    return builder
+
+
+@pytest.mark.parametrize("unprobed", [True, False])
+def test_a_toolnode_whose_tool_calls_interrupt_is_guarded_unprobed(
+    kernel: Kernel, unprobed: bool
+) -> None:
+    sent: list[str] = []
+    graph = guard(offer_graph(sent), kernel, unprobed=["tools"] if unprobed else ()).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "offer"}}
+    question = {"messages": [HumanMessage("Loan application from Mr. John Smith.")]}
+    out = graph.invoke(question, config, durability="sync")
+    assert review(out) == {"confirm": "send the offer?"}  # the tool's own question
+    out = graph.invoke(Command(resume="yes"), config, durability="sync")
+    if unprobed:  # runs once, and its output is still checked by the breaker
+        assert "__interrupt__" not in out and len(sent) == 1
+        assert out["messages"][-1].content == "offer sent (confirmed=yes)"
+        bb = guard_state(graph, config)
+        assert "tools" not in bb["bb_local_scores"] and bb["bb_breaker"]["machine"]
+    else:  # the probe's re-runs ask again: held, and the reason says to mark it unprobed
+        reason = review(out)["reason"]
+        assert "node 'tools' calls interrupt()" in reason
+        assert "guard(..., unprobed=['tools'])" in reason and "GraphInterrupt" not in reason
+
+
+def test_guard_node_refuses_a_runnable_and_names_unprobed(kernel: Kernel) -> None:
+    tools = ToolNode([tool(lambda application: "ok", description="Answer.")])
+    with pytest.raises(
+        ConfigError, match=r"ToolNode is a Runnable.*unprobed=\['<its node name>'\]"
+    ):
+        guard_node(probe=False)(tools)
+    with pytest.raises(ConfigError, match=r"ToolNode is a Runnable.*guard\(builder, nodes="):
+        guard_node(tools)
+
+
+def test_unprobed_names_are_checked_like_nodes(kernel: Kernel) -> None:
+    builder = offer_graph([])
+    with pytest.raises(
+        ConfigError, match=r"guard\(unprobed=\.\.\.\) names unknown nodes \['tool'\]"
+    ):
+        guard(builder, kernel, unprobed=["tool"])
+    with pytest.raises(ConfigError, match=r"is one string.*e\.g\. unprobed=\['tools'\]"):
+        guard(builder, kernel, unprobed="tools")
+    # guarded whatever nodes= says, like a node marked @guard_node(probe=False)
+    guarded = guard(builder, kernel, nodes=[], unprobed=["tools"])
+    assert guarded.guarded_nodes == ("tools",)
+    assert not guarded.guard.nodes["tools"].probe
 
 
 def test_a_node_marked_probe_false_may_call_interrupt(kernel: Kernel) -> None:

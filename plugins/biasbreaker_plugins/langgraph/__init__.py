@@ -100,6 +100,7 @@ def guard(
     hook: AnyHook | None = None,
     concurrent: Sequence[str] = (),
     opaque: Sequence[str] = (),
+    unprobed: Sequence[str] = (),
 ) -> GuardedStateGraph:
     """Guard a ``StateGraph``: compile the result as usual.
 
@@ -125,6 +126,11 @@ def guard(
             the run's ``config["configurable"]`` and ``config["metadata"]`` the same way (the
             probe varies the others): a list of strings, each one top-level key (one string,
             a non-string item, ``"metadata."`` or ``"metadata.x.y"`` is a ``ConfigError``).
+        unprobed: Nodes to guard without probing, as ``@guard_node(probe=False)`` marks a
+            function: their output is checked by the breaker, and they are never re-run (for
+            a node that must run once per step: it calls ``interrupt()``, sends, pays). The
+            way to mark a node that is no function of yours, such as a ``ToolNode``. Guarded
+            whatever ``nodes`` says; a name that is no node of the graph is a ``ConfigError``.
 
     Returns:
         The guarded builder; ``.compile(...)`` takes the same arguments as
@@ -154,7 +160,9 @@ def guard(
             f"framework_adapter 'langgraph' built {type(adapter).__name__}, not the LangGraph "
             "adapter; is another plugin registering the name 'langgraph'?"
         )
-    return adapter.guard(builder, nodes=nodes, hook=hook, concurrent=concurrent, opaque=opaque)
+    return adapter.guard(
+        builder, nodes=nodes, hook=hook, concurrent=concurrent, opaque=opaque, unprobed=unprobed
+    )
 
 
 __all__ = [

@@ -58,6 +58,7 @@ class LangGraphAdapter:
         hook: AnyHook | None = None,
         concurrent: Sequence[str] = (),
         opaque: Sequence[str] = (),
+        unprobed: Sequence[str] = (),
     ) -> GuardedStateGraph:
         """A guarded copy of ``builder``; see :func:`biasbreaker_plugins.langgraph.guard`."""
         return build_guarded(
@@ -69,6 +70,7 @@ class LangGraphAdapter:
             hook=hook,
             concurrent=concurrent,
             opaque=opaque,
+            unprobed=unprobed,
         )
 
 

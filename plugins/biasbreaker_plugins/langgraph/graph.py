@@ -67,6 +67,7 @@ from biasbreaker_plugins.langgraph.node import (
     NodeOptions,
 )
 from biasbreaker_plugins.langgraph.probing import in_rerun
+from biasbreaker_plugins.langgraph.retrying import retry_policies
 from biasbreaker_plugins.langgraph.routes import Route
 from biasbreaker_plugins.langgraph.runtime import GraphGuard, GuardOptions
 from biasbreaker_plugins.langgraph.state import BB_KEYS, BB_PREFIX, BiasState
@@ -518,6 +519,39 @@ def _one_config_key(name: str) -> bool:
     return bool(key) and "." not in key
 
 
+def _unprobed_nodes(
+    unprobed: Any, names: Sequence[str], guarded_subgraphs: set[str]
+) -> frozenset[str]:
+    """``guard(unprobed=...)`` as a set of node names, each checked.
+
+    Raises:
+        ConfigError: ``unprobed`` is one string (it would be read as its characters), names
+            something that is not a node of the graph, or a guarded subgraph (which keeps its
+            own breaker over its own nodes).
+    """
+    if isinstance(unprobed, str):
+        raise ConfigError(
+            f"guard(unprobed={unprobed!r}) is one string, read as the node names "
+            f"{sorted(set(unprobed))}; give a list of node names, e.g. unprobed=[{unprobed!r}]"
+        )
+    try:
+        given = list(unprobed)
+    except TypeError:
+        given = [unprobed]
+    unknown = sorted((n for n in given if n not in names), key=repr)
+    if unknown:
+        raise ConfigError(
+            f"guard(unprobed=...) names unknown nodes {unknown}; nodes: {list(names)}"
+        )
+    already = sorted(set(given) & guarded_subgraphs)
+    if already:
+        raise ConfigError(
+            f"guard(unprobed=...) names {already}, compiled from guard(...) already: a guarded "
+            "subgraph keeps its own breaker over its own nodes; leave it out of unprobed=[...]"
+        )
+    return frozenset(given)
+
+
 def build_guarded(
     builder: StateGraph[Any, Any, Any, Any],
     *,
@@ -528,6 +562,7 @@ def build_guarded(
     hook: AnyHook | None,
     concurrent: Sequence[str],
     opaque: Sequence[str] = (),
+    unprobed: Sequence[str] = (),
 ) -> GuardedStateGraph:
     """Build the guarded copy of ``builder``.
 
@@ -542,12 +577,15 @@ def build_guarded(
         opaque: State keys the probe passes through unchanged (never varied or compared), and
             keys of the run's ``config["configurable"]`` and ``config["metadata"]`` written
             ``"configurable.<key>"`` and ``"metadata.<key>"``.
+        unprobed: Nodes guarded but never re-run by the probe, like ``@guard_node(probe=False)``
+            (for a node that is no function of the user's: a ``ToolNode``, any Runnable).
 
     Raises:
         ConfigError: ``builder`` is not a ``StateGraph`` or has no node; a state key starts
             with ``bb_`` but is not the guard's, or has a type the probe cannot read; a named
-            node does not exist, is not a function or a compiled graph, or is a guarded
-            subgraph; a node name clashes with the breaker nodes.
+            node (in ``nodes``, ``concurrent`` or ``unprobed``) does not exist, is not a
+            function or a compiled graph, or is a guarded subgraph; a node name clashes with
+            the breaker nodes.
     """
     if not isinstance(builder, StateGraph):
         raise ConfigError(
@@ -601,6 +639,8 @@ def build_guarded(
             f"guard(nodes={nodes!r}) is one string, read as the node names {sorted(set(nodes))}; "
             f"give a list of node names, e.g. nodes=[{nodes!r}]"
         )
+    unprobed_nodes = _unprobed_nodes(unprobed, names, guarded_subgraphs)
+    marked |= unprobed_nodes  # guarded either way, as a node marked @guard_node(probe=False)
     if nodes is not None and not nodes and not marked and not guarded_subgraphs:
         raise ConfigError(
             "guard(nodes=[]) guards no node (none is marked with @guard_node, none is a "
@@ -658,12 +698,15 @@ def build_guarded(
             name=name,
             fn=original,
             is_async=inspect.iscoroutinefunction(original),
-            probe=marks.probe,
+            probe=marks.probe and name not in unprobed_nodes,
             mode="queued" if name in parallel else "inline",
             first=first,
             inject=inject,
             state_type=_model_class(builder.nodes[name].input_schema),
             routes=_routes(builder, name),
+            retry=retry_policies(
+                builder.nodes[name].retry_policy or builder._node_defaults.retry_policy
+            ),
         )
     influence = katz_influence(
         topology.agent_graph(),

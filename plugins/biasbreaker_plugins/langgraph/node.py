@@ -16,6 +16,10 @@ input schema and ``Command[Literal[...]]`` destinations — with or without
 decorated node (and, with ``nodes=None``, every other node) through the breaker; a decorated
 function called in a graph that was *not* passed to ``guard()`` raises, because its output
 would reach the downstream nodes unchecked.
+
+A node that is no function of yours (a ``ToolNode``, any Runnable ``add_node`` takes as it
+is) cannot be decorated; ``guard(builder, unprobed=["tools"])`` marks it as
+``@guard_node(probe=False)`` would.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, ParamSpec, TypeVar, cast, overload
+
+from langchain_core.runnables import Runnable
+from langgraph.types import RetryPolicy
 
 from biasbreaker.errors import ConfigError
 from biasbreaker_plugins.langgraph.routes import Route
@@ -75,6 +82,9 @@ class GuardedNode:
         state_type: The class LangGraph builds the node's input as (a pydantic model or a
             dataclass), or ``None`` for a dict.
         routes: The node's conditional edges (:mod:`.routes`), evaluated by the probe.
+        retry: The node's ``RetryPolicy`` list (its own, else the builder's default), which
+            the probe's re-runs follow as LangGraph follows it for the node's call
+            (:mod:`.retrying`); empty for none.
     """
 
     name: str
@@ -86,6 +96,7 @@ class GuardedNode:
     inject: tuple[str, ...]
     state_type: type[Any] | None = None
     routes: tuple[Route, ...] = ()
+    retry: tuple[RetryPolicy, ...] = ()
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
         """The node's input built from ``values`` as LangGraph builds it (``schema(**values)``)."""
@@ -99,6 +110,20 @@ def _unbound(name: str) -> ConfigError:
         f"node {name!r} is marked @guard_node but runs in a graph that was not guarded: "
         "compile guard(builder) instead of builder (from biasbreaker_plugins.langgraph import "
         "guard), or remove the decorator"
+    )
+
+
+def _runnable_marked(runnable: Runnable[Any, Any], options: NodeOptions) -> ConfigError:
+    """``guard_node`` given a Runnable (a ``ToolNode``): say how to guard it instead."""
+    how = (
+        "guard(builder, unprobed=['<its node name>']) guards it unprobed"
+        if not options.probe
+        else "guard(builder, nodes=['<its node name>', ...]) guards it (or leave nodes out "
+        "to guard every node)"
+    )
+    return ConfigError(
+        f"guard_node marks node functions; {type(runnable).__name__} is a Runnable, which "
+        f"add_node takes as it is and a function wrapper would hide: {how}"
     )
 
 
@@ -122,10 +147,16 @@ def guard_node(
     Returns:
         The marked function (or a decorator, when called with options). Calling it outside a
         guarded graph raises :class:`~biasbreaker.errors.ConfigError`.
+
+    Raises:
+        ConfigError: ``fn`` is a Runnable (a ``ToolNode``): LangGraph adds those as they are;
+            mark such a node with ``guard(builder, unprobed=[name])`` instead.
     """
     options = NodeOptions(probe=probe)
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        if isinstance(func, Runnable):
+            raise _runnable_marked(func, options)
         name = getattr(func, "__name__", repr(func))
         if inspect.iscoroutinefunction(func):
 

@@ -33,16 +33,21 @@ import copy
 import dataclasses
 import functools
 import json
+import operator
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.channels.last_value import LastValue
 from langgraph.config import get_config
 from langgraph.errors import InvalidUpdateError
+from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send
 from pydantic import BaseModel
 
@@ -69,6 +74,7 @@ from biasbreaker_plugins.langgraph.configurable import (
 )
 from biasbreaker_plugins.langgraph.context import CONTEXT_KEY, context_of, with_context
 from biasbreaker_plugins.langgraph.node import GuardedNode
+from biasbreaker_plugins.langgraph.retrying import retried
 from biasbreaker_plugins.langgraph.routes import after_update, destinations
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
@@ -242,6 +248,8 @@ class Before:
 class NodeReturnError(BiasbreakerError, InvalidUpdateError, TypeError):
     """A guarded node returned something that is no state update (a ``str``, a list, …).
 
+    (A list holding a ``Command``, as ``ToolNode`` returns, is one: :func:`split_output`.)
+
     A fault of the node's code, not of the configuration: LangGraph raises its own
     ``InvalidUpdateError`` ("Expected dict, got …") for the same return value of an unguarded
     node, and this is one too, so code that catches LangGraph's error catches it; it is also a
@@ -262,23 +270,37 @@ def _bad_return(node: str, what: str, value: Any) -> NodeReturnError:
     )
 
 
-def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Command[Any] | None]:
+def split_output(
+    node: str, out: Any, channels: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], list[Any], Command[Any] | None]:
     """A node's return value as (update dict, Command destinations, the Command or None).
 
     A ``Command`` is taken apart first (LangGraph's ``Command`` is a dataclass); any other
     pydantic model or dataclass instance (a node of a model-state graph may return its state
-    object) is read as LangGraph writes it.
+    object) is read as LangGraph writes it. A list holding a ``Command`` (what ``ToolNode``
+    returns when a tool returns one) is merged into one ``Command`` (:func:`_merged`).
+
+    Args:
+        node: The node's name (for messages).
+        out: What the node returned.
+        channels: The graph's channels (state key -> channel), to merge a key a list of
+            ``Command`` objects writes more than once; ``None`` refuses any such key.
 
     Raises:
-        NodeReturnError: The value is not a dict, a state object, a ``Command`` or ``None``
-            (a ``str``, say), or a ``Command`` whose update is not a dict, a state object or
-            a list of ``(key, value)`` pairs, or writes a key twice.
-        ConfigError: A ``Command`` the guard cannot hold (``graph=PARENT``, ``resume=``).
+        NodeReturnError: The value is not a dict, a state object, a ``Command``, a list
+            holding a ``Command`` or ``None`` (a ``str``, say), or a ``Command`` whose update is
+            not a dict, a state object or a list of ``(key, value)`` pairs, or writes a key
+            twice; or a list of them writes a key without a reducer twice, which LangGraph
+            refuses too.
+        ConfigError: A ``Command`` the guard cannot hold (``graph=PARENT``, ``resume=``), or
+            a list of them writing a key twice that the guard cannot merge faithfully.
     """
     if out is None:
         return {}, [], None
     if isinstance(out, dict):
         return dict(out), [], None
+    if isinstance(out, (list, tuple)) and any(isinstance(item, Command) for item in out):
+        return _merged(node, out, channels or {})
     if isinstance(out, Command):
         if out.graph is not None:
             raise ConfigError(
@@ -315,6 +337,76 @@ def split_output(node: str, out: Any) -> tuple[dict[str, Any], list[Any], Comman
     if isinstance(out, BaseModel) or (dataclasses.is_dataclass(out) and not isinstance(out, type)):
         return model_update(out), [], None
     raise _bad_return(node, f"a {type(out).__name__}", out)
+
+
+def _merged(
+    node: str, items: Sequence[Any], channels: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[Any], Command[Any]]:
+    """A list of ``Command`` objects (and updates) as one ``Command``, as LangGraph applies it.
+
+    LangGraph writes every item's update in order (``StateGraph``'s ``_get_updates``) and
+    follows every ``Command``'s ``goto`` (``_control_branch``). Here the updates are merged
+    in order into one dict and the destinations concatenated. A key written by one item is
+    taken as it is; a key written by several is applied by LangGraph through its reducer once
+    per write, which one merged write equals only for ``add_messages`` (lists of messages,
+    concatenated in order: ids added or replaced as they would be one write after the other)
+    and ``operator.add`` over lists or strings (concatenated).
+
+    Raises:
+        NodeReturnError: An item is not a ``Command``, a dict, a state object or ``None``, or
+            a key without a reducer is written twice (LangGraph's ``InvalidUpdateError``).
+        ConfigError: A key written twice whose writes cannot be merged into one faithfully
+            (another reducer, an ``Overwrite``, a value that is no list), or a ``Command``
+            the guard cannot hold (:func:`split_output`).
+    """
+    writes: dict[str, list[Any]] = {}
+    targets: list[Any] = []
+    for item in items:
+        state_object = dataclasses.is_dataclass(item) and not isinstance(item, type)
+        if not (item is None or state_object or isinstance(item, (dict, Command, BaseModel))):
+            raise _bad_return(node, "a list holding", item)
+        update, goto, _ = split_output(node, item)
+        for key, value in update.items():
+            writes.setdefault(key, []).append(value)
+        targets += goto
+    merged = {
+        key: values[0] if len(values) == 1 else _joined(node, key, values, channels.get(key))
+        for key, values in writes.items()
+    }
+    return merged, targets, Command(update=merged, goto=targets)
+
+
+def _joined(node: str, key: str, values: list[Any], channel: Any) -> Any:
+    """The one write equal to LangGraph applying ``values`` to ``key`` in turn (:func:`_merged`)."""
+    times = f"{'key' if channel is None else 'state key'} {key!r} {len(values)} times"
+    if isinstance(channel, LastValue):
+        raise NodeReturnError(
+            f"guarded node {node!r} returned a list of Commands writing {times}; LangGraph "
+            "takes one value per step for a key without a reducer (its InvalidUpdateError "
+            "'Can receive only one value per step'): write the key once, or declare it with a "
+            "reducer (Annotated[list, operator.add])"
+        )
+    reducer = channel.operator if isinstance(channel, BinaryOperatorAggregate) else None
+    if reducer is add_messages and all(isinstance(v, (list, tuple, BaseMessage)) for v in values):
+        return [m for v in values for m in (v if isinstance(v, (list, tuple)) else [v])]
+    if reducer is operator.add:
+        if all(isinstance(v, list) for v in values):
+            return [x for v in values for x in v]
+        if all(isinstance(v, str) for v in values):
+            return "".join(values)
+    what = (
+        "it is not a state key"
+        if channel is None
+        else f"LangGraph applies each write in turn through its reducer "
+        f"{getattr(reducer, '__name__', type(channel).__name__)}"
+    )
+    raise ConfigError(
+        f"guarded node {node!r} returned a list of Commands writing {times}, and {what}; the "
+        "guard holds one update per key and can merge several writes faithfully only for "
+        "add_messages and operator.add over lists or strings (concatenated in order), not "
+        f"these ({', '.join(type(v).__name__ for v in values)}); have one Command write "
+        f"{key!r}, or leave the node out of guard(nodes=[...])"
+    )
 
 
 def routed(node: str, view: Any, goto: list[Any], opaque: frozenset[str]) -> Any:
@@ -518,7 +610,7 @@ class Prober:
         Raises:
             NodeReturnError, ConfigError: The output cannot be split (:func:`split_output`).
         """
-        update, goto, command = split_output(spec.name, out)
+        update, goto, command = split_output(spec.name, out, self.channels)
         if config is None:
             config = get_config()
         lg_step, suffix = task_of(config)
@@ -557,7 +649,10 @@ class Prober:
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
         if not spec.probe:
-            call.outcome = {"status": "not_probed", "reason": "@guard_node(probe=False)"}
+            call.outcome = {
+                "status": "not_probed",
+                "reason": "@guard_node(probe=False) or guard(unprobed=[...])",
+            }
             return call
         if self.base.probe_rate <= 0.0 or not self.base.should_probe(call.step_id):
             call.outcome = {"status": "not_sampled", "reason": self.not_sampled}
@@ -675,12 +770,14 @@ class Prober:
                 return
             # the hold reason goes to the state, the trace and the review request
             error = redact_text(f"{type(exc).__name__}: {exc}")
-            if interrupted(exc):
-                error += (
-                    f"; node {call.node.name!r} calls interrupt(), which cannot answer the "
-                    "probe's re-runs on counterfactual states: mark it "
-                    "@guard_node(probe=False) (from biasbreaker_plugins.langgraph import "
-                    "guard_node), or leave it out of guard(nodes=...)"
+            if interrupted(exc):  # what to do, not LangGraph's GraphInterrupt(...) repr
+                name = call.node.name
+                error = (
+                    f"node {name!r} calls interrupt(), so the probe cannot re-run it: mark "
+                    f"it unprobed, guard(..., unprobed=[{name!r}]) (or @guard_node(probe=False) "
+                    "on its function), and its output is still checked by the breaker; or "
+                    "leave it out of guard(nodes=...). A re-run would ask its question again, "
+                    "about a person the probe invented, which no one can answer"
                 )
             call.sampled = False
             call.hold = f"probe failed: {error}"
@@ -808,9 +905,10 @@ class Prober:
         update's view and the ``Command``'s destinations as they are (``Routed(view,
         [node name or Send, ...])``, or the bare view for a node that returned none), what a
         repair's re-check rewrites and completes (:meth:`_repaired_routes`). A sync function
-        runs in a worker thread, so the probe's calls overlap.
+        runs in a worker thread, so the probe's calls overlap. A call that raises is retried
+        as the node's ``RetryPolicy`` says (:mod:`.retrying`).
         """
-        fn = spec.fn
+        fn = retried(spec.fn, spec.retry, spec.is_async)  # the node's RetryPolicy (.retrying)
         opaque = self.opaque
         channels = self.channels
 
@@ -864,7 +962,7 @@ class Prober:
                     contextvars.copy_context().run, run, fn, state, quiet, kwargs
                 )
                 out = await asyncio.get_running_loop().run_in_executor(self.pool, call)
-            update, goto, command = split_output(spec.name, out)
+            update, goto, command = split_output(spec.name, out, channels)
             view = read_values(update, "output", opaque, role="output")
             if routes == "command":
                 return Routed(view, goto) if goto else view
