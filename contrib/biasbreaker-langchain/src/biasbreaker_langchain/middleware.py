@@ -8,6 +8,10 @@
     agent = create_agent(model, tools=[...], middleware=[BiasGuardMiddleware()],
                          checkpointer=saver)
 
+Tool executions are not guarded: a tool that decides (calls a model and returns its
+decision) needs its own guarded agent, or the agent built as a ``guard()``ed LangGraph graph
+(docs/langchain.md, "Tools that decide are not guarded").
+
 In ``wrap_model_call`` (and ``awrap_model_call``) the middleware:
 
 1. calls the model once (the inner handler) with every stream sink *capturing*: its tokens
