@@ -212,3 +212,20 @@ def test_a_middleware_after_the_guard_changing_only_the_variants_fails_the_probe
     reason = request["reason"]
     assert "re-issue: a middleware after BiasGuardMiddleware changed the request" in reason
     assert FIX in reason
+
+
+def test_an_image_part_the_model_receives_reformatted_is_not_a_change(tmp_path: Path) -> None:
+    # a chat model reports a v1 image part to its callbacks in the OpenAI chat format: the
+    # same request, compared as such (the guard is the only middleware)
+    watch = Watch()
+    agent: Any = create_agent(
+        profile_model(False, watch),
+        tools=loan_tools(watch),
+        middleware=[guard(tmp_path)],
+        system_prompt=STATIC,
+        checkpointer=InMemorySaver(),
+    )
+    image = {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"}
+    asked = HumanMessage(content=[{"type": "text", "text": ASK}, image])
+    out = agent.invoke({"messages": [asked]}, {"configurable": {"thread_id": "image"}})
+    assert "__interrupt__" not in out and len(watch.executed) == 1

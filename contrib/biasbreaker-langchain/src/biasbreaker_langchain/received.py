@@ -28,6 +28,16 @@ from langchain_core.runnables import RunnableConfig
 
 from biasbreaker_plugins.langgraph.values import Unreadable, read
 
+try:
+    # how a chat model hands its messages to on_chat_model_start: media parts in the OpenAI
+    # chat format, a v1 base64 file part as v0 (langchain-core's own, private)
+    from langchain_core.language_models.chat_models import _format_for_tracing as _as_traced
+except ImportError:  # pragma: no cover - a langchain-core without it: compare as given
+
+    def _as_traced(messages: list[BaseMessage]) -> list[BaseMessage]:
+        return messages
+
+
 FIX = (
     "list BiasGuardMiddleware after every middleware that changes the model's request "
     "(a @dynamic_prompt, a wrap_model_call that edits the messages) in "
@@ -87,13 +97,16 @@ def changed(request: ModelRequest[Any], received: Received) -> str | None:
 
     Compared as the probe reads them (:func:`~biasbreaker_plugins.langgraph.values.read`:
     text, tool calls, names; ids never): the system message and the messages, in the order
-    the agent hands them to the model. No model started (a middleware after the guard
-    answered without one): nothing to compare, ``None``.
+    the agent hands them to the model and formatted as a chat model reports them to its
+    callbacks (an image part in the OpenAI chat format). No model started (a middleware
+    after the guard answered without one): nothing to compare, ``None``.
     """
     system = request.system_message
-    sent = [system, *request.messages] if system is not None else list(request.messages)
+    sent: list[BaseMessage] = [*request.messages]
+    if system is not None:
+        sent.insert(0, system)
     try:
-        expected = read(sent, "request")
+        expected = read(_as_traced(sent), "request")
     except Unreadable as exc:  # the guard has read it already; fail closed all the same
         return f"the probe cannot read the request: {exc}"
     for got in list(received.inputs):
