@@ -8,6 +8,10 @@
     agent = create_agent(model, tools=[...], middleware=[BiasGuardMiddleware()],
                          checkpointer=saver)
 
+Tool executions are not guarded: a tool that decides (calls a model and returns its
+decision) needs its own guarded agent, or the agent built as a ``guard()``ed LangGraph graph
+(docs/langchain.md, "Tools that decide are not guarded").
+
 In ``wrap_model_call`` (and ``awrap_model_call``) the middleware:
 
 1. calls the model once (the inner handler) with every stream sink *capturing*: its tokens
@@ -15,7 +19,8 @@ In ``wrap_model_call`` (and ``awrap_model_call``) the middleware:
 2. reads the request (system message + messages, tool results included) and the response
    (messages, tool calls as structured ``{"name", "args"}``, the structured response) into
    JSON views (:func:`biasbreaker_plugins.langgraph.values.read`); a part it cannot read holds
-   the step with the key and type named;
+   the step with the key and type named, and so does a request the model did not receive as
+   read (a middleware listed after the guard changed it: :mod:`biasbreaker_langchain.received`);
 3. when the input names a protected group, re-issues the call on ``k`` counterfactual
    variants of the messages and ``r`` same-group resamples (:class:`biasbreaker.probe.Probe`,
    concurrently: coroutines in an async agent, worker threads in a sync one), every re-issue
@@ -92,6 +97,7 @@ from biasbreaker.trace import StepRecord
 from biasbreaker.types import BreakerAction, BreakerDecision, BreakerState, FrozenPayload
 from biasbreaker_langchain.adapter import LangChainAgentAdapter
 from biasbreaker_langchain.plugin import NAME
+from biasbreaker_langchain.received import Received, changed, watched
 from biasbreaker_plugins.langgraph import config_file_problem, config_type_problem
 from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.probing import clone_probe, probe_outcome
@@ -286,6 +292,18 @@ def _rebuilt(request: ModelRequest[Any], view: Mapping[str, Any]) -> ModelReques
     return request.override(messages=messages)
 
 
+def _check_received(request: ModelRequest[Any], received: Received) -> None:
+    """Fail a re-issue whose model received another request than ``request``.
+
+    Raises:
+        PluginError: A middleware after the guard changed the re-issued request (the probe
+            then fails closed: the step is held, this reason named).
+    """
+    moved = changed(request, received)
+    if moved is not None:
+        raise PluginError(f"re-issue: {moved}")
+
+
 def _thread(config: RunnableConfig) -> str:
     """The trace key of a run: its thread id (``"default"`` without one), plus a namespace."""
     conf = config.get("configurable") or {}
@@ -356,20 +374,20 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             store.delete(HELD_NAMESPACE, key or "")
             return answered
         capture = Capture()
-        result = _with_config(capturing(config, capture), handler, request)
-        call = self._begin(request, result, config, capture)
+        received = Received()
+        result = _with_config(watched(capturing(config, capture), received), handler, request)
+        call = self._begin(request, result, config, capture, received)
         pool = self.adapter.pool
 
         async def step(payload: Any) -> Any:
-            quiet = silenced(call.config)
+            reissued = _rebuilt(call.request, payload)
+            seen = Received()
+            quiet = watched(silenced(call.config), seen)
             job = functools.partial(
-                contextvars.copy_context().run,
-                _with_config,
-                quiet,
-                handler,
-                _rebuilt(call.request, payload),
+                contextvars.copy_context().run, _with_config, quiet, handler, reissued
             )
             out = await asyncio.get_running_loop().run_in_executor(pool, job)
+            _check_received(reissued, seen)
             return _output_view(_as_response(out)[0])
 
         if call.sampled:
@@ -395,19 +413,23 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             await store.adelete(HELD_NAMESPACE, key or "")
             return answered
         capture = Capture()
-        token = var_child_runnable_config.set(capturing(config, capture))
+        received = Received()
+        token = var_child_runnable_config.set(watched(capturing(config, capture), received))
         try:
             result = await handler(request)
         finally:
             var_child_runnable_config.reset(token)
-        call = self._begin(request, result, config, capture)
+        call = self._begin(request, result, config, capture, received)
 
         async def step(payload: Any) -> Any:
-            inner = var_child_runnable_config.set(silenced(call.config))
+            reissued = _rebuilt(call.request, payload)
+            seen = Received()
+            inner = var_child_runnable_config.set(watched(silenced(call.config), seen))
             try:
-                out = await handler(_rebuilt(call.request, payload))
+                out = await handler(reissued)
             finally:
                 var_child_runnable_config.reset(inner)
+            _check_received(reissued, seen)
             return _output_view(_as_response(out)[0])
 
         if call.sampled:
@@ -431,9 +453,19 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
     # -- the steps ---------------------------------------------------------------------------
 
     def _begin(
-        self, request: ModelRequest[Any], result: Any, config: RunnableConfig, capture: Capture
+        self,
+        request: ModelRequest[Any],
+        result: Any,
+        config: RunnableConfig,
+        capture: Capture,
+        received: Received,
     ) -> _Call:
-        """Read the call; decide whether the probe runs (``sampled``) or the step is held."""
+        """Read the call; decide whether the probe runs (``sampled``) or the step is held.
+
+        A sampled call whose model received another request than the guard read (a
+        middleware listed after the guard changed it: :mod:`biasbreaker_langchain.received`)
+        is held as unreadable, the reason naming the fix.
+        """
         response, command = _as_response(result)
         call = _Call(request, response, command, config, capture, _thread(config))
         try:
@@ -454,6 +486,11 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         except Unreadable as exc:
             call.hold = f"the probe cannot read the request: {exc}"
             call.outcome = {"status": "unreadable", "reason": call.hold}
+            return call
+        moved = changed(request, received)
+        if moved is not None:
+            call.hold = moved
+            call.outcome = {"status": "unreadable", "reason": moved}
             return call
         call.sampled = True
         return call
