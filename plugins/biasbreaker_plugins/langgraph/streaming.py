@@ -28,6 +28,12 @@ no callback handler of the run sees them, LangSmith's own tracing is off
 (:mod:`.scratch_store`). The user's callback handlers (a tracer, a token relay) see the
 guarded node's own call live: they observe; they are not a stream the guard holds.
 
+What the node streams is part of its output: when the caller's run streams ``"custom"`` or
+``"messages"`` (:func:`compared_kinds`), the node's own call and every probe re-run record
+their custom events and the final replies of their chat model calls (the guard's own writer
+and :class:`_Replies` handler), and the probe compares them beside the update
+(:func:`streamed_view`, :class:`biasbreaker.probe.Routed` ``streamed``).
+
 ``[plugin.langgraph] stream_first = true`` (NeMo Guardrails' name for the trade-off) streams
 the guarded node's own events live, before the check: lower latency, and a biased output is
 shown to the caller before it is held. Probe re-runs stay silenced either way.
