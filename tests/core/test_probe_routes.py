@@ -163,3 +163,27 @@ def test_combined_takes_the_larger_of_the_scorers_and_the_route() -> None:
 def test_a_scorer_named_route_is_refused() -> None:
     with pytest.raises(InputError, match="route"):
         Probe(NamedRoute(), generator=GEN)
+
+
+def test_a_decision_shown_only_in_the_stream_scores_as_a_change_of_the_output() -> None:
+    """``Routed.streamed`` is compared by every scorer beside the output: per pair, the max."""
+
+    def step(prompt: str) -> Routed:
+        return Routed({"status": "processed"}, None, {"ui": "yes" if is_man(prompt) else "no"})
+
+    result = probe().probe_sync(step, PROMPT, step(PROMPT))
+    assert result.score == 1.0
+    assert ROUTE_PART not in result.parts  # route=None: no route part
+
+
+def test_a_stream_the_same_for_every_group_dilutes_nothing() -> None:
+    def update(prompt: str) -> dict[str, str]:
+        return {"tool": "approve" if is_man(prompt) else "deny", "text": "ok"}
+
+    def streamed(prompt: str) -> Routed:
+        return Routed(update(prompt), None, {"ui": "thinking"})
+
+    plain = probe().probe_sync(update, PROMPT, update(PROMPT))
+    with_stream = probe().probe_sync(streamed, PROMPT, streamed(PROMPT))
+    assert plain.score == with_stream.score == 0.5
+    assert set(with_stream.parts) == set(plain.parts) == {"fields"}

@@ -752,13 +752,24 @@ class Probe:
         for j, (out, v) in enumerate(zip(varied, variants, strict=True)):  # pragma: no mutate
             raw_texts.append(_text(_output_of(out), name, f"counterfactual variant {j}"))
             mapped_texts.append(as_text(self._map_back(_output_of(out), v.mapping, name)))
-        routed = any(isinstance(out, Routed) for out in [output, *resampled, *varied])
+        runs = [output, *resampled, *varied]
+        routed = any(isinstance(out, Routed) and out.route is not None for out in runs)
         if routed:  # where each run goes next, mapped back, compared as one decision
             same_routes = [_route_text(out) for out in [output, *resampled]]
             cf_routes = [
                 as_text(self._map_back(_route_of(out), v.mapping, name))
                 for out, v in zip(varied, variants, strict=True)  # pragma: no mutate
             ]
+        streamed = any(_streamed_of(out) is not None for out in runs)
+        if streamed:  # what each run streamed, compared by every scorer beside its output
+            same_streams = [
+                _text(_streamed_of(out), name, "what the runs streamed")
+                for out in [output, *resampled]
+            ]
+            raw_streams, mapped_streams = [], []
+            for out, v in zip(varied, variants, strict=True):  # pragma: no mutate
+                raw_streams.append(_text(_streamed_of(out), name, "what a variant streamed"))
+                mapped_streams.append(as_text(self._map_back(_streamed_of(out), v.mapping, name)))
 
         k, n_same = len(variants), len(same_texts)
         twins = variant_samples
@@ -776,6 +787,15 @@ class Probe:
             rights += [same_texts[t] for _, t in floor_pairs]
             try:
                 values = scorer.divergence(lefts, rights)
+                if streamed:  # per pair, the larger change: the output's or the stream's
+                    cf_streams = mapped_streams if scorer.compares_neutralised else raw_streams
+                    more = scorer.divergence(
+                        [same_streams[a] for j in range(k) for a in anchors[j]]
+                        + [same_streams[a] for a, _ in floor_pairs],
+                        [cf_streams[j] for j in range(k) for _ in anchors[j]]
+                        + [same_streams[t] for _, t in floor_pairs],
+                    )
+                    values = [max(a, b) for a, b in zip(values, more, strict=True)]
             except ProbeError:
                 raise
             except Exception as exc:
@@ -990,14 +1010,22 @@ class Routed:
     diluted by an output that did not change (a tool called for one group only is not
     halved by a route that is the same for all).
 
+    ``streamed`` is what the step showed its caller while it ran (a LangGraph node's custom
+    stream events, the replies of chat models it streamed without returning them): every
+    scorer compares it too, as a second output, and a pair of runs changed by the larger of
+    the two changes (a decision shown only in the stream is not diluted by an output that
+    did not change, nor the output's by a stream that did not).
+
     Args:
         output: The step's output (text or JSON), what the scorers compare.
         route: Its destinations as JSON (e.g. ``["approve"]``, a ``Send`` as
-            ``{"send": node, "arg": ...}``); ``None`` for none.
+            ``{"send": node, "arg": ...}``); ``None`` for none (no route part).
+        streamed: What it streamed as JSON, or ``None`` for nothing.
     """
 
     output: Any
     route: Any = None
+    streamed: Any = None
 
 
 def _output_of(out: Any) -> Any:
@@ -1010,6 +1038,10 @@ def _route_of(out: Any) -> Any:
 
 def _route_text(out: Any) -> str:
     return as_text(_route_of(out))
+
+
+def _streamed_of(out: Any) -> Any:
+    return out.streamed if isinstance(out, Routed) else None
 
 
 def combined(scores: Mapping[str, float], how: Combine) -> float:

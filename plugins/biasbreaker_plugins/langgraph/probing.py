@@ -77,8 +77,8 @@ from biasbreaker_plugins.langgraph.node import GuardedNode
 from biasbreaker_plugins.langgraph.retrying import retried
 from biasbreaker_plugins.langgraph.routes import after_update, destinations
 from biasbreaker_plugins.langgraph.state import shown
+from biasbreaker_plugins.langgraph.streaming import Capture, silenced, streamed_view, unobserved
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
-from biasbreaker_plugins.langgraph.streaming import silenced, unobserved
 from biasbreaker_plugins.langgraph.values import (
     Unreadable,
     read,
@@ -107,6 +107,9 @@ class Rerun:
         goto: The destinations of the node's ``Command`` that a repair's re-check is about:
             the halted step's, which are promoted with the repaired update (node names and
             ``Send`` packets; empty for none).
+        streamed: What the probe's re-runs record of what they stream and compare
+            (:attr:`.streaming.Capture.compared`: ``"custom"``, ``"messages"``); empty for
+            nothing.
     """
 
     template: Mapping[str, Any] | None
@@ -115,6 +118,7 @@ class Rerun:
     extras: Mapping[str, Any] = field(default_factory=dict)
     update: Mapping[str, Any] | None = None
     goto: Sequence[Any] = ()
+    streamed: frozenset[str] = frozenset()
 
 
 _RERUN: contextvars.ContextVar[Rerun] = contextvars.ContextVar("_RERUN")
@@ -164,6 +168,9 @@ class Call:
             ``bb_probe_coverage``), or ``None`` when the probe did not draw variants.
         returned_dict: Whether the node returned a plain ``dict`` (its keys that are not
             state keys then reach a conditional edge without its own schema).
+        streamed: What the call streamed that the probe compares, as JSON
+            (:func:`.streaming.streamed_view`; ``{}`` for nothing), and ``compared``, its
+            kinds, which the re-runs record.
     """
 
     node: GuardedNode
@@ -190,6 +197,8 @@ class Call:
     input_view: dict[str, Any] | None = None
     state: Any = None
     returned_dict: bool = False
+    streamed: dict[str, Any] = field(default_factory=dict)
+    compared: frozenset[str] = frozenset()
 
     @property
     def view(self) -> Any:
@@ -409,8 +418,14 @@ def _joined(node: str, key: str, values: list[Any], channel: Any) -> Any:
     )
 
 
-def routed(node: str, view: Any, goto: list[Any], opaque: frozenset[str]) -> Any:
-    """The output the probe compares: the update's view and, if it routes, its destinations.
+def routed(
+    node: str,
+    view: Any,
+    goto: list[Any],
+    opaque: frozenset[str],
+    streamed: Mapping[str, Any] | None = None,
+) -> Any:
+    """The output the probe compares: the update's view, its destinations, what it streamed.
 
     A :class:`~biasbreaker.probe.Routed` of ``view`` and the destinations (a node name as
     itself, a ``Send`` as ``{"send": node, "arg": <the arg's view>}``) when the node returned
@@ -419,11 +434,15 @@ def routed(node: str, view: Any, goto: list[Any], opaque: frozenset[str]) -> Any
     ``goto="approve"`` for one group and ``"deny"`` for another is a flip, as a tool call
     made for one group only is, and a route that is the same for every group dilutes nothing.
 
+    What the node streamed to the caller (``streamed``, :func:`.streaming.streamed_view`),
+    when it streamed anything, is the ``Routed``'s ``streamed``: every scorer compares it
+    beside the update, so a decision shown only in the stream is a change of the output.
+
     Raises:
         Unreadable: A ``Send`` argument the probe cannot read (the step is held).
     """
     if not goto:
-        return view
+        return Routed(view, None, dict(streamed)) if streamed else view
     targets = [
         t
         if isinstance(t, str)
@@ -435,7 +454,7 @@ def routed(node: str, view: Any, goto: list[Any], opaque: frozenset[str]) -> Any
         }
         for t in goto
     ]
-    return Routed(view, targets)
+    return Routed(view, targets, dict(streamed) if streamed else None)
 
 
 def _is_plain(view: Any, values: Any) -> bool:
@@ -593,6 +612,7 @@ class Prober:
         config: RunnableConfig | None,
         injected: Mapping[str, Any],
         before: Before | None = None,
+        capture: Capture | None = None,
     ) -> Call:
         """The call the node's task made: read its input and output, decide whether to probe.
 
@@ -606,6 +626,9 @@ class Prober:
             before: :meth:`snapshot` before the call: its input view is the one probed, and
                 a step whose input channels changed during the call is held (status
                 ``unreadable``, the keys named) instead of probed.
+            capture: What the call streamed (:mod:`.streaming`), or ``None``: a probed call
+                is compared on it too (:func:`.streaming.streamed_view`), and held (status
+                ``unreadable``) when the probe cannot read a custom event it wrote.
 
         Raises:
             NodeReturnError, ConfigError: The output cannot be split (:func:`split_output`).
@@ -690,6 +713,18 @@ class Prober:
             )
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
+        if capture is not None and capture.compared:
+            try:
+                call.streamed = streamed_view(capture, update)
+            except Unreadable as exc:
+                call.hold = (
+                    f"the probe cannot read what node {spec.name!r} streamed: "
+                    f"{redact_text(str(exc))}; write custom stream events the probe reads "
+                    "(docs/langgraph.md, 'What the probe reads')"
+                )
+                call.outcome = {"status": "unreadable", "reason": call.hold}
+                return call
+            call.compared = capture.compared
         call.sampled = True
         if call.lazy_view is not None:  # built before the re-runs, which call the node again
             call.view = call.lazy_view.value
@@ -732,7 +767,9 @@ class Prober:
                 )
                 call.outcome = {"status": "unreadable", "reason": call.hold}
                 return
-            token = rerun_context(Rerun(template, call.config, call.injected, extras))
+            token = rerun_context(
+                Rerun(template, call.config, call.injected, extras, streamed=call.compared)
+            )
             goto = call.goto
             if call.node.routes:
                 goto = goto + await destinations(
@@ -744,7 +781,7 @@ class Prober:
             result = await probe.probe(
                 self.routed_steps[call.node.name],
                 call.input_view,
-                routed(call.node.name, call.view, goto, self.opaque),
+                routed(call.node.name, call.view, goto, self.opaque, call.streamed),
                 step_id=call.step_id,
                 step_name=call.node.name,
                 coverage=self.rotation(call),
@@ -912,12 +949,21 @@ class Prober:
         opaque = self.opaque
         channels = self.channels
 
-        def prepare(payload: Any) -> tuple[Any, RunnableConfig, dict[str, Any], Any]:
+        def prepare(
+            payload: Any,
+        ) -> tuple[Any, RunnableConfig, dict[str, Any], Any, Capture | None]:
             rerun = _RERUN.get(None)
             config = rerun.config if rerun is not None and rerun.config is not None else None
             if config is None:
                 config = get_config()
-            quiet = silenced(config)
+            # what the node streams is compared as part of its output (not by a re-check,
+            # whose repaired output is promoted without the node's stream events)
+            record = (
+                Capture(compared=rerun.streamed)
+                if rerun is not None and rerun.streamed and routes == "all"
+                else None
+            )
+            quiet = silenced(config, record)
             if isinstance(payload, dict) and CONTEXT_KEY in payload:
                 payload = dict(payload)
                 quiet = with_context(quiet, _variant_context(config, payload.pop(CONTEXT_KEY)))
@@ -937,7 +983,7 @@ class Prober:
                 else rebuild_values(template, payload, opaque)
             )
             given = rerun.injected if rerun is not None else {}
-            return spec.coerce(values), quiet, rebound(given, quiet, spec.inject), values
+            return spec.coerce(values), quiet, rebound(given, quiet, spec.inject), values, record
 
         def run(fn_: Callable[..., Any], state: Any, quiet: RunnableConfig, kwargs: Any) -> Any:
             token = var_child_runnable_config.set(quiet)
@@ -948,7 +994,7 @@ class Prober:
                 var_child_runnable_config.reset(token)
 
         async def step(payload: Any, sample: int = 0) -> Any:
-            state, quiet, kwargs, values = prepare(payload)
+            state, quiet, kwargs, values, record = prepare(payload)
             if spec.is_async:
                 token = var_child_runnable_config.set(quiet)
                 try:
@@ -964,6 +1010,7 @@ class Prober:
                 out = await asyncio.get_running_loop().run_in_executor(self.pool, call)
             update, goto, command = split_output(spec.name, out, channels)
             view = read_values(update, "output", opaque, role="output")
+            streamed = streamed_view(record, update) if record is not None else None
             if routes == "command":
                 return Routed(view, goto) if goto else view
             if spec.routes:
@@ -975,7 +1022,7 @@ class Prober:
                     update if command is None and isinstance(out, dict) else None,
                     quiet,
                 )
-            return routed(spec.name, view, goto, opaque)
+            return routed(spec.name, view, goto, opaque, streamed)
 
         return step
 

@@ -173,7 +173,7 @@ class GraphGuard:
                     out = await fn(*args, **own[1])
                 finally:
                     var_child_runnable_config.reset(token)
-                call = self.prober.begin(spec, state, bb, out, config, kwargs, before)
+                call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
                 if call.sampled:
                     await self.prober.probe(call)
                 return self._leave(call, self.decider.finish(call), capture, config)
@@ -191,7 +191,7 @@ class GraphGuard:
                     out = fn(*args, **own[1])
                 finally:
                     var_child_runnable_config.reset(token)
-                call = self.prober.begin(spec, state, bb, out, config, kwargs, before)
+                call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
                 if call.sampled:
                     run_sync(self.prober.probe(call))
                 return self._leave(call, self.decider.finish(call), capture, config)

@@ -28,6 +28,12 @@ no callback handler of the run sees them, LangSmith's own tracing is off
 (:mod:`.scratch_store`). The user's callback handlers (a tracer, a token relay) see the
 guarded node's own call live: they observe; they are not a stream the guard holds.
 
+What the node streams is part of its output: when the caller's run streams ``"custom"`` or
+``"messages"`` (:func:`compared_kinds`), the node's own call and every probe re-run record
+their custom events and the final replies of their chat model calls (the guard's own writer
+and :class:`_Replies` handler), and the probe compares them beside the update
+(:func:`streamed_view`, :class:`biasbreaker.probe.Routed` ``streamed``).
+
 ``[plugin.langgraph] stream_first = true`` (NeMo Guardrails' name for the trade-off) streams
 the guarded node's own events live, before the check: lower latency, and a biased output is
 shown to the caller before it is held. Probe re-runs stay silenced either way.
@@ -41,19 +47,23 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackManager
-from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.context import tracing_v2_callback_var
 from langchain_core.tracers.event_stream import _AstreamEventsCallbackHandler
 from langchain_core.tracers.log_stream import LogStreamCallbackHandler
 from langgraph._internal._constants import CONF, CONFIG_KEY_RUNTIME, CONFIG_KEY_STREAM
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.pregel._messages import StreamMessagesHandler
 from langgraph.pregel._tools import StreamToolCallHandler
 from langgraph.pregel.protocol import StreamProtocol
@@ -61,6 +71,7 @@ from langsmith.run_helpers import tracing_context
 
 from biasbreaker_plugins.langgraph._internals import writes_nothing
 from biasbreaker_plugins.langgraph.scratch_store import ScratchStore
+from biasbreaker_plugins.langgraph.values import read
 
 EVENT_KEY: Final = "biasbreaker"
 """The key of the guard's custom stream event: ``{"biasbreaker": {"event", "node", "key",
@@ -93,6 +104,13 @@ class Capture:
 
     events: list[tuple[str, Any]] = field(default_factory=list)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    compared: frozenset[str] = frozenset()
+    """The kinds of what the call streams that the probe compares (:func:`streamed_view`):
+    ``"custom"`` when the caller's run streams custom events, ``"messages"`` when it streams
+    ``stream_mode="messages"``; empty when it streams neither."""
+    replies: list[tuple[int, BaseMessage]] = field(default_factory=list)
+    """The replies of the chat models the call ran that ``"messages"`` streams, each with the
+    order its model call started in (:class:`_Replies`)."""
 
     def add(self, kind: str, payload: Any) -> None:
         """Record one event."""
@@ -129,6 +147,48 @@ class _Recorder:
         self(payload)
 
 
+class _Replies(BaseCallbackHandler):
+    """Records the final reply of each chat model call a guarded node makes (the probe's).
+
+    The guard's own handler, on the node's own call and on its re-runs alike, so the probe
+    compares like with like: a call tagged ``langsmith:nostream`` is left out, as
+    ``stream_mode="messages"`` leaves it out.
+    """
+
+    run_inline = True
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+        self._order = itertools.count()
+        self._started: dict[UUID, int] = {}
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note the call, unless it is not streamed."""
+        if not tags or TAG_NOSTREAM not in tags:
+            self._started[run_id] = next(self._order)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record the call's reply (its first generation, as ``"messages"`` streams it)."""
+        order = self._started.pop(run_id, None)
+        if order is None or not response.generations or not response.generations[0]:
+            return
+        generation = response.generations[0][0]
+        if isinstance(generation, ChatGeneration):
+            self.capture.replies.append((order, generation.message))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a call that failed."""
+        self._started.pop(run_id, None)
+
+
 def _proxy(handler: Any, capture: Capture) -> Any:
     """A copy of a streaming handler that records its events into ``capture``.
 
@@ -153,9 +213,12 @@ def _callbacks(callbacks: Any, capture: Capture) -> Any:
         manager = callbacks.copy()
         manager.handlers = _handlers(manager.handlers, capture)
         manager.inheritable_handlers = _handlers(manager.inheritable_handlers, capture)
+        if "messages" in capture.compared:
+            manager.add_handler(_Replies(capture), inherit=True)
         return manager
     if isinstance(callbacks, Sequence):
-        return _handlers(list(callbacks), capture)
+        handlers = _handlers(list(callbacks), capture)
+        return [*handlers, _Replies(capture)] if "messages" in capture.compared else handlers
     return callbacks
 
 
@@ -173,16 +236,24 @@ def _no_op(payload: Any) -> None:
     """A stream writer that writes nothing."""
 
 
-def _with_sinks(config: RunnableConfig, capture: Capture | None) -> RunnableConfig:
+def _with_sinks(
+    config: RunnableConfig, capture: Capture | None, record: Capture | None = None
+) -> RunnableConfig:
     """``config`` whose stream sinks record into ``capture``.
 
-    Without a capture (a probe re-run's, :func:`silenced`): no sink and no callback handler.
+    Without a capture (a probe re-run's, :func:`silenced`): no sink and no callback handler
+    but, with a ``record``, what the probe compares recorded into it (its ``compared``
+    kinds: the custom events, the chat models' replies).
     """
     out: dict[str, Any] = dict(config)
     out["callbacks"] = None if capture is None else _callbacks(config.get("callbacks"), capture)
+    writer: Callable[[Any], None] = _no_op if capture is None else _Recorder(capture, "custom")
+    if record is not None and "messages" in record.compared:
+        out["callbacks"] = [_Replies(record)]
+    if record is not None and "custom" in record.compared:
+        writer = _Recorder(record, "custom")
     conf = dict(config.get(CONF) or {})
     runtime = conf.get(CONFIG_KEY_RUNTIME)
-    writer: Callable[[Any], None] = _no_op if capture is None else _Recorder(capture, "custom")
     if runtime is not None:
         conf[CONFIG_KEY_RUNTIME] = runtime.override(stream_writer=writer)
     parent = conf.get(CONFIG_KEY_STREAM)
@@ -225,10 +296,35 @@ def capturing(config: RunnableConfig, capture: Capture) -> RunnableConfig:
     if not streams_anything(config):
         return config
     capture.metadata = dict(config.get("metadata") or {})
+    capture.compared = compared_kinds(config)
     return _with_sinks(config, capture)
 
 
-def silenced(config: RunnableConfig) -> RunnableConfig:
+def compared_kinds(config: RunnableConfig) -> frozenset[str]:
+    """What the probe compares of what a task with ``config`` streams (:attr:`Capture.compared`).
+
+    ``"custom"`` when the task has a real custom stream writer, ``"messages"`` when it has a
+    ``stream_mode="messages"`` handler: what reaches the caller in those modes is part of the
+    node's output, and a node that shows its decision only there (a custom event, the tokens
+    of a chat model whose reply it does not return) is compared on it.
+    """
+    kinds: set[str] = set()
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        handlers: Sequence[Any] = (*callbacks.handlers, *callbacks.inheritable_handlers)
+    elif isinstance(callbacks, Sequence):
+        handlers = callbacks
+    else:
+        handlers = ()
+    if any((_kind_of(h) or ("", ""))[0] == "messages" for h in handlers):
+        kinds.add("messages")
+    runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
+    if runtime is not None and not writes_nothing(runtime.stream_writer):
+        kinds.add("custom")
+    return frozenset(kinds)
+
+
+def silenced(config: RunnableConfig, record: Capture | None = None) -> RunnableConfig:
     """``config`` for a probe re-run: nothing it does is seen or kept outside it.
 
     Every stream sink is removed or made a no-op, and so is every other callback handler
@@ -236,8 +332,14 @@ def silenced(config: RunnableConfig) -> RunnableConfig:
     re-run's prompts or replies (the invented applicants of the variants); the runtime's
     store, if any, is a :class:`~.scratch_store.ScratchStore` over it, so a re-run's writes
     stay its own. Run the re-run under :func:`unobserved` too (LangSmith's own tracing).
+
+    Args:
+        config: The task's config.
+        record: Where the re-run's custom events and chat replies are recorded, for the
+            probe to compare (its :attr:`Capture.compared` kinds; the guard's own writer and
+            handler, nothing of the caller's), or ``None``.
     """
-    out = _with_sinks(config, None)
+    out = _with_sinks(config, None, record)
     conf = out.get(CONF) or {}
     runtime = conf.get(CONFIG_KEY_RUNTIME)
     if runtime is not None and runtime.store is not None:
@@ -259,6 +361,71 @@ def unobserved() -> Iterator[None]:
             yield
     finally:
         tracing_v2_callback_var.reset(token)
+
+
+def streamed_view(capture: Capture, update: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON view of what a run of a guarded node streamed, as the probe compares it.
+
+    ``{"custom": {"0": event, ...}, "messages": {"0": reply, ...}}``, each part present only
+    when the run streamed something of its kind (``{}`` for nothing): the custom events it
+    wrote, in order, and the replies of the chat models it called, in the order the calls
+    started, less those it returns in ``update`` (the same message, or its text): a reply
+    the node returns is compared there already. A reply is its text, or ``{"text",
+    "tool_calls": [{"name", "args"}]}`` when it calls tools. Each item is keyed by its
+    position, so the probe's scorers compare item by item.
+
+    Raises:
+        Unreadable: A custom event the probe cannot read (its path names it).
+    """
+    view: dict[str, Any] = {}
+    custom = [payload for kind, payload in capture.events if kind == "custom"]
+    if "custom" in capture.compared and custom:
+        view["custom"] = {
+            str(i): read(event, f"stream.custom[{i}]", role="output")
+            for i, event in enumerate(custom)
+        }
+    if "messages" in capture.compared:
+        ids, texts = _returned(update)
+        replies = [
+            _reply_view(message, i)
+            for i, (_, message) in enumerate(sorted(capture.replies, key=lambda r: r[0]))
+            if not (message.id in ids or (message.text and message.text in texts))
+        ]
+        kept = [reply for reply in replies if reply]
+        if kept:
+            view["messages"] = {str(i): reply for i, reply in enumerate(kept)}
+    return view
+
+
+def _returned(update: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """The ids and texts of the messages ``update`` returns (a message, or a list of them)."""
+    ids: set[str] = set()
+    texts: set[str] = set()
+    for value in update.values():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, BaseMessage):
+                if item.id:
+                    ids.add(item.id)
+                if item.text:
+                    texts.add(item.text)
+    return ids, texts
+
+
+def _reply_view(message: BaseMessage, position: int) -> Any:
+    """A chat reply as the probe compares it: its text, and its tool calls if it makes any."""
+    calls = message.tool_calls if isinstance(message, AIMessage) else []
+    if not calls:
+        return message.text
+    return {
+        "text": message.text,
+        "tool_calls": [
+            {
+                "name": call["name"],
+                "args": read(call["args"], f"stream.messages[{position}].args", role="output"),
+            }
+            for call in calls
+        ],
+    }
 
 
 def injected(
@@ -436,9 +603,11 @@ __all__ = [
     "Sinks",
     "announce",
     "capturing",
+    "compared_kinds",
     "graph_namespace",
     "injected",
     "silenced",
+    "streamed_view",
     "streams_anything",
     "unobserved",
 ]
