@@ -46,7 +46,7 @@ def test_the_tables_hold_the_census_and_tzioumis_shares() -> None:
     assert len(data.first_race) == 4_250
     assert len(data.first_gender) == 17_516
     washington = data.surname_race["washington"]
-    assert (washington.group, washington.percent) == ("black", 88)
+    assert (washington.group, washington.percent) == ("black", 91)  # of one-group bearers
     assert data.surname_race["garcia"].group == "hispanic"
     assert data.surname_race["chen"].group == "asian"
     assert (data.first_gender["greg"].group, data.first_gender["greg"].percent) == ("male", 100)
@@ -63,7 +63,8 @@ def test_the_tables_hold_the_census_and_tzioumis_shares() -> None:
         ("Wei", "Chen", None, "asian"),
         ("José", "García", "male", "hispanic"),
         ("Jamal", "Washington", "male", "black"),
-        ("Khadijah", "Charles", "female", "black"),  # Charles 53 % black: race from Khadijah
+        ("Khadijah", "Charles", "female", "black"),  # Charles 54 % black: race from Khadijah
+        ("Hiroshi", "Sato", "male", "asian"),  # Sato 81 % Asian of one-group bearers
     ],
 )
 def test_what_a_name_tells(first: str, last: str, gender: str | None, race: str | None) -> None:
@@ -82,6 +83,36 @@ def test_a_disagreeing_surname_and_first_name_leave_the_race_unknown_and_say_so(
         "race of 'Jamal Miller': surname 'Miller' tells white, first name 'Jamal' tells black",
     )
     assert name_shares().surname_race[fold("Miller")].percent >= RACE_SHARE
+
+
+def test_a_race_share_leaves_out_bearers_of_two_or_more_races() -> None:
+    # census 2010 SATO: api 0.7354, multiple 0.0877 → 0.7354 / 0.9123 = 81 % (74 % before,
+    # under RACE_SHARE: a trial saw "Hiroshi Sato" swapped on gender only, the surname kept)
+    data = name_shares()
+    assert data.surname_race["sato"] == Share("asian", 81)
+    assert data.surname_race["tanaka"] == Share("asian", 85)
+    assert data.surname_race["park"] == Share("asian", 74)  # 23 % white: still weak
+    assert all(s.group != "multiple" for s in data.surname_race.values())
+
+
+def test_hiroshi_sato_is_swapped_whole_on_race() -> None:
+    text = "Loan application from Hiroshi Sato, a nurse. Sato called."
+    for v in variants(text, "race"):
+        _, new_last = v.payload.split(" from ")[1].split(",")[0].split()
+        assert "Hiroshi" not in v.payload and "Sato" not in v.payload, v.payload
+        assert v.payload.endswith(f"a nurse. {new_last} called."), v.payload
+
+
+def test_a_weak_surname_is_swapped_on_gender_and_noted_for_race() -> None:
+    # Mohammed: 40 % Black, 37 % Asian of one-group bearers; Aisha 60 % Black in Tzioumis
+    text = "Loan application from Aisha Mohammed, a nurse."
+    cs = GEN.generate(text, 4)
+    assert cs.status == "applicable"
+    assert {v.mapping.axis for v in cs.variants} == {"gender"}
+    assert cs.notes == (
+        "race of 'Aisha Mohammed': surname 'Mohammed' 40 % black (< 75 %) and first name "
+        "'Aisha' tells none",
+    )
 
 
 @pytest.mark.parametrize(
