@@ -116,6 +116,69 @@ def test_a_weak_surname_is_swapped_on_gender_and_noted_for_race() -> None:
 
 
 @pytest.mark.parametrize(
+    ("first", "last", "gender", "race"),
+    [
+        ("Yuki", "Tanaka", None, "asian"),  # yuki: a census surname too, 90 % Asian
+        ("Ji-woo", "Kim", None, "asian"),  # jiwoo: 72 records, 75 % female
+        ("Xiaoming", "Wang", None, "asian"),  # 234 records, 63 % male
+        ("Chidi", "Okonkwo", "male", "black"),  # 290 records, 90 % male
+        ("Ngozi", "Okafor", "female", "black"),  # 701 records, 94 % female
+    ],
+)
+def test_a_world_given_name_before_a_race_coded_surname_is_a_person(
+    first: str, last: str, gender: str | None, race: str
+) -> None:
+    # a fourth trial (F6): these were no persons at all, so the step was "not applicable"
+    assert BOOK is not None
+    person = person_name(first, last, BOOK)
+    assert person is not None
+    assert (person.info.gender, person.info.race) == (gender, race)
+    text = f"Loan application from {first} {last}, a nurse. {last} called."
+    for v in variants(text, "race"):
+        assert first not in v.payload and last not in v.payload, v.payload
+
+
+def test_a_rare_given_name_tells_a_gender_only_with_enough_records() -> None:
+    assert BOOK is not None
+    person = person_name("Seo-yeon", "Kim", BOOK)  # seo-yeon: 66 records, 92 % female
+    assert person is not None and person.info.gender is None
+    assert person.ambiguous == (
+        "gender of 'Seo-yeon Kim': first name 'Seo-yeon' 92 % female of 66 records (< 100)",
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Mr. Yuki Tanaka",  # a trial saw the title swapped alone: "Ms. Yuki Tanaka"
+        "Mr. Chidi Okonkwo",
+    ],
+)
+def test_a_titled_world_given_name_is_swapped_whole_on_race(name: str) -> None:
+    text = f"Loan application from {name}, a nurse."
+    first, last = name.split()[1:]
+    for v in variants(text, "race"):
+        assert v.payload.startswith("Loan application from Mr. "), v.payload
+        assert first not in v.payload and last not in v.payload, v.payload
+
+
+@pytest.mark.parametrize(
+    ("first", "last"),
+    [
+        ("Dr", "Wang"),  # a title: nomquamgender has "dr" (297 records)
+        ("Meet", "Kim"),  # a verb (140 records)
+        ("Deny", "Garcia"),  # (390 records)
+        ("Chef", "Kim"),
+        ("Min-jun", "Park"),  # Park 74 % Asian tells no race: no world given name before it
+        ("Xiaoming", "Woods"),  # Woods tells no race
+    ],
+)
+def test_world_given_names_need_a_race_coded_surname_and_no_title(first: str, last: str) -> None:
+    assert BOOK is not None
+    assert person_name(first, last, BOOK) is None
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "We flew to San Antonio, then Fort Worth.",
