@@ -178,6 +178,14 @@ def test_world_given_names_need_a_race_coded_surname_and_no_title(first: str, la
     assert person_name(first, last, BOOK) is None
 
 
+def test_park_after_an_asian_first_name_is_a_surname_and_otherwise_a_place() -> None:
+    text = "Loan application from Wei Park, a nurse. Mr. Park called."
+    for v in variants(text, "race"):
+        assert "Wei" not in v.payload and "Park" not in v.payload, v.payload
+    for place in ("We walked in Stanley Park.", "Grant Park is big.", "Lincoln Park Zoo"):
+        assert [d for d in GEN.detect(place) if d.kind == "name"] == []
+
+
 @pytest.mark.parametrize(
     "text",
     [
