@@ -171,6 +171,10 @@ def test_a_titled_world_given_name_is_swapped_whole_on_race(name: str) -> None:
         ("Chef", "Kim"),
         ("Min-jun", "Park"),  # Park 74 % Asian tells no race: no world given name before it
         ("Xiaoming", "Woods"),  # Woods tells no race
+        ("Full", "Stack"),  # full: a white-coded census surname, 14 records in nomquamgender
+        ("JSON", "Lines"),  # capitals: an acronym (json: 293 records)
+        ("Job", "Title"),
+        ("Zhang", "Wei"),  # surname first: zhang is a census surname of no first-name table
     ],
 )
 def test_world_given_names_need_a_race_coded_surname_and_no_title(first: str, last: str) -> None:

@@ -57,7 +57,7 @@ NOT_GIVEN = frozenset(
     justice senator governor president mayor coach nurse manager director chief agent
     detective inspector principal dean minister deputy sheriff uncle aunt auntie grandma
     grandpa meet deny approve reject ask call email contact thank thanks dear hi hello hey
-    team customer client applicant candidate patient tenant borrower chef trooper boss master
+    team customer client applicant candidate patient tenant borrower chef trooper boss master job
     saint god buddha allah christ holy the a an and or but not no any ever of into to for
     with from by at on in per via as is was this that
     """.split()  # noqa: SIM905
@@ -436,7 +436,7 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     listed_last = book.last.get(last.title())
     records: int | None = None  # the records of a name of given_names.tsv
     if listed is None and first_race is None and not gender_only_first:
-        given = _given_before_coded_surname(f, listed_last or _told(surname_share))
+        given = _given_before_coded_surname(first, f, listed_last or _told(surname_share))
         if given is None:
             return None
         gender_share, records = given
@@ -513,23 +513,27 @@ def _told(share: Share | None) -> str | None:
     return share.group
 
 
-def _given_before_coded_surname(f: str, race: str | None) -> tuple[Share, int | None] | None:
-    """A :func:`fold`-ed word of no US first-name table read as a given name, or ``None``.
+def _given_before_coded_surname(
+    first: str, f: str, race: str | None
+) -> tuple[Share, int | None] | None:
+    """``first`` (:func:`fold`-ed: ``f``), of no US first-name table, read as a given name.
 
     Before a surname that tells ``race`` (``None``: no given name is read), a word is a given
     name when nomquamgender lists it (``first_gender.tsv``, or ``given_names.tsv`` with 10 to
     999 records; whole, else without its hyphens: ``ji-woo`` → ``jiwoo``), it is none of
-    :data:`NOT_GIVEN`, and it is no census surname, or one that tells the same race
-    (``Yuki Tanaka``: ``yuki`` 90 % and ``tanaka`` 85 % Asian; ``Tiger Woods`` stays no
-    person). Returns the gender share and, for a name of ``given_names.tsv``, its records
-    (``None`` for ``first_gender.tsv``): such a name tells a gender at :data:`GENDER_SHARE` %
-    only with :data:`GIVEN_GENDER_RECORDS` records or more.
+    :data:`NOT_GIVEN` nor written in capitals (``JSON Lines``: an acronym), and it is no
+    census surname, or one that tells the same race and is a name of ``first_gender.tsv``
+    (``Yuki Tanaka``: ``yuki`` 90 % and ``tanaka`` 85 % Asian, 2,629 records; ``Full
+    Stack``, ``full`` 14 records, and ``Tiger Woods`` stay no persons). Returns the gender
+    share and, for a name of ``given_names.tsv``, its records (``None`` for
+    ``first_gender.tsv``): such a name tells a gender at :data:`GENDER_SHARE` % only with
+    :data:`GIVEN_GENDER_RECORDS` records or more.
     """
-    if race is None or f in NOT_GIVEN:
+    if race is None or f in NOT_GIVEN or (len(first) > 1 and first.isupper()):
         return None
     data = name_shares()
-    as_surname = surname_share_of(f, data.surname_race)
-    if as_surname is not None and _told(as_surname) != race:
+    as_surname = data.surname_race.get(f)  # whole: "ji-woo" is no compound of ji and woo
+    if as_surname is not None and (_told(as_surname) != race or f not in data.first_gender):
         return None
     for key in dict.fromkeys((f, f.replace("-", ""))):
         share = data.first_gender.get(key)
