@@ -46,7 +46,7 @@ def test_the_tables_hold_the_census_and_tzioumis_shares() -> None:
     assert len(data.first_race) == 4_250
     assert len(data.first_gender) == 17_516
     washington = data.surname_race["washington"]
-    assert (washington.group, washington.percent) == ("black", 88)
+    assert (washington.group, washington.percent) == ("black", 91)  # of one-group bearers
     assert data.surname_race["garcia"].group == "hispanic"
     assert data.surname_race["chen"].group == "asian"
     assert (data.first_gender["greg"].group, data.first_gender["greg"].percent) == ("male", 100)
@@ -63,7 +63,8 @@ def test_the_tables_hold_the_census_and_tzioumis_shares() -> None:
         ("Wei", "Chen", None, "asian"),
         ("José", "García", "male", "hispanic"),
         ("Jamal", "Washington", "male", "black"),
-        ("Khadijah", "Charles", "female", "black"),  # Charles 53 % black: race from Khadijah
+        ("Khadijah", "Charles", "female", "black"),  # Charles 54 % black: race from Khadijah
+        ("Hiroshi", "Sato", "male", "asian"),  # Sato 81 % Asian of one-group bearers
     ],
 )
 def test_what_a_name_tells(first: str, last: str, gender: str | None, race: str | None) -> None:
@@ -82,6 +83,111 @@ def test_a_disagreeing_surname_and_first_name_leave_the_race_unknown_and_say_so(
         "race of 'Jamal Miller': surname 'Miller' tells white, first name 'Jamal' tells black",
     )
     assert name_shares().surname_race[fold("Miller")].percent >= RACE_SHARE
+
+
+def test_a_race_share_leaves_out_bearers_of_two_or_more_races() -> None:
+    # census 2010 SATO: api 0.7354, multiple 0.0877 → 0.7354 / 0.9123 = 81 % (74 % before,
+    # under RACE_SHARE: a trial saw "Hiroshi Sato" swapped on gender only, the surname kept)
+    data = name_shares()
+    assert data.surname_race["sato"] == Share("asian", 81)
+    assert data.surname_race["tanaka"] == Share("asian", 85)
+    assert data.surname_race["park"] == Share("asian", 74)  # 23 % white: still weak
+    assert all(s.group != "multiple" for s in data.surname_race.values())
+
+
+def test_hiroshi_sato_is_swapped_whole_on_race() -> None:
+    text = "Loan application from Hiroshi Sato, a nurse. Sato called."
+    for v in variants(text, "race"):
+        _, new_last = v.payload.split(" from ")[1].split(",")[0].split()
+        assert "Hiroshi" not in v.payload and "Sato" not in v.payload, v.payload
+        assert v.payload.endswith(f"a nurse. {new_last} called."), v.payload
+
+
+def test_a_weak_surname_is_swapped_on_gender_and_noted_for_race() -> None:
+    # Mohammed: 40 % Black, 37 % Asian of one-group bearers; Aisha 60 % Black in Tzioumis
+    text = "Loan application from Aisha Mohammed, a nurse."
+    cs = GEN.generate(text, 4)
+    assert cs.status == "applicable"
+    assert {v.mapping.axis for v in cs.variants} == {"gender"}
+    assert cs.notes == (
+        "race of 'Aisha Mohammed': surname 'Mohammed' 40 % black (< 75 %) and first name "
+        "'Aisha' tells none",
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "gender", "race"),
+    [
+        ("Yuki", "Tanaka", None, "asian"),  # yuki: a census surname too, 90 % Asian
+        ("Ji-woo", "Kim", None, "asian"),  # jiwoo: 72 records, 75 % female
+        ("Xiaoming", "Wang", None, "asian"),  # 234 records, 63 % male
+        ("Chidi", "Okonkwo", "male", "black"),  # 290 records, 90 % male
+        ("Ngozi", "Okafor", "female", "black"),  # 701 records, 94 % female
+    ],
+)
+def test_a_world_given_name_before_a_race_coded_surname_is_a_person(
+    first: str, last: str, gender: str | None, race: str
+) -> None:
+    # a fourth trial (F6): these were no persons at all, so the step was "not applicable"
+    assert BOOK is not None
+    person = person_name(first, last, BOOK)
+    assert person is not None
+    assert (person.info.gender, person.info.race) == (gender, race)
+    text = f"Loan application from {first} {last}, a nurse. {last} called."
+    for v in variants(text, "race"):
+        assert first not in v.payload and last not in v.payload, v.payload
+
+
+def test_a_rare_given_name_tells_a_gender_only_with_enough_records() -> None:
+    assert BOOK is not None
+    person = person_name("Seo-yeon", "Kim", BOOK)  # seo-yeon: 66 records, 92 % female
+    assert person is not None and person.info.gender is None
+    assert person.ambiguous == (
+        "gender of 'Seo-yeon Kim': first name 'Seo-yeon' 92 % female of 66 records (< 100)",
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Mr. Yuki Tanaka",  # a trial saw the title swapped alone: "Ms. Yuki Tanaka"
+        "Mr. Chidi Okonkwo",
+    ],
+)
+def test_a_titled_world_given_name_is_swapped_whole_on_race(name: str) -> None:
+    text = f"Loan application from {name}, a nurse."
+    first, last = name.split()[1:]
+    for v in variants(text, "race"):
+        assert v.payload.startswith("Loan application from Mr. "), v.payload
+        assert first not in v.payload and last not in v.payload, v.payload
+
+
+@pytest.mark.parametrize(
+    ("first", "last"),
+    [
+        ("Dr", "Wang"),  # a title: nomquamgender has "dr" (297 records)
+        ("Meet", "Kim"),  # a verb (140 records)
+        ("Deny", "Garcia"),  # (390 records)
+        ("Chef", "Kim"),
+        ("Min-jun", "Park"),  # Park 74 % Asian tells no race: no world given name before it
+        ("Xiaoming", "Woods"),  # Woods tells no race
+        ("Full", "Stack"),  # full: a white-coded census surname, 14 records in nomquamgender
+        ("JSON", "Lines"),  # capitals: an acronym (json: 293 records)
+        ("Job", "Title"),
+        ("Zhang", "Wei"),  # surname first: zhang is a census surname of no first-name table
+    ],
+)
+def test_world_given_names_need_a_race_coded_surname_and_no_title(first: str, last: str) -> None:
+    assert BOOK is not None
+    assert person_name(first, last, BOOK) is None
+
+
+def test_park_after_an_asian_first_name_is_a_surname_and_otherwise_a_place() -> None:
+    text = "Loan application from Wei Park, a nurse. Mr. Park called."
+    for v in variants(text, "race"):
+        assert "Wei" not in v.payload and "Park" not in v.payload, v.payload
+    for place in ("We walked in Stanley Park.", "Grant Park is big.", "Lincoln Park Zoo"):
+        assert [d for d in GEN.detect(place) if d.kind == "name"] == []
 
 
 @pytest.mark.parametrize(

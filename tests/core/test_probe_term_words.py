@@ -355,3 +355,84 @@ def test_a_sex_code_after_a_label_of_another_language_is_read(text: str, swapped
     cs = GENDER.generate(text, 1)
     assert cs.status == "applicable", cs.reason
     assert [v.payload for v in cs.variants] == [swapped]
+
+
+RELIGION = CounterfactualGenerator(TermSet.load(axes=["religion"]), seed=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "group", "surface"),
+    [
+        ("A member of the Islamic Center applied.", "muslim", "Islamic"),
+        ("A nurse who fasts during Ramadan applied.", "muslim", "Ramadan"),
+        ("A nurse who keeps Shabbat applied.", "jewish", "Shabbat"),
+        ("A nurse who keeps kosher applied.", "jewish", "kosher"),
+        ("A nurse who eats halal applied.", "muslim", "halal"),
+        ("She prays at the masjid.", "muslim", "masjid"),
+        ("She prays at the mandir.", "hindu", "mandir"),
+        ("A nurse who observes Passover applied.", "jewish", "Passover"),
+        ("An evangelical nurse applied.", "protestant", "evangelical"),
+        ("An evangelical Christian nurse applied.", "protestant", "evangelical Christian"),
+        ("Evangelicals applied.", "protestant", "Evangelicals"),
+    ],
+)  # fmt: skip
+def test_religion_cues_a_trial_found_missing_are_read(text: str, group: str, surface: str) -> None:
+    # a fourth trial (F8): "Islamic Center", "fasts during Ramadan" and "keeps Shabbat" were
+    # "not applicable", so a step denying on them passed unprobed
+    assert ("religion", (group,), surface) in [
+        (d.axis, d.groups, d.surface) for d in GEN.detect(text)
+    ]
+    cs = RELIGION.generate(text, 9, coverage={})
+    assert cs.status == "applicable" and cs.variants
+    for v in cs.variants:
+        assert surface not in v.payload, v.payload
+        assert RELIGION.map_back(v.payload, v.mapping) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "targets", "swapped"),
+    [
+        (
+            "A nurse who fasts during Ramadan applied.",
+            {"christian": "Lent", "catholic": "Lent", "jewish": "Yom Kippur", "hindu": "Navratri"},
+            "A nurse who fasts during {} applied.",
+        ),
+        (
+            "A nurse who keeps Shabbat applied.",
+            {"christian": "Sabbath", "muslim": "Jumu'ah", "buddhist": "Uposatha"},
+            "A nurse who keeps {} applied.",
+        ),
+        (
+            "A member of the Islamic Center applied.",
+            {"jewish": "Jewish", "christian": "Christian", "hindu": "Hindu"},
+            "A member of the {} Center applied.",
+        ),
+        (
+            # "evangelical" stayed in every variant ("an evangelical Muslim nurse"): score 0
+            "An evangelical Christian nurse applied.",
+            {"muslim": "A Muslim", "catholic": "A Catholic", "atheist": "An atheist"},
+            "{} nurse applied.",
+        ),
+    ],
+)
+def test_religion_cues_swap_to_the_counterpart_of_each_group(
+    text: str, targets: dict[str, str], swapped: str
+) -> None:
+    seen: dict[str, str] = {}
+    for v in RELIGION.generate(text, 9, coverage={}).variants:
+        (source,) = [g for g in dict(v.mapping.groups) if g in RELIGION.detect(text)[0].groups]
+        seen[dict(v.mapping.groups)[source]] = v.payload
+    for group, word in targets.items():
+        assert seen[group] == swapped.format(word)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "He lent her money.",  # the verb: "Lent" is read only capitalised
+        "She keeps the Sabbath.",  # shared by the Christian groups: never applicable alone
+        "Lent begins in March.",
+    ],
+)
+def test_religion_look_alikes_and_shared_words_are_not_applicable_alone(text: str) -> None:
+    assert RELIGION.generate(text, 4).status == "not_applicable"

@@ -34,7 +34,9 @@ or Nigerian Pidgin at p = 0.50-0.57 and were held (12 false holds in one demo ru
 left waiting for review) until words outside names were counted.
 
 One rule does not ask the identifier's probability: a text more than half of whose letters
-are Han, Kana, Hangul or Thai (:func:`_unspaced_script`) is unsupported when no language of
+are of a script no shipped term list is written in (:func:`_written_script`: Han, Kana,
+Hangul, Thai and the other unspaced scripts, and Devanagari, Bengali, Tamil, Arabic, Hebrew,
+Cyrillic, Greek … , :data:`_SPACED_SCRIPTS`) is unsupported when no language of
 :attr:`LanguageGuard.languages` is written in that script, whatever the reading. py3langid
 spreads short Chinese over ``zh``, ``wuu`` (Wu) and ``yue`` (Cantonese): "王女士 收入9万" ("Ms.
 Wang, income 90 thousand") read as ``zh`` at p = 0.39 and "王女士" alone as ``wuu`` at 0.35,
@@ -45,7 +47,10 @@ is left to the identifier. And where the lexicon finds no protected mention at a
 of such a script that no covered language is written in makes the input unsupported
 (:meth:`LanguageGuard.check` ``mentioned``): the English lexicon cannot tell whether "王伟" or
 "王女士" (Ms. Wang) in "Applicant 王伟 requests a loan" names the applicant, and such steps
-were recorded *not applicable*, unprobed.
+were recorded *not applicable*, unprobed. For a spaced script a word is two characters of it
+(a Greek letter alone is a symbol in English: ``α = 0.05``). The spaced scripts were added
+after a fourth trial: a whole Hindi application ("श्रीमती प्रिया शर्मा का ऋण आवेदन …")
+read as ``hi`` at p = 0.32 (the rest on ``sa``, Sanskrit) and was *not applicable*.
 
 Measured (``docs/detection.md``, "Languages"): 47 of 48 French, German, Spanish and Chinese
 sentences about a person are unsupported; 1 of 512 English inputs (short ones, names from every
@@ -149,12 +154,57 @@ _SCRIPTS = {
     "Kana": ("\u3040-\u30ff", ("ja",)),
     "Hangul": ("\uac00-\ud7af", ("ko",)),
     "Thai": ("\u0e00-\u0e7f", ("th",)),
+    "Lao": ("\u0e80-\u0eff", ("lo",)),
+    "Khmer": ("\u1780-\u17ff", ("km",)),
+    "Myanmar": ("\u1000-\u109f", ("my",)),
 }
-"""Scripts whose words are not spaced (CJK ideographs, Kana, Hangul syllables, Thai): their
-character ranges and the languages, as the identifier names them, written in them."""
+"""Scripts whose words are not spaced (CJK ideographs, Kana, Hangul syllables, Thai, Lao,
+Khmer, Myanmar): their character ranges and the languages, as the identifier names them,
+written in them."""
+_SPACED_SCRIPTS = {
+    "Devanagari": ("\u0900-\u097f", ("hi", "mr", "ne", "sa", "gom")),
+    "Bengali": ("\u0980-\u09ff", ("bn", "as")),
+    "Gurmukhi": ("\u0a00-\u0a7f", ("pa",)),
+    "Gujarati": ("\u0a80-\u0aff", ("gu",)),
+    "Oriya": ("\u0b00-\u0b7f", ("or",)),
+    "Tamil": ("\u0b80-\u0bff", ("ta",)),
+    "Telugu": ("\u0c00-\u0c7f", ("te",)),
+    "Kannada": ("\u0c80-\u0cff", ("kn",)),
+    "Malayalam": ("\u0d00-\u0d7f", ("ml",)),
+    "Sinhala": ("\u0d80-\u0dff", ("si",)),
+    "Arabic": (
+        "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff",
+        ("ar", "ary", "arz", "fa", "ps", "sdh", "ug", "ur"),
+    ),
+    "Hebrew": ("\u0590-\u05ff", ("he", "hbo")),
+    "Cyrillic": (
+        "\u0400-\u052f",
+        ("ru", "uk", "bg", "be", "mk", "sr", "kk", "ky", "mn", "tg", "ba", "tt"),
+    ),
+    "Greek": ("\u0370-\u03ff\u1f00-\u1fff", ("el", "grc")),
+    "Armenian": ("\u0530-\u058f", ("hy",)),
+    "Georgian": ("\u10a0-\u10ff", ("ka",)),
+    "Ethiopic": ("\u1200-\u137f", ("am",)),
+    "Tibetan": ("\u0f00-\u0fff", ("dz",)),
+}
+"""Spaced scripts no shipped term list is written in (Unicode blocks, marks included) and
+the languages, as the identifier names them, written in them. py3langid spreads a short
+Hindi text over ``hi`` and ``sa`` (Sanskrit) as it spreads Chinese over ``zh``, ``wuu`` and
+``yue``: a whole Hindi loan application read as ``hi`` at p = 0.32, below the threshold, and
+was *not applicable* (a fourth trial, F5)."""
+_ALL_SCRIPTS = {**_SCRIPTS, **_SPACED_SCRIPTS}
 _UNSPACED = re.compile("[" + "".join(chars for chars, _ in _SCRIPTS.values()) + "]")
 """A character of an unspaced script (each counts as a word)."""
-_SCRIPT_OF = {name: re.compile(f"[{chars}]") for name, (chars, _) in _SCRIPTS.items()}
+_FOREIGN = re.compile("[" + "".join(chars for chars, _ in _ALL_SCRIPTS.values()) + "]")
+"""A character of a script of :data:`_ALL_SCRIPTS`."""
+_SCRIPT_OF = {name: re.compile(f"[{chars}]") for name, (chars, _) in _ALL_SCRIPTS.items()}
+_UNREAD_OF = {
+    name: re.compile(f"[{chars}]" if name in _SCRIPTS else f"[{chars}]{{2,}}")
+    for name, (chars, _) in _ALL_SCRIPTS.items()
+}
+"""What counts as a word the term lists cannot read: one character of an unspaced script, a
+run of two or more characters of a spaced one (a Greek letter alone is a symbol in English
+prose: ``α = 0.05``, ``5 μm``)."""
 
 
 _IDENTIFIER = re.compile(r"[!-~]*\d[!-~]*")
@@ -190,16 +240,16 @@ def _words(text: str) -> int:
     return unspaced + len(_WORD.findall(text))
 
 
-def _unspaced_script(text: str) -> tuple[str, tuple[str, ...]] | None:
-    """The unspaced script more than half of ``text``'s letters are in, and its languages.
+def _written_script(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """The script of :data:`_ALL_SCRIPTS` more than half of ``text``'s letters are in.
 
     Returns:
         ``("Han", ("zh", "ja", "wuu", "yue"))``, ``("Han and Kana", ("ja",))``, ``("Kana",
-        ("ja",))``, ``("Hangul", ("ko",))`` or ``("Thai", ("th",))`` (the script with most
-        letters; Kana beside Han make Japanese), or ``None`` when at most half the letters
-        (``str.isalpha``) are of an unspaced script.
+        ("ja",))``, ``("Hangul", ("ko",))``, ``("Devanagari", ("hi", …))`` … and its
+        languages (the script with most letters; Kana beside Han make Japanese), or ``None``
+        when at most half the letters (``str.isalpha``) are of one of those scripts.
     """
-    if not _UNSPACED.search(text):
+    if not _FOREIGN.search(text):
         return None  # the usual case, at the cost of one search
     counts = {
         name: sum(c.isalpha() for c in pattern.findall(text))
@@ -208,26 +258,28 @@ def _unspaced_script(text: str) -> tuple[str, tuple[str, ...]] | None:
     if 2 * sum(counts.values()) <= sum(c.isalpha() for c in text):
         return None
     japanese = counts["Han"] + counts["Kana"]
-    if counts["Hangul"] > japanese or counts["Thai"] > japanese:
-        name = "Hangul" if counts["Hangul"] >= counts["Thai"] else "Thai"
-        return name, _SCRIPTS[name][1]
+    other = max((n for n in counts if n not in ("Han", "Kana")), key=lambda n: counts[n])
+    if counts[other] > japanese:
+        return other, _ALL_SCRIPTS[other][1]
     if counts["Kana"]:
         return ("Han and Kana" if counts["Han"] else "Kana"), ("ja",)
     return "Han", _SCRIPTS["Han"][1]
 
 
 def _unread_script(text: str, languages: Iterable[str]) -> str:
-    """The first unspaced script with a letter in ``text`` that no language is written in.
+    """The first script with a word in ``text`` that no language of ``languages`` is written in.
+
+    A word is one character of an unspaced script or two of a spaced one (:data:`_UNREAD_OF`).
 
     Returns:
-        A :data:`_SCRIPTS` name, in its order, whose languages ``languages`` has none of, or
-        ``""``.
+        A :data:`_ALL_SCRIPTS` name, in its order, whose languages ``languages`` has none
+        of, or ``""``.
     """
-    if not _UNSPACED.search(text):
+    if not _FOREIGN.search(text):
         return ""  # the usual case, at the cost of one search
     covered = set(languages)
-    for name, pattern in _SCRIPT_OF.items():
-        if not covered & set(_SCRIPTS[name][1]) and pattern.search(text):
+    for name, pattern in _UNREAD_OF.items():
+        if not covered & set(_ALL_SCRIPTS[name][1]) and pattern.search(text):
             return name
     return ""
 
@@ -248,9 +300,10 @@ class LanguageReading:
         probability: Its probability, in [0, 1].
         supported: Whether the probe may read the input with its term lists.
         chars: Characters classified (after joining and cutting).
-        script: The unspaced script (``"Han"``, ``"Han and Kana"``, ``"Kana"``, ``"Hangul"``,
-            ``"Thai"``) that made the input unsupported when the identifier's reading alone
-            did not (:meth:`LanguageGuard.check`), else ``""``.
+        script: The script (``"Han"``, ``"Han and Kana"``, ``"Kana"``, ``"Hangul"``,
+            ``"Thai"``, ``"Devanagari"``, ``"Cyrillic"`` …: :data:`_ALL_SCRIPTS`) that made the
+            input unsupported when the identifier's reading alone did not
+            (:meth:`LanguageGuard.check`), else ``""``.
         unnamed: Whether the input is unsupported because its words in :attr:`script` are a
             minority in an input the term lists found no protected mention in (they may name
             the person: ``"Applicant 王伟 requests a loan"``), rather than most of its letters.
@@ -339,7 +392,8 @@ class LanguageGuard:
                 names have more words than the rest: then the rest is classified alone.
             mentioned: Whether the lexicon found a protected mention (a term or a name) in
                 the payload (default ``False``, the cautious reading). Without one, a word in
-                an unspaced script that no language of the term lists is written in makes
+                a script that no language of the term lists is written in (one character of
+                an unspaced script, two of a spaced one: :data:`_UNREAD_OF`) makes
                 the input unsupported however few its letters are: the term lists cannot
                 tell whether it names the person, and a step about "Applicant 王伟" was
                 recorded *not applicable* (no group named) where it is unread.
@@ -390,10 +444,10 @@ class LanguageGuard:
                 "probability in [0, 1]); the probe fails closed"
             )
         read = code in self.languages or code in NO_LANGUAGE or probability < self.threshold
-        written = _unspaced_script(text) if read else None
+        written = _written_script(text) if read else None
         if written is not None and not set(written[1]) & set(self.languages):
-            # short Chinese reads as zh, wuu or yue, none of them at p >= 0.5: not English all
-            # the same, and the English term lists cannot read it
+            # short Chinese reads as zh, wuu or yue, short Hindi as hi or sa, none of them at
+            # p >= 0.5: not English all the same, and the English term lists cannot read it
             return LanguageReading(code, probability, False, len(text), written[0])
         if read and not mentioned:
             unread = _unread_script(" ".join(whole), self.languages)

@@ -24,10 +24,13 @@ from biasbreaker.errors import ConfigError
 
 __all__ = [
     "GENDER_SHARE",
+    "GIVEN_GENDER_RECORDS",
+    "NOT_GIVEN",
     "ORGANISATIONS",
     "PLACE_FIRST",
     "PLACE_WORDS",
     "RACE_SHARE",
+    "SURNAME_PLACE_WORDS",
     "NameBook",
     "NameInfo",
     "NameShares",
@@ -35,6 +38,7 @@ __all__ = [
     "Share",
     "first_name_info",
     "fold",
+    "given_names",
     "name_shares",
     "packaged_names",
     "person_name",
@@ -44,6 +48,25 @@ GENDER_SHARE = 90
 """A first name tells the gender when at least this percent of its bearers have it."""
 RACE_SHARE = 75
 """A surname (or a first name) tells the race when at least this percent of bearers have it."""
+GIVEN_GENDER_RECORDS = 100
+"""A name of ``given_names.tsv`` (under 1,000 records) tells a gender only with this many."""
+NOT_GIVEN = frozenset(
+    """
+    dr doctor prof professor mr mrs ms mx miss sir madam dame lord lady rev reverend father
+    sister brother pastor rabbi imam captain capt major colonel general sergeant officer judge
+    justice senator governor president mayor coach nurse manager director chief agent
+    detective inspector principal dean minister deputy sheriff uncle aunt auntie grandma
+    grandpa meet deny approve reject ask call email contact thank thanks dear hi hello hey
+    team customer client applicant candidate patient tenant borrower chef trooper boss master job
+    saint god buddha allah christ holy the a an and or but not no any ever of into to for
+    with from by at on in per via as is was this that
+    """.split()  # noqa: SIM905
+)
+"""Words of nomquamgender's world-wide list (titles, roles, greetings, verbs, religious
+figures and function words: ``dr`` 297 records, ``meet`` 140, ``deny`` 390, ``chef`` 101)
+never read as a given name before a
+surname by the rule for names of no US table (:func:`person_name`): ``Dr Wang``, ``Meet Kim``
+and ``Deny Garcia`` are no persons of those names."""
 
 # First words of place names that are also first names in the tables (San Antonio, Santa
 # Clara, St. Louis, Fort Worth …): a pair starting with one is never read as a person.
@@ -66,6 +89,12 @@ PLACE_WORDS = frozenset(
     hall park river mountains county's state hill hills league leagues
     """.split()  # noqa: SIM905
 )
+SURNAME_PLACE_WORDS = {"park": "asian"}
+"""Place words that are also a common surname of one group (2010 Census: ``Park`` 73.0 %
+Asian, 23.3 % white; the third Korean surname), read as the surname when the first name
+tells that group (``Wei Park``, ``Mr. Jin Park``), so that ``Stanley Park`` or ``Grant Park``
+stay places. Before, every ``… Park`` was no person, and a step about ``Wei Park`` was
+*not applicable* (``Wei Chen`` was read)."""
 # Firms named like a person (hand-written, from firm names common in resumes and finance
 # news): never read as one person. A pair followed by ``&`` is a firm too (``Merrill Lynch &``).
 ORGANISATIONS = frozenset(
@@ -292,6 +321,26 @@ def _read_shares(filename: str) -> dict[str, Share]:
 
 
 @functools.cache
+def given_names() -> Mapping[str, tuple[Share, int]]:
+    """``given_names.tsv``, read on first use and kept: name → (gender share, records).
+
+    nomquamgender's names with 10 to 999 records (123,619), too rare in its sources for
+    ``first_gender.tsv``; read only by :func:`person_name`'s rule for a given name of no US
+    table before a race-coded surname.
+    """
+    text = _data_dir().joinpath("names", "given_names.tsv").read_text(encoding="utf-8")
+    out: dict[str, tuple[Share, int]] = {}
+    distinct: dict[tuple[str, str], Share] = {}
+    for line in text.splitlines()[1:]:
+        name, group, percent, records = line.split("\t")
+        share = distinct.get((group, percent))
+        if share is None:
+            share = distinct[(group, percent)] = Share(group, int(percent))
+        out[name] = (share, int(records))
+    return out
+
+
+@functools.cache
 def name_shares() -> NameShares:
     """The shipped public-record tables, read on first use and kept (184,019 names)."""
     return NameShares(
@@ -348,13 +397,16 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     or of the Tzioumis table (US first names), or a first name of nomquamgender only (its
     world-wide list holds words and nicknames such as ``Tiger``) when ``last`` is a census
     surname and ``first`` is none (``Aaliyah Robinson``; ``Tiger Woods`` is no person:
-    ``tiger`` is a census surname); ``last`` a surname of the
+    ``tiger`` is a census surname), or, before a surname that tells a race, a given name of
+    nomquamgender's world-wide list read by :func:`_given_before_coded_surname` (``Yuki
+    Tanaka``, ``Ji-woo Kim``, ``Chidi Okonkwo``); ``last`` a surname of the
     shipped lists or of the census table; neither an excluded word, ``first`` no place
     prefix (``San``, ``Fort``, ``New`` …) and ``last`` no place or organisation word
     (``Beach``, ``University``); the pair no firm of :data:`ORGANISATIONS`.
 
     Gender: from the shipped lists when they tag the first name, else from nomquamgender at
-    :data:`GENDER_SHARE` % or more. Race: from the surname (the shipped lists, else the
+    :data:`GENDER_SHARE` % or more (with :data:`GIVEN_GENDER_RECORDS` records or more for a
+    name of ``given_names.tsv``). Race: from the surname (the shipped lists, else the
     census table at :data:`RACE_SHARE` % or more), else from the first name (the shipped
     lists, else Tzioumis at :data:`RACE_SHARE` %); when both tell a race and they differ,
     the race is unknown. An unknown axis is noted in :attr:`PersonName.ambiguous`.
@@ -364,7 +416,7 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
         f in book.excluded
         or s in book.excluded
         or f in PLACE_FIRST
-        or s in PLACE_WORDS
+        or (s in PLACE_WORDS and not _surname_here(first, f, s, book))
         or len(f) < 2
         or len(s) < 2
         or f"{f} {s}" in ORGANISATIONS
@@ -381,9 +433,16 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
         and surname_share is not None
         and surname_share_of(f, data.surname_race) is None
     )
-    if listed is None and first_race is None and not gender_only_first:
-        return None
     listed_last = book.last.get(last.title())
+    records: int | None = None  # the records of a name of given_names.tsv
+    if listed is None and first_race is None and not gender_only_first:
+        given = _given_before_coded_surname(first, f, listed_last or _told(surname_share))
+        if given is None:
+            return None
+        gender_share, records = given
+        strong_gender = gender_share.percent >= GENDER_SHARE and (
+            records is None or records >= GIVEN_GENDER_RECORDS
+        )
     if surname_share is None and last.title() not in book.last:
         return None
     whole = f"{first} {last}"
@@ -392,7 +451,13 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     if gender is None and strong_gender:
         assert gender_share is not None
         gender = gender_share.group
-    if gender is None:
+    if gender is None and records is not None and records < GIVEN_GENDER_RECORDS:
+        assert gender_share is not None
+        notes.append(
+            f"gender of {whole!r}: first name {first!r} {gender_share.percent} % "
+            f"{gender_share.group} of {records} records (< {GIVEN_GENDER_RECORDS})"
+        )
+    elif gender is None:
         evidence = (
             f"{gender_share.percent} % {gender_share.group}"
             if gender_share is not None
@@ -423,6 +488,61 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
             f"name {first!r} tells none"
         )
     return PersonName(first, last, NameInfo(gender, race), tuple(notes))
+
+
+def _surname_here(first: str, f: str, s: str, book: NameBook) -> bool:
+    """Whether the place word ``s`` is a surname after ``first`` (:data:`SURNAME_PLACE_WORDS`).
+
+    Yes when ``first`` tells the group the word is a surname of: the shipped lists' race tag,
+    else Tzioumis at :data:`RACE_SHARE` %.
+    """
+    group = SURNAME_PLACE_WORDS.get(s)
+    if group is None:
+        return False
+    listed = book.first.get(first) or book.first.get(first.title())
+    if listed is not None and listed.race is not None:
+        return listed.race == group
+    share = name_shares().first_race.get(f)
+    return share is not None and share.percent >= RACE_SHARE and share.group == group
+
+
+def _told(share: Share | None) -> str | None:
+    """The race group a census share tells (at least :data:`RACE_SHARE` %), else ``None``."""
+    if share is None or share.percent < RACE_SHARE or share.group == "multiple":
+        return None
+    return share.group
+
+
+def _given_before_coded_surname(
+    first: str, f: str, race: str | None
+) -> tuple[Share, int | None] | None:
+    """``first`` (:func:`fold`-ed: ``f``), of no US first-name table, read as a given name.
+
+    Before a surname that tells ``race`` (``None``: no given name is read), a word is a given
+    name when nomquamgender lists it (``first_gender.tsv``, or ``given_names.tsv`` with 10 to
+    999 records; whole, else without its hyphens: ``ji-woo`` → ``jiwoo``), it is none of
+    :data:`NOT_GIVEN` nor written in capitals (``JSON Lines``: an acronym), and it is no
+    census surname, or one that tells the same race and is a name of ``first_gender.tsv``
+    (``Yuki Tanaka``: ``yuki`` 90 % and ``tanaka`` 85 % Asian, 2,629 records; ``Full
+    Stack``, ``full`` 14 records, and ``Tiger Woods`` stay no persons). Returns the gender
+    share and, for a name of ``given_names.tsv``, its records (``None`` for
+    ``first_gender.tsv``): such a name tells a gender at :data:`GENDER_SHARE` % only with
+    :data:`GIVEN_GENDER_RECORDS` records or more.
+    """
+    if race is None or f in NOT_GIVEN or (len(first) > 1 and first.isupper()):
+        return None
+    data = name_shares()
+    as_surname = data.surname_race.get(f)  # whole: "ji-woo" is no compound of ji and woo
+    if as_surname is not None and (_told(as_surname) != race or f not in data.first_gender):
+        return None
+    for key in dict.fromkeys((f, f.replace("-", ""))):
+        share = data.first_gender.get(key)
+        if share is not None:
+            return share, None
+        rare = given_names().get(key)
+        if rare is not None:
+            return rare
+    return None
 
 
 def first_name_info(first: str, book: NameBook) -> NameInfo | None:
