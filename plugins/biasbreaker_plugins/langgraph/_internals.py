@@ -64,6 +64,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph._internal._constants import CONF, CONFIG_KEY_READ
 from langgraph._internal._fields import get_update_as_tuples
 from langgraph._internal._runnable import RunnableCallable, coerce_to_runnable
+from langgraph._internal._typing import MISSING
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import GraphInterrupt
@@ -255,8 +256,6 @@ def write_problem(
     Returns:
         ``None``, or ``"key 'k': <Exception>: <message>"`` for the first refused write.
     """
-    from langgraph._internal._typing import MISSING
-
     for key, value in update.items():
         channel = channels.get(key)
         if channel is None:
@@ -319,7 +318,10 @@ def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]
     the ``bb_`` keys are never written in a run, and raising and catching that exception for
     each of them, on every guarded step, cost about as much as the rest of the read
     (docs/langgraph.md §10). So the channels are read directly, an empty one skipped with
-    ``is_available()``; any other read function (or a managed key) goes through ``do_read``.
+    ``is_available()``; a reducer channel (``BinaryOperatorAggregate``, every ``bb_`` key) by
+    its ``value`` slot, which is ``MISSING`` when empty and what ``get()`` returns otherwise,
+    without the two method calls per key. Any other read function (or a managed key) goes
+    through ``do_read``.
     """
     read = (config.get(CONF) or {}).get(CONFIG_KEY_READ)
     if isinstance(read, partial) and read.func is local_read and len(read.args) == 4:
@@ -329,7 +331,11 @@ def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]
             get = channels.get
             for key in keys:
                 channel = get(key)
-                if channel is not None and channel.is_available():
+                if type(channel) is BinaryOperatorAggregate:
+                    value = channel.value
+                    if value is not MISSING:
+                        values[key] = value
+                elif channel is not None and channel.is_available():
                     values[key] = channel.get()
             return values
     return dict(ChannelRead.do_read(config, select=list(keys), fresh=False))
