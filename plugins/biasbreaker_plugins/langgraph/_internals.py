@@ -35,6 +35,8 @@ destinations, it never removes any). So, after ``StateGraph.compile()``, the ada
   (``from_checkpoint``, once per channel per run) strips ``typ`` of ``Annotated`` and
   instantiates it for its empty value; one built with the bare container type (``dict``) holds
   the same empty value and reduces the same way, and is copied faster (:func:`lean_channels`).
+  Its ``value`` slot holds what ``get()`` returns, ``MISSING`` when the channel is empty
+  (:func:`read_channels` reads it directly).
 * ``StateGraph.channels`` maps each state key to its channel; a channel's
   ``from_checkpoint(value)`` (``langgraph._internal._typing.MISSING`` for no value) makes a
   fresh copy holding ``value`` and ``update([write])`` applies one write with the key's reducer,
