@@ -662,7 +662,8 @@ class ControlMachine:
         recorder: Called with each step's :class:`~biasbreaker.trace.StepRecord` (e.g. a
             :class:`~biasbreaker.trace.TraceWriter`), or ``None``. It is called after the step
             is committed; if it raises, the exception propagates and the caller gets no
-            decision for that step (so nothing is promoted).
+            decision for that step (so nothing is promoted). Without one, the record of a
+            steady step (NORMAL staying NORMAL) is built only if :attr:`last_record` is read.
 
     Constructing one registers the environment's secrets
     (:func:`~biasbreaker.redaction.register_environment`), so a hook error quoting one is
@@ -700,6 +701,9 @@ class ControlMachine:
         )
         self._history: dict[str, deque[float]] = {}
         self._last_record: StepRecord | None = None
+        # the steady step's record fields, when no recorder takes the record: built into
+        # _last_record only if last_record is read
+        self._pending_record: tuple[Any, ...] | None = None
         self._recorded_weights: Mapping[str, float] = {}
 
     # -- read-only views ---------------------------------------------------------------------
@@ -727,6 +731,9 @@ class ControlMachine:
     @property
     def last_record(self) -> StepRecord | None:
         """The trace record of the last step, or ``None`` before the first."""
+        if self._pending_record is not None:
+            self._last_record = StepRecord(*self._pending_record)
+            self._pending_record = None
         return self._last_record
 
     @property
@@ -865,10 +872,11 @@ class ControlMachine:
             window = self._window.peek(fast)
             self._window.observe(fast)
         changed = dict(checked) if checked != self._recorded_weights else None
-        # positional, in the field order (step, node, scores, fast, slow, window, state,
+        # the record's fields in their order (step, node, scores, fast, slow, window, state,
         # action, mixing_ratio, reason, transition, episode, attempt, payload_sha256,
-        # intervention, weights, probe): keywords cost a fifth of the record's construction
-        record = StepRecord(
+        # intervention, weights, probe); building the frozen record costs more than the rest
+        # of the step, so without a recorder it is built only if last_record is read
+        fields: tuple[Any, ...] = (
             self._step,
             node,
             {},
@@ -890,8 +898,13 @@ class ControlMachine:
         if changed is not None:
             self._recorded_weights = changed
         self._step += 1
-        self._last_record = record
-        if self._recorder is not None:
+        if self._recorder is None:
+            self._last_record = None
+            self._pending_record = fields
+        else:
+            record = StepRecord(*fields)
+            self._last_record = record
+            self._pending_record = None
             self._recorder(record)
         # every field valid by construction: NORMAL allows PROCEED, the ratio is a sigmoid,
         # fast was checked above (the tests compare it with the validated slow path's)
@@ -1222,6 +1235,7 @@ class ControlMachine:
             self._recorded_weights = plan.weights
         self._step += 1
         self._last_record = record
+        self._pending_record = None
         if self._recorder is not None:
             self._recorder(record)
         return decision

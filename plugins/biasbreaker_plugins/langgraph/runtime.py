@@ -134,7 +134,7 @@ class GraphGuard:
             )
         self.hook: AnyHook = hook
         self.decider = Decider(
-            Machines(machine_config),
+            Machines(machine_config, record=self.traces.enabled),
             self.traces,
             self.weights,
             settings.propagation.network_ewma,
