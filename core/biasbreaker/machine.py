@@ -470,6 +470,7 @@ _S = BreakerState
 _NORMAL: Final = BreakerState.NORMAL
 _PROCEED: Final = BreakerAction.PROCEED
 _REASON_NORMAL: Final = "normal"
+_STATE_VALUES: Final[Mapping[BreakerState, str]] = {state: state.value for state in BreakerState}
 _new_decision: Final = tuple.__new__
 
 # fmt: off
@@ -705,6 +706,9 @@ class ControlMachine:
         # _last_record only if last_record is read
         self._pending_record: tuple[Any, ...] | None = None
         self._recorded_weights: Mapping[str, float] = {}
+        # the KatzWeights a steady step last found equal to _recorded_weights (immutable, so
+        # the same object is still equal until _recorded_weights is replaced)
+        self._weights_recorded: KatzWeights | None = None
 
     # -- read-only views ---------------------------------------------------------------------
 
@@ -871,7 +875,10 @@ class ControlMachine:
         if self._window is not None:
             window = self._window.peek(fast)
             self._window.observe(fast)
-        changed = dict(checked) if checked != self._recorded_weights else None
+        changed: dict[str, float] | None = None
+        if checked is not self._weights_recorded:
+            changed = dict(checked) if checked != self._recorded_weights else None
+            self._weights_recorded = checked if type(checked) is KatzWeights else None
         # the record's fields in their order (step, node, scores, fast, slow, window, state,
         # action, mixing_ratio, reason, transition, episode, attempt, payload_sha256,
         # intervention, weights, probe); building the frozen record costs more than the rest
@@ -1233,6 +1240,7 @@ class ControlMachine:
         )
         if plan.weights is not None:
             self._recorded_weights = plan.weights
+            self._weights_recorded = None
         self._step += 1
         self._last_record = record
         self._pending_record = None
@@ -1374,7 +1382,7 @@ class ControlMachine:
         return {
             "version": SNAPSHOT_VERSION,
             "config": self._config_json,
-            "state": counters.state.value,
+            "state": _STATE_VALUES[counters.state],
             "attempts": counters.attempts,
             "recovery_steps": counters.recovery_steps,
             "recheck_ok": counters.recheck_ok,
@@ -1385,7 +1393,9 @@ class ControlMachine:
             "frozen_input": None if self._frozen_input is None else self._frozen_input.to_json(),
             "result": None if self._result is None else self._result.to_json(),
             "window": None if self._window is None else list(self._window.levels()),
-            "history": {name: list(values) for name, values in sorted(self._history.items())},
+            "history": {name: list(values) for name, values in sorted(self._history.items())}
+            if self._history
+            else {},
             "recorded_weights": dict(self._recorded_weights),
         }
 
