@@ -20,7 +20,7 @@ from langgraph.pregel._read import ChannelRead
 
 from biasbreaker.kernel import Kernel
 from biasbreaker_plugins.langgraph import BiasState, guard
-from biasbreaker_plugins.langgraph._internals import lean_channels, read_channels
+from biasbreaker_plugins.langgraph._internals import lean_channels, read_channels, writes_nothing
 from biasbreaker_plugins.langgraph.state import BB_KEYS
 
 
@@ -91,3 +91,23 @@ def test_only_bare_dict_and_list_reducer_channels_are_rebuilt() -> None:
     lean = lean_channels(channels, [*channels, "absent"])
     assert set(lean) == BB_KEYS
     assert [lean[k].typ for k in ("bb_frozen", "bb_reviews")] == [dict, list]
+
+
+def test_writes_nothing_knows_a_no_op_writer_again_by_its_code_only() -> None:
+    def make_no_op() -> Any:
+        def writer(chunk: Any) -> None:
+            pass
+
+        return writer
+
+    sent: list[Any] = []
+
+    def real(chunk: Any) -> None:
+        sent.append(chunk)
+
+    first, second = make_no_op(), make_no_op()
+    assert writes_nothing(first) and writes_nothing(second)  # the second by identity of code
+    assert not writes_nothing(real)
+    assert not writes_nothing(lambda chunk: sent.append(chunk))
+    assert not writes_nothing(object())
+    assert writes_nothing(first)

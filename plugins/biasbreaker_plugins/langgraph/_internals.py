@@ -292,6 +292,10 @@ def _pass(payload: Any) -> None:  # the shape of LangGraph's no-op writer (no do
     pass
 
 
+_no_op_codes: list[Any] = []
+"""The code objects :func:`writes_nothing` found doing nothing (the last one)."""
+
+
 def writes_nothing(writer: Any) -> bool:
     """Whether ``writer`` is a stream writer that does nothing (``"custom"`` not streamed).
 
@@ -299,15 +303,24 @@ def writes_nothing(writer: Any) -> bool:
     streamed by its parent) a local function whose body is ``pass``; the default runtime's
     ``_no_op_stream_writer`` is the same. A writer with any other body (one that puts the
     event on the run's queue) never compares equal, so a real writer is never taken for it.
+    Every run's local function has the same code object, so the last one found doing nothing
+    is recognised by identity, without comparing its bytecode again.
     """
     code = getattr(writer, "__code__", None)
+    if code is None:
+        return False
+    known = _no_op_codes
+    if known and code is known[0]:
+        return True
     reference = _pass.__code__
-    return (
-        code is not None
-        and code.co_code == reference.co_code
+    if (
+        code.co_code == reference.co_code
         and code.co_consts == reference.co_consts
         and not code.co_names
-    )
+    ):
+        _no_op_codes[:] = [code]
+        return True
+    return False
 
 
 def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]:
@@ -328,7 +341,8 @@ def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]
     read = (config.get(CONF) or {}).get(CONFIG_KEY_READ)
     if isinstance(read, partial) and read.func is local_read and len(read.args) == 4:
         channels, managed = read.args[1], read.args[2]
-        if isinstance(channels, Mapping) and not (managed and any(k in managed for k in keys)):
+        plain = type(channels) is dict or isinstance(channels, Mapping)  # a dict: no ABC check
+        if plain and not (managed and any(k in managed for k in keys)):
             values: dict[str, Any] = {}
             get = channels.get
             for key in keys:
