@@ -453,9 +453,14 @@ def trace_key(config: Mapping[str, Any] | None) -> str:
     namespace (``"<node>:<task id>"``, nested with ``|``), so its trace is its own file:
     ``"<thread>.<node>-<task id>"`` (``:`` and ``|`` written as ``-`` and ``.``).
     """
-    thread = thread_of(config)
-    ns = str(((config or {}).get("configurable") or {}).get("checkpoint_ns") or "")
-    graph = ns.split("|")[:-1] if ns else []
+    conf = (config or {}).get("configurable") or {}
+    thread = conf.get("thread_id", "default")
+    if type(thread) is not str:
+        thread = str(thread)
+    ns = conf.get("checkpoint_ns")
+    if not ns:  # the root graph (the common case)
+        return thread
+    graph = str(ns).split("|")[:-1]
     if not graph:
         return thread
     return ".".join([thread, *(part.replace(":", "-") for part in graph)])
@@ -464,7 +469,9 @@ def trace_key(config: Mapping[str, Any] | None) -> str:
 def task_of(config: Mapping[str, Any] | None) -> tuple[int, str]:
     """(super-step, push suffix) of the running task, from LangGraph's run metadata."""
     meta = (config or {}).get("metadata") or {}
-    step = int(meta.get("langgraph_step", 0))
+    step = meta.get("langgraph_step", 0)
+    if type(step) is not int:
+        step = int(step)
     path = meta.get("langgraph_path") or ()
     suffix = ""
     if path and path[0] == "__pregel_push":

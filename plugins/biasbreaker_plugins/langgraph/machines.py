@@ -156,9 +156,10 @@ class Machines:
         """Return a handle whose machine is now in the state ``value`` describes."""
         handle.base = value
         with self._lock:
-            self._cache[id(value)] = handle
-            while len(self._cache) > self.size:
-                self._cache.popitem(last=False)
+            cache = self._cache
+            cache[id(value)] = handle
+            if len(cache) > self.size:  # one in, at most one out
+                cache.popitem(last=False)
 
 
 __all__ = ["Dispatch", "Handle", "Machines", "run_sync"]

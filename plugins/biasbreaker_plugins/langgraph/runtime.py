@@ -110,6 +110,7 @@ class GraphGuard:
         self.stream_first = options.stream_first
         self.opaque = opaque
         self.traces = open_sink(context, options.trace_path, adapter="langgraph")
+        self.tracing = self.traces.enabled  # read once: whether records are kept
         self.held_streams = HeldStreams()
         self.pool = ThreadPoolExecutor(
             max_workers=settings.probe.max_concurrency,
@@ -135,7 +136,7 @@ class GraphGuard:
             )
         self.hook: AnyHook = hook
         self.decider = Decider(
-            Machines(machine_config, record=self.traces.enabled),
+            Machines(machine_config, record=self.tracing),
             self.traces,
             self.weights,
             settings.propagation.network_ewma,
@@ -235,7 +236,7 @@ class GraphGuard:
         """
         state = args[0] if args else kwargs.get(spec.first)
         bb = read_channels(config, STEP_KEYS)
-        if self.traces.enabled and not bb.get("bb_breaker"):
+        if self.tracing and not bb.get("bb_breaker"):
             self.traces.check_new_run(trace_key(config))
         if self.stream_first or not streams_anything(config):
             return state, bb, None, (config, kwargs)
