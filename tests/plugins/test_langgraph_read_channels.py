@@ -24,6 +24,8 @@ from biasbreaker_plugins.langgraph._internals import (
     LeanAggregate,
     lean_channels,
     read_channels,
+    task_of,
+    trace_key,
     writes_nothing,
 )
 from biasbreaker_plugins.langgraph.state import BB_KEYS
@@ -139,3 +141,35 @@ def test_writes_nothing_knows_a_no_op_writer_again_by_its_code_only() -> None:
     assert not writes_nothing(lambda chunk: sent.append(chunk))
     assert not writes_nothing(object())
     assert writes_nothing(first)
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        (None, "default"),
+        ({}, "default"),
+        ({"configurable": {"thread_id": "t1"}}, "t1"),
+        ({"configurable": {"thread_id": 7, "checkpoint_ns": ""}}, "7"),
+        ({"configurable": {"thread_id": "t", "checkpoint_ns": "node:1"}}, "t"),
+        ({"configurable": {"thread_id": "t", "checkpoint_ns": "outer:1|inner:2"}}, "t.outer-1"),
+        ({"configurable": {"checkpoint_ns": "a:1|b:2|c:3"}}, "default.a-1.b-2"),
+    ],
+)
+def test_trace_key_is_the_thread_plus_the_subgraph_namespace(
+    config: dict[str, Any] | None, key: str
+) -> None:
+    assert trace_key(config) == key
+
+
+@pytest.mark.parametrize(
+    ("metadata", "task"),
+    [
+        ({}, (0, "")),
+        ({"langgraph_step": 3, "langgraph_path": ("__pregel_pull", "a")}, (3, "")),
+        ({"langgraph_step": "4", "langgraph_path": ("__pregel_push", 0, 2)}, (4, "#0.2")),
+    ],
+)
+def test_task_of_is_the_super_step_and_push_suffix(
+    metadata: dict[str, Any], task: tuple[int, str]
+) -> None:
+    assert task_of({"metadata": metadata}) == task
