@@ -470,6 +470,7 @@ _S = BreakerState
 _NORMAL: Final = BreakerState.NORMAL
 _PROCEED: Final = BreakerAction.PROCEED
 _REASON_NORMAL: Final = "normal"
+_STATE_VALUES: Final[Mapping[BreakerState, str]] = {state: state.value for state in BreakerState}
 _new_decision: Final = tuple.__new__
 
 # fmt: off
@@ -662,7 +663,8 @@ class ControlMachine:
         recorder: Called with each step's :class:`~biasbreaker.trace.StepRecord` (e.g. a
             :class:`~biasbreaker.trace.TraceWriter`), or ``None``. It is called after the step
             is committed; if it raises, the exception propagates and the caller gets no
-            decision for that step (so nothing is promoted).
+            decision for that step (so nothing is promoted). Without one, the record of a
+            steady step (NORMAL staying NORMAL) is built only if :attr:`last_record` is read.
 
     Constructing one registers the environment's secrets
     (:func:`~biasbreaker.redaction.register_environment`), so a hook error quoting one is
@@ -700,7 +702,13 @@ class ControlMachine:
         )
         self._history: dict[str, deque[float]] = {}
         self._last_record: StepRecord | None = None
+        # the steady step's record fields, when no recorder takes the record: built into
+        # _last_record only if last_record is read
+        self._pending_record: tuple[Any, ...] | None = None
         self._recorded_weights: Mapping[str, float] = {}
+        # the KatzWeights a steady step last found equal to _recorded_weights (immutable, so
+        # the same object is still equal until _recorded_weights is replaced)
+        self._weights_recorded: KatzWeights | None = None
 
     # -- read-only views ---------------------------------------------------------------------
 
@@ -727,6 +735,9 @@ class ControlMachine:
     @property
     def last_record(self) -> StepRecord | None:
         """The trace record of the last step, or ``None`` before the first."""
+        if self._pending_record is not None:
+            self._last_record = StepRecord(*self._pending_record)
+            self._pending_record = None
         return self._last_record
 
     @property
@@ -864,11 +875,15 @@ class ControlMachine:
         if self._window is not None:
             window = self._window.peek(fast)
             self._window.observe(fast)
-        changed = dict(checked) if checked != self._recorded_weights else None
-        # positional, in the field order (step, node, scores, fast, slow, window, state,
+        changed: dict[str, float] | None = None
+        if checked is not self._weights_recorded:
+            changed = dict(checked) if checked != self._recorded_weights else None
+            self._weights_recorded = checked if type(checked) is KatzWeights else None
+        # the record's fields in their order (step, node, scores, fast, slow, window, state,
         # action, mixing_ratio, reason, transition, episode, attempt, payload_sha256,
-        # intervention, weights, probe): keywords cost a fifth of the record's construction
-        record = StepRecord(
+        # intervention, weights, probe); building the frozen record costs more than the rest
+        # of the step, so without a recorder it is built only if last_record is read
+        fields: tuple[Any, ...] = (
             self._step,
             node,
             {},
@@ -890,8 +905,13 @@ class ControlMachine:
         if changed is not None:
             self._recorded_weights = changed
         self._step += 1
-        self._last_record = record
-        if self._recorder is not None:
+        if self._recorder is None:
+            self._last_record = None
+            self._pending_record = fields
+        else:
+            record = StepRecord(*fields)
+            self._last_record = record
+            self._pending_record = None
             self._recorder(record)
         # every field valid by construction: NORMAL allows PROCEED, the ratio is a sigmoid,
         # fast was checked above (the tests compare it with the validated slow path's)
@@ -1220,8 +1240,10 @@ class ControlMachine:
         )
         if plan.weights is not None:
             self._recorded_weights = plan.weights
+            self._weights_recorded = None
         self._step += 1
         self._last_record = record
+        self._pending_record = None
         if self._recorder is not None:
             self._recorder(record)
         return decision
@@ -1360,7 +1382,7 @@ class ControlMachine:
         return {
             "version": SNAPSHOT_VERSION,
             "config": self._config_json,
-            "state": counters.state.value,
+            "state": _STATE_VALUES[counters.state],
             "attempts": counters.attempts,
             "recovery_steps": counters.recovery_steps,
             "recheck_ok": counters.recheck_ok,
@@ -1371,7 +1393,9 @@ class ControlMachine:
             "frozen_input": None if self._frozen_input is None else self._frozen_input.to_json(),
             "result": None if self._result is None else self._result.to_json(),
             "window": None if self._window is None else list(self._window.levels()),
-            "history": {name: list(values) for name, values in sorted(self._history.items())},
+            "history": {name: list(values) for name, values in sorted(self._history.items())}
+            if self._history
+            else {},
             "recorded_weights": dict(self._recorded_weights),
         }
 

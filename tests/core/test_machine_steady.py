@@ -150,6 +150,24 @@ def test_property_the_steady_path_decides_records_and_snapshots_as_the_planned_p
         assert stepped.snapshot() == planned.snapshot()
 
 
+@given(scenarios(), st.lists(st.booleans(), min_size=60, max_size=60))
+def test_property_without_a_recorder_the_last_record_is_the_recorded_one(
+    scenario: tuple[MachineConfig, float, list[dict[str, Any]], list[bool]], reads: list[bool]
+) -> None:
+    """A machine without a recorder builds a steady step's record only when it is read."""
+    cfg, recheck, sequence, _ = scenario
+    records: list[StepRecord] = []
+    recorded = ControlMachine(cfg, hook=hook_for(recheck), recorder=records.append)
+    unrecorded = ControlMachine(cfg, hook=hook_for(recheck))
+    for kwargs, read in zip(sequence, reads[: len(sequence)], strict=True):
+        assert _outcome(unrecorded.step, kwargs) == _outcome(recorded.step, kwargs)
+        if read:
+            assert unrecorded.last_record == recorded.last_record
+    assert unrecorded.last_record == recorded.last_record
+    assert unrecorded.last_record == (records[-1] if records else None)
+    assert unrecorded.snapshot() == recorded.snapshot()
+
+
 def _refuse(*args: object, **kwargs: object) -> BreakerDecision:
     raise AssertionError("the planned path was taken")
 

@@ -19,7 +19,14 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from pydantic import BaseModel
@@ -183,6 +190,7 @@ GLANCED: dict[str, Any] = {
     "message": {"reply": AIMessage("yes", response_metadata={"finish_reason": "stop"})},
     "remove": {"messages": [RemoveMessage(id="a")]},
     "mixed list": {"items": ["text", AIMessage("yes")]},
+    "system and chunk": {"messages": [SystemMessage("be fair"), AIMessageChunk("ye")]},
 }
 """Updates :func:`readable` passes at a glance (their view is built only when needed)."""
 

@@ -32,9 +32,12 @@ destinations, it never removes any). So, after ``StateGraph.compile()``, the ada
   (:func:`writes_nothing`); with no streaming callback handler and no parent stream either, a
   guarded node has nothing to capture and keeps its own config.
 * A reducer key's channel is a ``BinaryOperatorAggregate(typ, reducer)``, whose every copy
-  (``from_checkpoint``, once per channel per run) strips ``typ`` of ``Annotated`` and
-  instantiates it for its empty value; one built with the bare container type (``dict``) holds
-  the same empty value and reduces the same way, and is copied faster (:func:`lean_channels`).
+  (``copy``, ``from_checkpoint``: once per channel per run) strips ``typ`` of ``Annotated`` and
+  instantiates it for its empty value. Its ``value`` slot holds what ``get()`` returns,
+  ``MISSING`` when the channel is empty (:func:`read_channels` reads it directly); its
+  ``update`` starts from the first write when the value is ``MISSING``. After every super-step
+  with a task, ``apply_writes`` calls ``update([])`` on every channel that ``is_available()``
+  and was not written: an empty channel is skipped. :class:`LeanAggregate` builds on these.
 * ``StateGraph.channels`` maps each state key to its channel; a channel's
   ``from_checkpoint(value)`` (``langgraph._internal._typing.MISSING`` for no value) makes a
   fresh copy holding ``value`` and ``update([write])`` applies one write with the key's reducer,
@@ -54,7 +57,7 @@ from __future__ import annotations
 import copy as _copy
 import dataclasses
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -64,7 +67,9 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph._internal._constants import CONF, CONFIG_KEY_READ
 from langgraph._internal._fields import get_update_as_tuples
 from langgraph._internal._runnable import RunnableCallable, coerce_to_runnable
+from langgraph._internal._typing import MISSING
 from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import GraphInterrupt
 from langgraph.pregel._algo import local_read
@@ -255,8 +260,6 @@ def write_problem(
     Returns:
         ``None``, or ``"key 'k': <Exception>: <message>"`` for the first refused write.
     """
-    from langgraph._internal._typing import MISSING
-
     for key, value in update.items():
         channel = channels.get(key)
         if channel is None:
@@ -291,6 +294,10 @@ def _pass(payload: Any) -> None:  # the shape of LangGraph's no-op writer (no do
     pass
 
 
+_no_op_codes: list[Any] = []
+"""The code objects :func:`writes_nothing` found doing nothing (the last one)."""
+
+
 def writes_nothing(writer: Any) -> bool:
     """Whether ``writer`` is a stream writer that does nothing (``"custom"`` not streamed).
 
@@ -298,15 +305,24 @@ def writes_nothing(writer: Any) -> bool:
     streamed by its parent) a local function whose body is ``pass``; the default runtime's
     ``_no_op_stream_writer`` is the same. A writer with any other body (one that puts the
     event on the run's queue) never compares equal, so a real writer is never taken for it.
+    Every run's local function has the same code object, so the last one found doing nothing
+    is recognised by identity, without comparing its bytecode again.
     """
     code = getattr(writer, "__code__", None)
+    if code is None:
+        return False
+    known = _no_op_codes
+    if known and code is known[0]:
+        return True
     reference = _pass.__code__
-    return (
-        code is not None
-        and code.co_code == reference.co_code
+    if (
+        code.co_code == reference.co_code
         and code.co_consts == reference.co_consts
         and not code.co_names
-    )
+    ):
+        _no_op_codes[:] = [code]
+        return True
+    return False
 
 
 def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]:
@@ -319,30 +335,89 @@ def read_channels(config: RunnableConfig, keys: Iterable[str]) -> dict[str, Any]
     the ``bb_`` keys are never written in a run, and raising and catching that exception for
     each of them, on every guarded step, cost about as much as the rest of the read
     (docs/langgraph.md §10). So the channels are read directly, an empty one skipped with
-    ``is_available()``; any other read function (or a managed key) goes through ``do_read``.
+    ``is_available()``; a reducer channel (``BinaryOperatorAggregate``, every ``bb_`` key) by
+    its ``value`` slot, which is ``MISSING`` when empty and what ``get()`` returns otherwise,
+    without the two method calls per key. Any other read function (or a managed key) goes
+    through ``do_read``.
     """
     read = (config.get(CONF) or {}).get(CONFIG_KEY_READ)
     if isinstance(read, partial) and read.func is local_read and len(read.args) == 4:
         channels, managed = read.args[1], read.args[2]
-        if isinstance(channels, Mapping) and not (managed and any(k in managed for k in keys)):
+        plain = type(channels) is dict or isinstance(channels, Mapping)  # a dict: no ABC check
+        if plain and not (managed and any(k in managed for k in keys)):
             values: dict[str, Any] = {}
             get = channels.get
             for key in keys:
                 channel = get(key)
-                if channel is not None and channel.is_available():
+                if type(channel) in _AGGREGATES:
+                    value = channel.value
+                    if value is not MISSING:
+                        values[key] = value
+                elif channel is not None and channel.is_available():
                     values[key] = channel.get()
             return values
     return dict(ChannelRead.do_read(config, select=list(keys), fresh=False))
 
 
+class LeanAggregate(BinaryOperatorAggregate):  # type: ignore[type-arg]
+    """A ``bb_`` key's reducer channel: empty (not available) until its first write.
+
+    LangGraph's ``BinaryOperatorAggregate(dict, reducer)`` holds ``{}`` from the start, so it
+    is available, and after every super-step ``apply_writes`` updates it with no write; most
+    ``bb_`` keys are never written in a run, and those updates of a guarded graph's hidden
+    channels cost every step about a fifth of what the guard itself costs. This one holds
+    ``MISSING`` until written (LangGraph skips it then), and its first update starts from the
+    empty container, so every update reduces exactly as the declared channel's does. Reading
+    it: absent until written, where the declared channel read ``{}`` or ``[]``
+    (:func:`~biasbreaker_plugins.langgraph.graph.guard_state` still reports the empty value).
+    Its copies skip ``__init__`` (they need neither the annotation stripped nor an empty
+    value built).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, typ: type[Any], operator: Callable[[Any, Any], Any]) -> None:
+        super().__init__(typ, operator)
+        self.value = MISSING
+
+    def _holding(self, value: Any) -> LeanAggregate:
+        new = object.__new__(LeanAggregate)
+        new.typ = self.typ
+        new.key = self.key
+        new.operator = self.operator
+        new.value = value
+        return new
+
+    def copy(self) -> LeanAggregate:
+        """A copy holding the same value."""
+        return self._holding(self.value)
+
+    def from_checkpoint(self, checkpoint: Any) -> LeanAggregate:
+        """A copy holding ``checkpoint`` (``MISSING``: empty)."""
+        if isinstance(checkpoint, _DeltaSnapshot):
+            checkpoint = checkpoint.value
+        return self._holding(checkpoint)
+
+    def update(self, values: Sequence[Any]) -> bool:
+        """Reduce ``values`` into the value, starting from the empty container if empty."""
+        if not values:
+            return False
+        if self.value is MISSING:
+            self.value = self.typ()
+        return bool(super().update(values))
+
+
+_AGGREGATES: frozenset[type[Any]] = frozenset({BinaryOperatorAggregate, LeanAggregate})
+
+
 def lean_channels(channels: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
-    """The reducer channels of ``keys`` rebuilt with their bare container types.
+    """The reducer channels of ``keys`` rebuilt as :class:`LeanAggregate` channels.
 
     A ``BinaryOperatorAggregate`` declared ``Annotated[dict[str, ...], reducer]`` strips the
     annotation again each time LangGraph copies it (every channel, at the start of every run);
-    the one returned for it is declared ``dict`` (``list`` for a list) with the same reducer:
-    the same empty value (``{}`` or ``[]``), the same updates, equal to the original (channels
-    compare by their reducer).
+    the one returned for it is declared ``dict`` (``list`` for a list) with the same reducer,
+    empty until first written: the same updates, equal to the original (channels compare by
+    their reducer).
 
     Args:
         channels: State key -> channel (``StateGraph.channels``).
@@ -359,7 +434,7 @@ def lean_channels(channels: Mapping[str, Any], keys: Iterable[str]) -> dict[str,
             continue
         empty = type(channel.value)
         if empty is dict or empty is list:
-            copy = BinaryOperatorAggregate(empty, channel.operator)
+            copy = LeanAggregate(empty, channel.operator)
             copy.key = channel.key
             lean[key] = copy
     return lean
@@ -378,9 +453,14 @@ def trace_key(config: Mapping[str, Any] | None) -> str:
     namespace (``"<node>:<task id>"``, nested with ``|``), so its trace is its own file:
     ``"<thread>.<node>-<task id>"`` (``:`` and ``|`` written as ``-`` and ``.``).
     """
-    thread = thread_of(config)
-    ns = str(((config or {}).get("configurable") or {}).get("checkpoint_ns") or "")
-    graph = ns.split("|")[:-1] if ns else []
+    conf = (config or {}).get("configurable") or {}
+    thread = conf.get("thread_id", "default")
+    if type(thread) is not str:
+        thread = str(thread)
+    ns = conf.get("checkpoint_ns")
+    if not ns:  # the root graph (the common case)
+        return thread
+    graph = str(ns).split("|")[:-1]
     if not graph:
         return thread
     return ".".join([thread, *(part.replace(":", "-") for part in graph)])
@@ -389,7 +469,9 @@ def trace_key(config: Mapping[str, Any] | None) -> str:
 def task_of(config: Mapping[str, Any] | None) -> tuple[int, str]:
     """(super-step, push suffix) of the running task, from LangGraph's run metadata."""
     meta = (config or {}).get("metadata") or {}
-    step = int(meta.get("langgraph_step", 0))
+    step = meta.get("langgraph_step", 0)
+    if type(step) is not int:
+        step = int(step)
     path = meta.get("langgraph_path") or ()
     suffix = ""
     if path and path[0] == "__pregel_push":
@@ -429,6 +511,7 @@ def interrupt_in(value: Any, config: RunnableConfig) -> Any:
 
 __all__ = [
     "Halt",
+    "LeanAggregate",
     "Promote",
     "as_node_runnable",
     "check_layout",

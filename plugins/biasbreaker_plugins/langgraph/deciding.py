@@ -100,21 +100,46 @@ class Decider:
 
         When the step would call the hook the machine is left dirty: the caller drops it.
         """
-        handle.dispatch.target = None
-        handle.dispatch.captured = None
-        scores = {n: v for n, v in step["scores"].items() if v is not None}
-        decision = handle.machine.step(
+        return self._preview(
+            handle,
+            staged["node"],
+            staged["view"] if "view" in staged else staged.get("update"),
+            step_input,
+            staged.get("outcome") or None,
+            staged.get("hold"),
             step["fast"],
             step["slow"],
-            node=staged["node"],
-            local_scores=scores,
-            weights=self.katz,
-            payload=staged.get("view", staged.get("update")),
-            step_input=step_input,
-            probe=staged.get("outcome") or None,
-            hold=staged.get("hold"),
+            step["scores"],
         )
-        captured = handle.dispatch.take()
+
+    def _preview(
+        self,
+        handle: Handle,
+        node: str,
+        payload: Any,
+        step_input: Any,
+        outcome: Mapping[str, str] | None,
+        hold: str | None,
+        fast: float,
+        slow: float,
+        scores: Mapping[str, float | None],
+    ) -> tuple[BreakerDecision | None, InterventionContext | None]:
+        """:meth:`preview` with the staged entry's and the step's fields as arguments."""
+        dispatch = handle.dispatch
+        dispatch.target = None
+        dispatch.captured = None
+        decision = handle.machine.step(
+            fast,
+            slow,
+            node=node,
+            local_scores={n: v for n, v in scores.items() if v is not None} if scores else {},
+            weights=self.katz,
+            payload=payload,
+            step_input=step_input,
+            probe=outcome,
+            hold=hold,
+        )
+        captured = dispatch.take()
         if captured is not None:
             return None, captured
         return decision, None
@@ -139,7 +164,8 @@ class Decider:
     def commit(self, handle: Handle, thread: str, by: str) -> dict[str, Any]:
         """Snapshot the handle's machine, write its trace records, cache it; the state value."""
         value = {"machine": handle.machine.snapshot(), "by": by}
-        commit_records(self.traces, thread, handle)
+        if self.machines.record:  # else the machine has no recorder: no records to write
+            commit_records(self.traces, thread, handle)
         self.machines.release(handle, value)
         return value
 
@@ -153,11 +179,12 @@ class Decider:
         """
         name = call.node.name
         bb = call.bb
-        rotation = {} if call.coverage is None else {"bb_probe_coverage": {name: call.coverage}}
+        rotation = None if call.coverage is None else {"bb_probe_coverage": {name: call.coverage}}
         if call.node.mode == "queued":
             staged = entry(call, "queued", self.opaque)
             return Halt(
-                goto=BREAKER, update={"bb_unverified_output": {call.key: staged}, **rotation}
+                goto=BREAKER,
+                update={"bb_unverified_output": {call.key: staged}, **(rotation or {})},
             )
         scores = dict(bb.get("bb_local_scores") or {})
         raw_ewma = bb.get("bb_network_ewma")
@@ -168,18 +195,23 @@ class Decider:
             writes["bb_network_ewma"] = ewma
         if call.sampled:
             writes["bb_local_scores"] = {name: call.score}
-        writes.update(rotation)
+        if rotation is not None:
+            writes.update(rotation)
         weights = bb.get("bb_katz_weights")
         if weights is not self.weights and weights != self.weights:
             writes["bb_katz_weights"] = self.weights
-        checked = {
-            "node": name,
-            "view": call.payload(),  # built only if the step freezes it
-            "outcome": call.outcome,
-            "hold": call.hold,
-        }
         handle = self.machines.acquire(bb.get("bb_breaker"))
-        decision, _ = self.preview(handle, checked, None, step)
+        decision, _ = self._preview(
+            handle,
+            name,
+            call.payload(),  # built only if the step freezes it
+            None,
+            call.outcome or None,
+            call.hold,
+            fast,
+            slow,
+            scores,
+        )
         if decision is None:
             # The step starts an intervention: bb_breaker takes it with the real hook.
             staged = entry(call, "tripped", self.opaque, step=step, reason=trip_reason(call, fast))

@@ -44,6 +44,7 @@ from biasbreaker.machine import AnyHook, MachineConfig
 from biasbreaker.propagation import katz_influence
 from biasbreaker.registry import BuildContext
 from biasbreaker_plugins.langgraph._internals import (
+    LeanAggregate,
     as_node_runnable,
     hide_tasks,
     install_gates,
@@ -283,7 +284,8 @@ def _guard_keys(graph: CompiledStateGraph[Any, Any, Any, Any], checkpoint: Any) 
         try:
             out[key] = channel.get()
         except EmptyChannelError:
-            continue
+            if isinstance(spec, LeanAggregate):  # empty until written: its empty value
+                out[key] = spec.typ()
     return out
 
 

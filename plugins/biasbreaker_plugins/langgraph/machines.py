@@ -116,11 +116,14 @@ class Machines:
     Args:
         config: The configuration of a fresh machine (a state without ``bb_breaker``).
         size: Handles kept, least recently released evicted.
+        record: Whether the machines' steps are recorded (a run trace is kept): with
+            ``False`` a machine has no recorder and :attr:`Handle.records` stays empty.
     """
 
-    def __init__(self, config: MachineConfig, size: int = 64) -> None:
+    def __init__(self, config: MachineConfig, size: int = 64, *, record: bool = True) -> None:
         self.config = config
         self.size = size
+        self.record = record
         self._cache: OrderedDict[int, Handle] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -140,23 +143,23 @@ class Machines:
                 return handle
         dispatch = Dispatch()
         records: list[StepRecord] = []
+        recorder = records.append if self.record else None
         if value:
             machine = ControlMachine.restore(
-                value["machine"], hook=cast(AnyHook, dispatch), recorder=records.append
+                value["machine"], hook=cast(AnyHook, dispatch), recorder=recorder
             )
         else:
-            machine = ControlMachine(
-                self.config, hook=cast(AnyHook, dispatch), recorder=records.append
-            )
+            machine = ControlMachine(self.config, hook=cast(AnyHook, dispatch), recorder=recorder)
         return Handle(machine, dispatch, records, value)
 
     def release(self, handle: Handle, value: Mapping[str, Any]) -> None:
         """Return a handle whose machine is now in the state ``value`` describes."""
         handle.base = value
         with self._lock:
-            self._cache[id(value)] = handle
-            while len(self._cache) > self.size:
-                self._cache.popitem(last=False)
+            cache = self._cache
+            cache[id(value)] = handle
+            if len(cache) > self.size:  # one in, at most one out
+                cache.popitem(last=False)
 
 
 __all__ = ["Dispatch", "Handle", "Machines", "run_sync"]

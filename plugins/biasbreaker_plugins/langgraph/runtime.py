@@ -48,6 +48,7 @@ from biasbreaker_plugins.langgraph.streaming import (
     announce,
     capturing,
     graph_namespace,
+    streams_anything,
 )
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
 
@@ -109,6 +110,7 @@ class GraphGuard:
         self.stream_first = options.stream_first
         self.opaque = opaque
         self.traces = open_sink(context, options.trace_path, adapter="langgraph")
+        self.tracing = self.traces.enabled  # read once: whether records are kept
         self.held_streams = HeldStreams()
         self.pool = ThreadPoolExecutor(
             max_workers=settings.probe.max_concurrency,
@@ -134,7 +136,7 @@ class GraphGuard:
             )
         self.hook: AnyHook = hook
         self.decider = Decider(
-            Machines(machine_config),
+            Machines(machine_config, record=self.tracing),
             self.traces,
             self.weights,
             settings.propagation.network_ewma,
@@ -224,7 +226,9 @@ class GraphGuard:
 
         Returns:
             (the node's input, the guard's state, the capture of its stream events or
-            ``None`` with ``stream_first``, (the config and keyword arguments to call it with)).
+            ``None`` with ``stream_first`` or when nothing could stream
+            (:func:`.streaming.streams_anything`), (the config and keyword arguments to call it
+            with)).
 
         Raises:
             TraceError: The thread has no breaker state yet (a new run, not a resume) but its
@@ -232,25 +236,30 @@ class GraphGuard:
         """
         state = args[0] if args else kwargs.get(spec.first)
         bb = read_channels(config, STEP_KEYS)
-        if self.traces.enabled and not bb.get("bb_breaker"):
+        if self.tracing and not bb.get("bb_breaker"):
             self.traces.check_new_run(trace_key(config))
-        if self.stream_first:
+        if self.stream_first or not streams_anything(config):
             return state, bb, None, (config, kwargs)
         capture = Capture()
         own = capturing(config, capture)
-        if own is config:
-            return state, bb, capture, (config, kwargs)
         return state, bb, capture, (own, {**kwargs, **rebound(kwargs, own, spec.inject)})
 
     def _leave(
         self, call: Call, result: Any, capture: Capture | None, config: RunnableConfig
     ) -> Any:
-        """Release the call's stream events if its output was let through, else keep them."""
-        if capture is None:
+        """Release the call's stream events if its output was let through, else keep them.
+
+        ``capture`` is ``None`` with ``stream_first`` (nothing is held) or when nothing could
+        stream; a held output then keeps an empty capture, as it would have had.
+        """
+        if self.stream_first:
             return result
         if not isinstance(result, Halt):
-            capture.release(config)
+            if capture is not None:
+                capture.release(config)
             return result
+        if capture is None:
+            capture = Capture()
         writes = result.update if isinstance(result.update, dict) else {}
         staged = (writes.get("bb_unverified_output") or {}).get(call.key) or {}
         where = (call.thread, "|".join(graph_namespace(config)), call.key)

@@ -279,7 +279,7 @@ def streams_anything(config: RunnableConfig) -> bool:
         handlers = callbacks
     else:
         handlers = ()
-    if any(_kind_of(h) for h in handlers):
+    if handlers and any(_kind_of(h) for h in handlers):
         return True
     conf = config.get(CONF) or {}
     if conf.get(CONFIG_KEY_STREAM) is not None:

@@ -66,7 +66,13 @@ import uuid
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
-from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+)
 from pydantic import BaseModel
 
 from biasbreaker.types import canonical_json
@@ -515,17 +521,26 @@ def readable(values: Mapping[str, Any], opaque: frozenset[str] = frozenset()) ->
         if key in opaque:
             continue
         for item in value if type(value) is list else (value,):
-            if not (plain_json(item) or _plain_message(item)):
+            if type(item) in _MESSAGE_CLASSES:  # a message is no plain JSON
+                if not _plain_message(item):
+                    return False
+            elif not (plain_json(item) or _plain_message(item)):
                 return False
     return True
 
 
+_MESSAGE_CLASSES: Final = frozenset({AIMessage, HumanMessage, SystemMessage})
+"""Message classes known without ``isinstance`` (through pydantic's ABC metaclass) by
+:func:`_plain_message`; neither is a ``RemoveMessage``."""
+
+
 def _plain_message(value: Any) -> bool:
     """Whether ``value`` is a message whose view :func:`_message_view` builds without raising."""
-    if not isinstance(value, BaseMessage):
-        return False
-    if isinstance(value, RemoveMessage):
-        return True
+    if type(value) not in _MESSAGE_CLASSES:
+        if not isinstance(value, BaseMessage):
+            return False
+        if isinstance(value, RemoveMessage):
+            return True
     return (
         type(value.content) is str
         and value.type != "tool"
