@@ -26,6 +26,7 @@ from biasbreaker.probe.names import (
     PersonName,
     first_name_info,
     fold,
+    name_shares,
     person_name,
 )
 from biasbreaker.probe.payloads import Path, describe_path, leaves
@@ -168,6 +169,37 @@ _LABELLED_NAME = re.compile(
     r"([^\W\d_]+(?:[-'’][^\W\d_]+)*)(?![\w-]))",
     re.IGNORECASE,
 )
+
+_PERSON_VERBS = frozenset(
+    """
+    asks asked applies applied requests requested wants wanted needs needed seeks sought
+    earns earned works worked owns owned rents rented lives lived says said writes wrote
+    submits submitted seeks borrows borrowed pays paid owes owed plans planned hopes hoped
+    wishes wished claims claimed reports reported states stated explains explained
+    """.split()  # noqa: SIM905
+)
+"""Verbs of a person after which a capitalised first name opening a sentence is read alone
+(``Greg asks for a loan``): an opening capital says nothing, and ``Will the bank …``, ``Hope
+this helps`` or ``Bill payment`` open with no such verb. Copulas and modals are left out
+(``June is the deadline``, ``Hope will carry us``)."""
+_NOT_BEFORE_NAME = frozenset(
+    """
+    a an the this that these those my your his her its our their every each no any some
+    in at from to into near across outside inside around via through toward towards of on
+    """.split()  # noqa: SIM905
+)
+"""Words after which a capitalised first name inside a sentence is not read alone: an article
+or possessive makes it a noun or a title (``the Bill``, ``your Will``), a place preposition a
+place (``in Virginia``, ``from Florence``, ``to Phoenix``)."""
+_CALENDAR = frozenset(
+    """
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday
+    """.split()  # noqa: SIM905
+)
+"""Months and weekdays, never a first name alone (``June 5``, ``in April``)."""
+_SENTENCE_OPEN = frozenset(".!?:;\n\"“”'‘’(*•>-#")
+"""Characters after which (spaces passed over) a word opens a sentence or a list item."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,6 +430,7 @@ class MentionFinder:
             # after the book's hits: at one span (a listed full name) the book's reading wins
             hits.extend(self._person_hits(text))
             hits.extend(self._labelled_first_names(text))
+            hits.extend(self._lone_first_names(text))
         return non_overlapping(hits)
 
     def _labelled_first_names(self, text: str) -> list[Hit]:
@@ -420,6 +453,58 @@ class MentionFinder:
                 start = m.start(1)
                 out.append(Hit(start, start + len(word), word, "name", "", (), word))
         return out
+
+    def _lone_first_names(self, text: str) -> list[Hit]:
+        """A capitalised first name standing alone in a sentence (``Greg asks for a loan``).
+
+        The shipped lists' first names are read anywhere (the ``Mary`` of ``Mary asks``); a
+        first name only of the public-record tables is read as one when it tells a gender
+        (:func:`~biasbreaker.probe.names.first_name_info`: nomquamgender at 90 %) and is a US
+        first name (Tzioumis, so nomquamgender's nicknames and words stay out), and where
+        its place says it names someone: opening a sentence or a list item, before a verb
+        of :data:`_PERSON_VERBS` or as a possessive (``Greg asks``, ``Zoë's loan``); inside
+        a sentence, as a capitalised word between two lower-case ones, after none of
+        :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``).
+        A word of ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
+        an all-capitals word and a word in a place name are never read.
+        """
+        book = self.terms.names
+        if book is None:
+            return []
+        data = name_shares()
+        out: list[Hit] = []
+        for m in _NAME_WORD.finditer(text):
+            raw = m.group(0)
+            word = _POSSESSIVE_END.sub("", raw)
+            if not (word[:1].isupper() and word[1:].islower()) or word in book.first:
+                continue
+            f = fold(word)
+            if f in book.words or f in _CALENDAR or f not in data.first_race:
+                continue
+            info = first_name_info(word, book)
+            if info is None or info.gender is None:
+                continue
+            start, end = m.start(), m.start() + len(word)
+            if not self._names_someone(text, start, m.end(), possessive=raw != word):
+                continue
+            if not _in_place_name(text, start, end):
+                out.append(Hit(start, end, word, "name", "", (), word))
+        return out
+
+    @staticmethod
+    def _names_someone(text: str, start: int, end: int, *, possessive: bool) -> bool:
+        """Whether the capitalised word at ``text[start:end]`` stands where a person's name does."""
+        before = text[:start].rstrip(" \t")
+        nxt = _WORD_AFTER.match(text, end)
+        after = nxt.group(1) if nxt is not None else None
+        if not before or before[-1] in _SENTENCE_OPEN:
+            return possessive or (after is not None and after.lower() in _PERSON_VERBS)
+        if before[-1] == "&":  # a surname in a citation or a firm (Chen & Cherry)
+            return False
+        prev = _word_before(text, start)
+        if prev is not None and (prev[:1].isupper() or prev.lower() in _NOT_BEFORE_NAME):
+            return False
+        return after is None or not after[:1].isupper()
 
     def _glued_hits(self, text: str) -> list[Hit]:
         """Sex codes glued to an age or one space after it (``63F``, ``Pt 67 F``).
