@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from biasbreaker.probe.ages import age_mentions, glued_sex_codes, slash_age_before
+from biasbreaker.probe.ages import age_mentions, glued_sex_codes, range_ends, slash_age_before
 from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.name_fields import field_names
@@ -30,7 +30,7 @@ from biasbreaker.probe.names import (
     person_name,
 )
 from biasbreaker.probe.payloads import Path, describe_path, leaves
-from biasbreaker.probe.terms import Axis, NameBook, NameInfo, TermRow, TermSet
+from biasbreaker.probe.terms import Axis, NameBook, NameInfo, NumericAge, TermRow, TermSet
 
 __all__ = [
     "Hit",
@@ -411,14 +411,18 @@ class MentionFinder:
         age_axis = next((a for a in self.axes if a.numeric_age is not None), None)
         if age_axis is not None and age_axis.numeric_age is not None:
             rule = age_axis.numeric_age
+            ages: list[Hit] = []
+            unread: list[tuple[int, int]] = []
             for m, n in age_mentions(text, rule):
-                if n <= rule.young_max:
-                    group = age_axis.groups[0]
-                elif n >= rule.old_min:
-                    group = age_axis.groups[1]
-                else:
+                band = _age_band(m.group(0), n, rule)
+                if band is None:
+                    unread.append((m.start(), m.end()))
                     continue
-                hits.append(Hit(m.start(), m.end(), m.group(0), "age", age_axis.name, (group,)))
+                group = age_axis.groups[band]
+                ages.append(Hit(m.start(), m.end(), m.group(0), "age", age_axis.name, (group,)))
+            hits.extend(  # "aged 30" is no age of its own inside "aged 30–70"
+                h for h in ages if not any(s <= h.start and h.end < e for s, e in unread)
+            )
         if comp.names is not None:
             for m in comp.names.finditer(text):
                 surface = m.group(0)
@@ -681,6 +685,28 @@ def _person_hit(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -
         return []
     key = f"{a.group(0)} {last}"
     return [Hit(a.start(), end, text[a.start() : end], "name", "", (), key)]
+
+
+def _age_band(surface: str, n: int, rule: NumericAge) -> int | None:
+    """The band of an age mention: 0 young, 1 old, ``None`` neither.
+
+    An age is in the band it falls in. A range after an age label (``Age group: 55-64``)
+    whose middle is in neither band is in the band it reaches into, when it reaches one
+    band only (55-64 holds the old ages 61-64, and its mirror 36-45 the young ages 36-39); a
+    range that reaches both bands (``ages 30 to 70``) or neither (``age bracket 45-54``)
+    names no group.
+    """
+    if n <= rule.young_max:
+        return 0
+    if n >= rule.old_min:
+        return 1
+    ends = range_ends(surface)
+    if ends is None:
+        return None
+    young, old = ends[0] <= rule.young_max, ends[1] >= rule.old_min
+    if young == old:
+        return None
+    return 0 if young else 1
 
 
 def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
