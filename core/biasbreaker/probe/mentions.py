@@ -29,15 +29,17 @@ from biasbreaker.probe.names import (
     name_shares,
     person_name,
 )
-from biasbreaker.probe.payloads import Path, describe_path, leaves
+from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
 from biasbreaker.probe.terms import Axis, NameBook, NameInfo, NumericAge, TermRow, TermSet
 
 __all__ = [
+    "Held",
     "Hit",
     "MentionFinder",
     "by_context",
     "capitalised",
     "context_pos",
+    "held_reason",
     "literal_regex",
     "non_overlapping",
     "norm",
@@ -202,6 +204,26 @@ _SENTENCE_OPEN = frozenset(".!?:;\n\"“”'‘’(*•>-#")
 """Characters after which (spaces passed over) a word opens a sentence or a list item."""
 
 
+_IDENTIFIER = re.compile(r"(?<![\w-])[^\W_]+(?:[_-]+[^\W_]+)*(?![\w-])")
+"""A word, or words joined by ``_`` or ``-``: a candidate identifier."""
+_CAMEL = re.compile(r"(?<![\w-])[a-z][a-z0-9]*[A-Z]")
+"""A camelCase identifier's start (``applicantGender``; ``DeShawn``, ``McDonald`` are names)."""
+_IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_NOT_IN_IDENTIFIER = frozenset({"he", "she", "him", "her", "his", "hers", "man", "men"})
+"""Terms not read inside an identifier: pronouns and ``man`` make compounds that name no one
+(``he-said``, ``man_hours``, ``man-made``, ``man_page``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A mention the probe reads but cannot swap: where, its axis, its surface and what it is."""
+
+    path: Path
+    axis: str
+    surface: str
+    what: str
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One mention in one string: span, surface, kind, axis and groups (names: the book key)."""
@@ -364,6 +386,53 @@ class MentionFinder:
             for axis, pattern in patterns
             for m in pattern.finditer(text)
         )
+
+    def held(self, payload: Any) -> tuple[Held, ...]:
+        """The mentions the probe reads but cannot swap, each with what it is.
+
+        A term inside an identifier of a string value (``female_applicant``,
+        ``seniorCitizen``, ``is-female``: :meth:`_identifier_terms`). A dict key's own text is
+        left to the structured-field rules (:func:`~biasbreaker.probe.fields.opaque_fields`).
+
+        Returns:
+            One :class:`Held` per mention, in payload then text order.
+        """
+        out: list[Held] = []
+        for path, text in leaves(payload):
+            if not (path and isinstance(path[-1], Key)):
+                out.extend(self._identifier_terms(path, text))
+        return tuple(out)
+
+    def _identifier_terms(self, path: Path, text: str) -> list[Held]:
+        """Terms inside an identifier: words joined by ``_`` or ``-``, or camelCase.
+
+        The identifier is split into its words (``female_applicant`` → ``female applicant``,
+        ``applicantGender`` → ``applicant gender``) and the words read by the term rules,
+        context included (``white_list``, ``old_style``, ``senior_engineer`` hold no term). A
+        term the text scan reads whole (``African-American``, ``70-year-old``) is no
+        identifier. The rewrite changes whole words only, and a changed enum value
+        (``muslim_customer`` → ``jewish_customer``) may be one the step does not know, so
+        the input is held rather than swapped in place.
+        """
+        comp = self.compiled
+        if comp.terms is None or ("_" not in text and "-" not in text and not _CAMEL.search(text)):
+            return []
+        read = [(h.start, h.end) for h in self.scan(text)]
+        out: list[Held] = []
+        for m in _IDENTIFIER.finditer(text):
+            ident = m.group(0)
+            if not ("_" in ident or "-" in ident or _CAMEL.search(ident)):
+                continue
+            if any(s < m.end() and m.start() < e for s, e in read):
+                continue
+            spaced = " ".join(w.lower() for w in _IDENT_WORD.findall(ident))
+            for t in comp.terms.finditer(spaced):
+                hit = self._term_hit(spaced, t)
+                if hit is not None and hit.surface not in _NOT_IN_IDENTIFIER:
+                    what = f"the term {hit.surface!r} inside the identifier {ident!r}"
+                    out.append(Held(path, hit.axis, ident, what))
+                    break
+        return out
 
     def _full_names(self) -> Mapping[str, NameInfo]:
         book = self.terms.names
@@ -720,6 +789,20 @@ def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
         "and one without it is not the same applicant. Leave it out of what the step sees, or "
         "set probe=False for this step and review its outputs (docs/detection.md, "
         "'Pregnancy')"
+    )
+
+
+def held_reason(found: Sequence[Held]) -> str:
+    """The hold reason for :meth:`MentionFinder.held`'s mentions: each, its place and axis."""
+    shown = "; ".join(
+        dict.fromkeys(f"{h.what} in {describe_path(h.path)} ({h.axis})" for h in found)
+    )
+    return (
+        f"the probe reads a protected mention it cannot swap: {shown}. A variant would keep "
+        "it, so the step is held for review rather than passed as not applicable. Write it "
+        "as text the probe swaps (words apart, a capitalised name), leave it out of what the "
+        "step sees, or set probe=False for this step and review its outputs "
+        "(docs/detection.md, 'What the probe cannot swap')"
     )
 
 

@@ -1,0 +1,75 @@
+"""Mentions the probe reads but cannot swap are held, never "not applicable".
+
+A detection round found steps that name a group where no rewrite reaches it passing
+unprobed: a term inside an identifier (``{"applicant": "female_applicant"}``). Each is now
+found by :meth:`~biasbreaker.probe.CounterfactualGenerator.held` and the probe records the step
+``unreadable`` with a reason naming it; the look-alikes that name no one stay unread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from biasbreaker.probe import CounterfactualGenerator, Probe
+from biasbreaker_plugins.scorers.decision import DecisionScorer
+
+GEN = CounterfactualGenerator(seed=0)
+
+
+def decide(text: Any) -> str:
+    return "approve"
+
+
+def probe() -> Probe:
+    return Probe(DecisionScorer(), generator=GEN, k=2, r=1, seed=0, bootstrap=0)
+
+
+@pytest.mark.parametrize(
+    ("payload", "axis", "surface"),
+    [
+        ({"applicant": "female_applicant", "loan": "20k"}, "gender", "female_applicant"),
+        ("Applicant type: female_applicant, loan 20k", "gender", "female_applicant"),
+        ("status: is-female", "gender", "is-female"),
+        ("flags: isFemale", "gender", "isFemale"),
+        ({"segment": "senior_citizen"}, "age", "senior_citizen"),
+        ({"segment": "seniorCitizen"}, "age", "seniorCitizen"),
+        ({"segment": "muslim_customer"}, "religion", "muslim_customer"),
+        ({"segment": "hispanic_applicants"}, "race", "hispanic_applicants"),
+    ],
+)
+def test_a_term_inside_an_identifier_is_held_naming_it(
+    payload: Any, axis: str, surface: str
+) -> None:
+    (held,) = GEN.held(payload)
+    assert (held.axis, held.surface) == (axis, surface)
+    result = probe().probe_sync(decide, payload, "approve", step_id="s")
+    assert result.status == "unreadable"  # was not_applicable: passed unprobed
+    assert repr(surface) in result.reason and "identifier" in result.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "white_list and black_list",
+        "old_style senior_engineer man_hours old-fashioned self-employed man-made",
+        "The he-said she-said story",
+        "African-American applicant, a 70-year-old",  # terms the scan reads whole
+        "file report_2024-final.pdf, id a1b2-c3d4",
+        "DeShawn McDonald, LinkedIn, iPhone",  # capitals inside names are no camelCase
+        "disabled_access, non-white, well-known, asian-owned",
+    ],
+)
+def test_identifiers_that_name_no_one_are_not_held(text: str) -> None:
+    assert GEN.held(text) == ()
+
+
+def test_a_term_apart_from_its_identifier_is_swapped_not_held() -> None:
+    text = "applicantGender=female"
+    assert GEN.held(text) == ()
+    assert probe().probe_sync(decide, text, "approve", step_id="s").status == "scored"
+
+
+def test_a_dict_key_is_left_to_the_structured_field_rules() -> None:
+    assert GEN.held({"female_applicant": "yes"}) == ()
