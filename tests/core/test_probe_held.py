@@ -73,3 +73,44 @@ def test_a_term_apart_from_its_identifier_is_swapped_not_held() -> None:
 
 def test_a_dict_key_is_left_to_the_structured_field_rules() -> None:
     assert GEN.held({"female_applicant": "yes"}) == ()
+
+
+# --- a person's name in lower case: read, but the rewrite changes capitalised words only ---
+
+
+@pytest.mark.parametrize(
+    ("text", "surface"),
+    [
+        ("mary carter asks for a loan of 20k.", "mary carter"),
+        ("greg baker asks for a loan.", "greg baker"),
+        ("greg baker's loan is pending.", "greg baker"),
+        ("The loan request was signed by lakisha washington today.", "lakisha washington"),
+    ],
+)
+def test_a_lower_case_person_is_held_naming_it(text: str, surface: str) -> None:
+    (held,) = GEN.held(text)
+    assert (held.surface, held.axis) == (surface, "gender, race")
+    result = probe().probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "unreadable"  # was not_applicable
+    assert f"the person {surface!r} written in lower case" in result.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i will call mary tomorrow and she said fine",  # Said is a first name, and a verb
+        "mary said yes; greg is here",
+        "the grace period will end in june",
+        "we hope rose will pay the bill",
+        "mark down the junior team lead",
+        "will smith",  # will is an English word first
+    ],
+)
+def test_lower_case_words_that_are_names_are_not_held(text: str) -> None:
+    assert GEN.held(text) == ()
+
+
+def test_a_lower_case_residual_of_a_capitalised_name_is_swapped_not_held() -> None:
+    text = "Mary Carter asks for a loan; signed, mary carter."
+    assert GEN.held(text) == ()
+    assert probe().probe_sync(decide, text, "approve", step_id="s").status == "scored"

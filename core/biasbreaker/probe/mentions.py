@@ -21,6 +21,7 @@ from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.name_fields import field_names
 from biasbreaker.probe.names import (
+    GENDER_SHARE,
     PLACE_FIRST,
     PLACE_WORDS,
     PersonName,
@@ -200,6 +201,19 @@ _CALENDAR = frozenset(
     """.split()  # noqa: SIM905
 )
 """Months and weekdays, never a first name alone (``June 5``, ``in April``)."""
+_WORD_NAMES = frozenset(
+    """
+    will bill hope faith rose art pat sue rob guy ray dawn joy jack frank gene earl carol
+    dean ruby amber ivy iris violet daisy holly pearl summer autumn angel chance chase cash
+    rich royal sterling major sage star bob penny lily rusty lee van buck bud dick don
+    herb jean mercedes norm ward wade miles sonny sunny rod rocky skip sandy stormy junior
+    senior
+    """.split()  # noqa: SIM905
+)
+"""Lower-case English words that are also first names of the tables (``will``, ``hope``,
+``rose``): never the first word of a lower-case name."""
+_NOT_SURNAMES = _FUNCTION_WORDS | _PERSON_VERBS | _COPULAS | _OBJECT_VERBS | _LAY_PERSONS
+"""Lower-case words never read as the surname of a lower-case name (``mary said``, ``greg is``)."""
 _SENTENCE_OPEN = frozenset(".!?:;\n\"“”'‘’(*•>-#")
 """Characters after which (spaces passed over) a word opens a sentence or a list item."""
 
@@ -391,19 +405,82 @@ class MentionFinder:
         """The mentions the probe reads but cannot swap, each with what it is.
 
         A term inside an identifier of a string value (``female_applicant``,
-        ``seniorCitizen``, ``is-female``: :meth:`_identifier_terms`). A dict key's own text is
+        ``seniorCitizen``, ``is-female``: :meth:`_identifier_terms`); a person's name written
+        in lower case (``mary carter``: :meth:`_lower_case_people`). A dict key's own text is
         left to the structured-field rules (:func:`~biasbreaker.probe.fields.opaque_fields`).
 
         Returns:
             One :class:`Held` per mention, in payload then text order.
         """
         out: list[Held] = []
-        for path, text in leaves(payload):
-            if not (path and isinstance(path[-1], Key)):
-                out.extend(self._identifier_terms(path, text))
+        texts = [
+            (p, t, self.scan(t)) for p, t in leaves(payload) if not (p and isinstance(p[-1], Key))
+        ]
+        named = {norm(h.name) for _, _, hits in texts for h in hits if h.kind == "name"}
+        for path, text, hits in texts:
+            read = [(h.start, h.end) for h in hits]
+            out.extend(self._identifier_terms(path, text, read))
+            out.extend(
+                h for h in self._lower_case_people(path, text, read) if norm(h.surface) not in named
+            )
         return tuple(out)
 
-    def _identifier_terms(self, path: Path, text: str) -> list[Held]:
+    def _lower_case_people(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
+        """A person's name written in lower case (``mary carter asks``, ``greg baker``).
+
+        Two lower-case words on one line are a name when the first is a first name of the
+        shipped lists, or of the Tzioumis table telling a gender (nomquamgender 90 %), that is
+        no English word (``names.json``'s ``exclude`` list, :data:`_WORD_NAMES`, months and
+        weekdays: ``will``, ``grace``, ``june``), neither word a function word, verb or person
+        word of this module's lists (``she said fine``: Said is a first name), and
+        :func:`~biasbreaker.probe.names.person_name` reads the pair capitalised. The rewrite
+        changes capitalised words only, so the pair is held. A pair the scan reads already is
+        not, nor one whose capitalised form the payload names (``Mary Carter asks; mary
+        carter signed``: the variants swap it as a residual form,
+        :mod:`biasbreaker.probe.residuals`).
+        """
+        book = self.terms.names
+        if book is None or self.compiled.names is None or not any(c.islower() for c in text):
+            return []
+        data = name_shares()
+        out: list[Held] = []
+        for a, b in itertools.pairwise(_NAME_WORD.finditer(text)):
+            first, last = a.group(0), _POSSESSIVE_END.sub("", b.group(0))
+            if not (first.islower() and last.islower()) or _POSSESSIVE_END.search(first):
+                continue
+            if text[a.end() : b.start()] not in (" ", "\t"):
+                continue
+            f, s = fold(first), fold(last)
+            if f in book.words or f in _CALENDAR or f in _WORD_NAMES:
+                continue
+            if f in _NOT_SURNAMES or s in _NOT_SURNAMES:  # "she said fine", "greg is"
+                continue
+            if first.title() not in book.first:
+                share = data.first_gender.get(f)
+                if f not in data.first_race or share is None or share.percent < GENDER_SHARE:
+                    continue
+            if any(st < b.end() and a.start() < en for st, en in read):
+                continue
+            person = person_name(first.title(), last.title(), book)
+            if person is None:
+                continue
+            axis_names = {a.name for a in self.axes}
+            told = [
+                axis
+                for axis, group in (("gender", person.info.gender), ("race", person.info.race))
+                if group is not None and axis in axis_names
+            ]
+            if told:
+                whole = f"{first} {last}"
+                what = f"the person {whole!r} written in lower case"
+                out.append(Held(path, ", ".join(told), whole, what))
+        return out
+
+    def _identifier_terms(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
         """Terms inside an identifier: words joined by ``_`` or ``-``, or camelCase.
 
         The identifier is split into its words (``female_applicant`` → ``female applicant``,
@@ -417,7 +494,6 @@ class MentionFinder:
         comp = self.compiled
         if comp.terms is None or ("_" not in text and "-" not in text and not _CAMEL.search(text)):
             return []
-        read = [(h.start, h.end) for h in self.scan(text)]
         out: list[Held] = []
         for m in _IDENTIFIER.finditer(text):
             ident = m.group(0)
