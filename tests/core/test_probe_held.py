@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from biasbreaker.probe import CounterfactualGenerator, Probe
+from biasbreaker.probe import CounterfactualGenerator, Probe, TermSet
 from biasbreaker_plugins.scorers.decision import DecisionScorer
 
 GEN = CounterfactualGenerator(seed=0)
@@ -114,3 +114,36 @@ def test_a_lower_case_residual_of_a_capitalised_name_is_swapped_not_held() -> No
     text = "Mary Carter asks for a loan; signed, mary carter."
     assert GEN.held(text) == ()
     assert probe().probe_sync(decide, text, "approve", step_id="s").status == "scored"
+
+
+# --- gender identities the gender axis (male, female) has no group for ---------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "surface"),
+    [
+        ("Applicant's pronouns: they/them. Loan request.", "they/them"),
+        ("The applicant (pronouns: xe/xem) asks for a loan.", "xe/xem"),
+        ("The applicant is nonbinary and asks for a loan.", "nonbinary"),
+        ("The applicant is non-binary and asks for a loan.", "non-binary"),
+        ("The applicant, who is genderqueer, asks for a loan.", "genderqueer"),
+        ("The applicant is transgender and asks for a loan.", "transgender"),
+    ],
+)
+def test_a_gender_identity_without_a_group_is_held_naming_it(text: str, surface: str) -> None:
+    assert [(h.axis, h.surface) for h in GEN.held(text)] == [("gender", surface)]
+    result = probe().probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "unreadable"  # was not_applicable
+    assert f"the gender identity {surface!r}" in result.reason
+
+
+def test_she_her_is_swapped_and_a_bare_they_is_no_declaration() -> None:
+    assert GEN.held("Applicant's pronouns: she/her. Loan request.") == ()
+    assert GEN.held("They asked for a loan and they want it soon.") == ()
+    status = probe().probe_sync(decide, "Pronouns: she/her. A loan request.", "approve").status
+    assert status == "scored"
+
+
+def test_a_gender_identity_is_held_only_where_gender_is_probed() -> None:
+    age = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
+    assert age.held("The applicant is nonbinary.") == ()

@@ -228,6 +228,20 @@ _NOT_IN_IDENTIFIER = frozenset({"he", "she", "him", "her", "his", "hers", "man",
 (``he-said``, ``man_hours``, ``man-made``, ``man_page``)."""
 
 
+_GENDER_IDENTITY = re.compile(
+    r"(?<![\w/-])(?:(?:they|xe|ze|ey|fae)\s*/\s*(?:them|their|theirs|xem|xyr|zir|hir|zem|em|"
+    r"faer)|non-?binary|enby|genderqueer|gender-?fluid|agender|bigender|two-spirit|"
+    r"transgender|cisgender|gender[ -]non-?conforming)(?![\w/-])",
+    re.IGNORECASE,
+)
+"""Gender identities the gender axis (male, female) has no group for: a pronoun declaration
+other than she/her and he/him (``they/them``, ``xe/xem``) and the words ``nonbinary``,
+``genderqueer``, ``transgender``, ``cisgender`` …. Gender identity is protected as sex (US
+Supreme Court, *Bostock v. Clayton County*, 2020), but no variant of another group keeps it
+nor drops it soundly, so an input naming one is held (:meth:`MentionFinder.held`), like
+pregnancy. A bare ``they`` is no declaration (it is also plural)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Held:
     """A mention the probe reads but cannot swap: where, its axis, its surface and what it is."""
@@ -404,9 +418,11 @@ class MentionFinder:
     def held(self, payload: Any) -> tuple[Held, ...]:
         """The mentions the probe reads but cannot swap, each with what it is.
 
-        A term inside an identifier of a string value (``female_applicant``,
-        ``seniorCitizen``, ``is-female``: :meth:`_identifier_terms`); a person's name written
-        in lower case (``mary carter``: :meth:`_lower_case_people`). A dict key's own text is
+        A gender identity the gender axis has no group for (:data:`_GENDER_IDENTITY`:
+        ``they/them``, ``nonbinary``, ``transgender``); a term inside an identifier of a string
+        value (``female_applicant``, ``seniorCitizen``, ``is-female``:
+        :meth:`_identifier_terms`); a person's name written in lower case (``mary carter``:
+        :meth:`_lower_case_people`). A dict key's own text is
         left to the structured-field rules (:func:`~biasbreaker.probe.fields.opaque_fields`).
 
         Returns:
@@ -417,8 +433,14 @@ class MentionFinder:
             (p, t, self.scan(t)) for p, t in leaves(payload) if not (p and isinstance(p[-1], Key))
         ]
         named = {norm(h.name) for _, _, hits in texts for h in hits if h.kind == "name"}
+        identity = any(a.name == "gender" for a in self.axes)
         for path, text, hits in texts:
             read = [(h.start, h.end) for h in hits]
+            if identity:
+                out.extend(
+                    Held(path, "gender", m.group(0), f"the gender identity {m.group(0)!r}")
+                    for m in _GENDER_IDENTITY.finditer(text)
+                )
             out.extend(self._identifier_terms(path, text, read))
             out.extend(
                 h for h in self._lower_case_people(path, text, read) if norm(h.surface) not in named
@@ -876,8 +898,9 @@ def held_reason(found: Sequence[Held]) -> str:
     return (
         f"the probe reads a protected mention it cannot swap: {shown}. A variant would keep "
         "it, so the step is held for review rather than passed as not applicable. Write it "
-        "as text the probe swaps (words apart, a capitalised name), leave it out of what the "
-        "step sees, or set probe=False for this step and review its outputs "
+        "as text the probe swaps where there is such text (words apart, a capitalised name), "
+        "else leave it out of what the step sees, or set probe=False for this step and review "
+        "its outputs "
         "(docs/detection.md, 'What the probe cannot swap')"
     )
 
