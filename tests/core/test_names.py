@@ -303,6 +303,8 @@ def test_surname_share_of_each_rule(surname: str, share: Share | None) -> None:
         ("Greg's loan is pending.", "Greg", "male"),
         ("The loan for Greg was approved.", "Greg", "male"),
         ("Approved. Will asks for a loan too.", "Will", "male"),
+        ("Greg, 45, asks for a loan.", "Greg", "male"),
+        ("Greg (45) asks for a loan.", "Greg", "male"),
     ],
 )
 def test_a_first_name_alone_is_read_and_swapped_on_gender(
@@ -344,6 +346,8 @@ def test_a_lone_first_name_carries_the_race_the_tables_give() -> None:
         "He moved to Virginia last year.",
         "A note from Chelsea about the account.",
         "Hutto & Gilbert 2014 scored it.",
+        "Will, however, is late.",
+        "Hope, 2024 edition",
     ],
 )
 def test_common_words_that_are_first_names_are_not_read_alone(text: str) -> None:
@@ -358,3 +362,10 @@ def test_a_node_favouring_a_lone_first_name_is_caught_either_way(first: str) -> 
     result = probe.probe_sync(step, prompt, step(prompt))
     assert result.status == "scored"  # Greg was not_applicable: the guard failed open
     assert result.score == 1.0
+
+
+@pytest.mark.parametrize("first", ["Greg", "Mary"])
+def test_a_value_that_is_a_first_name_alone_is_read_either_way(first: str) -> None:
+    found = {d.axis for d in GEN.detect({"applicant": first, "loan": "20k"})}
+    assert "gender" in found  # {"applicant": "Greg"} was not applicable, "Mary" was read
+    assert [d.surface for d in GEN.detect({"month": "June"})] == []

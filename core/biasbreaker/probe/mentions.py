@@ -214,6 +214,8 @@ _WORD_NAMES = frozenset(
 ``rose``): never the first word of a lower-case name."""
 _NOT_SURNAMES = _FUNCTION_WORDS | _PERSON_VERBS | _COPULAS | _OBJECT_VERBS | _LAY_PERSONS
 """Lower-case words never read as the surname of a lower-case name (``mary said``, ``greg is``)."""
+_AGE_APPOSITION = re.compile(r"[ \t]*(?:,[ \t]*|\([ \t]*)\d{1,3}(?!\d)")
+"""An age after a name opening a sentence: ``Greg, 45, asks``, ``Greg (45) asks``."""
 _SENTENCE_OPEN = frozenset(".!?:;\n\"“”'‘’(*•>-#")
 """Characters after which (spaces passed over) a word opens a sentence or a list item."""
 
@@ -313,14 +315,19 @@ class MentionFinder:
                     )
         book = self.terms.names
         if book is not None and self.compiled.names is not None:
-            named = [(d.path, d.start, d.end) for d in found if d.kind == "name"]
             for person in field_names(payload, book):
-                if any(
-                    p == s.path and start < max(s.end, s.start + 1) and s.start < end
+                at = [
+                    d
+                    for d in found
+                    if d.kind == "name"
                     for s in person.spans
-                    for p, start, end in named
-                ):
+                    if d.path == s.path and d.start < max(s.end, s.start + 1) and s.start < d.end
+                ]
+                if at and (" " not in person.name or any(" " in d.name for d in at)):
                     continue  # the text scan read a name there already
+                # a first name the scan read alone is the field person's ({"first_name":
+                # "Siobhan", "last_name": "O'Brien"}): the person, first name and surname, wins
+                found = [d for d in found if d not in at]
                 for s in person.spans:
                     hit = Hit(s.start, s.end, s.surface, "name", "", (), person.name)
                     found.extend(self._name_detections(s.path, hit, person.info))
@@ -632,8 +639,9 @@ class MentionFinder:
         first name only of the public-record tables is read as one when it tells a gender
         (:func:`~biasbreaker.probe.names.first_name_info`: nomquamgender at 90 %) and is a US
         first name (Tzioumis, so nomquamgender's nicknames and words stay out), and where
-        its place says it names someone: opening a sentence or a list item, before a verb
-        of :data:`_PERSON_VERBS` or as a possessive (``Greg asks``, ``Zoë's loan``); inside
+        its place says it names someone: the whole string (``{"applicant": "Greg"}``);
+        opening a sentence or a list item, before a verb of :data:`_PERSON_VERBS`, as a
+        possessive or before an age (``Greg asks``, ``Zoë's loan``, ``Greg, 45,``); inside
         a sentence, as a capitalised word between two lower-case ones, after none of
         :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``).
         A word of ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
@@ -669,7 +677,13 @@ class MentionFinder:
         nxt = _WORD_AFTER.match(text, end)
         after = nxt.group(1) if nxt is not None else None
         if not before or before[-1] in _SENTENCE_OPEN:
-            return possessive or (after is not None and after.lower() in _PERSON_VERBS)
+            if not before and not text[end:].strip():  # the whole value: {"applicant": "Greg"}
+                return True
+            return (
+                possessive
+                or (after is not None and after.lower() in _PERSON_VERBS)
+                or _AGE_APPOSITION.match(text, end) is not None
+            )
         if before[-1] == "&":  # a surname in a citation or a firm (Chen & Cherry)
             return False
         prev = _word_before(text, start)
