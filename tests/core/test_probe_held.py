@@ -84,6 +84,8 @@ def test_a_dict_key_is_left_to_the_structured_field_rules() -> None:
         ("mary carter asks for a loan of 20k.", "mary carter"),
         ("greg baker asks for a loan.", "greg baker"),
         ("greg baker's loan is pending.", "greg baker"),
+        ("i met greg baker at the bank and he asks for a loan", "greg baker"),
+        ("Loan request. greg baker asks for 20k.", "greg baker"),
         ("The loan request was signed by lakisha washington today.", "lakisha washington"),
     ],
 )
@@ -104,6 +106,10 @@ def test_a_lower_case_person_is_held_naming_it(text: str, surface: str) -> None:
         "we hope rose will pay the bill",
         "mark down the junior team lead",
         "will smith",  # will is an English word first
+        # Charity is a first name and Dinner a census surname, but prose that capitalises
+        # its sentences capitalises its names (the recall study's BBQ context held it)
+        "At the charity dinner, one table was shared by a person who's Jewish.",
+        "The loan request was signed by greg baker today.",  # a stated limit: not held
     ],
 )
 def test_lower_case_words_that_are_names_are_not_held(text: str) -> None:

@@ -214,6 +214,8 @@ _WORD_NAMES = frozenset(
 ``rose``): never the first word of a lower-case name."""
 _NOT_SURNAMES = _FUNCTION_WORDS | _PERSON_VERBS | _COPULAS | _OBJECT_VERBS | _LAY_PERSONS
 """Lower-case words never read as the surname of a lower-case name (``mary said``, ``greg is``)."""
+_CAPITAL_OPENING = re.compile(r"(?:^|[.!?:\n][ \t\n]*)[ \t]*[\"“(]?[A-Z]")
+"""A sentence or line opened with a capital: the text capitalises (``At the charity dinner``)."""
 _AGE_APPOSITION = re.compile(r"[ \t]*(?:,[ \t]*|\([ \t]*)\d{1,3}(?!\d)")
 """An age after a name opening a sentence: ``Greg, 45, asks``, ``Greg (45) asks``."""
 _SENTENCE_OPEN = frozenset(".!?:;\n\"“”'‘’(*•>-#")
@@ -460,7 +462,10 @@ class MentionFinder:
         """A person's name written in lower case (``mary carter asks``, ``greg baker``).
 
         Two lower-case words on one line are a name when the first is a first name of the
-        shipped lists, or of the Tzioumis table telling a gender (nomquamgender 90 %), that is
+        shipped lists, or of the Tzioumis table telling a gender (nomquamgender 90 %) where the
+        pair opens the text, a sentence or a line or the text opens no sentence with a capital
+        (``greg baker asks``, ``i met greg baker``; not ``At the charity dinner``: Charity is
+        a first name, but prose that capitalises its sentences capitalises its names), that is
         no English word (``names.json``'s ``exclude`` list, :data:`_WORD_NAMES`, months and
         weekdays: ``will``, ``grace``, ``june``), neither word a function word, verb or person
         word of this module's lists (``she said fine``: Said is a first name), and
@@ -474,6 +479,7 @@ class MentionFinder:
         if book is None or self.compiled.names is None or not any(c.islower() for c in text):
             return []
         data = name_shares()
+        capitals = _CAPITAL_OPENING.search(text) is not None
         out: list[Held] = []
         for a, b in itertools.pairwise(_NAME_WORD.finditer(text)):
             first, last = a.group(0), _POSSESSIVE_END.sub("", b.group(0))
@@ -490,6 +496,9 @@ class MentionFinder:
                 share = data.first_gender.get(f)
                 if f not in data.first_race or share is None or share.percent < GENDER_SHARE:
                     continue
+                before = text[: a.start()].rstrip(" \t")
+                if before and before[-1] not in _SENTENCE_OPEN and capitals:
+                    continue  # "At the charity dinner": prose that capitalises its names
             if any(st < b.end() and a.start() < en for st, en in read):
                 continue
             person = person_name(first.title(), last.title(), book)
