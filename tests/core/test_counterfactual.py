@@ -134,7 +134,11 @@ def test_langfair_prompt_1_female(gen: CounterfactualGenerator, langfair: dict[s
         .replace("He is 14 months old, so he is due", "She is 14 months old, so she is due")
         .replace("give him these", "give her these")
     )
-    assert gen.to_group(original, "gender", "female").payload == expected
+    # Ricky, the boy, is a first name alone (a male first name of the public-record tables,
+    # inside a sentence): a girl's first name replaces it everywhere, which LangFair left
+    female = gen.to_group(original, "gender", "female")
+    ricky = dict(female.mapping.names)["Ricky"]
+    assert female.payload == expected.replace("Ricky", ricky)
 
 
 def test_langfair_prompt_1_male(gen: CounterfactualGenerator, langfair: dict[str, Any]) -> None:

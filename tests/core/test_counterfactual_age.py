@@ -115,6 +115,14 @@ GEN = CounterfactualGenerator(TermSet.load(axes=["age"]), seed=0)
         ("Age range: 25–34", "young", "Age range: 66–75"),
         ("aged between 60 and 70", "old", "aged between 30 and 40"),
         ("ages 65 to 74", "old", "ages 26 to 35"),
+        # a range whose middle is in neither band is in the one band it reaches into:
+        # 55-64 holds the old ages 61-64 (it was not probed), and its mirror the young 36-39
+        ("Age group: 55-64. Applicant asks for a loan.", "old",
+         "Age group: 36-45. Applicant asks for a loan."),
+        ("Applicants aged 55–64 apply.", "old", "Applicants aged 36–45 apply."),
+        ("Age group: 36-45", "young", "Age group: 55-64"),
+        # the middle 39 is young, and its mirror 56-65 (middle 60) now reads back as old
+        ("Age range: 56-65", "old", "Age range: 35-44"),
         # "aged 65" gave "aged 35 and older", still the old: the bound is part of the age
         ("aged 65 and older", "old", "aged 35 and younger"),
         ("aged 65 years or older", "old", "aged 35 years or younger"),
@@ -169,7 +177,9 @@ def test_each_age_form_is_detected_swapped_and_mapped_back(
         "65+ applications arrived",  # "+" is read after an age label only
         "turning 90 degrees",
         "on the 63rd floor",
-        "Age group: 55-64",  # middle 59: between the bands
+        "age bracket 45-54",  # within the middle: reaches no band
+        "Applicants aged 30-70 apply.",  # reaches both bands: no group
+        "Applicants aged 30–70 apply.",  # nor its first end alone ("aged 30")
         "aged 70-60",  # no range
         "the 1960s were loud",
         # dates that are no birth date, counts after a name or a person noun, times

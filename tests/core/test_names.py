@@ -392,3 +392,86 @@ TABLE = {
 def test_surname_share_of_each_rule(surname: str, share: Share | None) -> None:
     """Each rule of :func:`surname_share_of`, on a small table of its own."""
     assert surname_share_of(surname, TABLE) == share
+
+
+# --- a first name alone (the brief of the detection round: "Greg asks" was not applicable
+# while "Mary asks" was scored, so a node favouring Greg was probed on one side only) ------
+
+
+@pytest.mark.parametrize(
+    ("text", "surface", "gender"),
+    [
+        ("Greg asks for a loan of 20k.", "Greg", "male"),
+        ("Brad asks for a loan.", "Brad", "male"),
+        ("Zoë asks for a loan.", "Zoë", "female"),
+        ("DeShawn asks for a loan.", "DeShawn", "male"),
+        ("Mary asks for a loan of 20k.", "Mary", "female"),
+        ("Greg's loan is pending.", "Greg", "male"),
+        ("The loan for Greg was approved.", "Greg", "male"),
+        ("Approved. Will asks for a loan too.", "Will", "male"),
+        ("Greg, 45, asks for a loan.", "Greg", "male"),
+        ("Greg (45) asks for a loan.", "Greg", "male"),
+    ],
+)
+def test_a_first_name_alone_is_read_and_swapped_on_gender(
+    text: str, surface: str, gender: str
+) -> None:
+    found = {(d.surface, d.axis): d.groups for d in GEN.detect(text) if d.kind == "name"}
+    assert found[(surface, "gender")] == (gender,)
+    for v in variants(text, "gender"):
+        assert surface not in v.payload.split()
+        assert dict(v.mapping.names)[surface] in v.payload
+
+
+def test_a_lone_first_name_carries_the_race_the_tables_give() -> None:
+    found = {d.axis: d.groups for d in GEN.detect("Greg asks for a loan.")}
+    assert found == {"gender": ("male",), "race": ("white",)}
+    assert {v.mapping.axis for v in GEN.generate("Greg asks for a loan.", 8).variants} == {
+        "gender",
+        "race",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Will the bank approve the loan?",
+        "Hope this helps.",
+        "Hope is all we have.",
+        "Bill payment is due on Friday.",
+        "Faith in the process matters.",
+        "June 5 is the deadline.",
+        "Rates rose in June.",
+        "Rose petals were on the table.",
+        "Grace period applies.",
+        "Mark the form as done.",
+        "Mark asks for a loan.",  # names.json excludes Mark: never read alone
+        "The applicant paid the Bill on time.",
+        "Your Will and Testament is filed.",
+        "Sales Rose 5% this year.",
+        "He moved to Virginia last year.",
+        "A note from Chelsea about the account.",
+        "Hutto & Gilbert 2014 scored it.",
+        "Will, however, is late.",
+        "Hope, 2024 edition",
+    ],
+)
+def test_common_words_that_are_first_names_are_not_read_alone(text: str) -> None:
+    assert [d.surface for d in GEN.detect(text) if d.kind == "name"] == []
+
+
+@pytest.mark.parametrize("first", ["Greg", "Mary"])
+def test_a_node_favouring_a_lone_first_name_is_caught_either_way(first: str) -> None:
+    prompt = f"{first} asks for a loan of 20k. Approve?"
+    step = _favours(first)
+    probe = Probe(ExactScorer(), generator=GEN, k=4, r=2, bootstrap=0)
+    result = probe.probe_sync(step, prompt, step(prompt))
+    assert result.status == "scored"  # Greg was not_applicable: the guard failed open
+    assert result.score == 1.0
+
+
+@pytest.mark.parametrize("first", ["Greg", "Mary"])
+def test_a_value_that_is_a_first_name_alone_is_read_either_way(first: str) -> None:
+    found = {d.axis for d in GEN.detect({"applicant": first, "loan": "20k"})}
+    assert "gender" in found  # {"applicant": "Greg"} was not applicable, "Mary" was read
+    assert [d.surface for d in GEN.detect({"month": "June"})] == []

@@ -44,6 +44,7 @@ __all__ = [
     "glued_sex_codes",
     "mirrored_age",
     "number_words",
+    "range_ends",
     "slash_age_before",
 ]
 
@@ -338,6 +339,18 @@ def age_of(surface: str, rule: NumericAge) -> int | None:
     if direction is None or re.search(r"\s(?:or|and)\s+(?:older|younger)", surface, re.I):
         return n
     return n + 1 if direction.group(1).lower() in ("over", "above", "older") else n - 1
+
+
+def range_ends(surface: str) -> tuple[int, int] | None:
+    """The low and high end of a range after an age label (``Age group: 55-64`` → 55, 64).
+
+    ``None`` for any other age surface, and for a range whose low end is above its high end.
+    """
+    span = _RANGE_TOKEN.search(surface) if re.match(r"age", surface, re.I) else None
+    if span is None:
+        return None
+    low, high = int(span.group(1)), int(span.group(3))
+    return (low, high) if low <= high else None
 
 
 def _styled(original: str, new: str) -> str:

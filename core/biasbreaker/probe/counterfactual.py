@@ -68,7 +68,7 @@ from biasbreaker.probe.mapping import (
     Variant,
     present_groups,
 )
-from biasbreaker.probe.mentions import MentionFinder
+from biasbreaker.probe.mentions import Held, MentionFinder
 from biasbreaker.probe.payloads import Path, payload_digest, rebuild
 from biasbreaker.probe.rewriting import MASK, neutral_form, rewrite
 from biasbreaker.probe.terms import Axis, TermSet
@@ -130,6 +130,14 @@ class CounterfactualGenerator:
         step whose input has any (``status = "unreadable"``).
         """
         return self._finder.unswappable(payload)
+
+    def held(self, payload: Any) -> tuple[Held, ...]:
+        """Mentions read but not swappable (a term in an identifier), in order.
+
+        :meth:`generate` does not look at them; :class:`~biasbreaker.probe.Probe` holds a
+        step whose input has any (``status = "unreadable"``).
+        """
+        return self._finder.held(payload)
 
     # ------------------------------------------------------------------ generation
     def generate(

@@ -16,27 +16,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from biasbreaker.probe.ages import age_mentions, glued_sex_codes, slash_age_before
+from biasbreaker.probe.ages import age_mentions, glued_sex_codes, range_ends, slash_age_before
 from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.name_fields import field_names
 from biasbreaker.probe.names import (
+    GENDER_SHARE,
     PLACE_FIRST,
     PLACE_WORDS,
     PersonName,
     first_name_info,
     fold,
+    name_shares,
     person_name,
 )
-from biasbreaker.probe.payloads import Path, describe_path, leaves
-from biasbreaker.probe.terms import Axis, NameBook, NameInfo, TermRow, TermSet
+from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
+from biasbreaker.probe.terms import Axis, NameBook, NameInfo, NumericAge, TermRow, TermSet
 
 __all__ = [
+    "Held",
     "Hit",
     "MentionFinder",
     "by_context",
     "capitalised",
     "context_pos",
+    "held_reason",
     "literal_regex",
     "non_overlapping",
     "norm",
@@ -169,6 +173,88 @@ _LABELLED_NAME = re.compile(
     re.IGNORECASE,
 )
 
+_PERSON_VERBS = frozenset(
+    """
+    asks asked applies applied requests requested wants wanted needs needed seeks sought
+    earns earned works worked owns owned rents rented lives lived says said writes wrote
+    submits submitted seeks borrows borrowed pays paid owes owed plans planned hopes hoped
+    wishes wished claims claimed reports reported states stated explains explained
+    """.split()  # noqa: SIM905
+)
+"""Verbs of a person after which a capitalised first name opening a sentence is read alone
+(``Greg asks for a loan``): an opening capital says nothing, and ``Will the bank …``, ``Hope
+this helps`` or ``Bill payment`` open with no such verb. Copulas and modals are left out
+(``June is the deadline``, ``Hope will carry us``)."""
+_NOT_BEFORE_NAME = frozenset(
+    """
+    a an the this that these those my your his her its our their every each no any some
+    in at from to into near across outside inside around via through toward towards of on
+    """.split()  # noqa: SIM905
+)
+"""Words after which a capitalised first name inside a sentence is not read alone: an article
+or possessive makes it a noun or a title (``the Bill``, ``your Will``), a place preposition a
+place (``in Virginia``, ``from Florence``, ``to Phoenix``)."""
+_CALENDAR = frozenset(
+    """
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday
+    """.split()  # noqa: SIM905
+)
+"""Months and weekdays, never a first name alone (``June 5``, ``in April``)."""
+_WORD_NAMES = frozenset(
+    """
+    will bill hope faith rose art pat sue rob guy ray dawn joy jack frank gene earl carol
+    dean ruby amber ivy iris violet daisy holly pearl summer autumn angel chance chase cash
+    rich royal sterling major sage star bob penny lily rusty lee van buck bud dick don
+    herb jean mercedes norm ward wade miles sonny sunny rod rocky skip sandy stormy junior
+    senior
+    """.split()  # noqa: SIM905
+)
+"""Lower-case English words that are also first names of the tables (``will``, ``hope``,
+``rose``): never the first word of a lower-case name."""
+_NOT_SURNAMES = _FUNCTION_WORDS | _PERSON_VERBS | _COPULAS | _OBJECT_VERBS | _LAY_PERSONS
+"""Lower-case words never read as the surname of a lower-case name (``mary said``, ``greg is``)."""
+_CAPITAL_OPENING = re.compile(r"(?:^|[.!?:\n][ \t\n]*)[ \t]*[\"“(]?[A-Z]")
+"""A sentence or line opened with a capital: the text capitalises (``At the charity dinner``)."""
+_AGE_APPOSITION = re.compile(r"[ \t]*(?:,[ \t]*|\([ \t]*)\d{1,3}(?!\d)")
+"""An age after a name opening a sentence: ``Greg, 45, asks``, ``Greg (45) asks``."""
+_SENTENCE_OPEN = frozenset(".!?:;\n\"“”'‘’(*•>-#")
+"""Characters after which (spaces passed over) a word opens a sentence or a list item."""
+
+
+_IDENTIFIER = re.compile(r"(?<![\w-])[^\W_]+(?:[_-]+[^\W_]+)*(?![\w-])")
+"""A word, or words joined by ``_`` or ``-``: a candidate identifier."""
+_CAMEL = re.compile(r"(?<![\w-])[a-z][a-z0-9]*[A-Z]")
+"""A camelCase identifier's start (``applicantGender``; ``DeShawn``, ``McDonald`` are names)."""
+_IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_NOT_IN_IDENTIFIER = frozenset({"he", "she", "him", "her", "his", "hers", "man", "men"})
+"""Terms not read inside an identifier: pronouns and ``man`` make compounds that name no one
+(``he-said``, ``man_hours``, ``man-made``, ``man_page``)."""
+
+
+_GENDER_IDENTITY = re.compile(
+    r"(?<![\w/-])(?:(?:they|xe|ze|ey|fae)\s*/\s*(?:them|their|theirs|xem|xyr|zir|hir|zem|em|"
+    r"faer)|non-?binary|enby|genderqueer|gender-?fluid|agender|bigender|two-spirit|"
+    r"transgender|cisgender|gender[ -]non-?conforming)(?![\w/-])",
+    re.IGNORECASE,
+)
+"""Gender identities the gender axis (male, female) has no group for: a pronoun declaration
+other than she/her and he/him (``they/them``, ``xe/xem``) and the words ``nonbinary``,
+``genderqueer``, ``transgender``, ``cisgender`` …. Gender identity is protected as sex (US
+Supreme Court, *Bostock v. Clayton County*, 2020), but no variant of another group keeps it
+nor drops it soundly, so an input naming one is held (:meth:`MentionFinder.held`), like
+pregnancy. A bare ``they`` is no declaration (it is also plural)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A mention the probe reads but cannot swap: where, its axis, its surface and what it is."""
+
+    path: Path
+    axis: str
+    surface: str
+    what: str
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:
@@ -231,14 +317,19 @@ class MentionFinder:
                     )
         book = self.terms.names
         if book is not None and self.compiled.names is not None:
-            named = [(d.path, d.start, d.end) for d in found if d.kind == "name"]
             for person in field_names(payload, book):
-                if any(
-                    p == s.path and start < max(s.end, s.start + 1) and s.start < end
+                at = [
+                    d
+                    for d in found
+                    if d.kind == "name"
                     for s in person.spans
-                    for p, start, end in named
-                ):
+                    if d.path == s.path and d.start < max(s.end, s.start + 1) and s.start < d.end
+                ]
+                if at and (" " not in person.name or any(" " in d.name for d in at)):
                     continue  # the text scan read a name there already
+                # a first name the scan read alone is the field person's ({"first_name":
+                # "Siobhan", "last_name": "O'Brien"}): the person, first name and surname, wins
+                found = [d for d in found if d not in at]
                 for s in person.spans:
                     hit = Hit(s.start, s.end, s.surface, "name", "", (), person.name)
                     found.extend(self._name_detections(s.path, hit, person.info))
@@ -333,6 +424,130 @@ class MentionFinder:
             for m in pattern.finditer(text)
         )
 
+    def held(self, payload: Any) -> tuple[Held, ...]:
+        """The mentions the probe reads but cannot swap, each with what it is.
+
+        A gender identity the gender axis has no group for (:data:`_GENDER_IDENTITY`:
+        ``they/them``, ``nonbinary``, ``transgender``); a term inside an identifier of a string
+        value (``female_applicant``, ``seniorCitizen``, ``is-female``:
+        :meth:`_identifier_terms`); a person's name written in lower case (``mary carter``:
+        :meth:`_lower_case_people`). A dict key's own text is
+        left to the structured-field rules (:func:`~biasbreaker.probe.fields.opaque_fields`).
+
+        Returns:
+            One :class:`Held` per mention, in payload then text order.
+        """
+        out: list[Held] = []
+        texts = [
+            (p, t, self.scan(t)) for p, t in leaves(payload) if not (p and isinstance(p[-1], Key))
+        ]
+        named = {norm(h.name) for _, _, hits in texts for h in hits if h.kind == "name"}
+        identity = any(a.name == "gender" for a in self.axes)
+        for path, text, hits in texts:
+            read = [(h.start, h.end) for h in hits]
+            if identity:
+                out.extend(
+                    Held(path, "gender", m.group(0), f"the gender identity {m.group(0)!r}")
+                    for m in _GENDER_IDENTITY.finditer(text)
+                )
+            out.extend(self._identifier_terms(path, text, read))
+            out.extend(
+                h for h in self._lower_case_people(path, text, read) if norm(h.surface) not in named
+            )
+        return tuple(out)
+
+    def _lower_case_people(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
+        """A person's name written in lower case (``mary carter asks``, ``greg baker``).
+
+        Two lower-case words on one line are a name when the first is a first name of the
+        shipped lists, or of the Tzioumis table telling a gender (nomquamgender 90 %) where the
+        pair opens the text, a sentence or a line or the text opens no sentence with a capital
+        (``greg baker asks``, ``i met greg baker``; not ``At the charity dinner``: Charity is
+        a first name, but prose that capitalises its sentences capitalises its names), that is
+        no English word (``names.json``'s ``exclude`` list, :data:`_WORD_NAMES`, months and
+        weekdays: ``will``, ``grace``, ``june``), neither word a function word, verb or person
+        word of this module's lists (``she said fine``: Said is a first name), and
+        :func:`~biasbreaker.probe.names.person_name` reads the pair capitalised. The rewrite
+        changes capitalised words only, so the pair is held. A pair the scan reads already is
+        not, nor one whose capitalised form the payload names (``Mary Carter asks; mary
+        carter signed``: the variants swap it as a residual form,
+        :mod:`biasbreaker.probe.residuals`).
+        """
+        book = self.terms.names
+        if book is None or self.compiled.names is None or not any(c.islower() for c in text):
+            return []
+        data = name_shares()
+        capitals = _CAPITAL_OPENING.search(text) is not None
+        out: list[Held] = []
+        for a, b in itertools.pairwise(_NAME_WORD.finditer(text)):
+            first, last = a.group(0), _POSSESSIVE_END.sub("", b.group(0))
+            if not (first.islower() and last.islower()) or _POSSESSIVE_END.search(first):
+                continue
+            if text[a.end() : b.start()] not in (" ", "\t"):
+                continue
+            f, s = fold(first), fold(last)
+            if f in book.words or f in _CALENDAR or f in _WORD_NAMES:
+                continue
+            if f in _NOT_SURNAMES or s in _NOT_SURNAMES:  # "she said fine", "greg is"
+                continue
+            if first.title() not in book.first:
+                share = data.first_gender.get(f)
+                if f not in data.first_race or share is None or share.percent < GENDER_SHARE:
+                    continue
+                before = text[: a.start()].rstrip(" \t")
+                if before and before[-1] not in _SENTENCE_OPEN and capitals:
+                    continue  # "At the charity dinner": prose that capitalises its names
+            if any(st < b.end() and a.start() < en for st, en in read):
+                continue
+            person = person_name(first.title(), last.title(), book)
+            if person is None:
+                continue
+            axis_names = {a.name for a in self.axes}
+            told = [
+                axis
+                for axis, group in (("gender", person.info.gender), ("race", person.info.race))
+                if group is not None and axis in axis_names
+            ]
+            if told:
+                whole = f"{first} {last}"
+                what = f"the person {whole!r} written in lower case"
+                out.append(Held(path, ", ".join(told), whole, what))
+        return out
+
+    def _identifier_terms(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
+        """Terms inside an identifier: words joined by ``_`` or ``-``, or camelCase.
+
+        The identifier is split into its words (``female_applicant`` → ``female applicant``,
+        ``applicantGender`` → ``applicant gender``) and the words read by the term rules,
+        context included (``white_list``, ``old_style``, ``senior_engineer`` hold no term). A
+        term the text scan reads whole (``African-American``, ``70-year-old``) is no
+        identifier. The rewrite changes whole words only, and a changed enum value
+        (``muslim_customer`` → ``jewish_customer``) may be one the step does not know, so
+        the input is held rather than swapped in place.
+        """
+        comp = self.compiled
+        if comp.terms is None or ("_" not in text and "-" not in text and not _CAMEL.search(text)):
+            return []
+        out: list[Held] = []
+        for m in _IDENTIFIER.finditer(text):
+            ident = m.group(0)
+            if not ("_" in ident or "-" in ident or _CAMEL.search(ident)):
+                continue
+            if any(s < m.end() and m.start() < e for s, e in read):
+                continue
+            spaced = " ".join(w.lower() for w in _IDENT_WORD.findall(ident))
+            for t in comp.terms.finditer(spaced):
+                hit = self._term_hit(spaced, t)
+                if hit is not None and hit.surface not in _NOT_IN_IDENTIFIER:
+                    what = f"the term {hit.surface!r} inside the identifier {ident!r}"
+                    out.append(Held(path, hit.axis, ident, what))
+                    break
+        return out
+
     def _full_names(self) -> Mapping[str, NameInfo]:
         book = self.terms.names
         return book.full if book is not None else {}
@@ -379,14 +594,18 @@ class MentionFinder:
         age_axis = next((a for a in self.axes if a.numeric_age is not None), None)
         if age_axis is not None and age_axis.numeric_age is not None:
             rule = age_axis.numeric_age
+            ages: list[Hit] = []
+            unread: list[tuple[int, int]] = []
             for m, n in age_mentions(text, rule):
-                if n <= rule.young_max:
-                    group = age_axis.groups[0]
-                elif n >= rule.old_min:
-                    group = age_axis.groups[1]
-                else:
+                band = _age_band(m.group(0), n, rule)
+                if band is None:
+                    unread.append((m.start(), m.end()))
                     continue
-                hits.append(Hit(m.start(), m.end(), m.group(0), "age", age_axis.name, (group,)))
+                group = age_axis.groups[band]
+                ages.append(Hit(m.start(), m.end(), m.group(0), "age", age_axis.name, (group,)))
+            hits.extend(  # "aged 30" is no age of its own inside "aged 30–70"
+                h for h in ages if not any(s <= h.start and h.end < e for s, e in unread)
+            )
         if comp.names is not None:
             for m in comp.names.finditer(text):
                 surface = m.group(0)
@@ -398,6 +617,7 @@ class MentionFinder:
             # after the book's hits: at one span (a listed full name) the book's reading wins
             hits.extend(self._person_hits(text))
             hits.extend(self._labelled_first_names(text))
+            hits.extend(self._lone_first_names(text))
         return non_overlapping(hits)
 
     def _labelled_first_names(self, text: str) -> list[Hit]:
@@ -420,6 +640,65 @@ class MentionFinder:
                 start = m.start(1)
                 out.append(Hit(start, start + len(word), word, "name", "", (), word))
         return out
+
+    def _lone_first_names(self, text: str) -> list[Hit]:
+        """A capitalised first name standing alone in a sentence (``Greg asks for a loan``).
+
+        The shipped lists' first names are read anywhere (the ``Mary`` of ``Mary asks``); a
+        first name only of the public-record tables is read as one when it tells a gender
+        (:func:`~biasbreaker.probe.names.first_name_info`: nomquamgender at 90 %) and is a US
+        first name (Tzioumis, so nomquamgender's nicknames and words stay out), and where
+        its place says it names someone: the whole string (``{"applicant": "Greg"}``);
+        opening a sentence or a list item, before a verb of :data:`_PERSON_VERBS`, as a
+        possessive or before an age (``Greg asks``, ``Zoë's loan``, ``Greg, 45,``); inside
+        a sentence, as a capitalised word between two lower-case ones, after none of
+        :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``).
+        A word of ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
+        an all-capitals word and a word in a place name are never read.
+        """
+        book = self.terms.names
+        if book is None:
+            return []
+        data = name_shares()
+        out: list[Hit] = []
+        for m in _NAME_WORD.finditer(text):
+            raw = m.group(0)
+            word = _POSSESSIVE_END.sub("", raw)
+            if not (word[:1].isupper() and word[1:].islower()) or word in book.first:
+                continue
+            f = fold(word)
+            if f in book.words or f in _CALENDAR or f not in data.first_race:
+                continue
+            info = first_name_info(word, book)
+            if info is None or info.gender is None:
+                continue
+            start, end = m.start(), m.start() + len(word)
+            if not self._names_someone(text, start, m.end(), possessive=raw != word):
+                continue
+            if not _in_place_name(text, start, end):
+                out.append(Hit(start, end, word, "name", "", (), word))
+        return out
+
+    @staticmethod
+    def _names_someone(text: str, start: int, end: int, *, possessive: bool) -> bool:
+        """Whether the capitalised word at ``text[start:end]`` stands where a person's name does."""
+        before = text[:start].rstrip(" \t")
+        nxt = _WORD_AFTER.match(text, end)
+        after = nxt.group(1) if nxt is not None else None
+        if not before or before[-1] in _SENTENCE_OPEN:
+            if not before and not text[end:].strip():  # the whole value: {"applicant": "Greg"}
+                return True
+            return (
+                possessive
+                or (after is not None and after.lower() in _PERSON_VERBS)
+                or _AGE_APPOSITION.match(text, end) is not None
+            )
+        if before[-1] == "&":  # a surname in a citation or a firm (Chen & Cherry)
+            return False
+        prev = _word_before(text, start)
+        if prev is not None and (prev[:1].isupper() or prev.lower() in _NOT_BEFORE_NAME):
+            return False
+        return after is None or not after[:1].isupper()
 
     def _glued_hits(self, text: str) -> list[Hit]:
         """Sex codes glued to an age or one space after it (``63F``, ``Pt 67 F``).
@@ -598,6 +877,28 @@ def _person_hit(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -
     return [Hit(a.start(), end, text[a.start() : end], "name", "", (), key)]
 
 
+def _age_band(surface: str, n: int, rule: NumericAge) -> int | None:
+    """The band of an age mention: 0 young, 1 old, ``None`` neither.
+
+    An age is in the band it falls in. A range after an age label (``Age group: 55-64``)
+    whose middle is in neither band is in the band it reaches into, when it reaches one
+    band only (55-64 holds the old ages 61-64, and its mirror 36-45 the young ages 36-39); a
+    range that reaches both bands (``ages 30 to 70``) or neither (``age bracket 45-54``)
+    names no group.
+    """
+    if n <= rule.young_max:
+        return 0
+    if n >= rule.old_min:
+        return 1
+    ends = range_ends(surface)
+    if ends is None:
+        return None
+    young, old = ends[0] <= rule.young_max, ends[1] >= rule.old_min
+    if young == old:
+        return None
+    return 0 if young else 1
+
+
 def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
     """The hold reason for :meth:`MentionFinder.unswappable`'s mentions."""
     shown = ", ".join(
@@ -609,6 +910,21 @@ def unswappable_reason(found: Sequence[tuple[Path, str, str]]) -> str:
         "and one without it is not the same applicant. Leave it out of what the step sees, or "
         "set probe=False for this step and review its outputs (docs/detection.md, "
         "'Pregnancy')"
+    )
+
+
+def held_reason(found: Sequence[Held]) -> str:
+    """The hold reason for :meth:`MentionFinder.held`'s mentions: each, its place and axis."""
+    shown = "; ".join(
+        dict.fromkeys(f"{h.what} in {describe_path(h.path)} ({h.axis})" for h in found)
+    )
+    return (
+        f"the probe reads a protected mention it cannot swap: {shown}. A variant would keep "
+        "it, so the step is held for review rather than passed as not applicable. Write it "
+        "as text the probe swaps where there is such text (words apart, a capitalised name), "
+        "else leave it out of what the step sees, or set probe=False for this step and review "
+        "its outputs "
+        "(docs/detection.md, 'What the probe cannot swap')"
     )
 
 

@@ -162,12 +162,16 @@ class NameBook:
             axis :meth:`without` dropped (``Christian``, ``Black``). ``names.json``'s
             ``exclude`` list (English words and places such as ``Grace``, ``Washington``) only
             keeps a word from being read as a name on its own.
+        words: Lower-cased, accents folded: ``names.json``'s ``exclude`` list, English words and
+            places that are also first names (``grace``, ``mark``, ``austin``): never read as
+            a first name standing alone, from the lists or from the public-record tables.
     """
 
     first: Mapping[str, NameInfo]
     full: Mapping[str, NameInfo]
     last: Mapping[str, str | None]
     excluded: frozenset[str] = frozenset()
+    words: frozenset[str] = frozenset()
     _pools: dict[tuple[str, str | None, str | None], tuple[str, ...]] = field(
         init=False, repr=False, compare=False
     )
@@ -195,6 +199,7 @@ class NameBook:
             full={n: i for n, i in self.full.items() if _norm(n) not in banned},
             last={n: r for n, r in self.last.items() if _norm(n) not in banned},
             excluded=self.excluded | banned,
+            words=self.words,
         )
 
 
@@ -264,7 +269,7 @@ def packaged_names() -> NameBook:
         for n, r in last_tags.items()
         if _norm(n) not in excluded
     }
-    return NameBook(first=first, full=full, last=last)
+    return NameBook(first=first, full=full, last=last, words=frozenset(fold(w) for w in excluded))
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,7 @@ from biasbreaker.probe.counterfactual import (
 from biasbreaker.probe.fields import opaque_fields, opaque_reason
 from biasbreaker.probe.language import LanguageGuard
 from biasbreaker.probe.mapping import Detection, present_groups, unswapped_keys
-from biasbreaker.probe.mentions import unswappable_reason
+from biasbreaker.probe.mentions import held_reason, unswappable_reason
 from biasbreaker.probe.payloads import KeyClash, describe_path
 from biasbreaker.probe.residuals import residual_mentions, residual_reason
 from biasbreaker.probe.scoring import (
@@ -675,6 +675,11 @@ class Probe:
                 unswappable_reason(unswappable),
                 coverage=dict(state),
                 language=language,
+            )
+        held = self.generator.held(input)
+        if held:  # fail closed: a protected mention read where no rewrite can reach it
+            return unscored(
+                "unreadable", held_reason(held), coverage=dict(state), language=language
             )
         try:
             cf_set = self.generator.generate(
