@@ -609,6 +609,13 @@ def test_a_repairs_recheck_evaluates_the_edges_on_the_repaired_update(tmp_path: 
                 {"note": "fixed"},
             ),
         ]
+        cases.append(
+            (
+                {"application": message, "note": "n0"},
+                {"application": {"type": "human", "content": "Mr. B"}, "note": "n0"},
+                {},
+            )
+        )
         for template, input_view, view in cases:
             token = rerun_context(Rerun(template, config, update={"note": "screened"}))
             try:
@@ -636,12 +643,13 @@ def test_a_repairs_recheck_evaluates_the_edges_on_the_repaired_update(tmp_path: 
     probe_harness.add_node("harness", harness)
     probe_harness.add_edge(START, "harness")
     asyncio.run(probe_harness.compile().ainvoke({"application": "x", "note": "n", "tier": "gold"}))
-    assert results[:2] == [
+    assert results[:3] == [
         Routed({"note": "fixed"}, ["Mr. B|fixed|gold"]),
         Routed({"note": "fixed"}, ["Mr. B|fixed|gold"]),
+        Routed({}, ["Mr. B|n0|gold"]),  # a repair that writes fewer keys: the rest as input
     ]
-    assert [r.split(":")[0] for r in results[2:5]] == [
+    assert [r.split(":")[0] for r in results[3:6]] == [
         "cannot re-check the routes of node 'screen'"
     ] * 3
-    assert all("is not an update of its keys" in r for r in results[5:])
-    assert len(results) == 7
+    assert all("is not an update of its keys" in r for r in results[6:])
+    assert len(results) == 8

@@ -917,7 +917,10 @@ class Prober:
                 input_view if template is None else rebuild_values(template, input_view, opaque)
             )
             update = rebuild_values({k: v for k, v in rerun.update.items() if k in view}, view)
-            missing = {k for route in spec.routes for k in route.keys} - set(values)
+            # `|` or `^` for `-` are equivalent mutants: a key also in `values` is read from
+            # the run as well, and after_update's value of it wins in the merge below
+            keys = {k for route in spec.routes for k in route.keys}
+            missing = keys - set(values)  # pragma: no mutate
             extras = read_channels(rerun.config, sorted(missing)) if missing else {}
             goto += await destinations(
                 spec.routes,
