@@ -461,3 +461,31 @@ def test_the_recheck_compares_each_reruns_goto_with_the_halted_steps(
     asyncio.run(harness_graph.compile().ainvoke({"application": APPLICANT}))
     (score,) = scores
     assert (score == 0.0) is passes
+
+
+def test_a_repairs_recheck_is_never_sampled_out() -> None:
+    """``[probe] probe_rate`` chooses the guarded steps probed; a repair of one that was is
+    always measured (sampled out, the re-check failed and every such repair went to a human)."""
+    from biasbreaker.probe import CounterfactualGenerator, Probe
+    from biasbreaker_plugins.langgraph.probing import FreshProbes
+
+    class Exact:
+        name = "exact"
+        compares_neutralised = True
+
+        def divergence(self, originals: Any, counterfactuals: Any) -> list[float]:
+            return [0.0 if a == b else 1.0 for a, b in zip(originals, counterfactuals, strict=True)]
+
+    def step(value: str, sample: int = 0) -> str:
+        return "hire" if value.startswith("He ") else "reject"
+
+    base = Probe(
+        [Exact()], generator=CounterfactualGenerator(seed=3), k=2, r=1, probe_rate=0.0, bootstrap=0
+    )
+    given = "He applied for the analyst job."
+    assert base.probe_sync(step, given, "hire", step_id="recheck:a").status == "not_sampled"
+    result = asyncio.run(
+        FreshProbes(base).probe(step, given, "hire", step_id="recheck:a", step_name="recheck:a")
+    )
+    assert result.status == "scored" and result.score == 1.0
+    assert base.probe_rate == 0.0  # the configured probe is unchanged

@@ -1086,14 +1086,20 @@ def _variant_context(config: RunnableConfig, view: Any) -> Any:
 
 
 class FreshProbes:
-    """Anything-with-``probe``: a fresh probe per call (for the runner's re-check)."""
+    """Anything-with-``probe``: a fresh probe per call (for the runner's re-check).
+
+    A re-check is never sampled out: the copy probes every call whatever ``[probe]
+    probe_rate`` says (that rate chooses which guarded steps are probed, and a repair of one
+    that was must be measured; sampled out, its re-check failed as "not_sampled" and every
+    repair of a step whose re-check id hashed above the rate went to a human).
+    """
 
     def __init__(self, base: Probe) -> None:
         self.base = base
 
     async def probe(self, *args: Any, **kwargs: Any) -> Any:
         """:meth:`biasbreaker.probe.Probe.probe` on a fresh copy of the base probe."""
-        return await clone_probe(self.base).probe(*args, **kwargs)
+        return await clone_probe(self.base, probe_rate=1.0).probe(*args, **kwargs)
 
 
 def probe_outcome(result: ProbeResult, unread: list[str] | None = None) -> dict[str, str]:
@@ -1128,14 +1134,14 @@ def _unread(view: Any, opaque: frozenset[str]) -> list[str]:
     return sorted(names)
 
 
-def clone_probe(base: Probe) -> Probe:
-    """A probe configured like ``base``, with an empty call cache."""
+def clone_probe(base: Probe, probe_rate: float | None = None) -> Probe:
+    """A probe configured like ``base`` (or with ``probe_rate``), with an empty call cache."""
     return Probe(
         base.scorers,
         generator=base.generator,
         k=base.k,
         r=base.r,
-        probe_rate=base.probe_rate,
+        probe_rate=base.probe_rate if probe_rate is None else probe_rate,
         seed=base.seed,
         combine=base.combine,
         bootstrap=base.bootstrap,
