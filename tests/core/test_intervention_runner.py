@@ -365,6 +365,59 @@ async def test_probe_rechecker_compares_what_compared_makes_of_each_repaired_out
     assert other.seen[0][:2] == ("RANK JOHN AND EMILY./1", "R")
 
 
+@pytest.mark.parametrize(
+    ("status", "score"),
+    [("not_applicable", 0.0), ("unreadable", 0.0), ("unsupported_language", 0.0), ("scored", None)],
+)
+async def test_a_recheck_that_did_not_score_fails_whatever_score_it_carries(status, score):
+    """Only ``scored`` with a score passes: a result of another status carrying a stale score,
+    or a scored one without a score, is no measurement of the repair."""
+    from biasbreaker.errors import InterventionError
+    from biasbreaker.intervention.runner import ProbeRechecker
+
+    async def node(value, sample=0):
+        return value
+
+    async def repair(output, task=None):
+        return output
+
+    with pytest.raises(InterventionError, match="could not score the repair"):
+        await ProbeRechecker(StubProbe(status, score), {"writer": node}).recheck(
+            context(), repair, "R"
+        )
+
+
+async def test_each_recheck_of_one_step_is_its_own_probe_step():
+    """A probe shared across re-checks caches outputs by step name: two re-checks of one step
+    and attempt, with different repairs, must not share a name (the second would be scored on
+    the first repair's cached outputs)."""
+    from biasbreaker.intervention.runner import ProbeRechecker
+    from biasbreaker.probe import CounterfactualGenerator, Probe
+
+    class Exact:
+        name = "exact"
+        compares_neutralised = True
+
+        def divergence(self, originals, counterfactuals):
+            return [0.0 if a == b else 1.0 for a, b in zip(originals, counterfactuals, strict=True)]
+
+    def node(value, sample=0):
+        return "hire" if value.startswith("He ") else "reject"
+
+    async def biased(output, task=None):
+        return output
+
+    async def neutral(output, task=None):
+        return "refer"
+
+    shared = Probe([Exact()], generator=CounterfactualGenerator(seed=3), k=2, r=1, bootstrap=0)
+    checker = ProbeRechecker(shared, {"writer": node})
+    given = context(step_input="He applied for the analyst job.")
+    first = await checker.recheck(given, neutral, "refer")
+    second = await checker.recheck(given, biased, "hire")
+    assert first.score == 0.0 and second.score == 1.0  # not the neutral repair's outputs
+
+
 async def test_a_routed_step_output_is_repaired_without_its_route():
     """A step that returns a ``Routed`` (output and where it sent the run): the repair gets
     the output alone, and ``compared`` gets the repaired output with the route the re-run

@@ -226,7 +226,8 @@ class ProbeRechecker:
         finish = self.compared.get(context.node)
         calls = 0
 
-        async def repaired_step(value: Any, sample: int = 0) -> JSONValue:
+        # the default is an equivalent mutant's: the probe passes every call's sample
+        async def repaired_step(value: Any, sample: int = 0) -> JSONValue:  # pragma: no mutate
             nonlocal calls
             calls += 2
             output = await _call_step(step, value, sample)
@@ -236,6 +237,7 @@ class ProbeRechecker:
                 fixed = await repair(output, value)
             return fixed if finish is None else await finish(fixed, value)
 
+        # each re-check's own step id: a shared probe caches outputs by step name
         self._count += 1
         name = f"recheck:{context.node}:{context.step}:{context.attempt}:{self._count}"
         step_input = context.step_input.thaw()
