@@ -540,6 +540,12 @@ def test_guard_of_a_builder_with_no_node_says_to_add_them_first(kernel: Kernel) 
         guard(StateGraph(RouteState), kernel)
 
 
+def test_guard_of_a_guarded_builder_says_it_is_guarded(kernel: Kernel) -> None:
+    builder, _ = _screen_and_letter()
+    with pytest.raises(ConfigError, match=r"already guarded .* guard the original StateGraph"):
+        guard(guard(builder, kernel), kernel)
+
+
 @pytest.mark.parametrize("rate", [0.0, 0.5])
 def test_a_guard_that_probes_no_step_warns(tmp_path: Path, rate: float) -> None:
     """``probe_rate = 0`` in a Python mapping: the guard records every step and probes none;

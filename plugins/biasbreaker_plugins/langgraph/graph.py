@@ -596,6 +596,11 @@ def build_guarded(
             "the step as a StateGraph, guard it, and invoke the guarded graph in your @task "
             "(docs/langgraph.md, 'The functional API')"
         )
+    if isinstance(builder, GuardedStateGraph):
+        raise ConfigError(
+            "guard(builder): this builder is already guarded (guard() returned it); guard the "
+            "original StateGraph once, with every node it should guard"
+        )
     if not builder.nodes:
         raise ConfigError(
             "guard(builder): the builder has no node yet; add every node and edge to your "
