@@ -172,6 +172,18 @@ _LABELLED_NAME = re.compile(
     r"([^\W\d_]+(?:[-'’][^\W\d_]+)*)(?![\w-]))",
     re.IGNORECASE,
 )
+_HEADER_NAME = re.compile(
+    r"[ \t]*(?:from|to|cc|bcc|reply-to|sender|sent by|signed|signed by|requested by|"
+    r"submitted by|requester|contact|author)[ \t]*:[ \t]*([^\W\d_]+(?:[-'’][^\W\d_]+)*)"
+    r"[ \t]*(?:<[^<>\n]*>|\([^()\n]*\))?[ \t]*(?=\n|$)",
+    re.IGNORECASE,
+)
+"""A mail or form header whose value is one word alone on its line (``From: Greg``, ``To:
+Brad <brad@example.com>``): the first name of a sender or a recipient."""
+_SPEAKER = re.compile(r"[ \t]*:[ \t]*\S")
+"""A speaker label's colon, then what the speaker says on the same line (``Greg: can I …``)."""
+_HERE = re.compile(r"[ \t]+here[ \t]*(?:[,.!;:—–-]|$)", re.IGNORECASE)
+"""``here`` and a stop after a name: a speaker saying who writes (``Greg here, I need …``)."""
 
 _PERSON_VERBS = frozenset(
     """
@@ -652,8 +664,10 @@ class MentionFinder:
         opening a sentence or a list item, before a verb of :data:`_PERSON_VERBS`, as a
         possessive or before an age (``Greg asks``, ``Zoë's loan``, ``Greg, 45,``); inside
         a sentence, as a capitalised word between two lower-case ones, after none of
-        :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``).
-        A word of ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
+        :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``);
+        or naming who writes or speaks, unless it is a word of :data:`_WORD_NAMES`
+        (:meth:`_speaker`: ``Greg: can I …``, ``Greg here, …``, ``From: Greg``). A word of
+        ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
         an all-capitals word and a word in a place name are never read.
         """
         book = self.terms.names
@@ -673,11 +687,28 @@ class MentionFinder:
             if info is None or info.gender is None:
                 continue
             start, end = m.start(), m.start() + len(word)
-            if not self._names_someone(text, start, m.end(), possessive=raw != word):
+            said = f not in _WORD_NAMES and self._speaker(text, start, m.end())
+            if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
                 continue
             if not _in_place_name(text, start, end):
                 out.append(Hit(start, end, word, "name", "", (), word))
         return out
+
+    @staticmethod
+    def _speaker(text: str, start: int, end: int) -> bool:
+        """Whether the word at ``text[start:end]`` names who writes or speaks.
+
+        A speaker label opening a line (``Greg: can I get a loan?``; a colon, then words on the
+        same line), ``<name> here`` opening a sentence (``Greg here, I need …``), or a mail or
+        form header's value alone on its line (``From: Greg``, :data:`_HEADER_NAME`).
+        """
+        before = text[:start].rstrip(" \t")
+        if (not before or before[-1] == "\n") and _SPEAKER.match(text, end):
+            return True
+        if (not before or before[-1] in _SENTENCE_OPEN) and _HERE.match(text, end):
+            return True
+        header = _HEADER_NAME.match(text, text.rfind("\n", 0, start) + 1)
+        return header is not None and header.start(1) == start
 
     @staticmethod
     def _names_someone(text: str, start: int, end: int, *, possessive: bool) -> bool:
