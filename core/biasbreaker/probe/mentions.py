@@ -219,11 +219,19 @@ _WORD_NAMES = frozenset(
     dean ruby amber ivy iris violet daisy holly pearl summer autumn angel chance chase cash
     rich royal sterling major sage star bob penny lily rusty lee van buck bud dick don
     herb jean mercedes norm ward wade miles sonny sunny rod rocky skip sandy stormy junior
-    senior
+    senior charity patience king buddy
     """.split()  # noqa: SIM905
 )
 """Lower-case English words that are also first names of the tables (``will``, ``hope``,
 ``rose``): never the first word of a lower-case name."""
+_LOWER_NAME_PLACE = re.compile(
+    r"(?<![\w'’-])(?:(?:first[ \t]+|given[ \t]+)?name[ \t]*[:=][ \t]*|name[ \t]+is[ \t]+|"
+    r"named[ \t]+|dear[ \t]+|i['’]?m[ \t]+|i[ \t]+am[ \t]+|this[ \t]+is[ \t]+|"
+    r"applicant[ \t]*[:=#-]?[ \t]*)([a-z]+)(?![\w'’-])",
+    re.IGNORECASE,
+)
+"""Where a word is a first name even in lower case: after ``name:``, ``my name is``,
+``named``, ``dear``, ``i'm``/``im``/``i am``, ``this is`` or ``applicant`` (``hi i'm emily``)."""
 _NOT_SURNAMES = _FUNCTION_WORDS | _PERSON_VERBS | _COPULAS | _OBJECT_VERBS | _LAY_PERSONS
 """Lower-case words never read as the surname of a lower-case name (``mary said``, ``greg is``)."""
 _CAPITAL_OPENING = re.compile(r"(?:^|[.!?:\n][ \t\n]*)[ \t]*[\"“(]?[A-Z]")
@@ -463,10 +471,63 @@ class MentionFinder:
                     for m in _GENDER_IDENTITY.finditer(text)
                 )
             out.extend(self._identifier_terms(path, text, read))
-            out.extend(
+            people = [
                 h for h in self._lower_case_people(path, text, read) if norm(h.surface) not in named
+            ]
+            out.extend(people)
+            firsts = {h.surface.split()[0] for h in people}
+            out.extend(
+                h for h in self._lower_case_first_names(path, text, read) if h.surface not in firsts
             )
         return tuple(out)
+
+    def _lower_case_first_names(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
+        """A first name alone in lower case where a name stands (``hi i'm emily``, ``dear emily``).
+
+        Only after a word that introduces a name (:data:`_LOWER_NAME_PLACE`: ``name:``, ``my
+        name is``, ``named``, ``dear``, ``i'm``/``im``/``i am``, ``this is``, ``applicant``),
+        and only a first name of the shipped lists or of the Tzioumis table telling a gender
+        (nomquamgender 90 %) that is no English word (``names.json``'s ``exclude`` list,
+        :data:`_WORD_NAMES`, months and weekdays, this module's function words, verbs and
+        person words: ``i'm will``, ``dear mark``, ``i am rose``, ``my name is may``). The
+        rewrite changes capitalised words only, so it is held, also when the payload names its
+        capitalised form (the residual forms swap a first name with its surname only: ``Greg
+        asks. hi i'm greg`` kept ``greg`` in every variant); one that opens a lower-case pair
+        held already is that person.
+        """
+        book = self.terms.names
+        if book is None or self.compiled.names is None:
+            return []
+        data = name_shares()
+        axis_names = {a.name for a in self.axes}
+        out: list[Held] = []
+        for m in _LOWER_NAME_PLACE.finditer(text):
+            word = m.group(1)
+            f = fold(word)
+            if not word.islower() or len(f) < 2 or f in book.words or f in book.excluded:
+                continue
+            if f in _WORD_NAMES or f in _CALENDAR or f in _NOT_SURNAMES:
+                continue
+            if word.title() not in book.first:
+                share = data.first_gender.get(f)
+                if f not in data.first_race or share is None or share.percent < GENDER_SHARE:
+                    continue
+            if any(s < m.end(1) and m.start(1) < e for s, e in read):
+                continue
+            info = first_name_info(word.title(), book)
+            if info is None:
+                continue
+            told = [
+                axis
+                for axis, group in (("gender", info.gender), ("race", info.race))
+                if group is not None and axis in axis_names
+            ]
+            if told:
+                what = f"the first name {word!r} written in lower case"
+                out.append(Held(path, ", ".join(told), word, what))
+        return out
 
     def _lower_case_people(
         self, path: Path, text: str, read: Sequence[tuple[int, int]]
