@@ -165,6 +165,20 @@ def test_a_lower_case_first_name_is_held_beside_its_capitalised_form() -> None:
     assert held.surface == "greg"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a john deere tractor for sale",
+        "she studied at george mason university",
+        "a bottle of jim beam",
+        "ben & jerry ice cream",
+        "ben jerry ice cream",
+    ],
+)
+def test_brands_named_like_a_person_in_lower_case_are_not_held(text: str) -> None:
+    assert GEN.held(text) == ()
+
+
 def test_a_lower_case_residual_of_a_capitalised_name_is_swapped_not_held() -> None:
     text = "Mary Carter asks for a loan; signed, mary carter."
     assert GEN.held(text) == ()

@@ -22,6 +22,7 @@ from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.name_fields import field_names
 from biasbreaker.probe.names import (
     GENDER_SHARE,
+    ORGANISATIONS,
     PLACE_FIRST,
     PLACE_WORDS,
     PersonName,
@@ -565,6 +566,8 @@ class MentionFinder:
                 continue
             if f in _NOT_SURNAMES or s in _NOT_SURNAMES:  # "she said fine", "greg is"
                 continue
+            if _in_brand(text, a.start(), b.end(), f, s):
+                continue
             if first.title() not in book.first:
                 share = data.first_gender.get(f)
                 if f not in data.first_race or share is None or share.percent < GENDER_SHARE:
@@ -1027,6 +1030,23 @@ def _after_label(text: str, start: int, axis: str) -> bool:
     """Whether ``text[:start]`` ends with a field label of ``axis`` and ``:`` or ``=``."""
     m = _LABEL_BEFORE.search(text, max(0, start - 40), start)
     return m is not None and m.group(1).lower() in FIELD_WORDS.get(axis, frozenset())
+
+
+def _in_brand(text: str, start: int, end: int, first: str, last: str) -> bool:
+    """Whether the lower-case pair ``first last`` at ``text[start:end]`` is in a brand or place.
+
+    Yes after ``&`` (``ben & jerry ice cream``), when its first word ends a firm of
+    :data:`~biasbreaker.probe.names.ORGANISATIONS` (the ``jerry ice`` of ``ben jerry ice
+    cream``), or before a place or organisation word (``george mason university``), as for
+    a capitalised pair (:func:`_person_hit`).
+    """
+    if text[:start].rstrip(" \t").endswith("&"):
+        return True
+    prev = _word_before(text, start)
+    if prev is not None and f"{fold(prev)} {first}" in ORGANISATIONS:
+        return True
+    nxt = _word_after(text, end)
+    return nxt is not None and fold(nxt) in PLACE_WORDS
 
 
 def _in_place_name(text: str, start: int, end: int) -> bool:
