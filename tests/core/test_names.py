@@ -475,6 +475,8 @@ def test_a_lone_first_name_carries_the_race_the_tables_give() -> None:
         "Dean here, with the faculty report.",
         "From: Hope\nSubject: the grace period",
         "The meeting went from: Greg to the board",
+        "Georgia: approved\nVirginia: pending",  # rows about places
+        "Sherman: 12 units, 40% sold",  # a row of figures (Madison, a shipped name, is read)
     ],
 )
 def test_common_words_that_are_first_names_are_not_read_alone(text: str) -> None:

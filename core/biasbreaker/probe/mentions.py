@@ -181,8 +181,18 @@ _HEADER_NAME = re.compile(
 )
 """A mail or form header whose value is one word alone on its line (``From: Greg``, ``To:
 Brad <brad@example.com>``): the first name of a sender or a recipient."""
-_SPEAKER = re.compile(r"[ \t]*:[ \t]*\S")
-"""A speaker label's colon, then what the speaker says on the same line (``Greg: can I …``)."""
+_SPEAKER = re.compile(r"[ \t]*:[ \t]*[\"“'‘(]?[^\W\d_]")
+"""A speaker label's colon, then words on the same line (``Greg: can I …``); a number or a
+sign after it is a row of figures (``Virginia: 12 applicants``, ``Madison: 40%``)."""
+_LABEL_PLACES = frozenset(
+    """
+    georgia carolina virginia dakota montana nevada indiana houston denver cleveland orlando
+    aurora lincoln chester kent adelaide darwin geneva santiago antonio diego dallas savannah
+    phoenix
+    """.split()  # noqa: SIM905
+)
+"""US states and cities (and a few abroad) that are first names of the tables: the label of
+a row about a place, never read as a speaker (``Georgia: approved``, ``Houston: pending``)."""
 _HERE = re.compile(r"[ \t]+here[ \t]*(?:[,.!;:—–-]|$)", re.IGNORECASE)
 """``here`` and a stop after a name: a speaker saying who writes (``Greg here, I need …``)."""
 
@@ -767,7 +777,11 @@ class MentionFinder:
         form header's value alone on its line (``From: Greg``, :data:`_HEADER_NAME`).
         """
         before = text[:start].rstrip(" \t")
-        if (not before or before[-1] == "\n") and _SPEAKER.match(text, end):
+        if (
+            (not before or before[-1] == "\n")
+            and _SPEAKER.match(text, end)
+            and fold(text[start:end]) not in _LABEL_PLACES
+        ):
             return True
         if (not before or before[-1] in _SENTENCE_OPEN) and _HERE.match(text, end):
             return True
