@@ -153,6 +153,7 @@ def test_a_lower_case_first_name_in_a_name_place_is_held_naming_it(
         "applicant income 40k, applicant charity work",
         "i'm frank with you; i am rich; this is art",
         "my name is may",
+        "this is madison avenue",  # a place
     ],
 )
 def test_lower_case_words_in_name_places_are_not_held(text: str) -> None:

@@ -502,7 +502,8 @@ class MentionFinder:
         and only a first name of the shipped lists or of the Tzioumis table telling a gender
         (nomquamgender 90 %) that is no English word (``names.json``'s ``exclude`` list,
         :data:`_WORD_NAMES`, months and weekdays, this module's function words, verbs and
-        person words: ``i'm will``, ``dear mark``, ``i am rose``, ``my name is may``). The
+        person words: ``i'm will``, ``dear mark``, ``i am rose``, ``my name is may``) and
+        before no place or organisation word (``this is madison avenue``). The
         rewrite changes capitalised words only, so it is held, also when the payload names its
         capitalised form (the residual forms swap a first name with its surname only: ``Greg
         asks. hi i'm greg`` kept ``greg`` in every variant); one that opens a lower-case pair
@@ -527,6 +528,8 @@ class MentionFinder:
                     continue
             if any(s < m.end(1) and m.start(1) < e for s, e in read):
                 continue
+            if fold(_word_after(text, m.end(1)) or "") in PLACE_WORDS:
+                continue  # "this is madison avenue"
             info = first_name_info(word.title(), book)
             if info is None:
                 continue
