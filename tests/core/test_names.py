@@ -411,6 +411,15 @@ def test_surname_share_of_each_rule(surname: str, share: Share | None) -> None:
         ("Approved. Will asks for a loan too.", "Will", "male"),
         ("Greg, 45, asks for a loan.", "Greg", "male"),
         ("Greg (45) asks for a loan.", "Greg", "male"),
+        # chat and mail shapes (a second new-user trial: these were not applicable)
+        ("Greg: can I get a loan of 10k?", "Greg", "male"),
+        ("Hi all.\nGreg: can I get a loan of 10k?", "Greg", "male"),
+        ("Greg here, I need a loan of 10k.", "Greg", "male"),
+        ("Greg here. I need a loan of 10k.", "Greg", "male"),
+        ("From: Greg\nSubject: loan request", "Greg", "male"),
+        ("To: Brad\nSubject: loan request", "Brad", "male"),
+        ("Customer: Greg\nLoan: 10k", "Greg", "male"),
+        ("Requested by: Greg <greg@example.com>\nLoan: 10k", "Greg", "male"),
     ],
 )
 def test_a_first_name_alone_is_read_and_swapped_on_gender(
@@ -454,6 +463,20 @@ def test_a_lone_first_name_carries_the_race_the_tables_give() -> None:
         "Hutto & Gilbert 2014 scored it.",
         "Will, however, is late.",
         "Hope, 2024 edition",
+        # labels and headers that are no names (a second new-user trial's guards)
+        "Note: the loan is pending.",
+        "Summary: the applicant asks for a loan.",
+        "Will: the bank is closed on Monday.",
+        "Hope: a better rate next year.",
+        "Bill: $300, due Friday.",
+        "Rose: 5% this quarter.",
+        "June: the deadline.",
+        "Mark: 85/100",
+        "Dean here, with the faculty report.",
+        "From: Hope\nSubject: the grace period",
+        "The meeting went from: Greg to the board",
+        "Georgia: approved\nVirginia: pending",  # rows about places
+        "Sherman: 12 units, 40% sold",  # a row of figures (Madison, a shipped name, is read)
     ],
 )
 def test_common_words_that_are_first_names_are_not_read_alone(text: str) -> None:

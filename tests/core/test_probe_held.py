@@ -116,6 +116,70 @@ def test_lower_case_words_that_are_names_are_not_held(text: str) -> None:
     assert GEN.held(text) == ()
 
 
+@pytest.mark.parametrize(
+    ("text", "surface", "axis"),
+    [
+        ("name: emily", "emily", "gender, race"),
+        ("Name: emily\nLoan: 10k", "emily", "gender, race"),
+        ("Dear emily, your loan of 10k is approved.", "emily", "gender, race"),
+        ("Applicant emily, income 40k", "emily", "gender, race"),
+        ("hi i'm emily, need a loan of 10k", "emily", "gender, race"),
+        ("hi im greg, need a loan of 10k", "greg", "gender, race"),
+        ("i am greg and i need a loan", "greg", "gender, race"),
+        ("my name is greg, i need a loan", "greg", "gender, race"),
+    ],
+)
+def test_a_lower_case_first_name_in_a_name_place_is_held_naming_it(
+    text: str, surface: str, axis: str
+) -> None:
+    """A second new-user trial: these were not applicable (the rewrite swaps capitals only)."""
+    (held,) = GEN.held(text)
+    assert (held.surface, held.axis) == (surface, axis)
+    result = probe().probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "unreadable"
+    assert f"the first name {surface!r} written in lower case" in result.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i will pay the bill in june",
+        "i'm will, not bill",  # word-names are words first
+        "hi i'm grace, dear mark",
+        "i am rose and i hope so",
+        "i'm sure, i am fine, i'm sorry, i am happy to help",
+        "dear sir, dear team, dear customer, dear all",
+        "name: loan request",
+        "applicant income 40k, applicant charity work",
+        "i'm frank with you; i am rich; this is art",
+        "my name is may",
+        "this is madison avenue",  # a place
+    ],
+)
+def test_lower_case_words_in_name_places_are_not_held(text: str) -> None:
+    assert GEN.held(text) == ()
+
+
+def test_a_lower_case_first_name_is_held_beside_its_capitalised_form() -> None:
+    """The residual forms swap a first name with its surname only: the variants kept it."""
+    (held,) = GEN.held("Greg asks for a loan. hi i'm greg")
+    assert held.surface == "greg"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a john deere tractor for sale",
+        "she studied at george mason university",
+        "a bottle of jim beam",
+        "ben & jerry ice cream",
+        "ben jerry ice cream",
+    ],
+)
+def test_brands_named_like_a_person_in_lower_case_are_not_held(text: str) -> None:
+    assert GEN.held(text) == ()
+
+
 def test_a_lower_case_residual_of_a_capitalised_name_is_swapped_not_held() -> None:
     text = "Mary Carter asks for a loan; signed, mary carter."
     assert GEN.held(text) == ()

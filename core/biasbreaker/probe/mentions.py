@@ -22,6 +22,7 @@ from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.name_fields import field_names
 from biasbreaker.probe.names import (
     GENDER_SHARE,
+    ORGANISATIONS,
     PLACE_FIRST,
     PLACE_WORDS,
     PersonName,
@@ -172,6 +173,28 @@ _LABELLED_NAME = re.compile(
     r"([^\W\d_]+(?:[-'’][^\W\d_]+)*)(?![\w-]))",
     re.IGNORECASE,
 )
+_HEADER_NAME = re.compile(
+    r"[ \t]*(?:from|to|cc|bcc|reply-to|sender|sent by|signed|signed by|requested by|"
+    r"submitted by|requester|contact|author)[ \t]*:[ \t]*([^\W\d_]+(?:[-'’][^\W\d_]+)*)"
+    r"[ \t]*(?:<[^<>\n]*>|\([^()\n]*\))?[ \t]*(?=\n|$)",
+    re.IGNORECASE,
+)
+"""A mail or form header whose value is one word alone on its line (``From: Greg``, ``To:
+Brad <brad@example.com>``): the first name of a sender or a recipient."""
+_SPEAKER = re.compile(r"[ \t]*:[ \t]*[\"“'‘(]?[^\W\d_]")
+"""A speaker label's colon, then words on the same line (``Greg: can I …``); a number or a
+sign after it is a row of figures (``Virginia: 12 applicants``, ``Madison: 40%``)."""
+_LABEL_PLACES = frozenset(
+    """
+    georgia carolina virginia dakota montana nevada indiana houston denver cleveland orlando
+    aurora lincoln chester kent adelaide darwin geneva santiago antonio diego dallas savannah
+    phoenix
+    """.split()  # noqa: SIM905
+)
+"""US states and cities (and a few abroad) that are first names of the tables: the label of
+a row about a place, never read as a speaker (``Georgia: approved``, ``Houston: pending``)."""
+_HERE = re.compile(r"[ \t]+here[ \t]*(?:[,.!;:—–-]|$)", re.IGNORECASE)
+"""``here`` and a stop after a name: a speaker saying who writes (``Greg here, I need …``)."""
 
 _PERSON_VERBS = frozenset(
     """
@@ -207,11 +230,19 @@ _WORD_NAMES = frozenset(
     dean ruby amber ivy iris violet daisy holly pearl summer autumn angel chance chase cash
     rich royal sterling major sage star bob penny lily rusty lee van buck bud dick don
     herb jean mercedes norm ward wade miles sonny sunny rod rocky skip sandy stormy junior
-    senior
+    senior charity patience king buddy
     """.split()  # noqa: SIM905
 )
 """Lower-case English words that are also first names of the tables (``will``, ``hope``,
 ``rose``): never the first word of a lower-case name."""
+_LOWER_NAME_PLACE = re.compile(
+    r"(?<![\w'’-])(?:(?:first[ \t]+|given[ \t]+)?name[ \t]*[:=][ \t]*|name[ \t]+is[ \t]+|"
+    r"named[ \t]+|dear[ \t]+|i['’]?m[ \t]+|i[ \t]+am[ \t]+|this[ \t]+is[ \t]+|"
+    r"applicant[ \t]*[:=#-]?[ \t]*)([a-z]+)(?![\w'’-])",
+    re.IGNORECASE,
+)
+"""Where a word is a first name even in lower case: after ``name:``, ``my name is``,
+``named``, ``dear``, ``i'm``/``im``/``i am``, ``this is`` or ``applicant`` (``hi i'm emily``)."""
 _NOT_SURNAMES = _FUNCTION_WORDS | _PERSON_VERBS | _COPULAS | _OBJECT_VERBS | _LAY_PERSONS
 """Lower-case words never read as the surname of a lower-case name (``mary said``, ``greg is``)."""
 _CAPITAL_OPENING = re.compile(r"(?:^|[.!?:\n][ \t\n]*)[ \t]*[\"“(]?[A-Z]")
@@ -451,10 +482,66 @@ class MentionFinder:
                     for m in _GENDER_IDENTITY.finditer(text)
                 )
             out.extend(self._identifier_terms(path, text, read))
-            out.extend(
+            people = [
                 h for h in self._lower_case_people(path, text, read) if norm(h.surface) not in named
+            ]
+            out.extend(people)
+            firsts = {h.surface.split()[0] for h in people}
+            out.extend(
+                h for h in self._lower_case_first_names(path, text, read) if h.surface not in firsts
             )
         return tuple(out)
+
+    def _lower_case_first_names(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
+        """A first name alone in lower case where a name stands (``hi i'm emily``, ``dear emily``).
+
+        Only after a word that introduces a name (:data:`_LOWER_NAME_PLACE`: ``name:``, ``my
+        name is``, ``named``, ``dear``, ``i'm``/``im``/``i am``, ``this is``, ``applicant``),
+        and only a first name of the shipped lists or of the Tzioumis table telling a gender
+        (nomquamgender 90 %) that is no English word (``names.json``'s ``exclude`` list,
+        :data:`_WORD_NAMES`, months and weekdays, this module's function words, verbs and
+        person words: ``i'm will``, ``dear mark``, ``i am rose``, ``my name is may``) and
+        before no place or organisation word (``this is madison avenue``). The
+        rewrite changes capitalised words only, so it is held, also when the payload names its
+        capitalised form (the residual forms swap a first name with its surname only: ``Greg
+        asks. hi i'm greg`` kept ``greg`` in every variant); one that opens a lower-case pair
+        held already is that person.
+        """
+        book = self.terms.names
+        if book is None or self.compiled.names is None:
+            return []
+        data = name_shares()
+        axis_names = {a.name for a in self.axes}
+        out: list[Held] = []
+        for m in _LOWER_NAME_PLACE.finditer(text):
+            word = m.group(1)
+            f = fold(word)
+            if not word.islower() or len(f) < 2 or f in book.words or f in book.excluded:
+                continue
+            if f in _WORD_NAMES or f in _CALENDAR or f in _NOT_SURNAMES:
+                continue
+            if word.title() not in book.first:
+                share = data.first_gender.get(f)
+                if f not in data.first_race or share is None or share.percent < GENDER_SHARE:
+                    continue
+            if any(s < m.end(1) and m.start(1) < e for s, e in read):
+                continue
+            if fold(_word_after(text, m.end(1)) or "") in PLACE_WORDS:
+                continue  # "this is madison avenue"
+            info = first_name_info(word.title(), book)
+            if info is None:
+                continue
+            told = [
+                axis
+                for axis, group in (("gender", info.gender), ("race", info.race))
+                if group is not None and axis in axis_names
+            ]
+            if told:
+                what = f"the first name {word!r} written in lower case"
+                out.append(Held(path, ", ".join(told), word, what))
+        return out
 
     def _lower_case_people(
         self, path: Path, text: str, read: Sequence[tuple[int, int]]
@@ -491,6 +578,8 @@ class MentionFinder:
             if f in book.words or f in _CALENDAR or f in _WORD_NAMES:
                 continue
             if f in _NOT_SURNAMES or s in _NOT_SURNAMES:  # "she said fine", "greg is"
+                continue
+            if _in_brand(text, a.start(), b.end(), f, s):
                 continue
             if first.title() not in book.first:
                 share = data.first_gender.get(f)
@@ -652,8 +741,10 @@ class MentionFinder:
         opening a sentence or a list item, before a verb of :data:`_PERSON_VERBS`, as a
         possessive or before an age (``Greg asks``, ``Zoë's loan``, ``Greg, 45,``); inside
         a sentence, as a capitalised word between two lower-case ones, after none of
-        :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``).
-        A word of ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
+        :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``);
+        or naming who writes or speaks, unless it is a word of :data:`_WORD_NAMES`
+        (:meth:`_speaker`: ``Greg: can I …``, ``Greg here, …``, ``From: Greg``). A word of
+        ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
         an all-capitals word and a word in a place name are never read.
         """
         book = self.terms.names
@@ -673,11 +764,32 @@ class MentionFinder:
             if info is None or info.gender is None:
                 continue
             start, end = m.start(), m.start() + len(word)
-            if not self._names_someone(text, start, m.end(), possessive=raw != word):
+            said = f not in _WORD_NAMES and self._speaker(text, start, m.end())
+            if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
                 continue
             if not _in_place_name(text, start, end):
                 out.append(Hit(start, end, word, "name", "", (), word))
         return out
+
+    @staticmethod
+    def _speaker(text: str, start: int, end: int) -> bool:
+        """Whether the word at ``text[start:end]`` names who writes or speaks.
+
+        A speaker label opening a line (``Greg: can I get a loan?``; a colon, then words on the
+        same line), ``<name> here`` opening a sentence (``Greg here, I need …``), or a mail or
+        form header's value alone on its line (``From: Greg``, :data:`_HEADER_NAME`).
+        """
+        before = text[:start].rstrip(" \t")
+        if (
+            (not before or before[-1] == "\n")
+            and _SPEAKER.match(text, end)
+            and fold(text[start:end]) not in _LABEL_PLACES
+        ):
+            return True
+        if (not before or before[-1] in _SENTENCE_OPEN) and _HERE.match(text, end):
+            return True
+        header = _HEADER_NAME.match(text, text.rfind("\n", 0, start) + 1)
+        return header is not None and header.start(1) == start
 
     @staticmethod
     def _names_someone(text: str, start: int, end: int, *, possessive: bool) -> bool:
@@ -935,6 +1047,23 @@ def _after_label(text: str, start: int, axis: str) -> bool:
     """Whether ``text[:start]`` ends with a field label of ``axis`` and ``:`` or ``=``."""
     m = _LABEL_BEFORE.search(text, max(0, start - 40), start)
     return m is not None and m.group(1).lower() in FIELD_WORDS.get(axis, frozenset())
+
+
+def _in_brand(text: str, start: int, end: int, first: str, last: str) -> bool:
+    """Whether the lower-case pair ``first last`` at ``text[start:end]`` is in a brand or place.
+
+    Yes after ``&`` (``ben & jerry ice cream``), when its first word ends a firm of
+    :data:`~biasbreaker.probe.names.ORGANISATIONS` (the ``jerry ice`` of ``ben jerry ice
+    cream``), or before a place or organisation word (``george mason university``), as for
+    a capitalised pair (:func:`_person_hit`).
+    """
+    if text[:start].rstrip(" \t").endswith("&"):
+        return True
+    prev = _word_before(text, start)
+    if prev is not None and f"{fold(prev)} {first}" in ORGANISATIONS:
+        return True
+    nxt = _word_after(text, end)
+    return nxt is not None and fold(nxt) in PLACE_WORDS
 
 
 def _in_place_name(text: str, start: int, end: int) -> bool:

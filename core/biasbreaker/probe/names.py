@@ -96,7 +96,9 @@ tells that group (``Wei Park``, ``Mr. Jin Park``), so that ``Stanley Park`` or `
 stay places. Before, every ``… Park`` was no person, and a step about ``Wei Park`` was
 *not applicable* (``Wei Chen`` was read)."""
 # Firms named like a person (hand-written, from firm names common in resumes and finance
-# news): never read as one person. A pair followed by ``&`` is a firm too (``Merrill Lynch &``).
+# news, and brands a second new-user trial saw held in lower case: john deere, jim beam,
+# ben jerry): never read as one person. A pair followed by ``&`` is a firm too
+# (``Merrill Lynch &``).
 ORGANISATIONS = frozenset(
     {
         "morgan stanley", "morgan chase", "merrill lynch", "goldman sachs", "charles schwab",
@@ -107,6 +109,7 @@ ORGANISATIONS = frozenset(
         "stanley morgan", "alex brown", "franklin templeton", "thomas reuters", "thomson reuters",
         "warner bros", "walt disney", "tommy hilfiger", "ralph lauren", "calvin klein",
         "kenneth cole", "marc jacobs", "michael kors", "tory burch", "kate spade",
+        "john deere", "jim beam", "ben jerry",
     }
 )  # fmt: skip
 
