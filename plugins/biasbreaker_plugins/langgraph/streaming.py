@@ -266,19 +266,23 @@ def _with_sinks(
     return out  # type: ignore[return-value]
 
 
+def _config_handlers(config: RunnableConfig) -> Sequence[Any]:
+    """The callback handlers of ``config`` (a manager's own and inheritable ones, or a list)."""
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        return (*callbacks.handlers, *callbacks.inheritable_handlers)
+    if isinstance(callbacks, Sequence):
+        return callbacks
+    return ()
+
+
 def streams_anything(config: RunnableConfig) -> bool:
     """Whether a task with ``config`` could stream anything to the caller.
 
     ``False`` for an ``invoke()`` run: no streaming callback handler, no parent stream, and
     LangGraph's no-op custom writer.
     """
-    callbacks = config.get("callbacks")
-    if isinstance(callbacks, BaseCallbackManager):
-        handlers: Sequence[Any] = (*callbacks.handlers, *callbacks.inheritable_handlers)
-    elif isinstance(callbacks, Sequence):
-        handlers = callbacks
-    else:
-        handlers = ()
+    handlers = _config_handlers(config)
     if handlers and any(_kind_of(h) for h in handlers):
         return True
     conf = config.get(CONF) or {}
@@ -309,13 +313,7 @@ def compared_kinds(config: RunnableConfig) -> frozenset[str]:
     of a chat model whose reply it does not return) is compared on it.
     """
     kinds: set[str] = set()
-    callbacks = config.get("callbacks")
-    if isinstance(callbacks, BaseCallbackManager):
-        handlers: Sequence[Any] = (*callbacks.handlers, *callbacks.inheritable_handlers)
-    elif isinstance(callbacks, Sequence):
-        handlers = callbacks
-    else:
-        handlers = ()
+    handlers = _config_handlers(config)
     if any((_kind_of(h) or ("", ""))[0] == "messages" for h in handlers):
         kinds.add("messages")
     runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
