@@ -157,6 +157,25 @@ def test_the_builder_is_not_modified_by_guard(kernel: Kernel) -> None:
     assert out["answer"] == BIASED  # the original builder is still the unguarded graph
 
 
+def test_a_deep_copy_of_a_guarded_builder_still_holds_with_the_same_guard(kernel: Kernel) -> None:
+    # (a compiled graph's deep copy does not run in LangGraph 1.2 itself: its START task
+    # returns a copied sentinel, "Expected dict, got <object object ...>")
+    import copy
+
+    received = Received("answer")
+    builder = guard(screening_graph(1.0, received), kernel, hook=noop_hook)
+    copied = copy.deepcopy(builder)  # raised "cannot pickle '_thread.lock' object"
+    graph = copied.compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"case": "airport"}, thread("copy"))
+    assert received.calls == [] and "answer" not in out
+    assert graph.get_state(thread("copy")).next == ("bb_review",)
+    assert copied.guard is builder.guard  # its nodes are bound to this guard
+    changed = copy.deepcopy(builder)
+    changed.nodes.pop("writer")  # a change the add_* methods cannot refuse
+    with pytest.raises(ConfigError, match="was changed after guard"):
+        copy.deepcopy(changed).compile()
+
+
 # ------------------------------------------------------------------ repair
 
 

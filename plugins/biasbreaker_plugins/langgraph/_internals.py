@@ -392,6 +392,11 @@ class LeanAggregate(BinaryOperatorAggregate):  # type: ignore[type-arg]
         """A copy holding the same value."""
         return self._holding(self.value)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> LeanAggregate:
+        """A copy holding a deep copy of the value, or ``MISSING`` (the sentinel itself)."""
+        value = self.value
+        return self._holding(value if value is MISSING else _copy.deepcopy(value, memo))
+
     def from_checkpoint(self, checkpoint: Any) -> LeanAggregate:
         """A copy holding ``checkpoint`` (``MISSING``: empty)."""
         if isinstance(checkpoint, _DeltaSnapshot):

@@ -28,12 +28,13 @@ from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.names import BREAKER
 from biasbreaker_plugins.langgraph.probing import Rerun, rerun_context, reset_rerun
 from biasbreaker_plugins.langgraph.send_panel import SendPanel
+from biasbreaker_plugins.langgraph.shared import Shared
 from biasbreaker_plugins.langgraph.staging import Work, goto_from_json, held_status, hold_event
 from biasbreaker_plugins.langgraph.state import BB_KEYS
 from biasbreaker_plugins.langgraph.values import rebuild_values
 
 
-class BreakerNode:
+class BreakerNode(Shared):
     """The ``bb_breaker`` node of one guarded graph.
 
     Args:

@@ -31,11 +31,12 @@ from biasbreaker_plugins.langgraph._internals import Halt
 from biasbreaker_plugins.langgraph.machines import Handle, Machines
 from biasbreaker_plugins.langgraph.names import BREAKER
 from biasbreaker_plugins.langgraph.probing import Call
+from biasbreaker_plugins.langgraph.shared import Shared
 from biasbreaker_plugins.langgraph.staging import entry, held_status, hold_event, route_for
 from biasbreaker_plugins.langgraph.traces import commit_records
 
 
-class Decider:
+class Decider(Shared):
     """Steps the control machine for the guarded outputs of one graph.
 
     Args:

@@ -88,6 +88,21 @@ class GuardedStateGraph(StateGraph):  # type: ignore[type-arg]
     built: tuple[Any, ...] | None = None
     """The graph's shape as :func:`build_guarded` left it (:func:`_shape`); set last."""
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> GuardedStateGraph:
+        """A deep copy sharing the guard (:mod:`.shared`), checked as the original is.
+
+        The copy's node runnables are new objects, so its shape is taken again; a builder
+        changed after :func:`guard` keeps the shape it was built with, and its copy's
+        ``compile()`` refuses as the original's does.
+        """
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for key, value in vars(self).items():
+            setattr(new, key, copy.deepcopy(value, memo))
+        if self.built is not None and _shape(self) == self.built:
+            new.built = _shape(new)
+        return new
+
     def add_node(self, node: Any, *args: Any, **kwargs: Any) -> Any:
         """Refused once built: see :meth:`_refuse`."""
         self._refuse(f"add_node({getattr(node, '__name__', node)!r})")

@@ -28,6 +28,7 @@ from typing import Any, TypeVar, cast
 from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig
 from biasbreaker.trace import StepRecord
 from biasbreaker.types import InterventionContext, InterventionResult
+from biasbreaker_plugins.langgraph.shared import Shared
 
 T = TypeVar("T")
 
@@ -110,7 +111,7 @@ class Handle:
     base: object = None
 
 
-class Machines:
+class Machines(Shared):
     """A small cache of machines keyed by the identity of the snapshot they produced.
 
     Args:

@@ -76,6 +76,7 @@ from biasbreaker_plugins.langgraph.context import CONTEXT_KEY, context_of, with_
 from biasbreaker_plugins.langgraph.node import GuardedNode
 from biasbreaker_plugins.langgraph.retrying import retried
 from biasbreaker_plugins.langgraph.routes import after_update, destinations
+from biasbreaker_plugins.langgraph.shared import Shared
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import Capture, silenced, streamed_view, unobserved
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
@@ -477,7 +478,7 @@ class RotationHandoff(Protocol):
         ...
 
 
-class Prober:
+class Prober(Shared):
     """Probes the guarded calls of one graph.
 
     Args:

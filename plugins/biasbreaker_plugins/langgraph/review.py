@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from biasbreaker.redaction import redact_text
 from biasbreaker.types import FrozenPayload
 from biasbreaker_plugins.langgraph._internals import interrupt_in, read_channels, write_problem
+from biasbreaker_plugins.langgraph.shared import Shared
 from biasbreaker_plugins.langgraph.staging import Work
 from biasbreaker_plugins.langgraph.state import BB_KEYS, annotation_problem, json_problem
 
@@ -182,7 +183,7 @@ class ReviewRequest(BaseModel):
     error: str | None = None
 
 
-class ReviewNode:
+class ReviewNode(Shared):
     """``bb_review``: pause with ``interrupt()`` for the first escalated output.
 
     Args:

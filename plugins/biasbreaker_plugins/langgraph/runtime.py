@@ -39,6 +39,7 @@ from biasbreaker_plugins.langgraph.node import GuardedNode
 from biasbreaker_plugins.langgraph.probing import Call, FreshProbes, Prober
 from biasbreaker_plugins.langgraph.review import ReviewNode
 from biasbreaker_plugins.langgraph.send_panel import SendPanel
+from biasbreaker_plugins.langgraph.shared import Shared
 from biasbreaker_plugins.langgraph.staging import Work
 from biasbreaker_plugins.langgraph.state import STEP_KEYS
 from biasbreaker_plugins.langgraph.streaming import (
@@ -72,7 +73,7 @@ class GuardOptions(Protocol):
         ...
 
 
-class GraphGuard:
+class GraphGuard(Shared):
     """The runtime of one guarded graph (shared by every run and thread of it).
 
     Args:

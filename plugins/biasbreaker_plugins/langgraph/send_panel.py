@@ -44,6 +44,7 @@ from biasbreaker_plugins.langgraph._internals import read_channels
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import run_sync
 from biasbreaker_plugins.langgraph.names import BREAKER, SKEPTIC
+from biasbreaker_plugins.langgraph.shared import Shared
 from biasbreaker_plugins.langgraph.staging import Work, staged_with
 
 Outcome = SkepticVerdict | SkepticFailure
@@ -119,7 +120,7 @@ async def review_one(panel: SkepticPanel, kind: str, request: ReviewRequest) -> 
     return SkepticFailure(kind=kind, failure="error", reason=f"no skeptic of kind {kind!r}")
 
 
-class SendPanel:
+class SendPanel(Shared):
     """The ``Send`` panel's nodes and the breaker node's part in it.
 
     Args:

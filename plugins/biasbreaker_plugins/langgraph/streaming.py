@@ -71,6 +71,7 @@ from langsmith.run_helpers import tracing_context
 
 from biasbreaker_plugins.langgraph._internals import writes_nothing
 from biasbreaker_plugins.langgraph.scratch_store import ScratchStore
+from biasbreaker_plugins.langgraph.shared import Shared
 from biasbreaker_plugins.langgraph.values import read
 
 EVENT_KEY: Final = "biasbreaker"
@@ -563,7 +564,7 @@ def announce(
         )
 
 
-class HeldStreams:
+class HeldStreams(Shared):
     """Captures of held outputs, by (thread, graph namespace, key), in this process.
 
     Args:
