@@ -82,3 +82,19 @@ def loan_tools(watch: Watch) -> list[Any]:
 def question(text: str) -> dict[str, Any]:
     """The agent's input: one human message."""
     return {"messages": [HumanMessage(text, id="q-1")]}
+
+
+def scrub(chunk: Any) -> str:
+    """The text of a chunk or event with every review request (and only those) cut."""
+    if isinstance(chunk, dict):
+        if chunk.get("kind") == "biasbreaker-review":
+            return "<review request>"
+        return "{" + ", ".join(f"{k!r}: {scrub(v)}" for k, v in chunk.items()) + "}"
+    if isinstance(chunk, (list, tuple)):
+        return "[" + ", ".join(scrub(v) for v in chunk) + "]"
+    if isinstance(chunk, BaseException):
+        return f"{type(chunk).__name__}({scrub(list(chunk.args))})"
+    value = getattr(chunk, "value", None)  # an Interrupt
+    if isinstance(value, dict) and value.get("kind") == "biasbreaker-review":
+        return "<review request>"
+    return repr(chunk)

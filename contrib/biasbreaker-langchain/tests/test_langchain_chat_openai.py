@@ -3,7 +3,8 @@
 The model is the seeded fake (**simulated**) served by biasbreaker-openai-compatible's test
 server; ``ChatOpenAI`` is the real LangChain class speaking the real protocol. The server
 answers in text (it returns no tool calls), so the decision the probe compares is the text
-``Decision: yes|no``; the tools are bound and must never run for a held reply.
+``Decision: yes|no``; the tools are bound and must never run for a held reply. The same server
+calling the tools over HTTP (``DecisionTools``) is in ``test_langchain_chat_openai_tools.py``.
 """
 
 from __future__ import annotations

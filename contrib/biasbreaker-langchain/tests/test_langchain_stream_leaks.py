@@ -20,7 +20,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from lc_agents import SETTINGS, WOMAN, LoanModel, Watch, loan_tools, model, question
+from lc_agents import SETTINGS, WOMAN, LoanModel, Watch, loan_tools, model, question, scrub
 
 from biasbreaker.breaker import freeze
 from biasbreaker.intervention.runner import InterventionRunner
@@ -55,22 +55,6 @@ def agent_for(tmp_path: Path, watch: Watch, prompts: list[str]) -> Any:
         middleware=[BiasGuardMiddleware(settings)],
         checkpointer=InMemorySaver(),
     )
-
-
-def scrub(chunk: Any) -> str:
-    """The text of a chunk or event with every review request (and only those) cut."""
-    if isinstance(chunk, dict):
-        if chunk.get("kind") == "biasbreaker-review":
-            return "<review request>"
-        return "{" + ", ".join(f"{k!r}: {scrub(v)}" for k, v in chunk.items()) + "}"
-    if isinstance(chunk, (list, tuple)):
-        return "[" + ", ".join(scrub(v) for v in chunk) + "]"
-    if isinstance(chunk, BaseException):
-        return f"{type(chunk).__name__}({scrub(list(chunk.args))})"
-    value = getattr(chunk, "value", None)  # an Interrupt
-    if isinstance(value, dict) and value.get("kind") == "biasbreaker-review":
-        return "<review request>"
-    return repr(chunk)
 
 
 def leaks(text: str, prompts: list[str], shown: tuple[str, ...] = ()) -> list[str]:

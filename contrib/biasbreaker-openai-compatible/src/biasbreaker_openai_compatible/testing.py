@@ -17,18 +17,29 @@ Use it:
   serves any installed biasbreaker ``llm_client`` (here the seeded simulated ``fake`` client)
   over HTTP, or ``--backend echo``, so a biasbreaker run configured with
   ``[llm] client = "openai-compatible"`` and ``base_url = "http://127.0.0.1:8099/v1"``
-  exercises the real HTTP path end to end.
+  exercises the real HTTP path end to end; ``--tool-for yes=approve_loan --tool-for
+  no=deny_loan`` makes its ``Decision: yes|no`` replies tool calls (:class:`DecisionTools`).
 
-The server is a test double: it speaks the parts of the protocol biasbreaker uses (messages,
-temperature, seed, max_tokens, response_format), not the whole OpenAI API.
+A request with ``"stream": true`` is answered with server-sent events (``text/event-stream``,
+``chat.completion.chunk`` objects, then ``data: [DONE]``) whenever the backend's reply is a
+successful chat completion: the same reply, cut into deltas (:func:`stream_chunks`), so every
+backend streams. :class:`DecisionTools` makes a backend call the request's tools: a reply
+``Decision: <word>`` becomes an OpenAI tool call (``message.tool_calls``, ``finish_reason:
+"tool_calls"``; streamed as ``delta.tool_calls`` fragments), deterministically.
+
+The server is a test double: it speaks the parts of the protocol biasbreaker and LangChain's
+``ChatOpenAI`` use (messages, temperature, seed, max_tokens, response_format, tools, stream,
+stream_options), not the whole OpenAI API.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import logging
+import re
 import signal
 import sys
 import threading
@@ -83,6 +94,54 @@ class ChatCall:
                 return str(msg.get("content", ""))
         return ""
 
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the functions in the request's ``tools`` list, in order (may be empty)."""
+        tools = self.body.get("tools") if isinstance(self.body, dict) else None
+        if not isinstance(tools, list):
+            return []
+        names = []
+        for spec in tools:
+            function = spec.get("function") if isinstance(spec, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                names.append(function["name"])
+        return names
+
+    @property
+    def stream(self) -> bool:
+        """Whether the request asks for a streamed reply (``"stream": true``)."""
+        return isinstance(self.body, dict) and self.body.get("stream") is True
+
+    @property
+    def include_usage(self) -> bool:
+        """Whether a streamed reply ends with a usage chunk (``stream_options.include_usage``)."""
+        options = self.body.get("stream_options") if isinstance(self.body, dict) else None
+        return isinstance(options, dict) and options.get("include_usage") is True
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of an assistant message, as the chat-completions API sends it.
+
+    Args:
+        name: The function's name.
+        arguments: Its arguments as JSON text (as on the wire; a model may send text that does
+            not parse, and so may a test).
+        id: The call's id (``call_...``), echoed back by the client in the ``tool`` message.
+    """
+
+    name: str
+    arguments: str
+    id: str
+
+    def wire(self) -> dict[str, Any]:
+        """``{"id", "type": "function", "function": {"name", "arguments"}}``."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -94,6 +153,8 @@ class Reply:
         headers: Extra response headers as ``(name, value)`` pairs.
         content_type: The ``Content-Type`` header.
         delay_s: Seconds to wait before answering (to exceed a client's time-out), >= 0.
+        events: Server-sent events, each sent as its own HTTP chunk (``Transfer-Encoding:
+            chunked``), in place of ``body``; empty for a plain reply. Build with :meth:`sse`.
     """
 
     status: int = 200
@@ -101,6 +162,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     content_type: str = "application/json"
     delay_s: float = 0.0
+    events: tuple[bytes, ...] = ()
 
     @classmethod
     def json(
@@ -124,8 +186,14 @@ class Reply:
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
         delay_s: float = 0.0,
+        tool_calls: Sequence[ToolCall] = (),
+        id: str = "chatcmpl-test",
     ) -> Reply:
-        """A successful chat completion whose single choice has ``text`` as its content."""
+        """A successful chat completion whose single choice has ``text`` as its content.
+
+        With ``tool_calls`` the message carries them (see :func:`completion_body`); pass
+        ``finish_reason="tool_calls"`` then, as the API does.
+        """
         return cls.json(
             completion_body(
                 text,
@@ -133,8 +201,31 @@ class Reply:
                 finish_reason=finish_reason,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
+                tool_calls=tool_calls,
+                id=id,
             ),
             delay_s=delay_s,
+        )
+
+    @classmethod
+    def sse(cls, events: Sequence[Any], *, done: bool = True, delay_s: float = 0.0) -> Reply:
+        """A ``text/event-stream`` reply: one ``data:`` event per item, then ``data: [DONE]``.
+
+        Args:
+            events: The events' data: a dict (sent as JSON, e.g. a ``chat.completion.chunk``
+                or an ``{"error": ...}`` object) or a string (sent as it is).
+            done: End with ``data: [DONE]`` (leave it out to test a stream cut short).
+            delay_s: Seconds to wait before answering.
+        """
+        items = [e if isinstance(e, str) else json.dumps(e) for e in events]
+        if done:
+            items.append("[DONE]")
+        return cls(
+            200,
+            content_type="text/event-stream",
+            headers=(("Cache-Control", "no-cache"),),
+            delay_s=delay_s,
+            events=tuple(f"data: {item}\n\n".encode() for item in items),
         )
 
     @classmethod
@@ -169,28 +260,37 @@ def completion_body(
     finish_reason: str = "stop",
     prompt_tokens: int = 0,
     completion_tokens: int = 0,
+    tool_calls: Sequence[ToolCall] = (),
+    id: str = "chatcmpl-test",
 ) -> dict[str, Any]:
     """A chat-completion response body in the OpenAI format.
 
     Args:
         text: The assistant message content.
         model: The ``model`` field.
-        finish_reason: ``"stop"``, ``"length"``...
+        finish_reason: ``"stop"``, ``"length"``, ``"tool_calls"``...
         prompt_tokens: ``usage.prompt_tokens``.
         completion_tokens: ``usage.completion_tokens``.
+        tool_calls: The message's ``tool_calls``; with any, an empty ``text`` is sent as
+            ``"content": null``, as the API does.
+        id: The completion's ``id``.
 
     Returns:
         The body as a dict.
     """
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["content"] = text or None
+        message["tool_calls"] = [call.wire() for call in tool_calls]
     return {
-        "id": "chatcmpl-test",
+        "id": id,
         "object": "chat.completion",
         "created": 0,
         "model": model,
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": message,
                 "finish_reason": finish_reason,
             }
         ],
@@ -200,6 +300,197 @@ def completion_body(
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+_PIECE = re.compile(r"\S+\s*|\s+")
+
+
+def stream_chunks(
+    body: Mapping[str, Any], *, include_usage: bool = False, fragment: int = 8
+) -> list[dict[str, Any]]:
+    """A chat-completion body cut into the ``chat.completion.chunk`` objects of a stream.
+
+    The first choice is streamed as the API streams it: a first delta with ``"role":
+    "assistant"`` (``"content": ""``; ``null`` when the message calls tools and has no text),
+    the text word by word (``{"content": ...}``), then each tool call: a delta naming its
+    ``index``, ``id``, ``type`` and ``function.name`` with ``"arguments": ""``, then its
+    arguments in ``fragment``-character pieces (``{"index": i, "function": {"arguments":
+    ...}}``); the last choice delta is ``{}`` with the ``finish_reason``. With
+    ``include_usage`` every chunk has ``"usage": null`` and a last chunk with no choices
+    carries the body's ``usage``. Joining the deltas gives the message back.
+
+    Args:
+        body: A chat-completion body (:func:`completion_body`'s shape).
+        include_usage: Follow ``stream_options.include_usage``.
+        fragment: The length of an arguments piece, >= 1.
+
+    Returns:
+        The chunks, in order (without the final ``[DONE]``).
+
+    Raises:
+        ValueError: ``body`` has no choice with a message, or ``fragment`` < 1.
+    """
+    if fragment < 1:
+        raise ValueError(f"fragment={fragment} must be >= 1")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("the body has no 'choices' to stream")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ValueError("the body's first choice has no 'message'")
+    base = {
+        "id": body.get("id", "chatcmpl-test"),
+        "object": "chat.completion.chunk",
+        "created": body.get("created", 0),
+        "model": body.get("model", DEFAULT_MODEL),
+    }
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        out = {
+            **base,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+        if include_usage:
+            out["usage"] = None
+        return out
+
+    text = message.get("content") or ""
+    calls = message.get("tool_calls") or []
+    first: dict[str, Any] = {"role": "assistant", "content": None if calls and not text else ""}
+    out = [chunk(first)]
+    out += [chunk({"content": piece}) for piece in _PIECE.findall(text)]
+    for i, call in enumerate(calls):
+        function = call.get("function") or {}
+        header = {
+            "index": i,
+            "id": call.get("id"),
+            "type": call.get("type", "function"),
+            "function": {"name": function.get("name"), "arguments": ""},
+        }
+        out.append(chunk({"tool_calls": [header]}))
+        arguments = str(function.get("arguments") or "")
+        for start in range(0, len(arguments), fragment):
+            piece = arguments[start : start + fragment]
+            out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+    out.append(chunk({}, choice.get("finish_reason") or "stop"))
+    if include_usage:
+        out.append({**base, "choices": [], "usage": body.get("usage")})
+    return out
+
+
+def streamed(reply: Reply, call: ChatCall) -> Reply:
+    """``reply`` as the answer to ``call``: server-sent events when the call asked to stream.
+
+    A successful chat completion (status 200, a JSON ``chat.completion`` object) answering a
+    call with ``"stream": true`` becomes :meth:`Reply.sse` of :func:`stream_chunks` (usage
+    per ``stream_options``), with the reply's headers and delay. Anything else — the call did
+    not ask to stream, an error status, a body that is not a completion, a reply that is
+    already a stream — is returned unchanged (the API, too, answers a failed streamed request
+    with a plain JSON error).
+    """
+    if not call.stream or reply.status != 200 or reply.events:
+        return reply
+    try:
+        body = json.loads(reply.body)
+    except ValueError:
+        return reply
+    if not isinstance(body, dict) or body.get("object") != "chat.completion":
+        return reply
+    try:
+        chunks = stream_chunks(body, include_usage=call.include_usage)
+    except ValueError:
+        return reply
+    sse = Reply.sse(chunks, delay_s=reply.delay_s)
+    return Reply(
+        sse.status,
+        headers=(*sse.headers, *reply.headers),
+        content_type=sse.content_type,
+        delay_s=sse.delay_s,
+        events=sse.events,
+    )
+
+
+class DecisionTools:
+    r"""A backend that calls the request's tools when another backend's reply decides.
+
+    It wraps a text backend (e.g. :class:`ClientBackend` over biasbreaker's seeded fake, which
+    answers ``Decision: yes|no``) the way biasbreaker's ``FakeChatModel`` turns the fake's
+    decisions into tool calls, so an agent over HTTP (LangChain's ``ChatOpenAI``) gets real
+    OpenAI tool calls. For each chat call:
+
+    * when its last message is a tool result (``"role": "tool"``) the turn is closed without
+      asking ``inner``: a text completion ``after_tool.format(result=<that message's
+      content>)``, so an agent's loop ends (``inner`` never sees a tool message:
+      :func:`request_from_call` does not read one);
+    * otherwise ``inner`` answers; when that is a successful completion whose content matches
+      ``Decision:\s*(\w+)`` and ``tool_for`` maps the word (lower-cased) to a tool the
+      request lists in ``tools`` (and ``tool_choice`` is not ``"none"``), the message is
+      replaced by one tool call to it: arguments ``{"reason": <the content>}`` (JSON),
+      id ``call_<12 hex digits of sha256(name:content)>``, ``"content": null``,
+      ``finish_reason: "tool_calls"``. Every other reply is returned unchanged.
+
+    The rule reads the request and ``inner``'s reply only, so a deterministic ``inner`` makes a
+    deterministic tool-calling model; with ``"stream": true`` the server streams the tool call
+    as ``delta.tool_calls`` fragments (:func:`stream_chunks`).
+
+    Args:
+        inner: The text backend.
+        tool_for: Decision word -> tool name, e.g. ``{"yes": "approve_loan", "no":
+            "deny_loan"}``.
+        after_tool: The reply after a tool result; ``{result}`` is replaced by its content.
+    """
+
+    DECISION = re.compile(r"Decision:\s*(\w+)", re.IGNORECASE)
+
+    def __init__(
+        self,
+        inner: ReplyFn,
+        tool_for: Mapping[str, str],
+        *,
+        after_tool: str = "Done: the tool returned {result}.",
+    ) -> None:
+        self.inner = inner
+        self.tool_for = {word.lower(): name for word, name in tool_for.items()}
+        self.after_tool = after_tool
+
+    def __call__(self, call: ChatCall) -> Reply:
+        """Answer one call (see the class)."""
+        messages = call.messages
+        model = str(call.body.get("model") or DEFAULT_MODEL)
+        if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "tool":
+            result = messages[-1].get("content")
+            if isinstance(result, list):  # content parts
+                result = "".join(str(p.get("text", "")) for p in result if isinstance(p, dict))
+            return Reply.completion(self.after_tool.format(result=result), model=model)
+        reply = self.inner(call)
+        if reply.status != 200 or reply.events or call.body.get("tool_choice") == "none":
+            return reply
+        try:
+            body = json.loads(reply.body)
+            message = body["choices"][0]["message"]
+            text = message["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return reply
+        found = self.DECISION.search(text) if isinstance(text, str) else None
+        name = self.tool_for.get(found.group(1).lower()) if found else None
+        if name is None or name not in call.tool_names:
+            return reply
+        digest = hashlib.sha256(f"{name}:{text}".encode()).hexdigest()[:12]
+        tool_call = ToolCall(name, json.dumps({"reason": text}), f"call_{digest}")
+        usage = body.get("usage") or {}
+        return Reply.completion(
+            "",
+            model=str(body.get("model") or model),
+            finish_reason="tool_calls",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            tool_calls=[tool_call],
+            id=str(body.get("id") or "chatcmpl-test"),
+            delay_s=reply.delay_s,
+        )
 
 
 def echo_reply(call: ChatCall) -> Reply:
@@ -245,11 +536,21 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
-            self.send_header("Content-Length", str(len(reply.body)))
+            if reply.events:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(len(reply.body)))
             for name, value in reply.headers:
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(reply.body)
+            if not reply.events:
+                self.wfile.write(reply.body)
+                return
+            for event in reply.events:  # one HTTP chunk per event, as a streaming API sends
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             log.debug("client went away before the reply was sent")
 
@@ -268,6 +569,7 @@ class _Handler(BaseHTTPRequestHandler):
                 except Exception as exc:  # a broken backend is the server's 500, as in life
                     log.exception("reply function failed")
                     reply = Reply.error(500, f"backend failed: {exc!r}")
+                reply = streamed(reply, call)
             self._send(reply)
         finally:
             owner._leave()
@@ -573,7 +875,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--config", default=None, help="biasbreaker TOML with the backend's [plugin.<name>]"
     )
     parser.add_argument("--model", default=DEFAULT_MODEL, help="model id for GET /v1/models")
+    parser.add_argument(
+        "--tool-for",
+        action="append",
+        default=[],
+        metavar="WORD=TOOL",
+        help="answer a reply 'Decision: WORD' with a call to the request's tool TOOL "
+        "(DecisionTools; repeat for each word, e.g. --tool-for yes=approve_loan)",
+    )
     args = parser.parse_args(argv)
+    tool_for: dict[str, str] = {}
+    for item in args.tool_for:
+        word, sep, tool = item.partition("=")
+        if not sep or not word.strip() or not tool.strip():
+            print(f"error: --tool-for {item!r}: expected WORD=TOOL", file=sys.stderr)
+            return 2
+        tool_for[word.strip()] = tool.strip()
 
     backend: ClientBackend | None = None
     if args.backend == "echo":
@@ -587,6 +904,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: --backend {args.backend!r}: {exc}", file=sys.stderr)
             return 2
         reply = backend
+    if tool_for:
+        reply = DecisionTools(reply, tool_for)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
