@@ -502,3 +502,23 @@ def test_a_value_that_is_a_first_name_alone_is_read_either_way(first: str) -> No
     found = {d.axis for d in GEN.detect({"applicant": first, "loan": "20k"})}
     assert "gender" in found  # {"applicant": "Greg"} was not applicable, "Mary" was read
     assert [d.surface for d in GEN.detect({"month": "June"})] == []
+
+
+@pytest.mark.parametrize(
+    ("first", "gender"),
+    [("Mary-Ann", "female"), ("Anna-Lena", "female"), ("John-Paul", "male")],
+)
+def test_a_hyphenated_given_name_of_one_gender_is_read_before_any_surname(
+    first: str, gender: str
+) -> None:
+    # 'Ref: Mary-Ann Carter' was read as nothing: Carter tells no race, and only whole
+    # given names were looked up there
+    person = person_name(first, "Carter", BOOK)
+    assert person is not None and person.info.gender == gender
+
+
+@pytest.mark.parametrize("first", ["Mary-John", "Ann-Smith", "Mary-Grace", "Mary-A"])
+def test_a_hyphenated_word_whose_parts_disagree_or_are_no_names_is_no_given_name(
+    first: str,
+) -> None:
+    assert person_name(first, "Carter", BOOK) is None

@@ -186,6 +186,41 @@ def test_a_lower_case_residual_of_a_capitalised_name_is_swapped_not_held() -> No
     assert probe().probe_sync(decide, text, "approve", step_id="s").status == "scored"
 
 
+# --- a person named only inside an e-mail address or an identifier ------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "surface", "inside"),
+    [
+        ("Applicant e-mail: mary.carter@example.com, income 60k.", "Mary Carter", "mary.carter@example.com"),
+        ("id mary_carter_1987 income 60k", "Mary Carter", "mary_carter_1987"),
+        ("User MaryCarter asks for 5k", "Mary Carter", "MaryCarter"),
+        ("from greg.baker@example.org: loan of 5k", "Greg Baker", "greg.baker@example.org"),
+    ],
+)
+def test_a_person_named_only_inside_an_identifier_is_held_naming_it(
+    text: str, surface: str, inside: str
+) -> None:
+    (held,) = GEN.held(text)
+    assert held.surface == surface and "gender" in held.axis
+    result = probe().probe_sync(decide, text, "approve", step_id="s")
+    assert result.status == "unreadable"  # was not_applicable: a denial of women passed
+    assert f"the person {surface!r} named only inside {inside!r}" in result.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Contact support@example.com or sales.team@acme.com",
+        "Use grace_period and the will_call desk",  # first names that are English words
+        "file report_2024_final.pdf, id a1b2-c3d4",
+        "Ms. Mary Carter (mary.carter@example.com) asks",  # named: the residual forms swap it
+    ],
+)
+def test_identifiers_naming_no_one_or_a_named_person_are_not_held(text: str) -> None:
+    assert GEN.held(text) == ()
+
+
 # --- gender identities the gender axis (male, female) has no group for ---------------------
 
 

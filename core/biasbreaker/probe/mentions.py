@@ -258,6 +258,10 @@ _IDENTIFIER = re.compile(r"(?<![\w-])[^\W_]+(?:[_-]+[^\W_]+)*(?![\w-])")
 _CAMEL = re.compile(r"(?<![\w-])[a-z][a-z0-9]*[A-Z]")
 """A camelCase identifier's start (``applicantGender``; ``DeShawn``, ``McDonald`` are names)."""
 _IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_HANDLE = re.compile(r"(?<![\w.@-])[A-Za-z0-9][\w.+-]*(?:@[\w-]+(?:\.[\w-]+)+)?")
+"""A token that may be an e-mail address or an identifier (:meth:`MentionFinder._identifier_people`)."""
+_GLUED_PAIR = re.compile(r"[A-Z][a-z]+[A-Z][a-z]+")
+"""Two capitalised words glued (``MaryCarter``; not ``McDonald``: ``Mc`` is no first name)."""
 _NOT_IN_IDENTIFIER = frozenset({"he", "she", "him", "her", "his", "hers", "man", "men"})
 """Terms not read inside an identifier: pronouns and ``man`` make compounds that name no one
 (``he-said``, ``man_hours``, ``man-made``, ``man_page``)."""
@@ -482,6 +486,9 @@ class MentionFinder:
                     for m in _GENDER_IDENTITY.finditer(text)
                 )
             out.extend(self._identifier_terms(path, text, read))
+            out.extend(
+                h for h in self._identifier_people(path, text, read) if norm(h.surface) not in named
+            )
             people = [
                 h for h in self._lower_case_people(path, text, read) if norm(h.surface) not in named
             ]
@@ -634,6 +641,60 @@ class MentionFinder:
                 if hit is not None and hit.surface not in _NOT_IN_IDENTIFIER:
                     what = f"the term {hit.surface!r} inside the identifier {ident!r}"
                     out.append(Held(path, hit.axis, ident, what))
+                    break
+        return out
+
+    def _identifier_people(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
+        """A person named only inside an e-mail address or an identifier.
+
+        ``mary.carter@example.com``, ``mary_carter_1987``, ``MaryCarter``: a token joined by
+        ``.``, ``_``, ``-`` or digits, or written in camel case, whose consecutive words are a
+        first name and a surname that :func:`~biasbreaker.probe.names.person_name` reads as a
+        person telling a gender or race of the configured axes (the first name no English
+        word: ``names.json``'s ``exclude`` list, :data:`_WORD_NAMES`, months and weekdays, and
+        neither word a function word or verb of this module's lists). The held
+        :attr:`Held.surface` is the pair capitalised (``Mary Carter``): a person the payload
+        also names as a name is left to the residual forms, which swap its e-mail and
+        identifiers with it (:mod:`biasbreaker.probe.residuals`). Alone, the rewrite (which
+        changes names written as names) would keep it in every variant, so the step is held;
+        a new-user trial saw ``Applicant e-mail: mary.carter@example.com`` and
+        ``mary_carter_1987`` pass a denial of women as not applicable. A brand or handle made
+        of a first name and a surname (``JohnDeere``) is held too: a needless hold, never a
+        miss.
+        """
+        book = self.terms.names
+        if book is None or self.compiled.names is None:
+            return []
+        axis_names = {a.name for a in self.axes}
+        out: list[Held] = []
+        for m in _HANDLE.finditer(text):
+            token = m.group(0)
+            joined = any(c in token for c in "._-@") or any(c.isdigit() for c in token)
+            if not joined and _GLUED_PAIR.fullmatch(token) is None:
+                continue
+            if any(st < m.end() and m.start() < en for st, en in read):
+                continue
+            words = _IDENT_WORD.findall(token.split("@", 1)[0])
+            for first, last in itertools.pairwise(words):
+                f, last_folded = fold(first), fold(last)
+                if f in book.words or f in _CALENDAR or f in _WORD_NAMES:
+                    continue
+                if f in _NOT_SURNAMES or last_folded in _NOT_SURNAMES:
+                    continue
+                person = person_name(first.title(), last.title(), book)
+                if person is None:
+                    continue
+                told = [
+                    axis
+                    for axis, group in (("gender", person.info.gender), ("race", person.info.race))
+                    if group is not None and axis in axis_names
+                ]
+                if told:
+                    whole = f"{first.title()} {last.title()}"
+                    what = f"the person {whole!r} named only inside {token!r}"
+                    out.append(Held(path, ", ".join(told), whole, what))
                     break
         return out
 

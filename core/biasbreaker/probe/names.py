@@ -446,6 +446,8 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     if listed is None and first_race is None and not gender_only_first:
         given = _given_before_coded_surname(first, f, listed_last or _told(surname_share))
         if given is None:
+            given = _hyphenated_given(first, book)
+        if given is None:
             return None
         gender_share, records = given
         strong_gender = gender_share.percent >= GENDER_SHARE and (
@@ -551,6 +553,42 @@ def _given_before_coded_surname(
         if rare is not None:
             return rare
     return None
+
+
+def _hyphenated_given(first: str, book: NameBook) -> tuple[Share, None] | None:
+    """A hyphenated given name whose every part is a first name of one gender (``Mary-Ann``).
+
+    ``Mary-Ann``, ``Anna-Lena``, ``John-Paul`` are in no first-name table as written; each part
+    is. The compound is read as a given name when it has two or three parts, each of two
+    letters or more, no English word (``names.json``'s ``exclude`` list), and each tells the
+    same gender: the shipped lists' tag, else nomquamgender at :data:`GENDER_SHARE` % or
+    more. Returns that gender with the smallest share among the parts (100 for a listed
+    part), as :func:`_given_before_coded_surname` does; ``None`` otherwise (``Mary-John``,
+    ``Ann-Smith``). A new-user trial found ``Ref: Mary-Ann Carter`` read as nothing: before a
+    surname that tells no race (``Carter``), only whole names were looked up.
+    """
+    parts = first.split("-")
+    if not 2 <= len(parts) <= 3:
+        return None
+    data = name_shares()
+    genders: set[str] = set()
+    percent = 100
+    for part in parts:
+        p = fold(part)
+        if len(p) < 2 or p in book.words or p in book.excluded:
+            return None
+        listed = book.first.get(part.title())
+        if listed is not None and listed.gender is not None:
+            genders.add(listed.gender)
+            continue
+        share = data.first_gender.get(p)
+        if share is None or share.percent < GENDER_SHARE:
+            return None
+        genders.add(share.group)
+        percent = min(percent, share.percent)
+    if len(genders) != 1:
+        return None
+    return Share(genders.pop(), percent), None
 
 
 def first_name_info(first: str, book: NameBook) -> NameInfo | None:
