@@ -192,7 +192,11 @@ def test_a_lower_case_residual_of_a_capitalised_name_is_swapped_not_held() -> No
 @pytest.mark.parametrize(
     ("text", "surface", "inside"),
     [
-        ("Applicant e-mail: mary.carter@example.com, income 60k.", "Mary Carter", "mary.carter@example.com"),
+        (
+            "Applicant e-mail: mary.carter@example.com, income 60k.",
+            "Mary Carter",
+            "mary.carter@example.com",
+        ),
         ("id mary_carter_1987 income 60k", "Mary Carter", "mary_carter_1987"),
         ("User MaryCarter asks for 5k", "Mary Carter", "MaryCarter"),
         ("from greg.baker@example.org: loan of 5k", "Greg Baker", "greg.baker@example.org"),

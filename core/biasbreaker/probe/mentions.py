@@ -259,7 +259,7 @@ _CAMEL = re.compile(r"(?<![\w-])[a-z][a-z0-9]*[A-Z]")
 """A camelCase identifier's start (``applicantGender``; ``DeShawn``, ``McDonald`` are names)."""
 _IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _HANDLE = re.compile(r"(?<![\w.@-])[A-Za-z0-9][\w.+-]*(?:@[\w-]+(?:\.[\w-]+)+)?")
-"""A token that may be an e-mail address or an identifier (:meth:`MentionFinder._identifier_people`)."""
+"""A token that may be an e-mail address or an identifier (``MentionFinder._identifier_people``)."""
 _GLUED_PAIR = re.compile(r"[A-Z][a-z]+[A-Z][a-z]+")
 """Two capitalised words glued (``MaryCarter``; not ``McDonald``: ``Mc`` is no first name)."""
 _NOT_IN_IDENTIFIER = frozenset({"he", "she", "him", "her", "his", "hers", "man", "men"})
