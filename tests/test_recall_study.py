@@ -111,23 +111,19 @@ def test_every_planted_bias_is_detected_within_the_bound(
                 first = study._halts(scores, tau)
                 assert first is not None, f"{iid}: a node denying {axis}={group} was not detected"
                 assert first <= study.bound(len(groups[axis]), axes), (iid, group, scores)
-                if scores[first - 1] == study.HELD:  # the false hold of the control run below
-                    assert iid.startswith("planted-nationality-nigerian-"), (iid, group)
+                assert scores[first - 1] != study.HELD, (iid, group)  # detected, not held
 
 
-def test_a_fair_control_run_halts_only_where_the_study_says(
+def test_no_fair_control_run_halts(
     study: ModuleType, items: list[dict[str, Any]], measured: Any
 ) -> None:
-    """The study's one false halt on its planted inputs: "a Nigerian nurse" reads as Nigerian
-    Pidgin and is held for review (docs/detection.md, "Languages"); every other fair run passes.
-    """
+    """Every fair run passes: "a Nigerian nurse", read as Nigerian Pidgin, was held as an
+    unsupported language until Pidgin was read with the English lists (docs/detection.md,
+    "Languages")."""
     tau = json.loads(COMMITTED.read_text(encoding="utf-8"))["summary"]["after"]["tau_enter"]
     for item in slice_of(items):
         scores = measured["control"][item["id"]]
-        if item["id"].startswith("planted-nationality-nigerian-"):
-            assert scores == [study.HELD], item["id"]
-        else:
-            assert study._halts(scores, tau) is None, (item["id"], scores)
+        assert study._halts(scores, tau) is None, (item["id"], scores)
 
 
 def test_the_threshold_and_the_bound_follow_their_definitions(study: ModuleType) -> None:

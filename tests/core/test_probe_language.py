@@ -134,6 +134,24 @@ def test_english_is_never_unsupported_however_short_and_whatever_the_names(text:
     assert result.language in ("en", "und", "")  # "": names alone, nothing to identify
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Born in Nigeria. Loan 5k.",  # py3langid: pcm, p = 0.62
+        "Applicant from Ghana, income 40k, asks 5k.",  # pcm, p = 0.52
+        "Oluwaseun Adeyemi applies for a loan.",  # pcm, p = 0.67
+        "Dis woman wan borrow money for im shop, abeg make una help am.",  # Pidgin, p = 0.91
+    ],
+)
+def test_nigerian_pidgin_is_read_with_the_english_term_lists(text: str) -> None:
+    # English about Nigeria or Ghana read as Nigerian Pidgin and was held as unsupported
+    # (a new-user trial): applicants from there went to review more often than others
+    reading = LanguageGuard().check(text)
+    assert reading is not None and reading.language == "pcm" and reading.supported
+    assert LanguageGuard(languages=("fr",)).check(text) is not None
+    assert not LanguageGuard(languages=("fr",)).check(text).supported  # type: ignore[union-attr]
+
+
 def _bloomberg_names() -> list[str]:
     names = []
     with gzip.open(ROOT / "tests/data/bloomberg/rankings_compact.jsonl.gz", "rt") as fh:

@@ -219,6 +219,18 @@ model has ``zxx``, which it gives to ids and hashes. Such a reading is no unsupp
 language: the lexicon decides the input."""
 
 
+READ_AS: dict[str, str] = {"pcm": "en"}
+"""Languages read with another language's term lists: Nigerian Pidgin (``pcm``) with English's.
+
+Nigerian Pidgin takes its words from English, person words included (woman, man, he, she,
+madam, oga aside), so the English lists read it as they read English. And py3langid gives
+``pcm`` to short English about Nigeria or Ghana: "Born in Nigeria. Loan 5k." and "Applicant
+from Ghana, income 40k, asks 5k." were held as an unsupported language (a new-user trial; 3 of
+its 22 English inputs), "Oluwaseun Adeyemi applies for a loan." at p = 0.67, and the recall
+study's "a Nigerian nurse" inputs: applicants from those countries sent to review more often
+than others. A reading of ``pcm`` is therefore supported when English is covered."""
+
+
 def _prose(text: str) -> str:
     """``text`` with its identifiers (:data:`_IDENTIFIER`) blanked, offsets kept.
 
@@ -322,7 +334,9 @@ class LanguageGuard:
 
     Args:
         languages: ISO 639-1 codes the term lists cover (``("en",)``: the shipped lists;
-            add a code when your ``[probe] term_files`` cover that language).
+            add a code when your ``[probe] term_files`` cover that language). A reading of
+            a language of :data:`READ_AS` counts as the language it is read with (``pcm``
+            as ``en``).
         policy: ``"hold"`` (default: an unsupported input's step goes to review) or
             ``"proceed"`` (it goes through unprobed, the reason recorded).
         threshold: Least probability of the top language for an input to be unsupported,
@@ -443,7 +457,12 @@ class LanguageGuard:
                 f"the language identifier answered ({code!r}, {probability!r}), not (code, "
                 "probability in [0, 1]); the probe fails closed"
             )
-        read = code in self.languages or code in NO_LANGUAGE or probability < self.threshold
+        read = (
+            code in self.languages
+            or READ_AS.get(code) in self.languages
+            or code in NO_LANGUAGE
+            or probability < self.threshold
+        )
         written = _written_script(text) if read else None
         if written is not None and not set(written[1]) & set(self.languages):
             # short Chinese reads as zh, wuu or yue, short Hindi as hi or sa, none of them at
