@@ -10,7 +10,9 @@ model calls and five tool calls.
   its reply read, the control machine stepped and snapshotted into the agent state; goal
   <= 1.05 x baseline).
 
-Goals are reported by the ratio table of ``benchmarks/conftest.py``, never asserted.
+Goals are reported by the ratio table of ``benchmarks/conftest.py``, never asserted; the case
+with a goal also reports the paired ratio (``benchmarks/paired.py``), the one to read on a
+shared machine.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from paired import paired_ratio
 
 TURNS = 5
 QUESTION = "Look up the file of Ms. Mary Carter five times, then summarise."
@@ -85,3 +88,7 @@ def test_middleware_probing_off(benchmark: Any) -> None:
     benchmark.extra_info["per"] = f"invoke, {TURNS} turns, guarded, probe_rate 0"
     benchmark.extra_info["goal_ratio"] = 1.05
     benchmark(_run, agent)
+    bare = create_agent(Scripted(), tools=[lookup])
+    benchmark.extra_info["paired_ratio"] = round(
+        paired_ratio(lambda: _run(bare), lambda: _run(agent), pairs=100), 3
+    )
