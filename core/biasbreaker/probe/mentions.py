@@ -597,20 +597,29 @@ class MentionFinder:
                     continue  # "At the charity dinner": prose that capitalises its names
             if any(st < b.end() and a.start() < en for st, en in read):
                 continue
-            person = person_name(first.title(), last.title(), book)
-            if person is None:
-                continue
-            axis_names = {a.name for a in self.axes}
-            told = [
-                axis
-                for axis, group in (("gender", person.info.gender), ("race", person.info.race))
-                if group is not None and axis in axis_names
-            ]
+            told = self._person_axes(first, last)
             if told:
                 whole = f"{first} {last}"
                 what = f"the person {whole!r} written in lower case"
                 out.append(Held(path, ", ".join(told), whole, what))
         return out
+
+    def _person_axes(self, first: str, last: str) -> list[str]:
+        """The configured axes (gender, race) the pair ``first last`` tells, read capitalised.
+
+        Empty when :func:`~biasbreaker.probe.names.person_name` reads no person, or one
+        telling no group of an axis probed here.
+        """
+        book = self.terms.names
+        person = None if book is None else person_name(first.title(), last.title(), book)
+        if person is None:
+            return []
+        axis_names = {a.name for a in self.axes}
+        return [
+            axis
+            for axis, group in (("gender", person.info.gender), ("race", person.info.race))
+            if group is not None and axis in axis_names
+        ]
 
     def _identifier_terms(
         self, path: Path, text: str, read: Sequence[tuple[int, int]]
@@ -667,7 +676,6 @@ class MentionFinder:
         book = self.terms.names
         if book is None or self.compiled.names is None:
             return []
-        axis_names = {a.name for a in self.axes}
         out: list[Held] = []
         for m in _HANDLE.finditer(text):
             token = m.group(0)
@@ -683,14 +691,7 @@ class MentionFinder:
                     continue
                 if f in _NOT_SURNAMES or last_folded in _NOT_SURNAMES:
                     continue
-                person = person_name(first.title(), last.title(), book)
-                if person is None:
-                    continue
-                told = [
-                    axis
-                    for axis, group in (("gender", person.info.gender), ("race", person.info.race))
-                    if group is not None and axis in axis_names
-                ]
+                told = self._person_axes(first, last)
                 if told:
                     whole = f"{first.title()} {last.title()}"
                     what = f"the person {whole!r} named only inside {token!r}"
