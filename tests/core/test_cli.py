@@ -294,6 +294,26 @@ def test_config_check_passes_with_human_review_only_or_a_named_client(
     assert "configuration OK" in as_json.stderr
 
 
+@pytest.mark.parametrize(
+    ("path", "warned"), [("runs/trace.jsonl", True), ("runs/{thread_id}.jsonl", False)]
+)
+def test_config_check_warns_of_a_trace_path_without_thread_id(
+    isolated_config: Path, path: str, warned: bool
+) -> None:
+    """One file holds one thread's run: a second thread's run would be refused."""
+    (isolated_config / "biasbreaker.toml").write_text(
+        f'[intervention]\nrouter = "human-review"\n[plugin.langgraph]\ntrace_path = "{path}"\n'
+    )
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 0, result.output  # a warning, not a problem
+    text = " ".join(result.stderr.split())
+    assert (
+        "plugin.langgraph.trace_path = 'runs/trace.jsonl' (biasbreaker.toml) has no "
+        "{thread_id}" in text
+    ) is warned
+    assert ("put {thread_id} in it" in text) is warned
+
+
 def test_config_warns_that_probe_rate_zero_guards_nothing(isolated_config: Path) -> None:
     (isolated_config / "biasbreaker.toml").write_text(
         '[intervention]\nrouter = "human-review"\n[probe]\nprobe_rate = 0\n'
