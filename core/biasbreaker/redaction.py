@@ -294,8 +294,23 @@ def _redact_assignments(text: str) -> str:
     return "".join(out) + text[last:] if out else text
 
 
+_PUBLIC: set[str] = set()
+"""Values known to be public that rule 2 would hide as random strings (:func:`register_public`)."""
+
+
+def register_public(value: str) -> None:
+    """Let ``value``, which is public, be printed although it looks random (rule 2's last clause).
+
+    For an Ed25519 *public* key (``biasbreaker keygen`` prints it): 44 characters of base64,
+    which rule 2 takes for a credential. Only the whole value, matched as a whole random-looking
+    run, is shown; a secret this process holds (rule 3) is hidden even if registered here.
+    """
+    _PUBLIC.add(value)
+
+
 def _redact_random(match: re.Match[str]) -> str:
-    return REDACTED if _random_looking(match.group(0)) else match.group(0)
+    text = match.group(0)
+    return REDACTED if _random_looking(text) and text not in _PUBLIC else text
 
 
 def redact_text(text: str) -> str:
@@ -628,6 +643,7 @@ __all__ = [
     "redact_value",
     "redacting_streams",
     "register_environment",
+    "register_public",
     "register_secret",
     "secret_name",
 ]
