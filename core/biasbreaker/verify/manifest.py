@@ -10,9 +10,10 @@ set of traces can be checked as a whole, which the traces alone cannot show:
   earlier seal, which the trace alone cannot show), continued, edited or replaced;
 - **swapped**: a listed trace's head is the one the manifest gives another trace;
 - **extra**: a trace given to verify is not in the manifest;
-- **status**: a record says ``done`` and its trace ends escalated (the run paused for human
-  review), or it says ``review`` for the breaker's escalation and its trace does not end
-  escalated;
+- **status**: a record says ``done`` and its trace ends escalated (a guarded run that escalates
+  pauses for human review, so its record said ``review``). The other direction is not checked:
+  a ``review`` may be the graph's own ``interrupt()``, or the escalation of a guarded subgraph,
+  whose trace is another file;
 - **seal**: the manifest differs from its seal (a record was edited, added or removed after the
   run), or, with a public key, the seal is missing, unsigned or signed by another key.
 
@@ -120,14 +121,11 @@ class ManifestEntry:
     Args:
         head: Its head digest, or ``None`` (written before heads were recorded).
         status: The record's ``status`` (``done``, ``review``, ...), or ``None``.
-        breaker_review: Whether the record's review request is the breaker's (its
-            ``breaker_state`` is ``escalated``), not a pause of the graph's own.
         line: The record's line number in the manifest.
     """
 
     head: str | None
     status: str | None = None
-    breaker_review: bool = False
     line: int = 0
 
 
@@ -177,11 +175,10 @@ def read_manifest_entries(path: str | os.PathLike[str]) -> dict[Path, ManifestEn
             continue
         if not isinstance(trace, str) or (head is not None and not isinstance(head, str)):
             raise InputError(f"{file}:{number}: 'trace' and 'trace_head' must be strings")
-        status, review = record.get("status"), record.get("review")
+        status = record.get("status")
         if status is not None and not isinstance(status, str):
             raise InputError(f"{file}:{number}: 'status' must be a string")
-        breaker = isinstance(review, dict) and review.get("breaker_state") == ESCALATED
-        out[file.parent / trace] = ManifestEntry(head, status, breaker, number)
+        out[file.parent / trace] = ManifestEntry(head, status, number)
     return out
 
 
@@ -223,22 +220,16 @@ def final_state(path: Path, block: int = 1 << 16) -> str | None:
 
 def _status_problem(entry: ManifestEntry, trace: Path) -> str | None:
     """What is wrong with a record's status given its trace's final state, or ``None``."""
-    if entry.status not in ("done", "review"):
+    if entry.status != "done":
         return None
     try:
         state = final_state(trace)
     except OSError:
         return None
-    escalated = state == ESCALATED
-    if entry.status == "done" and escalated:
+    if state == ESCALATED:
         return (
             "status: the manifest says done, but the trace ends escalated (its run paused for "
             "human review: the record was edited)"
-        )
-    if entry.status == "review" and entry.breaker_review and not escalated:
-        return (
-            "status: the manifest says review of an escalated output, but the trace does not "
-            f"end escalated (it ends {state or 'without a step'})"
         )
     return None
 

@@ -163,21 +163,18 @@ def test_a_review_rewritten_as_done_contradicts_its_trace(tmp_path: Path) -> Non
     )
 
 
-def test_a_breaker_review_whose_trace_is_not_escalated_is_a_problem(tmp_path: Path) -> None:
+def test_only_done_is_checked_against_the_trace(tmp_path: Path) -> None:
+    """A review need not end escalated (the graph's own interrupt(), a subgraph's escalation)."""
     out = run_folder(tmp_path, None)
     manifest = out / "results.jsonl"
     lines = manifest.read_text().splitlines()
     second = json.loads(lines[1])
     second.update(status="review", review={"breaker_state": "escalated"})
     manifest.write_text(lines[0] + "\n" + json.dumps(second) + "\n")
-    checked = verify_traces(sorted((out / "traces").glob("*.jsonl")), manifest=manifest).manifest
-    assert checked is not None and not checked.holds
-    assert "does not end escalated (it ends normal)" in checked.problems[0][1]
-    # a pause of the graph's own interrupt() (not the breaker's review) is not a problem
-    second["review"] = {"question": "ok?"}
-    manifest.write_text(lines[0] + "\n" + json.dumps(second) + "\n")
-    checked = verify_traces(sorted((out / "traces").glob("*.jsonl")), manifest=manifest).manifest
-    assert checked is not None and [p for _, p in checked.problems if "status" in p] == []
+    traces = sorted((out / "traces").glob("*.jsonl"))
+    checked = verify_traces(traces, manifest=manifest).manifest
+    assert checked is not None
+    assert [p for _, p in checked.problems if p.startswith("status")] == []
 
 
 def test_the_public_key_in_a_seal_is_the_signer_s(tmp_path: Path) -> None:
