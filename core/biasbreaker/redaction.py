@@ -12,7 +12,9 @@ value is hidden (replaced by :data:`REDACTED`) when
    bare ``key`` (a configuration key or a record's identity in biasbreaker's own data);
 2. **it looks like a credential**: a provider key prefix (``sk-``, ``ghp_``, ``xoxb-``,
    ``AKIA``…), an HTTP authorization value (``Bearer …``, ``Basic …``), a JSON Web Token, URL
-   user info (``https://user:pass@host``), or a long random-looking string (24 or more letters,
+   user info (``https://user:pass@host``), a URL query parameter named for a secret
+   (``?password=``, ``?token=``, ``?key=``, ``?sig=``, ``?code=``: :data:`QUERY_SECRET_WORDS`),
+   or a long random-looking string (24 or more letters,
    digits, ``+`` and ``/`` mixing upper case, lower case and digits without a long word in it);
 3. **it is a secret this process knows**: registered by a client (:func:`register_secret`) or
    the value of an environment variable whose name names a secret (``OPENAI_API_KEY``,
@@ -234,7 +236,7 @@ def credential_kind(text: str) -> str | None:
     if _USER_PASSWORD.search(text):
         return "URL user info (user:password@)"
     if any(_query_secret(m) for m in _QUERY_PARAM.finditer(text)):
-        return "a secret in a URL query parameter (password and the like)"
+        return "a secret in a URL query parameter (password, key, sig, token and the like)"
     if _AUTH_SCHEME.search(text):
         return "an HTTP authorization value"
     if _JWT.search(text):
@@ -246,13 +248,29 @@ def credential_kind(text: str) -> str | None:
     return None
 
 
-def _query_secret(match: re.Match[str]) -> bool:
-    """Whether a URL query parameter carries a secret (``?password=…``).
+QUERY_SECRET_WORDS = frozenset(
+    {"key", "sig", "signature", "code", "hmac", "sas", "jwt", "otp", "session", "sessionid"}
+)
+"""Last words of a URL query parameter's name that make it a secret there, on top of rule 1:
+``?key=`` (an API key, SQLCipher's key; a bare ``key`` is no secret's name elsewhere),
+``?sig=`` (an Azure SAS token's signature), ``X-Amz-Signature``, ``X-Goog-Signature``,
+``?code=`` (an OAuth authorization code), a session id."""
 
-    Its name names one (rule 1), or ends in ``password`` (libpq's ``sslpassword``).
+
+def _query_secret(match: re.Match[str]) -> bool:
+    """Whether a URL query parameter carries a secret (``?password=…``, ``?key=…``).
+
+    Its name names one (rule 1: ``token``, ``access_token``, ``client_secret``, ``apikey``,
+    ``x-api-key``, ``auth``…), ends in ``password`` (libpq's ``sslpassword``), or its last word
+    is one of :data:`QUERY_SECRET_WORDS` (``key``, ``sig``, ``signature``, ``code``…).
     """
     name = match.group("name")
-    return secret_name(name) or name.lower().endswith("password")
+    words = key_words(name)
+    return (
+        secret_name(name)
+        or name.lower().endswith("password")
+        or (bool(words) and words[-1] in QUERY_SECRET_WORDS)
+    )
 
 
 def _redact_query(match: re.Match[str]) -> str:
@@ -276,8 +294,23 @@ def _redact_assignments(text: str) -> str:
     return "".join(out) + text[last:] if out else text
 
 
+_PUBLIC: set[str] = set()
+"""Values known to be public that rule 2 would hide as random strings (:func:`register_public`)."""
+
+
+def register_public(value: str) -> None:
+    """Let ``value``, which is public, be printed although it looks random (rule 2's last clause).
+
+    For an Ed25519 *public* key (``biasbreaker keygen`` prints it): 44 characters of base64,
+    which rule 2 takes for a credential. Only the whole value, matched as a whole random-looking
+    run, is shown; a secret this process holds (rule 3) is hidden even if registered here.
+    """
+    _PUBLIC.add(value)
+
+
 def _redact_random(match: re.Match[str]) -> str:
-    return REDACTED if _random_looking(match.group(0)) else match.group(0)
+    text = match.group(0)
+    return REDACTED if _random_looking(text) and text not in _PUBLIC else text
 
 
 def redact_text(text: str) -> str:
@@ -598,6 +631,7 @@ class RedactingFormatter(logging.Formatter):
 __all__ = [
     "MIN_SECRET_LENGTH",
     "NOT_SECRET_LAST",
+    "QUERY_SECRET_WORDS",
     "REDACTED",
     "SECRET_WORDS",
     "RedactingFormatter",
@@ -609,6 +643,7 @@ __all__ = [
     "redact_value",
     "redacting_streams",
     "register_environment",
+    "register_public",
     "register_secret",
     "secret_name",
 ]

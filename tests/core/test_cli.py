@@ -294,6 +294,47 @@ def test_config_check_passes_with_human_review_only_or_a_named_client(
     assert "configuration OK" in as_json.stderr
 
 
+@pytest.mark.parametrize(
+    ("path", "warned"), [("runs/trace.jsonl", True), ("runs/{thread_id}.jsonl", False)]
+)
+def test_config_check_warns_of_a_trace_path_without_thread_id(
+    isolated_config: Path, path: str, warned: bool
+) -> None:
+    """One file holds one thread's run: a second thread's run would be refused."""
+    (isolated_config / "biasbreaker.toml").write_text(
+        f'[intervention]\nrouter = "human-review"\n[plugin.langgraph]\ntrace_path = "{path}"\n'
+    )
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 0, result.output  # a warning, not a problem
+    text = " ".join(result.stderr.split())
+    assert (
+        "plugin.langgraph.trace_path = 'runs/trace.jsonl' (biasbreaker.toml) has no "
+        "{thread_id}" in text
+    ) is warned
+    assert ("put {thread_id} in it" in text) is warned
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        '[trace]\nsink = "sqlite"\nurl = "sqlite:////tmp/bbx.db?key=q7w3e9"\n',
+        '[trace]\nsink = "sqlite"\nurl = "sqlite:////tmp/bbx.db?cache=shared&sig=q7w3e9"\n',
+        '[plugin.openai-compatible]\nbase_url = "http://127.0.0.1:9/v1?code=q7w3e9"\n',
+        '[plugin.openai-compatible]\nbase_url = "http://127.0.0.1:9/v1?x-api-key=q7w3e9"\n',
+    ],
+)
+def test_config_refuses_a_url_with_a_secret_query_parameter_never_showing_it(
+    isolated_config: Path, toml: str
+) -> None:
+    """``?key=``, ``?sig=``, ``?code=`` are refused as ``?password=`` is, the value unshown."""
+    (isolated_config / "biasbreaker.toml").write_text('[llm]\nclient = "fake"\n' + toml)
+    for args in (["config"], ["config", "--check"], ["config", "--json"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, result.output
+        assert "q7w3e9" not in result.output
+        assert "a secret in a URL query parameter" in " ".join(result.stderr.split())
+
+
 def test_config_warns_that_probe_rate_zero_guards_nothing(isolated_config: Path) -> None:
     (isolated_config / "biasbreaker.toml").write_text(
         '[intervention]\nrouter = "human-review"\n[probe]\nprobe_rate = 0\n'

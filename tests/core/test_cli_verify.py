@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from biasbreaker.cli import app
@@ -183,3 +185,65 @@ def test_a_folder_holding_other_jsonl_files_says_which_folder_to_give(tmp_path: 
     message = " ".join(result.output.split())
     assert "results.jsonl" in message and "give the folder that holds only the traces" in message
     assert runner.invoke(app, ["verify", str(tmp_path / "traces")]).exit_code == 0
+
+
+# --- keygen shows the public key; a SQLite file is named as such (new-user trial, C3) -------
+
+
+def test_keygen_prints_the_public_key_and_never_the_private_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the console script's redacting streams, as a user sees it."""
+    pytest.importorskip("cryptography")
+    from biasbreaker.cli import main
+    from biasbreaker.trace.signing import load_public_key
+
+    monkeypatch.setattr(sys, "argv", ["biasbreaker", "keygen", str(tmp_path / "k")])
+    with pytest.raises(SystemExit) as info:
+        main()
+    assert info.value.code in (0, None)
+    shown = capsys.readouterr()
+    public = load_public_key(tmp_path / "k.pub")
+    assert f"public key {tmp_path / 'k.pub'}: {public}" in " ".join(shown.out.split())
+    assert "<redacted>" not in shown.out
+    private = (tmp_path / "k").read_text()
+    body = "".join(private.strip().splitlines()[1:-1])  # the PEM's base64, without its armour
+    leaked = body in shown.out + shown.err or "PRIVATE KEY" in shown.out + shown.err
+    assert not leaked, "the private key was printed"  # a bool: a failure never shows the key
+
+
+def test_the_public_key_rule_shows_only_that_value() -> None:
+    from biasbreaker.redaction import redact_text, register_public
+
+    register_public("Qm9vZ3lNYW4xMjM0NTY3ODkwQWJDZEVmR2hJams9PQ==")
+    assert redact_text("key Qm9vZ3lNYW4xMjM0NTY3ODkwQWJDZEVmR2hJams9PQ==") == (
+        "key Qm9vZ3lNYW4xMjM0NTY3ODkwQWJDZEVmR2hJams9PQ=="
+    )
+    assert redact_text("key a3F9kL2mQ8xZ7vB1nC4dE6gH") == "key <redacted>"
+
+
+def test_verify_names_a_sqlite_database_and_its_url(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "x.db"
+    connection = sqlite3.connect(db)
+    connection.execute("CREATE TABLE t (a BLOB)")
+    connection.execute("INSERT INTO t VALUES (?)", (bytes(range(256)) * 8,))
+    connection.commit()
+    connection.close()
+    result = runner.invoke(app, ["verify", str(db)])
+    assert result.exit_code == 1
+    message = " ".join(result.stderr.split())
+    assert f"{db} is a SQLite database, not a JSON Lines run trace" in message
+    assert f"give its URL: sqlite:///{db.as_posix()}" in message
+    assert "codec" not in message
+
+
+def test_verify_names_a_binary_file_as_no_trace(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b'{"kind": "\xb9"}\n')
+    result = runner.invoke(app, ["verify", str(path)])
+    assert result.exit_code == 1
+    assert "run.jsonl:1: not UTF-8 text, so not a JSON Lines run trace" in " ".join(
+        result.stderr.split()
+    )

@@ -34,6 +34,8 @@ from biasbreaker.redaction import (
 )
 from biasbreaker.types import Thresholds
 
+QUERY_KIND = "a secret in a URL query parameter (password, key, sig, token and the like)"
+
 # no provider prefix, so only rule 3 (a secret this process knows) can find its encodings
 KNOWN = "Zq8/Tr+Kx7mP2vL9wQ4nB6yH3jD5fG1s"
 
@@ -124,6 +126,40 @@ def test_no_shipped_option_is_named_like_a_secret() -> None:
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:////tmp/bbx.db?key=k1x9s2",  # SQLCipher's key
+        "https://maps.example/api?key=k1x9s2&q=a",  # an API key (Google's ?key=)
+        "https://acct.blob.example/c/b?sv=2022-11-02&se=2030&sp=r&sig=k1x9s2",  # Azure SAS
+        "https://h/o?X-Amz-Credential=k1x9s2&X-Amz-Signature=k1x9s2",  # S3 presigned
+        "https://h/o?X-Goog-Signature=k1x9s2",
+        "https://h/cb?code=k1x9s2&state=s",  # OAuth authorization code
+        "https://h/v1?signature=k1x9s2",
+        "https://h/v1?token=k1x9s2",
+        "https://h/v1?access_token=k1x9s2",
+        "https://h/v1?secret=k1x9s2",
+        "https://h/v1?auth=k1x9s2",
+        "https://h/v1?apikey=k1x9s2",
+        "https://h/v1?x-api-key=k1x9s2",
+        "https://h/v1?client_secret=k1x9s2",
+        "https://h/v1?subscription-key=k1x9s2",
+    ],
+)
+def test_a_url_query_parameter_named_for_a_secret_is_one(url: str) -> None:
+    """``key``, ``sig``, ``signature``, ``code`` and the like, not only ``password``."""
+    assert credential_kind(url) == QUERY_KIND
+    shown = redact_text(f"cannot open {url}: refused")
+    assert "k1x9s2" not in shown and REDACTED in shown
+    assert redact_value({"url": url})["url"] == redact_text(url)
+
+
+def test_ordinary_url_query_parameters_are_shown() -> None:
+    url = "https://h/v1?page=2&sslmode=require&q=keyword&monkey=1&state=s"
+    assert credential_kind(url) is None
+    assert redact_text(url) == url
+
+
+@pytest.mark.parametrize(
     ("text", "kind"),
     [
         ("sk-proj-abcdefghijklmnop1234", "a provider's API key"),
@@ -134,15 +170,15 @@ def test_no_shipped_option_is_named_like_a_secret() -> None:
         ("https://me:hunter22@example.com/v1", "URL user info (user:password@)"),
         (
             "postgresql://h/db?password=hunter22",
-            "a secret in a URL query parameter (password and the like)",
+            QUERY_KIND,
         ),
         (
             "postgresql://h/db?sslmode=require&sslpassword=hunter22",
-            "a secret in a URL query parameter (password and the like)",
+            QUERY_KIND,
         ),
         (
             "https://h/v1?page=2&api_token=hunter22",
-            "a secret in a URL query parameter (password and the like)",
+            QUERY_KIND,
         ),
         (
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
@@ -170,7 +206,7 @@ def test_a_user_name_in_a_url_is_hidden_but_is_no_credential() -> None:
     assert credential_kind(url) is None
     assert redact_text(url) == "postgresql://<redacted>@127.0.0.1:5432/test"
     assert credential_kind("https://ghp_abcdefghijklmnopqrstuvwxyz0123@github.com") is not None
-    assert credential_kind("https://h/v1?page=2&key=users&api_key_env=OPENAI_API_KEY") is None
+    assert credential_kind("https://h/v1?page=2&api_key_env=OPENAI_API_KEY") is None
 
 
 @pytest.mark.parametrize(

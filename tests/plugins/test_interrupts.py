@@ -279,6 +279,8 @@ def test_an_input_stopped_while_running_is_listed_with_its_trace(project: Path) 
         cwd=project, capture_output=True, text=True, env=_env(), timeout=120,
     )  # fmt: skip
     assert verify.returncode == 0, verify.stdout + verify.stderr
+    # the stopped run still sealed its manifest (results.jsonl.seal, unsigned here)
+    assert "sealed, unsigned" in verify.stdout, verify.stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -593,6 +593,27 @@ def test_a_trace_path_with_another_placeholder_is_refused(tmp_path: Path, templa
         )
 
 
+def test_a_trace_path_without_thread_id_names_the_thread_whose_run_the_file_holds(
+    tmp_path: Path,
+) -> None:
+    """One file for every thread: the second thread's run is refused, naming the first."""
+    from biasbreaker.errors import TraceError
+
+    trace = tmp_path / "fixed.jsonl"
+    settings = {**SETTINGS, "plugin": {"langgraph": {"trace_path": str(trace)}}}
+    graph = guard(
+        screening_graph(0.0, Received("answer")), Kernel.load(cwd=tmp_path, overrides=settings)
+    ).compile(checkpointer=InMemorySaver())
+    graph.invoke({"case": "airport"}, thread("t1"))
+    assert read_trace(trace).header.meta["thread"] == "t1"
+    with pytest.raises(TraceError) as info:
+        graph.invoke({"case": "airport"}, thread("t2"))
+    message = str(info.value)
+    assert "record(s) of a run on thread 't1'" in message  # the records' thread, not 't2'
+    assert "the new run on thread 't2'" in message
+    assert "has no {thread_id}" in message and "put {thread_id} in trace_path" in message
+
+
 def test_a_config_path_that_is_no_file_is_named_for_the_python_api(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"guard\(\): config='nope.toml' is no file") as info:
         guard(screening_graph(0.0, Received("answer")), "nope.toml")

@@ -588,6 +588,44 @@ def test_with_human_review_only_a_graph_without_an_llm_runs_and_escalates(
     assert again.exit_code == 1 and 'router = "human-review"' in again.output
 
 
+def test_a_held_run_dropped_with_its_record_fails_verify_of_the_signed_run(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new-user trial's tampering: a held run's trace and results.jsonl line removed, the
+    other review relabelled done. It passed verify --manifest --public-key; the signed seal of
+    results.jsonl and the status check against the trace now catch it."""
+    pytest.importorskip("cryptography")
+    from biasbreaker.trace.signing import SIGNING_KEY_ENV, write_key_pair
+
+    private, public, _ = write_key_pair(project / "key")
+    monkeypatch.setenv(SIGNING_KEY_ENV, str(private))
+    (project / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n', encoding="utf-8"
+    )
+    applicants = ["Adam Erickson", "Brad Walsh"]
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": a}) for a in applicants])
+    result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    verify = ["verify", "o/traces", "--manifest", "o/results.jsonl", "--public-key", str(public)]
+    untouched = CliRunner().invoke(app, verify)
+    assert untouched.exit_code == 0, untouched.output
+    assert "signed by the key given" in untouched.stdout
+
+    (project / "o/traces/input-00001.jsonl").unlink()
+    manifest = project / "o/results.jsonl"
+    kept = [line for line in manifest.read_text().splitlines() if "input-00001" not in line]
+    assert kept and all('"status":"review"' in line for line in kept)
+    manifest.write_text("".join(line.replace('"status":"review"', '"status":"done"') + "\n"
+                                for line in kept))  # fmt: skip
+    tampered = CliRunner().invoke(app, verify)
+    assert tampered.exit_code == 1, tampered.output
+    text = " ".join(tampered.stdout.split())
+    assert "edited after it was sealed: 1 record(s)" in text and "the seal says 2" in text
+    assert "input-00002.jsonl: status: the manifest says done, but the trace ends escalated" in (
+        text
+    )
+
+
 def test_a_run_paused_for_review_records_the_full_review_request(project: Path) -> None:
     inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
     result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")

@@ -54,6 +54,14 @@ def config(
     if kernel.settings.probe.probe_rate == 0.0:
         warn(PROBE_OFF)
     rows = kernel.loaded.rows(typed_plugin_tables(kernel.loaded, kernel.registry))
+    for key, value, source in rows:
+        if _one_file_for_every_thread(key, value):
+            warn(
+                f"{key} = {value!r} ({source}) has no {{thread_id}}: every thread's run is "
+                "written to this one file, and a trace file holds the run of one thread, so a "
+                "run on a second thread is refused (TraceError). Fine for a graph run on one "
+                "thread only; otherwise put {thread_id} in it, e.g. 'traces/{thread_id}.jsonl'."
+            )
     if as_json:
         typer.echo(json.dumps([{"key": k, "value": v, "source": s} for k, v, s in rows], indent=2))
     else:
@@ -75,6 +83,17 @@ def config(
             "configuration OK: every selected plugin built with its options, and the probe, "
             "the skeptic panel and the MADERA stages assembled."
         )
+
+
+def _one_file_for_every_thread(key: str, value: object) -> bool:
+    """Whether ``key`` is an adapter's ``trace_path`` set to a path without ``{thread_id}``."""
+    return (
+        key.startswith("plugin.")
+        and key.endswith(".trace_path")
+        and isinstance(value, str)
+        and bool(value)
+        and "{thread_id}" not in value
+    )
 
 
 def register(app: typer.Typer) -> None:

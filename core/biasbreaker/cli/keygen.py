@@ -9,6 +9,7 @@ import typer
 
 from biasbreaker.cli._common import fail, stdout
 from biasbreaker.errors import BiasbreakerError
+from biasbreaker.redaction import register_public
 from biasbreaker.trace.signing import SIGNING_KEY_ENV, write_key_pair
 
 
@@ -32,6 +33,7 @@ def keygen(
         private, public, encoded = write_key_pair(key)
     except BiasbreakerError as exc:
         fail(str(exc))
+    register_public(encoded)  # a public key looks random, but is no secret: shown
     out = stdout()
     out.print(f"private key {private} (keep it secret), public key {public}: {encoded}")
     out.print(

@@ -127,7 +127,9 @@ def verify(
             "--manifest",
             dir_okay=False,
             help="A results.jsonl listing each trace's head digest: name the traces missing, "
-            "changed, swapped or extra.",
+            "changed, swapped or extra, a 'done' whose trace ends escalated, and a manifest "
+            "that differs from its seal (results.jsonl.seal; with --public-key it must be "
+            "signed by that key).",
         ),
     ] = None,
     as_json: JsonOption = False,

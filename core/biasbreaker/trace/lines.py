@@ -35,6 +35,15 @@ from biasbreaker.errors import TraceError
 from biasbreaker.trace.records import HELD_FOR_REVIEW, StepRecord, TraceHeader
 from biasbreaker.types import ALLOWED_ACTIONS, BreakerAction, BreakerState, WindowCounts
 
+SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file."""
+
+
+def sqlite_url(path: Path) -> str:
+    """The ``sqlite:///`` URL of a database file (four slashes for an absolute path)."""
+    return f"sqlite:///{path.as_posix()}"
+
+
 BLOCK_BYTES: Final = 1 << 22
 """Bytes read at a time (whole lines are decoded together)."""
 
@@ -272,12 +281,24 @@ class LineBlocks:
             self._file: IO[bytes] = self.path.open("rb")
         except OSError as exc:
             raise TraceError(f"{self.path}: cannot read the trace: {exc}") from exc
+        if self._file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC:
+            self._file.close()
+            raise TraceError(
+                f"{self.path} is a SQLite database, not a JSON Lines run trace; for the traces "
+                f"a sqlite trace sink stored there, give its URL: {sqlite_url(self.path)}"
+            )
+        self._file.seek(0)
         first = self._file.readline()
         self._hash.update(first)
         header: object = None
         if first.endswith(b"\n"):
             try:
                 header = json.loads(first)
+            except UnicodeDecodeError:
+                self._file.close()
+                raise TraceError(
+                    f"{self.path}:1: not UTF-8 text, so not a JSON Lines run trace (a binary file?)"
+                ) from None
             except ValueError as exc:
                 self._file.close()
                 raise TraceError(f"{self.path}:1: not valid JSON: {exc}") from exc

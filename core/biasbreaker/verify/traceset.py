@@ -28,7 +28,7 @@ from typing import Final
 from biasbreaker.errors import InputError
 from biasbreaker.trace import TraceTruncatedWarning
 from biasbreaker.types import JSONValue
-from biasbreaker.verify.manifest import ManifestCheck, check_manifest, read_manifest
+from biasbreaker.verify.manifest import ManifestCheck, check_manifest, read_manifest_entries
 from biasbreaker.verify.verifier import VerificationReport, verify_trace
 
 TRACE_SUFFIX = ".jsonl"
@@ -281,9 +281,11 @@ def verify_traces(
         max_history: ``W`` for RLB-v1 on every trace; default each trace header's.
         truncated_is_error: Whether a trace whose last line is cut is an error (a run that
             finished writes whole records) rather than a :class:`TraceTruncatedWarning`.
-        public_key: As :func:`~biasbreaker.verify.verify_trace`, for every trace.
+        public_key: As :func:`~biasbreaker.verify.verify_trace`, for every trace, and the key
+            the manifest's seal must be signed with.
         manifest: A ``results.jsonl`` listing each trace's head digest: the set is also
-            checked against it (:mod:`~biasbreaker.verify.manifest`); the traces it lists that
+            checked against it, each record's status against its trace's end and the manifest
+            against its seal (:mod:`~biasbreaker.verify.manifest`); the traces it lists that
             exist are verified too.
         on_report: Called with each trace's key and report, in the order verified (e.g. a
             :class:`ReportSpool`).
@@ -298,7 +300,7 @@ def verify_traces(
         InputError: ``max_history`` is not an int >= 1, ``root`` does not contain a path, or
             the manifest is unreadable.
     """
-    listed = None if manifest is None else read_manifest(manifest)
+    listed = None if manifest is None else read_manifest_entries(manifest)
     given = [Path(raw) for raw in paths]
     everything = list(dict.fromkeys(given))
     if listed is not None:
@@ -334,7 +336,7 @@ def verify_traces(
         del report
     checked = None
     if listed is not None and manifest is not None:
-        checked = check_manifest(manifest, listed, by_file, given)
+        checked = check_manifest(manifest, listed, by_file, given, public_key=public_key)
     return TraceSetVerification(heads, tally.totals(), checked, failures, kept)
 
 

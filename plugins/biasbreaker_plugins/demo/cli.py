@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 DEMO_FILES = (
     "results.jsonl",
+    "results.jsonl.seal",
     "report.md",
     "control-runs.jsonl",
     "calibration.toml",

@@ -33,7 +33,10 @@ from typing import Any, Literal
 from biasbreaker.errors import ConfigError
 from biasbreaker.redaction import redact_text, redact_value
 from biasbreaker.trace import seal_trace
+from biasbreaker.trace.signing import signer_from_environment
+from biasbreaker.trace.writer import FROM_ENVIRONMENT, SignerChoice
 from biasbreaker.types import canonical_json
+from biasbreaker.verify.manifest import seal_manifest, seal_path
 from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, postgres_saver
 
 Status = Literal["done", "review", "failed", "interrupted"]
@@ -102,14 +105,29 @@ def user_values(state: Mapping[str, Any]) -> dict[str, Any]:
 class ResultsLog:
     """``results.jsonl``: one canonical-JSON line per finished thread, flushed per line.
 
+    Closing it seals it (:func:`~biasbreaker.verify.manifest.seal_manifest`):
+    ``results.jsonl.seal`` records its digest and record count, signed with the key that signs
+    the traces (``BIASBREAKER_SIGNING_KEY_FILE``) when one is set, so ``verify --manifest
+    --public-key`` can tell a record removed or edited after the run.
+
     Args:
         path: The file (created, or appended to with ``append=True``).
         append: Continue an existing file.
+        signer: Who signs the seal: a :class:`~biasbreaker.trace.signing.Signer`, ``None``
+            (unsigned) or by default the key ``BIASBREAKER_SIGNING_KEY_FILE`` names, loaded
+            now (a bad key is an error before any thread runs).
+
+    Raises:
+        InputError: The signing key cannot be loaded.
     """
 
-    def __init__(self, path: Path, *, append: bool = False) -> None:
+    def __init__(
+        self, path: Path, *, append: bool = False, signer: SignerChoice = FROM_ENVIRONMENT
+    ) -> None:
         self.path = path
+        self._signer = signer_from_environment() if signer == FROM_ENVIRONMENT else signer
         path.parent.mkdir(parents=True, exist_ok=True)
+        seal_path(path).unlink(missing_ok=True)  # a stale seal never vouches for this file
         self._file = path.open("a" if append else "w", encoding="utf-8", newline="\n")
 
     def write(self, record: Mapping[str, Any]) -> None:
@@ -118,8 +136,11 @@ class ResultsLog:
         self._file.flush()
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file and write its seal (once)."""
+        if self._file.closed:
+            return
         self._file.close()
+        seal_manifest(self.path, None if isinstance(self._signer, str) else self._signer)
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:

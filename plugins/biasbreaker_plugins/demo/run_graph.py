@@ -55,7 +55,13 @@ from biasbreaker_plugins.demo.phases import (
     read_traces,
 )
 
-RUN_FILES = ("results.jsonl", "report.md", "figures/bnet.png", "run.log")
+RUN_FILES = (
+    "results.jsonl",
+    "results.jsonl.seal",
+    "report.md",
+    "figures/bnet.png",
+    "run.log",
+)
 """The files of ``run`` besides its traces (``traces/input-<line>.jsonl``), in ``--out``."""
 
 CONTROL_FILE = "control-runs.jsonl"

@@ -9,6 +9,7 @@ files and folders directly.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +67,14 @@ class Traces:
         if path is None or not path.exists() or path.stat().st_size == 0:
             return
         try:
-            count = len(read_trace(path, warn=False).records)
+            existing = read_trace(path, warn=False)
         except TraceError as exc:
             raise TraceError(
                 f"{path}: a new run on thread {thread_id!r} would overwrite this file, which "
                 f"is not a readable run trace ({exc}); {_fixes(self.adapter)}"
             ) from exc
-        if count:
-            raise _taken(path, thread_id, count, self.adapter)
+        if existing.records:
+            raise self._taken(path, thread_id, len(existing.records), existing.header.meta)
 
     def write(self, thread_id: str, machine: ControlMachine, records: list[StepRecord]) -> None:
         """Append ``records`` (consecutive steps) to the thread's trace.
@@ -107,7 +108,7 @@ class Traces:
         if path.exists() and path.stat().st_size > 0:
             existing = read_trace(path, warn=False)
             if step == 0 and existing.records:
-                raise _taken(path, thread_id, len(existing.records), self.adapter)
+                raise self._taken(path, thread_id, len(existing.records), existing.header.meta)
             if existing.header != header:
                 raise TraceError(
                     f"{path}: its header differs from this run's (other thresholds, window or "
@@ -149,6 +150,30 @@ class Traces:
                 writer.seal()
             elif path.exists() and path.stat().st_size > 0:
                 seal_trace(path, fsync=self.fsync)
+
+    def _taken(self, path: Path, thread_id: str, count: int, meta: Mapping[str, Any]) -> TraceError:
+        """The error for a new run on ``thread_id`` whose file holds ``count`` records.
+
+        The records' thread is the one the file's header names (``meta.thread``), which is
+        not ``thread_id`` when two threads share the file (``trace_path`` without
+        ``{thread_id}``).
+        """
+        owner = meta.get("thread")
+        if not isinstance(owner, str) or owner == thread_id:
+            return _taken(path, thread_id, count, self.adapter)
+        fix = (
+            f"[plugin.{self.adapter}] trace_path = {self.template!r} has no {{thread_id}}, so "
+            "every thread's run is written to this one file, and a trace file holds the run of "
+            f"one thread: put {{thread_id}} in trace_path (e.g. 'traces/{{thread_id}}.jsonl') "
+            "to give each thread its own file"
+            if "{thread_id}" not in self.template
+            else f"[plugin.{self.adapter}] trace_path = {self.template!r} gives both threads "
+            "this file: use thread ids that differ where trace_path puts them"
+        )
+        return TraceError(
+            f"{path} already holds {count} record(s) of a run on thread {owner!r}; the new run "
+            f"on thread {thread_id!r} cannot be written there: {fix}."
+        )
 
     def close(self, thread_id: str | None = None) -> None:
         """Close every open trace file, or only those of ``thread_id`` (and its subgraphs').
