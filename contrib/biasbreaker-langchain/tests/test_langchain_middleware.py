@@ -24,6 +24,8 @@ from typer.testing import CliRunner
 
 from biasbreaker.cli import app
 from biasbreaker.errors import ConfigError
+from biasbreaker.machine import ControlMachine
+from biasbreaker.types import BreakerAction, BreakerDecision, BreakerState
 
 runner = CliRunner()
 
@@ -434,3 +436,35 @@ def test_a_malformed_tool_call_made_for_one_group_only_is_a_decision_flip(
     assert request["reply"]["messages"] == [{"type": "ai", "content": "Application reviewed."}]
     assert watch.executed == []
     verify(tmp_path / "trace-malformed.jsonl")
+
+
+def test_a_machine_that_never_settles_holds_the_reply_after_the_restep_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-step loop's fail-closed bound (docs/control.md §3a), on a broken machine.
+
+    A machine that neither proceeds nor escalates is stepped on one reply exactly
+    ``(max_retries + 1) * (cooldown_steps + 3)`` times, then the reply goes to review: never
+    through, never an endless loop.
+    """
+    real = ControlMachine.astep
+    steps: list[int] = []
+
+    async def never_settles(self: ControlMachine, *args: Any, **kwargs: Any) -> BreakerDecision:
+        await real(self, *args, **kwargs)
+        steps.append(self.steps_taken)
+        assert len(steps) <= 100, "the re-step loop has no bound"
+        return BreakerDecision(BreakerState.RECOVERY, BreakerAction.HALT, 0.0, 0.0, "unsettled")
+
+    monkeypatch.setattr(ControlMachine, "astep", never_settles)
+    watch = Watch()
+    breaker = {**SETTINGS["breaker"], "max_retries": 3, "cooldown_steps": 1}
+    out = build(False, watch, tmp_path, breaker=breaker).invoke(question(WOMAN), thread("bound"))
+    assert steps == list(range(1, (3 + 1) * (1 + 3) + 1))  # 16 steps, one reply
+    request = out["__interrupt__"][0].value
+    assert (request["action"], request["state"], request["reason"]) == (
+        "halt",
+        "recovery",
+        "unsettled",
+    )
+    assert watch.executed == [] and not any(isinstance(m, AIMessage) for m in out["messages"])
