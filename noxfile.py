@@ -234,6 +234,7 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "_usable_repair",
         ],
         "tests": [
+            "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first
             "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
             "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
             "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
