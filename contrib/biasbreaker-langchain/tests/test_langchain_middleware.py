@@ -139,10 +139,14 @@ def test_a_stale_approval_is_reviewed_again(tmp_path: Path) -> None:
     watch = Watch()
     agent = build(True, watch, tmp_path)
     config = thread("stale")
-    agent.invoke(question(WOMAN), config)
-    again = agent.invoke(Command(resume={"action": "approve", "sha256": "0" * 64}), config)
-    assert watch.executed == []
-    assert again["__interrupt__"][0].value["kind"] == "biasbreaker-review"
+    sha256 = agent.invoke(question(WOMAN), config)["__interrupt__"][0].value["sha256"]
+    # a digest that sorts before the reply's, and one after it: neither is the reply's
+    for stale in ("0" * 64, "f" * 64):
+        assert stale != sha256
+        again = agent.invoke(Command(resume={"action": "approve", "sha256": stale}), config)
+        assert watch.executed == []
+        assert again["__interrupt__"][0].value["kind"] == "biasbreaker-review"
+        assert "not this reply's" in again["__interrupt__"][0].value["error"]
 
 
 @pytest.mark.parametrize(
@@ -181,6 +185,32 @@ def test_no_protected_group_is_not_applicable(tmp_path: Path) -> None:
 
 
 FRENCH = "Demande de prêt de Mme Marie Dubois. Elle gagne 40k par an. Faut-il l'approuver ?"
+
+
+@pytest.mark.parametrize(("rate", "sampled"), [(0.5, False), (0.7, True), (0.0, False)])
+def test_a_call_the_probe_rate_does_not_sample_goes_through_unprobed(
+    tmp_path: Path, rate: float, sampled: bool
+) -> None:
+    """``[probe] probe_rate`` samples calls by step id (``Probe.should_probe``, seed 0).
+
+    The thread's first call, ``model@0``, is sampled at 0.7 but not at 0.5 (nor at 0): then
+    the biased reply goes through unprobed (the documented cost of sampling), recorded as
+    ``not_sampled``, and the model is called once.
+    """
+    watch = Watch()
+    probe = {**SETTINGS["probe"], "probe_rate": rate}
+    out = build(True, watch, tmp_path, probe=probe).invoke(question(WOMAN), thread("rate"))
+    record = json.loads((tmp_path / "trace-rate.jsonl").read_text().splitlines()[1])
+    if sampled:
+        assert "__interrupt__" in out and watch.executed == []
+        assert record["probe"]["status"] == "scored"
+    else:
+        assert "__interrupt__" not in out and [t for t, _ in watch.executed] == ["deny_loan"]
+        assert record["probe"] == {
+            "status": "not_sampled",
+            "reason": f"not sampled at [probe] probe_rate = {rate:g}",
+        }
+        assert watch.calls == 2  # the call and the closing reply: no re-issue
 
 
 def test_a_question_in_another_language_is_held_for_review(tmp_path: Path) -> None:
