@@ -783,7 +783,13 @@ def _usable_repair(
         return None
     tools = {_tool_name(t) for t in request.tools} - {None}
     named: list[Any] = []
-    for message, item in zip(messages, seen, strict=True):
+    # strict=False is an equivalent mutant: rebuild() of a list returns one item per item of
+    # the view or raises ValueError (above), so `messages` and `seen` are as long
+    for message, item in zip(
+        messages,
+        seen,
+        strict=True,  # pragma: no mutate
+    ):
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(item, Mapping):
             wanted = item.get("tool_calls") or []  # as many as the reply's: rebuild checked
             calls = [
