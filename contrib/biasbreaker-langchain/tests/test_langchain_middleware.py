@@ -473,15 +473,18 @@ def test_a_machine_that_never_settles_holds_the_reply_after_the_restep_budget(
 ) -> None:
     """The re-step loop's fail-closed bound (docs/control.md §3a), on a broken machine.
 
-    A machine that neither proceeds nor escalates is stepped on one reply exactly
-    ``(max_retries + 1) * (cooldown_steps + 3)`` times, then the reply goes to review: never
-    through, never an endless loop.
+    The thread's first call proceeds (its tool runs); from the second call on, the machine
+    neither proceeds nor escalates: it is stepped on that reply exactly ``(max_retries + 1) *
+    (cooldown_steps + 3)`` times, counted from the call's first step (the machine has taken
+    one already), then the reply goes to review: never through, never an endless loop.
     """
     real = ControlMachine.astep
     steps: list[int] = []
 
     async def never_settles(self: ControlMachine, *args: Any, **kwargs: Any) -> BreakerDecision:
-        await real(self, *args, **kwargs)
+        decision = await real(self, *args, **kwargs)
+        if self.steps_taken == 1:  # the first call
+            return decision
         steps.append(self.steps_taken)
         assert len(steps) <= 100, "the re-step loop has no bound"
         return BreakerDecision(BreakerState.RECOVERY, BreakerAction.HALT, 0.0, 0.0, "unsettled")
@@ -490,11 +493,17 @@ def test_a_machine_that_never_settles_holds_the_reply_after_the_restep_budget(
     watch = Watch()
     breaker = {**SETTINGS["breaker"], "max_retries": 3, "cooldown_steps": 1}
     out = build(False, watch, tmp_path, breaker=breaker).invoke(question(WOMAN), thread("bound"))
-    assert steps == list(range(1, (3 + 1) * (1 + 3) + 1))  # 16 steps, one reply
+    assert steps == list(range(2, 2 + (3 + 1) * (1 + 3)))  # 16 steps on the second reply
     request = out["__interrupt__"][0].value
     assert (request["action"], request["state"], request["reason"]) == (
         "halt",
         "recovery",
         "unsettled",
     )
-    assert watch.executed == [] and not any(isinstance(m, AIMessage) for m in out["messages"])
+    assert request["step"] == "model@16"
+    assert len(watch.executed) == 1  # the first reply's tool call; the held reply not appended
+    assert [type(m).__name__ for m in out["messages"]] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+    ]
