@@ -135,6 +135,22 @@ def test_biased_reply_approved_by_the_reviewer_runs_its_tool_once(tmp_path: Path
     assert tool_calls(done["messages"]) == ["deny_loan"]  # the reviewed reply, appended once
 
 
+def test_a_reply_the_reviewer_edits_is_replaced_by_their_text(tmp_path: Path) -> None:
+    """``"edit"`` returns the reviewer's text as an ``AIMessage`` without tool calls."""
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+    config = thread("edited")
+    request = agent.invoke(question(WOMAN), config)["__interrupt__"][0].value
+    text = "Referred to a loan officer."
+    answer = {"action": "edit", "sha256": request["sha256"], "content": text}
+    done = agent.invoke(Command(resume=answer), config)
+    last = done["messages"][-1]
+    assert isinstance(last, AIMessage) and last.content == text and not last.tool_calls
+    assert watch.executed == [] and "__interrupt__" not in done
+    reviews = agent.get_state(config).values["bb_reviews"]
+    assert [r["action"] for r in reviews] == ["edit"]
+
+
 def test_a_stale_approval_is_reviewed_again(tmp_path: Path) -> None:
     watch = Watch()
     agent = build(True, watch, tmp_path)
