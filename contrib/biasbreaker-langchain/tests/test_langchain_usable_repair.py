@@ -118,3 +118,12 @@ def test_a_repair_the_rebuilt_reply_cannot_be_read_from_is_unusable() -> None:
     nan = {**item, "args": {"amount": float("nan")}}
     repaired = {**view, "messages": [{**message, "tool_calls": [nan]}]}
     assert _usable_repair(request([approve, deny]), response, repaired) is None
+
+
+def test_a_repair_that_turns_a_message_into_text_is_unusable() -> None:
+    """A repaired view whose message is a string, not an object: ``rebuild`` keeps the message
+    as it was, so the rebuilt reply is not the repair: refused (``None``), never raised."""
+    response = reply()
+    view = _output_view(response)
+    repaired = {**view, "messages": ["Approve Ms. Carter."]}
+    assert _usable_repair(request([approve, deny]), response, repaired) is None
