@@ -234,10 +234,13 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "_usable_repair",
         ],
         "tests": [
+            "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first
             "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
             "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
             "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
         ],
+        # each test builds a guard: its kernel, plugins and patterns are computed once (.ci/)
+        "pytest": "-p mutants_memo",
         "strict": True,
     },
     # where a guarded node sends the run: a route the probe cannot compare is a fail-open
@@ -291,7 +294,8 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
     },
 }
 """Group -> ``module`` (a file or package), ``only`` (top-level names or ``Class.method`` to
-mutate; the rest of the module is left alone), ``tests`` and ``strict`` (fail on a survivor)."""
+mutate; the rest of the module is left alone), ``tests``, ``pytest`` (more pytest options, e.g.
+``-p mutants_memo``: ``.ci/mutants_memo.py``) and ``strict`` (fail on a survivor)."""
 
 
 PYTEST_FAST = "-p no:cacheprovider -p pytest_asyncio.plugin"
@@ -359,7 +363,7 @@ def mutants(session: nox.Session) -> None:
     # pytest plugin is loaded but pytest-asyncio: starting pytest is most of a mutant's time
     env = {
         "PYTHONPATH": ":".join(
-            str(tree / p) for p in ("core", "plugins", "contrib/biasbreaker-langchain/src")
+            str(tree / p) for p in ("core", "plugins", "contrib/biasbreaker-langchain/src", ".ci")
         ),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
@@ -367,11 +371,12 @@ def mutants(session: nox.Session) -> None:
     for group in groups:
         spec = MUTANT_GROUPS[group]
         tests = " ".join(spec["tests"])
+        options = f"{PYTEST_FAST} {spec['pytest']}" if "pytest" in spec else PYTEST_FAST
         config = {
             "module-path": spec["module"],
             "timeout": 300.0,
             "excluded-modules": [],
-            "test-command": f"python -m pytest -x -q {PYTEST_FAST} {tests}",
+            "test-command": f"python -m pytest -x -q {options} {tests}",
             "distributor": {"name": "local"},
         }
         if "only" in spec:

@@ -115,6 +115,8 @@ def test_hold_event_names_why_an_output_could_not_be_checked() -> None:
     # a status read back from a checkpoint is not the interned literal: compared by value
     failed = {**base, "not_json": None, "outcome": {"status": "".join(["fail", "ed"])}}
     assert hold_event(failed)["event"] == "probe-failed"
+    language = {**base, "outcome": {"status": "".join(["unsupported", "_language"])}}
+    assert hold_event(language)["event"] == "unsupported-language"
     assert hold_event({**base, "outcome": {"status": "scored"}})["event"] == "unreadable"
     assert hold_event({**base, "outcome": None})["event"] == "unreadable"
     assert hold_event({"key": "k"}) == {"event": "unreadable", "key": "k", "error": None}

@@ -24,6 +24,8 @@ from typer.testing import CliRunner
 
 from biasbreaker.cli import app
 from biasbreaker.errors import ConfigError
+from biasbreaker.machine import ControlMachine
+from biasbreaker.types import BreakerAction, BreakerDecision, BreakerState
 
 runner = CliRunner()
 
@@ -133,14 +135,34 @@ def test_biased_reply_approved_by_the_reviewer_runs_its_tool_once(tmp_path: Path
     assert tool_calls(done["messages"]) == ["deny_loan"]  # the reviewed reply, appended once
 
 
+def test_a_reply_the_reviewer_edits_is_replaced_by_their_text(tmp_path: Path) -> None:
+    """``"edit"`` returns the reviewer's text as an ``AIMessage`` without tool calls."""
+    watch = Watch()
+    agent = build(True, watch, tmp_path)
+    config = thread("edited")
+    request = agent.invoke(question(WOMAN), config)["__interrupt__"][0].value
+    text = "Referred to a loan officer."
+    answer = {"action": "edit", "sha256": request["sha256"], "content": text}
+    done = agent.invoke(Command(resume=answer), config)
+    last = done["messages"][-1]
+    assert isinstance(last, AIMessage) and last.content == text and not last.tool_calls
+    assert watch.executed == [] and "__interrupt__" not in done
+    reviews = agent.get_state(config).values["bb_reviews"]
+    assert [r["action"] for r in reviews] == ["edit"]
+
+
 def test_a_stale_approval_is_reviewed_again(tmp_path: Path) -> None:
     watch = Watch()
     agent = build(True, watch, tmp_path)
     config = thread("stale")
-    agent.invoke(question(WOMAN), config)
-    again = agent.invoke(Command(resume={"action": "approve", "sha256": "0" * 64}), config)
-    assert watch.executed == []
-    assert again["__interrupt__"][0].value["kind"] == "biasbreaker-review"
+    sha256 = agent.invoke(question(WOMAN), config)["__interrupt__"][0].value["sha256"]
+    # a digest that sorts before the reply's, and one after it: neither is the reply's
+    for stale in ("0" * 64, "f" * 64):
+        assert stale != sha256
+        again = agent.invoke(Command(resume={"action": "approve", "sha256": stale}), config)
+        assert watch.executed == []
+        assert again["__interrupt__"][0].value["kind"] == "biasbreaker-review"
+        assert "not this reply's" in again["__interrupt__"][0].value["error"]
 
 
 @pytest.mark.parametrize(
@@ -179,6 +201,32 @@ def test_no_protected_group_is_not_applicable(tmp_path: Path) -> None:
 
 
 FRENCH = "Demande de prêt de Mme Marie Dubois. Elle gagne 40k par an. Faut-il l'approuver ?"
+
+
+@pytest.mark.parametrize(("rate", "sampled"), [(0.5, False), (0.7, True), (0.0, False)])
+def test_a_call_the_probe_rate_does_not_sample_goes_through_unprobed(
+    tmp_path: Path, rate: float, sampled: bool
+) -> None:
+    """``[probe] probe_rate`` samples calls by step id (``Probe.should_probe``, seed 0).
+
+    The thread's first call, ``model@0``, is sampled at 0.7 but not at 0.5 (nor at 0): then
+    the biased reply goes through unprobed (the documented cost of sampling), recorded as
+    ``not_sampled``, and the model is called once.
+    """
+    watch = Watch()
+    probe = {**SETTINGS["probe"], "probe_rate": rate}
+    out = build(True, watch, tmp_path, probe=probe).invoke(question(WOMAN), thread("rate"))
+    record = json.loads((tmp_path / "trace-rate.jsonl").read_text().splitlines()[1])
+    if sampled:
+        assert "__interrupt__" in out and watch.executed == []
+        assert record["probe"]["status"] == "scored"
+    else:
+        assert "__interrupt__" not in out and [t for t, _ in watch.executed] == ["deny_loan"]
+        assert record["probe"] == {
+            "status": "not_sampled",
+            "reason": f"not sampled at [probe] probe_rate = {rate:g}",
+        }
+        assert watch.calls == 2  # the call and the closing reply: no re-issue
 
 
 def test_a_question_in_another_language_is_held_for_review(tmp_path: Path) -> None:
@@ -434,3 +482,46 @@ def test_a_malformed_tool_call_made_for_one_group_only_is_a_decision_flip(
     assert request["reply"]["messages"] == [{"type": "ai", "content": "Application reviewed."}]
     assert watch.executed == []
     verify(tmp_path / "trace-malformed.jsonl")
+
+
+def test_a_machine_that_never_settles_holds_the_reply_after_the_restep_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-step loop's fail-closed bound (docs/control.md §3a), on a broken machine.
+
+    The thread's first call proceeds (its tool runs); from the second call on, the machine
+    neither proceeds nor escalates: it is stepped on that reply exactly ``(max_retries + 1) *
+    (cooldown_steps + 3)`` times, counted from the call's first step (the machine has taken
+    one already), then the reply goes to review: never through, never an endless loop. With
+    ``max_retries = 65`` the bound is 264: no operator or constant changed in it gives 264,
+    and past 256 the counts are not CPython's cached small ints (``is`` for ``>=`` fails).
+    """
+    real = ControlMachine.astep
+    steps: list[int] = []
+
+    async def never_settles(self: ControlMachine, *args: Any, **kwargs: Any) -> BreakerDecision:
+        decision = await real(self, *args, **kwargs)
+        if self.steps_taken == 1:  # the first call
+            return decision
+        steps.append(self.steps_taken)
+        assert len(steps) <= 1000, "the re-step loop has no bound"
+        return BreakerDecision(BreakerState.RECOVERY, BreakerAction.HALT, 0.0, 0.0, "unsettled")
+
+    monkeypatch.setattr(ControlMachine, "astep", never_settles)
+    watch = Watch()
+    breaker = {**SETTINGS["breaker"], "max_retries": 65, "cooldown_steps": 1}
+    out = build(False, watch, tmp_path, breaker=breaker).invoke(question(WOMAN), thread("bound"))
+    assert steps == list(range(2, 2 + (65 + 1) * (1 + 3)))  # 264 steps on the second reply
+    request = out["__interrupt__"][0].value
+    assert (request["action"], request["state"], request["reason"]) == (
+        "halt",
+        "recovery",
+        "unsettled",
+    )
+    assert request["step"] == "model@264"
+    assert len(watch.executed) == 1  # the first reply's tool call; the held reply not appended
+    assert [type(m).__name__ for m in out["messages"]] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+    ]

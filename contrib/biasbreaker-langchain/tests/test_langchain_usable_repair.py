@@ -104,3 +104,26 @@ def test_a_repair_of_a_part_the_reply_does_not_carry_is_unusable() -> None:
     assert _usable_repair(request([approve, deny]), response, repaired) is None
     same = _usable_repair(request([approve, deny]), response, view)
     assert same is not None and _output_view(same) == view
+
+
+def test_a_repair_the_rebuilt_reply_cannot_be_read_from_is_unusable() -> None:
+    """A repaired value JSON has no form for (NaN, as a runner's parsed output may hold) put
+    into a tool call's arguments: the rebuilt reply cannot be read, so the repair is refused
+    (``None``), never raised out of the model call."""
+    call = {"name": "deny", "args": {"amount": 1.0}, "id": "c1", "type": "tool_call"}
+    response = ModelResponse(result=[AIMessage("", tool_calls=[call], id="a1")])
+    view = _output_view(response)
+    (message,) = view["messages"]
+    (item,) = message["tool_calls"]
+    nan = {**item, "args": {"amount": float("nan")}}
+    repaired = {**view, "messages": [{**message, "tool_calls": [nan]}]}
+    assert _usable_repair(request([approve, deny]), response, repaired) is None
+
+
+def test_a_repair_that_turns_a_message_into_text_is_unusable() -> None:
+    """A repaired view whose message is a string, not an object: ``rebuild`` keeps the message
+    as it was, so the rebuilt reply is not the repair: refused (``None``), never raised."""
+    response = reply()
+    view = _output_view(response)
+    repaired = {**view, "messages": ["Approve Ms. Carter."]}
+    assert _usable_repair(request([approve, deny]), response, repaired) is None

@@ -552,9 +552,11 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return store, None
         return store, f"{info.thread_id}|{info.checkpoint_ns}|{info.checkpoint_id}"
 
+    # the return annotation's `|` replaced: equivalent mutants, annotations are never
+    # evaluated (`from __future__ import annotations`)
     async def _decide(
         self, call: _Call, step: Callable[..., Awaitable[Any]]
-    ) -> ExtendedModelResponse[Any] | _Held:
+    ) -> ExtendedModelResponse[Any] | _Held:  # pragma: no mutate
         """Step the machine until the reply is let through, repaired, or goes to review.
 
         The first step runs the configured intervention runner when it trips (route, skeptics
@@ -578,7 +580,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             machine = ControlMachine(
                 adapter.machine_config, hook=runner.ahook, recorder=records.append
             )
-        scores: dict[str, float | None] = {}
+        # a local annotation is never evaluated: its `|` replaced is an equivalent mutant
+        scores: dict[str, float | None] = {}  # pragma: no mutate
         ewma, fast, slow, _ = adapter.decider.fold(state, scores, node, call.sampled, call.score)
         local = {n: s for n, s in scores.items() if s is not None}
         tau_exit = machine.config.thresholds.tau_exit
@@ -754,9 +757,11 @@ class _Held:
     trail: list[Any]
 
 
+# the return annotation's `|` replaced: equivalent mutants, annotations are never evaluated
+# (`from __future__ import annotations`)
 def _usable_repair(
     request: ModelRequest[Any], response: ModelResponse[Any], repaired: Any
-) -> ModelResponse[Any] | None:
+) -> ModelResponse[Any] | None:  # pragma: no mutate
     """The repaired view rebuilt onto the reply's messages, or ``None`` if unusable.
 
     The repair is rebuilt onto the reply (ids, types and metadata kept:
@@ -778,7 +783,13 @@ def _usable_repair(
         return None
     tools = {_tool_name(t) for t in request.tools} - {None}
     named: list[Any] = []
-    for message, item in zip(messages, seen, strict=True):
+    # strict=False is an equivalent mutant: rebuild() of a list returns one item per item of
+    # the view or raises ValueError (above), so `messages` and `seen` are as long
+    for message, item in zip(
+        messages,
+        seen,
+        strict=True,  # pragma: no mutate
+    ):
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(item, Mapping):
             wanted = item.get("tool_calls") or []  # as many as the reply's: rebuild checked
             calls = [
