@@ -470,7 +470,6 @@ _S = BreakerState
 _NORMAL: Final = BreakerState.NORMAL
 _PROCEED: Final = BreakerAction.PROCEED
 _REASON_NORMAL: Final = "normal"
-_STATE_VALUES: Final[Mapping[BreakerState, str]] = {state: state.value for state in BreakerState}
 _new_decision: Final = tuple.__new__
 
 # fmt: off
@@ -863,10 +862,10 @@ class ControlMachine:
         ):
             return None
         checked: Mapping[str, float]
-        if not weights:
+        if type(weights) is KatzWeights:  # its own dict's length: no Mapping.__len__ call
+            checked = weights if weights._weights else {}
+        elif not weights:
             checked = {}
-        elif type(weights) is KatzWeights:
-            checked = weights
         else:
             return None
         recorded_probe = None if probe is None else _checked_probe(probe)
@@ -1382,7 +1381,7 @@ class ControlMachine:
         return {
             "version": SNAPSHOT_VERSION,
             "config": self._config_json,
-            "state": _STATE_VALUES[counters.state],
+            "state": counters.state._value_,  # the member's value, without Enum.__hash__
             "attempts": counters.attempts,
             "recovery_steps": counters.recovery_steps,
             "recheck_ok": counters.recheck_ok,
