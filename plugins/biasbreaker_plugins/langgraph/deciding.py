@@ -139,8 +139,9 @@ class Decider:
             probe=outcome,
             hold=hold,
         )
-        captured = dispatch.take()
+        captured = dispatch.captured  # Dispatch.take(), inline
         if captured is not None:
+            dispatch.captured = None
             return None, captured
         return decision, None
 
