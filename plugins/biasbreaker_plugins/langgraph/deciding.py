@@ -139,9 +139,8 @@ class Decider:
             probe=outcome,
             hold=hold,
         )
-        captured = dispatch.captured  # Dispatch.take(), inline
+        captured = dispatch.take()
         if captured is not None:
-            dispatch.captured = None
             return None, captured
         return decision, None
 

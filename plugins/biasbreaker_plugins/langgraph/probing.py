@@ -633,6 +633,8 @@ class Prober:
         Raises:
             NodeReturnError, ConfigError: The output cannot be split (:func:`split_output`).
         """
+        goto: list[Any]
+        command: Command[Any] | None
         if type(out) is dict:  # split_output's first case, without the call
             update, goto, command = dict(out), [], None
         else:
