@@ -470,6 +470,7 @@ _S = BreakerState
 _NORMAL: Final = BreakerState.NORMAL
 _PROCEED: Final = BreakerAction.PROCEED
 _REASON_NORMAL: Final = "normal"
+_STATE_VALUES: Final[Mapping[BreakerState, str]] = {state: state.value for state in BreakerState}
 _new_decision: Final = tuple.__new__
 
 # fmt: off
@@ -1381,7 +1382,7 @@ class ControlMachine:
         return {
             "version": SNAPSHOT_VERSION,
             "config": self._config_json,
-            "state": counters.state._value_,  # the member's value, without Enum.__hash__
+            "state": _STATE_VALUES[counters.state],
             "attempts": counters.attempts,
             "recovery_steps": counters.recovery_steps,
             "recheck_ok": counters.recheck_ok,
