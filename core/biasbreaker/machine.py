@@ -863,10 +863,10 @@ class ControlMachine:
         ):
             return None
         checked: Mapping[str, float]
-        if not weights:
+        if type(weights) is KatzWeights:  # its own dict's length: no Mapping.__len__ call
+            checked = weights if weights._weights else {}
+        elif not weights:
             checked = {}
-        elif type(weights) is KatzWeights:
-            checked = weights
         else:
             return None
         recorded_probe = None if probe is None else _checked_probe(probe)

@@ -463,11 +463,13 @@ def trace_key(config: Mapping[str, Any] | None) -> str:
     if type(thread) is not str:
         thread = str(thread)
     ns = conf.get("checkpoint_ns")
-    if not ns:  # the root graph (the common case)
+    if not ns:  # the root graph outside a task
         return thread
-    graph = str(ns).split("|")[:-1]
-    if not graph:
+    if type(ns) is not str:
+        ns = str(ns)
+    if "|" not in ns:  # a task of the root graph ("<node>:<task id>"): no graph namespace
         return thread
+    graph = ns.split("|")[:-1]
     return ".".join([thread, *(part.replace(":", "-") for part in graph)])
 
 

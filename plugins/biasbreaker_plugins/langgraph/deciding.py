@@ -190,7 +190,6 @@ class Decider(Shared):
         scores = dict(bb.get("bb_local_scores") or {})
         raw_ewma = bb.get("bb_network_ewma")
         ewma, fast, slow, b_net = self.fold(bb, scores, name, call.sampled, call.score)
-        step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": scores}
         writes: dict[str, Any] = {}
         if ewma is not raw_ewma:
             writes["bb_network_ewma"] = ewma
@@ -215,6 +214,7 @@ class Decider(Shared):
         )
         if decision is None:
             # The step starts an intervention: bb_breaker takes it with the real hook.
+            step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": scores}
             staged = entry(call, "tripped", self.opaque, step=step, reason=trip_reason(call, fast))
             return Halt(goto=BREAKER, update={**writes, "bb_unverified_output": {call.key: staged}})
         writes["bb_breaker"] = self.commit(handle, call.thread, call.key)
@@ -222,6 +222,7 @@ class Decider(Shared):
             if call.command is not None:
                 return Command(update={**call.update, **writes}, goto=call.command.goto)
             return {**call.update, **writes}
+        step = {"fast": fast, "slow": slow, "b_net": b_net, "scores": scores}
         staged = entry(call, held_status(decision), self.opaque, step=step, reason=decision.reason)
         writes["bb_unverified_output"] = {call.key: staged}
         frozen = freeze_record(bb, call.key, name, call.view, decision, handle.machine)

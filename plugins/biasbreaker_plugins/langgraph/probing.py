@@ -634,12 +634,21 @@ class Prober(Shared):
         Raises:
             NodeReturnError, ConfigError: The output cannot be split (:func:`split_output`).
         """
-        update, goto, command = split_output(spec.name, out, self.channels)
+        goto: list[Any]
+        command: Command[Any] | None
+        if type(out) is dict:  # split_output's first case, without the call
+            update, goto, command = dict(out), [], None
+        else:
+            update, goto, command = split_output(spec.name, out, self.channels)
         if config is None:
             config = get_config()
         lg_step, suffix = task_of(config)
         key = f"{spec.name}@{lg_step}{suffix}"
-        call = Call(
+        # Call.__init__ on a new instance: calling the class with these keywords makes
+        # type.__call__ gather them into a dict and unpack it again for __init__
+        call = object.__new__(Call)
+        Call.__init__(
+            call,
             node=spec,
             bb=bb,
             state=state,
@@ -658,9 +667,7 @@ class Prober(Shared):
         try:
             if readable(update, self.opaque):
                 # certainly readable: the view is built if a step freezes it or the probe runs
-                call.lazy_view = LazyPayload(
-                    functools.partial(read_values, update, "output", self.opaque, role="output")
-                )
+                call.lazy_view = LazyPayload(functools.partial(_output_view, update, self.opaque))
             else:
                 call.view = read_values(update, "output", self.opaque, role="output")
         except Unreadable as exc:
@@ -1029,6 +1036,11 @@ class Prober(Shared):
             return routed(spec.name, view, goto, opaque, streamed)
 
         return step
+
+
+def _output_view(update: Mapping[str, Any], opaque: frozenset[str]) -> Any:
+    """The JSON view of a node's update (a lazy view's builder: no keyword to bind per call)."""
+    return read_values(update, "output", opaque, role="output")
 
 
 def _copied(value: Any) -> Any:

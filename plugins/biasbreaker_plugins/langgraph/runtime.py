@@ -170,7 +170,11 @@ class GraphGuard(Shared):
             async def guarded_async(*args: Any, **kwargs: Any) -> Any:
                 config = kwargs["config"] if wants_config else kwargs.pop("config")
                 state, bb, capture, own = self._enter(spec, args, kwargs, config)
-                before = self.prober.snapshot(spec, state, config)
+                before = (
+                    None  # Prober.snapshot's own first test, without the call
+                    if not spec.probe or self.prober.base.probe_rate <= 0.0
+                    else self.prober.snapshot(spec, state, config)
+                )
                 token = var_child_runnable_config.set(own[0])
                 try:
                     out = await fn(*args, **own[1])
@@ -179,7 +183,10 @@ class GraphGuard(Shared):
                 call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
                 if call.sampled:
                     await self.prober.probe(call)
-                return self._leave(call, self.decider.finish(call), capture, config)
+                result = self.decider.finish(call)
+                if capture is None and not isinstance(result, Halt):
+                    return result  # what _leave returns for it, without the call
+                return self._leave(call, result, capture, config)
 
             wrapper: Callable[..., Any] = guarded_async
         else:
@@ -188,7 +195,11 @@ class GraphGuard(Shared):
             def guarded_sync(*args: Any, **kwargs: Any) -> Any:
                 config = kwargs["config"] if wants_config else kwargs.pop("config")
                 state, bb, capture, own = self._enter(spec, args, kwargs, config)
-                before = self.prober.snapshot(spec, state, config)
+                before = (
+                    None  # Prober.snapshot's own first test, without the call
+                    if not spec.probe or self.prober.base.probe_rate <= 0.0
+                    else self.prober.snapshot(spec, state, config)
+                )
                 token = var_child_runnable_config.set(own[0])
                 try:
                     out = fn(*args, **own[1])
@@ -197,7 +208,10 @@ class GraphGuard(Shared):
                 call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
                 if call.sampled:
                     run_sync(self.prober.probe(call))
-                return self._leave(call, self.decider.finish(call), capture, config)
+                result = self.decider.finish(call)
+                if capture is None and not isinstance(result, Halt):
+                    return result  # what _leave returns for it, without the call
+                return self._leave(call, result, capture, config)
 
             wrapper = guarded_sync
         signature = inspect.signature(fn)

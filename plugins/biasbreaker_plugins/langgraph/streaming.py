@@ -271,7 +271,12 @@ def _config_handlers(config: RunnableConfig) -> Sequence[Any]:
     """The callback handlers of ``config`` (a manager's own and inheritable ones, or a list)."""
     callbacks = config.get("callbacks")
     if isinstance(callbacks, BaseCallbackManager):
-        return (*callbacks.handlers, *callbacks.inheritable_handlers)
+        handlers, inheritable = callbacks.handlers, callbacks.inheritable_handlers
+        if not inheritable:  # one list or none (an invoke's task has two empty ones)
+            return handlers
+        if not handlers:
+            return inheritable
+        return (*handlers, *inheritable)
     if isinstance(callbacks, Sequence):
         return callbacks
     return ()

@@ -521,7 +521,11 @@ def readable(values: Mapping[str, Any], opaque: frozenset[str] = frozenset()) ->
         if key in opaque:
             continue
         for item in value if type(value) is list else (value,):
-            if type(item) in _MESSAGE_CLASSES:  # a message is no plain JSON
+            kind = type(item)
+            if kind is AIMessage and _AI_FIELDS_IN_DICT:  # a node's reply, the commonest
+                if not _plain_ai_message(item):
+                    return False
+            elif kind in _MESSAGE_CLASSES:  # a message is no plain JSON
                 if not _plain_message(item):
                     return False
             elif not (plain_json(item) or _plain_message(item)):
@@ -532,6 +536,35 @@ def readable(values: Mapping[str, Any], opaque: frozenset[str] = frozenset()) ->
 _MESSAGE_CLASSES: Final = frozenset({AIMessage, HumanMessage, SystemMessage})
 """Message classes known without ``isinstance`` (through pydantic's ABC metaclass) by
 :func:`_plain_message`; neither is a ``RemoveMessage``."""
+
+
+_AI_FIELDS: Final = ("content", "type", "tool_calls", "invalid_tool_calls", "additional_kwargs")
+
+_AI_FIELDS_IN_DICT: Final = all(name in AIMessage.model_fields for name in _AI_FIELDS) and not any(
+    name in vars(klass) for klass in AIMessage.__mro__ for name in _AI_FIELDS
+)
+"""Whether an ``AIMessage``'s instance dict holds what reading these fields as attributes
+returns: each is a declared pydantic field (kept in the instance's ``__dict__``, never in its
+extras) and no class of its MRO defines the name (a property there would be read instead)."""
+
+
+def _plain_ai_message(message: AIMessage) -> bool:
+    """:func:`_plain_message` of an exact ``AIMessage``, its fields read from its ``__dict__``.
+
+    Pydantic's ``BaseModel.__getattr__`` sends every attribute read of a message through
+    Python's slow lookup; this reads the instance dict once and its fields from it, which
+    :data:`_AI_FIELDS_IN_DICT` says give the same values.
+    """
+    fields = message.__dict__
+    extra = fields.get("additional_kwargs")
+    return (
+        type(fields.get("content")) is str
+        and fields.get("type") != "tool"
+        and not fields.get("tool_calls")
+        and not fields.get("invalid_tool_calls")
+        and type(extra) is dict
+        and extra.get("function_call") is None
+    )
 
 
 def _plain_message(value: Any) -> bool:
