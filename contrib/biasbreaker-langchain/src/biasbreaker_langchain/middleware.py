@@ -61,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 import operator
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -803,6 +804,13 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         if inner is not None and isinstance(inner.update, Mapping):
             update = {**inner.update, **update}
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+
+# create_agent wraps each middleware's wrap_model_call in LangSmith's ``traceable``, which reads
+# the hook's signature on every call (for a ``run_tree`` parameter) even with tracing off: the
+# signature is computed here once, as ``__signature__`` (inspect.signature returns it as is)
+for _hook in (BiasGuardMiddleware.wrap_model_call, BiasGuardMiddleware.awrap_model_call):
+    _hook.__signature__ = inspect.signature(_hook)  # type: ignore[attr-defined]
 
 
 @dataclass
