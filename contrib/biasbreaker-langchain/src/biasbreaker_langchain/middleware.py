@@ -810,7 +810,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
 # the hook's signature on every call (for a ``run_tree`` parameter) even with tracing off: the
 # signature is computed here once, as ``__signature__`` (inspect.signature returns it as is)
 for _hook in (BiasGuardMiddleware.wrap_model_call, BiasGuardMiddleware.awrap_model_call):
-    _hook.__signature__ = inspect.signature(_hook)  # type: ignore[attr-defined]
+    _hook.__signature__ = inspect.signature(_hook)  # type: ignore[union-attr]
 
 
 @dataclass
