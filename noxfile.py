@@ -229,6 +229,10 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "only": [
             "BiasGuardMiddleware._begin",
             "BiasGuardMiddleware._decide",
+            "BiasGuardMiddleware._adecide",
+            "BiasGuardMiddleware._deciding",
+            "BiasGuardMiddleware._decided",
+            "_Deciding.settled",
             "BiasGuardMiddleware._answer",
             "BiasGuardMiddleware._respond",
             "_usable_repair",

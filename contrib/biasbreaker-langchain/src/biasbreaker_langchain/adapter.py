@@ -20,23 +20,133 @@ call through the same probe.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from biasbreaker.errors import ConfigError
 from biasbreaker.intervention.runner import InterventionRunner, ProbeRechecker
-from biasbreaker.machine import MachineConfig
+from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig
 from biasbreaker.probe import Probe, build_probe
 from biasbreaker.registry import BuildContext
+from biasbreaker.trace import StepRecord
 from biasbreaker.trace.sink import check_sink_choice, open_sink
+from biasbreaker.types import InterventionContext, InterventionResult
 from biasbreaker_plugins.langgraph.deciding import Decider
 from biasbreaker_plugins.langgraph.machines import Machines
 from biasbreaker_plugins.langgraph.probing import FreshProbes
 from biasbreaker_plugins.langgraph.traces import check_trace_folder
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from biasbreaker_langchain.plugin import LangChainAgentOptions
+
+
+class _Hook:
+    """The hook a kept machine is built with: the hook of the model call stepping it."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: AnyHook) -> None:
+        self.target = target
+
+    def __call__(
+        self, context: InterventionContext
+    ) -> InterventionResult | Awaitable[InterventionResult]:
+        return self.target(context)
+
+
+class _Recorder:
+    """The recorder a kept machine is built with: a fresh list of records per model call."""
+
+    __slots__ = ("records",)
+
+    def __init__(self) -> None:
+        self.records: list[StepRecord] = []
+
+    def __call__(self, record: StepRecord) -> None:
+        self.records.append(record)
+
+
+@dataclasses.dataclass(eq=False)
+class MachineHandle:
+    """A control machine checked out for one model call (:class:`MachineCache`).
+
+    Args:
+        machine: The machine, in the state of ``base``.
+        hook: Its hook (the call's, set at checkout).
+        recorder: Its recorder; ``recorder.records`` are the steps taken since checkout.
+        base: The ``bb_breaker`` value it was restored from or wrote (kept alive, so its
+            identity stays a valid cache key), or ``None`` for a new thread's machine.
+    """
+
+    machine: ControlMachine
+    hook: _Hook
+    recorder: _Recorder
+    base: object = None
+
+
+class MachineCache:
+    """Machines kept between model calls, keyed by the identity of the snapshot they wrote.
+
+    A model call restores the control machine from the agent state's ``bb_breaker``, which
+    validates the whole snapshot and costs more than the step. The machine whose snapshot a
+    call wrote is kept under that snapshot object's identity; the next model call of the
+    thread reads the very same object from the state channel and takes that machine back
+    instead of restoring one (the technique of the LangGraph adapter's
+    :class:`~biasbreaker_plugins.langgraph.machines.Machines`). A checkpoint load, another
+    process or any copy is another object, restored as before; a handle is taken out of the
+    cache while in use, so two calls never share a machine, and one whose call failed is
+    never put back. Only a machine that :meth:`ControlMachine.restore` would rebuild exactly
+    from the value written is kept (the caller's ``exact``): the state's snapshot stands the
+    frozen reply and the repair in as digests, and a machine holding the real ones is not
+    the one a restore of it gives.
+
+    Args:
+        size: Handles kept, the least recently released evicted.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._cache: OrderedDict[int, MachineHandle] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def acquire(
+        self, value: Mapping[str, Any] | None, hook: AnyHook, config: MachineConfig
+    ) -> MachineHandle:
+        """Check out the machine of ``value`` (a ``bb_breaker`` snapshot), stepping ``hook``.
+
+        A new machine of ``config`` for an empty ``value`` (the thread's first call).
+
+        Raises:
+            InputError: The snapshot is malformed or of another version.
+        """
+        if value:
+            with self._lock:
+                handle = self._cache.pop(id(value), None)
+            if handle is not None and handle.base is value:
+                handle.hook.target = hook
+                handle.recorder.records = []
+                return handle
+        shared = _Hook(hook)
+        recorder = _Recorder()
+        if value:
+            machine = ControlMachine.restore(value, hook=cast(AnyHook, shared), recorder=recorder)
+        else:
+            machine = ControlMachine(config, hook=cast(AnyHook, shared), recorder=recorder)
+        return MachineHandle(machine, shared, recorder, value)
+
+    def release(self, handle: MachineHandle, value: Mapping[str, Any]) -> None:
+        """Keep a handle whose machine ``ControlMachine.restore(value)`` rebuilds exactly."""
+        handle.base = value
+        with self._lock:
+            cache = self._cache
+            cache[id(value)] = handle
+            if len(cache) > self.size:  # one in, at most one out
+                cache.popitem(last=False)
 
 
 class LangChainAgentAdapter:
@@ -87,6 +197,8 @@ class LangChainAgentAdapter:
             {self.node: 1.0},
             settings.propagation.network_ewma,
         )
+        # the machines of the latest model calls, by the snapshot they wrote to the state
+        self.machines = MachineCache()
         self.pool = ThreadPoolExecutor(
             max_workers=settings.probe.max_concurrency,
             thread_name_prefix="biasbreaker-langchain-probe",
@@ -116,4 +228,4 @@ class LangChainAgentAdapter:
         self.pool.shutdown(wait=False)
 
 
-__all__ = ["LangChainAgentAdapter"]
+__all__ = ["LangChainAgentAdapter", "MachineCache", "MachineHandle"]

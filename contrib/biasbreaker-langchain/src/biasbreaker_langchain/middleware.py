@@ -61,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 import operator
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -91,11 +92,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import NotRequired
 
 from biasbreaker.errors import ConfigError, PluginError
+from biasbreaker.intervention.runner import InterventionRunner
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import ControlMachine
-from biasbreaker.trace import StepRecord
-from biasbreaker.types import BreakerAction, BreakerDecision, BreakerState, FrozenPayload
-from biasbreaker_langchain.adapter import LangChainAgentAdapter
+from biasbreaker.types import (
+    BreakerAction,
+    BreakerDecision,
+    BreakerState,
+    FrozenPayload,
+    InterventionContext,
+    InterventionResult,
+)
+from biasbreaker_langchain.adapter import LangChainAgentAdapter, MachineHandle
 from biasbreaker_langchain.plugin import NAME
 from biasbreaker_langchain.received import Received, changed, watched
 from biasbreaker_plugins.langgraph import config_file_problem, config_type_problem
@@ -314,6 +322,18 @@ def _thread(config: RunnableConfig) -> str:
     return f"{thread}/{parent.replace(':', '_')}" if parent else thread
 
 
+def _watching(
+    config: RunnableConfig, capture: Capture, received: Received | None
+) -> RunnableConfig:
+    """The config of the guarded call: its streams captured, what its model receives watched.
+
+    ``config`` itself when nothing streams and nothing watches
+    (:func:`~biasbreaker_plugins.langgraph.streaming.capturing`, ``received`` ``None``).
+    """
+    given = capturing(config, capture)
+    return given if received is None else watched(given, received)
+
+
 def _with_config(config: RunnableConfig, fn: Callable[..., _T], *args: Any) -> _T:
     token = var_child_runnable_config.set(config)
     try:
@@ -374,8 +394,9 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             store.delete(HELD_NAMESPACE, key or "")
             return answered
         capture = Capture()
-        received = Received()
-        result = _with_config(watched(capturing(config, capture), received), handler, request)
+        received = self._watcher(request)
+        given = _watching(config, capture, received)
+        result = handler(request) if given is config else _with_config(given, handler, request)
         call = self._begin(request, result, config, capture, received)
         pool = self.adapter.pool
 
@@ -392,7 +413,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
 
         if call.sampled:
             run_sync(self._probe(call, step))
-        outcome = run_sync(self._decide(call, step))
+        outcome = self._decide(call, step)
         if not isinstance(outcome, _Held):
             return outcome
         record = self._hold(call, outcome, key)
@@ -413,12 +434,16 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             await store.adelete(HELD_NAMESPACE, key or "")
             return answered
         capture = Capture()
-        received = Received()
-        token = var_child_runnable_config.set(watched(capturing(config, capture), received))
-        try:
+        received = self._watcher(request)
+        given = _watching(config, capture, received)
+        if given is config:  # the call's own config: nothing to set
             result = await handler(request)
-        finally:
-            var_child_runnable_config.reset(token)
+        else:
+            token = var_child_runnable_config.set(given)
+            try:
+                result = await handler(request)
+            finally:
+                var_child_runnable_config.reset(token)
         call = self._begin(request, result, config, capture, received)
 
         async def step(payload: Any) -> Any:
@@ -434,7 +459,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
 
         if call.sampled:
             await self._probe(call, step)
-        outcome = await self._decide(call, step)
+        outcome = await self._adecide(call, step)
         if not isinstance(outcome, _Held):
             return outcome
         record = self._hold(call, outcome, key)
@@ -458,11 +483,12 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         result: Any,
         config: RunnableConfig,
         capture: Capture,
-        received: Received,
+        received: Received | None,
     ) -> _Call:
         """Read the call; decide whether the probe runs (``sampled``) or the step is held.
 
-        A sampled call whose model received another request than the guard read (a
+        ``received`` watched the call exactly when it may be sampled (:meth:`_watcher`). A
+        sampled call whose model received another request than the guard read (a
         middleware listed after the guard changed it: :mod:`biasbreaker_langchain.received`)
         is held as unreadable, the reason naming the fix.
         """
@@ -475,10 +501,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             call.hold = f"the probe cannot read the reply: {exc}"
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
-        probe = self.adapter.probe
-        step_id = self._step_id(request.state)
-        if probe.probe_rate <= 0.0 or not probe.should_probe(step_id):
-            reason = f"not sampled at [probe] probe_rate = {probe.probe_rate:g}"
+        if received is None:  # not sampled (_watcher)
+            reason = f"not sampled at [probe] probe_rate = {self.adapter.probe.probe_rate:g}"
             call.outcome = {"status": "not_sampled", "reason": reason}
             return call
         try:
@@ -494,6 +518,19 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return call
         call.sampled = True
         return call
+
+    def _watcher(self, request: ModelRequest[Any]) -> Received | None:
+        """What watches the request the model receives, when the call may be sampled.
+
+        Whether a call is sampled is a pure function of the seed and the step id
+        (:meth:`Probe.should_probe`), known before the model is called; a call that is not
+        sampled is never compared with what its model received (:meth:`_begin`), so it is
+        not watched (no callback handler is added to it).
+        """
+        probe = self.adapter.probe
+        if probe.probe_rate <= 0.0 or not probe.should_probe(self._step_id(request.state)):
+            return None
+        return Received()
 
     def _step_id(self, state: Mapping[str, Any]) -> str:
         raw = state.get("bb_breaker")
@@ -554,7 +591,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
 
     # the return annotation's `|` replaced: equivalent mutants, annotations are never
     # evaluated (`from __future__ import annotations`)
-    async def _decide(
+    def _decide(
         self, call: _Call, step: Callable[..., Awaitable[Any]]
     ) -> ExtendedModelResponse[Any] | _Held:  # pragma: no mutate
         """Step the machine until the reply is let through, repaired, or goes to review.
@@ -566,73 +603,98 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         a time, until ``PROCEED`` (the reply as it is), a repair whose re-check passed (the
         repair, rebuilt onto the reply's messages) or ``ESCALATE`` (human review). A held
         step (the probe could not read or failed) escalates at once.
+
+        The sync agent's: the machine steps synchronously (``ControlMachine.step``), so a
+        step that does not trip, as most do, needs no event loop; a trip runs the runner's
+        coroutine hook to completion on this thread's loop
+        (:func:`~biasbreaker_plugins.langgraph.machines.run_sync`), as the whole decision
+        did before.
         """
+        deciding = self._deciding(call, step, sync=True)
+        machine = deciding.handle.machine
+        fast, slow, kwargs = deciding.fast, deciding.slow, deciding.kwargs
+        while True:
+            decision = machine.step(fast, slow, **kwargs)
+            if deciding.settled(decision):
+                return self._decided(call, deciding, decision)
+
+    async def _adecide(
+        self, call: _Call, step: Callable[..., Awaitable[Any]]
+    ) -> ExtendedModelResponse[Any] | _Held:
+        """:meth:`_decide` for async agents: the machine steps with ``astep``."""
+        deciding = self._deciding(call, step, sync=False)
+        machine = deciding.handle.machine
+        fast, slow, kwargs = deciding.fast, deciding.slow, deciding.kwargs
+        while True:
+            decision = await machine.astep(fast, slow, **kwargs)
+            if deciding.settled(decision):
+                return self._decided(call, deciding, decision)
+
+    def _deciding(
+        self, call: _Call, step: Callable[..., Awaitable[Any]], *, sync: bool
+    ) -> _Deciding:
+        """The machine of the call (kept or restored from ``bb_breaker``) and its step."""
         adapter = self.adapter
         state = call.request.state
         node = adapter.node
-        runner = adapter.runner_for(step)
+        repair = _Repair(adapter, step)
         raw: Any = state.get("bb_breaker")
-        records: list[StepRecord] = []
-        if raw:
-            machine = ControlMachine.restore(raw, hook=runner.ahook, recorder=records.append)
-        else:
+        if not raw:
             adapter.traces.check_new_run(call.thread)
-            machine = ControlMachine(
-                adapter.machine_config, hook=runner.ahook, recorder=records.append
-            )
+        hook = repair.hook if sync else repair.ahook
+        handle = adapter.machines.acquire(raw, hook, adapter.machine_config)
         # a local annotation is never evaluated: its `|` replaced is an equivalent mutant
         scores: dict[str, float | None] = {}  # pragma: no mutate
         ewma, fast, slow, _ = adapter.decider.fold(state, scores, node, call.sampled, call.score)
         local = {n: s for n, s in scores.items() if s is not None}
-        tau_exit = machine.config.thresholds.tau_exit
-        first = machine.steps_taken
+        machine = handle.machine
+        kwargs: dict[str, Any] = {
+            "node": node,
+            "local_scores": local,
+            "weights": adapter.decider.katz,
+            "payload": call.view,
+            "step_input": call.input_view,
+            "probe": call.outcome or None,
+            "hold": call.hold,
+        }
         # every re-step either proceeds, repairs, retries after the cool-down or spends the
         # retry budget (docs/control.md §3a); the bound only fails closed if that ever breaks
         budget = (machine.config.max_retries + 1) * (machine.config.cooldown_steps + 3)
-        repaired: ModelResponse[Any] | None = None
-        trail: list[Any] = []
-        while True:
-            decision = await machine.astep(
-                fast,
-                slow,
-                node=node,
-                local_scores=local,
-                weights=adapter.decider.katz,
-                payload=call.view,
-                step_input=call.input_view,
-                probe=call.outcome or None,
-                hold=call.hold,
-            )
-            result = machine.last_result
-            ran = machine.last_record is not None and machine.last_record.intervention is not None
-            if ran and result is not None:
-                events = result.to_json()["trail"]
-                trail = list(events) if isinstance(events, list) else []
-            if decision.action is BreakerAction.PROCEED and call.hold is None:
-                break
-            if (
-                ran
-                and decision.state is BreakerState.INTERVENTION
-                and result is not None
-                and result.repaired is not None
-                and result.recheck_passes(tau_exit)
-            ):
-                repaired = _usable_repair(call.request, call.response, result.repaired.thaw())
-                if repaired is not None:
-                    break
-            if decision.action is BreakerAction.ESCALATE or machine.steps_taken - first >= budget:
-                break
-        adapter.keep_track_record(runner)
-        adapter.traces.write(call.thread, machine, records)
+        return _Deciding(
+            call,
+            handle,
+            repair,
+            ewma,
+            fast,
+            slow,
+            kwargs,
+            machine.config.thresholds.tau_exit,
+            machine.steps_taken,
+            budget,
+        )
+
+    def _decided(
+        self, call: _Call, deciding: _Deciding, decision: BreakerDecision
+    ) -> ExtendedModelResponse[Any] | _Held:
+        """Write the steps' trace records and the state update; release or hold the reply."""
+        adapter = self.adapter
+        handle = deciding.handle
+        machine = handle.machine
+        deciding.repair.keep_track_record()
+        adapter.traces.write(call.thread, machine, handle.recorder.records)
+        shown_snapshot, exact = _shown_snapshot(machine)
+        if exact:  # the next call reads this very object from the state: keep the machine
+            adapter.machines.release(handle, shown_snapshot)
         writes: dict[str, Any] = {
-            "bb_breaker": _shown_snapshot(machine),
-            "bb_network_ewma": ewma,
+            "bb_breaker": shown_snapshot,
+            "bb_network_ewma": deciding.ewma,
         }
         if call.coverage is not None:
             writes["bb_probe_coverage"] = call.coverage
         if decision.action is BreakerAction.PROCEED and call.hold is None:
             call.capture.release(call.config)
             return self._respond(call.response, call, writes)
+        repaired = deciding.repaired
         if repaired is not None:
             # the reply's own tokens show the biased reply: dropped; the repair is streamed
             # whole to stream_mode="messages" consumers, as the graph adapter does
@@ -643,8 +705,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             )
             return self._respond(repaired, call, writes)
         adapter.traces.seal(call.thread)
-        step_id = f"{node}@{machine.steps_taken - 1}"
-        return _Held(decision, step_id, writes, trail)
+        step_id = f"{adapter.node}@{machine.steps_taken - 1}"
+        return _Held(decision, step_id, writes, deciding.trail)
 
     def _hold(self, call: _Call, held: _Held, key: str | None) -> dict[str, Any]:
         """The record of a reply held for review, as the store keeps it (plain JSON).
@@ -747,6 +809,13 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
 
+# create_agent wraps each middleware's wrap_model_call in LangSmith's ``traceable``, which reads
+# the hook's signature on every call (for a ``run_tree`` parameter) even with tracing off: the
+# signature is computed here once, as ``__signature__`` (inspect.signature returns it as is)
+for _hook in (BiasGuardMiddleware.wrap_model_call, BiasGuardMiddleware.awrap_model_call):
+    _hook.__signature__ = inspect.signature(_hook)  # type: ignore[union-attr]
+
+
 @dataclass
 class _Held:
     """A reply the machine did not let through: it goes to review with these writes."""
@@ -755,6 +824,88 @@ class _Held:
     step_id: str
     writes: dict[str, Any]
     trail: list[Any]
+
+
+class _Repair:
+    """A model call's intervention runner, built when the machine first trips in the call.
+
+    Most calls never trip: building the runner (a copy of the adapter's, whose re-check
+    re-issues this call through ``step``: :meth:`LangChainAgentAdapter.runner_for`) waits
+    for the machine's first hook call.
+    """
+
+    def __init__(self, adapter: LangChainAgentAdapter, step: Callable[..., Awaitable[Any]]):
+        self.adapter = adapter
+        self.step = step
+        self.runner: InterventionRunner | None = None
+
+    def _runner(self) -> InterventionRunner:
+        if self.runner is None:
+            self.runner = self.adapter.runner_for(self.step)
+        return self.runner
+
+    def ahook(self, context: InterventionContext) -> Awaitable[InterventionResult]:
+        """The runner's coroutine hook (``ControlMachine.astep``)."""
+        return self._runner().ahook(context)
+
+    def hook(self, context: InterventionContext) -> InterventionResult:
+        """The runner's coroutine hook run to completion (``ControlMachine.step``)."""
+        return run_sync(self._runner().ahook(context))
+
+    def keep_track_record(self) -> None:
+        """Keep what the runner learnt about the skeptics, if the call built one."""
+        if self.runner is not None:
+            self.adapter.keep_track_record(self.runner)
+
+
+@dataclass(eq=False)
+class _Deciding:
+    """One call's machine steps in progress (:meth:`BiasGuardMiddleware._decide`)."""
+
+    call: _Call
+    handle: MachineHandle
+    repair: _Repair
+    ewma: dict[str, Any]
+    fast: float
+    slow: float
+    kwargs: dict[str, Any]
+    tau_exit: float
+    first: int
+    budget: int
+    repaired: ModelResponse[Any] | None = None
+    trail: list[Any] = field(default_factory=list)
+
+    def settled(self, decision: BreakerDecision) -> bool:
+        """Whether the steps end with ``decision`` (the step the machine just took).
+
+        They end on ``PROCEED`` of a step that is not held, on a repair whose re-check passed
+        and that rebuilds onto the reply (:attr:`repaired`), on ``ESCALATE``, and after
+        :attr:`budget` steps. The trail of the latest intervention is kept (:attr:`trail`).
+        """
+        machine = self.handle.machine
+        call = self.call
+        result = machine.last_result
+        record = machine.last_record
+        ran = record is not None and record.intervention is not None
+        if ran and result is not None:
+            events = result.to_json()["trail"]
+            self.trail = list(events) if isinstance(events, list) else []
+        if decision.action is BreakerAction.PROCEED and call.hold is None:
+            return True
+        if (
+            ran
+            and decision.state is BreakerState.INTERVENTION
+            and result is not None
+            and result.repaired is not None
+            and result.recheck_passes(self.tau_exit)
+        ):
+            self.repaired = _usable_repair(call.request, call.response, result.repaired.thaw())
+            if self.repaired is not None:
+                return True
+        return (
+            decision.action is BreakerAction.ESCALATE
+            or machine.steps_taken - self.first >= self.budget
+        )
 
 
 # the return annotation's `|` replaced: equivalent mutants, annotations are never evaluated
@@ -828,7 +979,7 @@ def _stand_in(sha256: Any) -> dict[str, Any]:
     return FrozenPayload.of({"withheld": {"sha256": str(sha256)}}).to_json()
 
 
-def _shown_snapshot(machine: ControlMachine) -> dict[str, Any]:
+def _shown_snapshot(machine: ControlMachine) -> tuple[dict[str, Any], bool]:
     """The machine's snapshot as the agent state keeps it: no reply and no repair in it.
 
     The state is streamed (``values``, ``updates``, ``debug``, ``tasks``, ``checkpoints``,
@@ -837,11 +988,18 @@ def _shown_snapshot(machine: ControlMachine) -> dict[str, Any]:
     (and the store until answered), its digest in the trace. The machine restored from it
     steps as the full one would: the frozen payload is read only by a repair within the
     model call that froze it, and every later step freezes its own reply.
+
+    Returns:
+        The snapshot, and whether it is the machine's own (nothing stood in or left out:
+        no frozen reply, no intervention result), which ``ControlMachine.restore`` rebuilds
+        exactly into this machine (then the machine may be kept: :class:`MachineCache`).
     """
     snapshot = dict(machine.snapshot())
+    exact = True
     frozen = snapshot.get("frozen_payload")
     if isinstance(frozen, Mapping):
         snapshot["frozen_payload"] = _stand_in(frozen["sha256"])
+        exact = False
     result = snapshot.get("result")
     if isinstance(result, Mapping):
         shown_result = dict(result)
@@ -850,7 +1008,8 @@ def _shown_snapshot(machine: ControlMachine) -> dict[str, Any]:
             shown_result["repaired"] = _stand_in(repaired["sha256"])
         shown_result["trail"] = []
         snapshot["result"] = shown_result
-    return snapshot
+        exact = False
+    return snapshot, exact
 
 
 __all__ = [
