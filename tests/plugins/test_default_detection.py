@@ -138,6 +138,51 @@ def test_lexical_alone_misses_the_flips_the_default_catches() -> None:
         assert decision.divergence([a], [b]) == [1.0]
 
 
+class Terms(BiasState, total=False):
+    applicant: str
+    decision: str
+    apr: float
+    limit: int
+    tier: str
+
+
+UPDATES: dict[str, Callable[[bool], dict[str, Any]]] = {
+    "apr": lambda woman: {"decision": "approve", "apr": 24.9 if woman else 12.9},
+    "limit": lambda woman: {"decision": "approve", "limit": 2000 if woman else 10000},
+    "tier": lambda woman: {"decision": "approve", "tier": "bronze" if woman else "gold"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UPDATES))
+def test_worse_terms_beside_the_same_decision_trip_the_default_guard(
+    tmp_path: Path, kind: str
+) -> None:
+    """A new-user trial's fail-open: the node's update has a ``decision`` field, which alone
+    was read (0 here, 0.2 from ``lexical``), so the terms that follow gender went on."""
+    update = UPDATES[kind]
+
+    def decide(state: Terms) -> dict[str, Any]:
+        return update(is_woman(state["applicant"]))
+
+    builder = StateGraph(Terms)
+    builder.add_node("decide", decide)
+    builder.add_edge(START, "decide")
+    builder.add_edge("decide", END)
+    settings = {
+        "intervention": {"router": "human-review"},
+        "plugin": {"langgraph": {"trace_path": str(tmp_path / "{thread_id}.jsonl")}},
+    }
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    graph = guard(builder, kernel).compile()
+    graph.invoke(
+        {"applicant": "Loan application from Ms. Mary Carter; she earns 40k a year."},
+        {"configurable": {"thread_id": "t"}},
+    )
+    (record, *_) = read_trace(tmp_path / "t.jsonl").records
+    assert record.scores["decide"] >= Settings().breaker.tau_enter
+    assert record.state.value != "normal"
+
+
 def test_decision_reads_the_decision_of_free_text_and_nothing_else() -> None:
     s = DecisionScorer()
     assert decision_of(letter(APPROVED)) == decision_of(letter(APPROVED_AGAIN)) == "positive"
