@@ -496,18 +496,18 @@ def test_a_machine_that_never_settles_holds_the_reply_after_the_restep_budget(
     ``max_retries = 65`` the bound is 264: no operator or constant changed in it gives 264,
     and past 256 the counts are not CPython's cached small ints (``is`` for ``>=`` fails).
     """
-    real = ControlMachine.astep
+    real = ControlMachine.step  # the sync agent steps with step(), an async one with astep()
     steps: list[int] = []
 
-    async def never_settles(self: ControlMachine, *args: Any, **kwargs: Any) -> BreakerDecision:
-        decision = await real(self, *args, **kwargs)
+    def never_settles(self: ControlMachine, *args: Any, **kwargs: Any) -> BreakerDecision:
+        decision = real(self, *args, **kwargs)
         if self.steps_taken == 1:  # the first call
             return decision
         steps.append(self.steps_taken)
         assert len(steps) <= 1000, "the re-step loop has no bound"
         return BreakerDecision(BreakerState.RECOVERY, BreakerAction.HALT, 0.0, 0.0, "unsettled")
 
-    monkeypatch.setattr(ControlMachine, "astep", never_settles)
+    monkeypatch.setattr(ControlMachine, "step", never_settles)
     watch = Watch()
     breaker = {**SETTINGS["breaker"], "max_retries": 65, "cooldown_steps": 1}
     out = build(False, watch, tmp_path, breaker=breaker).invoke(question(WOMAN), thread("bound"))
