@@ -22,7 +22,7 @@ import threading
 from collections.abc import Awaitable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from biasbreaker.machine import AnyHook, ControlMachine, MachineConfig
 from biasbreaker.trace import StepRecord
@@ -110,6 +110,49 @@ class Handle:
     base: object = None
 
 
+class _Based(Protocol):
+    base: object
+
+
+_H = TypeVar("_H", bound=_Based)
+
+
+class SnapshotCache(Generic[_H]):
+    """Handles kept under the identity of the state snapshot their machine wrote.
+
+    The next step of a thread reads the very object its last step wrote and takes its machine
+    back instead of restoring one; a checkpoint load, another process or any copy is another
+    object, so it misses and the caller restores. A handle is taken out while in use (two
+    steps never share a machine) and kept again only by :meth:`keep`. Used by the graph
+    adapter's :class:`Machines` and the LangChain middleware's machine cache.
+
+    Args:
+        size: Handles kept, the least recently kept evicted.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        # a dict keeps insertion order, so its first key is the least recently kept
+        # (an OrderedDict's own linked list costs more on every step's pop and insert)
+        self._cache: dict[int, _H] = {}
+        self._lock = threading.Lock()
+
+    def take(self, value: object) -> _H | None:
+        """The handle kept for exactly ``value`` (this object, not an equal one), or ``None``."""
+        with self._lock:
+            handle = self._cache.pop(id(value), None)
+        return handle if handle is not None and handle.base is value else None
+
+    def keep(self, handle: _H, value: object) -> None:
+        """Keep ``handle``, whose machine is in the state ``value`` describes, under ``value``."""
+        handle.base = value  # kept alive by the handle: its id stays a valid key
+        with self._lock:
+            cache = self._cache
+            cache[id(value)] = handle
+            if len(cache) > self.size:  # one in, at most one out
+                del cache[next(iter(cache))]
+
+
 class Machines(Shared):
     """A small cache of machines keyed by the identity of the snapshot they produced.
 
@@ -122,12 +165,8 @@ class Machines(Shared):
 
     def __init__(self, config: MachineConfig, size: int = 64, *, record: bool = True) -> None:
         self.config = config
-        self.size = size
         self.record = record
-        # a dict keeps insertion order, so its first key is the least recently released
-        # (an OrderedDict's own linked list costs more on every step's pop and insert)
-        self._cache: dict[int, Handle] = {}
-        self._lock = threading.Lock()
+        self._kept: SnapshotCache[Handle] = SnapshotCache(size)
 
     def acquire(self, value: Mapping[str, Any] | None) -> Handle:
         """Check out the machine for ``value`` (a ``bb_breaker`` state value, or empty).
@@ -136,9 +175,8 @@ class Machines(Shared):
             InputError: The snapshot is malformed or of another version.
         """
         if value:
-            with self._lock:
-                handle = self._cache.pop(id(value), None)
-            if handle is not None and handle.base is value:
+            handle = self._kept.take(value)
+            if handle is not None:
                 handle.records.clear()
                 handle.dispatch.target = None
                 handle.dispatch.captured = None
@@ -156,12 +194,7 @@ class Machines(Shared):
 
     def release(self, handle: Handle, value: Mapping[str, Any]) -> None:
         """Return a handle whose machine is now in the state ``value`` describes."""
-        handle.base = value
-        with self._lock:
-            cache = self._cache
-            cache[id(value)] = handle
-            if len(cache) > self.size:  # one in, at most one out
-                del cache[next(iter(cache))]
+        self._kept.keep(handle, value)
 
 
-__all__ = ["Dispatch", "Handle", "Machines", "run_sync"]
+__all__ = ["Dispatch", "Handle", "Machines", "SnapshotCache", "run_sync"]

@@ -20,8 +20,6 @@ call through the same probe.
 from __future__ import annotations
 
 import dataclasses
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
@@ -35,7 +33,7 @@ from biasbreaker.trace import StepRecord
 from biasbreaker.trace.sink import check_sink_choice, open_sink
 from biasbreaker.types import InterventionContext, InterventionResult
 from biasbreaker_plugins.langgraph.deciding import Decider
-from biasbreaker_plugins.langgraph.machines import Machines
+from biasbreaker_plugins.langgraph.machines import Machines, SnapshotCache
 from biasbreaker_plugins.langgraph.probing import FreshProbes
 from biasbreaker_plugins.langgraph.traces import check_trace_folder
 
@@ -96,8 +94,8 @@ class MachineCache:
     validates the whole snapshot and costs more than the step. The machine whose snapshot a
     call wrote is kept under that snapshot object's identity; the next model call of the
     thread reads the very same object from the state channel and takes that machine back
-    instead of restoring one (the technique of the LangGraph adapter's
-    :class:`~biasbreaker_plugins.langgraph.machines.Machines`). A checkpoint load, another
+    instead of restoring one (:class:`~biasbreaker_plugins.langgraph.machines.SnapshotCache`,
+    which the LangGraph adapter's machines use too). A checkpoint load, another
     process or any copy is another object, restored as before; a handle is taken out of the
     cache while in use, so two calls never share a machine, and one whose call failed is
     never put back. Only a machine that :meth:`ControlMachine.restore` would rebuild exactly
@@ -110,9 +108,7 @@ class MachineCache:
     """
 
     def __init__(self, size: int = 64) -> None:
-        self.size = size
-        self._cache: OrderedDict[int, MachineHandle] = OrderedDict()
-        self._lock = threading.Lock()
+        self._kept: SnapshotCache[MachineHandle] = SnapshotCache(size)
 
     def acquire(
         self, value: Mapping[str, Any] | None, hook: AnyHook, config: MachineConfig
@@ -125,9 +121,8 @@ class MachineCache:
             InputError: The snapshot is malformed or of another version.
         """
         if value:
-            with self._lock:
-                handle = self._cache.pop(id(value), None)
-            if handle is not None and handle.base is value:
+            handle = self._kept.take(value)
+            if handle is not None:
                 handle.hook.target = hook
                 handle.recorder.records = []
                 return handle
@@ -141,12 +136,7 @@ class MachineCache:
 
     def release(self, handle: MachineHandle, value: Mapping[str, Any]) -> None:
         """Keep a handle whose machine ``ControlMachine.restore(value)`` rebuilds exactly."""
-        handle.base = value
-        with self._lock:
-            cache = self._cache
-            cache[id(value)] = handle
-            if len(cache) > self.size:  # one in, at most one out
-                cache.popitem(last=False)
+        self._kept.keep(handle, value)
 
 
 class LangChainAgentAdapter:
