@@ -116,7 +116,8 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
     bnet_figure(
         pick_runs(traces["guarded"], limit=30),
         bnet,
-        title="Guarded BBQ items: fast and slow B_net, thresholds, breaker state (bands)",
+        title="Guarded BBQ items: fast and slow B_net, thresholds, trips by trigger, breaker state",
+        total=len(traces["guarded"]),
     )
     calls = {p: result.phases[p].llm_calls for p in result.phases}
     tables = (

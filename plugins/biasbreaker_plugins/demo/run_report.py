@@ -126,7 +126,12 @@ def write_run_outputs(
     figures.mkdir(exist_ok=True)
     figure = figures / "bnet.png"
     plotted = pick_runs(read_trace(p) for p in paths)
-    bnet_figure(plotted, figure, title=f"{graph}: fast and slow B_net, breaker state")
+    bnet_figure(
+        plotted,
+        figure,
+        title=f"{graph}: fast and slow B_net, trips by trigger, breaker state",
+        total=len(paths),
+    )
     tables = (phase_table([("run", counts, result.llm_calls)]), property_table(checked.totals))
     s = result.settings
     b = s["breaker"]

@@ -72,6 +72,33 @@ class TraceCounts:
         return self.runs_tripped / self.runs if self.runs else 0.0
 
 
+def trip_trigger(fast: float, tau_enter: float) -> str:
+    """Which trigger fired a trip: ``"network"`` or ``"node"``.
+
+    ``"network"`` when fast B_net reached ``tau_enter``, else ``"node"`` (the guarded node's own
+    score did, with ``[breaker] node_trip`` on). The machine's own rule
+    (``ControlMachine._trip_reason``): a trip whose fast B_net is at or above ``tau_enter`` is
+    the network's, whatever the node's own score.
+    """
+    return "network" if fast >= tau_enter else "node"
+
+
+def trip_triggers(traces: Iterable[Trace]) -> dict[str, int]:
+    """Trips (records whose transition is ``trip``) per trigger (:func:`trip_trigger`).
+
+    Returns:
+        ``{"network": n, "node": m}``; ``n + m`` is :attr:`TraceCounts.trips` of the same
+        traces.
+    """
+    counts = {"network": 0, "node": 0}
+    for trace in traces:
+        tau_enter = trace.header.thresholds.tau_enter
+        for r in trace.records:
+            if r.transition == "trip":
+                counts[trip_trigger(r.fast, tau_enter)] += 1
+    return counts
+
+
 def trace_counts(traces: Iterable[Trace]) -> TraceCounts:
     """Count what ``traces`` record (see :class:`TraceCounts`).
 
@@ -466,5 +493,7 @@ __all__ = [
     "recall",
     "selection",
     "trace_counts",
+    "trip_trigger",
+    "trip_triggers",
     "verification",
 ]
