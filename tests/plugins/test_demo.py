@@ -24,6 +24,7 @@ pytest.importorskip("langgraph")
 pytest.importorskip("matplotlib")
 
 from biasbreaker.cli import app
+from biasbreaker_plugins.demo.quoted import blocks, check
 
 pytestmark = pytest.mark.langgraph
 
@@ -207,7 +208,55 @@ def test_the_report_matches_the_traces_and_results(demo_runs: tuple[Path, Path, 
     assert re.search(r"^anti-thrash v\d+: HOLDS", output, flags=re.M)
     assert (out / "figures" / "bnet.png").stat().st_size > 10_000
     assert (out / "figures" / "selection.png").stat().st_size > 10_000
+    assert (out / "figures" / "lean.png").stat().st_size > 10_000
+    assert "![preference lean](figures/lean.png)" in report
+    # trips by trigger, recounted from the machine's own reasons ("trip (node): ..." or "trip: fast")
+    reasons = [
+        rec["reason"]
+        for path in sorted((out / "traces" / "guarded").glob("*.jsonl"))
+        for rec in lines(path)[1:]
+        if rec.get("transition") == "trip"
+    ]
+    node = sum(1 for r in reasons if r.startswith("trip (node):"))
+    network = sum(1 for r in reasons if r.startswith("trip: fast"))
+    assert node + network == len(reasons) == guarded["trips"]
+    assert (
+        f"Trips by trigger, over all {guarded['runs']} guarded runs: {network} network "
+        f"(fast B_net >= tau_enter), {node} node" in report
+    )
     assert "Simulated LLM" in output and "simulated" in report.lower()
+    # the report leads with the paired comparison: its point estimates, from the files
+    lead = report.split("## Calibration", 1)[0]
+    assert "**Headline** (the same" in lead and "**Paired: the same" in lead
+    pairs = {row[0]: row for row in table(report, "Paired: the same")}
+    ung = {r["thread"]: r for r in results if r["phase"] == "unguarded" and r["shortlist"]}
+    gua = {r["thread"]: r for r in results if r["phase"] == "guarded" and r["shortlist"]}
+    both = sorted(set(ung) & set(gua))
+
+    def lean_of(rec: dict[str, Any]) -> float:
+        return sum(8 * rates[(rec["job"], rec["groups"][n])] for n in rec["shortlist"]) / len(
+            rec["shortlist"]
+        )
+
+    before = sum(lean_of(ung[t]) for t in both) / len(both)
+    after = sum(lean_of(gua[t]) for t in both) / len(both)
+    row = pairs["preference lean (1 = none)"]
+    assert row[1].startswith(f"{before:.4f} [") and row[2].startswith(f"{after:.4f} [")
+    assert row[3].startswith(f"{after - before:.4f} [")
+    low, high = (float(x) for x in row[3].split("[")[1].rstrip("]").split(", "))
+    assert row[4].startswith("no:" if low <= 0 <= high else "yes:")
+
+
+def test_docs_demo_quotes_the_quick_runs_passage_word_for_word(
+    demo_runs: tuple[Path, Path, str],
+) -> None:
+    """docs/demo.md's quick-run passage is generated: a new quick run must say the same."""
+    out, _, _ = demo_runs
+    report = (out / "report.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).parents[2] / "docs" / "demo.md").read_text(encoding="utf-8")
+    label = "demo seed 0, 24 postings: summary"
+    assert label in blocks(report) and label in blocks(doc)
+    assert check(report, doc) == []
 
 
 def test_the_reports_calibrate_command_gives_its_thresholds(

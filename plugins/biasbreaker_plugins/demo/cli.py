@@ -44,6 +44,7 @@ DEMO_FILES = (
     "calibration.toml",
     "figures/bnet.png",
     "figures/selection.png",
+    "figures/lean.png",
 )
 """What ``demo`` writes into ``--out`` besides its traces (``traces/<phase>/<thread>.jsonl``)."""
 
@@ -307,8 +308,9 @@ def _demo_partial(folder: OutputFolder, scenario: str, exc: Interrupted) -> dict
 
 
 def _hiring(config: Any, settings: Any, folder: OutputFolder, quick: bool) -> None:
+    from biasbreaker_plugins.demo.hiring import GROUPS, group_label
     from biasbreaker_plugins.demo.hiring_demo import QUICK_SIZES, Sizes, run_hiring, workers_for
-    from biasbreaker_plugins.demo.hiring_report import write_hiring_outputs
+    from biasbreaker_plugins.demo.hiring_report import paired_table, write_hiring_outputs
 
     out = folder.path
     d = settings.demo
@@ -341,6 +343,9 @@ def _hiring(config: Any, settings: Any, folder: OutputFolder, quick: bool) -> No
     )  # fmt: skip
     for table in outputs.tables[:3]:
         print_table(table)
+    if outputs.paired is not None:
+        print_table(paired_table(outputs.paired, {g: group_label(g) for g in GROUPS}))
+        console.print(outputs.headline.replace("**", ""), markup=False)
     fresh = outputs.counts["fresh-control"]
     cal = result.calibration
     console.print(

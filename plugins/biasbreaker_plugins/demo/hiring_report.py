@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs, selection_figure
+from biasbreaker_plugins.demo.figures import bnet_figure, lean_figure, pick_runs, selection_figure
 from biasbreaker_plugins.demo.hiring import BIASED_AGENT, GROUPS, group_label, measured_rates
 from biasbreaker_plugins.demo.hiring_demo import HiringResult
 from biasbreaker_plugins.demo.output import write_text_atomic
+from biasbreaker_plugins.demo.paired import Interval, Paired, compare
+from biasbreaker_plugins.demo.quoted import block, summary
 from biasbreaker_plugins.demo.report import (
     CALIBRATION_SETTINGS,
     Table,
@@ -33,6 +35,7 @@ from biasbreaker_plugins.demo.summary import (
     read_phase_files,
     recall,
     selection,
+    trip_triggers,
 )
 
 _LABELS = {"reference": "group-blind ranker", "unguarded": "unguarded", "guarded": "guarded"}
@@ -53,6 +56,9 @@ class HiringOutputs:
             group-blind reference phase), verified properties (last).
         report: Path of ``report.md``.
         figures: Paths of the PNG figures.
+        paired: The unguarded and guarded phases compared on the same postings, with
+            bootstrap intervals (``None`` when either phase did not run).
+        headline: The report's leading sentence on that comparison (``""`` without it).
     """
 
     counts: dict[str, TraceCounts]
@@ -63,6 +69,79 @@ class HiringOutputs:
     report: Path
     figures: tuple[Path, ...]
     recall: Recall | None = None
+    paired: Paired | None = None
+    headline: str = ""
+
+
+PAIRED_REPLICATES = 2000
+"""Bootstrap replicates of the paired comparison (:mod:`biasbreaker_plugins.demo.paired`)."""
+
+
+def _interval(x: Interval, digits: int) -> str:
+    return f"{x.estimate:.{digits}f} [{x.low:.{digits}f}, {x.high:.{digits}f}]"
+
+
+def _beyond(change: Interval) -> str:
+    if change.excludes(0.0):
+        return "yes: its interval excludes 0"
+    return "no: its interval includes 0"
+
+
+def paired_table(p: Paired, labels: dict[str, str]) -> Table:
+    """The paired comparison: each statistic before, after and its change, with intervals."""
+    rows: list[tuple[str, ...]] = []
+    named: list[tuple[str, tuple[Interval, Interval, Interval], int]] = []
+    if p.lean is not None:
+        named.append(("preference lean (1 = none)", p.lean, 4))
+    named.append(("lowest impact ratio", p.impact, 2))
+    named += [(f"selection rate: {labels.get(g, g)}", v, 3) for g, v in p.rates.items()]
+    for name, (b, a, c), digits in named:
+        rows.append(
+            (name, _interval(b, digits), _interval(a, digits), _interval(c, digits), _beyond(c))
+        )
+    level = f"{p.confidence:.0%}"
+    return Table(
+        f"Paired: the same {p.postings} postings {p.before} and {p.after} ({level} percentile "
+        f"bootstrap intervals over postings, {p.replicates} resamples, seed {p.seed})",
+        (
+            "statistic",
+            f"{p.before} [{level}]",
+            f"{p.after} [{level}]",
+            f"change [{level}]",
+            "change beyond this run's noise",
+        ),
+        tuple(rows),
+        note=(
+            f"{p.left_out} posting(s) of these phases without a shortlist in both (waiting "
+            "for review, or ended without one) are left out of the pairs."
+            if p.left_out
+            else ""
+        ),
+    )
+
+
+def headline(p: Paired) -> str:
+    """The report's first result: what the paired comparison supports, with its interval."""
+    level = f"{p.confidence:.0%}"
+    parts = [
+        f"**Headline** (the same {p.postings} postings run {p.before} and {p.after}; "
+        f"{level} percentile bootstrap over postings, {p.replicates} resamples)."
+    ]
+    for name, (b, a, c), digits in (
+        *((("The preference lean", p.lean, 4),) if p.lean is not None else ()),
+        ("The lowest impact ratio", p.impact, 2),
+    ):
+        verdict = (
+            "beyond this run's noise"
+            if c.excludes(0.0)
+            else "within this run's noise: at this number of postings the demo cannot tell "
+            "this change from no change"
+        )
+        parts.append(
+            f"{name} went from {b.estimate:.{digits}f} to {a.estimate:.{digits}f}: a change of "
+            f"{c.estimate:+.{digits}f} [{c.low:+.{digits}f}, {c.high:+.{digits}f}], {verdict}."
+        )
+    return " ".join(parts)
 
 
 def _fmt(x: float) -> str:
@@ -73,6 +152,16 @@ def _smoothing(propagation: dict[str, Any]) -> str:
     if propagation["fast_smoothing"]:
         return f"{propagation['fast_smoothing']:g}"
     return f"from a half-life of {propagation['fast_half_life']:g} steps"
+
+
+def triggers_line(triggers: dict[str, int], runs: int) -> str:
+    """Say which trigger fired the guarded phase's trips (:func:`summary.trip_triggers`)."""
+    return (
+        f"Trips by trigger, over all {runs} guarded runs: {triggers['network']} network "
+        f"(fast B_net >= tau_enter), {triggers['node']} node (the guarded node's own score >= "
+        "tau_enter while fast B_net stayed below it: the network average dilutes one biased "
+        "node of a chain)."
+    )
 
 
 def lean_table(rows: list[tuple[str, Lean]]) -> Table:
@@ -194,13 +283,20 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
     bnet_figure(
         pick_runs(traces["guarded"]),
         bnet,
-        title="Guarded postings: fast and slow B_net, thresholds, breaker state (bands)",
+        title="Guarded postings: fast and slow B_net, thresholds, trips by trigger, breaker state",
+        total=len(traces["guarded"]),
     )
     sel_png = figures_dir / "selection.png"
     sel_pairs = [(_LABELS[p], selections[p]) for p in shown]
     selection_figure(sel_pairs, labels, sel_png, title="Shortlist selection rate per group")
     calls = {p: result.phases[p].llm_calls for p in result.phases}
     leans = {p: lean(records, p, measured_rates(), len(GROUPS)) for p in shown}
+    lean_png = figures_dir / "lean.png"
+    lean_figure(
+        [(_LABELS[p], leans[p]) for p in shown],
+        lean_png,
+        title="How far each phase's shortlists follow GPT-3.5's measured preferences",
+    )
     recalled = None
     if "reference" in shown and "unguarded" in shown and "guarded" in shown:
         traced = [r["thread"] for r in records if r["phase"] == "guarded" and r["trace"]]
@@ -215,10 +311,59 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
     )
     write_calibration_settings(out, result.calibration, result.settings)
     report = out / "report.md"
-    text = _markdown(result, counts, selections, changed, checked, tables, calls)
+    triggers = triggers_line(trip_triggers(traces["guarded"]), len(traces["guarded"]))
+    paired = None
+    lead = quoted = ""
+    if "unguarded" in shown and "guarded" in shown:
+        weights = {key: len(GROUPS) * rate for key, rate in measured_rates().items()}
+        paired = compare(
+            records, GROUPS, weights=weights, seed=result.seed, replicates=PAIRED_REPLICATES
+        )
+        lead = headline(paired)
+        run = f"demo seed {result.seed}, {result.sizes.postings} postings"
+        quoted = block(
+            f"{run}: summary",
+            summary(
+                label=run,
+                postings=result.sizes.postings,
+                guarded=counts["guarded"],
+                fresh=counts["fresh-control"],
+                trip_nodes=[
+                    r.node or "?"
+                    for t in traces["guarded"]
+                    for r in t.records
+                    if r.transition == "trip"
+                ],
+                selections=selections,
+                leans=leans,
+                paired=paired,
+                checked=checked,
+            ),
+        )
+    text = _markdown(
+        result,
+        counts,
+        selections,
+        changed,
+        checked,
+        tables,
+        calls,
+        triggers,
+        () if paired is None else (lead, paired_table(paired, labels)),
+        quoted,
+    )
     write_text_atomic(report, text)
     return HiringOutputs(
-        counts, selections, changed, checked, tables, report, (bnet, sel_png), recalled
+        counts,
+        selections,
+        changed,
+        checked,
+        tables,
+        report,
+        (bnet, sel_png, lean_png),
+        recalled,
+        paired,
+        lead,
     )
 
 
@@ -230,6 +375,9 @@ def _markdown(
     checked: Verification,
     tables: tuple[Table, ...],
     calls: dict[str, int],
+    triggers: str,
+    lead: tuple[str, Table] | tuple[()],
+    quoted: str,
 ) -> str:
     cal = result.calibration
     settings_file = CALIBRATION_SETTINGS
@@ -260,6 +408,7 @@ def _markdown(
         f"{_smoothing(s['propagation'])}, router `{s['intervention']['router']}`, skeptics "
         f"{', '.join(s['intervention']['skeptics'])} ({s['intervention']['aggregator']}).",
         "",
+        *(() if not lead else (lead[0], "", lead[1].markdown(), "")),
         "## Calibration",
         "",
         f"From {cal.n_runs} control runs at a per-run false-halt target of {target}: "
@@ -294,7 +443,11 @@ def _markdown(
         "",
         tables[2].markdown(),
         "",
+        "![preference lean](figures/lean.png)",
+        "",
         "![B_net](figures/bnet.png)",
+        "",
+        triggers,
         "",
         *(
             (
@@ -324,6 +477,17 @@ def _markdown(
             "group-blind. The data (jobs, resumes, names, measured rates) is real; the "
             "answers are not. Point `[llm] client` at a real endpoint to run the same "
             "pipeline on a model.",
+            "",
+        ]
+    if quoted:
+        lines += [
+            "## Quoted by the docs",
+            "",
+            "README.md and docs/demo.md quote this passage of a run with this seed and size "
+            "word for word (`python -m biasbreaker_plugins.demo.quoted check report.md "
+            "README.md docs/demo.md` compares them).",
+            "",
+            quoted,
             "",
         ]
     return "\n".join(lines)
