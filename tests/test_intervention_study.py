@@ -40,3 +40,12 @@ def test_the_dissenter_is_never_pruned_in_the_simulation():
         out = study.run_scenario(personas, seed=3, calibration=50, test=100)
         assert out.dissent_cases > 0
         assert set(out.dissent_pruned.values()) == {0}
+
+
+def test_check_passes_on_its_own_report_and_fails_on_an_edited_one(tmp_path):
+    study = load()
+    out = tmp_path / "report.md"
+    assert study.main(["--quick", "--out", str(out)]) == 0
+    assert study.main(["--quick", "--check", "--out", str(out)]) == 0
+    out.write_text(out.read_text().replace("simulated", "real", 1))
+    assert study.main(["--quick", "--check", "--out", str(out)]) == 1

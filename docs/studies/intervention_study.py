@@ -503,12 +503,27 @@ def report(quick: bool) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the report (``--out``, default ``docs/studies/intervention.md``)."""
+    """Write the report (``--out``, default ``docs/studies/intervention.md``), or check it.
+
+    ``--check`` regenerates the report in memory and exits 1 when it differs from ``--out``'s
+    committed text (``nox -s study`` runs it at full size), so the accuracies and p-values the
+    docs quote cannot drift from what the script measures.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer items and seeds")
     parser.add_argument("--out", type=Path, default=REPORT)
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the report differs from --out's text"
+    )
     args = parser.parse_args(argv)
     text = report(args.quick)
+    if args.check:
+        committed = args.out.read_text(encoding="utf-8") if args.out.exists() else None
+        if committed != text:
+            print(f"{args.out} differs from what the study measures now: rerun without --check")
+            return 1
+        print(f"{args.out}: unchanged")
+        return 0
     args.out.write_text(text, encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
