@@ -68,6 +68,22 @@ def _pyplot() -> Any:
     return plt
 
 
+def _written(plt: Any, fig: Any, ax: Any, path: Path, handles: list[Any], *, below: float) -> Drawn:
+    """Put ``handles``' legend ``below`` (axes fraction) the axes, write ``path``, close."""
+    legend = ax.legend(
+        handles=handles,
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -below),
+        ncol=2,
+        frameon=False,
+    )
+    fig.tight_layout()
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", metadata=METADATA))
+    plt.close(fig)
+    return Drawn(path, tuple(t.get_text() for t in legend.get_texts()), {})
+
+
 def pick_runs(traces: Iterable[Trace], *, tripped: int = 3, limit: int = 20) -> list[Trace]:
     """Consecutive runs to plot, from the first.
 
@@ -240,19 +256,7 @@ def selection_figure(
     ax.set_xticks(range(len(groups)), [labels.get(g, g) for g in groups], fontsize=8)
     ax.set_ylabel("selection rate (share of postings shortlisted)")
     ax.set_title(title, fontsize=10)
-    # below the axes, so it covers no bar
-    legend = ax.legend(
-        handles=handles,
-        fontsize=7,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.1),
-        ncol=2,
-        frameon=False,
-    )
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", metadata=METADATA))
-    plt.close(fig)
-    return Drawn(path, tuple(t.get_text() for t in legend.get_texts()), {})
+    return _written(plt, fig, ax, path, handles, below=0.1)  # below the axes: covers no bar
 
 
 def lean_figure(phases: Sequence[tuple[str, Lean]], path: Path, *, title: str) -> Drawn:
@@ -288,18 +292,7 @@ def lean_figure(phases: Sequence[tuple[str, Lean]], path: Path, *, title: str) -
     ax.set_ylim(-0.6, len(phases) - 0.4)
     ax.set_xlabel("lean: mean over postings of (groups x measured top-1 rate) of the shortlisted")
     ax.set_title(title, fontsize=10)
-    legend = ax.legend(
-        handles=[points, no_lean],
-        fontsize=7,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.35),
-        ncol=2,
-        frameon=False,
-    )
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", metadata=METADATA))
-    plt.close(fig)
-    return Drawn(path, tuple(t.get_text() for t in legend.get_texts()), {})
+    return _written(plt, fig, ax, path, [points, no_lean], below=0.35)
 
 
 __all__ = ["Drawn", "bnet_figure", "lean_figure", "pick_runs", "selection_figure"]

@@ -166,20 +166,36 @@ def compare(
     rows_a = [decided[after][t] for t in threads]
     n = len(threads)
     k = len(groups)
-    zero = Interval(0.0, 0.0, 0.0)
     if n == 0:
-        return Paired(
-            before,
-            after,
-            0,
-            left_out,
-            replicates,
-            seed,
-            confidence,
-            {g: (zero, zero, zero) for g in groups},
-            (zero, zero, zero),
-            (zero, zero, zero) if weights is not None else None,
-        )
+        zero = Interval(0.0, 0.0, 0.0)
+        intervals = [zero] * (3 * (k + 2))
+    else:
+        intervals = _bootstrap(rows_b, rows_a, groups, seed, replicates, confidence)
+    b, a, c = intervals[: k + 2], intervals[k + 2 : 2 * (k + 2)], intervals[2 * (k + 2) :]
+    return Paired(
+        before,
+        after,
+        n,
+        left_out,
+        replicates,
+        seed,
+        confidence,
+        {g: (b[i], a[i], c[i]) for i, g in enumerate(groups)},
+        (b[k], a[k], c[k]),
+        (b[k + 1], a[k + 1], c[k + 1]) if weights is not None else None,
+    )
+
+
+def _bootstrap(
+    rows_b: Sequence[tuple[frozenset[str], float]],
+    rows_a: Sequence[tuple[frozenset[str], float]],
+    groups: Sequence[str],
+    seed: int,
+    replicates: int,
+    confidence: float,
+) -> list[Interval]:
+    """Before's k rates, impact and lean, after's, then the changes: each with its interval."""
+    n, k = len(rows_b), len(groups)
     everyone = range(n)
     rb, ib, lb = _stats(rows_b, everyone, groups)
     ra, ia, la = _stats(rows_a, everyone, groups)
@@ -201,19 +217,7 @@ def compare(
     for estimate, slot in zip(estimates, samples, strict=True):
         slot.sort()
         intervals.append(Interval(estimate, quantile(slot, alpha), quantile(slot, 1.0 - alpha)))
-    b, a, c = intervals[: k + 2], intervals[k + 2 : 2 * (k + 2)], intervals[2 * (k + 2) :]
-    return Paired(
-        before,
-        after,
-        n,
-        left_out,
-        replicates,
-        seed,
-        confidence,
-        {g: (b[i], a[i], c[i]) for i, g in enumerate(groups)},
-        (b[k], a[k], c[k]),
-        (b[k + 1], a[k + 1], c[k + 1]) if weights is not None else None,
-    )
+    return intervals
 
 
 __all__ = ["Interval", "Paired", "compare", "quantile"]
