@@ -182,3 +182,20 @@ def test_reruns_on_another_threads_loop() -> None:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         loop.close()
+
+
+def test_scanned_texts_are_kept_bounded_and_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The finder keeps the hits of recent texts (a probe scans its input once per variant)."""
+    import biasbreaker.probe.mentions as mentions
+
+    finder = CounterfactualGenerator(seed=3)._finder
+    fresh = mentions.MentionFinder(finder.terms, finder.axes)
+    first = fresh.scan(PROMPT)
+    first.clear()  # a caller's change never reaches the kept hits
+    assert fresh.scan(PROMPT) == fresh._scan(PROMPT) != []
+    monkeypatch.setattr(mentions, "SCANNED", 3)
+    for n in range(10):
+        fresh.scan(f"{PROMPT} {n}")
+    assert len(fresh._scanned) == 3
+    assert fresh.scan("x" * (mentions.SCANNED_CHARS + 1)) == []
+    assert "x" * (mentions.SCANNED_CHARS + 1) not in fresh._scanned
