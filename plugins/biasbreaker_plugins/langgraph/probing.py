@@ -477,11 +477,14 @@ class Speculation:
             re-run, or the exception it raised (raised again where :meth:`Probe.probe` would
             raise it, so the outcome is the sequential one).
         reruns: The re-runs in flight, or ``None``.
+        view: The input view drawn from, for a caller that checks it is still the one it
+            probes (the LangChain middleware); ``None`` when not kept.
     """
 
     probe: Probe
     drawn: Drawn | ProbeResult | Exception
     reruns: Reruns | None = None
+    view: Any = None
 
     def discard(self) -> None:
         """Cancel the re-runs still running; their results are never read (idempotent)."""
