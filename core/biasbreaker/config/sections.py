@@ -130,8 +130,8 @@ class ProbeSettings(Section):
         "together with the step's own call, since they need only its input, instead of after "
         "it: a probed step then takes about as long as its slowest call. The output is still "
         "staged until the breaker decides, and results and traces are the same; re-runs of a "
-        "step that raises or is held before its probe are started and discarded. Framework "
-        "adapters that support it: LangGraph.",
+        "step that raises or is held before its probe are started and discarded. Used by the "
+        "LangGraph adapter and the LangChain middleware.",
     )
     call_timeout_s: float = Field(
         120.0,
