@@ -302,3 +302,32 @@ def test_traces_are_byte_identical_to_probing_after_the_call(
     transitions = {r.get("transition") for r in records}
     assert {"trip", "retry", "escalate"} <= transitions  # trips, repairs, reviews among them
     assert {(r.get("probe") or {}).get("status") for r in records if r.get("node")} == {"scored"}
+
+
+def test_the_reruns_count_interrupts_and_subgraphs_on_a_scratchpad_of_their_own() -> None:
+    """Re-runs beside the node's own call must not take its interrupt or subgraph indices."""
+    import itertools
+
+    from langgraph._internal._constants import CONF, CONFIG_KEY_SCRATCHPAD
+    from langgraph._internal._scratchpad import PregelScratchpad
+
+    from biasbreaker_plugins.langgraph._internals import RERUN_SUBGRAPHS, own_scratchpad
+
+    own = PregelScratchpad(
+        step=3,
+        stop=25,
+        call_counter=itertools.count(5).__next__,
+        interrupt_counter=itertools.count(1).__next__,
+        get_null_resume=lambda consume=False: "yes",
+        resume=["earlier answer"],
+        subgraph_counter=itertools.count(2).__next__,
+    )
+    config: Any = {CONF: {CONFIG_KEY_SCRATCHPAD: own, "thread_id": "t"}}
+    rerun = own_scratchpad(config)[CONF][CONFIG_KEY_SCRATCHPAD]
+    assert (rerun.step, rerun.stop, rerun.resume, rerun.get_null_resume(True)) == (3, 25, [], None)
+    assert (rerun.interrupt_counter(), rerun.call_counter()) == (0, 0)
+    assert rerun.subgraph_counter() == RERUN_SUBGRAPHS
+    # the node's own counts are where they were
+    assert (own.interrupt_counter(), own.call_counter(), own.subgraph_counter()) == (1, 5, 2)
+    assert own.resume == ["earlier answer"] and config[CONF][CONFIG_KEY_SCRATCHPAD] is own
+    assert own_scratchpad({}) == {}
