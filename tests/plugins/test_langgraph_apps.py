@@ -40,6 +40,7 @@ from biasbreaker.machine import noop_hook
 from biasbreaker.trace import read_trace
 from biasbreaker.verify import verify_trace
 from biasbreaker_plugins.langgraph import guard, guard_state
+from biasbreaker_plugins.langgraph.probing import in_rerun
 
 
 def kernel(tmp_path: Path) -> Kernel:
@@ -429,10 +430,11 @@ def test_a_retry_policy_never_reruns_a_node_because_its_output_was_held(tmp_path
 
 
 def flaky_decider(biased: bool, watch: Watch, letters: list[Any], policy: Any) -> StateGraph:
-    """``decide -> write``, whose ``decide`` backend fails once per text, on its second call.
+    """``decide -> write``, whose ``decide`` backend fails once per text, on its first re-run.
 
-    The node's own call succeeds; one of the probe's same-group resamples (the second call with
-    the same text) raises ``ConnectionError``, as a model backend timing out once would.
+    The node's own call succeeds; one of the probe's same-group resamples (the first re-run
+    with the same text; they start with the node's own call) raises ``ConnectionError``, as a
+    model backend timing out once would.
     """
     llm = model(biased, watch)
     calls: dict[str, int] = {}
@@ -440,8 +442,9 @@ def flaky_decider(biased: bool, watch: Watch, letters: list[Any], policy: Any) -
 
     def decide(state: LoanCase) -> dict[str, Any]:
         with lock:
-            calls[state.application] = calls.get(state.application, 0) + 1
-            failing = calls[state.application] == 2
+            if in_rerun():
+                calls[state.application] = calls.get(state.application, 0) + 1
+            failing = in_rerun() and calls[state.application] == 1
         if failing:
             watch.executed.append(("timeout", state.application))
             raise ConnectionError("upstream model timeout (transient)")

@@ -124,6 +124,15 @@ class ProbeSettings(Section):
     max_concurrency: int = Field(
         8, ge=1, le=1024, description="Step calls of one probe in flight at once."
     )
+    speculative: bool = Field(
+        True,
+        description="Start a probed step's re-runs (counterfactual variants, resamples) "
+        "together with the step's own call, since they need only its input, instead of after "
+        "it: a probed step then takes about as long as its slowest call. The output is still "
+        "staged until the breaker decides, and results and traces are the same; re-runs of a "
+        "step that raises or is held before its probe are started and discarded. Used by the "
+        "LangGraph adapter and the LangChain middleware.",
+    )
     call_timeout_s: float = Field(
         120.0,
         gt=0.0,

@@ -314,6 +314,12 @@ class Compiled:
     name_key: dict[str, str] = field(default_factory=dict)
 
 
+SCANNED = 256
+"""Texts whose hits a :class:`MentionFinder` keeps (the oldest dropped first)."""
+SCANNED_CHARS = 4096
+"""The longest text whose hits are kept."""
+
+
 class MentionFinder:
     """Find the protected mentions of some axes of a term set.
 
@@ -326,6 +332,7 @@ class MentionFinder:
         self.terms = terms
         self.axes = tuple(axes)
         self.compiled = compile_patterns(self.axes, terms.names)
+        self._scanned: dict[str, tuple[Hit, ...]] = {}
 
     def detect(self, payload: Any) -> tuple[Detection, ...]:
         """Find the protected mentions in a payload.
@@ -733,7 +740,27 @@ class MentionFinder:
         return out
 
     def scan(self, text: str) -> list[Hit]:
-        """Find term, age and name hits, longest first, without overlaps."""
+        """Find term, age and name hits, longest first, without overlaps.
+
+        A pure function of the text: one probe scans its input's text once per variant it
+        rewrites, and the same key names in every input, so the hits of the last
+        :data:`SCANNED` texts (of at most :data:`SCANNED_CHARS` characters) are kept.
+        """
+        kept = self._scanned.get(text)
+        if kept is not None:
+            return list(kept)
+        hits = self._scan(text)
+        if len(text) <= SCANNED_CHARS:
+            scanned = self._scanned
+            if len(scanned) >= SCANNED:
+                try:  # the oldest; another thread's probe may be changing it too
+                    del scanned[next(iter(scanned))]
+                except (RuntimeError, StopIteration, KeyError):
+                    scanned.clear()
+            scanned[text] = tuple(hits)
+        return hits
+
+    def _scan(self, text: str) -> list[Hit]:
         hits: list[Hit] = []
         comp = self.compiled
         if comp.terms is not None:

@@ -63,10 +63,12 @@ interval, Efron & Tibshirani 1993).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import dataclasses
 import hashlib
 import inspect
+import itertools
 import math
 import random
 import time
@@ -81,6 +83,7 @@ from biasbreaker.metrics.stats import bootstrap_interval, mean
 from biasbreaker.probe.counterfactual import (
     CounterfactualGenerator,
     CounterfactualMapping,
+    CounterfactualSet,
     payload_digest,
 )
 from biasbreaker.probe.fields import opaque_fields, opaque_reason
@@ -148,8 +151,10 @@ def unswapped_key_reason(found: Sequence[Detection]) -> str:
 
 __all__ = [
     "ROUTE_PART",
+    "Drawn",
     "Probe",
     "ProbeResult",
+    "Reruns",
     "Routed",
     "ScorerParts",
     "Step",
@@ -422,6 +427,78 @@ class _Call:
     what: str
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """A probed step's re-runs, drawn from its input alone (:meth:`Probe.draw`).
+
+    Args:
+        step: The guarded step.
+        name: The step's name (results and cache keys).
+        step_id: The id sampled and seeded with.
+        cf_set: The counterfactual variants drawn, with the covering rotation after them.
+        language: The input's language as identified (``ProbeResult.language``).
+        original_key: The cache key of the step's own output (sample 0).
+        calls: Every re-run, resamples first, then one per variant (duplicates included).
+        resample_keys: The cache keys of the same-group resamples, sample 1 to ``r``.
+        variant_keys: The cache key of each variant's re-run.
+        variant_samples: The sample index each variant runs with.
+    """
+
+    step: Step
+    name: str
+    step_id: str
+    cf_set: CounterfactualSet
+    language: str
+    original_key: tuple[str, str, int]
+    calls: tuple[_Call, ...]
+    resample_keys: tuple[tuple[str, str, int], ...]
+    variant_keys: tuple[tuple[str, str, int], ...]
+    variant_samples: tuple[int, ...]
+
+
+@dataclass
+class Reruns:
+    """The re-runs of a drawn step in flight (:meth:`Probe.start`).
+
+    Args:
+        todo: The distinct calls being made (the cache did not answer them).
+        hits: Calls answered without a run: by the step's own output, the cache, or a call
+            made once for two of them.
+        cached: The outputs the cache answered with, by key (taken when the re-runs started).
+        future: Each call's result or exception, in ``todo`` order, once all are in;
+            ``None`` when there is nothing to run. A ``concurrent.futures.Future`` when the
+            re-runs run on another thread's loop.
+    """
+
+    todo: tuple[_Call, ...]
+    hits: int
+    cached: dict[tuple[str, str, int], Any]
+    future: asyncio.Future[list[Any]] | concurrent.futures.Future[list[Any]] | None
+
+    async def results(self) -> list[Any]:
+        """Each call's result or exception, in ``todo`` order, once all are in."""
+        if self.future is None:
+            return []
+        if isinstance(self.future, concurrent.futures.Future):
+            return await asyncio.wrap_future(self.future)
+        return await self.future
+
+    async def cancel(self) -> None:
+        """Cancel what is still running and wait until it is (results are discarded).
+
+        A synchronous step already running in a worker thread finishes there; its result is
+        dropped.
+        """
+        future = self.future
+        if future is None:
+            return
+        future.cancel()
+        waited = (
+            asyncio.wrap_future(future) if isinstance(future, concurrent.futures.Future) else future
+        )
+        await asyncio.wait({waited})
+
+
 class Probe:
     """Counterfactual probe of guarded steps.
 
@@ -623,6 +700,46 @@ class Probe:
                 one, a resample's or a variant's) is neither text nor JSON — NaN and infinity
                 included; never a low score instead.
         """
+        drawn = self.draw(step, input, step_id=step_id, step_name=step_name, coverage=coverage)
+        if isinstance(drawn, ProbeResult):
+            return drawn
+        # the guarded output is read before any re-run starts: unreadable, nothing is re-run
+        original_text = _text(_output_of(output), drawn.name, "guarded output (sample 0)")
+        return await self._score(drawn, self.start(drawn), output, original_text)
+
+    def draw(
+        self,
+        step: Step,
+        input: Any,
+        *,
+        step_id: str | None = None,
+        step_name: str | None = None,
+        coverage: Mapping[str, int] | None = None,
+    ) -> ProbeResult | Drawn:
+        """What :meth:`probe` does before it needs the step's output: the calls to make.
+
+        Everything up to the re-runs depends on the step's input alone: the sampling
+        decision, the language, the held and unreadable checks, the variants and the
+        covering rotation. A caller that knows the input before the output (a graph adapter
+        about to call the node) draws here, starts the re-runs beside the step's own call
+        (:meth:`start`), and scores with :meth:`finish` once the output is in: the result, the cache
+        and the rotation are those of :meth:`probe` with the same arguments (speculative
+        probing, docs/detection.md).
+
+        Args:
+            step: As :meth:`probe`.
+            input: As :meth:`probe`.
+            step_id: As :meth:`probe`.
+            step_name: As :meth:`probe`.
+            coverage: As :meth:`probe`.
+
+        Returns:
+            The result when it needs no re-run (``not_sampled``, ``not_applicable``,
+            ``unsupported_language``, ``unreadable``), else the drawn calls.
+
+        Raises:
+            ProbeError: As :meth:`probe`, for what it checks of the input.
+        """
         name = step_name or str(getattr(step, "__qualname__", type(step).__name__))
         sid = step_id if step_id is not None else f"{name}#{self._counter}"
         self._counter += 1
@@ -724,9 +841,6 @@ class Probe:
                 language=language,
             )
         variants = cf_set.variants
-        original_text = _text(_output_of(output), name, "guarded output (sample 0)")
-        self._remember((name, payload_digest(input), 0), output)
-
         calls: list[_Call] = []
         resample_keys = []
         for s in range(1, self.r + 1):
@@ -743,16 +857,118 @@ class Probe:
             calls.append(
                 _Call(key, v.payload, s, f"counterfactual variant {j} (axis {v.mapping.axis})")
             )
-        made, hits = await self._run(step, name, calls)
+        return Drawn(
+            step=step,
+            name=name,
+            step_id=sid,
+            cf_set=cf_set,
+            language=language,
+            original_key=(name, payload_digest(input), 0),
+            calls=tuple(calls),
+            resample_keys=tuple(resample_keys),
+            variant_keys=tuple(variant_keys),
+            variant_samples=tuple(variant_samples),
+        )
+
+    def start(self, drawn: Drawn, loop: asyncio.AbstractEventLoop | None = None) -> Reruns:
+        """Start the drawn re-runs (each distinct call not in the cache, once), concurrently.
+
+        The cache is read as :meth:`probe` reads it once the guarded output (sample 0) is
+        remembered: a call whose key is the output's own is answered by it, a call the cache
+        holds (and remembering the output would not evict) is a hit, taken now.
+
+        Args:
+            drawn: What :meth:`draw` returned.
+            loop: The event loop to run the re-runs on (from another thread: a synchronous
+                caller's helper loop); default the running loop.
+
+        Returns:
+            The re-runs in flight; :meth:`finish` waits for them, or :meth:`Reruns.cancel`.
+        """
+        original = drawn.original_key
+        evicted: set[tuple[str, str, int]] = set()
+        over = len(self._cache) + 1 - max(self.cache_size, 1 + self.k + self.r)
+        if original not in self._cache and over > 0:  # what remembering the output evicts
+            evicted = set(itertools.islice(self._cache, over))
+        pending: dict[tuple[str, str, int], _Call] = {}
+        cached: dict[tuple[str, str, int], Any] = {}
+        hits = 0
+        for c in drawn.calls:
+            if c.key == original or c.key in pending:
+                hits += 1
+            elif c.key in self._cache and c.key not in evicted:
+                hits += 1
+                cached[c.key] = self._cache[c.key]
+            else:
+                pending[c.key] = c
+        todo = tuple(pending.values())
+        future: asyncio.Future[list[Any]] | concurrent.futures.Future[list[Any]] | None = None
+        if todo:
+            work = self._execute(drawn.step, todo)
+            if loop is None:
+                future = asyncio.ensure_future(work)
+            else:
+                future = asyncio.run_coroutine_threadsafe(work, loop)
+        return Reruns(todo=todo, hits=hits, cached=cached, future=future)
+
+    async def finish(self, drawn: Drawn, reruns: Reruns, output: Any) -> ProbeResult:
+        """Score a drawn step on its output once its re-runs (:meth:`start`) are in.
+
+        The result is :meth:`probe`'s for the same step, input, output and state. An output
+        the probe cannot read raises as :meth:`probe` does, the re-runs cancelled and their
+        results discarded (never cached).
+
+        Raises:
+            ProbeError: As :meth:`probe`.
+        """
+        try:
+            original_text = _text(_output_of(output), drawn.name, "guarded output (sample 0)")
+        except ProbeError:
+            await reruns.cancel()
+            raise
+        return await self._score(drawn, reruns, output, original_text)
+
+    async def _score(
+        self, drawn: Drawn, reruns: Reruns, output: Any, original_text: str
+    ) -> ProbeResult:
+        """The result of a drawn step (:meth:`probe`'s steps 4 and 5)."""
+        name, sid, cf_set, language = drawn.name, drawn.step_id, drawn.cf_set, drawn.language
+        variants = cf_set.variants
+        self._remember(drawn.original_key, output)
+        try:
+            results = await reruns.results()
+        except BaseException:
+            await reruns.cancel()
+            raise
+        for c, res in zip(reruns.todo, results, strict=True):
+            if isinstance(res, _Late):
+                raise ProbeError(
+                    f"step {name!r} timed out on its {c.what} (sample {c.sample}): {res}; the "
+                    "probe fails closed"
+                ) from res
+            if isinstance(res, BaseException):
+                if not isinstance(res, Exception):
+                    raise res
+                raise ProbeError(
+                    f"step {name!r} raised {res!r} on its {c.what} (sample {c.sample}); the "
+                    "probe fails closed"
+                ) from res
+        known = dict(reruns.cached)
+        for c, res in zip(reruns.todo, results, strict=True):
+            self._remember(c.key, res)
+            known[c.key] = res
+        made, hits = len(reruns.todo), reruns.hits
+        known[drawn.original_key] = output
+        variant_samples = drawn.variant_samples
 
         # strict=False is an equivalent mutant of the zips below: each pairs a list with the
         # list its items were made from
-        resampled = [self._cache_get(key) for key in resample_keys]
+        resampled = [self._taken(known, key) for key in drawn.resample_keys]
         same_texts = [original_text] + [
             _text(_output_of(out), name, f"same-group resample {key[2]}")
-            for key, out in zip(resample_keys, resampled, strict=True)  # pragma: no mutate
+            for key, out in zip(drawn.resample_keys, resampled, strict=True)  # pragma: no mutate
         ]
-        varied = [self._cache_get(key) for key in variant_keys]
+        varied = [self._taken(known, key) for key in drawn.variant_keys]
         mapped_texts, raw_texts = [], []
         for j, (out, v) in enumerate(zip(varied, variants, strict=True)):  # pragma: no mutate
             raw_texts.append(_text(_output_of(out), name, f"counterfactual variant {j}"))
@@ -920,17 +1136,8 @@ class Probe:
             )
         return self._accepts_sample[key]
 
-    async def _run(self, step: Step, name: str, calls: Sequence[_Call]) -> tuple[int, int]:
-        """Run the distinct uncached calls concurrently; return (calls made, cache hits)."""
-        pending: dict[tuple[str, str, int], _Call] = {}
-        hits = 0
-        for c in calls:
-            if c.key in self._cache or c.key in pending:
-                hits += 1
-            else:
-                pending[c.key] = c
-        if not pending:
-            return 0, hits
+    async def _execute(self, step: Step, todo: Sequence[_Call]) -> list[Any]:
+        """Run ``todo`` concurrently (``max_concurrency`` at once); each result or exception."""
         accepts = self._accepts(step)
         limit = asyncio.Semaphore(self.max_concurrency)
 
@@ -963,24 +1170,7 @@ class Probe:
                     )
                 return result
 
-        todo = list(pending.values())
-        results = await asyncio.gather(*(one(c) for c in todo), return_exceptions=True)
-        for c, res in zip(todo, results, strict=True):
-            if isinstance(res, _Late):
-                raise ProbeError(
-                    f"step {name!r} timed out on its {c.what} (sample {c.sample}): {res}; the "
-                    "probe fails closed"
-                ) from res
-            if isinstance(res, BaseException):
-                if not isinstance(res, Exception):
-                    raise res
-                raise ProbeError(
-                    f"step {name!r} raised {res!r} on its {c.what} (sample {c.sample}); the "
-                    "probe fails closed"
-                ) from res
-        for c, res in zip(todo, results, strict=True):
-            self._remember(c.key, res)
-        return len(todo), hits
+        return await asyncio.gather(*(one(c) for c in todo), return_exceptions=True)
 
     def _remember(self, key: tuple[str, str, int], value: Any) -> None:
         self._cache[key] = value
@@ -988,9 +1178,11 @@ class Probe:
         while len(self._cache) > max(self.cache_size, 1 + self.k + self.r):
             self._cache.popitem(last=False)
 
-    def _cache_get(self, key: tuple[str, str, int]) -> Any:
-        self._cache.move_to_end(key)
-        return self._cache[key]
+    def _taken(self, known: Mapping[tuple[str, str, int], Any], key: tuple[str, str, int]) -> Any:
+        """A call's output, marked as just used in the cache (least recently used evicted)."""
+        if key in self._cache:
+            self._cache.move_to_end(key)
+        return known[key]
 
 
 class _Late(Exception):

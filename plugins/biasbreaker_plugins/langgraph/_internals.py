@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import copy as _copy
 import dataclasses
+import itertools
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,9 +65,10 @@ from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
-from langgraph._internal._constants import CONF, CONFIG_KEY_READ
+from langgraph._internal._constants import CONF, CONFIG_KEY_READ, CONFIG_KEY_SCRATCHPAD
 from langgraph._internal._fields import get_update_as_tuples
 from langgraph._internal._runnable import RunnableCallable, coerce_to_runnable
+from langgraph._internal._scratchpad import PregelScratchpad
 from langgraph._internal._typing import MISSING
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
@@ -486,6 +488,45 @@ def task_of(config: Mapping[str, Any] | None) -> tuple[int, str]:
     return step, suffix
 
 
+RERUN_SUBGRAPHS = 1 << 20
+"""Where the subgraph counter of re-runs started beside the node's own call begins."""
+
+
+def own_scratchpad(config: RunnableConfig) -> RunnableConfig:
+    """``config`` with a scratchpad of its own: for re-runs started beside the node's own call.
+
+    A task's scratchpad (``config["configurable"]["__pregel_scratchpad"]``) counts the task's
+    ``interrupt()`` calls (the index of each resume value), its ``@task`` calls and the graphs
+    invoked inside it (a count above 0 is appended to the nested graph's checkpoint
+    namespace). Re-runs made after the node's own call take the counts after its own; re-runs
+    running beside it would take some of them first, so the node's own ``interrupt()`` could
+    be answered with another index's resume value and a graph it invokes could checkpoint
+    under another namespace. The re-runs share this copy instead: their counts start at 0
+    (the nested graphs' at :data:`RERUN_SUBGRAPHS`, never the node's own), and they see no
+    resume value, which re-runs made after the node's own call never see either (it takes
+    them); an ``interrupt()`` in a re-run raises, as there, and the probe holds the step.
+    ``config`` itself when it has no scratchpad (outside a task).
+    """
+    conf = config.get(CONF) or {}
+    pad = conf.get(CONFIG_KEY_SCRATCHPAD)
+    if not isinstance(pad, PregelScratchpad):
+        return config
+    own = dataclasses.replace(
+        pad,
+        call_counter=itertools.count().__next__,
+        interrupt_counter=itertools.count().__next__,
+        get_null_resume=_no_resume,
+        resume=[],
+        subgraph_counter=itertools.count(RERUN_SUBGRAPHS).__next__,
+    )
+    return {**config, CONF: {**conf, CONFIG_KEY_SCRATCHPAD: own}}
+
+
+def _no_resume(consume: bool = False) -> Any:
+    """A re-run's ``get_null_resume``: there is none (:func:`own_scratchpad`)."""
+    return None
+
+
 def interrupted(exc: BaseException) -> bool:
     """Whether ``exc`` or its cause chain is LangGraph's interrupt (``interrupt()`` called)."""
     seen: set[int] = set()
@@ -529,6 +570,7 @@ __all__ = [
     "lean_channels",
     "model_update",
     "node_function",
+    "own_scratchpad",
     "read_channels",
     "task_of",
     "thread_of",

@@ -34,7 +34,9 @@ import dataclasses
 import functools
 import json
 import operator
+import os
 import re
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -53,11 +55,13 @@ from pydantic import BaseModel
 
 from biasbreaker.errors import BiasbreakerError, ConfigError
 from biasbreaker.probe import Probe, ProbeResult, Routed
+from biasbreaker.probe.probe import Drawn, Reruns
 from biasbreaker.redaction import redact_text
 from biasbreaker.types import LazyPayload
 from biasbreaker_plugins.langgraph._internals import (
     interrupted,
     model_update,
+    own_scratchpad,
     read_channels,
     task_of,
     thread_of,
@@ -463,6 +467,79 @@ def _is_plain(view: Any, values: Any) -> bool:
     return view is values or view == values
 
 
+@dataclass
+class Speculation:
+    """A probed call's re-runs, started beside the node's own call (:meth:`Prober.speculate`).
+
+    Args:
+        probe: The call's probe (:meth:`Prober.new_probe`).
+        drawn: What :meth:`Probe.draw` gave: the calls started, a result that needs no
+            re-run, or the exception it raised (raised again where :meth:`Probe.probe` would
+            raise it, so the outcome is the sequential one).
+        reruns: The re-runs in flight, or ``None``.
+        view: The input view drawn from, for a caller that checks it is still the one it
+            probes (the LangChain middleware); ``None`` when not kept.
+    """
+
+    probe: Probe
+    drawn: Drawn | ProbeResult | Exception
+    reruns: Reruns | None = None
+    view: Any = None
+
+    def discard(self) -> None:
+        """Cancel the re-runs still running; their results are never read (idempotent)."""
+        future = self.reruns.future if self.reruns is not None else None
+        if future is not None and not future.done():
+            future.cancel()
+
+    async def result(self, output: Any) -> ProbeResult:
+        """The probe's result on the node's output, once the re-runs are in.
+
+        Raises:
+            ProbeError: As :meth:`Probe.probe` (also what :meth:`Probe.draw` raised).
+        """
+        drawn = self.drawn
+        if isinstance(drawn, Exception):
+            raise drawn
+        if isinstance(drawn, ProbeResult):
+            return drawn
+        assert self.reruns is not None  # started with every drawn set of calls
+        return await self.probe.finish(drawn, self.reruns, output)
+
+
+class _HelperLoop:
+    """An event loop on a daemon thread of its own, started on first use.
+
+    A sync node's task has no running loop while the node runs: its re-runs are started on
+    this one (they run in the guard's worker threads; the loop only dispatches and waits),
+    and scored on the task's own loop afterwards. One per process (a forked child starts its
+    own).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        """The running helper loop."""
+        loop = self._loop
+        if loop is not None and self._pid == os.getpid():
+            return loop
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="biasbreaker-speculation", daemon=True
+                ).start()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+
+HELPER_LOOP = _HelperLoop()
+"""Where a sync node's speculative re-runs are started (:meth:`Prober.speculate`)."""
+
+
 class RotationHandoff(Protocol):
     """When a thread may read the rotation the guard last left a node in (another thread's).
 
@@ -489,6 +566,8 @@ class Prober(Shared):
         opaque: State keys passed to re-runs unchanged, never varied or compared.
         channels: The graph's channels (state key -> channel), with which a node's update is
             applied before its conditional edges are evaluated (:func:`.routes.after_update`).
+        speculative: Start a probed call's re-runs beside the node's own call
+            (:meth:`speculate`; ``[probe] speculative``), rather than after it.
     """
 
     def __init__(
@@ -498,8 +577,10 @@ class Prober(Shared):
         pool: ThreadPoolExecutor,
         opaque: frozenset[str] = frozenset(),
         channels: Mapping[str, Any] | None = None,
+        speculative: bool = True,
     ) -> None:
         self.base = base
+        self.speculative = speculative
         self.pool = pool
         self.opaque = opaque
         self.channels: Mapping[str, Any] = channels or {}
@@ -738,6 +819,71 @@ class Prober(Shared):
             call.view = call.lazy_view.value
         return call
 
+    def speculate(
+        self,
+        spec: GuardedNode,
+        bb: Mapping[str, Any],
+        config: RunnableConfig,
+        injected: Mapping[str, Any],
+        before: Before | None,
+        capture: Capture | None,
+        *,
+        threaded: bool,
+    ) -> Speculation | None:
+        """Start a probed call's re-runs before the node's own call (speculative probing).
+
+        The variants need only the node's input, which :meth:`snapshot` read: they are drawn
+        here, from the rotation the thread has saved, and every re-run starts at once, on the
+        running loop (an async node) or on the helper loop (``threaded``: a sync node, whose
+        re-runs run in the guard's worker threads as they do after the call). The node's
+        output is staged as without speculation: :meth:`probe` scores it once the re-runs are
+        in, with the result, the outcome and the trace of probing after the call. The caller
+        discards the speculation (:meth:`Speculation.discard`) when the node raises or the
+        call is not probed after all (an unreadable output, an input changed in place): the
+        re-runs' results are never read.
+
+        The re-runs share a scratchpad of their own (:func:`._internals.own_scratchpad`), so
+        the node's own ``interrupt()`` and the graphs it invokes count as if they ran first.
+
+        Returns:
+            ``None`` for a call not probed (no snapshot), with ``[probe] speculative = false``,
+            when a rotation handoff must be waited for (``biasbreaker run --concurrency``),
+            or when the inputs of the re-runs cannot be read before the call: the call is
+            then probed after the node's own call, as without speculation.
+        """
+        if before is None or not self.speculative:
+            return None
+        if self.handoff is not None and self._saved_rotation(bb, spec.name) is None:
+            return None  # the rotation may be read only after the handoff (probe())
+        given = before.config or config
+        try:
+            lg_step, suffix = task_of(config)
+            extras = self._edge_extras(spec, before.values, given)
+            rerun_config = own_scratchpad(given)
+        except Exception:  # probe() reads them again after the call and says what failed
+            return None
+        probe = self.new_probe()
+        try:
+            drawn = probe.draw(
+                self.routed_steps[spec.name],
+                before.view,
+                step_id=f"{spec.name}@{lg_step}{suffix}",
+                step_name=spec.name,
+                coverage=self._rotation(bb, spec.name),
+            )
+        except Exception as exc:  # raised by probe() where probing after the call raises it
+            return Speculation(probe, exc)
+        if isinstance(drawn, ProbeResult):
+            return Speculation(probe, drawn)
+        template = None if _is_plain(before.view, before.values) else before.values
+        compared = capture.compared if capture is not None else frozenset()
+        token = rerun_context(Rerun(template, rerun_config, injected, extras, streamed=compared))
+        try:  # the re-runs' tasks copy this context
+            reruns = probe.start(drawn, HELPER_LOOP.get() if threaded else None)
+        finally:
+            reset_rerun(token)
+        return Speculation(probe, drawn, reruns)
+
     def _changed_in_place(self, before: Before | None, config: RunnableConfig) -> list[str]:
         """The input keys whose channel value differs from :meth:`snapshot`'s (sorted)."""
         if before is None:
@@ -749,9 +895,23 @@ class Prober(Shared):
             return keys  # readable before the call, not after: changed
         return [key for key in keys if before.channels.get(key) != after.get(key)]
 
-    async def probe(self, call: Call) -> None:
-        """Score ``call`` (``score``, ``outcome``), or hold it with why the probe failed."""
-        probe = self.new_probe()
+    async def probe(self, call: Call, speculation: Speculation | None = None) -> None:
+        """Score ``call`` (``score``, ``outcome``), or hold it with why the probe failed.
+
+        Args:
+            call: The call (:meth:`begin` sampled it).
+            speculation: Its re-runs, started beside the node's own call (:meth:`speculate`),
+                or ``None`` to start them now. The outcome is the same either way; a
+                speculation not used (the call is held before its probe) is discarded.
+        """
+        try:
+            await self._probe(call, speculation)
+        finally:
+            if speculation is not None:
+                speculation.discard()
+
+    async def _probe(self, call: Call, speculation: Speculation | None) -> None:
+        probe = speculation.probe if speculation is not None else self.new_probe()
         assert call.input_view is not None  # begin() read it for every sampled call
         template = None if _is_plain(call.input_view, call.values) else call.values
         # the re-runs get this call's config and injected objects (the probe's tasks and
@@ -762,7 +922,7 @@ class Prober(Shared):
             # inside the try: a handoff that raises holds the step like any probe failure
             if self.handoff is not None and self.saved_rotation(call) is None:
                 await self.handoff.wait(thread_of(call.config))
-            extras = self._extras(call)
+            extras = self._edge_extras(call.node, call.values, call.config)
             unvaried = {k: v for k, v in extras.items() if k not in call.update}
             named = [k for k, v in sorted(unvaried.items()) if self._names_a_group(k, v)]
             if named:
@@ -786,14 +946,18 @@ class Prober(Shared):
                     call.update if call.returned_dict else None,
                     silenced(call.config or get_config()),
                 )
-            result = await probe.probe(
-                self.routed_steps[call.node.name],
-                call.input_view,
-                routed(call.node.name, call.view, goto, self.opaque, call.streamed),
-                step_id=call.step_id,
-                step_name=call.node.name,
-                coverage=self.rotation(call),
-            )
+            output = routed(call.node.name, call.view, goto, self.opaque, call.streamed)
+            if speculation is not None:
+                result = await speculation.result(output)
+            else:
+                result = await probe.probe(
+                    self.routed_steps[call.node.name],
+                    call.input_view,
+                    output,
+                    step_id=call.step_id,
+                    step_name=call.node.name,
+                    coverage=self.rotation(call),
+                )
         except Exception as exc:  # the probe fails closed: the output goes to human review
             # a variant's input that cannot be rebuilt (.values) or a re-run's store search
             # (.scratch_store) is unreadable; a re-run's unreadable output, a probe failure
@@ -854,12 +1018,14 @@ class Prober(Shared):
         """Whether state ``key`` holding ``value`` names a protected group (the probe's rule)."""
         return bool(self.base.generator.detect(read_values({key: value}, "state", self.opaque)))
 
-    def _extras(self, call: Call) -> dict[str, Any]:
+    def _edge_extras(
+        self, spec: GuardedNode, values: Mapping[str, Any], config: RunnableConfig | None
+    ) -> dict[str, Any]:
         """The state keys the node's conditional edges read beyond its input (unvaried)."""
-        missing = {k for route in call.node.routes for k in route.keys} - set(call.values)
-        if not missing or call.config is None:
+        missing = {k for route in spec.routes for k in route.keys} - set(values)
+        if not missing or config is None:
             return {}
-        return read_channels(call.config, sorted(missing))
+        return read_channels(config, sorted(missing))
 
     def rotation(self, call: Call) -> dict[str, int]:
         """The covering-rotation state the node's probe starts from.
@@ -867,14 +1033,21 @@ class Prober(Shared):
         The thread's checkpointed ``bb_probe_coverage`` entry for the node, else the latest
         state the guard saw for it in any thread, else ``{}``.
         """
-        saved = self.saved_rotation(call)
+        return self._rotation(call.bb, call.node.name)
+
+    def _rotation(self, bb: Mapping[str, Any], node: str) -> dict[str, int]:
+        saved = self._saved_rotation(bb, node)
         if saved is not None:
             return saved
-        return dict(self.coverage.get(call.node.name, {}))
+        return dict(self.coverage.get(node, {}))
 
     def saved_rotation(self, call: Call) -> dict[str, int] | None:
         """The thread's own checkpointed rotation of the node, or ``None`` (it has none)."""
-        saved = (call.bb.get("bb_probe_coverage") or {}).get(call.node.name)
+        return self._saved_rotation(call.bb, call.node.name)
+
+    @staticmethod
+    def _saved_rotation(bb: Mapping[str, Any], node: str) -> dict[str, int] | None:
+        saved = (bb.get("bb_probe_coverage") or {}).get(node)
         if isinstance(saved, Mapping):
             return {str(axis): pos for axis, pos in saved.items()}
         return None
@@ -1174,6 +1347,7 @@ __all__ = [
     "Prober",
     "Rerun",
     "RotationHandoff",
+    "Speculation",
     "clone_probe",
     "in_rerun",
     "probe_outcome",

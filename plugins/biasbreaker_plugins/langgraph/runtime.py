@@ -117,7 +117,14 @@ class GraphGuard(Shared):
             max_workers=settings.probe.max_concurrency,
             thread_name_prefix="biasbreaker-probe",
         )
-        self.prober = Prober(build_probe(context), self.nodes, self.pool, opaque, channels)
+        self.prober = Prober(
+            build_probe(context),
+            self.nodes,
+            self.pool,
+            opaque,
+            channels,
+            speculative=settings.probe.speculative,
+        )
         self.runner: InterventionRunner | None = None
         if hook is None:
             self.runner = InterventionRunner.from_context(
@@ -175,14 +182,31 @@ class GraphGuard(Shared):
                     if not spec.probe or self.prober.base.probe_rate <= 0.0
                     else self.prober.snapshot(spec, state, config)
                 )
-                token = var_child_runnable_config.set(own[0])
-                try:
-                    out = await fn(*args, **own[1])
-                finally:
-                    var_child_runnable_config.reset(token)
-                call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
-                if call.sampled:
-                    await self.prober.probe(call)
+                if before is None:
+                    token = var_child_runnable_config.set(own[0])
+                    try:
+                        out = await fn(*args, **own[1])
+                    finally:
+                        var_child_runnable_config.reset(token)
+                    call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
+                else:  # probed: its re-runs start with its own call (Prober.speculate)
+                    ahead = self.prober.speculate(
+                        spec, bb, config, kwargs, before, capture, threaded=False
+                    )
+                    try:
+                        token = var_child_runnable_config.set(own[0])
+                        try:
+                            out = await fn(*args, **own[1])
+                        finally:
+                            var_child_runnable_config.reset(token)
+                        call = self.prober.begin(
+                            spec, state, bb, out, config, kwargs, before, capture
+                        )
+                        if call.sampled:
+                            await self.prober.probe(call, ahead)
+                    finally:
+                        if ahead is not None:  # the node raised, or the call was not probed
+                            ahead.discard()
                 result = self.decider.finish(call)
                 if capture is None and not isinstance(result, Halt):
                     return result  # what _leave returns for it, without the call
@@ -200,14 +224,31 @@ class GraphGuard(Shared):
                     if not spec.probe or self.prober.base.probe_rate <= 0.0
                     else self.prober.snapshot(spec, state, config)
                 )
-                token = var_child_runnable_config.set(own[0])
-                try:
-                    out = fn(*args, **own[1])
-                finally:
-                    var_child_runnable_config.reset(token)
-                call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
-                if call.sampled:
-                    run_sync(self.prober.probe(call))
+                if before is None:
+                    token = var_child_runnable_config.set(own[0])
+                    try:
+                        out = fn(*args, **own[1])
+                    finally:
+                        var_child_runnable_config.reset(token)
+                    call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
+                else:  # probed: its re-runs start with its own call (Prober.speculate)
+                    ahead = self.prober.speculate(
+                        spec, bb, config, kwargs, before, capture, threaded=True
+                    )
+                    try:
+                        token = var_child_runnable_config.set(own[0])
+                        try:
+                            out = fn(*args, **own[1])
+                        finally:
+                            var_child_runnable_config.reset(token)
+                        call = self.prober.begin(
+                            spec, state, bb, out, config, kwargs, before, capture
+                        )
+                        if call.sampled:
+                            run_sync(self.prober.probe(call, ahead))
+                    finally:
+                        if ahead is not None:  # the node raised, or the call was not probed
+                            ahead.discard()
                 result = self.decider.finish(call)
                 if capture is None and not isinstance(result, Halt):
                     return result  # what _leave returns for it, without the call

@@ -95,6 +95,7 @@ from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.intervention.runner import InterventionRunner
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import ControlMachine
+from biasbreaker.probe import ProbeResult
 from biasbreaker.types import (
     BreakerAction,
     BreakerDecision,
@@ -108,7 +109,12 @@ from biasbreaker_langchain.plugin import NAME
 from biasbreaker_langchain.received import Received, changed, watched
 from biasbreaker_plugins.langgraph import config_file_problem, config_type_problem
 from biasbreaker_plugins.langgraph.machines import run_sync
-from biasbreaker_plugins.langgraph.probing import clone_probe, probe_outcome
+from biasbreaker_plugins.langgraph.probing import (
+    HELPER_LOOP,
+    Speculation,
+    clone_probe,
+    probe_outcome,
+)
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import (
     Capture,
@@ -396,14 +402,12 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         capture = Capture()
         received = self._watcher(request)
         given = _watching(config, capture, received)
-        result = handler(request) if given is config else _with_config(given, handler, request)
-        call = self._begin(request, result, config, capture, received)
         pool = self.adapter.pool
 
         async def step(payload: Any) -> Any:
-            reissued = _rebuilt(call.request, payload)
+            reissued = _rebuilt(request, payload)
             seen = Received()
-            quiet = watched(silenced(call.config), seen)
+            quiet = watched(silenced(config), seen)
             job = functools.partial(
                 contextvars.copy_context().run, _with_config, quiet, handler, reissued
             )
@@ -411,8 +415,16 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             _check_received(reissued, seen)
             return _output_view(_as_response(out)[0])
 
-        if call.sampled:
-            run_sync(self._probe(call, step))
+        # its re-issues start with the model's own call (speculative probing)
+        ahead = self._speculate(request, received, step, threaded=True)
+        try:
+            result = handler(request) if given is config else _with_config(given, handler, request)
+            call = self._begin(request, result, config, capture, received)
+            if call.sampled:
+                run_sync(self._probe(call, step, ahead))
+        finally:
+            if ahead is not None:  # the call raised, or it was not probed
+                ahead.discard()
         outcome = self._decide(call, step)
         if not isinstance(outcome, _Held):
             return outcome
@@ -436,20 +448,11 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         capture = Capture()
         received = self._watcher(request)
         given = _watching(config, capture, received)
-        if given is config:  # the call's own config: nothing to set
-            result = await handler(request)
-        else:
-            token = var_child_runnable_config.set(given)
-            try:
-                result = await handler(request)
-            finally:
-                var_child_runnable_config.reset(token)
-        call = self._begin(request, result, config, capture, received)
 
         async def step(payload: Any) -> Any:
-            reissued = _rebuilt(call.request, payload)
+            reissued = _rebuilt(request, payload)
             seen = Received()
-            inner = var_child_runnable_config.set(watched(silenced(call.config), seen))
+            inner = var_child_runnable_config.set(watched(silenced(config), seen))
             try:
                 out = await handler(reissued)
             finally:
@@ -457,8 +460,23 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             _check_received(reissued, seen)
             return _output_view(_as_response(out)[0])
 
-        if call.sampled:
-            await self._probe(call, step)
+        # its re-issues start with the model's own call (speculative probing)
+        ahead = self._speculate(request, received, step, threaded=False)
+        try:
+            if given is config:  # the call's own config: nothing to set
+                result = await handler(request)
+            else:
+                token = var_child_runnable_config.set(given)
+                try:
+                    result = await handler(request)
+                finally:
+                    var_child_runnable_config.reset(token)
+            call = self._begin(request, result, config, capture, received)
+            if call.sampled:
+                await self._probe(call, step, ahead)
+        finally:
+            if ahead is not None:  # the call raised, or it was not probed
+                ahead.discard()
         outcome = await self._adecide(call, step)
         if not isinstance(outcome, _Held):
             return outcome
@@ -544,18 +562,72 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return {str(axis): pos for axis, pos in saved.items()}
         return dict(self._coverage)
 
-    async def _probe(self, call: _Call, step: Callable[[Any], Awaitable[Any]]) -> None:
-        """Score the call (``score``, ``outcome``), or hold it with why the probe failed."""
+    def _speculate(
+        self,
+        request: ModelRequest[Any],
+        received: Received | None,
+        step: Callable[[Any], Awaitable[Any]],
+        *,
+        threaded: bool,
+    ) -> Speculation | None:
+        """Start a sampled call's re-issues before the model's own call (speculative probing).
+
+        As the LangGraph adapter does (``Prober.speculate``): the variants need only the
+        request, so they are drawn now and re-issued at once, on the running loop or, for a
+        sync agent (``threaded``), on the helper loop; :meth:`_probe` scores once the reply
+        and all of them are in, with the result probing after the call gives. ``None`` for a
+        call not sampled, with ``[probe] speculative = false``, or a request the probe cannot
+        read (held after the call, as without speculation).
+        """
+        if received is None or not self.adapter.context.settings.probe.speculative:
+            return None
+        try:
+            view = _input_view(request)
+        except Unreadable:
+            return None
         probe = clone_probe(self.adapter.probe)
         try:
-            result = await probe.probe(
+            drawn = probe.draw(
                 step,
-                call.input_view,
-                call.view,
-                step_id=self._step_id(call.request.state),
+                view,
+                step_id=self._step_id(request.state),
                 step_name=self.adapter.node,
-                coverage=self._rotation(call.request.state),
+                coverage=self._rotation(request.state),
             )
+        except Exception as exc:  # raised by _probe where probing after the call raises it
+            return Speculation(probe, exc, view=view)
+        if isinstance(drawn, ProbeResult):
+            return Speculation(probe, drawn, view=view)
+        reruns = probe.start(drawn, HELPER_LOOP.get() if threaded else None)
+        return Speculation(probe, drawn, reruns, view=view)
+
+    async def _probe(
+        self,
+        call: _Call,
+        step: Callable[[Any], Awaitable[Any]],
+        ahead: Speculation | None = None,
+    ) -> None:
+        """Score the call (``score``, ``outcome``), or hold it with why the probe failed.
+
+        ``ahead``: its re-issues started with the model's own call (:meth:`_speculate`), used
+        when they were drawn from the request the call was read with, else discarded.
+        """
+        probe = clone_probe(self.adapter.probe)
+        if ahead is not None and ahead.view != call.input_view:
+            ahead.discard()  # the request changed during the call: probe what was read after
+            ahead = None
+        try:
+            if ahead is not None:
+                result = await ahead.result(call.view)
+            else:
+                result = await probe.probe(
+                    step,
+                    call.input_view,
+                    call.view,
+                    step_id=self._step_id(call.request.state),
+                    step_name=self.adapter.node,
+                    coverage=self._rotation(call.request.state),
+                )
         except Exception as exc:  # fail closed: the reply goes to review, named why
             call.sampled = False
             call.hold = f"probe failed: {type(exc).__name__}: {exc}"
