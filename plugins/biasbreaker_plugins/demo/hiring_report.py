@@ -311,7 +311,8 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
     )
     write_calibration_settings(out, result.calibration, result.settings)
     report = out / "report.md"
-    triggers = triggers_line(trip_triggers(traces["guarded"]), len(traces["guarded"]))
+    by_trigger = trip_triggers(traces["guarded"])
+    triggers = triggers_line(by_trigger, len(traces["guarded"]))
     paired = None
     lead = quoted = ""
     if "unguarded" in shown and "guarded" in shown:
@@ -334,6 +335,7 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
                     for r in t.records
                     if r.transition == "trip"
                 ],
+                triggers=by_trigger,
                 selections=selections,
                 leans=leans,
                 paired=paired,

@@ -89,6 +89,7 @@ def summary(
     guarded: TraceCounts,
     fresh: TraceCounts,
     trip_nodes: Sequence[str],
+    triggers: Mapping[str, int],
     selections: Mapping[str, Selection],
     leans: Mapping[str, Lean],
     paired: Paired,
@@ -102,6 +103,7 @@ def summary(
         guarded: The guarded phase's trace counts.
         fresh: The fresh control runs' trace counts.
         trip_nodes: The node of each trip (transition ``trip``) of the guarded phase.
+        triggers: Its trips per trigger (:func:`~biasbreaker_plugins.demo.summary.trip_triggers`).
         selections: Phase -> selection rates (``reference``, ``unguarded``, ``guarded``).
         leans: Phase -> preference lean.
         paired: The paired comparison of ``unguarded`` and ``guarded``.
@@ -114,8 +116,9 @@ def summary(
     traces = max((t.traces for t in checked.totals), default=0)
     text = (
         f"Measured ({label}): the breaker tripped on {guarded.runs_tripped} of {postings} "
-        f"biased rankings ({guarded.trips} trips{_trip_nodes(trip_nodes)}); {repairs} were "
-        "repaired, "
+        f"biased rankings ({guarded.trips} trips{_trip_nodes(trip_nodes)}: "
+        f"{triggers['network']} by the network score, fast B_net, {triggers['node']} by the "
+        f"node's own score); {repairs} were repaired, "
         f"{guarded.escalated_runs} wait for a human; **{fresh.runs_tripped} of {fresh.runs} "
         f"fresh control runs halted**; the shortlists' lean towards GPT-3.5's preferences (mean "
         f"measured weight of the shortlisted groups, 1 = none) went from "
