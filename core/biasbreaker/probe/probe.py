@@ -78,6 +78,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from biasbreaker.errors import ConfigError, InputError, ProbeError, ScoreError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import bootstrap_interval, mean
+from biasbreaker.probe.budget import BudgetLimits, ProbeBudget, metering
 from biasbreaker.probe.counterfactual import (
     CounterfactualGenerator,
     CounterfactualMapping,
@@ -455,6 +456,10 @@ class Probe:
             ``None`` to skip the check (then a French input is "not applicable" again). With
             the default guard and py3langid not installed, every probed step raises
             :class:`ProbeError` (the adapters hold it for review).
+        budget: The run's call and token account (:mod:`biasbreaker.probe.budget`), or
+            ``None`` for no bound. A step it cannot pay for raises
+            :class:`~biasbreaker.probe.budget.BudgetExceeded` (a :class:`ProbeError`: held)
+            before any re-run starts.
 
     Raises:
         InputError: An argument is out of range (the message names it; a ValueError).
@@ -478,6 +483,7 @@ class Probe:
         call_timeout_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         language: LanguageGuard | None = DEFAULT_LANGUAGE_GUARD,
+        budget: ProbeBudget | None = None,
     ) -> None:
         self.scorers: tuple[Scorer, ...] = (
             (scorers,) if isinstance(scorers, Scorer) else tuple(scorers)
@@ -525,6 +531,7 @@ class Probe:
         self.call_timeout_s = call_timeout_s
         self.clock = clock
         self.language = language
+        self.budget = budget
         self._cache: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
         self._counter = 0
         self._coverage: dict[str, dict[str, int]] = {}
@@ -743,7 +750,10 @@ class Probe:
             calls.append(
                 _Call(key, v.payload, s, f"counterfactual variant {j} (axis {v.mapping.axis})")
             )
-        made, hits = await self._run(step, name, calls)
+        if self.budget is not None:  # fail closed: a step the run cannot pay for is held
+            self.budget.reserve(name, sid, len({c.key for c in calls} - self._cache.keys()))
+        with metering(self.budget):
+            made, hits = await self._run(step, name, calls)
 
         # strict=False is an equivalent mutant of the zips below: each pairs a list with the
         # list its items were made from
@@ -1180,6 +1190,7 @@ def build_probe(context: BuildContext) -> Probe:
     generator = CounterfactualGenerator(terms, seed=context.seed)
     language = LanguageGuard(cfg.languages, policy=cfg.unsupported_language)
     language.require()
+    limits = BudgetLimits(cfg.max_calls_per_step, cfg.max_calls_per_run, cfg.max_tokens_per_run)
     return Probe(
         scorers,
         generator=generator,
@@ -1194,4 +1205,5 @@ def build_probe(context: BuildContext) -> Probe:
         max_concurrency=cfg.max_concurrency,
         call_timeout_s=cfg.call_timeout_s,
         language=language,
+        budget=ProbeBudget(limits) if limits.bounded else None,
     )

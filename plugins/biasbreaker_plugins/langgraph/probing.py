@@ -53,6 +53,7 @@ from pydantic import BaseModel
 
 from biasbreaker.errors import BiasbreakerError, ConfigError
 from biasbreaker.probe import Probe, ProbeResult, Routed
+from biasbreaker.probe.budget import RunBudgets
 from biasbreaker.redaction import redact_text
 from biasbreaker.types import LazyPayload
 from biasbreaker_plugins.langgraph._internals import (
@@ -527,6 +528,9 @@ class Prober(Shared):
         self.handoff: RotationHandoff | None = None
         self.not_sampled = f"not sampled at [probe] probe_rate = {base.probe_rate:g}"
         """The outcome's reason for a call ``[probe] probe_rate`` does not sample."""
+        # thread id -> the run's probe budget ([probe] max_calls_per_*, max_tokens_per_run),
+        # subgraphs included; in memory only (biasbreaker.probe.budget)
+        self.budgets = RunBudgets(base.budget)
 
     def new_probe(self) -> Probe:
         """A fresh probe with the configured scorers and generator (one per probed call).
@@ -752,6 +756,7 @@ class Prober(Shared):
     async def probe(self, call: Call) -> None:
         """Score ``call`` (``score``, ``outcome``), or hold it with why the probe failed."""
         probe = self.new_probe()
+        probe.budget = self.budgets.get(thread_of(call.config))
         assert call.input_view is not None  # begin() read it for every sampled call
         template = None if _is_plain(call.input_view, call.values) else call.values
         # the re-runs get this call's config and injected objects (the probe's tasks and

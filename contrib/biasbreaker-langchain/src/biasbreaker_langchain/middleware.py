@@ -95,6 +95,7 @@ from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.intervention.runner import InterventionRunner
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import ControlMachine
+from biasbreaker.probe.budget import RunBudgets
 from biasbreaker.types import (
     BreakerAction,
     BreakerDecision,
@@ -374,6 +375,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         # the probe's covering rotation of the model node (docs/detection.md, "Every group
         # covered"), the latest in any thread: where a thread without bb_probe_coverage starts
         self._coverage: dict[str, int] = {}
+        # thread -> the run's probe budget ([probe] max_calls_per_*, max_tokens_per_run)
+        self._budgets = RunBudgets(adapter.probe.budget)
         # where held replies wait for their review when the agent has no store (this
         # process only: pass create_agent(store=...) to resume in another process)
         self._store: BaseStore = InMemoryStore()
@@ -547,6 +550,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
     async def _probe(self, call: _Call, step: Callable[[Any], Awaitable[Any]]) -> None:
         """Score the call (``score``, ``outcome``), or hold it with why the probe failed."""
         probe = clone_probe(self.adapter.probe)
+        probe.budget = self._budgets.get(call.thread)
         try:
             result = await probe.probe(
                 step,
