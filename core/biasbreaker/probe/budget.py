@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from biasbreaker.errors import ProbeError
+from biasbreaker.usage import phase
 
 
 class BudgetExceeded(ProbeError):
@@ -182,11 +183,13 @@ def metering(budget: ProbeBudget | None) -> Iterator[None]:
     """Charge the tokens of LLM calls made inside the block (the probe's re-runs) to ``budget``.
 
     The probe's tasks and the worker threads the adapters run sync re-runs in copy the context,
-    so calls made there are charged too. ``None`` meters nothing.
+    so calls made there are charged too. ``None`` charges nothing. Either way the block's calls
+    are the probe's in the usage tally (:func:`biasbreaker.usage.phase`).
     """
     token = _METER.set(budget)
     try:
-        yield
+        with phase("probe"):
+            yield
     finally:
         _METER.reset(token)
 

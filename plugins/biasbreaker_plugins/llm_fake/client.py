@@ -814,4 +814,5 @@ class FakeLLM:
             finish_reason=finish,
             prompt_tokens=len(request.prompt.split()),
             completion_tokens=len(text.split()),
+            usage_estimated=True,  # words, counted here: no endpoint reported them
         )
