@@ -24,7 +24,7 @@ import contextvars
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from biasbreaker.llm import LLMResponse
 
@@ -52,6 +52,45 @@ def phase(name: Phase) -> Iterator[None]:
         yield
     finally:
         _PHASE.reset(token)
+
+
+class Meter(Protocol):
+    """What :func:`charge_tokens` charges (a :class:`~biasbreaker.probe.budget.ProbeBudget`)."""
+
+    def charge(self, tokens: int) -> None:
+        """Charge ``tokens``."""
+        ...
+
+
+_METER: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
+    "biasbreaker_usage_meter", default=None
+)
+
+
+@contextlib.contextmanager
+def metered(meter: Meter | None) -> Iterator[None]:
+    """Charge the tokens of the LLM calls made inside the block to ``meter`` (``None``: none).
+
+    The block's tasks and the worker threads started with its context (``asyncio.to_thread``,
+    the adapters' pools) are inside it too.
+    """
+    token = _METER.set(meter)
+    try:
+        yield
+    finally:
+        _METER.reset(token)
+
+
+def charge_tokens(tokens: int) -> None:
+    """Charge ``tokens`` to the meter of the block in progress (none outside one).
+
+    Every shipped client calls it with ``reply.total_tokens`` after each reply (the
+    ``openai-compatible`` and ``fake`` clients); a client you write should too, or the probe's
+    ``[probe] max_tokens_per_run`` cannot see its tokens.
+    """
+    meter = _METER.get()
+    if meter is not None and tokens > 0:
+        meter.charge(tokens)
 
 
 def role_of(purpose: str) -> str:
@@ -136,10 +175,13 @@ def describe_usage(usage: Mapping[str, Mapping[str, int]]) -> str:
 
 __all__ = [
     "ROLES",
+    "Meter",
     "Phase",
     "RoleUsage",
     "UsageTally",
+    "charge_tokens",
     "describe_usage",
+    "metered",
     "phase",
     "role_of",
 ]

@@ -177,3 +177,23 @@ def test_the_settings_reach_the_probe_and_no_bound_means_no_budget() -> None:
     budget = build_probe(kernel).budget
     assert budget is not None
     assert budget.limits == BudgetLimits(max_calls_per_step=7, max_tokens_per_run=9)
+
+
+def test_the_fake_clients_tokens_inside_the_probe_are_charged() -> None:
+    from biasbreaker.llm import LLMRequest
+    from biasbreaker.probe import with_current_sample
+    from biasbreaker_plugins.llm_fake import FakeLLM, FakeLLMOptions
+
+    client = FakeLLM(FakeLLMOptions(), seed=0)
+
+    async def step(prompt: str) -> str:
+        reply = await client.complete(with_current_sample(LLMRequest.chat(prompt)))
+        return reply.text
+
+    probe = make_probe(BudgetLimits(max_tokens_per_run=10**6))
+    output = asyncio.run(step(PROMPTS[0]))
+    result = asyncio.run(probe.probe(step, PROMPTS[0], output, step_id="s0"))
+    assert probe.budget is not None and result.calls == 6
+    assert probe.budget.tokens > 0
+    one = asyncio.run(client.complete(LLMRequest.chat(PROMPTS[0])))
+    assert probe.budget.tokens >= 6 * one.prompt_tokens  # at least every re-run's prompt

@@ -580,3 +580,18 @@ async def test_a_reply_without_usage_is_counted_and_marked_estimated(
     # ceil(len / 4) of the prompt as biasbreaker renders it, and of the reply's text
     assert reply.prompt_tokens == -(-len(request.prompt) // 4) > 0
     assert reply.completion_tokens == 3  # "Yes, hire." is 10 characters
+
+
+async def test_the_tokens_of_a_reply_are_charged_to_the_probe_budget_in_progress(
+    openai_server: ChatServer,
+) -> None:
+    from biasbreaker.probe.budget import BudgetLimits, ProbeBudget, metering
+
+    openai_server.reply = lambda call: Reply.completion("ok", prompt_tokens=12, completion_tokens=5)
+    client = make_client(openai_server)
+    budget = ProbeBudget(BudgetLimits(max_tokens_per_run=100))
+    await client.complete(LLMRequest.chat("outside the probe"))
+    with metering(budget):
+        await client.complete(LLMRequest.chat("a probe re-run"))
+    await client.aclose()
+    assert budget.tokens == 17

@@ -13,8 +13,9 @@ What counts:
   input and sample are free), reserved before any of them starts, so concurrent steps of one
   run cannot overspend together;
 * **tokens**: the prompt and completion tokens of LLM calls made *inside* the probe's re-runs,
-  charged by an LLM client wrapper through :func:`charge_tokens` (the demo's counting client
-  does; a node calling its own client outside biasbreaker is not metered). Tokens are known
+  charged by the client through :func:`biasbreaker.usage.charge_tokens` (the shipped
+  ``openai-compatible`` and ``fake`` clients do; a node calling a model through a client that
+  does not, say LangChain's ``ChatOpenAI``, is not metered). Tokens are known
   only after the replies, so the token bound is checked when a step's probe starts: the step
   that crosses it finishes, every later probed step of the run is held.
 
@@ -27,14 +28,13 @@ resumes a thread from its checkpointer starts that thread's count again at 0
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from biasbreaker.errors import ProbeError
-from biasbreaker.usage import phase
+from biasbreaker.usage import charge_tokens, metered, phase
 
 
 class BudgetExceeded(ProbeError):
@@ -173,11 +173,6 @@ class RunBudgets:
             return budget
 
 
-_METER: contextvars.ContextVar[ProbeBudget | None] = contextvars.ContextVar(
-    "biasbreaker_probe_budget", default=None
-)
-
-
 @contextlib.contextmanager
 def metering(budget: ProbeBudget | None) -> Iterator[None]:
     """Charge the tokens of LLM calls made inside the block (the probe's re-runs) to ``budget``.
@@ -186,23 +181,8 @@ def metering(budget: ProbeBudget | None) -> Iterator[None]:
     so calls made there are charged too. ``None`` charges nothing. Either way the block's calls
     are the probe's in the usage tally (:func:`biasbreaker.usage.phase`).
     """
-    token = _METER.set(budget)
-    try:
-        with phase("probe"):
-            yield
-    finally:
-        _METER.reset(token)
-
-
-def charge_tokens(tokens: int) -> None:
-    """Charge ``tokens`` to the budget of the probe re-run in progress (none outside one).
-
-    For LLM client wrappers: call it with ``reply.prompt_tokens + reply.completion_tokens``
-    (:attr:`biasbreaker.llm.LLMResponse.total_tokens`) after every reply.
-    """
-    budget = _METER.get()
-    if budget is not None:
-        budget.charge(tokens)
+    with metered(budget), phase("probe"):
+        yield
 
 
 __all__ = [

@@ -10,8 +10,7 @@ intervention (skeptics, MADERA) always uses the kernel's client, as configured.
 
 :class:`DemoKernel` is the kernel with one addition: its ``llm()`` counts calls, so the summary
 can report every LLM call the run made (agents, probe re-runs, skeptics, editors), and tallies
-calls and tokens per role (:mod:`biasbreaker.usage`); the tokens of calls inside the probe's
-re-runs are charged to the run's probe budget (:func:`biasbreaker.probe.budget.charge_tokens`).
+calls and tokens per role (:mod:`biasbreaker.usage`).
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from typing import Any
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.llm import LLMClient, LLMRequest, LLMResponse
-from biasbreaker.probe.budget import charge_tokens
 from biasbreaker.usage import UsageTally, role_of
 
 FAKE = "fake"
@@ -73,13 +71,12 @@ class CountingClient:
         return self.inner.model
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """Count the call, let the inner client answer it, tally and charge its tokens."""
+        """Count the call, let the inner client answer it, tally its tokens."""
         self.counter.count(request.purpose)
         role = role_of(request.purpose)
         self.counter.usage.call(role)
         reply = await self.inner.complete(request)
         self.counter.usage.reply(role, reply)
-        charge_tokens(reply.total_tokens)
         return reply
 
     async def aclose(self) -> None:

@@ -37,6 +37,7 @@ from pydantic import SecretStr
 from biasbreaker.errors import LLMError, MalformedReplyError
 from biasbreaker.llm import LLMRequest, LLMResponse, estimate_tokens
 from biasbreaker.redaction import redact_text, register_secret
+from biasbreaker.usage import charge_tokens
 from biasbreaker_openai_compatible.limiter import SharedLimiter, shared_limiter
 from biasbreaker_openai_compatible.plugin import NAME, OpenAICompatibleOptions
 
@@ -284,7 +285,9 @@ class OpenAICompatibleClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await self._limited(state, body, request, attempt.retry_state)
+                    reply = await self._limited(state, body, request, attempt.retry_state)
+                    charge_tokens(reply.total_tokens)  # the probe budget of a re-run
+                    return reply
         except tenacity.RetryError as exc:
             last = exc.last_attempt
             problem = last.exception()
