@@ -18,6 +18,7 @@ waiter; at a few dozen waiters that costs nothing next to an HTTP request).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -91,7 +92,8 @@ class SharedLimiter:
             self._in_flight -= 1
             waiters, self._waiters = self._waiters, []
         for loop, waiter in waiters:
-            if not loop.is_closed():
+            # a loop closed since its waiter queued took the waiter with it
+            with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_wake, waiter)
 
 
