@@ -157,6 +157,36 @@ class UsageTally:
         return {r: asdict(u) for r, u in self.by_role().items()}
 
 
+UsageJSON = dict[str, dict[str, int]]
+"""``{role: {calls, prompt_tokens, completion_tokens, estimated_tokens}}``, as
+:meth:`UsageTally.to_json` gives it."""
+
+
+def combine_usage(*usages: Mapping[str, Mapping[str, int]]) -> UsageJSON:
+    """The sum of several tallies (say, of a phase's worker processes), roles in order."""
+    total: dict[str, dict[str, int]] = {}
+    for usage in usages:
+        for role, counts in usage.items():
+            into = total.setdefault(role, dict.fromkeys(counts, 0))
+            for key, value in counts.items():
+                into[key] = into.get(key, 0) + value
+    order = [r for r in ROLES if r in total] + sorted(set(total) - set(ROLES))
+    return {r: total[r] for r in order}
+
+
+def usage_since(
+    after: Mapping[str, Mapping[str, int]], before: Mapping[str, Mapping[str, int]]
+) -> UsageJSON:
+    """What a tally added between two :meth:`UsageTally.to_json` snapshots (roles that moved)."""
+    spent: dict[str, dict[str, int]] = {}
+    for role, counts in after.items():
+        was = before.get(role, {})
+        moved = {key: value - was.get(key, 0) for key, value in counts.items()}
+        if any(moved.values()):
+            spent[role] = moved
+    return spent
+
+
 def describe_usage(usage: Mapping[str, Mapping[str, int]]) -> str:
     """One line: ``agent 12 calls, 3400 tokens (1200 estimated); probe ...``.
 
@@ -178,10 +208,13 @@ __all__ = [
     "Meter",
     "Phase",
     "RoleUsage",
+    "UsageJSON",
     "UsageTally",
     "charge_tokens",
+    "combine_usage",
     "describe_usage",
     "metered",
     "phase",
     "role_of",
+    "usage_since",
 ]

@@ -77,3 +77,23 @@ def test_the_tally_adds_calls_and_tokens_per_role_and_keeps_estimates_apart() ->
         "agent 2 calls, 4 tokens (4 estimated); probe 1 calls, 12 tokens"
     )
     assert describe_usage({}) == "no LLM calls"
+
+
+def test_tallies_add_up_and_a_snapshot_difference_keeps_the_roles_that_moved() -> None:
+    from biasbreaker.usage import combine_usage, usage_since
+
+    a = {"probe": {"calls": 2, "prompt_tokens": 5, "completion_tokens": 1, "estimated_tokens": 0}}
+    b = {
+        "agent": {"calls": 1, "prompt_tokens": 3, "completion_tokens": 2, "estimated_tokens": 5},
+        "probe": {"calls": 1, "prompt_tokens": 1, "completion_tokens": 1, "estimated_tokens": 2},
+    }
+    both = combine_usage(a, b)
+    assert list(both) == ["agent", "probe"]
+    assert both["probe"] == {
+        "calls": 3,
+        "prompt_tokens": 6,
+        "completion_tokens": 2,
+        "estimated_tokens": 2,
+    }
+    assert usage_since(both, a) == b
+    assert usage_since(both, both) == {}
