@@ -139,8 +139,12 @@ class LLMResponse:
         text: The generated text (for structured requests, the JSON document as text).
         model: The model identifier that produced it.
         finish_reason: ``"stop"``, ``"length"`` or the server's own value.
-        prompt_tokens: Tokens in the prompt, if the client knows, else 0.
-        completion_tokens: Tokens generated, if the client knows, else 0.
+        prompt_tokens: Tokens in the prompt: the endpoint's ``usage.prompt_tokens`` where it
+            reports one, else counted by the client (:func:`estimate_tokens`) with
+            ``usage_estimated`` set, else 0 (a client that neither knows nor counts).
+        completion_tokens: Tokens generated, likewise (``usage.completion_tokens``).
+        usage_estimated: Whether the two counts were estimated by the client rather than
+            reported by the endpoint (reports add them up apart, marked "estimated").
     """
 
     text: str
@@ -148,6 +152,26 @@ class LLMResponse:
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage_estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        """``prompt_tokens + completion_tokens``."""
+        return self.prompt_tokens + self.completion_tokens
+
+
+CHARS_PER_TOKEN = 4
+"""The rule of thumb :func:`estimate_tokens` uses: about four characters of English per token
+(OpenAI's tokenizer guide); a BPE tokenizer's count on other text can differ by half or more."""
+
+
+def estimate_tokens(text: str) -> int:
+    """An estimate of the tokens in ``text``: ``ceil(len(text) / 4)``, 0 for empty text.
+
+    For endpoints that report no ``usage``; replies counted this way carry
+    ``LLMResponse.usage_estimated = True``.
+    """
+    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 @runtime_checkable

@@ -6,7 +6,14 @@ import asyncio
 
 import pytest
 
-from biasbreaker.llm import ChatMessage, LLMClient, LLMRequest, LLMResponse, complete_sync
+from biasbreaker.llm import (
+    ChatMessage,
+    LLMClient,
+    LLMRequest,
+    LLMResponse,
+    complete_sync,
+    estimate_tokens,
+)
 
 
 def test_request_validation_names_the_field() -> None:
@@ -58,3 +65,14 @@ def test_complete_sync_outside_and_inside_a_loop() -> None:
             complete_sync(client, LLMRequest.chat("abc"))
 
     asyncio.run(inside())
+
+
+def test_estimate_tokens_rounds_a_quarter_of_the_characters_up() -> None:
+    assert [estimate_tokens(t) for t in ("", "a", "abcd", "abcde", "x" * 400)] == [0, 1, 1, 2, 100]
+
+
+def test_a_response_says_whether_its_usage_was_estimated() -> None:
+    reported = LLMResponse("ok", "m", prompt_tokens=12, completion_tokens=5)
+    assert reported.usage_estimated is False and reported.total_tokens == 17
+    counted = LLMResponse("ok", "m", prompt_tokens=3, completion_tokens=1, usage_estimated=True)
+    assert counted.usage_estimated is True and counted.total_tokens == 4

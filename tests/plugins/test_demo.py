@@ -672,3 +672,24 @@ def test_recall_names_why_the_breaker_did_not_trip(demo_runs: tuple[Path, Path, 
             for r in records]  # fmt: skip
     y = recall(gone, made, "ranker")
     assert (y.compared, y.changed, y.missed["below tau_enter"]) == (len(traces) - 1, 7, 1)
+
+
+def test_the_report_gives_calls_and_tokens_per_role_agreeing_with_the_call_counts(
+    demo_runs: tuple[Path, Path, str],
+) -> None:
+    out, _, _ = demo_runs
+    report = (out / "report.md").read_text(encoding="utf-8")
+    rows = {row[0]: row for row in table(report, "Guarded runs, from their traces")}
+    usage = {
+        ln[2:].split(": ", 1)[0]: ln[2:].split(": ", 1)[1]
+        for ln in report.splitlines()
+        if ln.startswith("- ") and " calls, " in ln
+    }
+    for phase, row in rows.items():
+        roles = dict(part.split(" ", 1) for part in usage[phase].split("; "))
+        assert sum(int(text.split(" ")[0]) for text in roles.values()) == int(row[4])
+        assert {"agent", "probe"} <= set(roles)  # the guarded phases probe their agents
+        for text in roles.values():  # the simulated fake's tokens are all estimated
+            tokens = int(text.split(", ")[1].split(" ")[0])
+            assert text.endswith(f"tokens ({tokens} estimated)")
+    assert "re-check" in usage["guarded"] and "skeptic" in usage["guarded"]

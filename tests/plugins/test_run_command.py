@@ -788,3 +788,29 @@ def test_run_guards_a_messages_state_graph_not_derived_from_bias_state(project: 
         assert "noted: hi" in str(record["values"]["messages"][-1]), record["values"]
     finally:
         sys.modules.pop("user_messages_mod", None)
+
+
+def test_the_report_gives_llm_calls_and_tokens_per_role(project: Path) -> None:
+    inputs = write_inputs(
+        project / "in.jsonl",
+        [json.dumps({"question": QUESTION}), json.dumps({"question": "Is the sky blue?"})],
+    )
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    report = (project / "o/report.md").read_text()
+    (line,) = [x for x in report.splitlines() if x.startswith("LLM calls and tokens per role: ")]
+    assert "LLM calls and tokens per role: agent 2 calls" in result.output  # the console
+    roles = dict(
+        (part.split(" ", 1)[0], part.split(" ", 1)[1])
+        for part in line.removeprefix("LLM calls and tokens per role: ").rstrip(".").split("; ")
+    )
+    # each input's node calls the model once; only the first names groups, so only it is
+    # probed: 4 counterfactuals + 1 joint + 2 resamples, each one model call
+    assert list(roles) == ["agent", "probe"]
+    assert roles["agent"].startswith("2 calls, ") and roles["probe"].startswith("7 calls, ")
+    # the fake counts words itself (no endpoint reported usage): every token is estimated
+    for text in roles.values():
+        tokens = int(text.split(", ")[1].split(" ")[0])
+        assert tokens > 0 and text.endswith(f"tokens ({tokens} estimated)")
+    total = sum(int(text.split(" ")[0]) for text in roles.values())
+    assert f"| run | 2 | 4 | 2 | {total} |" in report  # the LLM calls column agrees

@@ -6,8 +6,10 @@ import asyncio
 import email.utils
 import json
 import logging
+import random
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +42,7 @@ def make_client(
     environ: dict[str, str] | None = None,
     clock: Callable[[], float] | None = None,
     default_seed: int | None = None,
+    rng: random.Random | None = None,
     **options: Any,
 ) -> OpenAICompatibleClient:
     opts = OpenAICompatibleOptions.model_validate(
@@ -50,7 +53,15 @@ def make_client(
         kwargs["sleep"] = sleeps
     if clock is not None:
         kwargs["clock"] = clock
+    if rng is not None:
+        kwargs["rng"] = rng
     return OpenAICompatibleClient(opts, **kwargs)
+
+
+def jittered(seed: int, ceilings: list[float]) -> list[float]:
+    """The full-jitter waits a ``random.Random(seed)`` draws under ``ceilings``."""
+    rng = random.Random(seed)
+    return [rng.uniform(0.0, c) for c in ceilings]
 
 
 def scripted(*replies: Reply) -> Callable[[ChatCall], Reply]:
@@ -80,6 +91,7 @@ async def test_a_normal_reply_is_parsed(openai_server: ChatServer) -> None:
         "stop",
     )
     assert (reply.prompt_tokens, reply.completion_tokens) == (12, 5)
+    assert reply.usage_estimated is False
     (call,) = openai_server.chat_calls
     assert call.path == "/v1/chat/completions"
     assert call.body == {
@@ -172,14 +184,20 @@ async def test_repeated_500s_exhaust_retries_with_exponential_backoff(
     openai_server.reply = lambda call: Reply.error(500, "model crashed")
     sleeps = Sleeps()
     client = make_client(
-        openai_server, sleeps, max_retries=3, backoff_base_s=0.5, backoff_max_s=1.5
+        openai_server,
+        sleeps,
+        max_retries=3,
+        backoff_base_s=0.5,
+        backoff_max_s=1.5,
+        rng=random.Random(7),
     )
     with pytest.raises(LLMError) as info:
         await client.complete(LLMRequest.chat("x"))
     await client.aclose()
     message = str(info.value)
     assert len(openai_server.chat_calls) == 4
-    assert sleeps.delays == [0.5, 1.0, 1.5]
+    # full jitter: uniform under base * 2**(n-1), capped at backoff_max_s (0.5, 1.0, 1.5)
+    assert sleeps.delays == jittered(7, [0.5, 1.0, 1.5])
     assert "HTTP 500" in message and "model crashed" in message
     assert f"POST {openai_server.base_url}/chat/completions" in message
     assert "model 'tiny'" in message and "after 4 attempt(s)" in message
@@ -272,12 +290,19 @@ async def test_with_retry_timeouts_a_slow_reply_is_retried_then_fails(
 ) -> None:
     openai_server.reply = lambda call: Reply.completion("too late", delay_s=5.0)
     sleeps = Sleeps()
-    client = make_client(openai_server, sleeps, timeout_s=0.2, max_retries=1, retry_timeouts=True)
+    client = make_client(
+        openai_server,
+        sleeps,
+        timeout_s=0.2,
+        max_retries=1,
+        retry_timeouts=True,
+        rng=random.Random(3),
+    )
     with pytest.raises(LLMError, match=r"after 2 attempt\(s\): time-out after 0.2 s"):
         await client.complete(LLMRequest.chat("x"))
     await client.aclose()
     assert len(openai_server.chat_calls) == 2
-    assert sleeps.delays == [0.5]
+    assert sleeps.delays == jittered(3, [0.5])
 
 
 async def test_a_slow_first_reply_then_a_fast_one_succeeds(openai_server: ChatServer) -> None:
@@ -295,11 +320,11 @@ async def test_connection_refused_is_a_transport_error() -> None:
         base_url=f"http://127.0.0.1:{port}/v1", model="tiny", max_retries=2
     )
     sleeps = Sleeps()
-    client = OpenAICompatibleClient(opts, sleep=sleeps, environ={})
+    client = OpenAICompatibleClient(opts, sleep=sleeps, environ={}, rng=random.Random(5))
     with pytest.raises(LLMError, match=r"after 3 attempt\(s\): transport error ConnectError"):
         await client.complete(LLMRequest.chat("x"))
     await client.aclose()
-    assert sleeps.delays == [0.5, 1.0]
+    assert sleeps.delays == jittered(5, [0.5, 1.0])
 
 
 async def test_the_key_is_sent_as_bearer_token_from_the_named_variable(
@@ -443,3 +468,130 @@ def test_json_object_schema_leaves_out_length_bounds_that_explode_a_grammar() ->
         },
     }
     assert schema["properties"]["critique"]["maxLength"] == 20000  # the caller's is untouched
+
+
+async def test_full_jitter_spreads_the_retries_of_concurrent_calls_within_their_bounds(
+    openai_server: ChatServer,
+) -> None:
+    # the k + r calls of one probed step meet one 429 each: their waits must differ (no
+    # lock-step retry) and stay within [0, min(backoff_max_s, backoff_base_s * 2**(n-1))]
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def reply(call: ChatCall) -> Reply:
+        with lock:
+            first = call.last_user_message not in seen
+            seen.add(call.last_user_message)
+        return Reply.error(429, "busy") if first else Reply.completion("ok")
+
+    openai_server.reply = reply
+    sleeps = Sleeps()
+    client = make_client(
+        openai_server, sleeps, backoff_base_s=2.0, backoff_max_s=30.0, rng=random.Random(11)
+    )
+    replies = await asyncio.gather(*(client.complete(LLMRequest.chat(f"q{i}")) for i in range(6)))
+    await client.aclose()
+    assert [r.text for r in replies] == ["ok"] * 6
+    assert len(sleeps.delays) == 6
+    assert all(0.0 <= d <= 2.0 for d in sleeps.delays)
+    assert len(set(sleeps.delays)) == 6
+    assert sorted(sleeps.delays) == sorted(jittered(11, [2.0] * 6))
+
+
+async def test_retry_after_is_a_floor_under_the_jitter(openai_server: ChatServer) -> None:
+    # a jittered wait below Retry-After waits Retry-After; one above it keeps its own length
+    openai_server.reply = scripted(
+        Reply.error(503, "busy", retry_after="1"),
+        Reply.error(503, "busy", retry_after="1"),
+        Reply.error(503, "busy", retry_after="1"),
+        Reply.completion("ok"),
+    )
+    sleeps = Sleeps()
+    client = make_client(
+        openai_server, sleeps, backoff_base_s=4.0, backoff_max_s=30.0, rng=random.Random(2)
+    )
+    assert (await client.complete(LLMRequest.chat("x"))).text == "ok"
+    await client.aclose()
+    expected = [max(1.0, d) for d in jittered(2, [4.0, 8.0, 16.0])]
+    assert sleeps.delays == expected
+    assert min(sleeps.delays) >= 1.0
+
+
+async def test_clients_of_one_endpoint_share_the_in_flight_limit(
+    openai_server: ChatServer,
+) -> None:
+    # two clients (as a node and a skeptic would have), on two event loops in two threads:
+    # together never more than max_concurrency requests in flight at the server
+    openai_server.reply = lambda call: Reply.completion(call.last_user_message, delay_s=0.1)
+    clients = [make_client(openai_server, max_concurrency=2) for _ in range(2)]
+    assert clients[0].limiter is clients[1].limiter
+
+    def run(client: OpenAICompatibleClient, tag: str) -> list[str]:
+        async def many() -> list[str]:
+            replies = await asyncio.gather(
+                *(client.complete(LLMRequest.chat(f"{tag}{i}")) for i in range(5))
+            )
+            return [r.text for r in replies]
+
+        return asyncio.run(many())
+
+    results: dict[str, list[str]] = {}
+    threads = [
+        threading.Thread(target=lambda c=c, t=t: results.__setitem__(t, run(c, t)))
+        for c, t in zip(clients, ["a", "b"], strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    for client in clients:
+        await client.aclose()
+    assert results == {"a": [f"a{i}" for i in range(5)], "b": [f"b{i}" for i in range(5)]}
+    assert openai_server.max_in_flight == 2
+    assert clients[0].limiter.in_flight == 0
+
+
+async def test_requests_per_second_spaces_the_starts(openai_server: ChatServer) -> None:
+    openai_server.reply = lambda call: Reply.completion("ok")
+    client = make_client(openai_server, max_concurrency=8, requests_per_second=20.0)
+    started = time.monotonic()
+    await asyncio.gather(*(client.complete(LLMRequest.chat(f"q{i}")) for i in range(6)))
+    took = time.monotonic() - started
+    await client.aclose()
+    # six starts 1/20 s apart: the last one starts 0.25 s after the first
+    assert took >= 0.25 - 0.01
+
+
+async def test_a_reply_without_usage_is_counted_and_marked_estimated(
+    openai_server: ChatServer,
+) -> None:
+    body = {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "model": "tiny",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Yes, hire."}}],
+    }
+    openai_server.reply = lambda call: Reply.json(body)
+    client = make_client(openai_server)
+    request = LLMRequest.chat("Should we hire Ms. Lee?", system="Be fair.")
+    reply = await client.complete(request)
+    await client.aclose()
+    assert reply.usage_estimated is True
+    # ceil(len / 4) of the prompt as biasbreaker renders it, and of the reply's text
+    assert reply.prompt_tokens == -(-len(request.prompt) // 4) > 0
+    assert reply.completion_tokens == 3  # "Yes, hire." is 10 characters
+
+
+async def test_the_tokens_of_a_reply_are_charged_to_the_probe_budget_in_progress(
+    openai_server: ChatServer,
+) -> None:
+    from biasbreaker.probe.budget import BudgetLimits, ProbeBudget, metering
+
+    openai_server.reply = lambda call: Reply.completion("ok", prompt_tokens=12, completion_tokens=5)
+    client = make_client(openai_server)
+    budget = ProbeBudget(BudgetLimits(max_tokens_per_run=100))
+    await client.complete(LLMRequest.chat("outside the probe"))
+    with metering(budget):
+        await client.complete(LLMRequest.chat("a probe re-run"))
+    await client.aclose()
+    assert budget.tokens == 17

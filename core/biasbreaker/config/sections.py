@@ -158,6 +158,47 @@ class ProbeSettings(Section):
         "trace's probe outcome is `unsupported_language` and its reason says which.",
     )
 
+    max_calls_per_step: int = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="Re-runs of the guarded step one probe may make (counterfactuals, "
+        "resamples, the joint variant; cached re-runs are free); a step needing more is held "
+        "for review unprobed, its reason recorded. 0 (default): no bound. At least k + r; "
+        "k + r + 1 lets a joint variant run.",
+    )
+    max_calls_per_run: int = Field(
+        0,
+        ge=0,
+        le=1_000_000_000,
+        description="Re-runs all probed steps of one run (a LangGraph thread) may make "
+        "together; once a step would pass it, that step and every later probed step of the "
+        "run are held for review, the reason recorded. 0 (default): no bound. At least k + r.",
+    )
+    max_tokens_per_run: int = Field(
+        0,
+        ge=0,
+        le=10_000_000_000,
+        description="Prompt + completion tokens the LLM calls inside one run's probe re-runs "
+        "may use (as the client reports them, or estimates them); checked when a step's probe "
+        "starts: once reached, every later probed step of the run is held for review. 0 "
+        "(default): no bound.",
+    )
+
+    @model_validator(mode="after")
+    def _budget_fits_one_probe(self) -> ProbeSettings:
+        floor = self.k + self.r
+        for name in ("max_calls_per_step", "max_calls_per_run"):
+            value: int = getattr(self, name)
+            if 0 < value < floor:
+                raise ValueError(
+                    f"{name}={value} is below k + r = {self.k} + {self.r} = {floor}, the "
+                    "re-runs of one probe: every probed step would be held unprobed. Set "
+                    f"{name} to at least {floor} ({floor + 1} with joint variants), lower k or "
+                    "r, or set it to 0 for no bound"
+                )
+        return self
+
     @field_validator("languages")
     @classmethod
     def _language_codes(cls, value: list[str]) -> list[str]:

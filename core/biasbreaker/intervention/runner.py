@@ -63,6 +63,7 @@ from biasbreaker.types import (
     Route,
     canonical_json,
 )
+from biasbreaker.usage import phase
 
 if TYPE_CHECKING:
     from biasbreaker.machine import MachineConfig
@@ -242,9 +243,10 @@ class ProbeRechecker:
         name = f"recheck:{context.node}:{context.step}:{context.attempt}:{self._count}"
         step_input = context.step_input.thaw()
         reference = repaired if finish is None else await finish(repaired, step_input)
-        result = await self.probe.probe(
-            repaired_step, step_input, reference, step_id=name, step_name=name
-        )
+        with phase("re-check"):  # its calls are the re-check's in the usage tally
+            result = await self.probe.probe(
+                repaired_step, step_input, reference, step_id=name, step_name=name
+            )
         if result.status != "scored" or result.score is None:
             raise InterventionError(
                 f"the re-check could not score the repair ({result.status}: {result.reason})"

@@ -80,6 +80,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from biasbreaker.errors import ConfigError, InputError, ProbeError, ScoreError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import bootstrap_interval, mean
+from biasbreaker.probe.budget import BudgetLimits, ProbeBudget, metering
 from biasbreaker.probe.counterfactual import (
     CounterfactualGenerator,
     CounterfactualMapping,
@@ -532,6 +533,10 @@ class Probe:
             ``None`` to skip the check (then a French input is "not applicable" again). With
             the default guard and py3langid not installed, every probed step raises
             :class:`ProbeError` (the adapters hold it for review).
+        budget: The run's call and token account (:mod:`biasbreaker.probe.budget`), or
+            ``None`` for no bound. A step it cannot pay for raises
+            :class:`~biasbreaker.probe.budget.BudgetExceeded` (a :class:`ProbeError`: held)
+            before any re-run starts.
 
     Raises:
         InputError: An argument is out of range (the message names it; a ValueError).
@@ -555,6 +560,7 @@ class Probe:
         call_timeout_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         language: LanguageGuard | None = DEFAULT_LANGUAGE_GUARD,
+        budget: ProbeBudget | None = None,
     ) -> None:
         self.scorers: tuple[Scorer, ...] = (
             (scorers,) if isinstance(scorers, Scorer) else tuple(scorers)
@@ -602,6 +608,7 @@ class Probe:
         self.call_timeout_s = call_timeout_s
         self.clock = clock
         self.language = language
+        self.budget = budget
         self._cache: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
         self._counter = 0
         self._coverage: dict[str, dict[str, int]] = {}
@@ -884,6 +891,10 @@ class Probe:
 
         Returns:
             The re-runs in flight; :meth:`finish` waits for them, or :meth:`Reruns.cancel`.
+
+        Raises:
+            BudgetExceeded: The run's budget (:attr:`budget`) cannot pay for the re-runs
+                not in the cache; none is started then.
         """
         original = drawn.original_key
         evicted: set[tuple[str, str, int]] = set()
@@ -902,13 +913,16 @@ class Probe:
             else:
                 pending[c.key] = c
         todo = tuple(pending.values())
+        if self.budget is not None:  # fail closed: a step the run cannot pay for is held
+            self.budget.reserve(drawn.name, drawn.step_id, len(todo))
         future: asyncio.Future[list[Any]] | concurrent.futures.Future[list[Any]] | None = None
         if todo:
             work = self._execute(drawn.step, todo)
-            if loop is None:
-                future = asyncio.ensure_future(work)
-            else:
-                future = asyncio.run_coroutine_threadsafe(work, loop)
+            with metering(self.budget):  # the re-runs' tasks copy this context
+                if loop is None:
+                    future = asyncio.ensure_future(work)
+                else:
+                    future = asyncio.run_coroutine_threadsafe(work, loop)
         return Reruns(todo=todo, hits=hits, cached=cached, future=future)
 
     async def finish(self, drawn: Drawn, reruns: Reruns, output: Any) -> ProbeResult:
@@ -1372,6 +1386,7 @@ def build_probe(context: BuildContext) -> Probe:
     generator = CounterfactualGenerator(terms, seed=context.seed)
     language = LanguageGuard(cfg.languages, policy=cfg.unsupported_language)
     language.require()
+    limits = BudgetLimits(cfg.max_calls_per_step, cfg.max_calls_per_run, cfg.max_tokens_per_run)
     return Probe(
         scorers,
         generator=generator,
@@ -1386,4 +1401,5 @@ def build_probe(context: BuildContext) -> Probe:
         max_concurrency=cfg.max_concurrency,
         call_timeout_s=cfg.call_timeout_s,
         language=language,
+        budget=ProbeBudget(limits) if limits.bounded else None,
     )

@@ -9,7 +9,8 @@ the fake's own factory through the registry; every other agent gets the fake at 
 intervention (skeptics, MADERA) always uses the kernel's client, as configured.
 
 :class:`DemoKernel` is the kernel with one addition: its ``llm()`` counts calls, so the summary
-can report every LLM call the run made (agents, probe re-runs, skeptics, editors).
+can report every LLM call the run made (agents, probe re-runs, skeptics, editors), and tallies
+calls and tokens per role (:mod:`biasbreaker.usage`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.llm import LLMClient, LLMRequest, LLMResponse
+from biasbreaker.usage import UsageTally, role_of
 
 FAKE = "fake"
 """Registry name of the simulated fake client."""
@@ -37,6 +39,7 @@ class CallCounter:
     """
 
     by_purpose: Counter[str] = field(default_factory=Counter)
+    usage: UsageTally = field(default_factory=UsageTally, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, purpose: str) -> None:
@@ -68,9 +71,13 @@ class CountingClient:
         return self.inner.model
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """Count the call, then let the inner client answer it."""
+        """Count the call, let the inner client answer it, tally its tokens."""
         self.counter.count(request.purpose)
-        return await self.inner.complete(request)
+        role = role_of(request.purpose)
+        self.counter.usage.call(role)
+        reply = await self.inner.complete(request)
+        self.counter.usage.reply(role, reply)
+        return reply
 
     async def aclose(self) -> None:
         """Close the inner client."""

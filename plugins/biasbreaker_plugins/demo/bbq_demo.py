@@ -29,6 +29,7 @@ from biasbreaker.calibration import CalibrationReport
 from biasbreaker.llm import LLMRequest
 from biasbreaker.probe import with_current_sample
 from biasbreaker.types import canonical_json
+from biasbreaker.usage import UsageJSON, combine_usage
 from biasbreaker_plugins.demo.agents import AgentClients, agent_clients
 from biasbreaker_plugins.demo.bbq import Case, make_cases, replayed_answer
 from biasbreaker_plugins.demo.driver import (
@@ -178,6 +179,7 @@ def _phase(
         by_pair.setdefault(key, []).append(case)
     records: dict[str, dict[str, Any]] = {}
     calls = 0
+    usage: UsageJSON = {}
     loop = asyncio.new_event_loop()
     try:
         for (category, _), group_cases in by_pair.items():
@@ -211,6 +213,7 @@ def _phase(
 
             run_in(loop, go())
             calls += kernel.counter.total
+            usage = combine_usage(usage, kernel.counter.usage.to_json())
             advance(name, len(group_cases))
     finally:
         loop.close()
@@ -218,7 +221,7 @@ def _phase(
     for record in ordered:
         log.write(record)
     traces = read_traces(folder, [c.id for c in cases]) if guarded else []
-    return Phase(name, ordered, traces, calls, time.perf_counter() - start)
+    return Phase(name, ordered, traces, calls, time.perf_counter() - start, usage)
 
 
 def run_bbq(

@@ -23,6 +23,7 @@ from rich.table import Table as RichTable
 from biasbreaker.cli._common import ConfigOption, fail, report_host, stderr, stdout, warn
 from biasbreaker.errors import BiasbreakerError
 from biasbreaker.redaction import RedactingFormatter
+from biasbreaker.usage import describe_usage
 from biasbreaker_plugins.demo.interrupts import (
     Interrupted,
     StopOnSignal,
@@ -573,6 +574,7 @@ def run(
     for table in outputs.tables[:1]:
         print_table(table)
     console = stdout()
+    console.print(f"LLM calls and tokens per role: {describe_usage(result.usage)}", markup=False)
     console.print(f"wrote {outputs.report}, {outputs.figure}, traces in {out / 'traces'}")
     if recorded is not None:
         path, sha, count = recorded

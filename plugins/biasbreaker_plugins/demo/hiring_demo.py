@@ -38,6 +38,7 @@ from typing import Any
 from biasbreaker.calibration import CalibrationReport
 from biasbreaker.trace import Trace
 from biasbreaker.types import canonical_json
+from biasbreaker.usage import UsageJSON, combine_usage, usage_since
 from biasbreaker_plugins.demo.agents import agent_clients
 from biasbreaker_plugins.demo.driver import (
     ResultsLog,
@@ -127,6 +128,7 @@ class Phase:
         traces: The phase's traces (guarded phases), in posting order.
         llm_calls: LLM calls the phase made (agents, probe re-runs, interventions).
         seconds: Wall time (console only; never written to a trace or the report).
+        usage: LLM calls and tokens per role (:data:`biasbreaker.usage.UsageJSON`).
     """
 
     name: str
@@ -134,6 +136,7 @@ class Phase:
     traces: list[Trace] = field(default_factory=list)
     llm_calls: int = 0
     seconds: float = 0.0
+    usage: UsageJSON = field(default_factory=dict)
 
 
 @dataclass
@@ -153,6 +156,8 @@ class HiringResult:
     settings: dict[str, Any]
 
 
+Chunk = tuple[list[dict[str, Any]], int, UsageJSON]
+"""What a chunk of postings gave: its records, its LLM calls, and calls and tokens by role."""
 Advance = Callable[[str, int], None]
 """Progress callback: ``(phase, finished postings)``."""
 Plan = Callable[[Sequence[Path]], None]
@@ -183,10 +188,11 @@ class _Runner:
         async with compiled(self.graph) as app:
             return app
 
-    def run(self, postings: Sequence[Posting]) -> tuple[list[dict[str, Any]], int]:
-        """Run ``postings``; their records and the LLM calls they made."""
+    def run(self, postings: Sequence[Posting]) -> Chunk:
+        """Run ``postings``: their records, LLM calls, and calls and tokens by role."""
         spec = self.spec
         before = self.kernel.counter.total
+        used = self.kernel.counter.usage.to_json()
         by_id = {p.id: p for p in postings}
         records: list[dict[str, Any]] = []
 
@@ -211,7 +217,8 @@ class _Runner:
                 root=spec.out,
             ),
         )
-        return records, self.kernel.counter.total - before
+        spent = usage_since(self.kernel.counter.usage.to_json(), used)
+        return records, self.kernel.counter.total - before, spent
 
 
 def _record(phase: str, posting: Posting, outcome: ThreadOutcome) -> dict[str, Any]:
@@ -240,7 +247,7 @@ def close_runners() -> None:
     _RUNNERS.clear()
 
 
-def run_chunk(spec: PhaseSpec, postings: Sequence[Posting]) -> tuple[list[dict[str, Any]], int]:
+def run_chunk(spec: PhaseSpec, postings: Sequence[Posting]) -> Chunk:
     """Run postings of one phase in this process (the task of a worker process).
 
     The phase's kernel and graph are built on the first chunk and kept for the next ones. In a
@@ -300,28 +307,31 @@ def _phase(
     chunks = [postings[i : i + CHUNK] for i in range(0, len(postings), CHUNK)]
     records: list[dict[str, Any]] = []
     calls = 0
+    usage: UsageJSON = {}
     if executor is None:
         for chunk in chunks:
-            done, n = run_chunk(spec, chunk)
+            done, n, spent = run_chunk(spec, chunk)
             calls += n
+            usage = combine_usage(usage, spent)
             for record in done:
                 log.write(record)
                 records.append(record)
             advance(spec.name, len(done))
     else:
         with sigint_blocked():  # the workers start here: see sigint_blocked
-            futures: list[Future[tuple[list[dict[str, Any]], int]]] = [
+            futures: list[Future[Chunk]] = [
                 executor.submit(run_chunk, spec, chunk) for chunk in chunks
             ]
         for future in futures:  # results.jsonl in posting order, whatever finishes first
-            done, n = future.result()
+            done, n, spent = future.result()
             calls += n
+            usage = combine_usage(usage, spent)
             for record in done:
                 log.write(record)
                 records.append(record)
             advance(spec.name, len(done))
     traces = read_traces(spec.traces, [p.id for p in postings]) if spec.traces else []
-    return Phase(spec.name, records, traces, calls, time.perf_counter() - start)
+    return Phase(spec.name, records, traces, calls, time.perf_counter() - start, usage)
 
 
 def run_hiring(

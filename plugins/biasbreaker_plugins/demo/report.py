@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from biasbreaker.usage import describe_usage
 from biasbreaker_plugins.demo.output import write_text_atomic
 from biasbreaker_plugins.demo.summary import (
     PropertyTotal,
@@ -168,6 +169,16 @@ def phase_table(phases: Sequence[tuple[str, TraceCounts, int]]) -> Table:
         "is an intervention whose repair passed its measured re-check (score below "
         "tau_exit); an *escalated* run ended ESCALATED and its held output waits for a human "
         "(interrupt()).",
+    )
+
+
+def usage_lines(phases: Mapping[str, Any]) -> str:
+    """LLM calls and tokens per role in each phase (Markdown), from each phase's ``usage``."""
+    rows = [f"- {name}: {describe_usage(phase.usage)}" for name, phase in phases.items()]
+    return (
+        "LLM calls and tokens per role (agent, probe re-runs, re-checks of repairs, skeptics, "
+        "MADERA; tokens the client estimated because no endpoint reported them are counted "
+        "apart):\n\n" + "\n".join(rows)
     )
 
 

@@ -421,6 +421,7 @@ class RunResult:
             ``None``.
         roles: The client and model of each LLM-using role (:func:`llm_roles`).
         control: Whether the run recorded control runs (``run --control``).
+        usage: LLM calls and tokens per role (:meth:`biasbreaker.usage.UsageTally.to_json`).
     """
 
     outcomes: list[ThreadOutcome]
@@ -431,6 +432,7 @@ class RunResult:
     stopped: str | None = None
     roles: dict[str, LLMRole | None] = field(default_factory=dict)
     control: bool = False
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[ThreadOutcome]:
@@ -609,6 +611,7 @@ async def run_user_graph(
         stopped=stopped[0] if stopped else None,
         roles=prepared.roles,
         control=prepared.control,
+        usage=kernel.counter.usage.to_json(),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biasbreaker.trace import read_trace
+from biasbreaker.usage import describe_usage
 from biasbreaker_plugins.demo.driver import ThreadOutcome, iter_results
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
 from biasbreaker_plugins.demo.output import MARKER, write_text_atomic
@@ -159,6 +160,8 @@ def write_run_outputs(
         ),
         "",
         f"LLM per role: {describe_roles(result.roles)}.",
+        "",
+        f"LLM calls and tokens per role: {describe_usage(result.usage)}.",
         "",
     ]
     if result.stopped:

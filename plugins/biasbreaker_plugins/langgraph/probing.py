@@ -55,6 +55,7 @@ from pydantic import BaseModel
 
 from biasbreaker.errors import BiasbreakerError, ConfigError
 from biasbreaker.probe import Probe, ProbeResult, Routed
+from biasbreaker.probe.budget import RunBudgets
 from biasbreaker.probe.probe import Drawn, Reruns
 from biasbreaker.redaction import redact_text
 from biasbreaker.types import LazyPayload
@@ -608,6 +609,9 @@ class Prober(Shared):
         self.handoff: RotationHandoff | None = None
         self.not_sampled = f"not sampled at [probe] probe_rate = {base.probe_rate:g}"
         """The outcome's reason for a call ``[probe] probe_rate`` does not sample."""
+        # thread id -> the run's probe budget ([probe] max_calls_per_*, max_tokens_per_run),
+        # subgraphs included; in memory only (biasbreaker.probe.budget)
+        self.budgets = RunBudgets(base.budget)
 
     def new_probe(self) -> Probe:
         """A fresh probe with the configured scorers and generator (one per probed call).
@@ -863,6 +867,7 @@ class Prober(Shared):
         except Exception:  # probe() reads them again after the call and says what failed
             return None
         probe = self.new_probe()
+        probe.budget = self.budgets.get(thread_of(config))
         try:
             drawn = probe.draw(
                 self.routed_steps[spec.name],
@@ -880,6 +885,8 @@ class Prober(Shared):
         token = rerun_context(Rerun(template, rerun_config, injected, extras, streamed=compared))
         try:  # the re-runs' tasks copy this context
             reruns = probe.start(drawn, HELPER_LOOP.get() if threaded else None)
+        except Exception as exc:  # over budget: held where probing after the call holds it
+            return Speculation(probe, exc)
         finally:
             reset_rerun(token)
         return Speculation(probe, drawn, reruns)
@@ -911,7 +918,11 @@ class Prober(Shared):
                 speculation.discard()
 
     async def _probe(self, call: Call, speculation: Speculation | None) -> None:
-        probe = speculation.probe if speculation is not None else self.new_probe()
+        if speculation is not None:
+            probe = speculation.probe
+        else:
+            probe = self.new_probe()
+            probe.budget = self.budgets.get(thread_of(call.config))
         assert call.input_view is not None  # begin() read it for every sampled call
         template = None if _is_plain(call.input_view, call.values) else call.values
         # the re-runs get this call's config and injected objects (the probe's tasks and

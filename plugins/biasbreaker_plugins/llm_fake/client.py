@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from biasbreaker.errors import ConfigError, LLMError
 from biasbreaker.llm import LLMRequest, LLMResponse
 from biasbreaker.probe import TermSet
+from biasbreaker.usage import charge_tokens
 from biasbreaker_plugins.llm_fake import schema as _schema
 from biasbreaker_plugins.llm_fake.groups import GroupLexicon, Mention, lexicon
 from biasbreaker_plugins.llm_fake.presets import (
@@ -808,10 +809,13 @@ class FakeLLM:
                         "would not parse; raise max_tokens or leave it unset"
                     )
                 text, finish = " ".join(words[: request.max_tokens]), "length"
-        return LLMResponse(
+        reply = LLMResponse(
             text=text,
             model=MODEL_ID,
             finish_reason=finish,
             prompt_tokens=len(request.prompt.split()),
             completion_tokens=len(text.split()),
+            usage_estimated=True,  # words, counted here: no endpoint reported them
         )
+        charge_tokens(reply.total_tokens)  # to the probe budget of the re-run in progress
+        return reply

@@ -96,6 +96,7 @@ from biasbreaker.intervention.runner import InterventionRunner
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import ControlMachine
 from biasbreaker.probe import ProbeResult
+from biasbreaker.probe.budget import RunBudgets
 from biasbreaker.types import (
     BreakerAction,
     BreakerDecision,
@@ -380,6 +381,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         # the probe's covering rotation of the model node (docs/detection.md, "Every group
         # covered"), the latest in any thread: where a thread without bb_probe_coverage starts
         self._coverage: dict[str, int] = {}
+        # thread -> the run's probe budget ([probe] max_calls_per_*, max_tokens_per_run)
+        self._budgets = RunBudgets(adapter.probe.budget)
         # where held replies wait for their review when the agent has no store (this
         # process only: pass create_agent(store=...) to resume in another process)
         self._store: BaseStore = InMemoryStore()
@@ -416,7 +419,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return _output_view(_as_response(out)[0])
 
         # its re-issues start with the model's own call (speculative probing)
-        ahead = self._speculate(request, received, step, threaded=True)
+        ahead = self._speculate(request, received, step, _thread(config), threaded=True)
         try:
             result = handler(request) if given is config else _with_config(given, handler, request)
             call = self._begin(request, result, config, capture, received)
@@ -461,7 +464,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return _output_view(_as_response(out)[0])
 
         # its re-issues start with the model's own call (speculative probing)
-        ahead = self._speculate(request, received, step, threaded=False)
+        ahead = self._speculate(request, received, step, _thread(config), threaded=False)
         try:
             if given is config:  # the call's own config: nothing to set
                 result = await handler(request)
@@ -567,6 +570,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         request: ModelRequest[Any],
         received: Received | None,
         step: Callable[[Any], Awaitable[Any]],
+        thread: str,
         *,
         threaded: bool,
     ) -> Speculation | None:
@@ -586,6 +590,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         except Unreadable:
             return None
         probe = clone_probe(self.adapter.probe)
+        probe.budget = self._budgets.get(thread)  # the call's run (its trace key, _thread)
         try:
             drawn = probe.draw(
                 step,
@@ -598,7 +603,10 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return Speculation(probe, exc, view=view)
         if isinstance(drawn, ProbeResult):
             return Speculation(probe, drawn, view=view)
-        reruns = probe.start(drawn, HELPER_LOOP.get() if threaded else None)
+        try:
+            reruns = probe.start(drawn, HELPER_LOOP.get() if threaded else None)
+        except Exception as exc:  # over budget: held where probing after the call holds it
+            return Speculation(probe, exc, view=view)
         return Speculation(probe, drawn, reruns, view=view)
 
     async def _probe(
@@ -613,6 +621,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         when they were drawn from the request the call was read with, else discarded.
         """
         probe = clone_probe(self.adapter.probe)
+        probe.budget = self._budgets.get(call.thread)
         if ahead is not None and ahead.view != call.input_view:
             ahead.discard()  # the request changed during the call: probe what was read after
             ahead = None

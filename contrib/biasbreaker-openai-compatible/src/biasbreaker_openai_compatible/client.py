@@ -1,12 +1,14 @@
 """The chat-completions client over httpx (imported only when the client is built).
 
 One :class:`OpenAICompatibleClient` talks to one endpoint and model. Each ``complete`` call is
-one ``POST <base_url>/chat/completions``, retried on HTTP 429, 5xx and transport errors
-(time-outs only with ``retry_timeouts``: the server goes on generating an abandoned reply)
-with exponential back-off, honouring ``Retry-After``; a 5xx that names the
-``response_format`` sent is not retried (llama-cpp-python's server answers 500 to one it does
-not take). At most
-``max_concurrency`` requests are in flight at once. The API key is read once from the
+one ``POST <base_url>/chat/completions``, retried (by tenacity) on HTTP 429, 5xx and transport
+errors (time-outs only with ``retry_timeouts``: the server goes on generating an abandoned
+reply) with exponential back-off and full jitter, waiting at least the server's
+``Retry-After`` (seconds or an HTTP date); a 5xx that names the ``response_format`` sent is not
+retried (llama-cpp-python's server answers 500 to one it does not take). Every attempt takes a
+slot of the process's :class:`~biasbreaker_openai_compatible.limiter.SharedLimiter` for the
+``base_url`` (``max_concurrency`` in flight, ``requests_per_second``), shared by every client
+of the process; a back-off wait holds no slot. The API key is read once from the
 environment variable named by ``api_key_env`` and is never put in a message, a log record or
 a repr: it is registered with :func:`biasbreaker.redaction.register_secret`, and every text that
 could carry it (server bodies, exception texts) goes through
@@ -22,17 +24,21 @@ import json
 import logging
 import math
 import os
+import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import tenacity
 from pydantic import SecretStr
 
 from biasbreaker.errors import LLMError, MalformedReplyError
-from biasbreaker.llm import LLMRequest, LLMResponse
+from biasbreaker.llm import LLMRequest, LLMResponse, estimate_tokens
 from biasbreaker.redaction import redact_text, register_secret
+from biasbreaker.usage import charge_tokens
+from biasbreaker_openai_compatible.limiter import SharedLimiter, shared_limiter
 from biasbreaker_openai_compatible.plugin import NAME, OpenAICompatibleOptions
 
 log = logging.getLogger("biasbreaker_openai_compatible")
@@ -49,19 +55,17 @@ _SNIPPET = 300
 
 @dataclass
 class _LoopState:
-    """The httpx client and concurrency limit bound to one event loop."""
+    """The httpx client bound to one event loop."""
 
     loop: asyncio.AbstractEventLoop
     http: httpx.AsyncClient
-    limit: asyncio.Semaphore
 
 
-class _Attempt:
-    """The outcome of one failed but retryable attempt."""
-
-    __slots__ = ("problem", "retry_after")
+class _Retryable(Exception):
+    """One failed but retryable attempt: what went wrong, and the server's Retry-After."""
 
     def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
         self.problem = problem
         self.retry_after = retry_after
 
@@ -111,8 +115,13 @@ class OpenAICompatibleClient:
         options: Validated options (``[plugin.openai-compatible]``).
         default_seed: Seed sent when a request carries none (the run's seed), or ``None``.
         environ: Where ``api_key_env`` is looked up; ``None`` means ``os.environ``.
-        sleep: Awaited with the back-off delay in seconds between attempts.
+        sleep: Awaited with the back-off delay in seconds between attempts (and with the
+            wait for a ``requests_per_second`` turn).
         clock: Wall clock in epoch seconds, for ``Retry-After`` given as an HTTP date.
+        rng: The source of the back-off jitter (default an unseeded ``random.Random``: the
+            jitter is there to decorrelate clients; pass a seeded one for reproducible waits).
+        limiter: The limiter every attempt takes a slot from (default the process's one for
+            ``base_url``, :func:`~biasbreaker_openai_compatible.limiter.shared_limiter`).
 
     Raises:
         LLMError: ``api_key_env`` is set but the variable is missing or empty.
@@ -126,11 +135,15 @@ class OpenAICompatibleClient:
         environ: Mapping[str, str] | None = None,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.time,
+        rng: random.Random | None = None,
+        limiter: SharedLimiter | None = None,
     ) -> None:
         self.options = options
         self._default_seed = default_seed
         self._sleep = sleep
         self._clock = clock
+        self._rng = rng if rng is not None else random.Random()
+        self.limiter = limiter if limiter is not None else shared_limiter(options.base_url)
         self._key: SecretStr | None = None
         if options.api_key_env is not None:
             env = os.environ if environ is None else environ
@@ -181,7 +194,7 @@ class OpenAICompatibleClient:
                 timeout=httpx.Timeout(self.options.timeout_s),
                 limits=httpx.Limits(max_connections=self.options.max_concurrency),
             )
-            state = _LoopState(loop, http, asyncio.Semaphore(self.options.max_concurrency))
+            state = _LoopState(loop, http)
             self._states[loop] = state
         return state
 
@@ -262,34 +275,67 @@ class OpenAICompatibleClient:
         state = self._state()
         body = self.request_body(request)
         attempts = self.options.max_retries + 1
-        attempt = 0
-        async with state.limit:
-            while True:
-                attempt += 1
-                outcome = await self._attempt(state, body, request, attempt)
-                if isinstance(outcome, LLMResponse):
-                    return outcome
-                if attempt >= attempts:
-                    raise LLMError(
-                        f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after "
-                        f"{attempt} attempt(s): {outcome.problem}"
-                    )
-                delay = self._delay(attempt, outcome.retry_after)
-                log.warning(
-                    "%s: POST %s (model %r) attempt %d/%d failed: %s; retrying in %.3g s",
-                    NAME,
-                    self.endpoint,
-                    self.model,
-                    attempt,
-                    attempts,
-                    outcome.problem,
-                    delay,
-                )
-                await self._sleep(delay)
+        retrying = tenacity.AsyncRetrying(
+            sleep=self._sleep,
+            stop=tenacity.stop_after_attempt(attempts),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            before_sleep=self._log_retry,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    reply = await self._limited(state, body, request, attempt.retry_state)
+                    charge_tokens(reply.total_tokens)  # the probe budget of a re-run
+                    return reply
+        except tenacity.RetryError as exc:
+            last = exc.last_attempt
+            problem = last.exception()
+            raise LLMError(
+                f"{NAME}: POST {self.endpoint} (model {self.model!r}) failed after "
+                f"{last.attempt_number} attempt(s): {problem}"
+            ) from None
+        raise AssertionError("tenacity ended without a result or an error")  # pragma: no cover
+
+    async def _limited(
+        self,
+        state: _LoopState,
+        body: dict[str, Any],
+        request: LLMRequest,
+        retry_state: tenacity.RetryCallState,
+    ) -> LLMResponse:
+        """One attempt, holding a slot of the shared limiter while it is in flight."""
+        opts = self.options
+        await self.limiter.acquire(opts.max_concurrency, opts.requests_per_second, self._sleep)
+        try:
+            return await self._attempt(state, body, request, retry_state.attempt_number)
+        finally:
+            self.limiter.release()
+
+    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
+        """Tenacity's wait before the next attempt: :meth:`_delay` of the failed one."""
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None else None
+        retry_after = error.retry_after if isinstance(error, _Retryable) else None
+        return self._delay(retry_state.attempt_number, retry_after)
+
+    def _log_retry(self, retry_state: tenacity.RetryCallState) -> None:
+        outcome = retry_state.outcome
+        problem = outcome.exception() if outcome is not None else None
+        log.warning(
+            "%s: POST %s (model %r) attempt %d/%d failed: %s; retrying in %.3g s",
+            NAME,
+            self.endpoint,
+            self.model,
+            retry_state.attempt_number,
+            self.options.max_retries + 1,
+            problem,
+            retry_state.upcoming_sleep,
+        )
 
     async def _attempt(
         self, state: _LoopState, body: dict[str, Any], request: LLMRequest, attempt: int
-    ) -> LLMResponse | _Attempt:
+    ) -> LLMResponse:
         log.debug("%s: POST %s (model %r) attempt %d", NAME, self.endpoint, self.model, attempt)
         try:
             resp = await asyncio.wait_for(
@@ -298,7 +344,7 @@ class OpenAICompatibleClient:
         except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
             problem = f"time-out after {self.options.timeout_s:g} s ({type(exc).__name__})"
             if self.options.retry_timeouts:
-                return _Attempt(problem)
+                raise _Retryable(problem) from exc
             # the server is most likely still generating the abandoned reply: a retry would
             # queue a duplicate behind it
             raise LLMError(
@@ -307,7 +353,7 @@ class OpenAICompatibleClient:
                 "raise timeout_s, or set retry_timeouts = true for a load-balanced API)"
             ) from exc
         except httpx.TransportError as exc:
-            return _Attempt(self._redact(f"transport error {type(exc).__name__}: {exc}"))
+            raise _Retryable(self._redact(f"transport error {type(exc).__name__}: {exc}")) from exc
         except httpx.HTTPError as exc:  # a reply httpx cannot decode, too many redirects
             raise LLMError(
                 self._redact(
@@ -324,7 +370,7 @@ class OpenAICompatibleClient:
                 f"attempt(s): {self._http_problem(resp)} (not retried){self._json_mode_hint()}"
             )
         if status == 429 or status >= 500:
-            return _Attempt(
+            raise _Retryable(
                 self._http_problem(resp), self._retry_after(resp.headers.get("Retry-After"))
             )
         if status >= 400:
@@ -382,11 +428,18 @@ class OpenAICompatibleClient:
         return max(0.0, seconds)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Back-off before retry ``attempt`` (1-based): exponential, or Retry-After, capped."""
-        backoff = self.options.backoff_base_s * float(2 ** (attempt - 1))
+        """Back-off after failed attempt ``attempt`` (1-based), in seconds.
+
+        Full jitter (Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015):
+        uniform in ``[0, min(backoff_max_s, backoff_base_s * 2**(attempt-1))]``; at least the
+        server's ``Retry-After``; never above ``backoff_max_s``.
+        """
+        opts = self.options
+        ceiling = min(opts.backoff_base_s * float(2 ** (attempt - 1)), opts.backoff_max_s)
+        backoff = self._rng.uniform(0.0, ceiling)
         if retry_after is not None:
             backoff = max(backoff, retry_after)
-        return min(backoff, self.options.backoff_max_s)
+        return min(backoff, opts.backoff_max_s)
 
     def _parse(self, resp: httpx.Response, request: LLMRequest, attempt: int) -> LLMResponse:
         where = f"{NAME}: POST {self.endpoint} (model {self.model!r}, attempt {attempt})"
@@ -427,13 +480,17 @@ class OpenAICompatibleClient:
                         f"reply starts {self._redact(content)[:120]!r}"
                     )
                 ) from None
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = data.get("usage")
+        prompt = _count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+        completion = _count(usage.get("completion_tokens")) if isinstance(usage, dict) else None
+        estimated = prompt is None or completion is None
         return LLMResponse(
             text=content,
             model=str(data.get("model") or self.model),
             finish_reason=finish,
-            prompt_tokens=_count(usage.get("prompt_tokens")),
-            completion_tokens=_count(usage.get("completion_tokens")),
+            prompt_tokens=estimate_tokens(request.prompt) if prompt is None else prompt,
+            completion_tokens=estimate_tokens(content) if completion is None else completion,
+            usage_estimated=estimated,
         )
 
     async def aclose(self) -> None:
@@ -457,5 +514,8 @@ class OpenAICompatibleClient:
                 asyncio.run_coroutine_threadsafe(state.http.aclose(), loop)
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
+def _count(value: object) -> int | None:
+    """A token count from ``usage``, or ``None`` when it is absent or not a count."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value

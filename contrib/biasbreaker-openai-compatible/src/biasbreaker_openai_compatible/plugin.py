@@ -119,7 +119,12 @@ class OpenAICompatibleOptions(BaseModel):
         0.5,
         ge=0.0,
         le=60.0,
-        description="Back-off before retry n (n = 1, 2, ...) is backoff_base_s * 2**(n-1) seconds.",
+        description=(
+            "Back-off before retry n (n = 1, 2, ...), with full jitter: a wait drawn uniformly "
+            "from [0, min(backoff_max_s, backoff_base_s * 2**(n-1))] seconds, so the k + r "
+            "probe calls that met one 429 do not retry in lock-step; at least the server's "
+            "Retry-After when it sends one."
+        ),
     )
     backoff_max_s: float = Field(
         30.0,
@@ -128,7 +133,25 @@ class OpenAICompatibleOptions(BaseModel):
         description="Upper bound of one back-off wait in seconds, also for Retry-After.",
     )
     max_concurrency: int = Field(
-        4, ge=1, le=1024, description="Requests in flight at once from this client."
+        4,
+        ge=1,
+        le=1024,
+        description=(
+            "Requests in flight at once to this base_url, counted across every client of the "
+            "process (nodes, probe re-runs, skeptics, MADERA); a request of this client waits "
+            "while this many are in flight. Give the server as many slots (llama.cpp "
+            "--parallel, vLLM --max-num-seqs, Ollama OLLAMA_NUM_PARALLEL; docs/llm-clients.md)."
+        ),
+    )
+    requests_per_second: float = Field(
+        0.0,
+        ge=0.0,
+        le=10_000.0,
+        description=(
+            "Requests started per second to this base_url, across every client of the "
+            "process, spaced 1/requests_per_second apart by this client; 0 (default) sets no "
+            "rate (only max_concurrency bounds the load). Retries count as requests."
+        ),
     )
     json_mode: Literal["json_schema", "json_object", "json_object_schema", "none"] = Field(
         "json_schema",

@@ -1,0 +1,195 @@
+"""The probe's call and token budget: what one run may spend on re-running its guarded steps.
+
+A probed step re-runs its node ``k + r`` times (one more for a joint variant). ``[probe]
+max_calls_per_step``, ``max_calls_per_run`` and ``max_tokens_per_run`` bound that spending
+(0: no bound). A step the budget cannot pay for is **held for review**, never let through
+unprobed: :meth:`ProbeBudget.reserve` raises :class:`BudgetExceeded`, a
+:class:`~biasbreaker.errors.ProbeError`, which every adapter already turns into a hold with the
+reason recorded in the trace (``probe failed: BudgetExceeded: ...``).
+
+What counts:
+
+* **calls**: the distinct re-runs the probe would make for the step (cached re-runs of the same
+  input and sample are free), reserved before any of them starts, so concurrent steps of one
+  run cannot overspend together;
+* **tokens**: the prompt and completion tokens of LLM calls made *inside* the probe's re-runs,
+  charged by the client through :func:`biasbreaker.usage.charge_tokens` (the shipped
+  ``openai-compatible`` and ``fake`` clients do; a node calling a model through a client that
+  does not, say LangChain's ``ChatOpenAI``, is not metered). Tokens are known
+  only after the replies, so the token bound is checked when a step's probe starts: the step
+  that crosses it finishes, every later probed step of the run is held.
+
+A :class:`ProbeBudget` is one run's account. The LangGraph guard and the LangChain middleware
+keep one per thread id (:class:`RunBudgets`) in memory, not in the checkpoint: a process that
+resumes a thread from its checkpointer starts that thread's count again at 0
+(docs/configuration.md says so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from biasbreaker.errors import ProbeError
+from biasbreaker.usage import charge_tokens, metered, phase
+
+
+class BudgetExceeded(ProbeError):
+    """A probed step the run's budget cannot pay for; the message names the bound and the fix."""
+
+
+@dataclass(frozen=True)
+class BudgetLimits:
+    """The bounds, each 0 for none.
+
+    Args:
+        max_calls_per_step: Re-runs one probed step may make.
+        max_calls_per_run: Re-runs all probed steps of one run may make together.
+        max_tokens_per_run: Tokens (prompt + completion) the LLM calls inside one run's
+            re-runs may use together.
+    """
+
+    max_calls_per_step: int = 0
+    max_calls_per_run: int = 0
+    max_tokens_per_run: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("max_calls_per_step", "max_calls_per_run", "max_tokens_per_run"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"BudgetLimits.{name}={value!r} must be an integer >= 0")
+
+    @property
+    def bounded(self) -> bool:
+        """Whether any bound is set."""
+        return bool(self.max_calls_per_step or self.max_calls_per_run or self.max_tokens_per_run)
+
+
+class ProbeBudget:
+    """One run's account against :class:`BudgetLimits`; thread-safe.
+
+    Args:
+        limits: The bounds.
+        calls: Re-runs already spent (to continue a run).
+        tokens: Tokens already spent.
+    """
+
+    def __init__(self, limits: BudgetLimits, *, calls: int = 0, tokens: int = 0) -> None:
+        self.limits = limits
+        self._calls = calls
+        self._tokens = tokens
+        self._lock = threading.Lock()
+
+    def fresh(self) -> ProbeBudget:
+        """A new account with the same bounds and nothing spent (a new run)."""
+        return ProbeBudget(self.limits)
+
+    @property
+    def calls(self) -> int:
+        """Re-runs spent (reserved) so far."""
+        with self._lock:
+            return self._calls
+
+    @property
+    def tokens(self) -> int:
+        """Tokens charged so far."""
+        with self._lock:
+            return self._tokens
+
+    def reserve(self, step: str, step_id: str, calls: int) -> None:
+        """Reserve ``calls`` re-runs for step ``step`` (occurrence ``step_id``), or refuse.
+
+        Raises:
+            BudgetExceeded: The step needs more than ``max_calls_per_step``, the run's
+                re-runs would pass ``max_calls_per_run``, or its tokens have reached
+                ``max_tokens_per_run``; nothing is reserved then.
+        """
+        lim = self.limits
+        held = f"step {step!r} ({step_id}) is held for review unprobed"
+        with self._lock:
+            if lim.max_calls_per_step and calls > lim.max_calls_per_step:
+                raise BudgetExceeded(
+                    f"{held}: its probe needs {calls} re-runs, above [probe] "
+                    f"max_calls_per_step = {lim.max_calls_per_step}; raise max_calls_per_step "
+                    "to at least k + r + 1 (a joint variant adds one), or lower k or r"
+                )
+            if lim.max_calls_per_run and self._calls + calls > lim.max_calls_per_run:
+                raise BudgetExceeded(
+                    f"{held}: the run has spent {self._calls} of its [probe] "
+                    f"max_calls_per_run = {lim.max_calls_per_run} probe re-runs and this "
+                    f"step needs {calls} more; raise max_calls_per_run, lower probe_rate, k "
+                    "or r, or review the held steps"
+                )
+            if lim.max_tokens_per_run and self._tokens >= lim.max_tokens_per_run:
+                raise BudgetExceeded(
+                    f"{held}: the run's probe re-runs have used {self._tokens} tokens, "
+                    f"reaching [probe] max_tokens_per_run = {lim.max_tokens_per_run}; raise "
+                    "max_tokens_per_run, lower probe_rate, k or r, or review the held steps"
+                )
+            self._calls += calls
+
+    def charge(self, tokens: int) -> None:
+        """Charge ``tokens`` (prompt + completion) to the run."""
+        if tokens > 0:
+            with self._lock:
+                self._tokens += tokens
+
+
+MAX_RUNS = 10_000
+"""Runs whose account a :class:`RunBudgets` keeps (the least recently used is dropped)."""
+
+
+class RunBudgets:
+    """One :class:`ProbeBudget` per run key (an adapter's thread id), made on first use.
+
+    Kept in memory, the :data:`MAX_RUNS` most recently used: a run whose account was dropped,
+    or that a new process resumes from a checkpoint, starts its count again at 0.
+
+    Args:
+        template: The configured budget (its bounds are copied), or ``None`` for no bound.
+        max_runs: Accounts kept, >= 1.
+    """
+
+    def __init__(self, template: ProbeBudget | None, *, max_runs: int = MAX_RUNS) -> None:
+        self.template = template
+        self.max_runs = max_runs
+        self._runs: OrderedDict[str, ProbeBudget] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, run: str) -> ProbeBudget | None:
+        """The account of run ``run``, or ``None`` when no bound is configured."""
+        if self.template is None:
+            return None
+        with self._lock:
+            budget = self._runs.get(run)
+            if budget is None:
+                budget = self._runs[run] = self.template.fresh()
+            self._runs.move_to_end(run)
+            while len(self._runs) > self.max_runs:
+                self._runs.popitem(last=False)
+            return budget
+
+
+@contextlib.contextmanager
+def metering(budget: ProbeBudget | None) -> Iterator[None]:
+    """Charge the tokens of LLM calls made inside the block (the probe's re-runs) to ``budget``.
+
+    The probe's tasks and the worker threads the adapters run sync re-runs in copy the context,
+    so calls made there are charged too. ``None`` charges nothing. Either way the block's calls
+    are the probe's in the usage tally (:func:`biasbreaker.usage.phase`).
+    """
+    with metered(budget), phase("probe"):
+        yield
+
+
+__all__ = [
+    "BudgetExceeded",
+    "BudgetLimits",
+    "ProbeBudget",
+    "RunBudgets",
+    "charge_tokens",
+    "metering",
+]
