@@ -1332,11 +1332,16 @@ def _unread(view: Any, opaque: frozenset[str]) -> list[str]:
 
 
 def clone_probe(base: Probe, probe_rate: float | None = None) -> Probe:
-    """A probe configured like ``base`` (or with ``probe_rate``), with an empty call cache."""
+    """A probe configured like ``base`` (or with ``probe_rate``), with an empty call cache.
+
+    Every constructor setting is copied but ``budget``: the adapters give each run's probe its
+    own account (:class:`~biasbreaker.probe.budget.RunBudgets`).
+    """
     return Probe(
         base.scorers,
         generator=base.generator,
         k=base.k,
+        joint=base.joint,
         r=base.r,
         probe_rate=base.probe_rate if probe_rate is None else probe_rate,
         seed=base.seed,
