@@ -331,3 +331,59 @@ def test_the_reruns_count_interrupts_and_subgraphs_on_a_scratchpad_of_their_own(
     assert (own.interrupt_counter(), own.call_counter(), own.subgraph_counter()) == (1, 5, 2)
     assert own.resume == ["earlier answer"] and config[CONF][CONFIG_KEY_SCRATCHPAD] is own
     assert own_scratchpad({}) == {}
+
+
+class Loan(TypedDict, total=False):
+    text: str
+    decision: str
+
+
+def test_a_failing_node_with_a_retry_policy_does_not_retry_its_discarded_reruns(
+    tmp_path: Path,
+) -> None:
+    """A new-user trial: a node whose backend is down, retried 3 times by LangGraph, called it
+    39 times speculatively (each discarded re-run retried too) against 3 without the guard."""
+    from langgraph.types import RetryPolicy
+
+    calls = {"own": 0, "rerun": 0}
+    lock = threading.Lock()
+
+    def decide(state: Loan) -> dict[str, Any]:
+        with lock:
+            calls["rerun" if in_rerun() else "own"] += 1
+        time.sleep(0.02)
+        raise ConnectionError("backend down")
+
+    builder = StateGraph(Loan)
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.1, jitter=False)
+    builder.add_node("decide", decide, retry_policy=policy)
+    builder.add_edge(START, "decide")
+    builder.add_edge("decide", END)
+    app = guard(builder, kernel(tmp_path)).compile(checkpointer=InMemorySaver())
+    with pytest.raises(ConnectionError):
+        app.invoke({"text": APPLICANT}, {"configurable": {"thread_id": "down"}})
+    assert calls["own"] == 3  # LangGraph's own retries, as unguarded
+    # each attempt started at most one call per re-run, none retried once discarded
+    per_attempt = 4 + 2  # k = 4 variants, r = 2 resamples (one axis: no joint variant)
+    assert 0 < calls["rerun"] <= 3 * per_attempt, calls
+
+
+def test_a_sync_rerun_that_raises_stop_iteration_fails_the_probe_at_once(tmp_path: Path) -> None:
+    """asyncio cannot set StopIteration on a future: the probe waited out call_timeout_s, then
+    blamed a time-out (new-user trial: a fake chat model's iterator of replies ran dry)."""
+    replies = iter(["approve"])
+
+    def decide(state: Loan) -> dict[str, Any]:
+        return {"decision": next(replies)}
+
+    builder = StateGraph(Loan)
+    builder.add_node("decide", decide)
+    builder.add_edge(START, "decide")
+    builder.add_edge("decide", END)
+    app = guard(builder, kernel(tmp_path, call_timeout_s=30)).compile(checkpointer=InMemorySaver())
+    started = time.monotonic()
+    out = app.invoke({"text": APPLICANT}, {"configurable": {"thread_id": "dry"}})
+    assert time.monotonic() - started < 20  # not the 30 s time-out
+    (interrupt,) = out["__interrupt__"]
+    reason = json.dumps(interrupt.value, default=str)
+    assert "StopIteration" in reason and "timed out" not in reason

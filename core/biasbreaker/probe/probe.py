@@ -1165,7 +1165,12 @@ class Probe:
                     result = step(c.payload, sample=c.sample) if accepts else step(c.payload)
                     if inspect.isawaitable(result):
                         waited = asyncio.ensure_future(_awaited(result))
-                        done, _ = await asyncio.wait({waited}, timeout=timeout)
+                        waited.add_done_callback(_retrieved)
+                        try:
+                            done, _ = await asyncio.wait({waited}, timeout=timeout)
+                        except asyncio.CancelledError:  # the re-runs were cancelled: stop it
+                            waited.cancel()
+                            raise
                         if not done:  # the step's own TimeoutError is not this: it raises
                             waited.cancel()
                             raise _Late(f"no result within the time-out of {timeout:g} s")
@@ -1197,6 +1202,16 @@ class Probe:
         if key in self._cache:
             self._cache.move_to_end(key)
         return known[key]
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Mark a re-run's exception as read.
+
+    A cancelled probe never reads it, and asyncio would log "Task exception was never
+    retrieved" with its traceback.
+    """
+    if not task.cancelled():
+        task.exception()
 
 
 class _Late(Exception):

@@ -79,7 +79,7 @@ from biasbreaker_plugins.langgraph.configurable import (
 )
 from biasbreaker_plugins.langgraph.context import CONTEXT_KEY, context_of, with_context
 from biasbreaker_plugins.langgraph.node import GuardedNode
-from biasbreaker_plugins.langgraph.retrying import retried
+from biasbreaker_plugins.langgraph.retrying import DISCARDED, retried
 from biasbreaker_plugins.langgraph.routes import after_update, destinations
 from biasbreaker_plugins.langgraph.shared import Shared
 from biasbreaker_plugins.langgraph.state import shown
@@ -486,9 +486,16 @@ class Speculation:
     drawn: Drawn | ProbeResult | Exception
     reruns: Reruns | None = None
     view: Any = None
+    stopped: threading.Event = field(default_factory=threading.Event)
 
     def discard(self) -> None:
-        """Cancel the re-runs still running; their results are never read (idempotent)."""
+        """Cancel the re-runs still running; their results are never read (idempotent).
+
+        A sync re-run already in a worker thread finishes its current call there, but is not
+        retried (:data:`.retrying.DISCARDED`, which :meth:`Prober.speculate` sets to
+        :attr:`stopped` in the re-runs' context).
+        """
+        self.stopped.set()
         future = self.reruns.future if self.reruns is not None else None
         if future is not None and not future.done():
             future.cancel()
@@ -883,13 +890,16 @@ class Prober(Shared):
         template = None if _is_plain(before.view, before.values) else before.values
         compared = capture.compared if capture is not None else frozenset()
         token = rerun_context(Rerun(template, rerun_config, injected, extras, streamed=compared))
+        stopped = threading.Event()
+        discarded = DISCARDED.set(stopped)
         try:  # the re-runs' tasks copy this context
             reruns = probe.start(drawn, HELPER_LOOP.get() if threaded else None)
         except Exception as exc:  # over budget: held where probing after the call holds it
             return Speculation(probe, exc)
         finally:
+            DISCARDED.reset(discarded)
             reset_rerun(token)
-        return Speculation(probe, drawn, reruns)
+        return Speculation(probe, drawn, reruns, stopped=stopped)
 
     def _changed_in_place(self, before: Before | None, config: RunnableConfig) -> list[str]:
         """The input keys whose channel value differs from :meth:`snapshot`'s (sorted)."""
@@ -1185,6 +1195,8 @@ class Prober(Shared):
             try:
                 with unobserved():
                     return fn_(state, **kwargs)
+            except StopIteration as exc:
+                raise stop_iteration(spec.name, exc) from exc
             finally:
                 var_child_runnable_config.reset(token)
 
@@ -1220,6 +1232,20 @@ class Prober(Shared):
             return routed(spec.name, view, goto, opaque, streamed)
 
         return step
+
+
+def stop_iteration(step: str, exc: StopIteration) -> RuntimeError:
+    """What a re-run that raised ``StopIteration`` in a worker thread raises instead.
+
+    asyncio cannot set a ``StopIteration`` on a future ("interacts badly with generators"):
+    the re-run would never finish and the probe would wait out ``call_timeout_s``, then
+    blame a time-out. As a ``RuntimeError`` it fails the probe at once, naming the cause (an
+    iterator the step reads ran dry: a fake model's list of replies, say).
+    """
+    return RuntimeError(
+        f"{step!r} raised StopIteration{f' ({exc})' if str(exc) else ''}: an iterator it reads "
+        "ran out (a fake chat model's replies?), so this re-run has no result"
+    )
 
 
 def _output_view(update: Mapping[str, Any], opaque: frozenset[str]) -> Any:
@@ -1370,4 +1396,5 @@ __all__ = [
     "rerun_context",
     "reset_rerun",
     "split_output",
+    "stop_iteration",
 ]

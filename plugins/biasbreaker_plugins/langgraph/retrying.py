@@ -13,21 +13,33 @@ re-run miss ``[probe] call_timeout_s`` on one run and not on another; the waits 
 on every run.
 
 A node without a policy is not retried: its re-run's exception fails the probe, which holds the
-step (fail closed). LangGraph's interrupts and commands (``GraphBubbleUp``) are never retried,
-as LangGraph never retries them.
+step (fail closed). A re-run whose results will never be read (a speculation discarded because
+the node's own call raised: :data:`DISCARDED`) is not retried either, so a failing backend is
+not called ``max_attempts`` times more per re-run. LangGraph's interrupts and commands
+(``GraphBubbleUp``) are never retried, as LangGraph never retries them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel._retry import _should_retry_on
 from langgraph.types import RetryPolicy
+
+DISCARDED: ContextVar[threading.Event | None] = ContextVar("biasbreaker_discarded", default=None)
+"""Set, in the re-runs' context, to an event set when their results will never be read."""
+
+
+def _discarded() -> bool:
+    event = DISCARDED.get()
+    return event is not None and event.is_set()
 
 
 def retry_policies(value: RetryPolicy | Sequence[RetryPolicy] | None) -> tuple[RetryPolicy, ...]:
@@ -84,7 +96,7 @@ def retried(
                 except Exception as exc:
                     failures += 1
                     delay = retry_delay(policies, exc, failures)
-                    if delay is None:
+                    if delay is None or _discarded():
                         raise
                 await asyncio.sleep(delay)
 
@@ -99,11 +111,13 @@ def retried(
             except Exception as exc:
                 failures += 1
                 delay = retry_delay(policies, exc, failures)
-                if delay is None:
+                if delay is None or _discarded():
                     raise
             time.sleep(delay)
+            if _discarded():  # discarded while it waited: no call more
+                raise RuntimeError("re-run discarded: its results are never read")
 
     return retried_sync
 
 
-__all__ = ["retried", "retry_delay", "retry_policies"]
+__all__ = ["DISCARDED", "retried", "retry_delay", "retry_policies"]

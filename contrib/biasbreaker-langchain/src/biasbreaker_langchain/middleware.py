@@ -115,6 +115,7 @@ from biasbreaker_plugins.langgraph.probing import (
     Speculation,
     clone_probe,
     probe_outcome,
+    stop_iteration,
 )
 from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import (
@@ -319,6 +320,19 @@ def _check_received(request: ModelRequest[Any], received: Received) -> None:
         raise PluginError(f"re-issue: {moved}")
 
 
+def _reissued(config: RunnableConfig, handler: Callable[[Any], Any], request: Any) -> Any:
+    """A sync re-issue in a worker thread; a ``StopIteration`` becomes a ``RuntimeError``.
+
+    asyncio cannot set a ``StopIteration`` on a future, so a re-issue whose model ran out of
+    replies (a fake chat model's iterator) would wait out ``call_timeout_s`` and be blamed on
+    a time-out (:func:`~biasbreaker_plugins.langgraph.probing.stop_iteration`).
+    """
+    try:
+        return _with_config(config, handler, request)
+    except StopIteration as exc:
+        raise stop_iteration("the model call", exc) from exc
+
+
 def _thread(config: RunnableConfig) -> str:
     """The trace key of a run: its thread id (``"default"`` without one), plus a namespace."""
     conf = config.get("configurable") or {}
@@ -412,7 +426,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             seen = Received()
             quiet = watched(silenced(config), seen)
             job = functools.partial(
-                contextvars.copy_context().run, _with_config, quiet, handler, reissued
+                contextvars.copy_context().run, _reissued, quiet, handler, reissued
             )
             out = await asyncio.get_running_loop().run_in_executor(pool, job)
             _check_received(reissued, seen)
