@@ -525,3 +525,25 @@ def test_a_machine_that_never_settles_holds_the_reply_after_the_restep_budget(
         "AIMessage",
         "ToolMessage",
     ]
+
+
+def test_a_calls_machine_is_kept_for_the_threads_next_call_when_its_snapshot_is_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply let through on a quiet machine writes a snapshot ``restore`` rebuilds exactly:
+    the machine is kept, and the thread's next model call takes it back instead of restoring
+    one from ``bb_breaker`` (``MachineCache``)."""
+    real = ControlMachine.restore
+    restored: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> ControlMachine:
+        machine = real(*args, **kwargs)
+        restored.append(machine.steps_taken)
+        return machine
+
+    monkeypatch.setattr(ControlMachine, "restore", counted)
+    watch = Watch()
+    out = build(False, watch, tmp_path).invoke(question(WOMAN), thread("kept"))
+    assert sum(1 for m in out["messages"] if isinstance(m, AIMessage)) == 2
+    assert len(watch.executed) == 1
+    assert restored == []  # the second call took the first call's machine back
