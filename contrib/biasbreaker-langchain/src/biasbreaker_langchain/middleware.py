@@ -634,7 +634,12 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                 return self._decided(call, deciding, decision)
 
     def _deciding(
-        self, call: _Call, step: Callable[..., Awaitable[Any]], *, sync: bool
+        self,
+        call: _Call,
+        step: Callable[..., Awaitable[Any]],
+        # `*` -> `/` is an equivalent mutant: both callers pass `sync` by keyword
+        *,  # pragma: no mutate
+        sync: bool,
     ) -> _Deciding:
         """The machine of the call (kept or restored from ``bb_breaker``) and its step."""
         adapter = self.adapter
@@ -963,9 +968,11 @@ def _usable_repair(
     ):
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(item, Mapping):
             wanted = item.get("tool_calls") or []  # as many as the reply's: rebuild checked
+            # strict=False is an equivalent mutant: rebuild() raised ValueError (above) for
+            # an item with more or fewer tool calls than its message (none, [] or None too)
             calls = [
                 {**call, "name": str(want.get("name", call["name"]))}
-                for call, want in zip(message.tool_calls, wanted, strict=True)
+                for call, want in zip(message.tool_calls, wanted, strict=True)  # pragma: no mutate
             ]
             if any(call["name"] not in tools for call in calls):
                 return None
