@@ -898,11 +898,10 @@ class _Deciding:
         """
         machine = self.handle.machine
         call = self.call
-        record = machine.last_record
         # the result of this very step's intervention, if the hook ran on it (its record
-        # carries the result's summary): only a step that enters INTERVENTION runs it
-        # (ControlMachine._plan), so the step's state is INTERVENTION
-        ran = record is not None and record.intervention is not None
+        # carries the result's summary; a record is None only before the first step): only
+        # a step that enters INTERVENTION runs it (ControlMachine._plan)
+        ran = getattr(machine.last_record, "intervention", None) is not None
         result = machine.last_result if ran else None
         if result is not None:
             events = result.to_json()["trail"]
