@@ -781,7 +781,11 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             except ValueError as exc:
                 error = f"the resume value of a biasbreaker review is invalid ({exc}); {how}"
                 continue
-            if answer.action == "edit" and not answer.content:
+            # `is` for `==` is an equivalent mutant: pydantic gives a validated Literal the
+            # Literal's own constant, interned by CPython as this one is (docs/mutants.md,
+            # 2026-12-04); the comparison's other operators are marked with it (per line)
+            edit = answer.action == "edit"  # pragma: no mutate
+            if edit and not answer.content:
                 error = f'"edit" needs "content", the replacement text; {how}'
                 continue
             if answer.sha256 == sha256:
