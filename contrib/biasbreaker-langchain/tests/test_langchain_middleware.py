@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from biasbreaker.cli import app
 from biasbreaker.errors import ConfigError
+from biasbreaker.intervention.runner import InterventionRunner
 from biasbreaker.machine import ControlMachine
 from biasbreaker.types import BreakerAction, BreakerDecision, BreakerState
 
@@ -262,6 +263,30 @@ def test_async_biased_agent_halted(tmp_path: Path) -> None:
     out = asyncio.run(main())
     assert watch.executed == [] and "__interrupt__" in out
     verify(tmp_path / "trace-async-biased.jsonl")
+
+
+def test_an_async_agents_intervention_runs_on_the_agents_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An async agent's machine steps with ``astep`` and awaits the runner's coroutine hook on
+    the agent's own loop, not on a helper thread's (``run_sync``, for sync agents)."""
+    real = InterventionRunner.ahook
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def watched(self: InterventionRunner, context: Any) -> Any:
+        loops.append(asyncio.get_running_loop())
+        return await real(self, context)
+
+    monkeypatch.setattr(InterventionRunner, "ahook", watched)
+
+    async def main() -> tuple[Any, asyncio.AbstractEventLoop]:
+        agent = build(True, Watch(), tmp_path)
+        out = await agent.ainvoke(question(WOMAN), thread("async-loop"))
+        return out, asyncio.get_running_loop()
+
+    out, loop = asyncio.run(main())
+    assert "__interrupt__" in out
+    assert loops and all(used is loop for used in loops)
 
 
 def test_async_fair_agent_tools_run_once(tmp_path: Path) -> None:
