@@ -255,6 +255,7 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "module": "contrib/biasbreaker-langchain/src/biasbreaker_langchain/middleware.py",
         "only": [
             "BiasGuardMiddleware._begin",
+            "BiasGuardMiddleware._watcher",
             "BiasGuardMiddleware._decide",
             "BiasGuardMiddleware._adecide",
             "BiasGuardMiddleware._deciding",

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from biasbreaker.cli import app
 from biasbreaker.errors import ConfigError
+from biasbreaker.intervention.runner import InterventionRunner
 from biasbreaker.machine import ControlMachine
 from biasbreaker.types import BreakerAction, BreakerDecision, BreakerState
 
@@ -262,6 +263,30 @@ def test_async_biased_agent_halted(tmp_path: Path) -> None:
     out = asyncio.run(main())
     assert watch.executed == [] and "__interrupt__" in out
     verify(tmp_path / "trace-async-biased.jsonl")
+
+
+def test_an_async_agents_intervention_runs_on_the_agents_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An async agent's machine steps with ``astep`` and awaits the runner's coroutine hook on
+    the agent's own loop, not on a helper thread's (``run_sync``, for sync agents)."""
+    real = InterventionRunner.ahook
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def watched(self: InterventionRunner, context: Any) -> Any:
+        loops.append(asyncio.get_running_loop())
+        return await real(self, context)
+
+    monkeypatch.setattr(InterventionRunner, "ahook", watched)
+
+    async def main() -> tuple[Any, asyncio.AbstractEventLoop]:
+        agent = build(True, Watch(), tmp_path)
+        out = await agent.ainvoke(question(WOMAN), thread("async-loop"))
+        return out, asyncio.get_running_loop()
+
+    out, loop = asyncio.run(main())
+    assert "__interrupt__" in out
+    assert loops and all(used is loop for used in loops)
 
 
 def test_async_fair_agent_tools_run_once(tmp_path: Path) -> None:
@@ -525,3 +550,25 @@ def test_a_machine_that_never_settles_holds_the_reply_after_the_restep_budget(
         "AIMessage",
         "ToolMessage",
     ]
+
+
+def test_a_calls_machine_is_kept_for_the_threads_next_call_when_its_snapshot_is_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply let through on a quiet machine writes a snapshot ``restore`` rebuilds exactly:
+    the machine is kept, and the thread's next model call takes it back instead of restoring
+    one from ``bb_breaker`` (``MachineCache``)."""
+    real = ControlMachine.restore
+    restored: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> ControlMachine:
+        machine = real(*args, **kwargs)
+        restored.append(machine.steps_taken)
+        return machine
+
+    monkeypatch.setattr(ControlMachine, "restore", counted)
+    watch = Watch()
+    out = build(False, watch, tmp_path).invoke(question(WOMAN), thread("kept"))
+    assert sum(1 for m in out["messages"] if isinstance(m, AIMessage)) == 2
+    assert len(watch.executed) == 1
+    assert restored == []  # the second call took the first call's machine back

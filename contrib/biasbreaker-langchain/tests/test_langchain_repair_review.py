@@ -128,6 +128,13 @@ def test_a_repair_that_passes_its_recheck_is_promoted_and_its_tool_runs(
     assert calls == ["approve_loan"]
     state = agent.get_state(thread("promoted")).values["bb_breaker"]
     assert "deny_loan" not in json.dumps(state)  # the frozen reply stands in as its digest
+    # promoted on the step whose intervention made it: the first call takes that one step
+    # (the trip), the second (after the tool) starts the recovery
+    steps = records(tmp_path / "trace-promoted.jsonl")
+    assert [(r["step"], r["transition"], bool(r.get("intervention"))) for r in steps] == [
+        (0, "trip", True),
+        (1, "recover-start", False),
+    ]
     verify(tmp_path / "trace-promoted.jsonl")
 
 

@@ -17,6 +17,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
+from biasbreaker.breaker import freeze
+
 
 @tool
 def approve(applicant: str) -> str:
@@ -92,6 +94,18 @@ def test_a_structured_response_is_kept_and_never_changed_by_a_repair() -> None:
     for changed in ({"decision": "approve"}, {"decision": "deny", "why": "x"}, "deny"):
         repaired = {**renamed(view, "approve"), "structured": changed}
         assert _usable_repair(request([approve, deny]), response, repaired) is None
+
+
+@pytest.mark.parametrize("structured", ["deny", True, 3, ["deny"]])
+def test_a_structured_response_of_any_json_type_is_kept_by_a_repair(structured: Any) -> None:
+    """Kept by value, whatever its type: a repair thawed from its frozen payload holds the
+    same value as the reply's view, which for a string, a bool or a small int may be the very
+    same object (interned), and for a list never is."""
+    response = reply(structured=structured)
+    view = _output_view(response)
+    for repaired in (renamed(view, "approve"), freeze(renamed(view, "approve")).thaw()):
+        kept = _usable_repair(request([approve, deny]), response, repaired)
+        assert kept is not None and kept.structured_response == structured
 
 
 def test_a_repair_of_a_part_the_reply_does_not_carry_is_unusable() -> None:

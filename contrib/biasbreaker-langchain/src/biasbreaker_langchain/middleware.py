@@ -100,7 +100,6 @@ from biasbreaker.probe.budget import RunBudgets
 from biasbreaker.types import (
     BreakerAction,
     BreakerDecision,
-    BreakerState,
     FrozenPayload,
     InterventionContext,
     InterventionResult,
@@ -518,7 +517,9 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         result: Any,
         config: RunnableConfig,
         capture: Capture,
-        received: Received | None,
+        # an annotation's `|` replaced: equivalent mutants (never evaluated: `from __future__
+        # import annotations`)
+        received: Received | None,  # pragma: no mutate
     ) -> _Call:
         """Read the call; decide whether the probe runs (``sampled``) or the step is held.
 
@@ -554,7 +555,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         call.sampled = True
         return call
 
-    def _watcher(self, request: ModelRequest[Any]) -> Received | None:
+    # the return annotation's `|` replaced: equivalent mutants (as `_decide`'s)
+    def _watcher(self, request: ModelRequest[Any]) -> Received | None:  # pragma: no mutate
         """What watches the request the model receives, when the call may be sampled.
 
         Whether a call is sampled is a pure function of the seed and the step id
@@ -562,8 +564,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         sampled is never compared with what its model received (:meth:`_begin`), so it is
         not watched (no callback handler is added to it).
         """
-        probe = self.adapter.probe
-        if probe.probe_rate <= 0.0 or not probe.should_probe(self._step_id(request.state)):
+        # at probe_rate 0 no step is sampled: should_probe is u < 0 with u >= 0
+        if not self.adapter.probe.should_probe(self._step_id(request.state)):
             return None
         return Received()
 
@@ -713,9 +715,10 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             if deciding.settled(decision):
                 return self._decided(call, deciding, decision)
 
+    # the return annotation's `|` replaced: equivalent mutants (as `_decide`'s)
     async def _adecide(
         self, call: _Call, step: Callable[..., Awaitable[Any]]
-    ) -> ExtendedModelResponse[Any] | _Held:
+    ) -> ExtendedModelResponse[Any] | _Held:  # pragma: no mutate
         """:meth:`_decide` for async agents: the machine steps with ``astep``."""
         deciding = self._deciding(call, step, sync=False)
         machine = deciding.handle.machine
@@ -726,7 +729,12 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                 return self._decided(call, deciding, decision)
 
     def _deciding(
-        self, call: _Call, step: Callable[..., Awaitable[Any]], *, sync: bool
+        self,
+        call: _Call,
+        step: Callable[..., Awaitable[Any]],
+        # `*` -> `/` is an equivalent mutant: both callers pass `sync` by keyword
+        *,  # pragma: no mutate
+        sync: bool,
     ) -> _Deciding:
         """The machine of the call (kept or restored from ``bb_breaker``) and its step."""
         adapter = self.adapter
@@ -768,9 +776,10 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             budget,
         )
 
+    # the return annotation's `|` replaced: equivalent mutants (as `_decide`'s)
     def _decided(
         self, call: _Call, deciding: _Deciding, decision: BreakerDecision
-    ) -> ExtendedModelResponse[Any] | _Held:
+    ) -> ExtendedModelResponse[Any] | _Held:  # pragma: no mutate
         """Write the steps' trace records and the state update; release or hold the reply."""
         adapter = self.adapter
         handle = deciding.handle
@@ -786,7 +795,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         }
         if call.coverage is not None:
             writes["bb_probe_coverage"] = call.coverage
-        if decision.action is BreakerAction.PROCEED and call.hold is None:
+        if deciding.released:  # the reply as it is (settled on PROCEED, nothing held)
             call.capture.release(call.config)
             return self._respond(call.response, call, writes)
         repaired = deciding.repaired
@@ -867,7 +876,11 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             except ValueError as exc:
                 error = f"the resume value of a biasbreaker review is invalid ({exc}); {how}"
                 continue
-            if answer.action == "edit" and not answer.content:
+            # `is` for `==` is an equivalent mutant: pydantic gives a validated Literal the
+            # Literal's own constant, interned by CPython as this one is (docs/mutants.md,
+            # 2026-12-04); the comparison's other operators are marked with it (per line)
+            edit = answer.action == "edit"  # pragma: no mutate
+            if edit and not answer.content:
                 error = f'"edit" needs "content", the replacement text; {how}'
                 continue
             if answer.sha256 == sha256:
@@ -884,13 +897,16 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         inner = record.get("inner")
         if isinstance(inner, Mapping):
             writes = {**inner, **writes}
-        if answer.action == "approve":
-            messages = messages_from_dict(list(record["messages"]))
-            response = ModelResponse(result=messages, structured_response=record.get("structured"))
-        elif answer.action == "edit":
-            response = ModelResponse(result=[AIMessage(answer.content)])
-        else:
-            response = ModelResponse(result=[AIMessage(WITHHELD.format(reason=request["reason"]))])
+        match answer.action:  # one of the three (ReviewAnswer), compared by equality
+            case "approve":
+                messages = messages_from_dict(list(record["messages"]))
+                structured = record.get("structured")
+                response = ModelResponse(result=messages, structured_response=structured)
+            case "edit":
+                response = ModelResponse(result=[AIMessage(answer.content)])
+            case _:
+                withheld = WITHHELD.format(reason=request["reason"])
+                response = ModelResponse(result=[AIMessage(withheld)])
         return ExtendedModelResponse(model_response=response, command=Command(update=writes))
 
     @staticmethod
@@ -968,39 +984,50 @@ class _Deciding:
     first: int
     budget: int
     repaired: ModelResponse[Any] | None = None
+    released: bool = False
     trail: list[Any] = field(default_factory=list)
 
     def settled(self, decision: BreakerDecision) -> bool:
         """Whether the steps end with ``decision`` (the step the machine just took).
 
-        They end on ``PROCEED`` of a step that is not held, on a repair whose re-check passed
-        and that rebuilds onto the reply (:attr:`repaired`), on ``ESCALATE``, and after
-        :attr:`budget` steps. The trail of the latest intervention is kept (:attr:`trail`).
+        They end on ``PROCEED`` of a step that is not held (:attr:`released`), on a repair
+        whose re-check passed and that rebuilds onto the reply (:attr:`repaired`), on
+        ``ESCALATE``, and after :attr:`budget` steps. The trail of the latest intervention
+        is kept (:attr:`trail`).
         """
         machine = self.handle.machine
         call = self.call
-        result = machine.last_result
-        record = machine.last_record
-        ran = record is not None and record.intervention is not None
-        if ran and result is not None:
+        # the result of this very step's intervention, if the hook ran on it (its record
+        # carries the result's summary; a record is None only before the first step): only
+        # a step that enters INTERVENTION runs it (ControlMachine._plan)
+        ran = getattr(machine.last_record, "intervention", None) is not None
+        result = machine.last_result if ran else None
+        if result is not None:
             events = result.to_json()["trail"]
             self.trail = list(events) if isinstance(events, list) else []
-        if decision.action is BreakerAction.PROCEED and call.hold is None:
+        # `==` for `is` is an equivalent mutant (an enum member is its only instance); the
+        # comparison's other operators are marked with it (the pragma is per line)
+        proceeds = decision.action is BreakerAction.PROCEED  # pragma: no mutate
+        if proceeds and call.hold is None:
+            self.released = True
             return True
         if (
-            ran
-            and decision.state is BreakerState.INTERVENTION
-            and result is not None
+            result is not None
             and result.repaired is not None
             and result.recheck_passes(self.tau_exit)
         ):
             self.repaired = _usable_repair(call.request, call.response, result.repaired.thaw())
             if self.repaired is not None:
                 return True
-        return (
-            decision.action is BreakerAction.ESCALATE
-            or machine.steps_taken - self.first >= self.budget
-        )
+        # `==` and `<=` for `is` are equivalent mutants: a BreakerDecision's action is a
+        # BreakerAction (a str enum) and "escalate" sorts before "halt", "proceed", "reroute"
+        escalates = decision.action is BreakerAction.ESCALATE  # pragma: no mutate
+        spent = machine.steps_taken - self.first  # the steps on this reply: 1, 2, 3, ...
+        # `==` for `>=` is an equivalent mutant: each step is checked, the count grows by one
+        # a step from 1 and the budget is at least 6 (MachineConfig), so it meets it exactly; the
+        # comparison's other operators are marked with it (the pragma is per line)
+        over = spent >= self.budget  # pragma: no mutate
+        return escalates or over
 
 
 # the return annotation's `|` replaced: equivalent mutants, annotations are never evaluated
@@ -1027,7 +1054,8 @@ def _usable_repair(
         messages = rebuild(list(response.result), seen)
     except ValueError:
         return None
-    tools = {_tool_name(t) for t in request.tools} - {None}
+    # a provider's built-in tool has no name (None): never a call's, which is a str
+    tools = {_tool_name(t) for t in request.tools}
     named: list[Any] = []
     # strict=False is an equivalent mutant: rebuild() of a list returns one item per item of
     # the view or raises ValueError (above), so `messages` and `seen` are as long
@@ -1038,9 +1066,11 @@ def _usable_repair(
     ):
         if isinstance(message, AIMessage) and message.tool_calls and isinstance(item, Mapping):
             wanted = item.get("tool_calls") or []  # as many as the reply's: rebuild checked
+            # strict=False is an equivalent mutant: rebuild() raised ValueError (above) for
+            # an item with more or fewer tool calls than its message (none, [] or None too)
             calls = [
                 {**call, "name": str(want.get("name", call["name"]))}
-                for call, want in zip(message.tool_calls, wanted, strict=True)
+                for call, want in zip(message.tool_calls, wanted, strict=True)  # pragma: no mutate
             ]
             if any(call["name"] not in tools for call in calls):
                 return None
