@@ -66,8 +66,8 @@ def test_each_trip_is_marked_by_the_trigger_the_machine_named(tmp_path: Path) ->
     drawn = bnet_figure([trace], tmp_path / "b.png", title="t", total=7)
 
     assert drawn.trips == {"network": 1, "node": 1}
-    assert f"{TRIP_LABELS['node']} (1)" in drawn.legend
-    assert f"{TRIP_LABELS['network']} (1)" in drawn.legend
+    assert f"{TRIP_LABELS['node']} (1 in the runs shown)" in drawn.legend
+    assert f"{TRIP_LABELS['network']} (1 in the runs shown)" in drawn.legend
     assert (tmp_path / "b.png").stat().st_size > 5_000
 
 

@@ -83,6 +83,12 @@ def test_an_unchanged_phase_changes_nothing_and_a_large_effect_is_beyond_noise()
     assert moved.rates["a"][1] == Interval(1.0, 1.0, 1.0)
     assert moved.rates["a"][2].excludes(0.0) and moved.rates["a"][2].low > 0.5
     assert moved.lean[2].excludes(0.0) and moved.lean[2].estimate > 0
+    # every guarded shortlist is Ann (weight 1.5): the lean moves away from 1, by its distance
+    assert moved.distance is not None
+    b, a, c = moved.distance
+    assert b.estimate == pytest.approx(abs(moved.lean[0].estimate - 1))
+    assert a == Interval(0.5, 0.5, 0.5)
+    assert c.estimate == pytest.approx(0.5 - b.estimate) and c.excludes(0.0) and c.low > 0
     for before, after, change in (*moved.rates.values(), moved.impact, moved.lean):
         assert before.low <= before.estimate <= before.high
         assert after.low <= after.estimate <= after.high

@@ -175,7 +175,7 @@ def bnet_figure(
                 marker=marker,
                 ec="#212529",
                 lw=0.6,
-                label=f"{TRIP_LABELS[trigger]} ({len(points)})",
+                label=f"{TRIP_LABELS[trigger]} ({len(points)} in the runs shown)",
                 zorder=5,
             )
     if traces:

@@ -94,6 +94,8 @@ def paired_table(p: Paired, labels: dict[str, str]) -> Table:
     named: list[tuple[str, tuple[Interval, Interval, Interval], int]] = []
     if p.lean is not None:
         named.append(("preference lean (1 = none)", p.lean, 4))
+    if p.distance is not None:
+        named.append(("the lean's distance from 1 (0 = none)", p.distance, 4))
     named.append(("lowest impact ratio", p.impact, 2))
     named += [(f"selection rate: {labels.get(g, g)}", v, 3) for g, v in p.rates.items()]
     for name, (b, a, c), digits in named:
@@ -142,7 +144,20 @@ def headline(p: Paired) -> str:
             f"{name} went from {b.estimate:.{digits}f} to {a.estimate:.{digits}f}: a change of "
             f"{c.estimate:+.{digits}f} [{c.low:+.{digits}f}, {c.high:+.{digits}f}], {verdict}."
         )
+        if name == "The preference lean" and p.distance is not None:
+            parts.append(closer(p.distance[2]))
     return " ".join(parts)
+
+
+def closer(change: Interval) -> str:
+    """Say which way the lean's distance from 1 (no lean) moved, and whether beyond noise."""
+    way = "closer to" if change.estimate < 0 else "further from"
+    noise = "beyond" if change.excludes(0.0) else "within"
+    return (
+        f"Its distance from 1 (no lean) changed by {change.estimate:+.4f} [{change.low:+.4f}, "
+        f"{change.high:+.4f}]: the guarded shortlists are {way} group-blind, {noise} this run's "
+        "noise."
+    )
 
 
 def _fmt(x: float) -> str:

@@ -61,6 +61,9 @@ class Paired:
         impact: (before, after, after - before) of the lowest impact ratio.
         lean: (before, after, after - before) of the preference lean, or ``None`` without
             measured rates.
+        distance: (before, after, after - before) of the lean's distance from 1 (no lean),
+            ``|lean - 1|``: a change below 0 brings the shortlists closer to group-blind, above
+            0 moves them away (in either direction); ``None`` without measured rates.
     """
 
     before: str
@@ -73,6 +76,7 @@ class Paired:
     rates: Mapping[str, tuple[Interval, Interval, Interval]]
     impact: tuple[Interval, Interval, Interval]
     lean: tuple[Interval, Interval, Interval] | None
+    distance: tuple[Interval, Interval, Interval] | None = None
 
 
 def quantile(ordered: Sequence[float], q: float) -> float:
@@ -168,10 +172,15 @@ def compare(
     k = len(groups)
     if n == 0:
         zero = Interval(0.0, 0.0, 0.0)
-        intervals = [zero] * (3 * (k + 2))
+        intervals = [zero] * (3 * (k + 2) + 3)
     else:
         intervals = _bootstrap(rows_b, rows_a, groups, seed, replicates, confidence)
-    b, a, c = intervals[: k + 2], intervals[k + 2 : 2 * (k + 2)], intervals[2 * (k + 2) :]
+    b, a, c = (
+        intervals[: k + 2],
+        intervals[k + 2 : 2 * (k + 2)],
+        intervals[2 * (k + 2) : 3 * (k + 2)],
+    )
+    distance = tuple(intervals[3 * (k + 2) :])
     return Paired(
         before,
         after,
@@ -183,6 +192,7 @@ def compare(
         {g: (b[i], a[i], c[i]) for i, g in enumerate(groups)},
         (b[k], a[k], c[k]),
         (b[k + 1], a[k + 1], c[k + 1]) if weights is not None else None,
+        (distance[0], distance[1], distance[2]) if weights is not None else None,
     )
 
 
@@ -194,25 +204,29 @@ def _bootstrap(
     replicates: int,
     confidence: float,
 ) -> list[Interval]:
-    """Before's k rates, impact and lean, after's, then the changes: each with its interval."""
+    """Every statistic of both phases and their changes, each with its interval.
+
+    In order: before's k rates, impact and lean; after's; the changes; then the lean's distance
+    from 1 before, after and its change.
+    """
     n, k = len(rows_b), len(groups)
     everyone = range(n)
     rb, ib, lb = _stats(rows_b, everyone, groups)
     ra, ia, la = _stats(rows_a, everyone, groups)
     # per replicate: k rates, the impact and the lean, for before, after and the change
-    samples: list[list[float]] = [[] for _ in range(3 * (k + 2))]
+    samples: list[list[float]] = [[] for _ in range(3 * (k + 2) + 3)]
     rng = random.Random(seed)
     for _ in range(replicates):
         draw = [rng.randrange(n) for _ in everyone]
         xb, yb, zb = _stats(rows_b, draw, groups)
         xa, ya, za = _stats(rows_a, draw, groups)
         values = [*xb, yb, zb, *xa, ya, za, *(a - b for a, b in zip(xa, xb, strict=True))]
-        values += [ya - yb, za - zb]
+        values += [ya - yb, za - zb, abs(zb - 1), abs(za - 1), abs(za - 1) - abs(zb - 1)]
         for slot, value in zip(samples, values, strict=True):
             slot.append(value)
     alpha = (1.0 - confidence) / 2.0
     estimates = [*rb, ib, lb, *ra, ia, la, *(a - b for a, b in zip(ra, rb, strict=True))]
-    estimates += [ia - ib, la - lb]
+    estimates += [ia - ib, la - lb, abs(lb - 1), abs(la - 1), abs(la - 1) - abs(lb - 1)]
     intervals = []
     for estimate, slot in zip(estimates, samples, strict=True):
         slot.sort()

@@ -131,6 +131,13 @@ def summary(
             f"{lean_change.high:+.4f}] over {paired.postings} postings, "
             f"{_verdict(lean_change.excludes(0.0))}"
         )
+    if paired.distance is not None:
+        d = paired.distance[2]
+        way = "closer to" if d.estimate < 0 else "further from"
+        text += (
+            f"; its distance from 1 changed by {d.estimate:+.4f} [{d.low:+.4f}, {d.high:+.4f}]: "
+            f"{way} no lean, {_verdict(d.excludes(0.0))}"
+        )
     impact = paired.impact[2]
     text += (
         f". The four-fifths impact ratio moved from {selections['unguarded'].min_impact:.2f} to "
