@@ -527,6 +527,8 @@ def test_unprobed_names_are_checked_like_nodes(kernel: Kernel) -> None:
         guard(builder, kernel, unprobed=["tool"])
     with pytest.raises(ConfigError, match=r"is one string.*e\.g\. unprobed=\['tools'\]"):
         guard(builder, kernel, unprobed="tools")
+    # None names no node, as nodes=None names every node (a new-user trial's first try)
+    assert all(spec.probe for spec in guard(builder, kernel, unprobed=None).guard.nodes.values())
     # guarded whatever nodes= says, like a node marked @guard_node(probe=False)
     guarded = guard(builder, kernel, nodes=[], unprobed=["tools"])
     assert guarded.guarded_nodes == ("tools",)

@@ -100,7 +100,7 @@ def guard(
     hook: AnyHook | None = None,
     concurrent: Sequence[str] = (),
     opaque: Sequence[str] = (),
-    unprobed: Sequence[str] = (),
+    unprobed: Sequence[str] | None = (),
 ) -> GuardedStateGraph:
     """Guard a ``StateGraph``: compile the result as usual.
 

@@ -58,7 +58,7 @@ class LangGraphAdapter:
         hook: AnyHook | None = None,
         concurrent: Sequence[str] = (),
         opaque: Sequence[str] = (),
-        unprobed: Sequence[str] = (),
+        unprobed: Sequence[str] | None = (),
     ) -> GuardedStateGraph:
         """A guarded copy of ``builder``; see :func:`biasbreaker_plugins.langgraph.guard`."""
         return build_guarded(

@@ -539,13 +539,15 @@ def _one_config_key(name: str) -> bool:
 def _unprobed_nodes(
     unprobed: Any, names: Sequence[str], guarded_subgraphs: set[str]
 ) -> frozenset[str]:
-    """``guard(unprobed=...)`` as a set of node names, each checked.
+    """``guard(unprobed=...)`` as a set of node names, each checked (``None``: no node).
 
     Raises:
         ConfigError: ``unprobed`` is one string (it would be read as its characters), names
             something that is not a node of the graph, or a guarded subgraph (which keeps its
             own breaker over its own nodes).
     """
+    if unprobed is None:  # as nodes=None means every node, unprobed=None means none
+        return frozenset()
     if isinstance(unprobed, str):
         raise ConfigError(
             f"guard(unprobed={unprobed!r}) is one string, read as the node names "
@@ -579,7 +581,7 @@ def build_guarded(
     hook: AnyHook | None,
     concurrent: Sequence[str],
     opaque: Sequence[str] = (),
-    unprobed: Sequence[str] = (),
+    unprobed: Sequence[str] | None = (),
 ) -> GuardedStateGraph:
     """Build the guarded copy of ``builder``.
 
