@@ -35,6 +35,7 @@ from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
 from biasbreaker.probe.terms import Axis, NameBook, NameInfo, NumericAge, TermRow, TermSet
 
 __all__ = [
+    "WORD_NAMES",
     "Held",
     "Hit",
     "MentionFinder",
@@ -224,7 +225,7 @@ _CALENDAR = frozenset(
     """.split()  # noqa: SIM905
 )
 """Months and weekdays, never a first name alone (``June 5``, ``in April``)."""
-_WORD_NAMES = frozenset(
+WORD_NAMES = frozenset(
     """
     will bill hope faith rose art pat sue rob guy ray dawn joy jack frank gene earl carol
     dean ruby amber ivy iris violet daisy holly pearl summer autumn angel chance chase cash
@@ -508,7 +509,7 @@ class MentionFinder:
         name is``, ``named``, ``dear``, ``i'm``/``im``/``i am``, ``this is``, ``applicant``),
         and only a first name of the shipped lists or of the Tzioumis table telling a gender
         (nomquamgender 90 %) that is no English word (``names.json``'s ``exclude`` list,
-        :data:`_WORD_NAMES`, months and weekdays, this module's function words, verbs and
+        :data:`WORD_NAMES`, months and weekdays, this module's function words, verbs and
         person words: ``i'm will``, ``dear mark``, ``i am rose``, ``my name is may``) and
         before no place or organisation word (``this is madison avenue``). The
         rewrite changes capitalised words only, so it is held, also when the payload names its
@@ -527,7 +528,7 @@ class MentionFinder:
             f = fold(word)
             if not word.islower() or len(f) < 2 or f in book.words or f in book.excluded:
                 continue
-            if f in _WORD_NAMES or f in _CALENDAR or f in _NOT_SURNAMES:
+            if f in WORD_NAMES or f in _CALENDAR or f in _NOT_SURNAMES:
                 continue
             if word.title() not in book.first:
                 share = data.first_gender.get(f)
@@ -560,7 +561,7 @@ class MentionFinder:
         pair opens the text, a sentence or a line or the text opens no sentence with a capital
         (``greg baker asks``, ``i met greg baker``; not ``At the charity dinner``: Charity is
         a first name, but prose that capitalises its sentences capitalises its names), that is
-        no English word (``names.json``'s ``exclude`` list, :data:`_WORD_NAMES`, months and
+        no English word (``names.json``'s ``exclude`` list, :data:`WORD_NAMES`, months and
         weekdays: ``will``, ``grace``, ``june``), neither word a function word, verb or person
         word of this module's lists (``she said fine``: Said is a first name), and
         :func:`~biasbreaker.probe.names.person_name` reads the pair capitalised. The rewrite
@@ -582,7 +583,7 @@ class MentionFinder:
             if text[a.end() : b.start()] not in (" ", "\t"):
                 continue
             f, s = fold(first), fold(last)
-            if f in book.words or f in _CALENDAR or f in _WORD_NAMES:
+            if f in book.words or f in _CALENDAR or f in WORD_NAMES:
                 continue
             if f in _NOT_SURNAMES or s in _NOT_SURNAMES:  # "she said fine", "greg is"
                 continue
@@ -662,7 +663,7 @@ class MentionFinder:
         ``.``, ``_``, ``-`` or digits, or written in camel case, whose consecutive words are a
         first name and a surname that :func:`~biasbreaker.probe.names.person_name` reads as a
         person telling a gender or race of the configured axes (the first name no English
-        word: ``names.json``'s ``exclude`` list, :data:`_WORD_NAMES`, months and weekdays, and
+        word: ``names.json``'s ``exclude`` list, :data:`WORD_NAMES`, months and weekdays, and
         neither word a function word or verb of this module's lists). The held
         :attr:`Held.surface` is the pair capitalised (``Mary Carter``): a person the payload
         also names as a name is left to the residual forms, which swap its e-mail and
@@ -687,7 +688,7 @@ class MentionFinder:
             words = _IDENT_WORD.findall(token.split("@", 1)[0])
             for first, last in itertools.pairwise(words):
                 f, last_folded = fold(first), fold(last)
-                if f in book.words or f in _CALENDAR or f in _WORD_NAMES:
+                if f in book.words or f in _CALENDAR or f in WORD_NAMES:
                     continue
                 if f in _NOT_SURNAMES or last_folded in _NOT_SURNAMES:
                     continue
@@ -804,7 +805,7 @@ class MentionFinder:
         possessive or before an age (``Greg asks``, ``Zoë's loan``, ``Greg, 45,``); inside
         a sentence, as a capitalised word between two lower-case ones, after none of
         :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``);
-        or naming who writes or speaks, unless it is a word of :data:`_WORD_NAMES`
+        or naming who writes or speaks, unless it is a word of :data:`WORD_NAMES`
         (:meth:`_speaker`: ``Greg: can I …``, ``Greg here, …``, ``From: Greg``). A word of
         ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
         an all-capitals word and a word in a place name are never read.
@@ -826,7 +827,7 @@ class MentionFinder:
             if info is None or info.gender is None:
                 continue
             start, end = m.start(), m.start() + len(word)
-            said = f not in _WORD_NAMES and self._speaker(text, start, m.end())
+            said = f not in WORD_NAMES and self._speaker(text, start, m.end())
             if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
                 continue
             if not _in_place_name(text, start, end) and not _STATE_AFTER.match(text, end):
