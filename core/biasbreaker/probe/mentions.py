@@ -189,11 +189,13 @@ _LABEL_PLACES = frozenset(
     """
     georgia carolina virginia dakota montana nevada indiana houston denver cleveland orlando
     aurora lincoln chester kent adelaide darwin geneva santiago antonio diego dallas savannah
-    phoenix
+    phoenix austin jackson israel
     """.split()  # noqa: SIM905
 )
 """US states and cities (and a few abroad) that are first names of the tables: the label of
-a row about a place, never read as a speaker (``Georgia: approved``, ``Houston: pending``)."""
+a row about a place, never read as a speaker (``Georgia: approved``, ``Houston: pending``),
+nor as a lone first name of ``names.json``'s ``exclude`` list before a verb (``Austin needs
+more housing``, ``Israel says``)."""
 _HERE = re.compile(r"[ \t]+here[ \t]*(?:[,.!;:—–-]|$)", re.IGNORECASE)
 """``here`` and a stop after a name: a speaker saying who writes (``Greg here, I need …``)."""
 
@@ -767,9 +769,11 @@ class MentionFinder:
                 if key is not None and not _in_place_name(text, m.start(), m.end()):
                     hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
             # after the book's hits: at one span (a listed full name) the book's reading wins
-            hits.extend(self._person_hits(text))
+            people = self._person_hits(text)
+            hits.extend(people)
             hits.extend(self._labelled_first_names(text))
-            hits.extend(self._lone_first_names(text))
+            surnames = {fold(h.name.split()[-1]) for h in people if " " in h.name}
+            hits.extend(self._lone_first_names(text, surnames))
         return non_overlapping(hits)
 
     def _labelled_first_names(self, text: str) -> list[Hit]:
@@ -793,7 +797,9 @@ class MentionFinder:
                 out.append(Hit(start, start + len(word), word, "name", "", (), word))
         return out
 
-    def _lone_first_names(self, text: str) -> list[Hit]:
+    def _lone_first_names(
+        self, text: str, surnames: frozenset[str] | set[str] = frozenset()
+    ) -> list[Hit]:
         """A capitalised first name standing alone in a sentence (``Greg asks for a loan``).
 
         The shipped lists' first names are read anywhere (the ``Mary`` of ``Mary asks``); a
@@ -807,8 +813,19 @@ class MentionFinder:
         :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``);
         or naming who writes or speaks, unless it is a word of :data:`WORD_NAMES`
         (:meth:`_speaker`: ``Greg: can I …``, ``Greg here, …``, ``From: Greg``). A word of
-        ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
-        an all-capitals word and a word in a place name are never read.
+        ``names.json``'s ``exclude`` list (English words, places and surnames such as
+        ``Grace``, ``Mark``, ``Joy``, ``Carter``) is read alone only where the words around
+        it license a name (:func:`_licensed`): opening a sentence or a list item, after no
+        title, before a verb of :data:`_PERSON_VERBS` (``Grace applied for the loan``,
+        ``Mark asks``; never ``Grace period``, ``Mark the box``, ``Mr. Carter applied``,
+        where it is a surname), and neither a place of :data:`_LABEL_PLACES` (``Austin
+        needs``) nor the surname of a full name in ``text`` (``surnames``: ``John Carter
+        called. Carter asks …``). A month or weekday, an all-capitals word and a word in a
+        place name are never read.
+
+        Args:
+            text: One string of a payload.
+            surnames: Folded surnames of the full names :meth:`_person_hits` read in ``text``.
         """
         book = self.terms.names
         if book is None:
@@ -821,15 +838,19 @@ class MentionFinder:
             if not (word[:1].isupper() and word[1:].islower()) or word in book.first:
                 continue
             f = fold(word)
-            if f in book.words or f in _CALENDAR or f not in data.first_race:
+            if f in _CALENDAR or f not in data.first_race:
                 continue
             info = first_name_info(word, book)
             if info is None or info.gender is None:
                 continue
             start, end = m.start(), m.start() + len(word)
-            said = f not in WORD_NAMES and self._speaker(text, start, m.end())
-            if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
-                continue
+            if f in book.words:  # an English word or a place: only where a name is licensed
+                if f in surnames or f in _LABEL_PLACES or not _licensed(text, start, m.end()):
+                    continue
+            else:
+                said = f not in WORD_NAMES and self._speaker(text, start, m.end())
+                if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
+                    continue
             if not _in_place_name(text, start, end) and not _STATE_AFTER.match(text, end):
                 out.append(Hit(start, end, word, "name", "", (), word))
         return out
@@ -1252,6 +1273,27 @@ def _word_after(text: str, end: int) -> str | None:
     if m is None or m.group(1) is None:
         return None
     return m.group(1)
+
+
+_TITLE_BEFORE = re.compile(r"(?<![\w'’-])(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+$")
+"""A title right before a word (``Mr. Carter``): the word after it is a surname."""
+
+
+def _licensed(text: str, start: int, end: int) -> bool:
+    """Whether the word at ``text[start:end]`` stands where only a person's name does.
+
+    Opening the text, a sentence or a list item (after none of the titles of
+    :data:`_TITLE_BEFORE`, whose period ends no sentence: ``Mr. Carter`` is a surname) and
+    before a verb of :data:`_PERSON_VERBS` (``Grace applied``, ``Mark asks``).
+    """
+    before = text[:start].rstrip(" \t")
+    if before and (
+        before[-1] not in _SENTENCE_OPEN or _TITLE_BEFORE.search(text, max(0, start - 8), start)
+    ):
+        return False
+    nxt = _WORD_AFTER.match(text, end)
+    after = nxt.group(1) if nxt is not None else None
+    return after is not None and after.lower() in _PERSON_VERBS
 
 
 def _word_before(text: str, start: int) -> str | None:
