@@ -456,7 +456,6 @@ def test_a_lone_first_name_carries_the_race_the_tables_give() -> None:
         "Rose petals were on the table.",
         "Grace period applies.",
         "Mark the form as done.",
-        "Mark asks for a loan.",  # names.json excludes Mark: never read alone
         "The applicant paid the Bill on time.",
         "Your Will and Testament is filed.",
         "Sales Rose 5% this year.",
