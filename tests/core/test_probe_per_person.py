@@ -116,9 +116,19 @@ def test_no_per_person_variant_for_persons_of_one_group() -> None:
     ]
 
 
+def test_a_first_name_two_persons_share_moves_in_the_full_name_only() -> None:
+    text = "Rank: Joseph Cervantes, Maria Lopez, Joseph Phan."
+    cf = GEN.generate(text, 4, coverage={}, per_person=True)
+    moved = next(v for v in cf.variants if v.mapping.person == "Joseph Cervantes")
+    new = dict(moved.mapping.names)["Joseph Cervantes"]
+    assert moved.payload == f"Rank: {new}, Maria Lopez, Joseph Phan."
+    assert GEN.map_back(moved.payload, moved.mapping) == text
+
+
 @pytest.mark.parametrize(
     "text",
     [
+        "Joseph Cervantes, Maria Lopez and Joseph Phan applied. Joseph called.",  # whose?
         "Mary Carter and John Baker applied. He earns more.",
         "Mary Carter and John Baker applied with his wife.",
         "Mrs. Carter: Mary Carter and John Carter both applied.",  # Carter names both

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -136,6 +137,19 @@ def _attribute(
                 "alone cannot be made, and without it a step that prefers one of them is not "
                 "tested (the variant moving everyone names the same groups)"
             )
+
+
+def _alone(payload: Any, detections: Sequence[Detection], word: str) -> bool:
+    """Whether the capitalised ``word`` stands in ``payload`` outside every name found there.
+
+    Counts its whole-word occurrences in the payload's strings against those inside the
+    surfaces of the name detections (each span once).
+    """
+    pattern = re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w-])")
+    written = sum(len(pattern.findall(text)) for _, text in leaves(payload))
+    spans = {(d.path, d.start, d.surface) for d in detections if d.kind == "name"}
+    inside = sum(len(pattern.findall(surface)) for _, _, surface in spans)
+    return written > inside
 
 
 class CounterfactualGenerator:
@@ -427,13 +441,17 @@ class CounterfactualGenerator:
             rng = random.Random(f"{self.seed}:{digest}:{axis.name}:{move}:person:{person}")
             names = name_map(self._finder, payload, own, axis.name, move, rng)
             others = {norm(w) for p in persons if p != person for w in p.split()}
-            shared = [src for src, _ in names if " " not in src and norm(src) in others]
-            if shared:
-                raise Unattributed(
-                    f"the name {shared[0]!r} of {person!r} is also a name of another person "
-                    f"the input names ({', '.join(p for p in persons if p != person)}), so a "
-                    f"variant moving {person!r} alone on axis {axis.name!r} would move both"
-                )
+            shared = {src for src, _ in names if " " not in src and norm(src) in others}
+            for word in sorted(shared):
+                if _alone(payload, detections, word):
+                    raise Unattributed(
+                        f"the name {word!r} of {person!r} is also a name of another person the "
+                        f"input names ({', '.join(p for p in persons if p != person)}) and "
+                        "stands alone in it, so a variant moving "
+                        f"{person!r} alone on axis {axis.name!r} cannot tell whose it is"
+                    )
+            # a word two persons share (Joseph Cervantes, Joseph Phan) moves in full names only
+            names = tuple((src, dst) for src, dst in names if src not in shared)
             mapping = CounterfactualMapping(
                 axis=axis.name, groups=((group, pi[group]),), names=names, person=person
             )
