@@ -231,6 +231,8 @@ def test_unlisted_people_get_a_whole_name_race_swap(name: str) -> None:
         drawn = FULL.get(f"{new_first} {new_last}")  # a listed full name of the target race
         assert BOOK is not None
         race = drawn.race if drawn is not None else BOOK.last.get(new_last)
+        if new_last in name_shares().native_surnames:  # no shipped list has the group
+            race = "native-american"
         assert race == target, v.payload
 
 
@@ -454,7 +456,6 @@ def test_a_lone_first_name_carries_the_race_the_tables_give() -> None:
         "Rose petals were on the table.",
         "Grace period applies.",
         "Mark the form as done.",
-        "Mark asks for a loan.",  # names.json excludes Mark: never read alone
         "The applicant paid the Bill on time.",
         "Your Will and Testament is filed.",
         "Sales Rose 5% this year.",

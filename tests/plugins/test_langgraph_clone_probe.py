@@ -22,6 +22,7 @@ SETTINGS: dict[str, Any] = {  # each one other than the constructor's default
     "generator": CounterfactualGenerator(seed=11),
     "k": 3,
     "joint": False,
+    "per_person": False,
     "r": 1,
     "probe_rate": 0.5,
     "seed": 7,

@@ -57,6 +57,14 @@ class ProbeSettings(Section):
         "(all of them swapped at once), so a step that decides against either of two groups "
         "(women, or people over 60) is not missed; one more step call per such probe.",
     )
+    per_person: bool = Field(
+        True,
+        description="Also run one variant per person when the input names two or more "
+        "persons of different groups of an axis (that person moved alone), so a step that "
+        "prefers the man of 'Mary Carter and John Baker' is not missed; one more step call "
+        "per person and such permutation; an input where a term of that axis belongs to no "
+        "one person is held for review.",
+    )
     r: int = Field(
         2,
         ge=0,

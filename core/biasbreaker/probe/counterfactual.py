@@ -11,6 +11,10 @@ man" becomes "a Hindu man". The generator
 * returns each variant with the mapping used, so an output of the step run on the variant can
   be mapped back (:meth:`~CounterfactualGenerator.map_back`) before it is compared with the
   original output;
+* with ``per_person``, also moves one person at a time when the payload names persons of
+  different groups of an axis ("Mary Carter and John Baker": the all-mentions swap names a
+  man and a woman again), and raises :class:`Unattributed` when a term of that axis belongs
+  to no one of them;
 * reports a payload without protected mentions as *not applicable* (fairness through
   unawareness: there is nothing to swap), never as "no bias".
 
@@ -57,6 +61,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,9 +73,9 @@ from biasbreaker.probe.mapping import (
     Variant,
     present_groups,
 )
-from biasbreaker.probe.mentions import Held, MentionFinder
-from biasbreaker.probe.payloads import Path, payload_digest, rebuild
-from biasbreaker.probe.rewriting import MASK, neutral_form, rewrite
+from biasbreaker.probe.mentions import Held, MentionFinder, norm
+from biasbreaker.probe.payloads import Path, describe_path, leaves, payload_digest, rebuild
+from biasbreaker.probe.rewriting import MASK, neutral_form, next_word, rewrite
 from biasbreaker.probe.terms import Axis, TermSet
 from biasbreaker.probe.variants import feasible, name_map, ordered_pairs, shift_permutation
 
@@ -81,9 +86,70 @@ __all__ = [
     "Detection",
     "Path",
     "Substitution",
+    "Unattributed",
     "Variant",
     "payload_digest",
 ]
+
+
+class Unattributed(ValueError):
+    """A per-person variant is due, but a mention of its axis belongs to no one person.
+
+    Raised by :meth:`CounterfactualGenerator.generate` with ``per_person``: the input names two
+    or more persons of different groups of an axis, and a term of that axis (``he``,
+    ``his wife``, a title before a name two persons share) cannot be given to one of them, so
+    the variant that moves one person alone would contradict itself. The probe holds such a
+    step (``status = "unreadable"``) rather than score it without that variant.
+    """
+
+
+def _attribute(
+    payload: Any, detections: Sequence[Detection], axis: str, persons: Mapping[str, str]
+) -> None:
+    """Check that every term of ``axis`` in ``payload`` is a title of one of ``persons``.
+
+    A term is a person's title when the word right after it (spaces between) is a word of
+    that person's name key and of no other person's (``Ms. Mary Carter``, ``Mr. Baker``).
+
+    Args:
+        payload: The input.
+        detections: Its mentions.
+        axis: The axis of the per-person variants.
+        persons: Name key → group of each person named on ``axis``.
+
+    Raises:
+        Unattributed: A term of ``axis`` is none (``he``, ``his wife``, ``a woman``).
+    """
+    owners: dict[str, set[str]] = {}
+    for person in persons:
+        for word in person.split():
+            owners.setdefault(norm(word), set()).add(person)
+    texts = dict(leaves(payload))
+    for d in detections:
+        if d.kind == "name" or d.axis != axis:
+            continue
+        after = next_word(texts[d.path], d.end)
+        if after is None or len(owners.get(after, ())) != 1:
+            listed = ", ".join(f"{p} ({g})" for p, g in persons.items())
+            raise Unattributed(
+                f"the {axis} term {d.surface!r} in {describe_path(d.path)} belongs to no one "
+                f"of the persons the input names ({listed}): a variant moving one person "
+                "alone cannot be made, and without it a step that prefers one of them is not "
+                "tested (the variant moving everyone names the same groups)"
+            )
+
+
+def _alone(payload: Any, detections: Sequence[Detection], word: str) -> bool:
+    """Whether the capitalised ``word`` stands in ``payload`` outside every name found there.
+
+    Counts its whole-word occurrences in the payload's strings against those inside the
+    surfaces of the name detections (each span once).
+    """
+    pattern = re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w-])")
+    written = sum(len(pattern.findall(text)) for _, text in leaves(payload))
+    spans = {(d.path, d.start, d.surface) for d in detections if d.kind == "name"}
+    inside = sum(len(pattern.findall(surface)) for _, _, surface in spans)
+    return written > inside
 
 
 class CounterfactualGenerator:
@@ -148,6 +214,7 @@ class CounterfactualGenerator:
         coverage: Mapping[str, int] | None = None,
         detections: Sequence[Detection] | None = None,
         joint: bool = False,
+        per_person: bool = False,
     ) -> CounterfactualSet:
         """Draw ``k`` counterfactual variants of a payload by the covering rotation.
 
@@ -180,14 +247,26 @@ class CounterfactualGenerator:
                 for being a woman *or* for being over 60 is still denied when only her
                 gender or only her age is swapped. The joint variant does not move the
                 rotation (``coverage``).
+            per_person: Also draw *per-person* variants, after the others, when the input
+                names two or more persons (by name) of different groups of an axis and a
+                permutation this draw takes for that axis (at draw 0) maps the persons' groups
+                onto themselves (always so on a two-group axis naming both): one variant per
+                person, moving that person alone (their names, and a title right before one
+                of them) by the permutation, everyone else kept. The all-mentions variant
+                of such an input names the same groups as the input ("Mary Carter and John
+                Baker" becomes "Greg Carter and Emily Baker"), so a step that always prefers
+                the man does not change on it; a per-person variant ("Greg Carter and John
+                Baker") changes it. They do not move the rotation (``coverage``).
 
         Returns:
-            ``k`` variants (``k + 1`` with the joint one), or a ``not_applicable`` set when
-            nothing can be swapped; its :attr:`CounterfactualSet.coverage` is the rotation
-            after this draw.
+            ``k`` variants (``k + 1`` with the joint one, and one more per person and
+            per-person permutation), or a ``not_applicable`` set when nothing can be swapped;
+            its :attr:`CounterfactualSet.coverage` is the rotation after this draw.
 
         Raises:
             ValueError: ``k < 1``, or a position in ``coverage`` is not an integer >= 0.
+            Unattributed: ``per_person`` and a per-person variant is due, but a term of its
+                axis belongs to no one person (:func:`_attribute`); a ``ValueError``.
             KeyClash: A variant would make two keys of one dict one (``{"African American
                 applicant": …, "Black applicant": …}`` both becoming ``"white applicant"``);
                 a ``ValueError``.
@@ -284,6 +363,11 @@ class CounterfactualGenerator:
             together = self._joint(payload, detections, digest, heads)
             if together is not None:
                 variants.append(together)
+        if per_person and variants:
+            for axis, _, picks in rotations:
+                for step, pi in picks:
+                    if step < walked.get(axis.name, 0):
+                        variants.extend(self._per_person(payload, detections, digest, axis, pi))
         if not variants:
             return CounterfactualSet(
                 status="not_applicable",
@@ -315,6 +399,66 @@ class CounterfactualGenerator:
         names = name_map(self._finder, payload, detections, axis.name, pi, rng)
         mapping = CounterfactualMapping(axis=axis.name, groups=ordered_pairs(axis, pi), names=names)
         return rewrite(self._finder, payload, mapping, detections)
+
+    def _per_person(
+        self,
+        payload: Any,
+        detections: Sequence[Detection],
+        digest: str,
+        axis: Axis,
+        pi: dict[str, str],
+    ) -> list[Variant]:
+        """One variant per person of ``axis`` moving that person alone by ``pi`` (maybe none).
+
+        Due when the persons named on ``axis`` (name keys in payload order) are of two or more
+        groups and ``pi`` maps their groups onto themselves; each person's names are drawn by
+        :func:`~biasbreaker.probe.variants.name_map` from their own detections, seeded by the
+        run's seed, the payload's digest, the axis, the person's move and the person.
+
+        Raises:
+            Unattributed: A term of ``axis`` belongs to no one person (:func:`_attribute`).
+        """
+        persons: dict[str, str] = {}
+        for d in detections:
+            if d.kind == "name" and d.axis == axis.name and len(d.groups) == 1:
+                key = d.name or self._finder.name_key(d.surface)
+                if key:
+                    persons.setdefault(key, d.groups[0])
+        named = set(persons.values())
+        if len(named) < 2 or {pi.get(g, g) for g in named} != named:
+            return []
+        _attribute(payload, detections, axis.name, persons)
+        out: list[Variant] = []
+        for person, group in persons.items():
+            own = [
+                d
+                for d in detections
+                if d.kind == "name"
+                and d.axis == axis.name
+                and (d.name or self._finder.name_key(d.surface)) == person
+            ]
+            move = {group: pi[group]}
+            rng = random.Random(f"{self.seed}:{digest}:{axis.name}:{move}:person:{person}")
+            names = name_map(self._finder, payload, own, axis.name, move, rng)
+            others = {norm(w) for p in persons if p != person for w in p.split()}
+            shared = {src for src, _ in names if " " not in src and norm(src) in others}
+            for word in sorted(shared):
+                if _alone(payload, detections, word):
+                    raise Unattributed(
+                        f"the name {word!r} of {person!r} is also a name of another person the "
+                        f"input names ({', '.join(p for p in persons if p != person)}) and "
+                        "stands alone in it, so a variant moving "
+                        f"{person!r} alone on axis {axis.name!r} cannot tell whose it is"
+                    )
+            # a word two persons share (Joseph Cervantes, Joseph Phan) moves in full names only
+            names = tuple((src, dst) for src, dst in names if src not in shared)
+            mapping = CounterfactualMapping(
+                axis=axis.name, groups=((group, pi[group]),), names=names, person=person
+            )
+            applied = rewrite(self._finder, payload, mapping, detections)
+            if applied.substitutions:
+                out.append(applied)
+        return out
 
     def _joint(
         self,
@@ -442,6 +586,7 @@ class CounterfactualGenerator:
             groups=inverse.groups,
             names=inverse.names,
             prefer=mapping.prefer,
+            person=inverse.person,
         )
         return rewrite(self._finder, payload, back).payload
 

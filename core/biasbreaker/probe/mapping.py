@@ -75,6 +75,12 @@ class CounterfactualMapping:
             ``joint``), the one-axis mappings applied one after another, in axis order;
             ``axis`` is then their axes joined by ``+`` (``"gender+age"``) and ``groups`` and
             ``names`` their pairs in that order.
+        person: Empty for a variant that moves every mention of the axis. For a *per-person*
+            variant (:meth:`CounterfactualGenerator.generate` with ``per_person``), the name
+            key of the one person it moves (``"Mary Carter"``; in the inverse, the name that
+            person was given): ``names`` hold that person's names only, and of the axis's
+            terms only a title right before one of those names moves (``Ms. Mary Carter``,
+            ``Mr. Baker``); every other mention stays.
     """
 
     axis: str
@@ -83,6 +89,7 @@ class CounterfactualMapping:
     prefer: tuple[tuple[str, str], ...] = ()
     invertible: bool = True
     steps: tuple[CounterfactualMapping, ...] = ()
+    person: str = ""
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -136,6 +143,7 @@ class CounterfactualMapping:
             groups=tuple((t, s) for s, t in self.groups),
             names=tuple((t, s) for s, t in self.names),
             prefer=(),
+            person=dict(self.names).get(self.person, self.person),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -147,6 +155,7 @@ class CounterfactualMapping:
             "prefer": [list(p) for p in self.prefer],
             "invertible": self.invertible,
             **({"steps": [s.to_dict() for s in self.steps]} if self.steps else {}),
+            **({"person": self.person} if self.person else {}),
         }
 
 

@@ -35,6 +35,7 @@ from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
 from biasbreaker.probe.terms import Axis, NameBook, NameInfo, NumericAge, TermRow, TermSet
 
 __all__ = [
+    "WORD_NAMES",
     "Held",
     "Hit",
     "MentionFinder",
@@ -188,11 +189,13 @@ _LABEL_PLACES = frozenset(
     """
     georgia carolina virginia dakota montana nevada indiana houston denver cleveland orlando
     aurora lincoln chester kent adelaide darwin geneva santiago antonio diego dallas savannah
-    phoenix
+    phoenix austin jackson israel
     """.split()  # noqa: SIM905
 )
 """US states and cities (and a few abroad) that are first names of the tables: the label of
-a row about a place, never read as a speaker (``Georgia: approved``, ``Houston: pending``)."""
+a row about a place, never read as a speaker (``Georgia: approved``, ``Houston: pending``),
+nor as a lone first name of ``names.json``'s ``exclude`` list before a verb (``Austin needs
+more housing``, ``Israel says``)."""
 _HERE = re.compile(r"[ \t]+here[ \t]*(?:[,.!;:—–-]|$)", re.IGNORECASE)
 """``here`` and a stop after a name: a speaker saying who writes (``Greg here, I need …``)."""
 
@@ -224,7 +227,7 @@ _CALENDAR = frozenset(
     """.split()  # noqa: SIM905
 )
 """Months and weekdays, never a first name alone (``June 5``, ``in April``)."""
-_WORD_NAMES = frozenset(
+WORD_NAMES = frozenset(
     """
     will bill hope faith rose art pat sue rob guy ray dawn joy jack frank gene earl carol
     dean ruby amber ivy iris violet daisy holly pearl summer autumn angel chance chase cash
@@ -515,7 +518,7 @@ class MentionFinder:
         name is``, ``named``, ``dear``, ``i'm``/``im``/``i am``, ``this is``, ``applicant``),
         and only a first name of the shipped lists or of the Tzioumis table telling a gender
         (nomquamgender 90 %) that is no English word (``names.json``'s ``exclude`` list,
-        :data:`_WORD_NAMES`, months and weekdays, this module's function words, verbs and
+        :data:`WORD_NAMES`, months and weekdays, this module's function words, verbs and
         person words: ``i'm will``, ``dear mark``, ``i am rose``, ``my name is may``) and
         before no place or organisation word (``this is madison avenue``). The
         rewrite changes capitalised words only, so it is held, also when the payload names its
@@ -534,7 +537,7 @@ class MentionFinder:
             f = fold(word)
             if not word.islower() or len(f) < 2 or f in book.words or f in book.excluded:
                 continue
-            if f in _WORD_NAMES or f in _CALENDAR or f in _NOT_SURNAMES:
+            if f in WORD_NAMES or f in _CALENDAR or f in _NOT_SURNAMES:
                 continue
             if word.title() not in book.first:
                 share = data.first_gender.get(f)
@@ -567,7 +570,7 @@ class MentionFinder:
         pair opens the text, a sentence or a line or the text opens no sentence with a capital
         (``greg baker asks``, ``i met greg baker``; not ``At the charity dinner``: Charity is
         a first name, but prose that capitalises its sentences capitalises its names), that is
-        no English word (``names.json``'s ``exclude`` list, :data:`_WORD_NAMES`, months and
+        no English word (``names.json``'s ``exclude`` list, :data:`WORD_NAMES`, months and
         weekdays: ``will``, ``grace``, ``june``), neither word a function word, verb or person
         word of this module's lists (``she said fine``: Said is a first name), and
         :func:`~biasbreaker.probe.names.person_name` reads the pair capitalised. The rewrite
@@ -589,7 +592,7 @@ class MentionFinder:
             if text[a.end() : b.start()] not in (" ", "\t"):
                 continue
             f, s = fold(first), fold(last)
-            if f in book.words or f in _CALENDAR or f in _WORD_NAMES:
+            if f in book.words or f in _CALENDAR or f in WORD_NAMES:
                 continue
             if f in _NOT_SURNAMES or s in _NOT_SURNAMES:  # "she said fine", "greg is"
                 continue
@@ -669,7 +672,7 @@ class MentionFinder:
         ``.``, ``_``, ``-`` or digits, or written in camel case, whose consecutive words are a
         first name and a surname that :func:`~biasbreaker.probe.names.person_name` reads as a
         person telling a gender or race of the configured axes (the first name no English
-        word: ``names.json``'s ``exclude`` list, :data:`_WORD_NAMES`, months and weekdays, and
+        word: ``names.json``'s ``exclude`` list, :data:`WORD_NAMES`, months and weekdays, and
         neither word a function word or verb of this module's lists). The held
         :attr:`Held.surface` is the pair capitalised (``Mary Carter``): a person the payload
         also names as a name is left to the residual forms, which swap its e-mail and
@@ -694,7 +697,7 @@ class MentionFinder:
             words = _IDENT_WORD.findall(token.split("@", 1)[0])
             for first, last in itertools.pairwise(words):
                 f, last_folded = fold(first), fold(last)
-                if f in book.words or f in _CALENDAR or f in _WORD_NAMES:
+                if f in book.words or f in _CALENDAR or f in WORD_NAMES:
                     continue
                 if f in _NOT_SURNAMES or last_folded in _NOT_SURNAMES:
                     continue
@@ -793,9 +796,11 @@ class MentionFinder:
                 if key is not None and not _in_place_name(text, m.start(), m.end()):
                     hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
             # after the book's hits: at one span (a listed full name) the book's reading wins
-            hits.extend(self._person_hits(text))
+            people = self._person_hits(text)
+            hits.extend(people)
             hits.extend(self._labelled_first_names(text))
-            hits.extend(self._lone_first_names(text))
+            surnames = {fold(h.name.split()[-1]) for h in people if " " in h.name}
+            hits.extend(self._lone_first_names(text, surnames))
         return non_overlapping(hits)
 
     def _labelled_first_names(self, text: str) -> list[Hit]:
@@ -819,7 +824,9 @@ class MentionFinder:
                 out.append(Hit(start, start + len(word), word, "name", "", (), word))
         return out
 
-    def _lone_first_names(self, text: str) -> list[Hit]:
+    def _lone_first_names(
+        self, text: str, surnames: frozenset[str] | set[str] = frozenset()
+    ) -> list[Hit]:
         """A capitalised first name standing alone in a sentence (``Greg asks for a loan``).
 
         The shipped lists' first names are read anywhere (the ``Mary`` of ``Mary asks``); a
@@ -831,10 +838,21 @@ class MentionFinder:
         possessive or before an age (``Greg asks``, ``Zoë's loan``, ``Greg, 45,``); inside
         a sentence, as a capitalised word between two lower-case ones, after none of
         :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``);
-        or naming who writes or speaks, unless it is a word of :data:`_WORD_NAMES`
+        or naming who writes or speaks, unless it is a word of :data:`WORD_NAMES`
         (:meth:`_speaker`: ``Greg: can I …``, ``Greg here, …``, ``From: Greg``). A word of
-        ``names.json``'s ``exclude`` list (``Grace``, ``Mark``), a month or weekday,
-        an all-capitals word and a word in a place name are never read.
+        ``names.json``'s ``exclude`` list (English words, places and surnames such as
+        ``Grace``, ``Mark``, ``Joy``, ``Carter``) is read alone only where the words around
+        it license a name (:func:`_licensed`): opening a sentence or a list item, after no
+        title, before a verb of :data:`_PERSON_VERBS` (``Grace applied for the loan``,
+        ``Mark asks``; never ``Grace period``, ``Mark the box``, ``Mr. Carter applied``,
+        where it is a surname), and neither a place of :data:`_LABEL_PLACES` (``Austin
+        needs``) nor the surname of a full name in ``text`` (``surnames``: ``John Carter
+        called. Carter asks …``). A month or weekday, an all-capitals word and a word in a
+        place name are never read.
+
+        Args:
+            text: One string of a payload.
+            surnames: Folded surnames of the full names :meth:`_person_hits` read in ``text``.
         """
         book = self.terms.names
         if book is None:
@@ -847,15 +865,19 @@ class MentionFinder:
             if not (word[:1].isupper() and word[1:].islower()) or word in book.first:
                 continue
             f = fold(word)
-            if f in book.words or f in _CALENDAR or f not in data.first_race:
+            if f in _CALENDAR or f not in data.first_race:
                 continue
             info = first_name_info(word, book)
             if info is None or info.gender is None:
                 continue
             start, end = m.start(), m.start() + len(word)
-            said = f not in _WORD_NAMES and self._speaker(text, start, m.end())
-            if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
-                continue
+            if f in book.words:  # an English word or a place: only where a name is licensed
+                if f in surnames or f in _LABEL_PLACES or not _licensed(text, start, m.end()):
+                    continue
+            else:
+                said = f not in WORD_NAMES and self._speaker(text, start, m.end())
+                if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
+                    continue
             if not _in_place_name(text, start, end) and not _STATE_AFTER.match(text, end):
                 out.append(Hit(start, end, word, "name", "", (), word))
         return out
@@ -1278,6 +1300,27 @@ def _word_after(text: str, end: int) -> str | None:
     if m is None or m.group(1) is None:
         return None
     return m.group(1)
+
+
+_TITLE_BEFORE = re.compile(r"(?<![\w'’-])(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+$")
+"""A title right before a word (``Mr. Carter``): the word after it is a surname."""
+
+
+def _licensed(text: str, start: int, end: int) -> bool:
+    """Whether the word at ``text[start:end]`` stands where only a person's name does.
+
+    Opening the text, a sentence or a list item (after none of the titles of
+    :data:`_TITLE_BEFORE`, whose period ends no sentence: ``Mr. Carter`` is a surname) and
+    before a verb of :data:`_PERSON_VERBS` (``Grace applied``, ``Mark asks``).
+    """
+    before = text[:start].rstrip(" \t")
+    if before and (
+        before[-1] not in _SENTENCE_OPEN or _TITLE_BEFORE.search(text, max(0, start - 8), start)
+    ):
+        return False
+    nxt = _WORD_AFTER.match(text, end)
+    after = nxt.group(1) if nxt is not None else None
+    return after is not None and after.lower() in _PERSON_VERBS
 
 
 def _word_before(text: str, start: int) -> str | None:

@@ -15,16 +15,18 @@ import functools
 import io
 import json
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, overload
 
 from biasbreaker.errors import ConfigError
 
 __all__ = [
     "GENDER_SHARE",
     "GIVEN_GENDER_RECORDS",
+    "NATIVE",
+    "NATIVE_WORD_SURNAMES",
     "NOT_GIVEN",
     "ORGANISATIONS",
     "PLACE_FIRST",
@@ -35,6 +37,7 @@ __all__ = [
     "NameInfo",
     "NameShares",
     "PersonName",
+    "ProductNames",
     "Share",
     "first_name_info",
     "fold",
@@ -50,6 +53,20 @@ RACE_SHARE = 75
 """A surname (or a first name) tells the race when at least this percent of bearers have it."""
 GIVEN_GENDER_RECORDS = 100
 """A name of ``given_names.tsv`` (under 1,000 records) tells a gender only with this many."""
+NATIVE = "native-american"
+"""The race group whose names are drawn by :meth:`NameShares.native_names`: no first name of
+the Tzioumis table has it as its largest group, so no first name tells it."""
+NATIVE_WORD_SURNAMES = frozenset(
+    """
+    active antelope apache baloo bia butterfly charging chief claw clown cowboy gopher hugs
+    laughing mustache mute poncho quiver seminole snake soap watchman wildcat yankton yellow
+    zuni
+    """.split()  # noqa: SIM905
+)
+"""Surnames of the census table that tell native-american (75 % or more) but are ordinary
+English words or a people's name (``Chief`` 91 %, ``Cowboy`` 94 %, ``Yellow`` 88 %,
+``Apache`` 79 %): never drawn for a counterfactual, where they would read as a word or as a
+term of the race axis rather than as a surname (hand-written from the 447 such surnames)."""
 NOT_GIVEN = frozenset(
     """
     dr doctor prof professor mr mrs ms mx miss sir madam dame lord lady rev reverend father
@@ -314,6 +331,96 @@ class NameShares:
                 pools.setdefault(share.group, []).append(name.title())
         return {race: tuple(sorted(v)) for race, v in pools.items()}
 
+    @functools.cached_property
+    def native_surnames(self) -> tuple[str, ...]:
+        """Title-cased census surnames that tell native-american, sorted (420).
+
+        Those whose largest group is native-american with at least :data:`RACE_SHARE` % of
+        their bearers (447 of the 2010 table: ``Begay`` 95 %, ``Yazzie`` 96 %, ``Tsosie``
+        96 %, ``Locklear`` 76 %), minus the English words and peoples' names of
+        :data:`NATIVE_WORD_SURNAMES`, the place words of :data:`PLACE_WORDS` and the surnames
+        that are also first names of the tables (``Alexie``), which a reader could take for a
+        given name.
+        """
+        return tuple(
+            sorted(
+                name.title()
+                for name, share in self.surname_race.items()
+                if share.group == NATIVE
+                and share.percent >= RACE_SHARE
+                and name not in NATIVE_WORD_SURNAMES
+                and name not in PLACE_WORDS
+                and name not in self.first_gender
+                and name not in self.first_race
+            )
+        )
+
+    def native_given(self, gender: str | None) -> tuple[str, ...]:
+        """Title-cased given names drawn with a native-american surname, sorted.
+
+        First names of the Tzioumis table whose largest group is white with less than
+        :data:`RACE_SHARE` % (so they tell no race: ``Agnes``, ``Alvin``, ``Darrell``) that
+        tell ``gender`` (nomquamgender at :data:`GENDER_SHARE` % or more), or, for ``None``,
+        tell no gender (under :data:`GENDER_SHARE` %); none of :data:`PLACE_FIRST` or
+        :data:`NOT_GIVEN` (``Santa``), after which no pair is read as a person. The table has
+        no first name whose largest group is native-american, so a given name cannot carry
+        the group; these are names shared across groups, and one that tells no race leaves
+        the surname to tell it (:func:`person_name`).
+
+        Args:
+            gender: ``"female"``, ``"male"`` or ``None``.
+        """
+        return self._native_given.get(gender, ())
+
+    @functools.cached_property
+    def _native_given(self) -> dict[str | None, tuple[str, ...]]:
+        pools: dict[str | None, list[str]] = {}
+        for name, share in self.first_race.items():
+            told = self.first_gender.get(name)
+            if share.group != "white" or share.percent >= RACE_SHARE or told is None:
+                continue
+            if name in PLACE_FIRST or name in NOT_GIVEN:  # Santa, Major: no person's pair
+                continue
+            gender = told.group if told.percent >= GENDER_SHARE else None
+            pools.setdefault(gender, []).append(name.title())
+        return {g: tuple(sorted(v)) for g, v in pools.items()}
+
+
+class ProductNames(Sequence[str]):
+    """Every ``"First Last"`` of ``firsts`` × ``lasts``, indexed without building the list.
+
+    ``random.Random.choice`` draws from it uniformly, which is a first name and a surname
+    drawn independently and uniformly. Index ``i`` is ``firsts[i // len(lasts)]`` with
+    ``lasts[i % len(lasts)]``.
+
+    Args:
+        firsts: Given names, title-cased.
+        lasts: Surnames, title-cased.
+    """
+
+    def __init__(self, firsts: Sequence[str], lasts: Sequence[str]) -> None:
+        self._firsts = tuple(firsts)
+        self._lasts = tuple(lasts)
+
+    def __len__(self) -> int:
+        return len(self._firsts) * len(self._lasts)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"name index {index} out of range for {n} names")
+        index %= n
+        first, last = divmod(index, len(self._lasts))
+        return f"{self._firsts[first]} {self._lasts[last]}"
+
 
 def _read_shares(filename: str) -> dict[str, Share]:
     text = _data_dir().joinpath("names", filename).read_text(encoding="utf-8")
@@ -417,7 +524,9 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     name of ``given_names.tsv``). Race: from the surname (the shipped lists, else the
     census table at :data:`RACE_SHARE` % or more), else from the first name (the shipped
     lists, else Tzioumis at :data:`RACE_SHARE` %); when both tell a race and they differ,
-    the race is unknown. An unknown axis is noted in :attr:`PersonName.ambiguous`.
+    the race is unknown, unless the surname tells native-american, which no first name of
+    the tables can tell (``Darlene Yazzie``: ``darlene`` 87 % white, ``yazzie`` 96 %
+    native-american, is native-american). An unknown axis is noted in :attr:`PersonName.ambiguous`.
     """
     f, s = fold(first), fold(last)
     if (
@@ -481,7 +590,11 @@ def person_name(first: str, last: str, book: NameBook) -> PersonName | None:
     if race_first is None and first_race is not None and first_race.percent >= RACE_SHARE:
         race_first = first_race.group if first_race.group != "multiple" else None
     race = race_last or race_first
-    if race_last is not None and race_first is not None and race_last != race_first:
+    if race_last == NATIVE:
+        # no first name tells native-american (none has it as its largest group), so the
+        # first name's race is no evidence against a surname that tells it (Darlene Yazzie)
+        race = race_last
+    elif race_last is not None and race_first is not None and race_last != race_first:
         race = None
         notes.append(
             f"race of {whole!r}: surname {last!r} tells {race_last}, first name {first!r} "

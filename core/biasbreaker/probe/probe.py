@@ -85,6 +85,7 @@ from biasbreaker.probe.counterfactual import (
     CounterfactualGenerator,
     CounterfactualMapping,
     CounterfactualSet,
+    Unattributed,
     payload_digest,
 )
 from biasbreaker.probe.fields import opaque_fields, opaque_reason
@@ -134,6 +135,16 @@ def key_clash_reason(clash: KeyClash) -> str:
         "text of dict keys like any other text; the step is held for review. Key the items "
         "by an id and keep the names and groups in their values, or set probe=False for this "
         "step and review its outputs (docs/detection.md, 'Dict keys')"
+    )
+
+
+def unattributed_reason(exc: Unattributed) -> str:
+    """The hold reason for an input whose per-person variants cannot be made."""
+    return (
+        f"the probe cannot make a per-person counterfactual of this input: {exc}. The step "
+        "is held for review. Name each person by name and title only (no pronoun or other "
+        "term of that axis), or set probe=False for this step and review its outputs "
+        "(docs/detection.md, 'Two persons of different groups')"
     )
 
 
@@ -513,6 +524,12 @@ class Probe:
             such axis swapped at once; :meth:`CounterfactualGenerator.generate`), so a step
             that decides against either of two groups is not missed: ``k + 1`` variants then.
             ``[probe] joint`` sets it (default true).
+        per_person: Also run the per-person variants when the input names two or more
+            persons of different groups of an axis (one variant per person moving that person
+            alone; :meth:`CounterfactualGenerator.generate`), so a step that prefers the man
+            of "Mary Carter and John Baker" is not missed; an input where a term of that axis
+            belongs to no one person is held (``unreadable``). ``[probe] per_person`` sets it
+            (default true).
         r: Same-group resamples per probed step, >= 0 (0 disables the noise floor: only
             right for deterministic steps).
         probe_rate: Share of steps probed, in [0, 1], decided per ``step_id`` from the seed.
@@ -549,6 +566,7 @@ class Probe:
         generator: CounterfactualGenerator | None = None,
         k: int = 4,
         joint: bool = True,
+        per_person: bool = True,
         r: int = 2,
         probe_rate: float = 1.0,
         seed: int = 0,
@@ -598,6 +616,7 @@ class Probe:
         self.generator = generator if generator is not None else CounterfactualGenerator(seed=seed)
         self.k, self.r = k, r
         self.joint = joint
+        self.per_person = per_person
         self.probe_rate = probe_rate
         self.seed = seed
         self.combine: Combine = combine
@@ -807,11 +826,20 @@ class Probe:
             )
         try:
             cf_set = self.generator.generate(
-                input, self.k, coverage=state, detections=found, joint=self.joint
+                input,
+                self.k,
+                coverage=state,
+                detections=found,
+                joint=self.joint,
+                per_person=self.per_person,
             )
         except KeyClash as exc:  # fail closed: a variant would merge two of the input's keys
             return unscored(
                 "unreadable", key_clash_reason(exc), coverage=dict(state), language=language
+            )
+        except Unattributed as exc:  # fail closed: no variant moves one person alone
+            return unscored(
+                "unreadable", unattributed_reason(exc), coverage=dict(state), language=language
             )
         unswapped = unswapped_keys(cf_set.detections, cf_set.variants)
         if unswapped:  # fail closed: a key names a group its axis's variants left in place
@@ -1060,7 +1088,7 @@ class Probe:
             rows[ROUTE_PART] = route_row
             floors[ROUTE_PART] = route_floor
 
-        swaps = [(v.mapping.axis, v.mapping.groups) for v in variants]
+        swaps = [(v.mapping.axis, v.mapping.groups, v.mapping.person) for v in variants]
         groups = _swap_groups(swaps)
         parts = {sname: _worst_swap(rows[sname], floors[sname], groups) for sname in rows}
         score = combined({s: p.score for s, p in parts.items()}, self.combine)
@@ -1296,8 +1324,9 @@ def _text(output: Any, name: str, what: str) -> str:
         raise ProbeError(f"step {name!r}, {what}: {exc}; the probe fails closed") from exc
 
 
-Swap = tuple[str, tuple[tuple[str, str], ...]]
-"""What a variant swaps: its axis and its ``(from_group, to_group)`` pairs."""
+Swap = tuple[str, tuple[tuple[str, str], ...], str]
+"""What a variant swaps: its axis, its ``(from_group, to_group)`` pairs and the one person it
+moves (``""``: everyone)."""
 
 
 def _swap_groups(swaps: Sequence[Swap]) -> dict[Swap, list[int]]:
@@ -1407,6 +1436,7 @@ def build_probe(context: BuildContext) -> Probe:
         generator=generator,
         k=cfg.k,
         joint=cfg.joint,
+        per_person=cfg.per_person,
         r=cfg.r,
         probe_rate=cfg.probe_rate,
         seed=context.seed,

@@ -32,7 +32,16 @@ from biasbreaker.probe.payloads import Path, rebuild
 from biasbreaker.probe.residuals import pair_hits
 from biasbreaker.probe.terms import Axis, TermSet
 
-__all__ = ["MASK", "fix_article", "match_case", "neutral_form", "replacement", "rewrite"]
+__all__ = [
+    "MASK",
+    "fix_article",
+    "match_case",
+    "neutral_form",
+    "next_word",
+    "replacement",
+    "rewrite",
+    "title_of",
+]
 
 _ARTICLE_BEFORE = re.compile(r"(?<![\w'’-])(an?)(\s+)$", re.IGNORECASE)
 
@@ -73,8 +82,13 @@ def rewrite(
     subs: list[Substitution] = []
     chosen: dict[str, str] = {}
 
+    # a per-person mapping moves a term only as a title of that person (docs/detection.md)
+    own = {norm(w) for src, _ in mapping.names for w in src.split()} if mapping.person else None
+
     def rewrite(path: Path, text: str) -> str:
         hits = [h for h in finder.scan(text) if h.kind != "name"]
+        if own is not None:
+            hits = [h for h in hits if h.axis != axis.name or title_of(text, h.end, own)]
         if name_re is not None:
             for m in name_re.finditer(text):
                 if capitalised(m.group(0)):
@@ -119,9 +133,32 @@ def rewrite(
             names=mapping.names,
             prefer=record,
             invertible=mapping.invertible,
+            person=mapping.person,
         ),
         substitutions=tuple(subs),
     )
+
+
+_NEXT_WORD = re.compile(r"[ \t]+([^\W\d_][\w'’-]*)")
+
+
+def next_word(text: str, end: int) -> str | None:
+    """The word right after ``text[:end]``, spaces or tabs between, normed, ``'s`` dropped.
+
+    ``None`` when no word follows on that line (punctuation, a digit, the end).
+    """
+    m = _NEXT_WORD.match(text, end)
+    return None if m is None else re.sub(r"['’]s$", "", norm(m.group(1)))
+
+
+def title_of(text: str, end: int, words: set[str]) -> bool:
+    """Whether the word right after ``text[:end]`` (:func:`next_word`) is one of ``words``.
+
+    ``words`` are :func:`~biasbreaker.probe.mentions.norm`-ed name words: a term ending at
+    ``end`` is then a title of that person (``Ms.`` in ``Ms. Mary Carter``, ``Mr.`` in
+    ``Mr. Baker``, ``Mr. Baker's``).
+    """
+    return next_word(text, end) in words
 
 
 def replacement(

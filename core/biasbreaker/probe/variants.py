@@ -14,14 +14,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from biasbreaker.probe.mapping import Detection
-from biasbreaker.probe.mentions import MentionFinder, norm
-from biasbreaker.probe.names import NameInfo, name_shares
+from biasbreaker.probe.mentions import WORD_NAMES, MentionFinder, norm
+from biasbreaker.probe.names import (
+    NATIVE,
+    NameBook,
+    NameInfo,
+    ProductNames,
+    first_name_info,
+    fold,
+    name_shares,
+)
 from biasbreaker.probe.payloads import leaves
 from biasbreaker.probe.terms import Axis
 
 __all__ = [
     "feasible",
     "name_map",
+    "native_pool",
     "ordered_pairs",
     "shift_permutation",
 ]
@@ -85,7 +94,7 @@ def _pick(pool: Sequence[str], taken: set[str], rng: random.Random) -> str | Non
 
 def _name_pool(
     finder: MentionFinder, name: str, info: NameInfo, axis: str, target: str
-) -> tuple[str, ...]:
+) -> Sequence[str]:
     """The names a swap of ``name`` to group ``target`` of ``axis`` draws from (sorted).
 
     Gender: first names of the target gender and the name's race (else of unknown race, else
@@ -93,7 +102,11 @@ def _name_pool(
     first name and surname): full names of the target race and the name's gender; when the
     first name tells no gender, a first name of the target race that tells none either
     (:meth:`~biasbreaker.probe.names.NameShares.ambiguous_first_names`) with a listed surname
-    of that race. Race, for a lone first name: first names of the target race and gender.
+    of that race. Race to native-american, for a full name: a given name of
+    :meth:`~biasbreaker.probe.names.NameShares.native_given` (same gender, or none) with a
+    surname of :attr:`~biasbreaker.probe.names.NameShares.native_surnames` (no shipped list
+    has the group). Race, for a lone first name: first names of the target race and gender
+    (none for native-american, which no first name tells).
     """
     book = finder.terms.names
     if book is None:
@@ -103,6 +116,8 @@ def _name_pool(
         if not pool and info.race is None:
             pool = tuple(sorted(n for n, i in book.first.items() if i.gender == target))
         return pool
+    if " " in name and target == NATIVE:
+        return native_pool(finder, info.gender)
     if " " in name:
         if info.gender is not None:
             return book.full_pool(info.gender, target)
@@ -112,6 +127,44 @@ def _name_pool(
     if info.gender is None:
         return ()
     return book.first_pool(info.gender, target)
+
+
+_NATIVE_POOLS: dict[tuple[int, str | None], tuple[NameBook, ProductNames]] = {}
+""":func:`native_pool` per name book (by identity, the book kept beside it) and gender."""
+
+
+def native_pool(finder: MentionFinder, gender: str | None) -> Sequence[str]:
+    """Full names of the native-american group for a person of ``gender``, each part readable.
+
+    Every given name of :meth:`~biasbreaker.probe.names.NameShares.native_given` with every
+    surname of :attr:`~biasbreaker.probe.names.NameShares.native_surnames`, sorted by given
+    name then surname (:class:`~biasbreaker.probe.names.ProductNames`), leaving out a word the
+    finder would not read as part of a name (a term of an axis, ``India``; an English word of
+    ``names.json``'s ``exclude`` list or of :data:`WORD_NAMES`) and a given name the finder
+    reads with another gender (``Dominique``, tagged male by the shipped lists, is no name
+    that tells no gender). Built once per name book and gender.
+
+    Args:
+        finder: The finder whose name book and axis terms apply.
+        gender: ``"female"``, ``"male"`` or ``None`` (a first name that tells no gender).
+    """
+    book = finder.terms.names
+    assert book is not None
+    cached = _NATIVE_POOLS.get((id(book), gender))
+    if cached is not None and cached[0] is book:
+        return cached[1]
+    shares = name_shares()
+    banned = book.excluded | book.words | WORD_NAMES
+
+    def reads_as(name: str) -> bool:
+        info = first_name_info(name, book)  # None: tells neither gender nor race
+        return (info.gender if info is not None else None) == gender
+
+    firsts = [n for n in shares.native_given(gender) if fold(n) not in banned and reads_as(n)]
+    lasts = [n for n in shares.native_surnames if fold(n) not in banned]
+    pool = ProductNames(firsts, lasts)
+    _NATIVE_POOLS[(id(book), gender)] = (book, pool)
+    return pool
 
 
 def feasible(

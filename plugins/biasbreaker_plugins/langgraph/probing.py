@@ -1368,6 +1368,7 @@ def clone_probe(base: Probe, probe_rate: float | None = None) -> Probe:
         generator=base.generator,
         k=base.k,
         joint=base.joint,
+        per_person=base.per_person,
         r=base.r,
         probe_rate=base.probe_rate if probe_rate is None else probe_rate,
         seed=base.seed,

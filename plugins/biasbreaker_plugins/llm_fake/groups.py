@@ -14,7 +14,9 @@ Masking (:meth:`GroupLexicon.mask`) covers everything a counterfactual swap may 
   one where the detector would not count it, ``the elderly engineer`` -> ``the youthful
   engineer``);
 * every capitalised word of the name lists outside a detection (``Mr. Robinson``: a swap of
-  ``Malik Robinson`` to another race also swaps the standalone surname) becomes :data:`MASK`;
+  ``Malik Robinson`` to another race also swaps the standalone surname) becomes :data:`MASK`,
+  and so does a surname a race swap to native-american draws (``Mr. Begay``;
+  :attr:`~biasbreaker.probe.names.NameShares.native_surnames`);
 * ``a``/``an`` before a mask becomes ``a`` (``A`` when capitalised): a swap corrects the
   article (``an Asian man`` -> ``a white man``);
 * masks separated only by whitespace merge into one (a full name, or a first name the swap
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from biasbreaker.probe import CounterfactualGenerator, TermSet
+from biasbreaker.probe.names import name_shares
 
 __all__ = ["MASK", "GroupLexicon", "Mention", "known_labels", "label_of", "lexicon"]
 
@@ -121,7 +124,9 @@ class GroupLexicon:
         words: set[str] = set()
         book = self.terms.names
         if book is not None:
-            for n in (*book.first, *book.last, *book.full):
+            # and the surnames a race swap to native-american draws (no list holds them)
+            natives = name_shares().native_surnames
+            for n in (*book.first, *book.last, *book.full, *natives):
                 words.update(w.lower() for w in n.split())
         self._name_words = frozenset(words)
 
