@@ -34,6 +34,12 @@ def test_update_rewrites_only_the_runs_passages() -> None:
     assert update(REPORT, fixed) == fixed
 
 
+def test_the_markers_named_inside_prose_are_no_passage() -> None:
+    prose = "The report carries them between `<!-- quoted: ... -->` markers.\n\n" + DOC
+    assert blocks(prose) == blocks(DOC)
+    assert check(REPORT, prose) == []
+
+
 def test_a_passage_quoted_twice_or_left_open_is_an_error() -> None:
     with pytest.raises(InputError, match="quoted twice"):
         blocks(DOC + DOC)

@@ -31,7 +31,11 @@ from biasbreaker_plugins.demo.paired import Paired
 from biasbreaker_plugins.demo.summary import Lean, Selection, TraceCounts, Verification
 
 END = "<!-- /quoted -->"
-_BLOCK = re.compile(r"<!-- quoted: (?P<label>[^>]*?) -->\n(?P<text>.*?)\n<!-- /quoted -->", re.S)
+_BLOCK = re.compile(
+    r"^<!-- quoted: (?P<label>[^>]*?) -->\n(?P<text>.*?)\n<!-- /quoted -->$", re.S | re.M
+)
+_OPENED = re.compile(r"^<!-- quoted: ", re.M)
+"""A passage's markers stand alone on their lines; the same text inside prose is none."""
 WIDTH = 99
 """Line width the generated prose is wrapped at (the docs' own)."""
 
@@ -57,7 +61,7 @@ def blocks(document: str) -> dict[str, str]:
         if m.group("label") in found:
             raise InputError(f"the passage {m.group('label')!r} is quoted twice")
         found[m.group("label")] = m.group("text")
-    opened = document.count("<!-- quoted: ")
+    opened = len(_OPENED.findall(document))
     if opened != len(found):
         raise InputError(
             f"{opened} passage(s) opened but {len(found)} closed by {END!r}: close each one"
