@@ -683,3 +683,20 @@ def test_the_trace_writer_refuses_a_step_zero_over_another_runs_records(tmp_path
     traces.close()
     assert (tmp_path / "t.jsonl").read_bytes() == before
     Traces(str(tmp_path / "{thread_id}.jsonl")).check_new_run("other")  # no file: fine
+
+
+def test_a_queued_branch_is_announced_with_why_it_waits(kernel: Kernel) -> None:
+    """A new-user trial's UI got ``held`` events with an empty reason for fair fan-out nodes."""
+    from biasbreaker_plugins.langgraph.runtime import QUEUED_REASON
+
+    app = guard(fork_graph(0.0, Received("left")), kernel).compile(checkpointer=InMemorySaver())
+    events = [
+        chunk["biasbreaker"]
+        for chunk in app.stream({}, thread("announced-fork"), stream_mode="custom")
+        if isinstance(chunk, dict) and "biasbreaker" in chunk
+    ]
+    held = [e for e in events if e["event"] == "held"]
+    assert held and all(e["status"] == "queued" for e in held)
+    assert all(e["reason"] == QUEUED_REASON for e in held)
+    released = {e["node"] for e in events if e["event"] == "released"}
+    assert {e["node"] for e in held} <= released

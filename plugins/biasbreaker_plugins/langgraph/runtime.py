@@ -53,6 +53,12 @@ from biasbreaker_plugins.langgraph.streaming import (
 )
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
 
+QUEUED_REASON = (
+    "queued: a parallel branch's output waits until the breaker has checked the branches of "
+    "its super-step in order; a released event follows when it is let through"
+)
+"""The ``held`` event's reason for a queued output that carries no reason of its own."""
+
 
 class GuardOptions(Protocol):
     """The adapter options the runtime reads (``[plugin.langgraph]``)."""
@@ -320,14 +326,11 @@ class GraphGuard(Shared):
         staged = (writes.get("bb_unverified_output") or {}).get(call.key) or {}
         where = (call.thread, "|".join(graph_namespace(config)), call.key)
         self.held_streams.keep(where, capture)
-        announce(
-            config,
-            "held",
-            call.node.name,
-            call.key,
-            str(staged.get("status", "")),
-            call.hold or str(staged.get("reason", "")),
-        )
+        status = str(staged.get("status", ""))
+        reason = call.hold or str(staged.get("reason", ""))
+        if not reason and status == "queued":  # a stream consumer asked why it was held
+            reason = QUEUED_REASON
+        announce(config, "held", call.node.name, call.key, status, reason)
         return result
 
     def seal(self, config: RunnableConfig) -> None:
