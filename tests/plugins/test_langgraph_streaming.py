@@ -223,6 +223,29 @@ def test_an_approved_reply_is_released_in_order_when_it_is_promoted(tmp_path: Pa
     assert events[-1] == ("sign", "-- the loans desk")  # then the next node, as unguarded
 
 
+def test_an_approved_reply_held_by_a_run_that_did_not_stream_messages_is_streamed_whole(
+    tmp_path: Path,
+) -> None:
+    """A new-user trial held a reply under stream_mode="updates" and resumed with "messages":
+    the approved reply never appeared in the messages stream (nothing had been captured)."""
+    from langgraph.types import Command
+
+    graph = app(True, Watch(), tmp_path)
+    config = {"configurable": {"thread_id": "approve-updates"}}
+    list(graph.stream(question(), config, stream_mode="updates", durability="sync"))
+    request = graph.get_state(config).interrupts[0].value
+    approve = {"action": "approve", "sha256": request["sha256"]}
+    resumed = list(
+        graph.stream(Command(resume=approve), config, stream_mode=["messages", "custom"])
+    )
+    said = [(p[1]["langgraph_node"], str(p[0].content)) for k, p in resumed if k == "messages"]
+    assert said[0] == ("chat", "Decision: no")  # once, whole, attributed to the node
+    assert [text for node, text in said if node == "chat"] == ["Decision: no"]
+    assert said[-1] == ("sign", "-- the loans desk")
+    guard_events = [p[EVENT_KEY]["event"] for k, p in resumed if k == "custom" and EVENT_KEY in p]
+    assert guard_events[0] == "released"
+
+
 @pytest.mark.parametrize("form", ["type", "role", "message"])
 def test_an_edited_reply_is_streamed_whole_attributed_to_the_node(
     tmp_path: Path, form: str

@@ -354,21 +354,28 @@ class GraphGuard(Shared):
     def settle(self, work: Work, config: RunnableConfig) -> None:
         """Stream what a ``bb_breaker`` or ``bb_review`` task decided about held outputs.
 
-        A promoted output's held events are released in order after a ``released`` event; a
-        repair or an edit is announced and its messages streamed whole; a rejected output's
-        events are dropped with a ``rejected`` event.
+        A promoted output's held events are released in order after a ``released`` event (its
+        messages streamed whole when none was captured: the run that held it did not stream
+        ``"messages"``); a repair or an edit is announced and its messages streamed whole; a
+        rejected output's events are dropped with a ``rejected`` event.
         """
         ns = graph_namespace(config)
         for staged in work.promoted:
             capture = self.held_streams.take((work.thread, "|".join(ns), staged["key"]))
             how = str(staged.get("how", "released"))
             announce(config, how, staged["node"], staged["key"], "cleared", "")
-            if capture is None:
-                continue
-            if how == "released":
+            if how == "released" and capture is not None:
+                streamed = any(kind == "messages" for kind, _ in capture.events)
                 capture.release(config)
-            else:
-                Sinks.of(config).messages(staged["final"], capture.metadata, ns)
+                if streamed:
+                    continue
+            # a repair or an edit, or an output let through whose messages were never
+            # captured (the run that held it did not stream "messages", or another process
+            # held it): its messages go out whole, as LangGraph streams a node's returned ones
+            metadata = capture.metadata if capture is not None else {}
+            if not metadata:  # nothing was captured: this task's, attributed to the node
+                metadata = {**(config.get("metadata") or {}), "langgraph_node": staged["node"]}
+            Sinks.of(config).messages(staged["final"], metadata, ns)
         for staged in work.rejected:
             self.held_streams.take((work.thread, "|".join(ns), staged["key"]))
             announce(config, "rejected", staged["node"], staged["key"], "rejected", "")
