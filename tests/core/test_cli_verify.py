@@ -187,6 +187,18 @@ def test_a_folder_holding_other_jsonl_files_says_which_folder_to_give(tmp_path: 
     assert runner.invoke(app, ["verify", str(tmp_path / "traces")]).exit_code == 0
 
 
+def test_a_malformed_trace_in_a_folder_of_traces_gets_no_folder_hint(tmp_path: Path) -> None:
+    """A new-user trial's malformed trace read like a usage mistake ("give the folder that
+    holds only the traces") although the folder held traces only."""
+    (tmp_path / "traces").mkdir()
+    one = write(tmp_path / "traces" / "one.jsonl", [0.1, 0.2])
+    one.write_text(one.read_text() * 2)  # a second header: not one run trace
+    result = runner.invoke(app, ["verify", str(tmp_path / "traces")])
+    assert result.exit_code == 1
+    assert "second header" in result.output
+    assert "holds only the traces" not in " ".join(result.output.split())
+
+
 # --- keygen shows the public key; a SQLite file is named as such (new-user trial, C3) -------
 
 

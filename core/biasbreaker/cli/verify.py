@@ -170,12 +170,15 @@ def verify(
                     )
         except TraceError as exc:
             folders = [str(p) for p in given if p.is_dir()]
+            # only where the folder holds files that are no run trace: a tampered trace in a
+            # folder of traces is not a usage mistake (a new-user trial read it as one)
+            strays = [f for f in files if f.name in ("results.jsonl", "control-runs.jsonl")]
             hint = (
                 f" (a folder argument, here {', '.join(folders)}, takes every *.jsonl file below "
                 "it and each must be one run trace: give the folder that holds only the traces, "
                 "e.g. biasbreaker-demo/traces rather than biasbreaker-demo, whose results.jsonl "
                 "and control-runs.jsonl are not run traces)"
-                if folders
+                if folders and strays
                 else ""
             )
             fail(f"{exc}{hint}")
