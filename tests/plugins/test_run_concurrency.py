@@ -188,8 +188,16 @@ def test_four_at_once_write_the_same_bytes_with_a_postgres_checkpoint(
 
 
 def rotations(monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, str], list[Any]]:
-    """Record every rotation a probe starts from, by (thread, node), in the order read."""
+    """Record every rotation a probe starts from, by (thread, node), in the order read.
+
+    Read where probing after the node's call reads it (``Prober.rotation``): speculative
+    probing, which reads it in ``Prober.speculate``, is off here. ``--concurrency`` probes
+    after the call anyway whenever the handoff must be waited for; what these tests check is
+    that order.
+    """
     from biasbreaker_plugins.langgraph.probing import Prober
+
+    monkeypatch.setenv("BIASBREAKER_PROBE__SPECULATIVE", "false")
 
     seen: dict[tuple[str, str], list[Any]] = {}
     rotation = Prober.rotation
