@@ -146,6 +146,7 @@ def verify(
         fail("give trace files or folders to verify, or --manifest results.jsonl")
     given = [Path(a) for a in traces or [] if not is_url(a)]
     alone: list[VerificationReport] = []
+    files: list[Path] = []  # a store URL's export can fail before any file is listed
     # every trace's report streams: to the one report printed, to disk for --json, or nowhere
     with ExitStack() as stack:
         try:
