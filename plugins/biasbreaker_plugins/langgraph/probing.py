@@ -500,6 +500,54 @@ class Speculation:
         if future is not None and not future.done():
             future.cancel()
 
+    @classmethod
+    def launch(
+        cls,
+        probe: Probe,
+        step: Any,
+        view: Any,
+        *,
+        step_id: str,
+        step_name: str,
+        coverage: Mapping[str, int],
+        loop: asyncio.AbstractEventLoop | None,
+        keep_view: bool = False,
+    ) -> Speculation:
+        """Draw the re-runs of ``view`` (:meth:`Probe.draw`) and start them on ``loop``.
+
+        What the draw or the start raises (a probe failure, a budget exceeded) is kept and
+        raised by :meth:`result`, where probing after the call raises it; a draw that needs no
+        re-run is kept as its result. The re-runs run with :data:`.retrying.DISCARDED` set to
+        :attr:`stopped`, so they stop retrying once discarded.
+
+        Args:
+            probe: The call's probe (its budget set).
+            step: The step the re-runs call (:meth:`Prober._probe_step`, the middleware's).
+            view: The input view the variants are drawn from.
+            step_id: The call's step id.
+            step_name: The node's name.
+            coverage: The rotation the draw starts from.
+            loop: The loop the re-runs run on (:data:`HELPER_LOOP` for a sync caller), or
+                ``None`` for the running one.
+            keep_view: Keep ``view`` (:attr:`view`) for a caller that checks it after the call.
+        """
+        kept = view if keep_view else None
+        try:
+            drawn = probe.draw(step, view, step_id=step_id, step_name=step_name, coverage=coverage)
+        except Exception as exc:  # raised by the probe after the call too: kept for result()
+            return cls(probe, exc, view=kept)
+        if isinstance(drawn, ProbeResult):
+            return cls(probe, drawn, view=kept)
+        stopped = threading.Event()
+        discarded = DISCARDED.set(stopped)
+        try:  # the re-runs' tasks copy this context
+            reruns = probe.start(drawn, loop)
+        except Exception as exc:  # over budget: held where probing after the call holds it
+            return cls(probe, exc, view=kept)
+        finally:
+            DISCARDED.reset(discarded)
+        return cls(probe, drawn, reruns, view=kept, stopped=stopped)
+
     async def result(self, output: Any) -> ProbeResult:
         """The probe's result on the node's output, once the re-runs are in.
 
@@ -875,31 +923,21 @@ class Prober(Shared):
             return None
         probe = self.new_probe()
         probe.budget = self.budgets.get(thread_of(config))
-        try:
-            drawn = probe.draw(
+        template = None if _is_plain(before.view, before.values) else before.values
+        compared = capture.compared if capture is not None else frozenset()
+        token = rerun_context(Rerun(template, rerun_config, injected, extras, streamed=compared))
+        try:  # the re-runs' tasks copy this context
+            return Speculation.launch(
+                probe,
                 self.routed_steps[spec.name],
                 before.view,
                 step_id=f"{spec.name}@{lg_step}{suffix}",
                 step_name=spec.name,
                 coverage=self._rotation(bb, spec.name),
+                loop=HELPER_LOOP.get() if threaded else None,
             )
-        except Exception as exc:  # raised by probe() where probing after the call raises it
-            return Speculation(probe, exc)
-        if isinstance(drawn, ProbeResult):
-            return Speculation(probe, drawn)
-        template = None if _is_plain(before.view, before.values) else before.values
-        compared = capture.compared if capture is not None else frozenset()
-        token = rerun_context(Rerun(template, rerun_config, injected, extras, streamed=compared))
-        stopped = threading.Event()
-        discarded = DISCARDED.set(stopped)
-        try:  # the re-runs' tasks copy this context
-            reruns = probe.start(drawn, HELPER_LOOP.get() if threaded else None)
-        except Exception as exc:  # over budget: held where probing after the call holds it
-            return Speculation(probe, exc)
         finally:
-            DISCARDED.reset(discarded)
             reset_rerun(token)
-        return Speculation(probe, drawn, reruns, stopped=stopped)
 
     def _changed_in_place(self, before: Before | None, config: RunnableConfig) -> list[str]:
         """The input keys whose channel value differs from :meth:`snapshot`'s (sorted)."""
@@ -918,16 +956,9 @@ class Prober(Shared):
         Args:
             call: The call (:meth:`begin` sampled it).
             speculation: Its re-runs, started beside the node's own call (:meth:`speculate`),
-                or ``None`` to start them now. The outcome is the same either way; a
-                speculation not used (the call is held before its probe) is discarded.
+                or ``None`` to start them now. The outcome is the same either way; the caller
+                discards the speculation when it is done (:meth:`Speculation.discard`).
         """
-        try:
-            await self._probe(call, speculation)
-        finally:
-            if speculation is not None:
-                speculation.discard()
-
-    async def _probe(self, call: Call, speculation: Speculation | None) -> None:
         if speculation is not None:
             probe = speculation.probe
         else:

@@ -188,31 +188,22 @@ class GraphGuard(Shared):
                     if not spec.probe or self.prober.base.probe_rate <= 0.0
                     else self.prober.snapshot(spec, state, config)
                 )
-                if before is None:
+                # a probed call's re-runs start with its own call (Prober.speculate)
+                ahead = self.prober.speculate(
+                    spec, bb, config, kwargs, before, capture, threaded=False
+                )
+                try:
                     token = var_child_runnable_config.set(own[0])
                     try:
                         out = await fn(*args, **own[1])
                     finally:
                         var_child_runnable_config.reset(token)
                     call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
-                else:  # probed: its re-runs start with its own call (Prober.speculate)
-                    ahead = self.prober.speculate(
-                        spec, bb, config, kwargs, before, capture, threaded=False
-                    )
-                    try:
-                        token = var_child_runnable_config.set(own[0])
-                        try:
-                            out = await fn(*args, **own[1])
-                        finally:
-                            var_child_runnable_config.reset(token)
-                        call = self.prober.begin(
-                            spec, state, bb, out, config, kwargs, before, capture
-                        )
-                        if call.sampled:
-                            await self.prober.probe(call, ahead)
-                    finally:
-                        if ahead is not None:  # the node raised, or the call was not probed
-                            ahead.discard()
+                    if call.sampled:
+                        await self.prober.probe(call, ahead)
+                finally:
+                    if ahead is not None:  # done with, or the node raised, or not probed
+                        ahead.discard()
                 result = self.decider.finish(call)
                 if capture is None and not isinstance(result, Halt):
                     return result  # what _leave returns for it, without the call
@@ -230,31 +221,22 @@ class GraphGuard(Shared):
                     if not spec.probe or self.prober.base.probe_rate <= 0.0
                     else self.prober.snapshot(spec, state, config)
                 )
-                if before is None:
+                # a probed call's re-runs start with its own call (Prober.speculate)
+                ahead = self.prober.speculate(
+                    spec, bb, config, kwargs, before, capture, threaded=True
+                )
+                try:
                     token = var_child_runnable_config.set(own[0])
                     try:
                         out = fn(*args, **own[1])
                     finally:
                         var_child_runnable_config.reset(token)
                     call = self.prober.begin(spec, state, bb, out, config, kwargs, before, capture)
-                else:  # probed: its re-runs start with its own call (Prober.speculate)
-                    ahead = self.prober.speculate(
-                        spec, bb, config, kwargs, before, capture, threaded=True
-                    )
-                    try:
-                        token = var_child_runnable_config.set(own[0])
-                        try:
-                            out = fn(*args, **own[1])
-                        finally:
-                            var_child_runnable_config.reset(token)
-                        call = self.prober.begin(
-                            spec, state, bb, out, config, kwargs, before, capture
-                        )
-                        if call.sampled:
-                            run_sync(self.prober.probe(call, ahead))
-                    finally:
-                        if ahead is not None:  # the node raised, or the call was not probed
-                            ahead.discard()
+                    if call.sampled:
+                        run_sync(self.prober.probe(call, ahead))
+                finally:
+                    if ahead is not None:  # done with, or the node raised, or not probed
+                        ahead.discard()
                 result = self.decider.finish(call)
                 if capture is None and not isinstance(result, Halt):
                     return result  # what _leave returns for it, without the call

@@ -95,7 +95,6 @@ from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.intervention.runner import InterventionRunner
 from biasbreaker.kernel import Kernel
 from biasbreaker.machine import ControlMachine
-from biasbreaker.probe import ProbeResult
 from biasbreaker.probe.budget import RunBudgets
 from biasbreaker.types import (
     BreakerAction,
@@ -607,23 +606,16 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return None
         probe = clone_probe(self.adapter.probe)
         probe.budget = self._budgets.get(thread)  # the call's run (its trace key, _thread)
-        try:
-            drawn = probe.draw(
-                step,
-                view,
-                step_id=self._step_id(request.state),
-                step_name=self.adapter.node,
-                coverage=self._rotation(request.state),
-            )
-        except Exception as exc:  # raised by _probe where probing after the call raises it
-            return Speculation(probe, exc, view=view)
-        if isinstance(drawn, ProbeResult):
-            return Speculation(probe, drawn, view=view)
-        try:
-            reruns = probe.start(drawn, HELPER_LOOP.get() if threaded else None)
-        except Exception as exc:  # over budget: held where probing after the call holds it
-            return Speculation(probe, exc, view=view)
-        return Speculation(probe, drawn, reruns, view=view)
+        return Speculation.launch(
+            probe,
+            step,
+            view,
+            step_id=self._step_id(request.state),
+            step_name=self.adapter.node,
+            coverage=self._rotation(request.state),
+            loop=HELPER_LOOP.get() if threaded else None,
+            keep_view=True,
+        )
 
     async def _probe(
         self,
@@ -636,8 +628,6 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         ``ahead``: its re-issues started with the model's own call (:meth:`_speculate`), used
         when they were drawn from the request the call was read with, else discarded.
         """
-        probe = clone_probe(self.adapter.probe)
-        probe.budget = self._budgets.get(call.thread)
         if ahead is not None and ahead.view != call.input_view:
             ahead.discard()  # the request changed during the call: probe what was read after
             ahead = None
@@ -645,6 +635,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             if ahead is not None:
                 result = await ahead.result(call.view)
             else:
+                probe = clone_probe(self.adapter.probe)
+                probe.budget = self._budgets.get(call.thread)
                 result = await probe.probe(
                     step,
                     call.input_view,
