@@ -76,6 +76,7 @@ def test_a_step_needing_more_re_runs_than_the_step_budget_is_held_before_any_re_
     message = str(info.value)
     assert "step 'screen' (s0) is held for review unprobed" in message
     assert "needs 6 re-runs, above [probe] max_calls_per_step = 5" in message
+    assert "raise max_calls_per_step to at least 6" in message  # what this step needs
     assert probe.budget is not None and probe.budget.calls == 0
 
 

@@ -173,7 +173,8 @@ class ProbeSettings(Section):
         description="Re-runs of the guarded step one probe may make (counterfactuals, "
         "resamples, the joint variant; cached re-runs are free); a step needing more is held "
         "for review unprobed, its reason recorded. 0 (default): no bound. At least k + r; "
-        "k + r + 1 lets a joint variant run.",
+        "k + r + 1 lets a joint variant run, and an input naming persons of different groups "
+        "needs one more per person (per_person).",
     )
     max_calls_per_run: int = Field(
         0,

@@ -114,7 +114,8 @@ class ProbeBudget:
                 raise BudgetExceeded(
                     f"{held}: its probe needs {calls} re-runs, above [probe] "
                     f"max_calls_per_step = {lim.max_calls_per_step}; raise max_calls_per_step "
-                    "to at least k + r + 1 (a joint variant adds one), or lower k or r"
+                    f"to at least {calls} (k + r, one more for a joint variant, one more per "
+                    "person for per-person variants), or lower k or r"
                 )
             if lim.max_calls_per_run and self._calls + calls > lim.max_calls_per_run:
                 raise BudgetExceeded(
