@@ -572,6 +572,10 @@ def test_the_recall_section_matches_the_results_and_traces(
     assert compared == sum(1 for r in results if r["phase"] == "guarded")
     assert rows["the biased ranking differs from the group-blind ranking"][1] == str(order)
     assert rows["the bias changed the shortlist"][1] == str(changed)
+    # the headline says it first, and whose the changes are when the bias changed none
+    lead = report.split("## Calibration", 1)[0]
+    assert f"bias changed the shortlist of {changed} of {compared} postings" in lead
+    assert ("every change below is the guard's own" in lead) == (changed == 0)
     share = f"{tripped} of {changed}" + (f" ({tripped / changed:.0%})" if changed else "")
     assert rows["... the breaker tripped on the guarded run"][1] == share
     below_row = rows["... no trip: the ranker's local score was below tau_enter"]

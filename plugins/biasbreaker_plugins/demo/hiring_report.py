@@ -123,13 +123,27 @@ def paired_table(p: Paired, labels: dict[str, str]) -> Table:
     )
 
 
-def headline(p: Paired) -> str:
-    """The report's first result: what the paired comparison supports, with its interval."""
+def headline(p: Paired, recalled: Recall | None = None) -> str:
+    """The report's first result: what the paired comparison supports, with its interval.
+
+    With the group-blind reference (``recalled``), it first says on how many postings the
+    bias changed the shortlist: where it changed none, every change after is the guard's own.
+    """
     level = f"{p.confidence:.0%}"
     parts = [
         f"**Headline** (the same {p.postings} postings run {p.before} and {p.after}; "
         f"{level} percentile bootstrap over postings, {p.replicates} resamples)."
     ]
+    if recalled is not None:
+        parts.append(
+            f"The ranker's bias changed the shortlist of {recalled.changed} of "
+            f"{recalled.compared} postings (against the group-blind ranker's)"
+            + (
+                ": none, so every change below is the guard's own."
+                if recalled.changed == 0
+                else "."
+            )
+        )
     for name, (b, a, c), digits in (
         *((("The preference lean", p.lean, 4),) if p.lean is not None else ()),
         ("The lowest impact ratio", p.impact, 2),
@@ -336,7 +350,7 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
         paired = compare(
             records, GROUPS, weights=weights, seed=result.seed, replicates=PAIRED_REPLICATES
         )
-        lead = headline(paired)
+        lead = headline(paired, recalled)
         run = f"demo seed {result.seed}, {result.sizes.postings} postings"
         quoted = block(
             f"{run}: summary",
