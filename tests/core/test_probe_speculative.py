@@ -189,13 +189,15 @@ def test_scanned_texts_are_kept_bounded_and_copied(monkeypatch: pytest.MonkeyPat
     import biasbreaker.probe.mentions as mentions
 
     finder = CounterfactualGenerator(seed=3)._finder
+    monkeypatch.setattr(mentions, "SCANNED", 3)
     fresh = mentions.MentionFinder(finder.terms, finder.axes)
     first = fresh.scan(PROMPT)
     first.clear()  # a caller's change never reaches the kept hits
     assert fresh.scan(PROMPT) == fresh._scan(PROMPT) != []
-    monkeypatch.setattr(mentions, "SCANNED", 3)
+    assert fresh._scanned.cache_info().hits == 1
     for n in range(10):
         fresh.scan(f"{PROMPT} {n}")
-    assert len(fresh._scanned) == 3
+    assert fresh._scanned.cache_info().currsize == 3
+    kept = fresh._scanned.cache_info()
     assert fresh.scan("x" * (mentions.SCANNED_CHARS + 1)) == []
-    assert "x" * (mentions.SCANNED_CHARS + 1) not in fresh._scanned
+    assert fresh._scanned.cache_info() == kept  # a long text is scanned, never kept

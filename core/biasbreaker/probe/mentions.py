@@ -10,6 +10,7 @@ them is :mod:`biasbreaker.probe.rewriting`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -335,7 +336,8 @@ class MentionFinder:
         self.terms = terms
         self.axes = tuple(axes)
         self.compiled = compile_patterns(self.axes, terms.names)
-        self._scanned: dict[str, tuple[Hit, ...]] = {}
+        # the hits of the last SCANNED texts: functools' thread-safe LRU, one per finder
+        self._scanned = functools.lru_cache(maxsize=SCANNED)(self._scan_kept)
 
     def detect(self, payload: Any) -> tuple[Detection, ...]:
         """Find the protected mentions in a payload.
@@ -749,19 +751,12 @@ class MentionFinder:
         rewrites, and the same key names in every input, so the hits of the last
         :data:`SCANNED` texts (of at most :data:`SCANNED_CHARS` characters) are kept.
         """
-        kept = self._scanned.get(text)
-        if kept is not None:
-            return list(kept)
-        hits = self._scan(text)
-        if len(text) <= SCANNED_CHARS:
-            scanned = self._scanned
-            if len(scanned) >= SCANNED:
-                try:  # the oldest; another thread's probe may be changing it too
-                    del scanned[next(iter(scanned))]
-                except (RuntimeError, StopIteration, KeyError):
-                    scanned.clear()
-            scanned[text] = tuple(hits)
-        return hits
+        if len(text) > SCANNED_CHARS:
+            return self._scan(text)
+        return list(self._scanned(text))
+
+    def _scan_kept(self, text: str) -> tuple[Hit, ...]:
+        return tuple(self._scan(text))
 
     def _scan(self, text: str) -> list[Hit]:
         hits: list[Hit] = []
