@@ -263,6 +263,8 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "_Deciding.settled",
             "BiasGuardMiddleware._answer",
             "BiasGuardMiddleware._respond",
+            "BiasGuardMiddleware._speculate",
+            "BiasGuardMiddleware._probe",
             "_usable_repair",
         ],
         "tests": [
@@ -270,6 +272,8 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
             "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
             "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_speculative.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_budget.py",
         ],
         # each test builds a guard: its kernel, plugins and patterns are computed once (.ci/)
         "pytest": "-p mutants_memo",
@@ -294,6 +298,21 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "tests": [
             "tests/plugins/test_langgraph_command.py",
             "tests/plugins/test_langgraph_routes.py",
+        ],
+    },
+    # re-runs started beside the node's own call: a result read from the wrong re-runs, or a
+    # speculation's failure not held, lets a step through unprobed
+    "speculation": {
+        "module": "plugins/biasbreaker_plugins/langgraph/probing.py",
+        "only": [
+            "Speculation.launch",
+            "Speculation.discard",
+            "Speculation.result",
+            "Prober.speculate",
+        ],
+        "tests": [
+            "tests/plugins/test_langgraph_speculative.py",
+            "tests/plugins/test_langgraph_budget.py",
         ],
     },
     "recheck-core": {

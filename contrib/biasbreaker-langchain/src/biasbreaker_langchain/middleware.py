@@ -583,12 +583,14 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
     def _speculate(
         self,
         request: ModelRequest[Any],
-        received: Received | None,
+        # the annotations' `|` replaced: equivalent mutants (never evaluated: `from __future__
+        # import annotations`)
+        received: Received | None,  # pragma: no mutate
         step: Callable[[Any], Awaitable[Any]],
         thread: str,
         *,
         threaded: bool,
-    ) -> Speculation | None:
+    ) -> Speculation | None:  # pragma: no mutate
         """Start a sampled call's re-issues before the model's own call (speculative probing).
 
         As the LangGraph adapter does (``Prober.speculate``): the variants need only the
@@ -621,7 +623,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         self,
         call: _Call,
         step: Callable[[Any], Awaitable[Any]],
-        ahead: Speculation | None = None,
+        ahead: Speculation | None = None,  # pragma: no mutate (an annotation, as above)
     ) -> None:
         """Score the call (``score``, ``outcome``), or hold it with why the probe failed.
 
