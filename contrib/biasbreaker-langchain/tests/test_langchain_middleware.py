@@ -84,6 +84,24 @@ def test_fair_agent_untouched_tools_run_once(tmp_path: Path) -> None:
     verify(tmp_path / "trace-fair.jsonl")
 
 
+def test_the_trace_is_sealed_at_the_end_of_the_turn_and_no_trace_adds_no_node(
+    tmp_path: Path,
+) -> None:
+    """With a trace kept, an ``after_agent`` node seals it; without one, the agent has no such node."""
+    kept = build(False, Watch(), tmp_path)
+    assert "BiasGuardMiddleware.after_agent" in kept.get_graph().nodes
+    kept.invoke(question(WOMAN), thread("sealed"))
+    last = json.loads((tmp_path / "trace-sealed.jsonl").read_text().splitlines()[-1])
+    assert last["kind"] == "seal" and last["steps"] == 2, last
+    untraced = BiasGuardMiddleware({**SETTINGS})
+    assert untraced.name == "BiasGuardMiddleware" and isinstance(untraced, BiasGuardMiddleware)
+    watch = Watch()
+    bare = create_agent(model(False, watch), tools=loan_tools(watch), middleware=[untraced])
+    assert not any(node.endswith(".after_agent") for node in bare.get_graph().nodes)
+    out = bare.invoke(question(WOMAN))
+    assert len(watch.executed) == 1 and "__interrupt__" not in out
+
+
 def test_unguarded_fair_agent_gives_the_same_messages(tmp_path: Path) -> None:
     guarded, bare = Watch(), Watch()
     out = build(False, guarded, tmp_path).invoke(question(WOMAN), thread("same"))

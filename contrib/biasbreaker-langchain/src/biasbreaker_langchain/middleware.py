@@ -398,6 +398,16 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         # where held replies wait for their review when the agent has no store (this
         # process only: pass create_agent(store=...) to resume in another process)
         self._store: BaseStore = InMemoryStore()
+        if adapter.traces.enabled:
+            # the hook that seals the trace when the agent's turn ends: create_agent adds an
+            # ``after_agent`` node only for a class that defines the hook, so a middleware
+            # that keeps no trace (the default: no trace_path) runs without that node
+            self.__class__ = _SealingBiasGuardMiddleware
+
+    @property
+    def name(self) -> str:
+        """The middleware's name in the agent's node names (``BiasGuardMiddleware.<hook>``)."""
+        return "BiasGuardMiddleware"
 
     # -- the hooks ---------------------------------------------------------------------------
 
@@ -498,15 +508,6 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         record = self._hold(call, outcome, key)
         await store.aput(HELD_NAMESPACE, key or "", record)
         return self._answer(record)
-
-    def after_agent(self, state: BiasGuardState, runtime: Any) -> dict[str, Any] | None:
-        """Seal the run's trace when the agent's turn ends (a cut trace fails ``verify``)."""
-        self.adapter.traces.seal(_thread(get_config()))
-        return None
-
-    async def aafter_agent(self, state: BiasGuardState, runtime: Any) -> dict[str, Any] | None:
-        """:meth:`after_agent` for async agents."""
-        return self.after_agent(state, runtime)
 
     # -- the steps ---------------------------------------------------------------------------
 
@@ -912,6 +913,23 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         if inner is not None and isinstance(inner.update, Mapping):
             update = {**inner.update, **update}
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+
+class _SealingBiasGuardMiddleware(BiasGuardMiddleware):
+    """A :class:`BiasGuardMiddleware` whose trace sink keeps records: it seals the trace.
+
+    Its ``after_agent`` hook (a node ``create_agent`` adds for it) seals the run's trace when
+    the agent's turn ends, as a pause for review does (a cut trace fails ``verify``).
+    """
+
+    def after_agent(self, state: BiasGuardState, runtime: Any) -> dict[str, Any] | None:
+        """Seal the run's trace when the agent's turn ends."""
+        self.adapter.traces.seal(_thread(get_config()))
+        return None
+
+    async def aafter_agent(self, state: BiasGuardState, runtime: Any) -> dict[str, Any] | None:
+        """:meth:`after_agent` for async agents."""
+        return self.after_agent(state, runtime)
 
 
 # create_agent wraps each middleware's wrap_model_call in LangSmith's ``traceable``, which reads
