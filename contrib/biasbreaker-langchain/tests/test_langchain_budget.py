@@ -14,6 +14,9 @@ from typing import Any
 
 from biasbreaker_langchain import BiasGuardMiddleware
 from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from lc_agents import SETTINGS, WOMAN, Watch, loan_tools, model, question
 
@@ -55,3 +58,34 @@ def test_the_call_past_the_run_budget_is_held_and_its_tool_never_runs(tmp_path: 
 
     other = agent.invoke(question(SECOND), {"configurable": {"thread_id": "u"}})
     assert "__interrupt__" not in other
+
+
+class Reporting(BaseChatModel):
+    """A real chat model that answers "Decision: yes" and reports 10 tokens a reply."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "reporting"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        usage = {"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}
+        reply = AIMessage(content="Decision: yes", usage_metadata=usage)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def test_the_models_reported_tokens_count_against_the_run(tmp_path: Path) -> None:
+    """One model call's 6 re-issues report 60 tokens: at max_tokens_per_run = 60 the next
+    question is held."""
+    probe = {**SETTINGS["probe"], "max_tokens_per_run": 60}
+    middleware = BiasGuardMiddleware({**SETTINGS, "probe": probe})
+    agent = create_agent(Reporting(), middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    assert "__interrupt__" not in agent.invoke(question(WOMAN), config)
+    request = agent.invoke(question(SECOND), config)["__interrupt__"][0].value
+    assert request["probe"]["status"] == "failed"
+    assert (
+        "have used 60 tokens, reaching [probe] max_tokens_per_run = 60"
+        in (request["probe"]["reason"])
+    )

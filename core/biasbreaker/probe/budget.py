@@ -14,10 +14,11 @@ What counts:
   run cannot overspend together;
 * **tokens**: the prompt and completion tokens of LLM calls made *inside* the probe's re-runs,
   charged by the client through :func:`biasbreaker.usage.charge_tokens` (the shipped
-  ``openai-compatible`` and ``fake`` clients do; a node calling a model through a client that
-  does not, say LangChain's ``ChatOpenAI``, is not metered). Tokens are known
-  only after the replies, so the token bound is checked when a step's probe starts: the step
-  that crosses it finishes, every later probed step of the run is held.
+  ``openai-compatible`` and ``fake`` clients do, and the adapters charge what a LangChain chat
+  model's reply reports in ``usage_metadata``; a model that reports nothing is not metered,
+  and a probed step whose re-runs charged nothing warns, :class:`UnmeteredWarning`). Tokens
+  are known only after the replies, so the token bound is checked when a step's probe
+  starts: the step that crosses it finishes, every later probed step of the run is held.
 
 A :class:`ProbeBudget` is one run's account. The LangGraph guard and the LangChain middleware
 keep one per thread id (:class:`RunBudgets`) in memory, not in the checkpoint: a process that
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +41,15 @@ from biasbreaker.usage import charge_tokens, metered, phase
 
 class BudgetExceeded(ProbeError):
     """A probed step the run's budget cannot pay for; the message names the bound and the fix."""
+
+
+class UnmeteredWarning(UserWarning):
+    """``max_tokens_per_run`` is set, but a probed step's re-runs charged no tokens.
+
+    Their model reports no usage (or its client does not call
+    :func:`biasbreaker.usage.charge_tokens`), so the token bound cannot see them; the call
+    bounds still hold. Warned once per step name and bound (Python's warning registry).
+    """
 
 
 @dataclass(frozen=True)
@@ -139,6 +150,45 @@ class ProbeBudget:
                 self._tokens += tokens
 
 
+class StepMeter:
+    """The tokens one probed step's re-runs charge, passed on to the run's account.
+
+    Args:
+        budget: The run's account (:class:`ProbeBudget`).
+    """
+
+    def __init__(self, budget: ProbeBudget) -> None:
+        self.budget = budget
+        self.tokens = 0
+        self._lock = threading.Lock()
+
+    def charge(self, tokens: int) -> None:
+        """Charge ``tokens`` to the step and to the run."""
+        if tokens > 0:
+            with self._lock:
+                self.tokens += tokens
+            self.budget.charge(tokens)
+
+    def check(self, step: str, calls: int) -> None:
+        """Warn (:class:`UnmeteredWarning`) if the step's re-runs charged nothing under a bound.
+
+        Args:
+            step: The probed step's node name.
+            calls: Re-runs it made (0: nothing to meter, no warning).
+        """
+        bound = self.budget.limits.max_tokens_per_run
+        if bound and calls and not self.tokens:
+            warnings.warn(
+                UnmeteredWarning(
+                    f"[probe] max_tokens_per_run = {bound} cannot see the re-runs of step "
+                    f"{step!r}: they charged no tokens (their model reports no usage, or its "
+                    "client does not call biasbreaker.usage.charge_tokens), so only "
+                    "max_calls_per_step and max_calls_per_run bound them"
+                ),
+                stacklevel=2,
+            )
+
+
 MAX_RUNS = 10_000
 """Runs whose account a :class:`RunBudgets` keeps (the least recently used is dropped)."""
 
@@ -175,7 +225,7 @@ class RunBudgets:
 
 
 @contextlib.contextmanager
-def metering(budget: ProbeBudget | None) -> Iterator[None]:
+def metering(budget: ProbeBudget | StepMeter | None) -> Iterator[None]:
     """Charge the tokens of LLM calls made inside the block (the probe's re-runs) to ``budget``.
 
     The probe's tasks and the worker threads the adapters run sync re-runs in copy the context,
@@ -191,6 +241,8 @@ __all__ = [
     "BudgetLimits",
     "ProbeBudget",
     "RunBudgets",
+    "StepMeter",
+    "UnmeteredWarning",
     "charge_tokens",
     "metering",
 ]

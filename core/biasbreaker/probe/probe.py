@@ -80,7 +80,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from biasbreaker.errors import ConfigError, InputError, ProbeError, ScoreError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import bootstrap_interval, mean
-from biasbreaker.probe.budget import BudgetLimits, ProbeBudget, metering
+from biasbreaker.probe.budget import BudgetLimits, ProbeBudget, StepMeter, metering
 from biasbreaker.probe.counterfactual import (
     CounterfactualGenerator,
     CounterfactualMapping,
@@ -480,12 +480,14 @@ class Reruns:
         future: Each call's result or exception, in ``todo`` order, once all are in;
             ``None`` when there is nothing to run. A ``concurrent.futures.Future`` when the
             re-runs run on another thread's loop.
+        meter: The tokens the re-runs charge (``None`` without a budget).
     """
 
     todo: tuple[_Call, ...]
     hits: int
     cached: dict[tuple[str, str, int], Any]
     future: asyncio.Future[list[Any]] | concurrent.futures.Future[list[Any]] | None
+    meter: StepMeter | None = None
 
     async def results(self) -> list[Any]:
         """Each call's result or exception, in ``todo`` order, once all are in."""
@@ -944,14 +946,15 @@ class Probe:
         if self.budget is not None:  # fail closed: a step the run cannot pay for is held
             self.budget.reserve(drawn.name, drawn.step_id, len(todo))
         future: asyncio.Future[list[Any]] | concurrent.futures.Future[list[Any]] | None = None
+        meter = None if self.budget is None else StepMeter(self.budget)
         if todo:
             work = self._execute(drawn.step, todo)
-            with metering(self.budget):  # the re-runs' tasks copy this context
+            with metering(meter):  # the re-runs' tasks copy this context
                 if loop is None:
                     future = asyncio.ensure_future(work)
                 else:
                     future = asyncio.run_coroutine_threadsafe(work, loop)
-        return Reruns(todo=todo, hits=hits, cached=cached, future=future)
+        return Reruns(todo=todo, hits=hits, cached=cached, future=future, meter=meter)
 
     async def finish(self, drawn: Drawn, reruns: Reruns, output: Any) -> ProbeResult:
         """Score a drawn step on its output once its re-runs (:meth:`start`) are in.
@@ -995,6 +998,8 @@ class Probe:
                     f"step {name!r} raised {res!r} on its {c.what} (sample {c.sample}); the "
                     "probe fails closed"
                 ) from res
+        if reruns.meter is not None:
+            reruns.meter.check(name, len(reruns.todo))
         known = dict(reruns.cached)
         for c, res in zip(reruns.todo, results, strict=True):
             self._remember(c.key, res)

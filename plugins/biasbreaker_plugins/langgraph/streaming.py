@@ -69,6 +69,7 @@ from langgraph.pregel._tools import StreamToolCallHandler
 from langgraph.pregel.protocol import StreamProtocol
 from langsmith.run_helpers import tracing_context
 
+from biasbreaker.usage import charge_tokens
 from biasbreaker_plugins.langgraph._internals import writes_nothing
 from biasbreaker_plugins.langgraph.scratch_store import ScratchStore
 from biasbreaker_plugins.langgraph.shared import Shared
@@ -237,20 +238,62 @@ def _no_op(payload: Any) -> None:
     """A stream writer that writes nothing."""
 
 
+def reported_tokens(response: LLMResult) -> int:
+    """The tokens (prompt + completion) a LangChain model call's result reports, or 0.
+
+    The chat replies' ``usage_metadata["total_tokens"]`` summed over every generation, else
+    the provider's ``llm_output["token_usage"]["total_tokens"]`` (LangChain's OpenAI
+    integration), else 0: nothing reported.
+    """
+    total = 0
+    for generations in response.generations:
+        for generation in generations:
+            message = getattr(generation, "message", None)
+            usage = getattr(message, "usage_metadata", None)
+            if usage:
+                total += int(usage.get("total_tokens") or 0)
+    if total:
+        return total
+    usage = (response.llm_output or {}).get("token_usage")
+    if isinstance(usage, Mapping):
+        reported = usage.get("total_tokens")
+        if isinstance(reported, int) and not isinstance(reported, bool):
+            return max(reported, 0)
+    return 0
+
+
+class _Metered(BaseCallbackHandler):
+    """Charges what each LangChain model call of a probe re-run reports to the probe's budget.
+
+    :func:`~biasbreaker.usage.charge_tokens` (the meter of the re-run's context: its step's
+    :class:`~biasbreaker.probe.budget.StepMeter`, none without a budget), so ``[probe]
+    max_tokens_per_run`` sees a node's ``ChatOpenAI`` as it sees biasbreaker's own clients.
+    """
+
+    run_inline = True
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        """Charge the call's reported tokens."""
+        charge_tokens(reported_tokens(response))
+
+
 def _with_sinks(
     config: RunnableConfig, capture: Capture | None, record: Capture | None = None
 ) -> RunnableConfig:
     """``config`` whose stream sinks record into ``capture``.
 
     Without a capture (a probe re-run's, :func:`silenced`): no sink and no callback handler
-    but, with a ``record``, what the probe compares recorded into it (its ``compared``
-    kinds: the custom events, the chat models' replies).
+    but the guard's own: the re-run's reported tokens charged (:class:`_Metered`) and, with a
+    ``record``, what the probe compares recorded into it (its ``compared`` kinds: the custom
+    events, the chat models' replies).
     """
     out: dict[str, Any] = dict(config)
-    out["callbacks"] = None if capture is None else _callbacks(config.get("callbacks"), capture)
+    out["callbacks"] = (
+        [_Metered()] if capture is None else _callbacks(config.get("callbacks"), capture)
+    )
     writer: Callable[[Any], None] = _no_op if capture is None else _Recorder(capture, "custom")
     if record is not None and "messages" in record.compared:
-        out["callbacks"] = [_Replies(record)]
+        out["callbacks"] = [_Replies(record), _Metered()]
     if record is not None and "custom" in record.compared:
         writer = _Recorder(record, "custom")
     conf = dict(config.get(CONF) or {})
