@@ -123,6 +123,19 @@ def test_the_selection_legend_names_every_bar_and_every_four_fifths_line(tmp_pat
     )
 
 
+def test_four_fifths_lines_that_coincide_are_one_line_naming_every_phase(tmp_path: Path) -> None:
+    phases = [
+        ("group-blind", _selection({"a": 0.5, "b": 0.2})),
+        ("unguarded", _selection({"a": 0.5, "b": 0.3})),
+        ("guarded", _selection({"a": 0.4, "b": 0.3})),
+    ]
+    drawn = selection_figure(phases, {"a": "A", "b": "B"}, tmp_path / "s.png", title="t")
+    assert drawn.legend[3:] == (
+        "group-blind, unguarded: 4/5 of each one's best rate (0.400)",
+        "guarded: 4/5 of its best rate (0.320)",
+    )
+
+
 def test_the_lean_figure_names_its_interval_and_the_no_lean_line(tmp_path: Path) -> None:
     drawn = lean_figure(
         [

@@ -224,7 +224,8 @@ def selection_figure(
         title: The figure's title.
 
     Returns:
-        What was drawn: the legend's labels (each phase's bars, then each phase's line).
+        What was drawn: the legend's labels (each phase's bars, then each phase's
+        four-fifths line; phases whose lines coincide at the shown precision share one).
     """
     plt = _pyplot()
     groups = list(phases[0][1].groups)
@@ -243,14 +244,21 @@ def selection_figure(
             label=f"{name}: rate (n = {sel.decided}, lowest impact ratio {sel.min_impact:.2f})",
         )
         handles.append(bars)
-    for i, (name, sel) in enumerate(phases):
-        best = max(sel.rates.values(), default=0.0)
+    # phases whose four-fifths lines coincide share one line (drawn over each other, the
+    # later style hid the earlier): one line, its label naming them all
+    lines: dict[str, list[int]] = {}
+    for i, (_, sel) in enumerate(phases):
+        lines.setdefault(f"{0.8 * max(sel.rates.values(), default=0.0):.3f}", []).append(i)
+    for level, members in lines.items():
+        first = members[0]
+        names = ", ".join(phases[i][0] for i in members)
+        whose = "its" if len(members) == 1 else "each one's"
         line = ax.axhline(
-            0.8 * best,
-            color=colours[i % len(colours)],
+            float(level),
+            color=colours[first % len(colours)] if len(members) == 1 else "#212529",
             lw=1.0,
-            ls=styles[i % len(styles)],
-            label=f"{name}: 4/5 of its best rate ({0.8 * best:.3f})",
+            ls=styles[first % len(styles)],
+            label=f"{names}: 4/5 of {whose} best rate ({level})",
         )
         handles.append(line)
     ax.set_xticks(range(len(groups)), [labels.get(g, g) for g in groups], fontsize=8)
