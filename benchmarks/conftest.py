@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from record import load, record, run_info
+from record import commit, load, record, run_info
 
-_LOAD_AT_START: list[float] = []
+_AT_START: dict[str, Any] = {}
+"""The load and the commit when the session started (the code the run measures)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,7 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    _LOAD_AT_START[:] = load()
+    _AT_START.update(load=load(), commit=commit())
 
 
 @pytest.hookimpl(trylast=True)
@@ -87,7 +88,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     out = config.getoption("--bench-record")
     if out is not None:
         command = "pytest " + " ".join(config.invocation_params.args)
-        written = record(session.benchmarks, Path(out), run_info(_LOAD_AT_START, command))
+        written = record(
+            session.benchmarks, Path(out), run_info(_AT_START["load"], _AT_START["commit"], command)
+        )
         terminalreporter.write_line(f"recorded {', '.join(written)} in {out}/latest.json and .md")
 
 

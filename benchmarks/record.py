@@ -50,7 +50,8 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _commit() -> str | None:
+def commit() -> str | None:
+    """The work tree's ``HEAD`` (short), said to have uncommitted changes when it has."""
     try:
         out = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
@@ -70,8 +71,14 @@ def _commit() -> str | None:
     return f"{commit} with uncommitted changes" if commit and dirty else commit or None
 
 
-def run_info(load_start: Sequence[float], command: str) -> dict[str, Any]:
-    """The run's date, load (at its start and end), machine, versions, commit and command."""
+def run_info(load_start: Sequence[float], tree: str | None, command: str) -> dict[str, Any]:
+    """The run's date, load (at its start and end), machine, versions, commit and command.
+
+    Args:
+        load_start: :func:`load` when the run started.
+        tree: :func:`commit` when the run started (the code measured).
+        command: The pytest command line.
+    """
     return {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "load_start": list(load_start),
@@ -80,7 +87,7 @@ def run_info(load_start: Sequence[float], command: str) -> dict[str, Any]:
         "python": platform.python_version(),
         "langgraph": _version("langgraph"),
         "langchain": _version("langchain"),
-        "commit": _commit(),
+        "commit": tree,
         "command": command,
     }
 
