@@ -7,7 +7,7 @@ versions, and renders one passage per benchmark group between ``<!-- quoted: ben
 markers (:func:`render`). The docs quote those passages; ``tests/test_bench_record.py`` checks
 that every quoted passage equals what the committed JSON renders, so a figure in the docs
 cannot drift from the recorded run. ``nox -s bench -- update`` (or ``python -m
-biasbreaker_plugins.demo.quoted update docs/bench/latest.md DOC...``) rewrites the passages.
+biasbreaker_plugins.quoted update docs/bench/latest.md DOC...``) rewrites the passages.
 
 A run of some groups only (``-k langchain``) replaces those groups in the file and keeps the
 others, each group with the run that measured it.
@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from biasbreaker_plugins.demo.quoted import WIDTH, block
+from biasbreaker_plugins.quoted import WIDTH, block
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/langgraph.md", "docs/langchain.md", "docs/control.md")
@@ -179,7 +179,7 @@ def passage(group: str, figures: Mapping[str, Any]) -> str:
     for case in figures["cases"]:
         goal = case["goal"]
         paired = case["paired_ratio"]
-        paired_text = "—" if paired is None else f"**{paired:.3f}**{_verdict(case['met_paired'])}"
+        paired_text = "—" if paired is None else f"{paired:.3f}{_verdict(case['met_paired'])}"
         lines.append(
             f"| `{case['name']}` ({case['per']}) | {_time(case['mean_s'])} "
             f"({_time(case['min_s'])}) | {case['ratio']:.3f}{_verdict(case['met_mean'])} "

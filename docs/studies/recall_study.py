@@ -450,7 +450,7 @@ def report(
     items: Sequence[Mapping[str, Any]],
 ) -> str:
     """The Markdown tables of ``docs/studies/recall.md``, then the passages the docs quote."""
-    from biasbreaker_plugins.demo.quoted import block
+    from biasbreaker_plugins.quoted import block
 
     before, after = summary["before"], summary["after"]
     lines = [
@@ -572,7 +572,7 @@ def quoted(
     """Label -> text of the passages docs/detection.md §6 quotes.
 
     recall.md carries them under "Quoted by the docs", between the markers of
-    ``biasbreaker_plugins.demo.quoted``.
+    ``biasbreaker_plugins.quoted``.
     """
     before, after = summary["before"], summary["after"]
     by_source = {s: sum(i["source"] == s for i in items) for s in SOURCES}
@@ -744,7 +744,7 @@ def _name(path: Path) -> str:
 
 def _check(md: str, data: str) -> int:
     """1 (naming each difference) when a committed file or a quoted passage differs."""
-    from biasbreaker_plugins.demo.quoted import check
+    from biasbreaker_plugins.quoted import check
 
     differs = [
         f"{_name(path)} differs from what the study gives: rerun it without --check"
@@ -765,7 +765,7 @@ def _check(md: str, data: str) -> int:
 
 def quoted_labels(md: str) -> list[str]:
     """The labels of the passages recall.md carries."""
-    from biasbreaker_plugins.demo.quoted import blocks
+    from biasbreaker_plugins.quoted import blocks
 
     return list(blocks(md))
 
