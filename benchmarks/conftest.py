@@ -86,7 +86,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if any("runs_per_s" in b.extra_info for b in benches):
             _write_run_numbers(terminalreporter, base, baseline=True)
     out = config.getoption("--bench-record")
-    if out is not None:
+    if out is not None and exitstatus != 0:
+        terminalreporter.write_line(
+            f"not recorded in {out}: a benchmark failed (exit {exitstatus})"
+        )
+    elif out is not None:
         command = "pytest " + " ".join(config.invocation_params.args)
         written = record(
             session.benchmarks, Path(out), run_info(_AT_START["load"], _AT_START["commit"], command)
