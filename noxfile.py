@@ -146,7 +146,14 @@ def bench(session: nox.Session) -> None:
             )
 
 
-BENCH_DOCS = ("README.md", "docs/langgraph.md", "docs/langchain.md", "docs/control.md")
+BENCH_DOCS = (
+    "README.md",
+    "docs/control.md",
+    "docs/detection.md",
+    "docs/intervention.md",
+    "docs/langchain.md",
+    "docs/langgraph.md",
+)
 """The documents quoting docs/bench/latest.md (as benchmarks/record.py's ``DOCS``)."""
 
 

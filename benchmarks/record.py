@@ -30,7 +30,14 @@ from typing import Any
 from biasbreaker_plugins.quoted import WIDTH, block
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", "docs/langgraph.md", "docs/langchain.md", "docs/control.md")
+DOCS = (
+    "README.md",
+    "docs/control.md",
+    "docs/detection.md",
+    "docs/intervention.md",
+    "docs/langchain.md",
+    "docs/langgraph.md",
+)
 """The documents that quote bench passages (``nox -s bench -- update`` rewrites them)."""
 
 
