@@ -106,10 +106,19 @@ def slow_server(session: nox.Session) -> None:
 
 @nox.session(python="3.11", default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmarks, printed as ratios against baselines measured in the same run."""
+    """Benchmarks, printed as ratios against baselines measured in the same run.
+
+    The run is recorded, with its date and the machine's load, in docs/bench/latest.json and
+    latest.md (benchmarks/record.py), the only source of the bench figures the docs quote.
+    ``nox -s bench -- update`` then rewrites the docs' ``bench ...`` passages from it; without
+    ``update`` the session lists the passages the new run changed (tests/test_bench_record.py
+    fails until they are rewritten). Other arguments go to pytest (``-k langchain``: only
+    those groups are replaced in the file).
+    """
     _install_project(session, "langgraph,sign,test")
     session.install("pytest-benchmark>=4", "pybreaker>=1.2", "networkx>=3.2")
     session.install("./contrib/biasbreaker-langchain")  # benchmarks/test_bench_langchain.py
+    update = "update" in session.posargs
     session.run(
         "pytest",
         "benchmarks",
@@ -117,8 +126,35 @@ def bench(session: nox.Session) -> None:
         "no:randomly",
         "--benchmark-only",
         "--benchmark-columns=min,mean,stddev,rounds",
-        *session.posargs,
+        "--bench-record",
+        "docs/bench",
+        *(arg for arg in session.posargs if arg != "update"),
     )
+    quote = ["python", "-m", "biasbreaker_plugins.quoted"]
+    if update:
+        session.run(*quote, "update", "docs/bench/latest.md", *BENCH_DOCS)
+    else:
+        differs = session.run(
+            *quote, "check", "docs/bench/latest.md", *BENCH_DOCS, success_codes=[0, 1], silent=True
+        )
+        if differs:
+            session.warn(
+                f"{differs}these passages differ from the recorded run: `python -m "
+                "biasbreaker_plugins.quoted update docs/bench/latest.md "
+                + " ".join(BENCH_DOCS)
+                + "` rewrites them"
+            )
+
+
+BENCH_DOCS = (
+    "README.md",
+    "docs/control.md",
+    "docs/detection.md",
+    "docs/intervention.md",
+    "docs/langchain.md",
+    "docs/langgraph.md",
+)
+"""The documents quoting docs/bench/latest.md (as benchmarks/record.py's ``DOCS``)."""
 
 
 @nox.session(python="3.11", default=False)
@@ -147,11 +183,14 @@ def numbers(session: nox.Session) -> None:
 
 @nox.session(python="3.11", default=False)
 def study(session: nox.Session) -> None:
-    """The control and intervention studies at full size: fail if either differs from
-    docs/studies/ (about 5 minutes)."""
-    session.install("-e", ".", "scipy>=1.10", "matplotlib>=3.8")
+    """The control, intervention and recall studies at full size: fail if one differs from
+    docs/studies/ or from a passage the docs quote from it (about 5 minutes, and 10 to 25
+    more for the recall study's two versions)."""
+    # the recall study probes with the language guard, as a guarded run does
+    session.install("-e", ".[languages]", "scipy>=1.10", "matplotlib>=3.8")
     session.run("python", "docs/studies/control_study.py", "--check", *session.posargs)
     session.run("python", "docs/studies/intervention_study.py", "--check")
+    session.run("python", "docs/studies/recall_study.py", "--check")
 
 
 @nox.session(python="3.11", default=False)

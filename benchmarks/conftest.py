@@ -6,14 +6,36 @@ same ratio of the fastest rounds (min/min: the cost with the least interference 
 work on a shared machine; the mean also carries that interference), and the goal stated in
 ``benchmark.extra_info["goal_ratio"]`` (met or not, by each). Goals are reported, never
 asserted: speed targets live here, not in the test suite.
+
+``--bench-record DIR`` (``nox -s bench`` passes ``docs/bench``) also writes the run's ratios,
+with the date and the machine's load, to ``DIR/latest.json`` and ``DIR/latest.md``, the file
+the docs quote (``benchmarks/record.py``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
+from record import commit, load, record, run_info
+
+_AT_START: dict[str, Any] = {}
+"""The load and the commit when the session started (the code the run measures)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--bench-record",
+        metavar="DIR",
+        default=None,
+        help="write the run's ratios, date and load to DIR/latest.json and DIR/latest.md",
+    )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _AT_START.update(load=load(), commit=commit())
 
 
 @pytest.hookimpl(trylast=True)
@@ -63,6 +85,17 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             _write_run_numbers(terminalreporter, bench)
         if any("runs_per_s" in b.extra_info for b in benches):
             _write_run_numbers(terminalreporter, base, baseline=True)
+    out = config.getoption("--bench-record")
+    if out is not None and exitstatus != 0:
+        terminalreporter.write_line(
+            f"not recorded in {out}: a benchmark failed (exit {exitstatus})"
+        )
+    elif out is not None:
+        command = "pytest " + " ".join(config.invocation_params.args)
+        written = record(
+            session.benchmarks, Path(out), run_info(_AT_START["load"], _AT_START["commit"], command)
+        )
+        terminalreporter.write_line(f"recorded {', '.join(written)} in {out}/latest.json and .md")
 
 
 def _write_run_numbers(terminalreporter: Any, bench: Any, baseline: bool = False) -> None:

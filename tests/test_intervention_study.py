@@ -49,3 +49,27 @@ def test_check_passes_on_its_own_report_and_fails_on_an_edited_one(tmp_path):
     assert study.main(["--quick", "--check", "--out", str(out)]) == 0
     out.write_text(out.read_text().replace("simulated", "real", 1))
     assert study.main(["--quick", "--check", "--out", str(out)]) == 1
+
+
+def test_the_docs_quote_the_committed_report():
+    """docs/intervention.md's accuracies and p-values are the committed report's passage
+    (``--check``, in ``nox -s study``, compares the report with a full run)."""
+    study = load()
+    report = study.REPORT.read_text(encoding="utf-8")
+    assert study.quoted_differences(report, study.DOC.read_text(encoding="utf-8")) == []
+
+
+def test_a_quoted_accuracy_edited_by_hand_is_caught():
+    study = load()
+    report = study.REPORT.read_text(encoding="utf-8")
+    document = study.DOC.read_text(encoding="utf-8")
+    assert "uniform 0.707" in document
+    edited = document.replace("uniform 0.707", "uniform 0.708")
+    assert "'intervention study: findings'" in study.quoted_differences(report, edited)[0]
+    passage = re.search(
+        r"<!-- quoted: intervention study: findings -->\n.*?\n<!-- /quoted -->\n", document, re.S
+    )
+    assert passage is not None
+    assert study.quoted_differences(report, document.replace(passage.group(0), "")) == [
+        "the passage 'intervention study: findings' is missing"
+    ]

@@ -134,3 +134,36 @@ def test_the_threshold_and_the_bound_follow_their_definitions(study: ModuleType)
     control = {f"i{n}": [0.0] * 6 for n in range(200)}
     tau, runs = study.threshold(control)
     assert runs == sum(study.calibration_half(i) for i in control) and 0 < tau <= 0.05
+
+
+def test_the_docs_quote_the_committed_study(
+    study: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """recall.md and docs/detection.md §6 say what recall.json gives (re-rendered, seconds):
+    a figure edited by hand, or a study rerun without its quoted passages, fails here."""
+    assert study.main(["--summarise-only", "--check"]) == 0, capsys.readouterr().out
+
+
+def test_check_names_a_quoted_figure_that_differs(
+    study: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = tmp_path / "detection.md"
+    text = (ROOT / "docs" / "detection.md").read_text(encoding="utf-8")
+    assert "| nationality | 42 | 0.21–0.45 | 1.00 | 4 | 4 |" in text
+    doc.write_text(
+        text.replace(
+            "| nationality | 42 | 0.21–0.45 | 1.00 |", "| nationality | 42 | 0.21–0.45 | 0.99 |"
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(study, "DOCS", (doc,))
+    assert study.main(["--summarise-only", "--check"]) == 1
+    assert "'recall: measured'" in capsys.readouterr().out
+    doc.write_text(
+        text.replace("<!-- quoted: recall: inputs -->", "<!-- quoted: gone -->"), encoding="utf-8"
+    )
+    assert study.main(["--summarise-only", "--check"]) == 1
+    assert "the passage 'recall: inputs' is missing" in capsys.readouterr().out

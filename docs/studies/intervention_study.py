@@ -34,6 +34,7 @@ import math
 import random
 import statistics
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,9 +55,12 @@ from biasbreaker_plugins.aggregators import (
     normalised_entropy,
     vote,
 )
+from biasbreaker_plugins.quoted import block, blocks, check
 
 HERE = Path(__file__).resolve().parent
 REPORT = HERE / "intervention.md"
+DOC = HERE.parent / "intervention.md"
+"""The document quoting the report's passage."""
 
 
 @dataclass(frozen=True)
@@ -332,8 +336,14 @@ class _Fixed:
         return self.choice
 
 
-def e2e_section(quick: bool) -> list[str]:
-    """B_net drop after repair and MADERA convergence, with the seeded fake (simulated)."""
+def e2e_section(quick: bool, found: dict[str, Any] | None = None) -> list[str]:
+    """B_net drop after repair and MADERA convergence, with the seeded fake (simulated).
+
+    Args:
+        quick: Fewer seeds.
+        found: Filled with each route's figures (``route -> (halted, mean b before, mean
+            re-check after, converged)``) for the passage the docs quote.
+    """
     seeds = range(3) if quick else range(10)
     lines = [
         "## End to end with the seeded fake LLM (simulated)",
@@ -372,6 +382,8 @@ def e2e_section(quick: bool) -> list[str]:
             f"| {route} | {len(rows)} | {before:.3f} | {after:.3f} | {conv}/{len(rows)} "
             f"| {rounds:.2f} | {stop_text} |"
         )
+        if found is not None:
+            found[route] = (len(rows), before, after, conv)
     lines += [
         "",
         "The fake's repair is easy by construction: its only free-text bias is an "
@@ -411,6 +423,7 @@ def report(quick: bool) -> str:
         "LLM panels. Regenerate with `python docs/studies/intervention_study.py`.",
         "",
     ]
+    found: dict[str, Any] = {}
     for scenario, personas in SCENARIOS.items():
         accs: dict[str, list[float]] = {name: [] for name in AGGREGATORS}
         paired: dict[str, list[int]] = {name: [0, 0] for name in AGGREGATORS}
@@ -464,6 +477,7 @@ def report(quick: bool) -> str:
         else:
             verdict = "is not distinguishable from"
         verdict += f" uniform (paired McNemar p = {p_value:.3g})"
+        found[scenario] = {n: statistics.fmean(accs[n]) for n in AGGREGATORS} | {"p": p_value}
         cases = dissent[0]
         lines += [
             "",
@@ -481,7 +495,7 @@ def report(quick: bool) -> str:
             + ".",
             "",
         ]
-    lines += e2e_section(quick)
+    lines += e2e_section(quick, found)
     lines += [
         "## What this does and does not show",
         "",
@@ -498,8 +512,51 @@ def report(quick: bool) -> str:
         "* Uniform stays the default: trust should be switched on only after a deployment has "
         "measured its own skeptics' track records on labelled items.",
         "",
+        "## Quoted by the docs",
+        "",
+        "docs/intervention.md quotes this passage between the same markers; `--check` (`nox -s "
+        "study`) fails when the report or the quoted passage differs from what the script "
+        "measures, and `tests/test_intervention_study.py` when the passage differs from this "
+        "file's.",
+        "",
+        block(label(quick), findings(found)),
+        "",
     ]
     return "\n".join(lines)
+
+
+def label(quick: bool) -> str:
+    """The quoted passage's label: a run of another size carries another one."""
+    return f"intervention study{', quick' if quick else ''}: findings"
+
+
+def findings(found: dict[str, Any]) -> str:
+    """The figures docs/intervention.md quotes: accuracies, p-values, the end-to-end rows."""
+    default, uniform = "trust (S = conf - R)", "uniform"
+
+    def accuracies(scenario: str) -> str:
+        f = found[scenario]
+        return (
+            f"uniform {f[uniform]:.3f}, trust (default S) {f[default]:.3f} (paired McNemar p = "
+            f"{f['p']:.3g} against uniform), ablations S = 1 {f['ablation: S = 1']:.3f} and "
+            f"S = H_norm {f['ablation: S = H_norm']:.3f}"
+        )
+
+    parts = [
+        f"Accuracy, mean over seeds: heterogeneous panel: {accuracies('heterogeneous')}; "
+        f"homogeneous, informative evidence: {accuracies('homogeneous')}; homogeneous, "
+        f"uninformative evidence: {accuracies('homogeneous, uninformative evidence')}."
+    ]
+    e2e = [
+        f"{route}: {n} halted steps, mean b {before:.3f} before repair and mean measured "
+        f"re-check {after:.3f} after, converged on {conv} of {n}"
+        for route in ("madera", "skeptics")
+        if route in found
+        for n, before, after, conv in [found[route]]
+    ]
+    if e2e:
+        parts.append("End to end with the fake at bias dial 1: " + "; ".join(e2e) + ".")
+    return textwrap.fill(" ".join(parts), 99, break_on_hyphens=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -522,11 +579,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         if committed != text:
             print(f"{args.out} differs from what the study measures now: rerun without --check")
             return 1
+        differs = [] if args.quick else quoted_differences(text, DOC.read_text(encoding="utf-8"))
+        for line in differs:
+            print(f"{DOC}: {line}")
+        if differs:
+            return 1
         print(f"{args.out}: unchanged")
         return 0
     args.out.write_text(text, encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
+
+
+def quoted_differences(report_text: str, document: str) -> list[str]:
+    """What ``document`` (docs/intervention.md) quotes otherwise than ``report_text``.
+
+    A passage of the report the document does not quote counts too.
+    """
+    differs = check(report_text, document)
+    return differs + [
+        f"the passage {name!r} is missing"
+        for name in blocks(report_text)
+        if name not in blocks(document)
+    ]
 
 
 if __name__ == "__main__":

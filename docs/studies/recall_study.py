@@ -67,6 +67,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -443,8 +444,14 @@ def _rate(a: int, b: int) -> str:
     return f"{a}/{b} ({a / b:.2f})" if b else "-"
 
 
-def report(summary: Mapping[str, Any], groups: Mapping[str, Sequence[str]]) -> str:
-    """The Markdown tables of ``docs/studies/recall.md``."""
+def report(
+    summary: Mapping[str, Any],
+    groups: Mapping[str, Sequence[str]],
+    items: Sequence[Mapping[str, Any]],
+) -> str:
+    """The Markdown tables of ``docs/studies/recall.md``, then the passages the docs quote."""
+    from biasbreaker_plugins.quoted import block
+
     before, after = summary["before"], summary["after"]
     lines = [
         "# Recall of the probe: real data and a planted single-group-bias suite",
@@ -511,7 +518,128 @@ def report(summary: Mapping[str, Any], groups: Mapping[str, Sequence[str]]) -> s
                 f"| {a['held']} | {_rate(b['control_halts'], b['control_runs']) if b else '-'} "
                 f"| {_rate(a['control_halts'], a['control_runs'])} |"
             )
+    lines += [
+        "",
+        "## Quoted by the docs",
+        "",
+        "docs/detection.md §6 quotes these passages between the same markers; "
+        "`python docs/studies/recall_study.py --check` (and `tests/test_recall_study.py`) "
+        "fails when a quoted one differs.",
+    ]
+    for label, text in quoted(items, groups, summary).items():
+        lines += ["", block(label, text)]
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- quoted by the docs
+SOURCES = ("bbq", "bbq-names", "bloomberg", "langfair", "planted")
+
+
+def _axis_rows(
+    axis: str, groups: Sequence[str], before: Mapping[str, Any], after: Mapping[str, Any]
+) -> list[str]:
+    """One table row per set of the axis's groups with the same after figures."""
+    clusters: dict[tuple[Any, ...], list[str]] = {}
+    for g in groups:
+        a = after["planted"].get(f"{axis}|{g}")
+        if a is None:
+            continue
+        key = (a["runs"], round(a["detected"] / a["runs"], 2), max(a["steps"], default=0))
+        clusters.setdefault(key, []).append(g)
+    rows = []
+    for (runs, rate, worst), members in clusters.items():
+        name = axis.replace("-", " ")
+        if len(clusters) > 1:
+            name += f": {members[0]}" if len(members) == 1 else f" ({len(members)} groups)"
+        rates = [
+            before["planted"][f"{axis}|{g}"]["detected"] / before["planted"][f"{axis}|{g}"]["runs"]
+            for g in members
+            if f"{axis}|{g}" in before["planted"]
+        ]
+        low, high = f"{min(rates):.2f}", f"{max(rates):.2f}"
+        rows.append(
+            f"| {name} | {runs} | {low if low == high else f'{low}–{high}'} | {rate:.2f} "
+            f"| {worst or '-'} | {bound(len(groups), 1)} |"
+        )
+    return rows
+
+
+def quoted(
+    items: Sequence[Mapping[str, Any]],
+    groups: Mapping[str, Sequence[str]],
+    summary: Mapping[str, Any],
+) -> dict[str, str]:
+    """Label -> text of the passages docs/detection.md §6 quotes.
+
+    recall.md carries them under "Quoted by the docs", between the markers of
+    ``biasbreaker_plugins.quoted``.
+    """
+    before, after = summary["before"], summary["after"]
+    by_source = {s: sum(i["source"] == s for i in items) for s in SOURCES}
+    planted_runs = sum(r["runs"] for r in after["planted"].values())
+    inputs = textwrap.fill(
+        f"{len(items)} inputs: {by_source['bbq']} BBQ contexts, {by_source['bbq-names']} BBQ "
+        f"first names, {by_source['bloomberg']} Bloomberg resumes, {by_source['langfair']} "
+        f"LangFair prompts and {by_source['planted']} planted applications "
+        f"({len(next(iter(PLANTED_SEEDS.values())))} templates × "
+        f"{sum(len(g) for g in groups.values())} groups); {len(items)} control runs and "
+        f"{planted_runs:,} planted runs per version.",
+        99,
+        break_on_hyphens=False,
+    )
+
+    def detected(v: Mapping[str, Any]) -> int:
+        return sum(r["detected"] for r in v["planted"].values())
+
+    measured = [
+        textwrap.fill(
+            f"Calibrated `tau_enter`: before {before['tau_enter']}, after {after['tau_enter']}. "
+            f"False halts on {after['evaluation_runs']} held-out control runs: before "
+            f"{before['false_halts']} of {before['evaluation_runs']}, after "
+            f"**{after['false_halts']} of {after['evaluation_runs']}**. Planted single-group "
+            f"bias, detected within {STEPS} probes, before → after:",
+            99,
+            break_on_hyphens=False,
+        ),
+        "",
+        "| axis | runs per group | detected before (range over groups) | detected after "
+        "| worst steps after | bound (one axis named) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for axis in AXES:
+        measured += _axis_rows(axis, groups[axis], before, after)
+    within = sum(r["within_bound"] for r in after["planted"].values())
+    held = sum(r["held"] for r in after["planted"].values())
+    measured += [
+        "",
+        textwrap.fill(
+            f"After: {detected(after):,} of {planted_runs:,} planted runs detected, "
+            f"{'every one' if within == detected(after) else f'{within:,}'} within the bound "
+            f"for the axes its input names, {held} held; before: {detected(before):,} of "
+            f"{planted_runs:,}. Bloomberg race variants (16 drawn per resume) that keep a "
+            f"word of the original surname: before {before['race_variants_keeping_surname']} "
+            f"of {before['race_variants']}, after {after['race_variants_keeping_surname']} of "
+            f"{after['race_variants']}.",
+            99,
+            break_on_hyphens=False,
+        ),
+    ]
+    names = [
+        f"{axis} {g} {a[1]}/{a[0]}"
+        for key, a in after["recognition"].items()
+        for source, axis, g in [key.split("|")]
+        if source == "bbq-names"
+    ]
+    recognised = textwrap.fill(
+        "BBQ's labelled first names read as their label's group (after): " + ", ".join(names) + ".",
+        99,
+        break_on_hyphens=False,
+    )
+    return {
+        "recall: inputs": inputs,
+        "recall: measured": "\n".join(measured),
+        "recall: names recognised": recognised,
+    }
 
 
 # --------------------------------------------------------------------------- the command
@@ -533,8 +661,12 @@ def _run_version(tree: Path, spec: Path, out: Path) -> dict[str, Any]:
     return json.loads(out.read_text(encoding="utf-8"))
 
 
+DOCS = (ROOT / "docs" / "detection.md",)
+"""The documents quoting passages of recall.md."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Measure both versions and write the tables (or, ``--summarise-only``, re-read them)."""
+    """Measure both versions and write the tables (or re-read them, or check them)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument(
         "--worker", nargs=2, type=Path, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS
@@ -545,35 +677,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="re-read the runs of docs/studies/recall.json, rewrite the tables",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if recall.json's runs, recall.md or a passage "
+        "docs/detection.md quotes differ from what the study gives (with --summarise-only: "
+        "re-read the committed runs instead of measuring, a few seconds)",
+    )
     args = parser.parse_args(argv)
     if args.worker:
         _worker_main(*args.worker)
         return 0
     items, groups = build_items(), groups_of_axes()
+    committed = json.loads(OUT_JSON.read_text(encoding="utf-8"))
     if args.summarise_only:
-        committed = json.loads(OUT_JSON.read_text(encoding="utf-8"))
-        _write(items, groups, committed["runs"], committed["before_commit"])
-        return 0
+        results, before = committed["runs"], committed["before_commit"]
+    else:
+        results, before = _measure(items, groups, args.before), args.before
+    md, data = _render(items, groups, results, before)
+    if args.check:
+        return _check(md, data)
+    OUT_MD.write_text(md, encoding="utf-8")
+    OUT_JSON.write_text(data, encoding="utf-8")
+    print(f"wrote {OUT_MD.relative_to(ROOT)} and {OUT_JSON.relative_to(ROOT)}")
+    return 0
+
+
+def _measure(
+    items: Sequence[Mapping[str, Any]], groups: Mapping[str, Sequence[str]], before: str
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.json"
         spec.write_text(json.dumps({"items": items, "groups": groups}), encoding="utf-8")
         before_tree = Path(tmp) / "before"
         subprocess.run(
-            [
-                "git",
-                "-C",
-                str(ROOT),
-                "worktree",
-                "add",
-                "--detach",
-                "-q",
-                str(before_tree),
-                args.before,
-            ],
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(before_tree), before],
             check=True,
         )
         try:
-            results = {
+            return {
                 "before": _run_version(before_tree, spec, Path(tmp) / "before.json"),
                 "after": _run_version(ROOT, spec, Path(tmp) / "after.json"),
             }
@@ -582,24 +724,50 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before_tree)],
                 check=False,
             )
-    _write(items, groups, results, args.before)
-    return 0
 
 
-def _write(
+def _render(
     items: Sequence[Mapping[str, Any]],
     groups: Mapping[str, Sequence[str]],
     results: Mapping[str, Mapping[str, Any]],
     before: str,
-) -> None:
+) -> tuple[str, str]:
+    """The text of recall.md and of recall.json."""
     summary = summarise(items, groups, results)
-    OUT_MD.write_text(report(summary, groups), encoding="utf-8")
-    OUT_JSON.write_text(
-        json.dumps({"before_commit": before, "summary": summary, "runs": results}, sort_keys=True)
-        + "\n",
-        encoding="utf-8",
-    )
-    print(f"wrote {OUT_MD.relative_to(ROOT)} and {OUT_JSON.relative_to(ROOT)}")
+    data = {"before_commit": before, "summary": summary, "runs": results}
+    return report(summary, groups, items), json.dumps(data, sort_keys=True) + "\n"
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _check(md: str, data: str) -> int:
+    """1 (naming each difference) when a committed file or a quoted passage differs."""
+    from biasbreaker_plugins.quoted import check
+
+    differs = [
+        f"{_name(path)} differs from what the study gives: rerun it without --check"
+        for path, text in ((OUT_JSON, data), (OUT_MD, md))
+        if path.read_text(encoding="utf-8") != text
+    ]
+    for doc in DOCS:
+        differs += [f"{_name(doc)}: {line}" for line in check(md, doc.read_text(encoding="utf-8"))]
+        differs += [
+            f"{_name(doc)}: the passage {label!r} is missing"
+            for label in quoted_labels(md)
+            if f"<!-- quoted: {label} -->" not in doc.read_text(encoding="utf-8")
+        ]
+    for line in differs:
+        print(line)
+    return 1 if differs else 0
+
+
+def quoted_labels(md: str) -> list[str]:
+    """The labels of the passages recall.md carries."""
+    from biasbreaker_plugins.quoted import blocks
+
+    return list(blocks(md))
 
 
 if __name__ == "__main__":
