@@ -50,7 +50,7 @@ import copy
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from uuid import UUID
@@ -59,6 +59,10 @@ from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tracers._streaming import (
+    _StreamingCallbackHandler,
+    _V2StreamingCallbackHandler,
+)
 from langchain_core.tracers.context import tracing_v2_callback_var
 from langchain_core.tracers.event_stream import _AstreamEventsCallbackHandler
 from langchain_core.tracers.log_stream import LogStreamCallbackHandler
@@ -277,23 +281,68 @@ class _Metered(BaseCallbackHandler):
         charge_tokens(reported_tokens(response))
 
 
+class _Streams(BaseCallbackHandler, _StreamingCallbackHandler[Any]):
+    """A probe re-run's stand-in for the streaming handler the node's own call had.
+
+    A LangChain chat model calls its streaming method (``_stream``) when a streaming handler
+    is attached (``stream_mode="messages"``) and ``_generate`` otherwise; a model whose two
+    methods answer differently would be compared with itself through another method, and the
+    caller's stream mode would move the score. With this handler the re-runs take the path
+    the node's own call took; it passes every chunk through and keeps nothing.
+    """
+
+    run_inline = True
+
+    def tap_output_aiter(self, run_id: UUID, output: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """The chunks as they are."""
+        return output
+
+    def tap_output_iter(self, run_id: UUID, output: Iterator[Any]) -> Iterator[Any]:
+        """The chunks as they are."""
+        return output
+
+
+class _StreamsV2(_Streams, _V2StreamingCallbackHandler):
+    """:class:`_Streams` for a node whose streaming handler takes LangChain's v2 event path."""
+
+
+def _stream_stand_in(config: RunnableConfig) -> _Streams | None:
+    """What makes a re-run's chat models stream as the node's own call did, or ``None``.
+
+    The node's own call keeps every handler but ``astream_events``/``astream_log`` ones
+    (:func:`_handlers`); a streaming one among them (v2 before v1) makes its models stream.
+    """
+    kept = [
+        h for h in _config_handlers(config) if (_kind_of(h) or ("", ""))[0] not in ("events", "log")
+    ]
+    if any(isinstance(h, _V2StreamingCallbackHandler) for h in kept):
+        return _StreamsV2()
+    if any(isinstance(h, _StreamingCallbackHandler) for h in kept):
+        return _Streams()
+    return None
+
+
 def _with_sinks(
     config: RunnableConfig, capture: Capture | None, record: Capture | None = None
 ) -> RunnableConfig:
     """``config`` whose stream sinks record into ``capture``.
 
     Without a capture (a probe re-run's, :func:`silenced`): no sink and no callback handler
-    but the guard's own: the re-run's reported tokens charged (:class:`_Metered`) and, with a
-    ``record``, what the probe compares recorded into it (its ``compared`` kinds: the custom
-    events, the chat models' replies).
+    but the guard's own: a silent stand-in for the caller's streaming handler, so the re-run's
+    chat models stream as the node's own call did (:class:`_Streams`), the re-run's reported
+    tokens charged (:class:`_Metered`) and, with a ``record``, what the probe compares
+    recorded into it (its ``compared`` kinds: the custom events, the chat models' replies).
     """
     out: dict[str, Any] = dict(config)
-    out["callbacks"] = (
-        [_Metered()] if capture is None else _callbacks(config.get("callbacks"), capture)
-    )
+    if capture is None:
+        stand_in = _stream_stand_in(config)
+        own: list[Any] = [_Metered()] if stand_in is None else [stand_in, _Metered()]
+        if record is not None and "messages" in record.compared:
+            own.insert(0, _Replies(record))
+        out["callbacks"] = own
+    else:
+        out["callbacks"] = _callbacks(config.get("callbacks"), capture)
     writer: Callable[[Any], None] = _no_op if capture is None else _Recorder(capture, "custom")
-    if record is not None and "messages" in record.compared:
-        out["callbacks"] = [_Replies(record), _Metered()]
     if record is not None and "custom" in record.compared:
         writer = _Recorder(record, "custom")
     conf = dict(config.get(CONF) or {})
