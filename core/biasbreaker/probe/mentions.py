@@ -33,6 +33,13 @@ from biasbreaker.probe.names import (
     person_name,
 )
 from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
+from biasbreaker.probe.surnames import (
+    key_surname,
+    surname_first,
+    surname_key,
+    surname_race,
+    titled_surnames,
+)
 from biasbreaker.probe.terms import Axis, NameBook, NameInfo, NumericAge, TermRow, TermSet
 
 __all__ = [
@@ -380,7 +387,7 @@ class MentionFinder:
                 for s in person.spans:
                     hit = Hit(s.start, s.end, s.surface, "name", "", (), person.name)
                     found.extend(self._name_detections(s.path, hit, person.info))
-        return tuple(found)
+        return _later_surnames_dropped(found)
 
     def _name_detections(self, path: Path, hit: Hit, info: NameInfo | None) -> list[Detection]:
         out: list[Detection] = []
@@ -408,6 +415,10 @@ class MentionFinder:
         book = self.terms.names
         if book is None:
             return None
+        surname = key_surname(name)
+        if surname is not None:  # a person named by a surname alone ("Mr. Yazzie")
+            race = surname_race(surname, book)
+            return NameInfo(None, race) if race is not None else None
         if name in book.full:
             return book.full[name]
         person = self.person(name)
@@ -422,7 +433,7 @@ class MentionFinder:
         """A two-word name key read as a person's first name and surname, else ``None``."""
         book = self.terms.names
         first, _, last = name.partition(" ")
-        if book is None or not last or " " in last:
+        if book is None or not last or " " in last or key_surname(name) is not None:
             return None
         return person_name(first, last, book)
 
@@ -791,12 +802,34 @@ class MentionFinder:
                 if key is not None and not _in_place_name(text, m.start(), m.end()):
                     hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
             # after the book's hits: at one span (a listed full name) the book's reading wins
-            people = self._person_hits(text)
+            people = self._person_hits(text) + self._surname_hits(text)
             hits.extend(people)
             hits.extend(self._labelled_first_names(text))
             surnames = {fold(h.name.split()[-1]) for h in people if " " in h.name}
+            # a surname alone after a title is that person's surname, never a first name
+            surnames |= {fold(h.surface) for h in people if key_surname(h.name) is not None}
             hits.extend(self._lone_first_names(text, surnames))
         return non_overlapping(hits)
+
+    def _surname_hits(self, text: str) -> list[Hit]:
+        """Names written surname first (``Yazzie, Darlene``) and surnames after a title.
+
+        The spans are :func:`~biasbreaker.probe.surnames.surname_first` (key ``"Darlene
+        Yazzie"``) and :func:`~biasbreaker.probe.surnames.titled_surnames` (``Mr. Yazzie``:
+        the surname's span, key :func:`~biasbreaker.probe.surnames.surname_key`).
+        """
+        book = self.terms.names
+        if book is None:
+            return []
+        out = [
+            Hit(start, end, text[start:end], "name", "", (), f"{first} {last}")
+            for start, end, first, last in surname_first(text, book)
+        ]
+        out.extend(
+            Hit(start, end, word, "name", "", (), surname_key(word))
+            for start, end, word in titled_surnames(text, book)
+        )
+        return out
 
     def _labelled_first_names(self, text: str) -> list[Hit]:
         """A capitalised first name alone after a person label (``Applicant Mei, …``).
@@ -1069,6 +1102,25 @@ class MentionFinder:
             ):
                 return True
         return False
+
+
+def _later_surnames_dropped(found: list[Detection]) -> tuple[Detection, ...]:
+    """``found`` without the surname-only persons whose surname a full name carries.
+
+    ``Jamal Washington applied. Mr. Washington earns 40k.``: ``Washington`` after the title is
+    a later mention of Jamal Washington, swapped with his name (:func:`~biasbreaker.probe.
+    variants.name_map`), not a person of its own.
+    """
+    carried = {
+        fold(d.name.split()[-1])
+        for d in found
+        if d.kind == "name" and " " in d.name and key_surname(d.name) is None
+    }
+    if not carried:
+        return tuple(found)
+    return tuple(
+        d for d in found if d.kind != "name" or fold(key_surname(d.name) or "") not in carried
+    )
 
 
 def _person_hit(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -> list[Hit]:
