@@ -235,6 +235,20 @@ _CALENDAR = frozenset(
     """.split()  # noqa: SIM905
 )
 """Months and weekdays, never a first name alone (``June 5``, ``in April``)."""
+_PAIR_ONLY = frozenset({"jesus"})
+"""First names read beside a surname (``Jesus Garcia``), after a person label or in a name
+field (``Applicant Jesus``, ``{"first_name": "Jesus"}``), and alone in running text only
+opening a sentence before a verb of :data:`_APPLICANT_VERBS` (``Jesus applied for the loan``,
+BBQ's labelled first name): ``Jesus`` is a Spanish given name (93 % Hispanic in Tzioumis) and
+the figure of scripture, where ``Jesus said to them``, ``Jesus asked``, ``Jesus wept`` name no
+applicant (they were read, a needless swap)."""
+_APPLICANT_VERBS = frozenset(
+    """
+    applies applied requests requested earns earned owns owned rents rented borrows borrowed
+    submits submitted owes owed
+    """.split()  # noqa: SIM905
+)
+"""Verbs of an applicant's file (no verb of speech: ``says``, ``asks``, ``writes``)."""
 WORD_NAMES = frozenset(
     """
     will bill hope faith rose art pat sue rob guy ray dawn joy jack frank gene earl carol
@@ -899,12 +913,20 @@ class MentionFinder:
             if info is None or info.gender is None:
                 continue
             start, end = m.start(), m.start() + len(word)
-            if f in book.words:  # an English word or a place: only where a name is licensed
-                if f in surnames or f in _LABEL_PLACES or not _licensed(text, start, m.end()):
+            if f in _PAIR_ONLY and not _licensed(text, start, m.end(), _APPLICANT_VERBS):
+                continue  # "Jesus said to them": no applicant ("Jesus applied for the loan" is)
+            if f in book.words or f in WORD_NAMES:  # a word name: only where a name is cued
+                if f in surnames or f in _LABEL_PLACES:
+                    continue
+                if not (_licensed(text, start, m.end()) or self._cued(text, start, end)):
                     continue
             else:
-                said = f not in WORD_NAMES and self._speaker(text, start, m.end())
-                if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
+                said = self._speaker(text, start, m.end())
+                if not (
+                    said
+                    or self._names_someone(text, start, m.end(), possessive=raw != word)
+                    or _from_cue(text, start, end)
+                ):
                     continue
             if not _in_place_name(text, start, end) and not _STATE_AFTER.match(text, end):
                 out.append(Hit(start, end, word, "name", "", (), word))
@@ -929,6 +951,23 @@ class MentionFinder:
             return True
         header = _HEADER_NAME.match(text, text.rfind("\n", 0, start) + 1)
         return header is not None and header.start(1) == start
+
+    def _cued(self, text: str, start: int, end: int) -> bool:
+        """Whether a person cue stands before the word name at ``text[start:end]``.
+
+        An appositive after a person noun (``The applicant, Joy, applied``: a person word of
+        the term set, a comma, the name, then a stop or the end) or ``from`` before it and a
+        stop or the end after it (``Loan request from Joy``, :func:`_from_cue`). The other
+        cues are read elsewhere: a person label (``Applicant Joy``, ``Dear Mark``:
+        :meth:`_labelled_first_names`), a verb of a person after it (:func:`_licensed`), a
+        surname after it (:meth:`_person_hits`).
+        """
+        if _from_cue(text, start, end):
+            return True
+        m = _APPOSITIVE.search(text, max(0, start - 40), start)
+        if m is None or _STOP_AFTER.match(text, end) is None:
+            return False
+        return _POSSESSIVE.sub("", m.group(1)).lower() in self.terms.person_words
 
     @staticmethod
     def _names_someone(text: str, start: int, end: int, *, possessive: bool) -> bool:
@@ -1349,16 +1388,36 @@ def _word_after(text: str, end: int) -> str | None:
     return m.group(1)
 
 
+_STOP_AFTER = re.compile(r"[ \t]*(?:[,.;:!?)\n]|$)")
+"""A stop or the end right after a word: the word ends its phrase (``from Joy.``)."""
+_APPOSITIVE = re.compile(r"(?<![\w'’-])([^\W\d_]+)[ \t]*,[ \t]*$")
+"""A word and a comma before a name: a person noun there makes the name an appositive."""
+_FROM_BEFORE = re.compile(r"(?<![\w'’-])from[ \t]+$", re.IGNORECASE)
+
+
+def _from_cue(text: str, start: int, end: int) -> bool:
+    """Whether the capitalised word at ``text[start:end]`` is who something is from.
+
+    ``from`` right before it and a stop or the end right after it (``Loan request from
+    Joy``, ``a note from Greg.``), the word no place of :data:`_LABEL_PLACES` (``moved from
+    Austin.``); ``A note from Chelsea about the account`` (a word after it) is not read.
+    """
+    if _FROM_BEFORE.search(text, max(0, start - 12), start) is None:
+        return False
+    return _STOP_AFTER.match(text, end) is not None and fold(text[start:end]) not in _LABEL_PLACES
+
+
 _TITLE_BEFORE = re.compile(r"(?<![\w'’-])(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+$")
 """A title right before a word (``Mr. Carter``): the word after it is a surname."""
 
 
-def _licensed(text: str, start: int, end: int) -> bool:
+def _licensed(text: str, start: int, end: int, verbs: frozenset[str] = _PERSON_VERBS) -> bool:
     """Whether the word at ``text[start:end]`` stands where only a person's name does.
 
     Opening the text, a sentence or a list item (after none of the titles of
     :data:`_TITLE_BEFORE`, whose period ends no sentence: ``Mr. Carter`` is a surname) and
-    before a verb of :data:`_PERSON_VERBS` (``Grace applied``, ``Mark asks``).
+    before a verb of ``verbs`` (default :data:`_PERSON_VERBS`: ``Grace applied``, ``Mark
+    asks``).
     """
     before = text[:start].rstrip(" \t")
     if before and (
@@ -1367,7 +1426,7 @@ def _licensed(text: str, start: int, end: int) -> bool:
         return False
     nxt = _WORD_AFTER.match(text, end)
     after = nxt.group(1) if nxt is not None else None
-    return after is not None and after.lower() in _PERSON_VERBS
+    return after is not None and after.lower() in verbs
 
 
 def _word_before(text: str, start: int) -> str | None:
