@@ -259,7 +259,9 @@ WORD_NAMES = frozenset(
     """.split()  # noqa: SIM905
 )
 """Lower-case English words that are also first names of the tables (``will``, ``hope``,
-``rose``): never the first word of a lower-case name."""
+``rose``): never the first word of a lower-case name, and, capitalised, word names read alone
+only after a person cue, like ``names.json``'s ``exclude`` list (:meth:`MentionFinder.
+_lone_first_names`)."""
 _LOWER_NAME_PLACE = re.compile(
     r"(?<![\w'’-])(?:(?:first[ \t]+|given[ \t]+)?name[ \t]*[:=][ \t]*|name[ \t]+is[ \t]+|"
     r"named[ \t]+|dear[ \t]+|i['’]?m[ \t]+|i[ \t]+am[ \t]+|this[ \t]+is[ \t]+|"
@@ -880,16 +882,21 @@ class MentionFinder:
         possessive or before an age (``Greg asks``, ``Zoë's loan``, ``Greg, 45,``); inside
         a sentence, as a capitalised word between two lower-case ones, after none of
         :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``);
-        or naming who writes or speaks, unless it is a word of :data:`WORD_NAMES`
-        (:meth:`_speaker`: ``Greg: can I …``, ``Greg here, …``, ``From: Greg``). A word of
-        ``names.json``'s ``exclude`` list (English words, places and surnames such as
-        ``Grace``, ``Mark``, ``Joy``, ``Carter``) is read alone only where the words around
-        it license a name (:func:`_licensed`): opening a sentence or a list item, after no
-        title, before a verb of :data:`_PERSON_VERBS` (``Grace applied for the loan``,
-        ``Mark asks``; never ``Grace period``, ``Mark the box``, ``Mr. Carter applied``,
-        where it is a surname), and neither a place of :data:`_LABEL_PLACES` (``Austin
-        needs``) nor the surname of a full name in ``text`` (``surnames``: ``John Carter
-        called. Carter asks …``). A month or weekday, an all-capitals word and a word in a
+        after ``from`` and before a stop (:func:`_from_cue`: ``Loan request from Greg.``);
+        or naming who writes or speaks (:meth:`_speaker`: ``Greg: can I …``, ``Greg here,
+        …``, ``From: Greg``). A word name, a word of ``names.json``'s ``exclude`` list or
+        of :data:`WORD_NAMES` (English words, places and surnames such as ``Grace``,
+        ``Mark``, ``Joy``, ``Hope``, ``Carter``), is read alone only after a person cue:
+        opening a sentence or a list item, after no title, before a verb of
+        :data:`_PERSON_VERBS` (:func:`_licensed`: ``Grace applied for the loan``, ``Mark
+        asks``; never ``Grace period``, ``Mark the box``, ``Mr. Carter applied``, where it
+        is a surname), as an appositive after a person noun or after ``from``
+        (:meth:`_cued`: ``The applicant, Joy, applied``, ``Loan request from Joy``), and
+        neither a place of :data:`_LABEL_PLACES` (``Austin needs``) nor the surname of a
+        full name in ``text`` (``surnames``: ``John Carter called. Carter asks …``); after a
+        person label and in a name field it is read elsewhere. A word of :data:`_PAIR_ONLY`
+        (``Jesus``) is read alone only before a verb of :data:`_APPLICANT_VERBS`. A month or
+        weekday, an all-capitals word and a word in a
         place name are never read.
 
         Args:

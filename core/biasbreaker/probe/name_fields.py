@@ -18,14 +18,21 @@ spaces, digits, camelCase; lower-cased, accents removed). Its last words give th
   ``lname``, ``nachname``, ``familienname``, ``apellido(s)``, ``cognome``, ``sobrenome``
   (:data:`LAST_KEYS`);
 * full name: ``name``, ``full name``, ``fullname``, ``legal name`` (:data:`FULL_KEYS`);
-* ``first``/``given`` and ``last``/``family`` alone only beside a field of the other role
-  (``{"name": {"first": "Mei", "last": "Nguyen"}}``);
+* ``first``/``given`` and ``last``/``family`` beside a field of the other role
+  (``{"name": {"first": "Mei", "last": "Nguyen"}}``), and alone when the value opens with a
+  capital (``{"first": "Grace"}``, ``{"last": "Yazzie"}``);
+* a person (:data:`PERSON_KEYS`: ``applicant``, ``borrower`` …), read as a full name when
+  the value opens with a capital (``{"applicant": "Grace"}``);
 
 and the words before them must name whose name it is (:data:`OWNER_WORDS`: ``applicant``,
 ``candidate``, ``spouse`` …), so ``company_name``, ``file_name`` or ``product_name`` are no
 name fields. A first-name field and a surname field of one dict with the same owner words
 are one person (``applicant_first_name`` with ``applicant_last_name``); a full-name field
-beside a surname field holds the first name (``{"Name": "Siobhan", "Surname": "O'Brien"}``).
+beside a surname field holds the first name (``{"Name": "Siobhan", "Surname": "O'Brien"}``);
+a dict's one first-name field without a surname and one surname field without a first name
+are one person whatever their owner words (``{"applicant_first_name": "Darlene", "surname":
+"Yazzie"}``), and a surname field alone is a person named by a surname
+(:mod:`~biasbreaker.probe.surnames`: the race its surname tells).
 A string holding a JSON object or array (:func:`~biasbreaker.probe.payloads.embedded_json`: a
 tool's result) is read the same way, its spans placed in the string.
 
