@@ -49,6 +49,8 @@ def test_a_surname_key_is_no_first_name() -> None:
         ("Washington", "black"),  # 91 %, an English place word of names.json: a surname here
         ("Nguyen", "asian"),
         ("Garcia", "hispanic"),
+        ("Li", "asian"),  # two letters: a surname
+        ("Le", "asian"),  # also a place prefix (Le Mans), read after a title all the same
         ("Smith", None),  # 72 % white: below 75 %
         ("Park", None),  # a place word
         ("Qzxv", None),

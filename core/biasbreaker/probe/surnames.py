@@ -26,7 +26,6 @@ from typing import Final
 
 from biasbreaker.probe.names import (
     NOT_GIVEN,
-    PLACE_FIRST,
     PLACE_WORDS,
     RACE_SHARE,
     NameBook,
@@ -92,8 +91,8 @@ def surname_race(last: str, book: NameBook) -> str | None:
     probe.names.RACE_SHARE` % of the surname's bearers (``multiple`` is no group;
     :func:`~biasbreaker.probe.names.surname_share_of` reads apostrophes and hyphens), as for
     the surname of a full name (:func:`~biasbreaker.probe.names.person_name`). No surname: a
-    word of two letters or fewer, a term of an axis (``book.excluded``), a place or title word
-    (``Park``, ``Fort``, ``Captain``).
+    word of one letter, a term of an axis (``book.excluded``), a place or title word
+    (``Park``, ``Street``, ``Captain``); ``Le``, ``Li``, ``Wu``, ``Ng`` are surnames.
 
     Args:
         last: The surname as written (``"Yazzie"``, ``"O'Brien"``).
@@ -103,7 +102,7 @@ def surname_race(last: str, book: NameBook) -> str | None:
         The group (``"native-american"`` for ``Yazzie``, 96 %), or ``None``.
     """
     s = fold(last)
-    if len(s) < 3 or s in book.excluded or s in PLACE_WORDS or s in PLACE_FIRST or s in NOT_GIVEN:
+    if len(s) < 2 or s in book.excluded or s in PLACE_WORDS or s in NOT_GIVEN:
         return None
     listed = book.last.get(last) or book.last.get(last.title())
     if listed is not None:
