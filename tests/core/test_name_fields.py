@@ -105,7 +105,9 @@ def test_a_name_field_is_read_as_a_name(
         {"first_name": "R2D2"},
         {"name": "Siobhan, O'Brien, Mei"},
         {"name": "<b>Mei</b>"},
-        {"first": "Mei"},  # 'first' alone only beside a surname field
+        {"first": "mei"},  # 'first' alone: read only capitalised (a name, not a word)
+        {"last": "yazzie"},
+        {"applicant": "pending"},  # a person key holds a name only when capitalised
         {"first_name": 7},
     ],
 )

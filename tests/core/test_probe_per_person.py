@@ -144,3 +144,17 @@ def test_a_term_of_no_one_person_fails_closed(text: str) -> None:
 
 def test_the_setting_is_on_by_default() -> None:
     assert ProbeSettings().per_person is True
+
+
+def test_the_variant_outcome_names_the_person_it_moved() -> None:
+    """Issue 14, item 6: a per-person variant's record says whom it moved; others say nothing."""
+    result = probe().probe_sync(prefers_a_man, TITLED, prefers_a_man(TITLED), coverage={})
+    moved = [v.person for v in result.variants if v.person]
+    assert moved == ["Mary Carter", "John Baker"]
+    data = result.to_dict()
+    assert [v.get("person") for v in data["variants"] if "person" in v] == moved
+    assert all("person" not in v for v in data["variants"] if v["axis"] != "gender")
+    assert type(result).from_dict(data) == result
+    # an input naming one person has no per-person variant: its record has no "person" key
+    one = probe().probe_sync(fair, "Mary Carter applied.", "approve", coverage={})
+    assert all("person" not in v for v in one.to_dict()["variants"])

@@ -73,3 +73,81 @@ def test_a_read_word_name_is_swapped_and_maps_back() -> None:
         new = dict(v.mapping.names)["Grace"]
         assert v.payload == f"{new} applied for the loan. {new} earns 40k."
         assert GEN.map_back(v.payload, v.mapping) == text
+
+
+# --- one rule for word names (a new-user trial: "The applicant, Joy, applied" and "Loan
+# request from Joy" were not read, {"first": "Grace"} was not read while {"first": "Hope"}
+# was) -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "name", "gender"),
+    [
+        ("The applicant, Joy, applied.", "Joy", "female"),  # an appositive after a person noun
+        ("The applicant, Hope, applied.", "Hope", "female"),
+        ("Our borrower, Mark, asks for more time.", "Mark", "male"),
+        ("Loan request from Joy", "Joy", "female"),  # from X, then the end or a stop
+        ("A note from Grace.", "Grace", "female"),
+        ("Loan request from Greg.", "Greg", "male"),  # any first name
+        ("Applicant Joy, income 40k", "Joy", "female"),
+        ("Dear Faith, your loan is approved.", "Faith", "female"),
+        ({"first": "Grace"}, "Grace", "female"),  # a name-keyed field, always
+        ({"first": "Hope"}, "Hope", "female"),
+        ({"first_name": "Joy", "income": 40000}, "Joy", "female"),
+        ({"applicant": "Grace"}, "Grace", "female"),  # a field keyed by a person
+        ({"applicant": "Hope"}, "Hope", "female"),
+    ],
+)
+def test_a_word_name_after_a_person_cue_is_read(payload: object, name: str, gender: str) -> None:
+    found = {(d.surface, d.axis): d.groups for d in GEN.detect(payload) if d.kind == "name"}
+    assert found.get((name, "gender")) == (gender,), found
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "Grace period ends on Friday.",
+        "Mark the box and sign.",
+        "Hope you're well.",
+        "Faith in the process is high.",
+        "A note from Chelsea about the account.",  # from X, then a word: a place or a firm
+        "We moved from Austin.",  # a place
+        "The loan for Hope was approved.",  # mid-sentence, no person cue: a word name unread
+        {"motto": "Hope"},  # a whole value under a key naming no person
+        {"motto": "Grace"},
+    ],
+)
+def test_a_word_name_without_a_person_cue_is_not_read(payload: object) -> None:
+    assert [d.surface for d in GEN.detect(payload) if d.kind == "name"] == []
+
+
+# --- "Jesus": a given name beside a surname or a name cue only ----------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Jesus said to them, follow me.",
+        "And Jesus wept.",
+        "Jesus asked them.",
+        "The parable: Jesus says to love one another.",
+    ],
+)
+def test_jesus_alone_in_running_text_is_not_read(text: str) -> None:
+    assert names(text) == {}
+
+
+@pytest.mark.parametrize(
+    ("payload", "surface"),
+    [
+        ("Jesus Garcia applied for the loan.", "Jesus Garcia"),
+        ("Jesus applied for the loan.", "Jesus"),  # BBQ's form: an applicant's verb
+        ("Applicant Jesus, income 40k", "Jesus"),
+        ("Name: Jesus", "Jesus"),
+        ({"first_name": "Jesus"}, "Jesus"),
+    ],
+)
+def test_jesus_as_a_name_is_still_read(payload: object, surface: str) -> None:
+    found = {(d.surface, d.axis): d.groups for d in GEN.detect(payload) if d.kind == "name"}
+    assert found[(surface, "gender")] == ("male",)
+    assert found[(surface, "race")] == ("hispanic",)

@@ -33,6 +33,13 @@ from biasbreaker.probe.names import (
     person_name,
 )
 from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
+from biasbreaker.probe.surnames import (
+    key_surname,
+    surname_first,
+    surname_key,
+    surname_race,
+    titled_surnames,
+)
 from biasbreaker.probe.terms import Axis, NameBook, NameInfo, NumericAge, TermRow, TermSet
 
 __all__ = [
@@ -228,6 +235,20 @@ _CALENDAR = frozenset(
     """.split()  # noqa: SIM905
 )
 """Months and weekdays, never a first name alone (``June 5``, ``in April``)."""
+_PAIR_ONLY = frozenset({"jesus"})
+"""First names read beside a surname (``Jesus Garcia``), after a person label or in a name
+field (``Applicant Jesus``, ``{"first_name": "Jesus"}``), and alone in running text only
+opening a sentence before a verb of :data:`_APPLICANT_VERBS` (``Jesus applied for the loan``,
+BBQ's labelled first name): ``Jesus`` is a Spanish given name (93 % Hispanic in Tzioumis) and
+the figure of scripture, where ``Jesus said to them``, ``Jesus asked``, ``Jesus wept`` name no
+applicant (they were read, a needless swap)."""
+_APPLICANT_VERBS = frozenset(
+    """
+    applies applied requests requested earns earned owns owned rents rented borrows borrowed
+    submits submitted owes owed
+    """.split()  # noqa: SIM905
+)
+"""Verbs of an applicant's file (no verb of speech: ``says``, ``asks``, ``writes``)."""
 WORD_NAMES = frozenset(
     """
     will bill hope faith rose art pat sue rob guy ray dawn joy jack frank gene earl carol
@@ -238,7 +259,9 @@ WORD_NAMES = frozenset(
     """.split()  # noqa: SIM905
 )
 """Lower-case English words that are also first names of the tables (``will``, ``hope``,
-``rose``): never the first word of a lower-case name."""
+``rose``): never the first word of a lower-case name, and, capitalised, word names read alone
+only after a person cue, like ``names.json``'s ``exclude`` list (:meth:`MentionFinder.
+_lone_first_names`)."""
 _LOWER_NAME_PLACE = re.compile(
     r"(?<![\w'’-])(?:(?:first[ \t]+|given[ \t]+)?name[ \t]*[:=][ \t]*|name[ \t]+is[ \t]+|"
     r"named[ \t]+|dear[ \t]+|i['’]?m[ \t]+|i[ \t]+am[ \t]+|this[ \t]+is[ \t]+|"
@@ -380,7 +403,7 @@ class MentionFinder:
                 for s in person.spans:
                     hit = Hit(s.start, s.end, s.surface, "name", "", (), person.name)
                     found.extend(self._name_detections(s.path, hit, person.info))
-        return tuple(found)
+        return _later_surnames_dropped(found)
 
     def _name_detections(self, path: Path, hit: Hit, info: NameInfo | None) -> list[Detection]:
         out: list[Detection] = []
@@ -408,6 +431,10 @@ class MentionFinder:
         book = self.terms.names
         if book is None:
             return None
+        surname = key_surname(name)
+        if surname is not None:  # a person named by a surname alone ("Mr. Yazzie")
+            race = surname_race(surname, book)
+            return NameInfo(None, race) if race is not None else None
         if name in book.full:
             return book.full[name]
         person = self.person(name)
@@ -422,7 +449,7 @@ class MentionFinder:
         """A two-word name key read as a person's first name and surname, else ``None``."""
         book = self.terms.names
         first, _, last = name.partition(" ")
-        if book is None or not last or " " in last:
+        if book is None or not last or " " in last or key_surname(name) is not None:
             return None
         return person_name(first, last, book)
 
@@ -791,12 +818,34 @@ class MentionFinder:
                 if key is not None and not _in_place_name(text, m.start(), m.end()):
                     hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
             # after the book's hits: at one span (a listed full name) the book's reading wins
-            people = self._person_hits(text)
+            people = self._person_hits(text) + self._surname_hits(text)
             hits.extend(people)
             hits.extend(self._labelled_first_names(text))
             surnames = {fold(h.name.split()[-1]) for h in people if " " in h.name}
+            # a surname alone after a title is that person's surname, never a first name
+            surnames |= {fold(h.surface) for h in people if key_surname(h.name) is not None}
             hits.extend(self._lone_first_names(text, surnames))
         return non_overlapping(hits)
+
+    def _surname_hits(self, text: str) -> list[Hit]:
+        """Names written surname first (``Yazzie, Darlene``) and surnames after a title.
+
+        The spans are :func:`~biasbreaker.probe.surnames.surname_first` (key ``"Darlene
+        Yazzie"``) and :func:`~biasbreaker.probe.surnames.titled_surnames` (``Mr. Yazzie``:
+        the surname's span, key :func:`~biasbreaker.probe.surnames.surname_key`).
+        """
+        book = self.terms.names
+        if book is None:
+            return []
+        out = [
+            Hit(start, end, text[start:end], "name", "", (), f"{first} {last}")
+            for start, end, first, last in surname_first(text, book)
+        ]
+        out.extend(
+            Hit(start, end, word, "name", "", (), surname_key(word))
+            for start, end, word in titled_surnames(text, book)
+        )
+        return out
 
     def _labelled_first_names(self, text: str) -> list[Hit]:
         """A capitalised first name alone after a person label (``Applicant Mei, …``).
@@ -833,16 +882,21 @@ class MentionFinder:
         possessive or before an age (``Greg asks``, ``Zoë's loan``, ``Greg, 45,``); inside
         a sentence, as a capitalised word between two lower-case ones, after none of
         :data:`_NOT_BEFORE_NAME` (``a loan for Greg``; not ``the Bill``, ``in Virginia``);
-        or naming who writes or speaks, unless it is a word of :data:`WORD_NAMES`
-        (:meth:`_speaker`: ``Greg: can I …``, ``Greg here, …``, ``From: Greg``). A word of
-        ``names.json``'s ``exclude`` list (English words, places and surnames such as
-        ``Grace``, ``Mark``, ``Joy``, ``Carter``) is read alone only where the words around
-        it license a name (:func:`_licensed`): opening a sentence or a list item, after no
-        title, before a verb of :data:`_PERSON_VERBS` (``Grace applied for the loan``,
-        ``Mark asks``; never ``Grace period``, ``Mark the box``, ``Mr. Carter applied``,
-        where it is a surname), and neither a place of :data:`_LABEL_PLACES` (``Austin
-        needs``) nor the surname of a full name in ``text`` (``surnames``: ``John Carter
-        called. Carter asks …``). A month or weekday, an all-capitals word and a word in a
+        after ``from`` and before a stop (:func:`_from_cue`: ``Loan request from Greg.``);
+        or naming who writes or speaks (:meth:`_speaker`: ``Greg: can I …``, ``Greg here,
+        …``, ``From: Greg``). A word name, a word of ``names.json``'s ``exclude`` list or
+        of :data:`WORD_NAMES` (English words, places and surnames such as ``Grace``,
+        ``Mark``, ``Joy``, ``Hope``, ``Carter``), is read alone only after a person cue:
+        opening a sentence or a list item, after no title, before a verb of
+        :data:`_PERSON_VERBS` (:func:`_licensed`: ``Grace applied for the loan``, ``Mark
+        asks``; never ``Grace period``, ``Mark the box``, ``Mr. Carter applied``, where it
+        is a surname), as an appositive after a person noun or after ``from``
+        (:meth:`_cued`: ``The applicant, Joy, applied``, ``Loan request from Joy``), and
+        neither a place of :data:`_LABEL_PLACES` (``Austin needs``) nor the surname of a
+        full name in ``text`` (``surnames``: ``John Carter called. Carter asks …``); after a
+        person label and in a name field it is read elsewhere. A word of :data:`_PAIR_ONLY`
+        (``Jesus``) is read alone only before a verb of :data:`_APPLICANT_VERBS`. A month or
+        weekday, an all-capitals word and a word in a
         place name are never read.
 
         Args:
@@ -866,12 +920,20 @@ class MentionFinder:
             if info is None or info.gender is None:
                 continue
             start, end = m.start(), m.start() + len(word)
-            if f in book.words:  # an English word or a place: only where a name is licensed
-                if f in surnames or f in _LABEL_PLACES or not _licensed(text, start, m.end()):
+            if f in _PAIR_ONLY and not _licensed(text, start, m.end(), _APPLICANT_VERBS):
+                continue  # "Jesus said to them": no applicant ("Jesus applied for the loan" is)
+            if f in book.words or f in WORD_NAMES:  # a word name: only where a name is cued
+                if f in surnames or f in _LABEL_PLACES:
+                    continue
+                if not (_licensed(text, start, m.end()) or self._cued(text, start, end)):
                     continue
             else:
-                said = f not in WORD_NAMES and self._speaker(text, start, m.end())
-                if not (said or self._names_someone(text, start, m.end(), possessive=raw != word)):
+                said = self._speaker(text, start, m.end())
+                if not (
+                    said
+                    or self._names_someone(text, start, m.end(), possessive=raw != word)
+                    or _from_cue(text, start, end)
+                ):
                     continue
             if not _in_place_name(text, start, end) and not _STATE_AFTER.match(text, end):
                 out.append(Hit(start, end, word, "name", "", (), word))
@@ -896,6 +958,23 @@ class MentionFinder:
             return True
         header = _HEADER_NAME.match(text, text.rfind("\n", 0, start) + 1)
         return header is not None and header.start(1) == start
+
+    def _cued(self, text: str, start: int, end: int) -> bool:
+        """Whether a person cue stands before the word name at ``text[start:end]``.
+
+        An appositive after a person noun (``The applicant, Joy, applied``: a person word of
+        the term set, a comma, the name, then a stop or the end) or ``from`` before it and a
+        stop or the end after it (``Loan request from Joy``, :func:`_from_cue`). The other
+        cues are read elsewhere: a person label (``Applicant Joy``, ``Dear Mark``:
+        :meth:`_labelled_first_names`), a verb of a person after it (:func:`_licensed`), a
+        surname after it (:meth:`_person_hits`).
+        """
+        if _from_cue(text, start, end):
+            return True
+        m = _APPOSITIVE.search(text, max(0, start - 40), start)
+        if m is None or _STOP_AFTER.match(text, end) is None:
+            return False
+        return _POSSESSIVE.sub("", m.group(1)).lower() in self.terms.person_words
 
     @staticmethod
     def _names_someone(text: str, start: int, end: int, *, possessive: bool) -> bool:
@@ -1069,6 +1148,25 @@ class MentionFinder:
             ):
                 return True
         return False
+
+
+def _later_surnames_dropped(found: list[Detection]) -> tuple[Detection, ...]:
+    """``found`` without the surname-only persons whose surname a full name carries.
+
+    ``Jamal Washington applied. Mr. Washington earns 40k.``: ``Washington`` after the title is
+    a later mention of Jamal Washington, swapped with his name (:func:`~biasbreaker.probe.
+    variants.name_map`), not a person of its own.
+    """
+    carried = {
+        fold(d.name.split()[-1])
+        for d in found
+        if d.kind == "name" and " " in d.name and key_surname(d.name) is None
+    }
+    if not carried:
+        return tuple(found)
+    return tuple(
+        d for d in found if d.kind != "name" or fold(key_surname(d.name) or "") not in carried
+    )
 
 
 def _person_hit(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -> list[Hit]:
@@ -1297,16 +1395,36 @@ def _word_after(text: str, end: int) -> str | None:
     return m.group(1)
 
 
+_STOP_AFTER = re.compile(r"[ \t]*(?:[,.;:!?)\n]|$)")
+"""A stop or the end right after a word: the word ends its phrase (``from Joy.``)."""
+_APPOSITIVE = re.compile(r"(?<![\w'’-])([^\W\d_]+)[ \t]*,[ \t]*$")
+"""A word and a comma before a name: a person noun there makes the name an appositive."""
+_FROM_BEFORE = re.compile(r"(?<![\w'’-])from[ \t]+$", re.IGNORECASE)
+
+
+def _from_cue(text: str, start: int, end: int) -> bool:
+    """Whether the capitalised word at ``text[start:end]`` is who something is from.
+
+    ``from`` right before it and a stop or the end right after it (``Loan request from
+    Joy``, ``a note from Greg.``), the word no place of :data:`_LABEL_PLACES` (``moved from
+    Austin.``); ``A note from Chelsea about the account`` (a word after it) is not read.
+    """
+    if _FROM_BEFORE.search(text, max(0, start - 12), start) is None:
+        return False
+    return _STOP_AFTER.match(text, end) is not None and fold(text[start:end]) not in _LABEL_PLACES
+
+
 _TITLE_BEFORE = re.compile(r"(?<![\w'’-])(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+$")
 """A title right before a word (``Mr. Carter``): the word after it is a surname."""
 
 
-def _licensed(text: str, start: int, end: int) -> bool:
+def _licensed(text: str, start: int, end: int, verbs: frozenset[str] = _PERSON_VERBS) -> bool:
     """Whether the word at ``text[start:end]`` stands where only a person's name does.
 
     Opening the text, a sentence or a list item (after none of the titles of
     :data:`_TITLE_BEFORE`, whose period ends no sentence: ``Mr. Carter`` is a surname) and
-    before a verb of :data:`_PERSON_VERBS` (``Grace applied``, ``Mark asks``).
+    before a verb of ``verbs`` (default :data:`_PERSON_VERBS`: ``Grace applied``, ``Mark
+    asks``).
     """
     before = text[:start].rstrip(" \t")
     if before and (
@@ -1315,7 +1433,7 @@ def _licensed(text: str, start: int, end: int) -> bool:
         return False
     nxt = _WORD_AFTER.match(text, end)
     after = nxt.group(1) if nxt is not None else None
-    return after is not None and after.lower() in _PERSON_VERBS
+    return after is not None and after.lower() in verbs
 
 
 def _word_before(text: str, start: int) -> str | None:

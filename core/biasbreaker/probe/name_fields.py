@@ -18,14 +18,21 @@ spaces, digits, camelCase; lower-cased, accents removed). Its last words give th
   ``lname``, ``nachname``, ``familienname``, ``apellido(s)``, ``cognome``, ``sobrenome``
   (:data:`LAST_KEYS`);
 * full name: ``name``, ``full name``, ``fullname``, ``legal name`` (:data:`FULL_KEYS`);
-* ``first``/``given`` and ``last``/``family`` alone only beside a field of the other role
-  (``{"name": {"first": "Mei", "last": "Nguyen"}}``);
+* ``first``/``given`` and ``last``/``family`` beside a field of the other role
+  (``{"name": {"first": "Mei", "last": "Nguyen"}}``), and alone when the value opens with a
+  capital (``{"first": "Grace"}``, ``{"last": "Yazzie"}``);
+* a person (:data:`PERSON_KEYS`: ``applicant``, ``borrower`` …), read as a full name when
+  the value opens with a capital (``{"applicant": "Grace"}``);
 
 and the words before them must name whose name it is (:data:`OWNER_WORDS`: ``applicant``,
 ``candidate``, ``spouse`` …), so ``company_name``, ``file_name`` or ``product_name`` are no
 name fields. A first-name field and a surname field of one dict with the same owner words
 are one person (``applicant_first_name`` with ``applicant_last_name``); a full-name field
-beside a surname field holds the first name (``{"Name": "Siobhan", "Surname": "O'Brien"}``).
+beside a surname field holds the first name (``{"Name": "Siobhan", "Surname": "O'Brien"}``);
+a dict's one first-name field without a surname and one surname field without a first name
+are one person whatever their owner words (``{"applicant_first_name": "Darlene", "surname":
+"Yazzie"}``), and a surname field alone is a person named by a surname
+(:mod:`~biasbreaker.probe.surnames`: the race its surname tells).
 A string holding a JSON object or array (:func:`~biasbreaker.probe.payloads.embedded_json`: a
 tool's result) is read the same way, its spans placed in the string.
 
@@ -59,12 +66,14 @@ from biasbreaker.probe.names import (
     unaccent,
 )
 from biasbreaker.probe.payloads import Path, embedded_json
+from biasbreaker.probe.surnames import surname_key, surname_race
 
 __all__ = [
     "FIRST_KEYS",
     "FULL_KEYS",
     "LAST_KEYS",
     "OWNER_WORDS",
+    "PERSON_KEYS",
     "VALUE_LENGTH",
     "FieldName",
     "NameSpan",
@@ -72,8 +81,9 @@ __all__ = [
     "name_role",
 ]
 
-Role = Literal["first", "last", "full", "paired-first", "paired-last"]
-"""A name key's role; the ``paired-`` roles count only beside a key of the other part."""
+Role = Literal["first", "last", "full", "paired-first", "paired-last", "person"]
+"""A name key's role; a ``paired-`` role alone counts only for a capitalised value, and
+``person`` (a key naming a person, ``applicant``) holds a name written as a full name's."""
 
 FIRST_KEYS: Final = frozenset(
     {("first", "name"), ("firstname",), ("given", "name"), ("given", "names"), ("givenname",),
@@ -95,6 +105,16 @@ _PAIRED: Final[Mapping[tuple[str, ...], Role]] = {
     ("family",): "paired-last",
 }
 """Keys that hold a name part only beside a key of the other part."""
+
+PERSON_KEYS: Final = frozenset(
+    {"applicant", "candidate", "client", "customer", "patient", "borrower", "tenant",
+     "employee", "student", "resident", "member", "person", "nominee", "interviewee",
+     "hire", "guest", "recipient", "sender", "author", "requester", "claimant", "spouse",
+     "partner", "guarantor", "cosigner", "beneficiary", "policyholder", "traveler",
+     "traveller", "passenger", "renter", "homeowner", "worker"}
+)  # fmt: skip
+"""Last words of a key that names a person (``applicant``, ``co_borrower``): its value, when it
+is a capitalised name, is that person's name (``{"applicant": "Grace"}``)."""
 
 OWNER_WORDS: Final = PERSON_WORDS | frozenset(
     {"full", "legal", "preferred", "contact", "spouse", "partner", "holder", "owner", "co",
@@ -162,6 +182,8 @@ def name_role(key: str) -> tuple[tuple[str, ...], Role] | None:
         paired = _PAIRED.get(tail)
         if paired is not None:
             return owner, paired
+        if size == 1 and tail[0] in PERSON_KEYS:
+            return owner, "person"
     return None
 
 
@@ -220,11 +242,18 @@ def _in_dict(value: Mapping[Any, Any], path: Path, book: NameBook) -> Iterator[F
         found = name_role(key)
         if found is not None:
             roles.setdefault(found[0], {}).setdefault(found[1], key)
+    _join_lone_surname(roles)
     for parts in roles.values():
         has_last = "last" in parts or "paired-last" in parts
-        first_key = parts.get("first") or (parts.get("paired-first") if has_last else None)
-        last_key = parts.get("last") or (parts.get("paired-last") if first_key else None)
-        full_key = parts.get("full")
+        paired_first = parts.get("paired-first")
+        first_key = parts.get("first") or (
+            paired_first if has_last else _capitalised(value, paired_first)
+        )
+        paired_last = parts.get("paired-last")
+        last_key = parts.get("last") or (
+            paired_last if first_key else _capitalised(value, paired_last)
+        )
+        full_key = parts.get("full") or _capitalised(value, parts.get("person"))
         if first_key is None and full_key is not None and last_key is not None:
             first_key, full_key = full_key, None
         if first_key is not None:
@@ -233,12 +262,54 @@ def _in_dict(value: Mapping[Any, Any], path: Path, book: NameBook) -> Iterator[F
             reading = _read(given, family, book)
             if reading is not None:
                 yield reading
+        elif last_key is not None:  # a surname field alone: {"last": "Yazzie"}
+            reading = _read_surname(_family(value[last_key], (*path, last_key)), book)
+            if reading is not None:
+                yield reading
         if full_key is not None:
             whole = _whole(value[full_key], (*path, full_key))
             if whole is not None:
                 reading = _read(whole[0], whole[1], book)
                 if reading is not None:
                     yield reading
+
+
+def _capitalised(value: Mapping[Any, Any], key: str | None) -> str | None:
+    """``key`` when its value opens with a capital (a name, not ``"pending"``), else ``None``.
+
+    A bare ``first``/``last`` key alone, or a key naming a person (``applicant``), holds a
+    name less surely than ``first_name``: a value in lower case there is not read (nor held).
+    """
+    if key is None:
+        return None
+    item = value[key]
+    return key if isinstance(item, str) and item.lstrip()[:1].isupper() else None
+
+
+def _join_lone_surname(roles: dict[tuple[str, ...], dict[Role, str]]) -> None:
+    """Give a lone surname field to the one lone first-name field of the same dict.
+
+    ``{"applicant_first_name": "Darlene", "surname": "Yazzie"}``: the owner words differ, but
+    one dict holding one first name without a surname and one surname without a first name
+    names one person, whose name is read (and swapped) whole, not as two halves.
+    """
+    firsts = [
+        o
+        for o, p in roles.items()
+        if ("first" in p or "paired-first" in p) and not ("last" in p or "paired-last" in p)
+    ]
+    lasts = [
+        o
+        for o, p in roles.items()
+        if ("last" in p or "paired-last" in p)
+        and not ("first" in p or "paired-first" in p or "full" in p)
+    ]
+    if len(firsts) == 1 and len(lasts) == 1:
+        moved = roles.pop(lasts[0])
+        target = roles[firsts[0]]
+        for role in ("last", "paired-last"):
+            if role in moved:
+                target.setdefault(role, moved[role])
 
 
 def _tokens(text: str) -> list[tuple[int, int, str]] | None:
@@ -301,6 +372,21 @@ def _whole(text: str, path: Path) -> tuple[NameSpan | None, NameSpan | None] | N
     if not words:
         return None
     return _span(path, words[0]), (_span(path, words[-1]) if len(words) > 1 else None)
+
+
+def _read_surname(family: NameSpan | None, book: NameBook) -> FieldName | None:
+    """A surname field alone (``{"surname": "Washington"}``): the race its surname tells.
+
+    Read by :func:`~biasbreaker.probe.surnames.surname_race` as a person of that race and no
+    gender, named by :func:`~biasbreaker.probe.surnames.surname_key`; ``None`` when the
+    surname tells no race (``Smith``, 72 % white).
+    """
+    if family is None:
+        return None
+    race = surname_race(family.surface, book)
+    if race is None:
+        return None
+    return FieldName(surname_key(family.surface), NameInfo(None, race), (family,))
 
 
 def _read(given: NameSpan | None, family: NameSpan | None, book: NameBook) -> FieldName | None:

@@ -239,6 +239,10 @@ class VariantOutcome:
         sample: The sample index the step ran with.
         divergences: Scorer name → ``(cf, twin)``: mean divergence of this variant's output
             from its anchors, and of its same-group twin from the same anchors.
+        person: For a per-person variant, the name key of the one person it moved
+            (``"Mary Carter"``; ``"… Yazzie"`` for a person named by a surname alone); empty
+            for a variant that moves every mention of its axis. :meth:`ProbeResult.to_dict`
+            writes it only when set, so a result without per-person variants keeps its bytes.
     """
 
     axis: str
@@ -247,6 +251,7 @@ class VariantOutcome:
     draw: int
     sample: int
     divergences: Mapping[str, tuple[float, float]]
+    person: str = ""
 
 
 UnscoredStatus = Literal["not_applicable", "unsupported_language", "unreadable", "not_sampled"]
@@ -383,6 +388,7 @@ class ProbeResult:
                     "draw": v.draw,
                     "sample": v.sample,
                     "divergences": {s: list(p) for s, p in v.divergences.items()},
+                    **({"person": v.person} if v.person else {}),
                 }
                 for v in self.variants
             ],
@@ -421,6 +427,7 @@ class ProbeResult:
                     draw=v["draw"],
                     sample=v["sample"],
                     divergences={s: (p[0], p[1]) for s, p in v["divergences"].items()},
+                    person=v.get("person", ""),  # absent unless a per-person variant
                 )
                 for v in data["variants"]
             ),
@@ -1108,6 +1115,7 @@ class Probe:
                 draw=v.draw,
                 sample=variant_samples[j],
                 divergences={s: (rows[s][j], floors[s][j]) for s in rows},
+                person=v.mapping.person,
             )
             for j, v in enumerate(variants)
         )

@@ -25,6 +25,7 @@ from biasbreaker.probe.names import (
     name_shares,
 )
 from biasbreaker.probe.payloads import leaves
+from biasbreaker.probe.surnames import key_surname
 from biasbreaker.probe.terms import Axis
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "native_pool",
     "ordered_pairs",
     "shift_permutation",
+    "surname_pool",
 ]
 
 
@@ -111,6 +113,8 @@ def _name_pool(
     book = finder.terms.names
     if book is None:
         return ()
+    if key_surname(name) is not None:
+        return surname_pool(finder, target) if axis == "race" else ()
     if axis == "gender":
         pool = book.first_pool(target, info.race) or book.first_pool(target, None)
         if not pool and info.race is None:
@@ -165,6 +169,21 @@ def native_pool(finder: MentionFinder, gender: str | None) -> Sequence[str]:
     pool = ProductNames(firsts, lasts)
     _NATIVE_POOLS[(id(book), gender)] = (book, pool)
     return pool
+
+
+def surname_pool(finder: MentionFinder, race: str) -> Sequence[str]:
+    """Surnames of group ``race`` a person named by a surname alone is given (sorted).
+
+    The shipped lists' surnames tagged ``race``; for native-american, which no shipped list
+    covers, the surnames of :func:`native_pool` (the census surnames telling the group, less
+    English words). A race variant of ``Mr. Yazzie`` draws ``Mr. Nguyen`` or ``Mr. Schwartz``.
+    """
+    book = finder.terms.names
+    assert book is not None
+    if race == NATIVE:
+        banned = book.excluded | book.words | WORD_NAMES
+        return tuple(n for n in name_shares().native_surnames if fold(n) not in banned)
+    return tuple(sorted(n for n, r in book.last.items() if r == race))
 
 
 def feasible(
@@ -229,6 +248,10 @@ def name_map(
         if new is None:
             continue
         used.update(w.lower() for w in (new, *new.split()))
+        surname = key_surname(name)
+        if surname is not None:  # a surname alone ("Mr. Yazzie"): a surname for it
+            pairs.append((surname, new))
+            continue
         if " " not in new:  # a first name: the surname stays
             if last:
                 pairs.append((name, f"{new} {last}"))
