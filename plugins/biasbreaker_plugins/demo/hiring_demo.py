@@ -234,6 +234,7 @@ def _record(phase: str, posting: Posting, outcome: ThreadOutcome) -> dict[str, A
         "review": None if outcome.review is None else plain_json(outcome.review),
         "trace": outcome.trace,
         "trace_head": outcome.trace_head,
+        "usage": outcome.usage or {},
     }
 
 
