@@ -335,6 +335,10 @@ def _hiring(config: Any, settings: Any, folder: OutputFolder, quick: bool) -> No
         "fresh-control": sizes.fresh_control_runs,
     }
     console = stdout()
+    from biasbreaker_plugins.demo.estimate import estimate_hiring
+
+    predicted = estimate_hiring(config, sizes, settings.seed)
+    console.print(estimate_line(predicted), markup=False)
     with _progress(phases) as advance:
         result = run_hiring(
             config,
@@ -345,6 +349,7 @@ def _hiring(config: Any, settings: Any, folder: OutputFolder, quick: bool) -> No
             workers=workers_for(d.workers),
             plan=folder.plan,
         )
+    result.estimate = predicted
     outputs = write_hiring_outputs(result, out)
     console.print(
         ("[bold]Simulated LLM[/bold] (seeded fake, not a language model): " if result.simulated

@@ -154,6 +154,9 @@ class HiringResult:
     simulated: bool
     model: str
     settings: dict[str, Any]
+    estimate: Any = None
+    """The calls predicted before the run (``demo.estimate.Estimate``), set by the command
+    that printed it, or ``None``."""
 
 
 Chunk = tuple[list[dict[str, Any]], int, UsageJSON]
