@@ -183,3 +183,23 @@ def test_the_subject_is_a_graph_or_the_demo(project: Path) -> None:
     assert both.exit_code == 1 and "either --graph" in both.output
     half = estimate("--graph", "estimate_graph_mod:build")
     assert half.exit_code == 1 and "--inputs FILE is missing" in half.output
+
+
+def test_the_demos_estimate_is_its_known_structure(project: Path) -> None:
+    """The quick demo's calls without repairs: what docs/cost.md records it measured (9152)."""
+    (project / "biasbreaker.toml").unlink()  # the demo names the fake itself
+    plain = estimate("--demo", "--quick", "--json")
+    assert plain.exit_code == 0, plain.output
+    figures = json.loads(plain.output)
+    # per posting 8 + 1 + 1 + 1 own calls; each guarded step re-runs its node 13 times
+    # (k = 4, the joint variant, one per applicant), so 13 x 11 probe calls a posting
+    assert figures["phases"]["calibration"]["calls"]["by_role"] == {
+        "agent": 20 * 11,
+        "probe": 20 * 13 * 11,
+    }
+    assert figures["phases"]["unguarded"]["calls"]["by_role"] == {"agent": 24 * 11}
+    assert figures["total"]["calls"]["without_repairs"] == 9152
+    # the calibration only records: it cannot repair, so its range is empty
+    assert figures["phases"]["calibration"]["calls"]["at_most"] == 3080
+    rated = json.loads(estimate("--demo", "--quick", "--trip-rate", "0.05", "--json").output)
+    assert rated["total"]["calls"]["expected"] > rated["total"]["calls"]["without_repairs"]

@@ -378,7 +378,7 @@ def estimate_hiring(
             runs,
             repairs,
             probe_rate=settings.probe.probe_rate,
-            trip_rate=trip_rate if repairs.routes else None,
+            trip_rate=trip_rate,  # a phase that cannot repair adds nothing at any rate
             max_calls_per_run=settings.probe.max_calls_per_run,
         )
 
