@@ -125,6 +125,7 @@ class Prediction:
         inputs: Inputs (runs).
         steps: Steps over all inputs.
         guarded_steps: Guarded steps over all inputs (where a trip can happen).
+        repairable_steps: Guarded steps where a trip calls an LLM (a repair route exists).
         probed_steps: Steps the probe re-runs (expected, with ``probe_rate``).
         calls: Calls without repairs, by role (``agent``, ``probe``).
         prompt_tokens: Prompt tokens without repairs, by role, where predicted.
@@ -139,6 +140,7 @@ class Prediction:
     inputs: int = 0
     steps: int = 0
     guarded_steps: int = 0
+    repairable_steps: int = 0
     probed_steps: float = 0.0
     calls: dict[str, float] = field(default_factory=dict)
     prompt_tokens: dict[str, float] = field(default_factory=dict)
@@ -159,10 +161,10 @@ class Prediction:
 
     @property
     def repair_per_trip(self) -> float:
-        """Typical calls one trip adds, averaged over the guarded steps."""
-        if not self.guarded_steps:
+        """Typical calls one trip adds, averaged over the steps where a trip can repair."""
+        if not self.repairable_steps:
             return 0.0
-        return sum(self.repair_typical_all.values()) / self.guarded_steps
+        return sum(self.repair_typical_all.values()) / self.repairable_steps
 
     @property
     def repairs_expected(self) -> dict[str, float] | None:
@@ -183,6 +185,7 @@ class Prediction:
             inputs=self.inputs + other.inputs,
             steps=self.steps + other.steps,
             guarded_steps=self.guarded_steps + other.guarded_steps,
+            repairable_steps=self.repairable_steps + other.repairable_steps,
             probed_steps=self.probed_steps + other.probed_steps,
             trip_rate=self.trip_rate if self.trip_rate == other.trip_rate else None,
         )
@@ -206,6 +209,7 @@ class Prediction:
             "inputs": self.inputs,
             "steps": self.steps,
             "guarded_steps": self.guarded_steps,
+            "repairable_steps": self.repairable_steps,
             "probed_steps": round(self.probed_steps, 2),
             "calls": {
                 "without_repairs": round(self.without_repairs),
@@ -280,6 +284,7 @@ def predict(
                 continue
             out.guarded_steps += 1
             cost = repair_cost(step, repairs)
+            out.repairable_steps += bool(cost.typical)
             for role, n in cost.most.items():
                 out.repairs_most[role] = out.repairs_most.get(role, 0) + n
             for role, n in cost.typical.items():
@@ -355,9 +360,9 @@ def describe(prediction: Prediction, *, label: str = "") -> list[str]:
     if p.guarded_steps and p.repairs_most:
         lines.append(
             f"{head}repairs: about {p.repair_per_trip:.0f} calls per trip; from 0 (no trip) to "
-            f"{sum(p.repairs_most.values())} (every one of the {p.guarded_steps} guarded steps "
-            f"tripping at the costliest route): {round(p.without_repairs)} to "
-            f"{round(p.at_most)} calls in all"
+            f"{sum(p.repairs_most.values())} (every one of the {p.repairable_steps} guarded "
+            "steps that can repair tripping at the costliest route): "
+            f"{round(p.without_repairs)} to {round(p.at_most)} calls in all"
         )
         expected = p.repairs_expected
         if expected is not None:
