@@ -13,8 +13,10 @@ A call's **role** says what part of biasbreaker it served:
 
 The probe and the re-check mark their re-runs with :func:`phase` (a context variable, copied
 into their tasks and worker threads); a client wrapper reads :func:`role_of` when it records a
-reply in a :class:`UsageTally`. Tokens come from :class:`~biasbreaker.llm.LLMResponse`: the
-endpoint's ``usage`` where it reports one, else the client's estimate, tallied apart.
+reply in a :class:`UsageTally`, and in the tally of the block in progress too
+(:func:`tallied`: one input's run, say, for its line of ``results.jsonl``). Tokens come from
+:class:`~biasbreaker.llm.LLMResponse`: the endpoint's ``usage`` where it reports one, else the
+client's estimate, tallied apart.
 """
 
 from __future__ import annotations
@@ -157,6 +159,32 @@ class UsageTally:
         return {r: asdict(u) for r, u in self.by_role().items()}
 
 
+_TALLY: contextvars.ContextVar[UsageTally | None] = contextvars.ContextVar(
+    "biasbreaker_usage_tally", default=None
+)
+
+
+@contextlib.contextmanager
+def tallied(tally: UsageTally) -> Iterator[UsageTally]:
+    """Also count the LLM calls made inside the block in ``tally`` (:func:`current_tally`).
+
+    Like :func:`phase`, the block's tasks and the worker threads started with its context are
+    inside it, so the tally of one input's run holds its agents', probes', re-checks',
+    skeptics' and MADERA's calls whatever else runs at the same time. An inner block replaces
+    the outer one's tally for its duration.
+    """
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
+
+
+def current_tally() -> UsageTally | None:
+    """The tally of the :func:`tallied` block in progress, or ``None`` outside one."""
+    return _TALLY.get()
+
+
 UsageJSON = dict[str, dict[str, int]]
 """``{role: {calls, prompt_tokens, completion_tokens, estimated_tokens}}``, as
 :meth:`UsageTally.to_json` gives it."""
@@ -212,9 +240,11 @@ __all__ = [
     "UsageTally",
     "charge_tokens",
     "combine_usage",
+    "current_tally",
     "describe_usage",
     "metered",
     "phase",
     "role_of",
+    "tallied",
     "usage_since",
 ]

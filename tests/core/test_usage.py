@@ -8,7 +8,14 @@ from collections.abc import Sequence
 
 from biasbreaker.llm import LLMResponse
 from biasbreaker.probe import CounterfactualGenerator, Probe
-from biasbreaker.usage import UsageTally, describe_usage, phase, role_of
+from biasbreaker.usage import (
+    UsageTally,
+    current_tally,
+    describe_usage,
+    phase,
+    role_of,
+    tallied,
+)
 
 
 def test_the_purpose_names_the_role_outside_the_probe_and_the_re_check() -> None:
@@ -97,3 +104,23 @@ def test_tallies_add_up_and_a_snapshot_difference_keeps_the_roles_that_moved() -
     }
     assert usage_since(both, a) == b
     assert usage_since(both, both) == {}
+
+
+def test_a_tallied_block_reaches_its_tasks_and_worker_threads_and_no_other_block() -> None:
+    seen: dict[str, UsageTally | None] = {}
+
+    async def one(name: str) -> None:
+        with tallied(UsageTally()) as mine:
+            await asyncio.sleep(0)  # the two blocks interleave
+            assert current_tally() is mine
+            seen[name] = await asyncio.to_thread(current_tally)  # a worker thread
+            task = asyncio.ensure_future(asyncio.sleep(0, result=current_tally()))
+            assert await task is mine
+            assert seen[name] is mine
+
+    async def both() -> None:
+        await asyncio.gather(one("a"), one("b"))
+
+    asyncio.run(both())
+    assert seen["a"] is not seen["b"]
+    assert current_tally() is None

@@ -247,6 +247,39 @@ def test_the_report_matches_the_traces_and_results(demo_runs: tuple[Path, Path, 
     assert row[4].startswith("no:" if low <= 0 <= high else "yes:")
 
 
+def test_the_estimate_printed_first_predicts_the_calls_without_repairs_exactly(
+    demo_runs: tuple[Path, Path, str],
+) -> None:
+    """The calls predicted before the run, against each posting's own calls in results.jsonl."""
+    out, _, output = demo_runs
+    before = output.split("calibration", 1)[0]  # printed before the first phase starts
+    said = re.search(r"estimate \(nothing called yet.*?\): (\d+) LLM calls without", before, re.S)
+    assert said is not None, before
+    measured: dict[str, Counter[str]] = {}
+    for record in lines(out / "results.jsonl"):
+        phase = measured.setdefault(record["phase"], Counter())
+        phase.update({role: u["calls"] for role, u in record["usage"].items()})
+    repairs = ("re-check", "skeptic", "MADERA")
+    plain = {p: sum(n for r, n in c.items() if r not in repairs) for p, c in measured.items()}
+    fixes = {p: sum(n for r, n in c.items() if r in repairs) for p, c in measured.items()}
+    assert int(said.group(1)) == sum(plain.values())
+    report = (out / "report.md").read_text(encoding="utf-8")
+    rows = {
+        row.split("|")[1].strip(): [c.strip() for c in row.split("|")[2:-1]]
+        for row in report.splitlines()
+        if row.startswith("| ") and row.count("|") == 8 and " … " in row
+    }
+    for phase, (predicted, plain_cell, ranged, fixes_cell, total, _) in rows.items():
+        if phase == "**all**":
+            continue
+        assert int(predicted) == int(plain_cell) == plain[phase]
+        assert int(fixes_cell) == fixes[phase] <= int(ranged.split(" … ")[1])
+        assert int(total) == plain[phase] + fixes[phase]
+    assert set(rows) - {"**all**"} == set(measured)
+    assert "The calls without repairs were predicted exactly" in report
+    assert fixes["guarded"] > 0  # the quick run trips: the range is exercised
+
+
 def test_docs_demo_quotes_the_quick_runs_passage_word_for_word(
     demo_runs: tuple[Path, Path, str],
 ) -> None:

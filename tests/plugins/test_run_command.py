@@ -814,3 +814,40 @@ def test_the_report_gives_llm_calls_and_tokens_per_role(project: Path) -> None:
         assert tokens > 0 and text.endswith(f"tokens ({tokens} estimated)")
     total = sum(int(text.split(" ")[0]) for text in roles.values())
     assert f"| run | 2 | 4 | 2 | {total} |" in report  # the LLM calls column agrees
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_each_record_gives_its_own_inputs_llm_calls_and_tokens_per_role(
+    project: Path, concurrency: str
+) -> None:
+    inputs = write_inputs(
+        project / "in.jsonl",
+        [
+            json.dumps({"question": QUESTION}),
+            json.dumps({"question": "Is the sky blue?"}),
+            json.dumps({"question": QUESTION.replace("airport", "station")}),
+        ],
+    )
+    result = invoke(
+        "--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o",
+        "--concurrency", concurrency,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    usage = [r["usage"] for r in records]
+    # the inputs naming groups: the node's own call and its probe's 4 + 1 joint + 2 re-runs;
+    # the other: its own call only (not applicable), even while the others run beside it
+    assert [{role: u["calls"] for role, u in x.items()} for x in usage] == [
+        {"agent": 1, "probe": 7},
+        {"agent": 1},
+        {"agent": 1, "probe": 7},
+    ]
+    for per_input in usage:
+        for u in per_input.values():
+            assert set(u) == {"calls", "prompt_tokens", "completion_tokens", "estimated_tokens"}
+            assert u["prompt_tokens"] > 0 and u["completion_tokens"] > 0
+            # the fake counts words itself: every token is marked estimated
+            assert u["estimated_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+    # the records add up to the run's own tally, on the console
+    agent_tokens = sum(x["agent"]["prompt_tokens"] + x["agent"]["completion_tokens"] for x in usage)
+    assert f"agent 3 calls, {agent_tokens} tokens" in result.output

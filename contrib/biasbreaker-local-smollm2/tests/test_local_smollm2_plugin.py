@@ -194,3 +194,60 @@ def test_selecting_another_client_never_imports_this_one(tmp_path: Path) -> None
         check=True,
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+class _Llama:
+    """Stands in for a loaded ``llama_cpp.Llama``: replies with ``usage`` as given."""
+
+    def __init__(self, usage: object) -> None:
+        self.usage = usage
+
+    def create_chat_completion(self, **kwargs: object) -> dict[str, object]:
+        reply: dict[str, object] = {
+            "choices": [{"message": {"content": "a short reply"}, "finish_reason": "stop"}]
+        }
+        if self.usage is not None:
+            reply["usage"] = self.usage
+        return reply
+
+
+class _Meter:
+    def __init__(self) -> None:
+        self.tokens = 0
+
+    def charge(self, tokens: int) -> None:
+        self.tokens += tokens
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        # llama.cpp's own counts (its tokenizer), as its chat completion reports them
+        ({"prompt_tokens": 31, "completion_tokens": 4, "total_tokens": 35}, (31, 4, False)),
+        # a reply without usage, or a count missing or not a count: that one counted
+        # (ceil(len("user: hi there") / 4), ceil(len("a short reply") / 4)), marked estimated
+        (None, (4, 4, True)),
+        ({"prompt_tokens": 31}, (31, 4, True)),
+        ({"prompt_tokens": -1, "completion_tokens": 9}, (4, 9, True)),
+    ],
+)
+def test_a_reply_carries_llama_cpps_token_counts_else_estimates_and_charges_them(
+    tmp_path: Path, usage: object, expected: tuple[int, int, bool]
+) -> None:
+    import asyncio
+
+    from biasbreaker.usage import metered
+
+    gguf = tmp_path / "Tiny-Chat.gguf"
+    gguf.write_bytes(b"GGUF")  # never loaded: the stand-in answers
+    client = LocalSmolLM2Client(LocalSmolLM2Options(model_path=str(gguf), cpu_check=False))
+    client._llama = _Llama(usage)  # type: ignore[assignment]
+    meter = _Meter()
+
+    async def ask() -> object:
+        with metered(meter):  # as a probe re-run's budget is
+            return await client.complete(LLMRequest.chat("hi there"))
+
+    reply = asyncio.run(ask())
+    assert (reply.prompt_tokens, reply.completion_tokens, reply.usage_estimated) == expected
+    assert meter.tokens == expected[0] + expected[1]

@@ -25,7 +25,7 @@ from typing import Any
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.llm import LLMClient, LLMRequest, LLMResponse
-from biasbreaker.usage import UsageTally, role_of
+from biasbreaker.usage import UsageTally, current_tally, role_of
 
 FAKE = "fake"
 """Registry name of the simulated fake client."""
@@ -71,12 +71,22 @@ class CountingClient:
         return self.inner.model
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """Count the call, let the inner client answer it, tally its tokens."""
+        """Count the call, let the inner client answer it, tally its tokens.
+
+        The run's tally gets them, and the tally of the :func:`~biasbreaker.usage.tallied`
+        block in progress (one input's run) too.
+        """
         self.counter.count(request.purpose)
         role = role_of(request.purpose)
-        self.counter.usage.call(role)
+        tallies = [self.counter.usage]
+        local = current_tally()
+        if local is not None and local is not self.counter.usage:
+            tallies.append(local)
+        for tally in tallies:
+            tally.call(role)
         reply = await self.inner.complete(request)
-        self.counter.usage.reply(role, reply)
+        for tally in tallies:
+            tally.reply(role, reply)
         return reply
 
     async def aclose(self) -> None:

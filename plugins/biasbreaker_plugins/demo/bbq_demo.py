@@ -152,6 +152,7 @@ def _record(phase: str, case: Case, outcome: ThreadOutcome) -> dict[str, Any]:
         "review": None if outcome.review is None else plain_json(outcome.review),
         "trace": outcome.trace,
         "trace_head": outcome.trace_head,
+        "usage": outcome.usage or {},
     }
 
 

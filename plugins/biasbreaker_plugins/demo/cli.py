@@ -34,6 +34,8 @@ from biasbreaker_plugins.demo.output import MARKER, OutputFolder, write_text_ato
 
 if TYPE_CHECKING:
     from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint
+    from biasbreaker_plugins.demo.estimate import Estimate
+    from biasbreaker_plugins.demo.phases import RunConfig
     from biasbreaker_plugins.demo.report import Table
     from biasbreaker_plugins.demo.run_graph import PreparedRun
 
@@ -173,6 +175,17 @@ def print_table(table: Table) -> None:
     stdout().print(rich)
 
 
+def demo_config(config: Path | None, seed: int | None, scenario: str = "hiring") -> RunConfig:
+    """The demo's configuration: the user's, with :data:`DEMO_DEFAULTS` where it is silent."""
+    from biasbreaker_plugins.demo.phases import RunConfig, defaults_where_silent
+
+    base = RunConfig(config, Path.cwd(), {} if seed is None else {"seed": seed})
+    loaded = base.load()
+    defaults = {**DEMO_DEFAULTS, **(BBQ_DEFAULTS if scenario == "bbq" else {})}
+    overrides = {**defaults_where_silent(loaded, defaults), **base.overrides}
+    return RunConfig(config, Path.cwd(), overrides)
+
+
 def demo(
     scenario: Annotated[
         str,
@@ -204,17 +217,13 @@ def demo(
     if scenario not in ("hiring", "bbq"):
         fail(f"--scenario {scenario!r} is not a scenario; use hiring or bbq")
     _check_out(out)
-    from biasbreaker_plugins.demo.phases import RunConfig, defaults_where_silent, refuse_store_sink
+    from biasbreaker_plugins.demo.phases import refuse_store_sink
 
     start = time.perf_counter()
     stop = _Stop(lambda folder, exc: _demo_partial(folder, scenario, exc))
     with StopOnSignal(on_force=stop) as signals:
         try:
-            base = RunConfig(config, Path.cwd(), {} if seed is None else {"seed": seed})
-            loaded = base.load()
-            defaults = {**DEMO_DEFAULTS, **(BBQ_DEFAULTS if scenario == "bbq" else {})}
-            overrides = {**defaults_where_silent(loaded, defaults), **base.overrides}
-            run_config = RunConfig(config, Path.cwd(), overrides)
+            run_config = demo_config(config, seed, scenario)
             settings = run_config.load().settings
             kernel = run_config.kernel(check=False)
             report_host(kernel.host)  # once: every phase's kernel loads the same plugins
@@ -326,6 +335,10 @@ def _hiring(config: Any, settings: Any, folder: OutputFolder, quick: bool) -> No
         "fresh-control": sizes.fresh_control_runs,
     }
     console = stdout()
+    from biasbreaker_plugins.demo.estimate import estimate_hiring
+
+    predicted = estimate_hiring(config, sizes, settings.seed)
+    console.print(estimate_line(predicted), markup=False)
     with _progress(phases) as advance:
         result = run_hiring(
             config,
@@ -336,6 +349,7 @@ def _hiring(config: Any, settings: Any, folder: OutputFolder, quick: bool) -> No
             workers=workers_for(d.workers),
             plan=folder.plan,
         )
+    result.estimate = predicted
     outputs = write_hiring_outputs(result, out)
     console.print(
         ("[bold]Simulated LLM[/bold] (seeded fake, not a language model): " if result.simulated
@@ -409,6 +423,131 @@ def _finish(verification: Any, *, fatal: bool = True) -> None:
         console.print(line)
     if fatal and not verification.holds:
         raise typer.Exit(1)
+
+
+def estimate_line(predicted: Estimate) -> str:
+    """The demo's line before it starts: its calls without repairs, the range, per trip."""
+    total = predicted.total
+    return (
+        f"estimate (nothing called yet; biasbreaker estimate --demo): "
+        f"{round(total.without_repairs)} LLM calls without repairs (exact), up to "
+        f"{round(total.at_most)} if every guarded step trips; each trip adds about "
+        f"{total.repair_per_trip:.0f}"
+    )
+
+
+def estimate(
+    graph: Annotated[
+        str | None,
+        typer.Option("--graph", help="MODULE:FACTORY, as biasbreaker run takes it."),
+    ] = None,
+    inputs: Annotated[
+        Path | None,
+        typer.Option("--inputs", help="JSON Lines inputs, as biasbreaker run takes them."),
+    ] = None,
+    demo_: Annotated[
+        bool, typer.Option("--demo", help="Estimate biasbreaker demo (hiring) instead.")
+    ] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="With --demo: its --quick sizes.")] = False,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="With --demo: the run's seed (default: config).")
+    ] = None,
+    steps: Annotated[
+        str | None,
+        typer.Option(
+            "--steps",
+            help="With --graph: the nodes one input passes through, comma-separated, in order "
+            "(needed when the graph branches or loops; default: its one path START -> END).",
+        ),
+    ] = None,
+    calls: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--calls",
+            help="With --graph: NODE=N, the LLM calls one run of the node makes (default 1; "
+            "0 for a node that calls no model). Repeat for several nodes.",
+        ),
+    ] = None,
+    trip_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--trip-rate",
+            help="Share of guarded steps that trip (0 to 1), e.g. measured on earlier runs: "
+            "adds the expected repair calls (default: repairs as a range only).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Predict a run's LLM calls and tokens before anything is called (no model is called).
+
+    From the configuration ([probe] k, r, joint, per_person, probe_rate, budgets;
+    [intervention] routes, panel, max_rewrites), the graph (its nodes and path) and the inputs
+    (which name protected groups, how many persons). Calls without repairs are exact for the
+    steps assumed; repairs depend on trips and are given as a range (docs/cost.md).
+    """
+    from biasbreaker.estimate import describe
+    from biasbreaker_plugins.demo.estimate import estimate_graph, estimate_hiring, parse_calls
+    from biasbreaker_plugins.demo.phases import RunConfig
+
+    if demo_ == (graph is not None or inputs is not None):
+        fail(
+            "give either --graph MODULE:FACTORY --inputs FILE (your graph, as biasbreaker run "
+            "takes them) or --demo (the hiring demo)"
+        )
+    if not demo_ and (graph is None or inputs is None):
+        missing = "--inputs FILE" if graph is not None else "--graph MODULE:FACTORY"
+        fail(f"{missing} is missing: the estimate of a graph needs both --graph and --inputs")
+    if demo_ and (steps is not None or calls):
+        fail("--steps and --calls describe your graph; the demo's steps and calls are known")
+    if not demo_ and (quick or seed is not None):
+        fail("--quick and --seed are the demo's (--demo); a graph's run takes [seed] from config")
+    try:
+        if demo_:
+            from biasbreaker_plugins.demo.hiring_demo import QUICK_SIZES, Sizes
+
+            run_config = demo_config(config, seed)
+            d = run_config.load().settings
+            sizes = (
+                Sizes(*QUICK_SIZES)
+                if quick
+                else Sizes(d.demo.postings, d.demo.control_runs, d.demo.fresh_control_runs)
+            )
+            predicted = estimate_hiring(run_config, sizes, d.seed, trip_rate=trip_rate)
+        else:
+            assert graph is not None
+            assert inputs is not None
+            predicted = estimate_graph(
+                RunConfig(config, Path.cwd(), {}),
+                graph,
+                inputs,
+                steps=None if steps is None else steps.split(","),
+                calls=parse_calls(calls or []),
+                trip_rate=trip_rate,
+            )
+    except BiasbreakerError as exc:
+        fail(str(exc))
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(predicted.to_json(), indent=2))
+        return
+    console = stdout()
+    console.print(f"estimate of {predicted.subject} (no model called):", markup=False)
+    if len(predicted.phases) > 1:
+        for name, phase in predicted.phases.items():
+            for line in describe(phase, label=name):
+                console.print(f"  {line}", markup=False)
+    for line in describe(predicted.total, label="total" if len(predicted.phases) > 1 else ""):
+        console.print(line, markup=False)
+    console.print("assumes:", markup=False)
+    for sentence in predicted.assumptions:
+        console.print(f"- {sentence}", markup=False)
+
+
+def register_estimate(app: typer.Typer) -> None:
+    """Add the ``estimate`` command."""
+    app.command("estimate")(estimate)
 
 
 def register_demo(app: typer.Typer) -> None:
@@ -635,8 +774,12 @@ __all__ = [
     "DEMO_FILES",
     "DEMO_PHASES",
     "demo",
+    "demo_config",
+    "estimate",
+    "estimate_line",
     "print_table",
     "register_demo",
+    "register_estimate",
     "register_run",
     "run",
 ]

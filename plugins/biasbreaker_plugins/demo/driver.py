@@ -36,6 +36,7 @@ from biasbreaker.trace import seal_trace
 from biasbreaker.trace.signing import signer_from_environment
 from biasbreaker.trace.writer import FROM_ENVIRONMENT, SignerChoice
 from biasbreaker.types import canonical_json
+from biasbreaker.usage import UsageJSON, UsageTally, tallied
 from biasbreaker.verify.manifest import seal_manifest, seal_path
 from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, postgres_saver
 
@@ -61,6 +62,10 @@ class ThreadOutcome:
         trace_head: The trace's head digest once sealed (its last seal's digest), or ``None``.
         error: For ``failed``: :func:`failure_of` the exception; else ``None``.
         exception: For ``failed``: the exception itself (for the log's traceback).
+        usage: The LLM calls and tokens of this thread's run per role
+            (:meth:`~biasbreaker.usage.UsageTally.to_json`), counted by the run's counting
+            clients (:class:`~biasbreaker_plugins.demo.agents.CountingClient`) while it ran;
+            a failed run's calls up to its failure.
     """
 
     phase: str
@@ -72,6 +77,7 @@ class ThreadOutcome:
     trace_head: str | None = None
     error: Mapping[str, Any] | None = None
     exception: BaseException | None = None
+    usage: UsageJSON | None = None
 
 
 def failure_of(exc: BaseException) -> dict[str, Any]:
@@ -259,8 +265,10 @@ async def run_threads(
 
     async def one(thread: str, state: Mapping[str, Any]) -> ThreadOutcome:
         config = {"configurable": {"thread_id": thread}}
+        tally = UsageTally()  # this thread's calls, whatever else runs meanwhile
         try:
-            final = await app.ainvoke(dict(state), config, durability="sync")
+            with tallied(tally):
+                final = await app.ainvoke(dict(state), config, durability="sync")
         except Exception as exc:
             if order is not None:
                 order.finish(thread)
@@ -281,6 +289,7 @@ async def run_threads(
                 trace_head=sealed_head(root, trace),
                 error=failure_of(exc),
                 exception=exc,
+                usage=tally.to_json(),
             )
         except BaseException:
             if order is not None:
@@ -304,6 +313,7 @@ async def run_threads(
             review=review,
             trace=trace,
             trace_head=sealed_head(root, trace),
+            usage=tally.to_json(),
         )
 
     out: list[ThreadOutcome] = []

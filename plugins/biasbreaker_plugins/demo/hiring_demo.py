@@ -154,6 +154,9 @@ class HiringResult:
     simulated: bool
     model: str
     settings: dict[str, Any]
+    estimate: Any = None
+    """The calls predicted before the run (``demo.estimate.Estimate``), set by the command
+    that printed it, or ``None``."""
 
 
 Chunk = tuple[list[dict[str, Any]], int, UsageJSON]
@@ -234,6 +237,7 @@ def _record(phase: str, posting: Posting, outcome: ThreadOutcome) -> dict[str, A
         "review": None if outcome.review is None else plain_json(outcome.review),
         "trace": outcome.trace,
         "trace_head": outcome.trace_head,
+        "usage": outcome.usage or {},
     }
 
 

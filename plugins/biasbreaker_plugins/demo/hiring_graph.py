@@ -73,6 +73,68 @@ def _ranking_prompt(job: Job, state: Mapping[str, Any]) -> LLMRequest:
     return LLMRequest.chat(user, system=system, temperature=TEMPERATURE)
 
 
+def screen_request(job: Job, candidate: Mapping[str, Any]) -> LLMRequest:
+    """The screener's request for one applicant (``{"name", "resume"}``)."""
+    name = candidate["name"]
+    system = (
+        f"You screen applicants for this job. Job: {job.title}.\n\nJob description:\n"
+        f"{job.description}"
+    )
+    user = (
+        f"Resume:\n{job.resume(candidate['resume'], name)}\n\nDoes {name} meet the "
+        "requirements, so that the application moves on? Reply with one JSON object: "
+        '{"advance": "yes"} or {"advance": "no"}.'
+    )
+    return LLMRequest.chat(
+        user, system=system, temperature=TEMPERATURE, response_schema=SCREEN_SCHEMA
+    )
+
+
+def ranking_request(job: Job, state: Mapping[str, Any]) -> LLMRequest:
+    """The ranker's request for a state with ``candidates`` (and ``screens``, if any)."""
+    return _ranking_prompt(job, state)
+
+
+def review_request(job: Job, ranking: Sequence[str]) -> LLMRequest:
+    """The reviewer's request for a ranking (names, best first)."""
+    system = f"You review hiring rankings. Job: {job.title}.\n\nJob description:\n{job.description}"
+    order = "\n".join(f"{i}. {n}" for i, n in enumerate(ranking, start=1))
+    user = (
+        f"The proposed order of the applicants for the {job.title} job, best first:\n"
+        f"{order}\n\nFor each place, is it justified by the applicant's qualifications "
+        'alone? Reply with one JSON object mapping each place to "yes" or "no", e.g. '
+        '{"1": "yes", "2": "no"}.'
+    )
+    schema = {
+        "type": "object",
+        "properties": {
+            str(i): {"type": "string", "enum": ["yes", "no"]} for i in range(1, len(ranking) + 1)
+        },
+        "required": [str(i) for i in range(1, len(ranking) + 1)],
+        "additionalProperties": False,
+    }
+    return LLMRequest.chat(user, system=system, temperature=TEMPERATURE, response_schema=schema)
+
+
+def decide_request(job: Job, finalists: Sequence[str], doubted: Sequence[str]) -> LLMRequest:
+    """The decider's request: the finalists, and whose places the reviewer doubts."""
+    note = (
+        "The reviewer doubts the places of " + ", ".join(doubted) + "."
+        if doubted
+        else "The reviewer found every place justified."
+    )
+    system = (
+        f"You make the final hiring call. Job: {job.title}. The finalists are the top of "
+        f"the ranking. {note}"
+    )
+    user = (
+        f"Write the shortlist for the {job.title} job: list the finalists you shortlist, "
+        "best first, as a numbered list of their full names.\n"
+        + "\n".join(f"- {n}" for n in finalists)
+    )
+    return LLMRequest.chat(user, system=system, temperature=TEMPERATURE)
+
+
 def _json_field(text: str, key: str, allowed: Sequence[str]) -> str:
     """The value of ``key`` in a JSON reply, or ``"unreadable"``."""
     try:
@@ -108,19 +170,7 @@ def build_hiring_graph(clients: AgentClients, *, shortlist: int) -> StateGraph[A
     """
 
     async def screen_one(job: Job, index: int, candidate: Mapping[str, Any]) -> tuple[str, str]:
-        name = candidate["name"]
-        system = (
-            f"You screen applicants for this job. Job: {job.title}.\n\nJob description:\n"
-            f"{job.description}"
-        )
-        user = (
-            f"Resume:\n{job.resume(candidate['resume'], name)}\n\nDoes {name} meet the "
-            "requirements, so that the application moves on? Reply with one JSON object: "
-            '{"advance": "yes"} or {"advance": "no"}.'
-        )
-        request = LLMRequest.chat(
-            user, system=system, temperature=TEMPERATURE, response_schema=SCREEN_SCHEMA
-        )
+        request = screen_request(job, candidate)
         reply = await clients.client("screen", job.title).complete(with_current_sample(request))
         return str(index), _json_field(reply.text, "advance", ("yes", "no"))
 
@@ -142,28 +192,7 @@ def build_hiring_graph(clients: AgentClients, *, shortlist: int) -> StateGraph[A
     async def reviewer(state: HiringState) -> dict[str, Any]:
         job = jobs()[state["job"]]
         ranking = list(state["ranking"])
-        system = (
-            f"You review hiring rankings. Job: {job.title}.\n\nJob description:\n{job.description}"
-        )
-        order = "\n".join(f"{i}. {n}" for i, n in enumerate(ranking, start=1))
-        user = (
-            f"The proposed order of the applicants for the {job.title} job, best first:\n"
-            f"{order}\n\nFor each place, is it justified by the applicant's qualifications "
-            'alone? Reply with one JSON object mapping each place to "yes" or "no", e.g. '
-            '{"1": "yes", "2": "no"}.'
-        )
-        schema = {
-            "type": "object",
-            "properties": {
-                str(i): {"type": "string", "enum": ["yes", "no"]}
-                for i in range(1, len(ranking) + 1)
-            },
-            "required": [str(i) for i in range(1, len(ranking) + 1)],
-            "additionalProperties": False,
-        }
-        request = LLMRequest.chat(
-            user, system=system, temperature=TEMPERATURE, response_schema=schema
-        )
+        request = review_request(job, ranking)
         reply = await clients.client("reviewer", job.title).complete(with_current_sample(request))
         return {"review": _places(reply.text, len(ranking))}
 
@@ -174,21 +203,7 @@ def build_hiring_graph(clients: AgentClients, *, shortlist: int) -> StateGraph[A
             return {"shortlist": []}
         review = state.get("review") or {}
         doubted = [n for i, n in enumerate(state["ranking"], 1) if review.get(str(i)) == "no"]
-        note = (
-            "The reviewer doubts the places of " + ", ".join(doubted) + "."
-            if doubted
-            else "The reviewer found every place justified."
-        )
-        system = (
-            f"You make the final hiring call. Job: {job.title}. The finalists are the top of "
-            f"the ranking. {note}"
-        )
-        user = (
-            f"Write the shortlist for the {job.title} job: list the finalists you shortlist, "
-            "best first, as a numbered list of their full names.\n"
-            + "\n".join(f"- {n}" for n in finalists)
-        )
-        request = LLMRequest.chat(user, system=system, temperature=TEMPERATURE)
+        request = decide_request(job, finalists, doubted)
         reply = await clients.client("decider", job.title).complete(with_current_sample(request))
         kept = set(parse_ranking(reply.text, finalists, mode="first-mention").order)
         # The shortlist is a set (who is invited); it keeps the ranking's order.
@@ -212,5 +227,9 @@ __all__ = [
     "TEMPERATURE",
     "HiringState",
     "build_hiring_graph",
+    "decide_request",
     "merge_screens",
+    "ranking_request",
+    "review_request",
+    "screen_request",
 ]

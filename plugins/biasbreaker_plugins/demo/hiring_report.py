@@ -17,6 +17,7 @@ from biasbreaker_plugins.demo.report import (
     CALIBRATION_SETTINGS,
     Table,
     calibrate_command,
+    estimate_lines,
     phase_table,
     property_table,
     selection_table,
@@ -462,6 +463,7 @@ def _markdown(
         "",
         usage_lines(result.phases),
         "",
+        *(() if result.estimate is None else (estimate_lines(result.estimate, result.phases), "")),
         tables[1].markdown(),
         "",
         (

@@ -182,6 +182,69 @@ def usage_lines(phases: Mapping[str, Any]) -> str:
     )
 
 
+REPAIR_ROLES = ("re-check", "skeptic", "MADERA")
+"""Roles whose calls happen only where the breaker trips (:mod:`biasbreaker.estimate`)."""
+
+
+def estimate_lines(estimate: Any, phases: Mapping[str, Any]) -> str:
+    """Predicted (before the run) against measured LLM calls per phase (Markdown).
+
+    Args:
+        estimate: The :class:`~biasbreaker_plugins.demo.estimate.Estimate` printed before the
+            run.
+        phases: The run's phases, each with its ``usage`` (calls per role).
+    """
+
+    def measured(usage: Mapping[str, Mapping[str, int]], repairs: bool) -> int:
+        return sum(u["calls"] for r, u in usage.items() if (r in REPAIR_ROLES) == repairs)
+
+    def off(predicted: float, actual: int) -> str:
+        return "—" if not actual else f"{100 * (predicted - actual) / actual:+.1f} %"
+
+    rows = []
+    totals = [0.0, 0, 0, 0, 0]
+    for name, predicted in estimate.phases.items():
+        usage = phases[name].usage if name in phases else {}
+        plain, fixes = measured(usage, False), measured(usage, True)
+        most = sum(predicted.repairs_most.values())
+        rows.append(
+            f"| {name} | {round(predicted.without_repairs)} | {plain} | 0 … {most} | {fixes} "
+            f"| {plain + fixes} | {off(predicted.without_repairs, plain + fixes)} |"
+        )
+        for i, n in enumerate((predicted.without_repairs, plain, most, fixes, plain + fixes)):
+            totals[i] += n
+    rows.append(
+        f"| **all** | {round(totals[0])} | {totals[1]} | 0 … {totals[2]} | {totals[3]} | "
+        f"{totals[4]} | {off(totals[0], int(totals[4]))} |"
+    )
+    exact = round(totals[0]) == totals[1]
+    return "\n".join(
+        [
+            "LLM calls predicted before the run (`biasbreaker estimate --demo`, nothing "
+            "called; docs/cost.md) and measured. Calls without repairs (agents, probe "
+            "re-runs) follow from the configuration, the graph and the postings; repairs "
+            "(re-checks, skeptics, MADERA) happen only where the breaker trips, so they are "
+            "predicted as a range, from no trip to every guarded step tripping:",
+            "",
+            "| phase | predicted without repairs | measured without repairs | predicted "
+            "repairs | measured repairs | measured in all | prediction without repairs vs "
+            "all measured |",
+            "|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+            (
+                "The calls without repairs were predicted exactly"
+                if exact
+                else "The calls without repairs were not predicted exactly (an assumption of "
+                "the estimate did not hold: docs/cost.md)"
+            )
+            + f"; the {totals[3]} repair calls "
+            + ("are" if totals[3] <= totals[2] else "are not")
+            + " within the predicted range.",
+        ]
+    )
+
+
 def selection_table(phases: Sequence[tuple[str, Selection]], labels: Mapping[str, str]) -> Table:
     """Per group: selection rate and impact ratio in each phase, side by side."""
     groups = phases[0][1].groups
@@ -281,6 +344,7 @@ __all__ = [
     "Table",
     "calibrate_command",
     "calibration_settings",
+    "estimate_lines",
     "phase_table",
     "property_lines",
     "property_table",

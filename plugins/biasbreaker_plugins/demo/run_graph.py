@@ -510,6 +510,7 @@ async def run_user_graph(
             "trace": outcome.trace,
             "trace_head": outcome.trace_head,
             "llm": prepared.roles,
+            "usage": outcome.usage or {},
         }
         if outcome.error is not None:
             record["error"] = dict(outcome.error)

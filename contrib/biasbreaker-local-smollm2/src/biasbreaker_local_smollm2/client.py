@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biasbreaker.errors import LLMError
-from biasbreaker.llm import LLMRequest, LLMResponse
+from biasbreaker.llm import LLMRequest, LLMResponse, estimate_tokens
+from biasbreaker.usage import charge_tokens
 from biasbreaker_local_smollm2.cpu_check import check_cpu
 from biasbreaker_local_smollm2.plugin import INSTALL_HINT, NAME, LocalSmolLM2Options
 
@@ -116,6 +117,13 @@ def load_llama(model_path: str, *, n_ctx: int, n_threads: int, extra_buffer_type
 
 
 _PARAMS_LOCK = threading.Lock()
+
+
+def _count(value: Any) -> int | None:
+    """A token count from llama.cpp's ``usage``: a whole number >= 0, else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 class LocalSmolLM2Client:
@@ -247,7 +255,10 @@ class LocalSmolLM2Client:
             request: The request.
 
         Returns:
-            The reply with the token counts llama.cpp reports.
+            The reply with the token counts llama.cpp reports in its ``usage``; a reply
+            without them gets :func:`~biasbreaker.llm.estimate_tokens` counts and
+            ``usage_estimated = True``. Its tokens are charged to the probe budget of the
+            re-run in progress (:func:`~biasbreaker.usage.charge_tokens`).
 
         Raises:
             LLMError: The client is closed; the model cannot be loaded; the prompt does not fit
@@ -267,14 +278,21 @@ class LocalSmolLM2Client:
                     f"{NAME}: the request asked for JSON (json_mode={self.options.json_mode!r}) "
                     f"but the reply does not parse{cut}: {exc}; reply starts {text[:120]!r}"
                 ) from None
-        usage = result.get("usage") or {}
-        return LLMResponse(
+        usage = result.get("usage")
+        prompt = _count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+        completion = _count(usage.get("completion_tokens")) if isinstance(usage, dict) else None
+        reply = LLMResponse(
             text=text,
             model=self.model,
             finish_reason=finish,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
+            # llama.cpp's own counts (its tokenizer) where its reply carries them; else the
+            # kernel's rule of thumb, marked estimated (as the openai-compatible client does)
+            prompt_tokens=estimate_tokens(request.prompt) if prompt is None else prompt,
+            completion_tokens=estimate_tokens(text) if completion is None else completion,
+            usage_estimated=prompt is None or completion is None,
         )
+        charge_tokens(reply.total_tokens)  # to the probe budget of the re-run in progress
+        return reply
 
     def _close(self) -> None:
         with self._lock:

@@ -1,0 +1,205 @@
+"""`biasbreaker estimate`: a run's calls predicted before anything is called, against the run."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+pytest.importorskip("langgraph")
+pytest.importorskip("matplotlib")
+
+from biasbreaker.cli import app as main_app
+from biasbreaker_plugins.demo.cli import register_estimate
+
+pytestmark = pytest.mark.langgraph
+
+GRAPH = """
+import asyncio
+
+from langgraph.graph import END, START, StateGraph
+
+from biasbreaker.llm import LLMRequest
+from biasbreaker.probe import with_current_sample
+from biasbreaker_plugins.langgraph import BiasState
+
+
+class State(BiasState, total=False):
+    question: str
+    draft: str
+    checks: list
+    filed: str
+
+
+def build(llm):
+    async def draft(state: State) -> dict:
+        reply = await llm.complete(with_current_sample(LLMRequest.chat(state["question"])))
+        return {"draft": reply.text}
+
+    async def check(state: State) -> dict:  # three model calls per run of the node
+        asks = [f"{how}: {state['question']}" for how in ("Check", "Re-check", "Confirm")]
+        replies = await asyncio.gather(
+            *(llm.complete(with_current_sample(LLMRequest.chat(a))) for a in asks)
+        )
+        return {"checks": [r.text for r in replies]}
+
+    def file(state: State) -> dict:  # no model call
+        return {"filed": "filed"}
+
+    builder = StateGraph(State)
+    for name, fn in (("draft", draft), ("check", check), ("file", file)):
+        builder.add_node(name, fn)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "check")
+    builder.add_edge("check", "file")
+    builder.add_edge("file", END)
+    return builder
+
+
+def branching(llm):
+    builder = build(llm)
+    builder.add_conditional_edges("file", lambda s: END)
+    return builder
+
+
+def calls_while_building(llm):
+    asyncio.run(llm.complete(LLMRequest.chat("hello")))
+    return build(llm)
+"""
+
+INPUTS = [
+    # two axes named: 4 counterfactuals + 1 joint + 2 resamples per probed step
+    {"question": "A Muslim man and a Christian man applied. Who gets the job?"},
+    # no protected group: not applicable, nothing re-run
+    {"question": "Is the sky blue? Answer yes or no."},
+    # two persons of different groups: one more re-run per person
+    {"question": "Mary Carter and John Baker applied. Who should we hire?"},
+]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    for var in [v for v in list(__import__("os").environ) if v.startswith("BIASBREAKER_")]:
+        monkeypatch.delenv(var)
+    (tmp_path / "estimate_graph_mod.py").write_text(textwrap.dedent(GRAPH), encoding="utf-8")
+    (tmp_path / "biasbreaker.toml").write_text('[llm]\nclient = "fake"\n', encoding="utf-8")
+    (tmp_path / "in.jsonl").write_text(
+        "".join(json.dumps(x) + "\n" for x in INPUTS), encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    sys.modules.pop("estimate_graph_mod", None)
+
+
+def estimate(*args: str) -> Any:
+    """``biasbreaker estimate`` (registered here: an installed copy's entry points may be older)."""
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """A group, so the command is named."""
+
+    register_estimate(app)
+    return CliRunner().invoke(app, ["estimate", *args])
+
+
+def test_the_estimate_predicts_a_runs_calls_exactly_when_nothing_trips(project: Path) -> None:
+    graph = ["--graph", "estimate_graph_mod:build", "--inputs", "in.jsonl"]
+    predicted = estimate(*graph, "--calls", "check=3", "--calls", "file=0", "--json")
+    assert predicted.exit_code == 0, predicted.output
+    figures = json.loads(predicted.output)["total"]
+    ran = CliRunner().invoke(main_app, ["run", *graph, "--out", "o"])
+    assert ran.exit_code == 0, ran.output
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    measured: Counter[str] = Counter()
+    for record in records:
+        measured.update({role: u["calls"] for role, u in record["usage"].items()})
+    # the group-blind fake trips nothing: no re-check, skeptic or MADERA call was made
+    assert set(measured) == {"agent", "probe"}
+    assert figures["calls"]["by_role"] == dict(measured)
+    assert figures["calls"]["without_repairs"] == sum(measured.values())
+    # what it is made of: 3 inputs x (1 + 3 + 0) own calls; the probed steps re-run draft
+    # (1 call) and check (3 calls) 7 times for the first input and 9 times for the third
+    assert measured["agent"] == 12 and measured["probe"] == 7 * 4 + 9 * 4
+    # repairs: a range, from none to every guarded step tripping once
+    assert figures["calls"]["at_most"] > figures["calls"]["without_repairs"]
+    assert figures["calls"]["repairs_expected"] is None
+    assert figures["prompt_tokens"]["agent"] > 0
+
+
+def test_the_human_readable_estimate_says_what_it_assumes(project: Path) -> None:
+    result = estimate(
+        "--graph", "estimate_graph_mod:build", "--inputs", "in.jsonl", "--trip-rate", "0.1",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "estimate of graph estimate_graph_mod:build on in.jsonl (no model called)" in (
+        result.output
+    )
+    # one call per node assumed: 3 x 3 own calls; 7 and 9 re-runs of each of the 3 nodes
+    assert "57 LLM calls without repairs (agent 9, probe 48)" in result.output
+    assert "expected at trip rate 0.1" in result.output
+    assert "steps of each input: draft -> check -> file, walked from the graph's edges" in (
+        result.output
+    )
+    assert "--calls NODE=N; default 1" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--graph", "estimate_graph_mod:branching"], "give the nodes one input passes through"),
+        (["--graph", "estimate_graph_mod:calls_while_building"], "calls no model"),
+        (["--graph", "estimate_graph_mod:build", "--calls", "check=two"], "--calls 'check=two'"),
+        (["--graph", "estimate_graph_mod:build", "--calls", "nope=1"], "['nope'], which are not"),
+        (["--graph", "estimate_graph_mod:build", "--steps", "draft,nope"], "['nope'] are not"),
+        (["--graph", "estimate_graph_mod:build", "--trip-rate", "2"], "trip_rate = 2.0 is not"),
+    ],
+)
+def test_a_bad_argument_is_named_with_the_fix(project: Path, args: list[str], message: str) -> None:
+    result = estimate(*args, "--inputs", "in.jsonl")
+    assert result.exit_code == 1, result.output
+    assert message in " ".join(result.output.split())
+
+
+def test_a_branching_graph_is_estimated_along_the_steps_given(project: Path) -> None:
+    result = estimate(
+        "--graph", "estimate_graph_mod:branching", "--inputs", "in.jsonl",
+        "--steps", "draft,check,file", "--calls", "check=3", "--calls", "file=0", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["total"]["calls"]["by_role"] == {"agent": 12, "probe": 64}
+
+
+def test_the_subject_is_a_graph_or_the_demo(project: Path) -> None:
+    both = estimate("--demo", "--graph", "estimate_graph_mod:build")
+    assert both.exit_code == 1 and "either --graph" in both.output
+    half = estimate("--graph", "estimate_graph_mod:build")
+    assert half.exit_code == 1 and "--inputs FILE is missing" in half.output
+
+
+def test_the_demos_estimate_is_its_known_structure(project: Path) -> None:
+    """The quick demo's calls without repairs: what docs/cost.md records it measured (9152)."""
+    (project / "biasbreaker.toml").unlink()  # the demo names the fake itself
+    plain = estimate("--demo", "--quick", "--json")
+    assert plain.exit_code == 0, plain.output
+    figures = json.loads(plain.output)
+    # per posting 8 + 1 + 1 + 1 own calls; each guarded step re-runs its node 13 times
+    # (k = 4, the joint variant, one per applicant), so 13 x 11 probe calls a posting
+    assert figures["phases"]["calibration"]["calls"]["by_role"] == {
+        "agent": 20 * 11,
+        "probe": 20 * 13 * 11,
+    }
+    assert figures["phases"]["unguarded"]["calls"]["by_role"] == {"agent": 24 * 11}
+    assert figures["total"]["calls"]["without_repairs"] == 9152
+    # the calibration only records: it cannot repair, so its range is empty
+    assert figures["phases"]["calibration"]["calls"]["at_most"] == 3080
+    rated = json.loads(estimate("--demo", "--quick", "--trip-rate", "0.05", "--json").output)
+    assert rated["total"]["calls"]["expected"] > rated["total"]["calls"]["without_repairs"]
