@@ -616,7 +616,6 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             step_name=self.adapter.node,
             coverage=self._rotation(request.state),
             loop=HELPER_LOOP.get() if threaded else None,
-            keep_view=True,
         )
 
     async def _probe(
