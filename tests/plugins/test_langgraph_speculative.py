@@ -389,3 +389,141 @@ def test_a_sync_rerun_that_raises_stop_iteration_fails_the_probe_at_once(tmp_pat
     (interrupt,) = out["__interrupt__"]
     reason = json.dumps(interrupt.value, default=str)
     assert "StopIteration" in reason and "timed out" not in reason
+
+
+# ------------------------------------------------------------------ when not to speculate
+
+
+def _raising_scratchpad(config: Any) -> Any:
+    raise RuntimeError("the re-runs' scratchpad cannot be built before the call")
+
+
+@pytest.mark.parametrize("case", ["off", "unreadable-before-the-call"])
+def test_the_reruns_start_after_the_nodes_own_call_when_not_speculating(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """``[probe] speculative = false``, or what the re-runs need not readable before the call
+    (``Prober.speculate`` returns ``None``): the call is probed after the node's own call, as
+    without speculation, and scored."""
+    from biasbreaker_plugins.langgraph import probing
+
+    if case != "off":
+        monkeypatch.setattr(probing, "own_scratchpad", _raising_scratchpad)
+    timeline = Timeline()
+    guarded = guard(
+        chat_graph(False, Watch(), timeline, False),
+        kernel(tmp_path, speculative=case != "off"),
+        nodes=["chat"],
+        hook=noop_hook,
+    )
+    graph = guarded.compile(checkpointer=InMemorySaver())
+    graph.invoke(question(), {"configurable": {"thread_id": "t"}}, durability="sync")
+    assert len(timeline.all("rerun start")) == 6  # probed: k = 4 variants, r = 2 resamples
+    assert min(timeline.all("rerun start")) >= timeline.first("own end")
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [(r.get("probe") or {}).get("status") for r in records if r.get("node")] == ["scored"]
+
+
+def test_an_async_node_that_raises_cancels_its_started_reruns(tmp_path: Path) -> None:
+    """The re-runs run on the node's own loop: discarded, they are cancelled, not left to run
+    (and call the model) after the node raised."""
+    timeline = Timeline()
+
+    class State(TypedDict, total=False):
+        text: str
+        out: str
+
+    async def flaky(state: State) -> dict[str, Any]:
+        if in_rerun():
+            timeline.mark("rerun start")
+            await asyncio.sleep(0.3)
+            timeline.mark("rerun end")
+            return {"out": "fine"}
+        await asyncio.sleep(OWN_S)
+        raise RuntimeError("the node's own call failed")
+
+    builder = StateGraph(State)
+    builder.add_node("flaky", flaky)
+    builder.add_edge(START, "flaky")
+    builder.add_edge("flaky", END)
+    graph = guard(builder, kernel(tmp_path), hook=noop_hook).compile()
+
+    async def run() -> None:
+        with pytest.raises(RuntimeError, match="own call failed"):
+            await graph.ainvoke({"text": APPLICANT})
+        await asyncio.sleep(0.6)  # the loop runs on: a re-run left running would end here
+
+    asyncio.run(run())
+    assert timeline.all("rerun start") and not timeline.all("rerun end")  # started, cancelled
+
+
+@pytest.mark.parametrize("speculative", [True, False], ids=["speculative", "after"])
+def test_a_probe_failure_before_the_reruns_holds_the_step_as_probing_after_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, speculative: bool
+) -> None:
+    """The language identifier raises while the re-runs are drawn (``Probe.draw``): kept by
+    ``Speculation.launch`` and raised where probing after the call raises it, so the step is
+    held for review with the same reason either way, and the graph does not raise."""
+    from biasbreaker.probe import language
+
+    def broken(text: str) -> tuple[str, float]:
+        raise OSError("the model file is unreadable")
+
+    guarded = guard(
+        chat_graph(False, Watch(), Timeline(), False),
+        kernel(tmp_path, speculative=speculative),
+        nodes=["chat"],
+        hook=noop_hook,
+    )
+    graph = guarded.compile(checkpointer=InMemorySaver())
+    monkeypatch.setattr(language, "_py3langid", lambda: broken)
+    config: Any = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke(question(), config, durability="sync")
+    (interrupt,) = out["__interrupt__"]
+    reason = json.dumps(interrupt.value, default=str)
+    assert "probe failed: ProbeError: the language identifier raised OSError(" in reason
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    (record,) = [r for r in records if r.get("node")]
+    assert record["probe"]["status"] == "failed"
+    assert record["transition"] == "held-for-review"
+
+
+@pytest.mark.parametrize("section", ["configurable", "metadata"])
+def test_the_reruns_beside_the_call_get_its_config_as_it_was_before_the_call(
+    tmp_path: Path, section: str
+) -> None:
+    """The node's own call takes a key out of its config before its re-runs, started beside
+    it, read theirs: they get the config as it was before the call (``Before.config``), not
+    the node's changed one (which would fail them: "probed with config[...] keys
+    ['applicant'], and this run has []")."""
+    from langchain_core.runnables import RunnableConfig
+
+    popped = threading.Event()
+    seen: list[str] = []
+
+    class Request(TypedDict, total=False):
+        request: str
+        decision: str
+
+    def assess(state: Request, config: RunnableConfig) -> dict[str, Any]:
+        rerun = in_rerun()
+        if rerun:
+            assert popped.wait(5)  # read after the node's own call changed its config
+        seen.append(str(config[section]["applicant"].get("text", "")))
+        if not rerun:
+            config[section]["applicant"].pop("text")
+            popped.set()
+        return {"decision": "Decision: yes"}
+
+    builder = StateGraph(Request)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    app = guard(builder, kernel(tmp_path), hook=noop_hook).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}, "metadata": {}}
+    config[section]["applicant"] = {"text": APPLICANT}
+    out = app.invoke({"request": "loan"}, config, durability="sync")
+    assert out["decision"] == "Decision: yes" and "__interrupt__" not in out
+    assert len(seen) == 1 + 6 and all(seen)  # the node's call and its 6 re-runs
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [(r.get("probe") or {}).get("status") for r in records if r.get("node")] == ["scored"]

@@ -479,7 +479,7 @@ class Speculation:
             raise it, so the outcome is the sequential one).
         reruns: The re-runs in flight, or ``None``.
         view: The input view drawn from, for a caller that checks it is still the one it
-            probes (the LangChain middleware); ``None`` when not kept.
+            probes (the LangChain middleware).
     """
 
     probe: Probe
@@ -506,12 +506,14 @@ class Speculation:
         probe: Probe,
         step: Any,
         view: Any,
-        *,
+        # `*` -> `/` is an equivalent mutant: both callers pass these by keyword
+        *,  # pragma: no mutate
         step_id: str,
         step_name: str,
         coverage: Mapping[str, int],
-        loop: asyncio.AbstractEventLoop | None,
-        keep_view: bool = False,
+        # the annotation's `|` replaced: equivalent mutants (never evaluated: `from
+        # __future__ import annotations`)
+        loop: asyncio.AbstractEventLoop | None,  # pragma: no mutate
     ) -> Speculation:
         """Draw the re-runs of ``view`` (:meth:`Probe.draw`) and start them on ``loop``.
 
@@ -529,24 +531,22 @@ class Speculation:
             coverage: The rotation the draw starts from.
             loop: The loop the re-runs run on (:data:`HELPER_LOOP` for a sync caller), or
                 ``None`` for the running one.
-            keep_view: Keep ``view`` (:attr:`view`) for a caller that checks it after the call.
         """
-        kept = view if keep_view else None
         try:
             drawn = probe.draw(step, view, step_id=step_id, step_name=step_name, coverage=coverage)
         except Exception as exc:  # raised by the probe after the call too: kept for result()
-            return cls(probe, exc, view=kept)
+            return cls(probe, exc, view=view)
         if isinstance(drawn, ProbeResult):
-            return cls(probe, drawn, view=kept)
+            return cls(probe, drawn, view=view)
         stopped = threading.Event()
         discarded = DISCARDED.set(stopped)
         try:  # the re-runs' tasks copy this context
             reruns = probe.start(drawn, loop)
         except Exception as exc:  # over budget: held where probing after the call holds it
-            return cls(probe, exc, view=kept)
+            return cls(probe, exc, view=view)
         finally:
             DISCARDED.reset(discarded)
-        return cls(probe, drawn, reruns, view=kept, stopped=stopped)
+        return cls(probe, drawn, reruns, view=view, stopped=stopped)
 
     async def result(self, output: Any) -> ProbeResult:
         """The probe's result on the node's output, once the re-runs are in.
@@ -884,11 +884,14 @@ class Prober(Shared):
         bb: Mapping[str, Any],
         config: RunnableConfig,
         injected: Mapping[str, Any],
-        before: Before | None,
-        capture: Capture | None,
-        *,
+        # the annotations' `|` replaced: equivalent mutants (never evaluated: `from __future__
+        # import annotations`)
+        before: Before | None,  # pragma: no mutate
+        capture: Capture | None,  # pragma: no mutate
+        # `*` -> `/` is an equivalent mutant: both callers pass `threaded` by keyword
+        *,  # pragma: no mutate
         threaded: bool,
-    ) -> Speculation | None:
+    ) -> Speculation | None:  # pragma: no mutate (an annotation, as above)
         """Start a probed call's re-runs before the node's own call (speculative probing).
 
         The variants need only the node's input, which :meth:`snapshot` read: they are drawn

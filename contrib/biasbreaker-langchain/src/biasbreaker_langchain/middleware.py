@@ -589,7 +589,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         received: Received | None,  # pragma: no mutate
         step: Callable[[Any], Awaitable[Any]],
         thread: str,
-        *,
+        # `*` -> `/` is an equivalent mutant: both callers pass `threaded` by keyword
+        *,  # pragma: no mutate
         threaded: bool,
     ) -> Speculation | None:  # pragma: no mutate
         """Start a sampled call's re-issues before the model's own call (speculative probing).
@@ -617,7 +618,6 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             step_name=self.adapter.node,
             coverage=self._rotation(request.state),
             loop=HELPER_LOOP.get() if threaded else None,
-            keep_view=True,
         )
 
     async def _probe(
@@ -649,12 +649,20 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                     coverage=self._rotation(call.request.state),
                 )
         except Exception as exc:  # fail closed: the reply goes to review, named why
-            call.sampled = False
+            # `True` is an equivalent mutant: after the probe, `sampled` is read only by
+            # `Decider.fold`, whose scores start empty for the middleware's one node, so a
+            # `None` score and no score give the same B_net (none); false says what happened
+            call.sampled = False  # pragma: no mutate
             call.hold = f"probe failed: {type(exc).__name__}: {exc}"
             call.outcome = {"status": "failed", "reason": call.hold}
             return
-        if result.status == "not_sampled":
-            call.sampled = False
+        # a guard that cannot fire: this call is sampled because should_probe held for its
+        # step id before the call (_watcher), and the probe decides on the same id with the
+        # same seed and rate (clone_probe). So `is` for `==` (the literal is interned) is an
+        # equivalent mutant, and `sampled = True` (also as above); the comparison's other
+        # operators, killed (a scored result taken for a not-sampled one), are marked with it
+        if result.status == "not_sampled":  # pragma: no mutate
+            call.sampled = False  # pragma: no mutate
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
         self._coverage = dict(result.coverage)
