@@ -135,6 +135,12 @@ def test_missing_config_file(isolated_config: Path) -> None:
         load_settings(isolated_config / "nope.toml")
 
 
+def test_a_config_path_that_is_no_regular_file_is_named_so(isolated_config: Path) -> None:
+    """``--config /dev/null`` exists: it is not a regular file, not "no such file"."""
+    with pytest.raises(ConfigError, match="/dev/null: not a regular file; pass the path"):
+        load_settings(Path("/dev/null"))
+
+
 class TopK(BaseModel):
     model_config = ConfigDict(extra="forbid")
     top_k: int = Field(5, gt=0, description="results returned")

@@ -63,7 +63,8 @@ def _file_layers(config_file: Path | None, cwd: Path) -> list[tuple[str, dict[st
     layers: list[tuple[str, dict[str, Any]]] = []
     if config_file is not None:
         if not config_file.is_file():
-            raise ConfigError(f"--config {config_file}: no such file; pass the path of a TOML file")
+            what = "not a regular file" if config_file.exists() else "no such file"
+            raise ConfigError(f"--config {config_file}: {what}; pass the path of a TOML file")
         layers.append((str(config_file), _read_toml(config_file)))
     local = cwd / CONFIG_FILE_NAME
     if local.is_file() and (config_file is None or local.resolve() != config_file.resolve()):
