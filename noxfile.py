@@ -352,9 +352,6 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "tests": [
             "tests/plugins/test_langgraph_speculative.py",
             "tests/plugins/test_langgraph_budget.py",
-            # --concurrency: a call waits for the rotation's handoff unspeculated (slow: last)
-            "tests/plugins/test_run_concurrency.py"
-            "::test_four_at_once_write_the_same_bytes_as_one_after_another_in_memory",
         ],
     },
     "recheck-core": {

@@ -153,6 +153,36 @@ def test_the_state_survives_a_round_trip_and_is_deterministic() -> None:
     assert firsts.isdisjoint({v.mapping.groups for v in a.variants})
 
 
+def test_the_origin_moves_where_the_rotation_starts_and_only_that() -> None:
+    """Each origin reads the rotation from its own seeded offset; ``None`` from offset 0."""
+    text = prompt("nationality", "german")
+    plain = GEN.generate(text, K, coverage={})
+    assert [v.payload for v in GEN.generate(text, K, coverage={}, origin=None).variants] == [
+        v.payload for v in plain.variants
+    ]
+    firsts = {
+        origin: tuple(
+            v.mapping.groups for v in GEN.generate(text, K, coverage={}, origin=origin).variants
+        )
+        for origin in (f"thread-{i}/decide" for i in range(6))
+    }
+    assert len(set(firsts.values())) > 1  # threads start at different places
+    again = GEN.generate(text, K, coverage={}, origin="thread-0/decide")
+    assert tuple(v.mapping.groups for v in again.variants) == firsts["thread-0/decide"]
+    # the state is the same count of positions, whatever the origin
+    assert {
+        GEN.generate(text, K, coverage={}, origin=o).coverage["nationality"] for o in firsts
+    } == {K}
+    # a generator of another seed reads another offset for the same origin
+    other = CounterfactualGenerator(TERMS, seed=SEED + 1)
+    offsets = {
+        tuple(v.mapping.groups for v in g.generate(text, K, coverage={}, origin=f"t{i}/n").variants)
+        for g in (GEN, other)
+        for i in range(3)
+    }
+    assert len(offsets) > 3
+
+
 def test_a_bad_coverage_position_is_refused() -> None:
     with pytest.raises(ValueError, match=r"coverage\['religion'\]=-1"):
         GEN.generate(prompt("religion", "hindu"), K, coverage={"religion": -1})
@@ -168,16 +198,19 @@ NAMED = (
 )
 
 
-def first_reached(text: str, probes: int) -> dict[tuple[str, str], dict[str, int]]:
+def first_reached(
+    text: str, probes: int, origin: str | None = None
+) -> dict[tuple[str, str], dict[str, int]]:
     """(axis, mentioned group) → target group → the first probe whose variants moved it there.
 
-    The generator alone, the state carried from draw to draw (what a probe passes it).
+    The generator alone, the state carried from draw to draw (what a probe passes it), the
+    rotation read from ``origin`` (what the graph adapter passes for a thread).
     """
     present = {(d.axis, d.groups[0]) for d in GEN.detect(text) if len(d.groups) == 1}
     reached: dict[tuple[str, str], dict[str, int]] = {key: {} for key in present}
     state: dict[str, int] = {}
     for n in range(1, probes + 1):
-        drawn = GEN.generate(text, K, coverage=state)
+        drawn = GEN.generate(text, K, coverage=state, origin=origin)
         state = dict(drawn.coverage)
         for v in drawn.variants:
             for frm, to in v.mapping.groups:
@@ -186,10 +219,16 @@ def first_reached(text: str, probes: int) -> dict[tuple[str, str], dict[str, int
     return reached
 
 
+@pytest.mark.parametrize("origin", [None, "thread-1/decide", "7f3a/screen"])
 @pytest.mark.parametrize("text", NAMED)
-def test_inputs_with_names_reach_their_groups_within_the_bound(text: str) -> None:
-    """Several axes named (A > 1): every reached group is reached within ceil((N-1)A/k)."""
-    reached = first_reached(text, 12)
+def test_inputs_with_names_reach_their_groups_within_the_bound(
+    text: str, origin: str | None
+) -> None:
+    """Several axes named (A > 1): every reached group is reached within ceil((N-1)A/k).
+
+    From any origin: a thread's rotation starts elsewhere, and covers as fast.
+    """
+    reached = first_reached(text, 12, origin)
     n_axes = len({axis for axis, _ in reached})
     for (axis, _), targets in reached.items():
         assert targets, (text, axis)

@@ -3,7 +3,9 @@
 Each node's rotation state (``ProbeResult.coverage``) is written to ``bb_probe_coverage`` and
 read back at the node's next probe, so a resumed thread (a fresh guard over the same
 checkpointer, as after a restart) continues the rotation instead of drawing the same groups
-again; a thread with no entry yet starts where the guard last left the node.
+again. A thread with no entry yet starts from its own origin (the seed, the thread id and the
+node: ``probing.origin_of``), the same in any process and whatever other threads ran; a run
+without a thread id continues where the previous such run left the node.
 """
 
 from __future__ import annotations
@@ -67,11 +69,56 @@ def test_the_rotation_is_checkpointed_and_survives_a_fresh_guard(tmp_path: Path)
     assert guard_state(resumed, thread("t"))["bb_probe_coverage"] == {"decide": {"religion": 3 * k}}
 
 
-def test_a_new_thread_starts_where_the_guard_left_the_node(tmp_path: Path) -> None:
+def recording(seen: list[str]) -> StateGraph[State, None, State, State]:
+    """The graph, its node keeping every input text it is called with (its re-runs' too)."""
+
+    def decide(state: State) -> dict[str, str]:
+        seen.append(state["text"])
+        return {"decision": "Decision: approve"}
+
+    graph = StateGraph(State)
+    graph.add_node("decide", decide)
+    graph.add_edge(START, "decide")
+    graph.add_edge("decide", END)
+    return graph
+
+
+def compared(kernel: Kernel, config: RunnableConfig | None, runs: int = 1) -> list[set[str]]:
+    """The variant texts each of ``runs`` invokes of a fresh guard compared (in order)."""
+    seen: list[str] = []
+    saver = InMemorySaver() if config is not None else None
+    graph = guard(recording(seen), kernel, hook=noop_hook).compile(checkpointer=saver)
+    out = []
+    for _ in range(runs):
+        seen.clear()
+        graph.invoke({"text": TEXT}, config)
+        out.append({text for text in seen if text != TEXT})
+    return out
+
+
+def test_a_new_thread_starts_from_its_own_origin_in_any_guard(tmp_path: Path) -> None:
     kernel = Kernel.load(cwd=tmp_path, overrides=SETTINGS)
     k = kernel.settings.probe.k
     graph = guard(builder(), kernel, hook=noop_hook).compile(checkpointer=InMemorySaver())
     graph.invoke({"text": TEXT}, thread("one"))
     graph.invoke({"text": TEXT}, thread("two"))
-    assert guard_state(graph, thread("two"))["bb_probe_coverage"] == {"decide": {"religion": 2 * k}}
+    # each thread's own rotation: no position handed from thread to thread
+    assert guard_state(graph, thread("two"))["bb_probe_coverage"] == {"decide": {"religion": k}}
     assert "bb_probe_coverage" not in graph.invoke({"text": TEXT}, thread("three"))
+    firsts = {name: compared(kernel, thread(name))[0] for name in ("one", "two", "three")}
+    assert all(len(v) == k for v in firsts.values())
+    assert len({frozenset(v) for v in firsts.values()}) > 1  # threads start at different places
+    # a fresh guard (another process, other threads run before) draws the same for a thread
+    seen: list[str] = []
+    other = guard(recording(seen), kernel, hook=noop_hook).compile(checkpointer=InMemorySaver())
+    other.invoke({"text": TEXT}, thread("two"))
+    seen.clear()
+    other.invoke({"text": TEXT}, thread("one"))
+    assert {text for text in seen if text != TEXT} == firsts["one"]
+
+
+def test_runs_without_a_thread_id_continue_the_rotation_in_memory(tmp_path: Path) -> None:
+    kernel = Kernel.load(cwd=tmp_path, overrides=SETTINGS)
+    first, second = compared(kernel, None, runs=2)
+    assert len(first) == len(second) == kernel.settings.probe.k
+    assert first.isdisjoint(second)  # the second run compared the next groups

@@ -187,66 +187,6 @@ def test_four_at_once_write_the_same_bytes_with_a_postgres_checkpoint(
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
-def rotations(monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, str], list[Any]]:
-    """Record every rotation a probe starts from, by (thread, node), in the order read.
-
-    Read where probing after the node's call reads it (``Prober.rotation``): speculative
-    probing, which reads it in ``Prober.speculate``, is off here. ``--concurrency`` probes
-    after the call anyway whenever the handoff must be waited for; what these tests check is
-    that order.
-    """
-    from biasbreaker_plugins.langgraph.probing import Prober
-
-    monkeypatch.setenv("BIASBREAKER_PROBE__SPECULATIVE", "false")
-
-    seen: dict[tuple[str, str], list[Any]] = {}
-    rotation = Prober.rotation
-
-    def recorded(self: Prober, call: Any) -> dict[str, int]:
-        value = rotation(self, call)
-        seen.setdefault((call.thread, call.node.name), []).append(value)
-        return value
-
-    monkeypatch.setattr(Prober, "rotation", recorded)
-    return seen
-
-
-def test_each_probe_starts_from_the_rotation_it_starts_from_one_after_another(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seen = rotations(monkeypatch)
-    run("one")
-    sequential = dict(seen)
-    seen.clear()
-    run("four", "--concurrency", "4")
-    assert seen == sequential
-    assert any(v != [{}] for v in sequential.values())  # the rotation was handed on
-
-
-def test_without_the_ordered_handoff_the_rotation_depends_on_the_interleaving(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the reason the handoff exists: let every thread read the rotation when it gets there
-    # (odd lines held back, so the even ones behind them get there first) and a thread starts
-    # its probe from another rotation than one after another
-    import asyncio
-
-    from biasbreaker_plugins.demo import driver
-
-    async def out_of_order(self: Any, thread_id: str) -> None:
-        if int(thread_id.rpartition("-")[2]) % 2:
-            await asyncio.sleep(0.5)
-
-    seen = rotations(monkeypatch)
-    run("one")
-    sequential = dict(seen)
-    seen.clear()
-    monkeypatch.setattr(driver.InputOrder, "wait", out_of_order)
-    run("four", "--concurrency", "4")
-    assert seen.keys() == sequential.keys()
-    assert seen != sequential
-
-
 def test_fail_fast_lets_the_running_inputs_finish_and_records_them(project: Path) -> None:
     result = run("o", "--concurrency", "3", "--fail-fast")
     assert result.exit_code == 1

@@ -494,6 +494,58 @@ def test_the_probe_rotation_is_kept_in_the_agent_state(tmp_path: Path) -> None:
     assert agent.get_state(config).values["bb_probe_coverage"] == {"gender": more}
 
 
+RELIGION = "Loan application from a Christian teacher. Should we approve? Decide yes or no."
+RELIGION_PROBE = {**SETTINGS["probe"], "axes": ["religion"]}
+
+
+class Recording(LoanModel):
+    """Keeps the question of every call that ends with one (the re-issues' variants too)."""
+
+    seen: Any = None
+
+    def _reply(self, messages: list[Any]) -> AIMessage:
+        if messages and isinstance(messages[-1].content, str) and messages[-1].type == "human":
+            self.seen.append(messages[-1].content)
+        return super()._reply(messages)
+
+
+def compared(tmp_path: Path, config: dict[str, Any] | None, runs: int = 1) -> list[set[str]]:
+    """The variant questions each of ``runs`` invokes of a fresh agent compared, in order."""
+    seen: list[str] = []
+    client = model(False, Watch()).client
+    tmp_path = tmp_path / f"agent-{len(list(tmp_path.iterdir()))}"  # its own traces
+    tmp_path.mkdir()
+    agent = create_agent(
+        Recording(client=client, tool_for={"yes": "approve_loan", "no": "deny_loan"}, seen=seen),
+        tools=loan_tools(Watch()),
+        # traces only with a thread id: runs without one share the trace key "default"
+        middleware=[
+            BiasGuardMiddleware(
+                settings(tmp_path, probe=RELIGION_PROBE)
+                if config is not None
+                else {**SETTINGS, "probe": RELIGION_PROBE}
+            )
+        ],
+        checkpointer=InMemorySaver() if config is not None else None,
+    )
+    out = []
+    for _ in range(runs):
+        seen.clear()
+        agent.invoke(question(RELIGION), config)
+        out.append({text for text in seen if text != RELIGION})
+    return out
+
+
+def test_a_new_thread_starts_its_rotation_from_its_own_origin(tmp_path: Path) -> None:
+    """Threads start at different, reproducible places; a run without a thread id continues."""
+    firsts = {name: compared(tmp_path, thread(name))[0] for name in ("one", "two", "three")}
+    assert all(firsts.values())
+    assert len({frozenset(v) for v in firsts.values()}) > 1
+    assert compared(tmp_path, thread("one"))[0] == firsts["one"]  # a fresh middleware: the same
+    first, second = compared(tmp_path, None, runs=2)
+    assert first and second and first != second  # the rotation went on (two calls a run)
+
+
 class MalformedForMen(LoanModel):
     """Says the same text to everyone, but only for men also tries ``approve_loan``, malformed."""
 

@@ -215,6 +215,7 @@ class CounterfactualGenerator:
         detections: Sequence[Detection] | None = None,
         joint: bool = False,
         per_person: bool = False,
+        origin: str | None = None,
     ) -> CounterfactualSet:
         """Draw ``k`` counterfactual variants of a payload by the covering rotation.
 
@@ -237,6 +238,12 @@ class CounterfactualGenerator:
                 previous probe; an axis not in it starts at 0). ``None`` (stateless use):
                 each axis starts at a position drawn from the seed and the payload, so
                 variants still vary from payload to payload, but nothing bounds coverage.
+            origin: Where the rotation of this state starts, e.g. ``"<thread id>/<node>"``:
+                each axis's positions are read from an offset ``o`` drawn from the seed, the
+                origin and the axis (shift ``s = 1 + ((o + c) mod (N − 1))``), so different
+                threads start at different, reproducible places (in any process, whatever
+                else runs) and one thread's ``N − 1`` consecutive positions still cover every
+                shift. ``None``: offset 0. Ignored with ``coverage=None``.
             detections: :meth:`detect` of this very payload, when the caller has it already
                 (the probe does, for its language guard); default: detected here.
             joint: Also draw one *joint* variant, after the ``k``, when two or more axes can
@@ -307,13 +314,18 @@ class CounterfactualGenerator:
                 continue
             order = self.rotation_order(axis.name)
             span = len(order) - 1
+            offset = 0
             if coverage is not None:
                 start = state.get(axis.name, 0)
+                if origin is not None:
+                    offset = random.Random(f"{self.seed}:{origin}:{axis.name}:origin").randrange(
+                        span
+                    )
             else:
                 start = random.Random(f"{self.seed}:{digest}:{axis.name}:start").randrange(span)
             picks = []
             for step in range(span):
-                pi = shift_permutation(order, groups, 1 + (start + step) % span)
+                pi = shift_permutation(order, groups, 1 + (offset + start + step) % span)
                 if feasible(self._finder, axis, pi, detections):
                     picks.append((step, pi))
             if picks:

@@ -668,6 +668,7 @@ class Probe:
         step_id: str | None = None,
         step_name: str | None = None,
         coverage: Mapping[str, int] | None = None,
+        origin: str | None = None,
     ) -> ProbeResult:
         """:meth:`probe` from synchronous code (runs its own event loop).
 
@@ -686,6 +687,7 @@ class Probe:
                     step_id=step_id,
                     step_name=step_name,
                     coverage=coverage,
+                    origin=origin,
                 )
             )
         raise RuntimeError("probe_sync() was called inside a running event loop; await probe()")
@@ -699,6 +701,7 @@ class Probe:
         step_id: str | None = None,
         step_name: str | None = None,
         coverage: Mapping[str, int] | None = None,
+        origin: str | None = None,
     ) -> ProbeResult:
         """Score one step.
 
@@ -717,6 +720,11 @@ class Probe:
                 lives across a run rotates by itself; an adapter that makes a probe per call
                 or resumes from a checkpoint passes the state it persisted). With the same
                 state, input and seed the variants are the same.
+            origin: Where the rotation starts, for a state kept per thread (an adapter
+                passes ``"<thread id>/<node>"``): each axis is read from an offset drawn from
+                the seed and the origin, so threads start at different, reproducible places
+                (:meth:`~biasbreaker.probe.counterfactual.CounterfactualGenerator.generate`).
+                ``None``: offset 0.
 
         Returns:
             The result (``scored``, ``not_applicable``, ``unsupported_language`` or
@@ -735,7 +743,9 @@ class Probe:
                 one, a resample's or a variant's) is neither text nor JSON — NaN and infinity
                 included; never a low score instead.
         """
-        drawn = self.draw(step, input, step_id=step_id, step_name=step_name, coverage=coverage)
+        drawn = self.draw(
+            step, input, step_id=step_id, step_name=step_name, coverage=coverage, origin=origin
+        )
         if isinstance(drawn, ProbeResult):
             return drawn
         # the guarded output is read before any re-run starts: unreadable, nothing is re-run
@@ -750,6 +760,7 @@ class Probe:
         step_id: str | None = None,
         step_name: str | None = None,
         coverage: Mapping[str, int] | None = None,
+        origin: str | None = None,
     ) -> ProbeResult | Drawn:
         """What :meth:`probe` does before it needs the step's output: the calls to make.
 
@@ -767,6 +778,7 @@ class Probe:
             step_id: As :meth:`probe`.
             step_name: As :meth:`probe`.
             coverage: As :meth:`probe`.
+            origin: As :meth:`probe`.
 
         Returns:
             The result when it needs no re-run (``not_sampled``, ``not_applicable``,
@@ -841,6 +853,7 @@ class Probe:
                 detections=found,
                 joint=self.joint,
                 per_person=self.per_person,
+                origin=origin,
             )
         except KeyClash as exc:  # fail closed: a variant would merge two of the input's keys
             return unscored(

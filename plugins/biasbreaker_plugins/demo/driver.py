@@ -23,7 +23,6 @@ import asyncio
 import json
 import re
 import sqlite3
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -224,7 +223,6 @@ async def run_threads(
     fail_fast: bool = False,
     concurrency: int = 1,
     finished: Callable[[ThreadOutcome], Awaitable[None]] | None = None,
-    order: InputOrder | None = None,
 ) -> list[ThreadOutcome]:
     """Invoke ``app`` once per ``(thread id, input)``; ``after`` sees them in input order.
 
@@ -243,16 +241,15 @@ async def run_threads(
         failures: ``"raise"``: an exception in a thread propagates (with ``concurrency > 1``
             the other running threads are cancelled first); ``"record"``: it becomes the
             thread's ``failed`` outcome and the next thread runs.
-        fail_fast: With ``"record"``, start no thread after the first failed one is known.
-            With ``concurrency > 1`` the threads already running then finish and are
-            recorded too (up to ``concurrency - 1`` inputs after the failed one).
+        fail_fast: With ``"record"``, start no thread after the first failed one is known
+            (as it ends). With ``concurrency > 1`` the threads already running then finish
+            and are recorded too, as are later ones that finished while it ran (up to
+            ``concurrency - 1`` running at the moment it failed).
         concurrency: Threads run at once, >= 1 (1: one after another). At most
             ``4 * concurrency`` threads are started and not yet handed to ``after``, so a
             slow thread holds back a bounded number of finished ones.
         finished: Awaited with each outcome once ``after`` has had it (e.g. to drop a done
             thread's checkpoints).
-        order: Told when each thread's run returns or raises (:meth:`InputOrder.finish`): the
-            handoff a concurrent run's prober waits on (:class:`InputOrder`).
 
     Returns:
         The outcomes, in input order.
@@ -270,8 +267,6 @@ async def run_threads(
             with tallied(tally):
                 final = await app.ainvoke(dict(state), config, durability="sync")
         except Exception as exc:
-            if order is not None:
-                order.finish(thread)
             if failures == "raise":
                 if close_traces is not None:
                     close_traces(thread)
@@ -291,12 +286,6 @@ async def run_threads(
                 exception=exc,
                 usage=tally.to_json(),
             )
-        except BaseException:
-            if order is not None:
-                order.finish(thread)
-            raise
-        if order is not None:
-            order.finish(thread)
         interrupts = final.get("__interrupt__") or ()
         review = None
         if interrupts:
@@ -345,7 +334,9 @@ async def run_threads(
                 break
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in sorted(done, key=running.__getitem__):
-                ready[running.pop(task)] = task.result()  # "raise": the first failure
+                outcome = ready[running.pop(task)] = task.result()  # "raise": the first failure
+                if fail_fast and outcome.status == "failed":
+                    stop = True  # known as it ends: start nothing more
             while emitted in ready:
                 outcome = ready.pop(emitted)
                 emitted += 1
@@ -361,59 +352,6 @@ async def run_threads(
         if running:
             await asyncio.gather(*running, return_exceptions=True)
     return out
-
-
-class InputOrder:
-    """A :class:`~biasbreaker_plugins.langgraph.probing.RotationHandoff` in input order.
-
-    A thread may read the rotation other threads left once every thread before it (in
-    ``threads``) has finished (:meth:`finish`): what it reads is then what it would read had
-    the threads run one after another, however they interleave. Only those reads wait: a
-    thread runs its nodes, and probes a node it probed before, without waiting.
-
-    Args:
-        threads: The thread ids, in input order.
-    """
-
-    def __init__(self, threads: Iterable[str]) -> None:
-        self._index = {thread: i for i, thread in enumerate(threads)}
-        self._done = [False] * len(self._index)
-        self._low = 0  # the first thread not finished
-        self._waiting: dict[int, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    async def wait(self, thread_id: str) -> None:
-        """Return once every thread before ``thread_id`` has finished (at once if unknown).
-
-        The wait blocks a worker thread of the running loop's default executor (the probe
-        of a synchronous node runs in an event loop of its own, on LangGraph's worker thread).
-        """
-        index = self._index.get(thread_id)
-        with self._lock:
-            if index is None or index <= self._low:
-                return
-            event = self._waiting.setdefault(index, threading.Event())
-        await asyncio.get_running_loop().run_in_executor(None, event.wait)
-
-    def finish(self, thread_id: str) -> None:
-        """Mark ``thread_id`` finished (done, paused, failed or cancelled)."""
-        index = self._index.get(thread_id)
-        if index is None:
-            return
-        with self._lock:
-            self._done[index] = True
-            while self._low < len(self._done) and self._done[self._low]:
-                self._low += 1
-            for waiting in [i for i in self._waiting if i <= self._low]:
-                self._waiting.pop(waiting).set()
-
-    def release(self) -> None:
-        """Let every waiting thread go (the run is over or stopping)."""
-        with self._lock:
-            self._low = len(self._done)
-            for event in self._waiting.values():
-                event.set()
-            self._waiting.clear()
 
 
 def sealed_head(root: Path | None, trace: str | None) -> str | None:
@@ -436,7 +374,6 @@ def plain_json(values: Mapping[str, Any]) -> Any:
 
 
 __all__ = [
-    "InputOrder",
     "ResultsLog",
     "Status",
     "ThreadOutcome",

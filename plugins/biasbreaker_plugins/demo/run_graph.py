@@ -20,7 +20,6 @@ line, the traceback in ``run.log``), and the next input runs; ``fail_fast`` stop
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import json
@@ -29,7 +28,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,7 +36,6 @@ from biasbreaker.errors import ConfigError, InputError
 from biasbreaker_plugins.demo.agents import DemoKernel
 from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, check_postgres_checkpoint
 from biasbreaker_plugins.demo.driver import (
-    InputOrder,
     ResultsLog,
     ThreadOutcome,
     compiled,
@@ -455,13 +452,11 @@ async def run_user_graph(
     run writes is what running them one after another writes, byte for byte: the records go
     to ``results.jsonl`` in input order (:func:`~biasbreaker_plugins.demo.driver.run_threads`),
     the randomness is keyed on each call's content and seed, never on a shared stream, and
-    the one piece of state the guard hands from thread to thread, the probe's covering
-    rotation of a node (:meth:`~biasbreaker_plugins.langgraph.probing.Prober.rotation`), is
-    read in input order (:class:`~biasbreaker_plugins.demo.driver.InputOrder`): a thread's
-    first probe of a node waits until every input before it has finished. What overlaps is
-    everything else: the nodes' own calls before their probe, the checkpoint writes, the
-    steps after. A line that is not a JSON object is a barrier (the inputs before it finish
-    first).
+    no state passes from thread to thread: each thread's probe rotation starts from its own
+    origin, the seed, the thread id and the node
+    (:func:`~biasbreaker_plugins.langgraph.probing.origin_of`). So the threads overlap
+    entirely: their nodes' calls, their probes, the checkpoint writes. A line that is not a
+    JSON object is a barrier (the inputs before it finish first).
 
     With the in-memory checkpointer (no ``--checkpoint``), a thread that ended (done or
     failed) has its checkpoints deleted as soon as it is recorded: nothing can resume it
@@ -473,7 +468,8 @@ async def run_user_graph(
         prepared: The checked run.
         advance: Called with 1 after each input (in input order).
         fail_fast: Stop after the first input that fails. With ``concurrency > 1`` the
-            inputs already running then finish and are recorded (up to N - 1 after it).
+            inputs already running then finish and are recorded (up to N - 1 then), and
+            so are later ones that finished while it ran.
         errors: Where each failure's traceback is logged (``run.log``); ``None``: nowhere.
         done: A list the outcomes are appended to as they come (the caller reads it when the
             run is interrupted); ``None``: a new one.
@@ -538,12 +534,6 @@ async def run_user_graph(
         if prepared.checkpoint is None and outcome.status in ("done", "failed"):
             await app.checkpointer.adelete_thread(outcome.thread)
 
-    order = (
-        InputOrder(line.thread for line in prepared.inputs if line.error is None)
-        if concurrency > 1
-        else None
-    )
-
     async def run_lines(app: Any, chunk: list[InputLine]) -> bool:
         """Run consecutive good lines; False when fail-fast stopped them."""
         ran = await run_threads(
@@ -558,19 +548,9 @@ async def run_user_graph(
             fail_fast=fail_fast,
             concurrency=concurrency,
             finished=lambda outcome: forget(app, outcome),
-            order=order,
         )
         return not (fail_fast and any(o.status == "failed" for o in ran))
 
-    prober = guarded.guard.prober
-    if order is not None:
-        # a thread blocked in InputOrder.wait holds a worker of the default executor; with
-        # LangGraph's default (min(32, cpus + 4)) N waiting threads could starve the one
-        # they wait for
-        asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(max_workers=4 * concurrency + 4, thread_name_prefix="bb-run")
-        )
-        prober.handoff = order
     try:
         async with compiled(guarded, prepared.checkpoint) as app:
             pending: list[InputLine] = []
@@ -600,9 +580,6 @@ async def run_user_graph(
         raise
     finally:
         log.close()
-        if order is not None:
-            prober.handoff = None
-            order.release()
     return RunResult(
         outcomes,
         kernel.counter.total,

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -511,8 +511,9 @@ class Speculation:
         step_id: str,
         step_name: str,
         coverage: Mapping[str, int],
-        # the annotation's `|` replaced: equivalent mutants (never evaluated: `from
+        # the annotations' `|` replaced: equivalent mutants (never evaluated: `from
         # __future__ import annotations`)
+        origin: str | None,  # pragma: no mutate
         loop: asyncio.AbstractEventLoop | None,  # pragma: no mutate
     ) -> Speculation:
         """Draw the re-runs of ``view`` (:meth:`Probe.draw`) and start them on ``loop``.
@@ -529,11 +530,19 @@ class Speculation:
             step_id: The call's step id.
             step_name: The node's name.
             coverage: The rotation the draw starts from.
+            origin: Where that rotation starts (:func:`origin_of`).
             loop: The loop the re-runs run on (:data:`HELPER_LOOP` for a sync caller), or
                 ``None`` for the running one.
         """
         try:
-            drawn = probe.draw(step, view, step_id=step_id, step_name=step_name, coverage=coverage)
+            drawn = probe.draw(
+                step,
+                view,
+                step_id=step_id,
+                step_name=step_name,
+                coverage=coverage,
+                origin=origin,
+            )
         except Exception as exc:  # raised by the probe after the call too: kept for result()
             return cls(probe, exc, view=view)
         if isinstance(drawn, ProbeResult):
@@ -596,19 +605,21 @@ HELPER_LOOP = _HelperLoop()
 """Where a sync node's speculative re-runs are started (:meth:`Prober.speculate`)."""
 
 
-class RotationHandoff(Protocol):
-    """When a thread may read the rotation the guard last left a node in (another thread's).
+def origin_of(config: Mapping[str, Any] | None, node: str) -> str | None:
+    """Where the covering rotation of ``node`` starts in this run: ``"<thread id>/<node>"``.
 
-    A thread with no ``bb_probe_coverage`` entry for a node starts that node's probe where the
-    guard last left it in any thread (:meth:`Prober.rotation`): which thread that was depends
-    on the order threads ran in. Running threads concurrently, a caller that wants the result
-    of running them one after another (``biasbreaker run --concurrency N``) hands the prober
-    one of these, and every such read waits for :meth:`wait` first.
+    A thread's first probe of a node reads each axis from an offset drawn from the seed and
+    this origin (:meth:`~biasbreaker.probe.Probe.probe`, ``origin``), so threads start at
+    different places that depend on nothing but the seed, the thread id and the node: the
+    same in any process, whatever other threads run at the same time (docs/detection.md,
+    "Every group covered"). ``None`` for a run without a thread id (no checkpointer): its
+    rotation continues where the previous such run left the node.
     """
-
-    async def wait(self, thread_id: str) -> None:
-        """Return once ``thread_id`` may read the rotation other threads left."""
-        ...
+    conf = (config or {}).get("configurable") or {}
+    thread = conf.get("thread_id")
+    if thread is None:
+        return None
+    return f"{thread}/{node}"
 
 
 class Prober(Shared):
@@ -657,11 +668,10 @@ class Prober(Shared):
             name: self._repaired_routes(spec) for name, spec in nodes.items()
         }
         # node → the probe's covering rotation (docs/detection.md, "Every group covered"),
-        # the latest the guard saw in any thread: where a thread without its own
-        # bb_probe_coverage entry for the node starts, so one-shot threads rotate too
+        # the latest the guard saw in a run without a thread id: where the next such run
+        # starts, so one-shot runs without a checkpointer rotate too (a run with a thread id
+        # starts from its own bb_probe_coverage entry and origin, never from this)
         self.coverage: dict[str, dict[str, int]] = {}
-        # set by a caller running threads concurrently that wants their sequential result
-        self.handoff: RotationHandoff | None = None
         self.not_sampled = f"not sampled at [probe] probe_rate = {base.probe_rate:g}"
         """The outcome's reason for a call ``[probe] probe_rate`` does not sample."""
         # thread id -> the run's probe budget ([probe] max_calls_per_*, max_tokens_per_run),
@@ -909,14 +919,11 @@ class Prober(Shared):
 
         Returns:
             ``None`` for a call not probed (no snapshot), with ``[probe] speculative = false``,
-            when a rotation handoff must be waited for (``biasbreaker run --concurrency``),
             or when the inputs of the re-runs cannot be read before the call: the call is
             then probed after the node's own call, as without speculation.
         """
         if before is None or not self.speculative:
             return None
-        if self.handoff is not None and self._saved_rotation(bb, spec.name) is None:
-            return None  # the rotation may be read only after the handoff (probe())
         given = before.config or config
         try:
             lg_step, suffix = task_of(config)
@@ -936,7 +943,8 @@ class Prober(Shared):
                 before.view,
                 step_id=f"{spec.name}@{lg_step}{suffix}",
                 step_name=spec.name,
-                coverage=self._rotation(bb, spec.name),
+                coverage=self._rotation(bb, spec.name, config),
+                origin=origin_of(config, spec.name),
                 loop=HELPER_LOOP.get() if threaded else None,
             )
         finally:
@@ -974,9 +982,6 @@ class Prober(Shared):
         # on Python 3.10, where an async run cannot hand its config to a sync node's thread
         token: contextvars.Token[Rerun] | None = None
         try:
-            # inside the try: a handoff that raises holds the step like any probe failure
-            if self.handoff is not None and self.saved_rotation(call) is None:
-                await self.handoff.wait(thread_of(call.config))
             extras = self._edge_extras(call.node, call.values, call.config)
             unvaried = {k: v for k, v in extras.items() if k not in call.update}
             named = [k for k, v in sorted(unvaried.items()) if self._names_a_group(k, v)]
@@ -1012,6 +1017,7 @@ class Prober(Shared):
                     step_id=call.step_id,
                     step_name=call.node.name,
                     coverage=self.rotation(call),
+                    origin=origin_of(call.config, call.node.name),
                 )
         except Exception as exc:  # the probe fails closed: the output goes to human review
             # a variant's input that cannot be rebuilt (.values) or a re-run's store search
@@ -1054,7 +1060,8 @@ class Prober(Shared):
             call.sampled = False
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
-        self.coverage[call.node.name] = dict(result.coverage)
+        if origin_of(call.config, call.node.name) is None:
+            self.coverage[call.node.name] = dict(result.coverage)
         call.coverage = dict(result.coverage)
         call.score = result.score
         call.outcome = probe_outcome(result, _unread(call.input_view, self.opaque))
@@ -1085,27 +1092,21 @@ class Prober(Shared):
     def rotation(self, call: Call) -> dict[str, int]:
         """The covering-rotation state the node's probe starts from.
 
-        The thread's checkpointed ``bb_probe_coverage`` entry for the node, else the latest
-        state the guard saw for it in any thread, else ``{}``.
+        The thread's checkpointed ``bb_probe_coverage`` entry for the node; else ``{}`` in
+        a run with a thread id (read from the thread's own origin, :func:`origin_of`); else,
+        in a run without one, the latest state the guard left the node in such a run.
         """
-        return self._rotation(call.bb, call.node.name)
+        return self._rotation(call.bb, call.node.name, call.config)
 
-    def _rotation(self, bb: Mapping[str, Any], node: str) -> dict[str, int]:
-        saved = self._saved_rotation(bb, node)
-        if saved is not None:
-            return saved
-        return dict(self.coverage.get(node, {}))
-
-    def saved_rotation(self, call: Call) -> dict[str, int] | None:
-        """The thread's own checkpointed rotation of the node, or ``None`` (it has none)."""
-        return self._saved_rotation(call.bb, call.node.name)
-
-    @staticmethod
-    def _saved_rotation(bb: Mapping[str, Any], node: str) -> dict[str, int] | None:
+    def _rotation(
+        self, bb: Mapping[str, Any], node: str, config: RunnableConfig | None
+    ) -> dict[str, int]:
         saved = (bb.get("bb_probe_coverage") or {}).get(node)
         if isinstance(saved, Mapping):
             return {str(axis): pos for axis, pos in saved.items()}
-        return None
+        if origin_of(config, node) is not None:
+            return {}
+        return dict(self.coverage.get(node, {}))
 
     def _repaired_routes(self, spec: GuardedNode) -> Callable[[Any, Any], Awaitable[Any]]:
         """What a repair's re-check compares for ``spec``: the repaired view and its routes.
@@ -1423,10 +1424,10 @@ __all__ = [
     "NodeReturnError",
     "Prober",
     "Rerun",
-    "RotationHandoff",
     "Speculation",
     "clone_probe",
     "in_rerun",
+    "origin_of",
     "probe_outcome",
     "rerun_context",
     "reset_rerun",

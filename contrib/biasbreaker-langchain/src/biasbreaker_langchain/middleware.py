@@ -112,6 +112,7 @@ from biasbreaker_plugins.langgraph.probing import (
     HELPER_LOOP,
     Speculation,
     clone_probe,
+    origin_of,
     probe_outcome,
     stop_iteration,
 )
@@ -391,7 +392,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         self.adapter = adapter
         self.tools = []
         # the probe's covering rotation of the model node (docs/detection.md, "Every group
-        # covered"), the latest in any thread: where a thread without bb_probe_coverage starts
+        # covered"), the latest in a run without a thread id: where the next such run starts
+        # (a run with a thread id starts from its bb_probe_coverage and origin, never this)
         self._coverage: dict[str, int] = {}
         # thread -> the run's probe budget ([probe] max_calls_per_*, max_tokens_per_run)
         self._budgets = RunBudgets(adapter.probe.budget)
@@ -441,7 +443,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return _output_view(_as_response(out)[0])
 
         # its re-issues start with the model's own call (speculative probing)
-        ahead = self._speculate(request, received, step, _thread(config), threaded=True)
+        ahead = self._speculate(request, received, step, config, threaded=True)
         try:
             result = handler(request) if given is config else _with_config(given, handler, request)
             call = self._begin(request, result, config, capture, received)
@@ -486,7 +488,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             return _output_view(_as_response(out)[0])
 
         # its re-issues start with the model's own call (speculative probing)
-        ahead = self._speculate(request, received, step, _thread(config), threaded=False)
+        ahead = self._speculate(request, received, step, config, threaded=False)
         try:
             if given is config:  # the call's own config: nothing to set
                 result = await handler(request)
@@ -574,11 +576,18 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         step = int(raw["step"]) if isinstance(raw, Mapping) and "step" in raw else 0
         return f"{self.adapter.node}@{step}"
 
-    def _rotation(self, state: Mapping[str, Any]) -> dict[str, int]:
-        """The rotation state the probe starts from: the thread's, else the latest seen."""
+    def _rotation(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, int]:
+        """The rotation state the probe starts from.
+
+        The thread's ``bb_probe_coverage``; else ``{}`` in a run with a thread id (read from
+        its origin, :func:`~biasbreaker_plugins.langgraph.probing.origin_of`); else the
+        latest state a run without one left.
+        """
         saved = state.get("bb_probe_coverage")
         if isinstance(saved, Mapping):
             return {str(axis): pos for axis, pos in saved.items()}
+        if origin_of(config, self.adapter.node) is not None:
+            return {}
         return dict(self._coverage)
 
     def _speculate(
@@ -588,7 +597,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         # import annotations`)
         received: Received | None,  # pragma: no mutate
         step: Callable[[Any], Awaitable[Any]],
-        thread: str,
+        config: RunnableConfig,
         # `*` -> `/` is an equivalent mutant: both callers pass `threaded` by keyword
         *,  # pragma: no mutate
         threaded: bool,
@@ -609,14 +618,15 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         except Unreadable:
             return None
         probe = clone_probe(self.adapter.probe)
-        probe.budget = self._budgets.get(thread)  # the call's run (its trace key, _thread)
+        probe.budget = self._budgets.get(_thread(config))  # the call's run (its trace key)
         return Speculation.launch(
             probe,
             step,
             view,
             step_id=self._step_id(request.state),
             step_name=self.adapter.node,
-            coverage=self._rotation(request.state),
+            coverage=self._rotation(request.state, config),
+            origin=origin_of(config, self.adapter.node),
             loop=HELPER_LOOP.get() if threaded else None,
         )
 
@@ -646,7 +656,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                     call.view,
                     step_id=self._step_id(call.request.state),
                     step_name=self.adapter.node,
-                    coverage=self._rotation(call.request.state),
+                    coverage=self._rotation(call.request.state, call.config),
+                    origin=origin_of(call.config, self.adapter.node),
                 )
         except Exception as exc:  # fail closed: the reply goes to review, named why
             # `True` is an equivalent mutant: after the probe, `sampled` is read only by
@@ -665,7 +676,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             call.sampled = False  # pragma: no mutate
             call.outcome = {"status": "not_sampled", "reason": result.reason}
             return
-        self._coverage = dict(result.coverage)
+        if origin_of(call.config, self.adapter.node) is None:
+            self._coverage = dict(result.coverage)
         call.coverage = dict(result.coverage)
         call.score = result.score
         call.outcome = probe_outcome(result)
