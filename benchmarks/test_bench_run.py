@@ -12,7 +12,12 @@ time, for each checkpointer: in memory, SQLite, and PostgreSQL when the server o
   group; the line that matters is the peak-RSS ratio (goal: within 10 %, <= 1.10).
 - ``run-throughput-<saver>``: ``BB_BENCH_RUN_SMALL`` inputs at ``--concurrency 1`` (the
   sequential run, baseline) against ``--concurrency 8``; runs/s of each are printed. The ratio
-  includes the process start and the report at the end (the same in both).
+  includes the process start and the report at the end (the same in both). This agent is
+  CPU-bound, so one process cannot run it faster at 8 (one thread's Python code at a time).
+- ``run-throughput-waiting``: the same screener waiting ``WAIT_S`` (20 ms, a stand-in for a
+  model call) in an async node, ``BB_BENCH_RUN_WAITING`` (200) inputs, in memory, at 1
+  (baseline) against 8: where ``--concurrency`` pays, since no probe waits for another
+  thread's (each thread's rotation starts from its own origin).
 
 Goals are reported (``benchmarks/conftest.py``), never asserted. One round each: a 10,000-input
 run takes minutes.
@@ -39,7 +44,13 @@ SAVERS = [s for s in os.environ.get("BB_BENCH_RUN_SAVERS", "memory,sqlite,postgr
 POSTGRES_URL = os.environ.get("BB_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 CHILD = Path(__file__).with_name("run_child.py")
 
-GRAPH = """
+WAITING = int(os.environ.get("BB_BENCH_RUN_WAITING", "200"))
+WAIT_S = 0.02
+"""What each call of the waiting screener's node waits (a model call's stand-in), seconds."""
+
+GRAPH = f"""
+import asyncio
+
 from langgraph.graph import END, START, StateGraph
 
 from biasbreaker_plugins.langgraph import BiasState
@@ -53,7 +64,19 @@ class Hiring(BiasState, total=False):
 
 def screener():
     def assess(state: Hiring) -> dict:
-        return {"verdict": "hire" if state["years"] >= 3 else "reject"}
+        return {{"verdict": "hire" if state["years"] >= 3 else "reject"}}
+
+    builder = StateGraph(Hiring)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    return builder
+
+
+def waiting_screener():
+    async def assess(state: Hiring) -> dict:
+        await asyncio.sleep({WAIT_S})  # a stand-in for a model call
+        return {{"verdict": "hire" if state["years"] >= 3 else "reject"}}
 
     builder = StateGraph(Hiring)
     builder.add_node("assess", assess)
@@ -71,7 +94,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "bench_screener.py").write_text(textwrap.dedent(GRAPH), encoding="utf-8")
     # no LLM-using role: the default router with the fake client for the repairs nothing trips
     (root / "biasbreaker.toml").write_text('[llm]\nclient = "fake"\n', encoding="utf-8")
-    for n in {SMALL, LARGE}:
+    for n in {SMALL, LARGE, WAITING}:
         lines = [
             json.dumps({"applicant": f"{NAMES[i % len(NAMES)]}, applicant {i}", "years": i % 7})
             for i in range(n)
@@ -99,13 +122,15 @@ def _drop(schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def _run(project: Path, saver: str, inputs: int, concurrency: int) -> dict[str, Any]:
+def _run(
+    project: Path, saver: str, inputs: int, concurrency: int, factory: str = "screener"
+) -> dict[str, Any]:
     """One run in a fresh process; its exit status, wall time and peak RSS."""
     tag = f"{saver}-{inputs}-c{concurrency}-{uuid.uuid4().hex[:6]}"
     args = [
         "run",
         "--graph",
-        "bench_screener:screener",
+        f"bench_screener:{factory}",
         "--inputs",
         f"in-{inputs}.jsonl",
         "--out",
@@ -147,14 +172,22 @@ def _run(project: Path, saver: str, inputs: int, concurrency: int) -> dict[str, 
 _PEAKS: dict[str, float] = {}
 
 
-def _once(benchmark: Any, project: Path, saver: str, inputs: int, concurrency: int) -> Any:
+def _once(
+    benchmark: Any,
+    project: Path,
+    saver: str,
+    inputs: int,
+    concurrency: int,
+    factory: str = "screener",
+) -> Any:
     if saver not in SAVERS:
         pytest.skip(f"{saver} not in BB_BENCH_RUN_SAVERS")
     measured = benchmark.pedantic(
-        _run, args=(project, saver, inputs, concurrency), rounds=1, iterations=1
+        _run, args=(project, saver, inputs, concurrency, factory), rounds=1, iterations=1
     )
+    waits = f", {factory} ({WAIT_S * 1000:g} ms per call)" if factory != "screener" else ""
     benchmark.extra_info.update(
-        per=f"{inputs} inputs, --concurrency {concurrency}",
+        per=f"{inputs} inputs, --concurrency {concurrency}{waits}",
         runs_per_s=round(measured["runs_per_s"], 2),
         peak_rss_mb=round(measured["peak_rss_kib"] / 1024, 1),
     )
@@ -188,3 +221,13 @@ def test_run_throughput_baseline_sequential(benchmark: Any, project: Path, saver
 def test_run_throughput_concurrency_8(benchmark: Any, project: Path, saver: str) -> None:
     benchmark.group = f"run-throughput-{saver}"
     _once(benchmark, project, saver, SMALL, 8)
+
+
+def test_run_throughput_waiting_baseline_sequential(benchmark: Any, project: Path) -> None:
+    benchmark.group = "run-throughput-waiting"
+    _once(benchmark, project, "memory", WAITING, 1, "waiting_screener")
+
+
+def test_run_throughput_waiting_concurrency_8(benchmark: Any, project: Path) -> None:
+    benchmark.group = "run-throughput-waiting"
+    _once(benchmark, project, "memory", WAITING, 8, "waiting_screener")
