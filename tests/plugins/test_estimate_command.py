@@ -203,3 +203,43 @@ def test_the_demos_estimate_is_its_known_structure(project: Path) -> None:
     assert figures["phases"]["calibration"]["calls"]["at_most"] == 3080
     rated = json.loads(estimate("--demo", "--quick", "--trip-rate", "0.05", "--json").output)
     assert rated["total"]["calls"]["expected"] > rated["total"]["calls"]["without_repairs"]
+
+
+MALFORMED = {
+    "not JSON": ("{not json", "not valid JSON"),
+    "not an object": ('["a list"]', "expected a JSON object (the graph's input state), got list"),
+    "a key the state lacks": (
+        json.dumps({"questoin": "Mary Carter and John Baker applied."}),
+        "key(s) ['questoin'] are not in the graph's input state",
+    ),
+}
+
+
+def test_malformed_lines_fail_the_estimate_with_the_messages_run_gives(project: Path) -> None:
+    lines = [json.dumps(INPUTS[0]), *(bad for bad, _ in MALFORMED.values())]
+    (project / "bad.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    graph = ["--graph", "estimate_graph_mod:build", "--inputs", "bad.jsonl"]
+    ran = CliRunner().invoke(main_app, ["run", *graph, "--out", "o"])
+    assert ran.exit_code == 1, ran.output
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    messages = [r["error"]["message"] for r in records if r["status"] == "failed"]
+    assert len(messages) == 3  # run refuses each malformed line before any call
+    result = estimate(*graph)
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    for message in messages:
+        assert " ".join(message.split()) in output
+    assert "3 of 4 line(s) are no input biasbreaker run can run" in output
+    assert "LLM calls" not in output  # nothing counted
+
+
+@pytest.mark.parametrize("kind", list(MALFORMED))
+def test_each_malformed_kind_alone_fails_the_estimate(project: Path, kind: str) -> None:
+    bad, message = MALFORMED[kind]
+    (project / "bad.jsonl").write_text(json.dumps(INPUTS[1]) + "\n" + bad + "\n")
+    result = estimate("--graph", "estimate_graph_mod:build", "--inputs", "bad.jsonl", "--json")
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert f"bad.jsonl:2: {message}" in output
+    assert "Write the line" in output or "Fix the key" in output  # the fix is named
+    assert '"calls"' not in output

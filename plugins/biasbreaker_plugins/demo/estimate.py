@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.errors import ConfigError, LLMError
+from biasbreaker.errors import ConfigError, InputError, LLMError
 from biasbreaker.estimate import Prediction, Repairs, Step, predict, reruns
 from biasbreaker.llm import LLMRequest, LLMResponse, estimate_tokens
 from biasbreaker.probe import Probe, build_probe
 from biasbreaker_plugins.demo.agents import DemoKernel
 from biasbreaker_plugins.demo.phases import RECORD_ONLY, RunConfig, phase_kernel
-from biasbreaker_plugins.demo.run_graph import load_factory, read_inputs, takes_llm
+from biasbreaker_plugins.demo.run_graph import checked_inputs, load_factory, takes_llm
 
 ESTIMATE_SETTINGS: dict[str, Any] = {"probe": {"scorers": ["decision"]}}
 """Over the user's settings while estimating: the cheap ``decision`` scorer (what the probe
@@ -223,7 +223,10 @@ def estimate_graph(
     Raises:
         ConfigError: Bad configuration, ``--graph``, ``--steps`` or ``--calls`` (named, with
             the fix).
-        InputError: The inputs file cannot be read or holds no input.
+        InputError: The inputs file cannot be read, holds no input, or has a line
+            ``biasbreaker run`` would fail before any call (not JSON, not an object, a key the
+            graph's input state lacks: :func:`~biasbreaker_plugins.demo.run_graph.checked_inputs`,
+            the messages ``run`` gives, each naming its line).
     """
     from langgraph.graph import StateGraph
 
@@ -263,12 +266,17 @@ def estimate_graph(
         walked = "as --steps gives them"
     probe = _probe(kernel)
     cfg = kernel.settings.probe
+    lines = checked_inputs(inputs, builder)
+    bad = [line.error["message"] for line in lines if line.error is not None]
+    if bad:
+        raise InputError(
+            f"--inputs {inputs}: {len(bad)} of {len(lines)} line(s) are no input biasbreaker "
+            "run can run (it would fail them before any call); fix them and estimate again: "
+            + "; ".join(bad)
+        )
     runs: list[list[Step]] = []
-    lines = read_inputs(inputs)
     for line in lines:
-        if line.state is None:
-            runs.append([])  # a line that is not an input fails before any call
-            continue
+        assert line.state is not None  # every bad line was refused above
         tokens = estimate_tokens(json.dumps(line.state, ensure_ascii=False))
         # every node is drawn from the line, so the same re-runs: drawn once per line
         again = reruns(probe, path[0], line.state) if any(probed[n] for n in path) else 0
