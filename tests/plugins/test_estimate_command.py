@@ -69,6 +69,17 @@ def branching(llm):
     return builder
 
 
+def fan_out(llm):  # draft and check both start at START, file waits for the two
+    builder = StateGraph(State)
+    for name, fn in build(llm).nodes.items():
+        builder.add_node(name, fn.runnable)
+    builder.add_edge(START, "draft")
+    builder.add_edge(START, "check")
+    builder.add_edge(["draft", "check"], "file")
+    builder.add_edge("file", END)
+    return builder
+
+
 def calls_while_building(llm):
     asyncio.run(llm.complete(LLMRequest.chat("hello")))
     return build(llm)
@@ -243,3 +254,37 @@ def test_each_malformed_kind_alone_fails_the_estimate(project: Path, kind: str) 
     assert f"bad.jsonl:2: {message}" in output
     assert "Write the line" in output or "Fix the key" in output  # the fix is named
     assert '"calls"' not in output
+
+
+def test_a_node_given_twice_in_calls_is_an_error_naming_both_values(project: Path) -> None:
+    result = estimate(
+        "--graph", "estimate_graph_mod:build", "--inputs", "in.jsonl",
+        "--calls", "check=1", "--calls", "check=5",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert "--calls names node 'check' twice, 'check=1' and 'check=5'" in output
+    assert "give each node once" in output
+
+
+def test_a_node_repeated_in_steps_that_the_graph_runs_once_is_an_error(project: Path) -> None:
+    fan = ["--graph", "estimate_graph_mod:fan_out", "--inputs", "in.jsonl"]
+    result = estimate(*fan, "--steps", "draft,draft,draft,draft")
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert "--steps 'draft,draft,draft,draft' lists node 'draft' 4 times" in output
+    assert "runs it at most once per input" in output and "e.g. --steps draft" in output
+    once = estimate(*fan, "--steps", "draft,check,file", "--json")
+    assert once.exit_code == 0, once.output
+
+
+def test_a_node_repeated_in_steps_is_counted_where_the_graph_can_loop(project: Path) -> None:
+    """A conditional edge may loop back (or Send a node again): each listed run is counted."""
+    graph = ["--graph", "estimate_graph_mod:branching", "--inputs", "in.jsonl", "--json"]
+    twice = estimate(*graph, "--steps", "draft,check,file,file")
+    once = estimate(*graph, "--steps", "draft,check,file")
+    assert twice.exit_code == 0 and once.exit_code == 0, twice.output + once.output
+    calls = [json.loads(r.output)["total"]["calls"]["by_role"] for r in (once, twice)]
+    # one more run of file for each of the 3 inputs, re-run 7 and 9 times where probed
+    assert calls[1]["agent"] - calls[0]["agent"] == 3
+    assert calls[1]["probe"] - calls[0]["probe"] == 7 + 9

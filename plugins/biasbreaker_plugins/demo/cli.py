@@ -457,7 +457,9 @@ def estimate(
         typer.Option(
             "--steps",
             help="With --graph: the nodes one input passes through, comma-separated, in order "
-            "(needed when the graph branches or loops; default: its one path START -> END).",
+            "(needed when the graph branches or loops; default: its one path START -> END). "
+            "List a node once per run of it: more than once only where the graph can run it "
+            "again (a loop, a conditional edge, a Command).",
         ),
     ] = None,
     calls: Annotated[
@@ -465,7 +467,7 @@ def estimate(
         typer.Option(
             "--calls",
             help="With --graph: NODE=N, the LLM calls one run of the node makes (default 1; "
-            "0 for a node that calls no model). Repeat for several nodes.",
+            "0 for a node that calls no model). Repeat for several nodes, each node once.",
         ),
     ] = None,
     trip_rate: Annotated[

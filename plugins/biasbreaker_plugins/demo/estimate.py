@@ -23,6 +23,7 @@ even an embedding model, is loaded.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,9 +183,11 @@ def parse_calls(values: Sequence[str]) -> dict[str, int]:
     """``--calls NODE=N`` options as ``{node: N}``.
 
     Raises:
-        ConfigError: A value is not ``NODE=N`` with N a whole number >= 0.
+        ConfigError: A value is not ``NODE=N`` with N a whole number >= 0, or a node is given
+            twice (named, with both values: which one is meant cannot be guessed).
     """
     calls: dict[str, int] = {}
+    given: dict[str, str] = {}
     for value in values:
         node, sep, number = value.partition("=")
         try:
@@ -196,8 +199,49 @@ def parse_calls(values: Sequence[str]) -> dict[str, int]:
                 f"--calls {value!r} is not NODE=N with N a whole number >= 0 (the LLM calls one "
                 "run of the node makes); e.g. --calls screen=8, or --calls tools=0"
             )
+        if node in given:
+            raise ConfigError(
+                f"--calls names node {node!r} twice, {given[node]!r} and {value!r}: give each "
+                f"node once, with the LLM calls one run of it makes (e.g. --calls {value})"
+            )
+        given[node] = value
         calls[node] = n
     return calls
+
+
+def repeatable(builder: Any) -> set[str] | None:
+    """The nodes one input may run more than once, or ``None``: any node may.
+
+    A node may run again when its edges lead back to it (a loop of plain edges, or of a node
+    waiting on several others). A conditional edge (it may loop or ``Send`` a node many times)
+    or a node declaring ``Command`` destinations makes the routes depend on the replies:
+    ``None``. As :func:`linear_steps`, a node with a plain outgoing edge and no declared
+    ``Command`` destination is taken not to jump.
+    """
+    from langgraph.graph import END
+
+    if builder.branches or any(spec.ends for spec in builder.nodes.values()):
+        return None
+    out: dict[str, set[str]] = {}
+    for start, end in builder.edges:
+        out.setdefault(start, set()).add(end)
+    for starts, end in builder.waiting_edges:
+        for start in starts:
+            out.setdefault(start, set()).add(end)
+    again = set()
+    for node in builder.nodes:
+        seen: set[str] = set()
+        todo = list(out.get(node, ()))
+        while todo:
+            nxt = todo.pop()
+            if nxt == node:
+                again.add(node)
+                break
+            if nxt in seen or nxt == END:
+                continue
+            seen.add(nxt)
+            todo.extend(out.get(nxt, ()))
+    return again
 
 
 def estimate_graph(
@@ -262,6 +306,17 @@ def estimate_graph(
                 f"--steps {','.join(steps)!r}: "
                 + (f"{bad} are not nodes of the graph" if bad else "names no node")
                 + f"; its nodes: {sorted(probed)}"
+            )
+        listed = Counter(path)
+        loops = repeatable(builder)
+        once = {n: c for n, c in listed.items() if c > 1 and loops is not None and n not in loops}
+        if once:
+            node, times = next(iter(once.items()))
+            raise ConfigError(
+                f"--steps {','.join(steps)!r} lists node {node!r} {times} times, but the graph "
+                "runs it at most once per input (no edge leads from it back to it, and no "
+                "conditional edge or Command can send it again); list each node as often as "
+                f"one input runs it, e.g. --steps {','.join(dict.fromkeys(path))}"
             )
         walked = "as --steps gives them"
     probe = _probe(kernel)
@@ -433,4 +488,5 @@ __all__ = [
     "linear_steps",
     "parse_calls",
     "probed_nodes",
+    "repeatable",
 ]
