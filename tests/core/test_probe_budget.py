@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from biasbreaker.probe.budget import (
     BudgetExceeded,
     BudgetLimits,
     ProbeBudget,
+    UnmeteredWarning,
     charge_tokens,
     metering,
 )
@@ -126,6 +128,29 @@ def test_the_token_budget_counts_only_the_probes_re_runs_and_holds_once_reached(
     run(probe, step, PROMPTS[1], "s1")  # starts at 600 < 1000, ends at 1200
     with pytest.raises(BudgetExceeded, match=r"used 1200 tokens, reaching \[probe\] max_tokens"):
         run(probe, step, PROMPTS[2], "s2")
+
+
+def test_an_unmetered_node_is_warned_once_even_when_the_filter_says_always() -> None:
+    """The docs' "the first probed step of each node": not every step, whatever the filter."""
+    probe = make_probe(BudgetLimits(max_tokens_per_run=1000))
+    step = CountedStep(tokens_per_call=0)  # a model that reports no usage
+
+    def unmetered(probe: Probe, prompt: str, sid: str, name: str = "screen") -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            asyncio.run(probe.probe(step, prompt, step(prompt), step_id=sid, step_name=name))
+        return [str(w.message) for w in caught if w.category is UnmeteredWarning]
+
+    first = unmetered(probe, PROMPTS[0], "s0")
+    assert len(first) == 1 and "cannot see the re-runs of step 'screen'" in first[0]
+    assert unmetered(probe, PROMPTS[1], "s1") == []  # the same node: warned already
+    assert len(unmetered(probe, PROMPTS[2], "s2", name="rank")) == 1  # another node
+    assert probe.budget is not None
+    next_run = make_probe(BudgetLimits(max_tokens_per_run=1000))
+    next_run.budget = probe.budget.fresh()  # the guard's next run: the same guard
+    assert unmetered(next_run, PROMPTS[0], "t0") == []
+    other_guard = make_probe(BudgetLimits(max_tokens_per_run=1000))
+    assert len(unmetered(other_guard, PROMPTS[0], "u0")) == 1
 
 
 def test_tokens_are_charged_only_inside_metering() -> None:

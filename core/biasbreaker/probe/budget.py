@@ -16,7 +16,8 @@ What counts:
   charged by the client through :func:`biasbreaker.usage.charge_tokens` (the shipped
   ``openai-compatible`` and ``fake`` clients do, and the adapters charge what a LangChain chat
   model's reply reports in ``usage_metadata``; a model that reports nothing is not metered,
-  and a probed step whose re-runs charged nothing warns, :class:`UnmeteredWarning`). Tokens
+  and the first probed step of each node whose re-runs charged nothing warns,
+  :class:`UnmeteredWarning`, once per guard and process whatever the warnings filter). Tokens
   are known only after the replies, so the token bound is checked when a step's probe
   starts: the step that crosses it finishes, every later probed step of the run is held.
 
@@ -48,7 +49,9 @@ class UnmeteredWarning(UserWarning):
 
     Their model reports no usage (or its client does not call
     :func:`biasbreaker.usage.charge_tokens`), so the token bound cannot see them; the call
-    bounds still hold. Warned once per step name and bound (Python's warning registry).
+    bounds still hold. Warned the first time per step name, for the budget and every
+    account made from it by :meth:`ProbeBudget.fresh` (one guard's runs, in one process),
+    whatever the warnings filter (``"always"`` too): not once per step of every run.
     """
 
 
@@ -93,10 +96,21 @@ class ProbeBudget:
         self._calls = calls
         self._tokens = tokens
         self._lock = threading.Lock()
+        self._unmetered = _FirstTime()
 
     def fresh(self) -> ProbeBudget:
-        """A new account with the same bounds and nothing spent (a new run)."""
-        return ProbeBudget(self.limits)
+        """A new account with the same bounds and nothing spent (a new run).
+
+        It shares this budget's record of the steps already warned unmetered
+        (:class:`UnmeteredWarning` is warned once per step name across the runs).
+        """
+        budget = ProbeBudget(self.limits)
+        budget._unmetered = self._unmetered
+        return budget
+
+    def first_unmetered(self, step: str) -> bool:
+        """Whether step ``step`` is reported unmetered for the first time (then recorded)."""
+        return self._unmetered.first(step)
 
     @property
     def calls(self) -> int:
@@ -150,6 +164,22 @@ class ProbeBudget:
                 self._tokens += tokens
 
 
+class _FirstTime:
+    """Names seen so far, thread-safe: :meth:`first` is true once per name."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def first(self, name: str) -> bool:
+        """Whether ``name`` is new (it is recorded)."""
+        with self._lock:
+            if name in self._seen:
+                return False
+            self._seen.add(name)
+            return True
+
+
 class StepMeter:
     """The tokens one probed step's re-runs charge, passed on to the run's account.
 
@@ -172,12 +202,15 @@ class StepMeter:
     def check(self, step: str, calls: int) -> None:
         """Warn (:class:`UnmeteredWarning`) if the step's re-runs charged nothing under a bound.
 
+        Only the first such step of each name warns (:meth:`ProbeBudget.first_unmetered`),
+        whatever the warnings filter.
+
         Args:
             step: The probed step's node name.
             calls: Re-runs it made (0: nothing to meter, no warning).
         """
         bound = self.budget.limits.max_tokens_per_run
-        if bound and calls and not self.tokens:
+        if bound and calls and not self.tokens and self.budget.first_unmetered(step):
             warnings.warn(
                 UnmeteredWarning(
                     f"[probe] max_tokens_per_run = {bound} cannot see the re-runs of step "
