@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from biasbreaker.errors import ProbeError
+from biasbreaker.probe_reruns import RerunCount
 from biasbreaker.usage import charge_tokens, metered, phase
 
 
@@ -124,8 +125,15 @@ class ProbeBudget:
         with self._lock:
             return self._tokens
 
-    def reserve(self, step: str, step_id: str, calls: int) -> None:
+    def reserve(self, step: str, step_id: str, calls: int, drawn: RerunCount | None = None) -> None:
         """Reserve ``calls`` re-runs for step ``step`` (occurrence ``step_id``), or refuse.
+
+        Args:
+            step: The step's node name.
+            step_id: The step's occurrence.
+            calls: The re-runs to make (distinct, not answered by the cache).
+            drawn: What the probe drew, by kind (:class:`~biasbreaker.probe_reruns.RerunCount`),
+                named in the message of a step over ``max_calls_per_step``; ``None``: not named.
 
         Raises:
             BudgetExceeded: The step needs more than ``max_calls_per_step``, the run's
@@ -136,11 +144,21 @@ class ProbeBudget:
         held = f"step {step!r} ({step_id}) is held for review unprobed"
         with self._lock:
             if lim.max_calls_per_step and calls > lim.max_calls_per_step:
+                kinds = (
+                    "k + r, one more for a joint variant, one more per person for per-person "
+                    "variants"
+                    if drawn is None
+                    else drawn.describe()
+                    + (
+                        ""
+                        if drawn.total == calls
+                        else f", {drawn.total - calls} answered once or from the cache"
+                    )
+                )
                 raise BudgetExceeded(
-                    f"{held}: its probe needs {calls} re-runs, above [probe] "
+                    f"{held}: its probe needs {calls} re-runs ({kinds}), above [probe] "
                     f"max_calls_per_step = {lim.max_calls_per_step}; raise max_calls_per_step "
-                    f"to at least {calls} (k + r, one more for a joint variant, one more per "
-                    "person for per-person variants), or lower k or r"
+                    f"to at least {calls}, or lower k or r"
                 )
             if lim.max_calls_per_run and self._calls + calls > lim.max_calls_per_run:
                 raise BudgetExceeded(
