@@ -288,3 +288,44 @@ def test_a_node_repeated_in_steps_is_counted_where_the_graph_can_loop(project: P
     # one more run of file for each of the 3 inputs, re-run 7 and 9 times where probed
     assert calls[1]["agent"] - calls[0]["agent"] == 3
     assert calls[1]["probe"] - calls[0]["probe"] == 7 + 9
+
+
+def test_inputs_the_probe_holds_are_counted_held_as_the_run_holds_them(project: Path) -> None:
+    """A French input (an unsupported language) and one over max_calls_per_step: both held."""
+    (project / "biasbreaker.toml").write_text(
+        '[llm]\nclient = "fake"\n[probe]\nmax_calls_per_step = 8\n', encoding="utf-8"
+    )
+    french = {"question": "Il est musulman et travaille comme infirmier à Lyon. L'embaucher ?"}
+    lines = [INPUTS[0], french, INPUTS[1], INPUTS[2]]  # INPUTS[2] needs 9 re-runs, above 8
+    (project / "held.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    graph = ["--graph", "estimate_graph_mod:build", "--inputs", "held.jsonl"]
+    predicted = estimate(*graph, "--calls", "check=3", "--calls", "file=0", "--json")
+    assert predicted.exit_code == 0, predicted.output
+    figures = json.loads(predicted.output)
+    ran = CliRunner().invoke(main_app, ["run", *graph, "--out", "o"])
+    assert ran.exit_code == 0, ran.output
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    measured: Counter[str] = Counter()
+    for record in records:
+        measured.update({role: u["calls"] for role, u in record["usage"].items()})
+    assert figures["total"]["calls"]["by_role"] == dict(measured)
+    # the held inputs paused at their first step: one agent call each, nothing re-run
+    reviewed = [r for r in records if r["status"] == "review"]
+    assert (
+        [(h["line"], h["node"]) for h in figures["held"]]
+        == [(r["line"], r["review"]["node"]) for r in reviewed]
+        == [(2, "draft"), (4, "draft")]
+    )
+    assert figures["total"]["held_inputs"] == len(reviewed)
+    assert figures["total"]["held"] == {"unsupported_language": 1, "max_calls_per_step": 1}
+    for held, record in zip(figures["held"], reviewed, strict=True):
+        reason = held["reason"].replace("(estimate:draft)", "(draft@1)")
+        assert reason in record["review"]["reason"]
+    assert "needs 9 re-runs" in figures["held"][1]["reason"]
+    # no repair predicted where the run pauses: 2 x 3 guarded steps of the inputs that go on
+    assert figures["total"]["guarded_steps"] == 6
+    text = estimate(*graph, "--calls", "check=3", "--calls", "file=0")
+    assert "2 input(s) held for review (unsupported_language 1, max_calls_per_step 1)" in (
+        " ".join(text.output.split())
+    )
+    assert "- line 2 at draft (unsupported_language): unsupported language" in text.output

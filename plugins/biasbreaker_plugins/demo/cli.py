@@ -542,6 +542,16 @@ def estimate(
                 console.print(f"  {line}", markup=False)
     for line in describe(predicted.total, label="total" if len(predicted.phases) > 1 else ""):
         console.print(line, markup=False)
+    if predicted.held:
+        console.print(
+            f"held for review ({len(predicted.held)} input(s): the run pauses at the node, "
+            "nothing re-run, no repair):",
+            markup=False,
+        )
+        for h in predicted.held:
+            console.print(
+                f"- line {h['line']} at {h['node']} ({h['held']}): {h['reason']}", markup=False
+            )
     console.print("assumes:", markup=False)
     for sentence in predicted.assumptions:
         console.print(f"- {sentence}", markup=False)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from biasbreaker.errors import ConfigError, InputError, LLMError
-from biasbreaker.estimate import Prediction, Repairs, Step, predict, reruns
+from biasbreaker.estimate import Draw, Prediction, Repairs, Step, draw, predict, reruns
 from biasbreaker.llm import LLMRequest, LLMResponse, estimate_tokens
 from biasbreaker.probe import Probe, build_probe
 from biasbreaker_plugins.demo.agents import DemoKernel
@@ -70,11 +70,15 @@ class Estimate:
         subject: ``"graph MODULE:FACTORY on FILE"`` or ``"demo hiring (quick)"``.
         phases: The prediction per phase (a user's run has one, ``"run"``).
         assumptions: One sentence per assumption the figures rest on.
+        held: The inputs the probe would hold for review, each ``{"line", "node", "held",
+            "reason"}``: the input's line, the node where its run pauses, why
+            (:attr:`biasbreaker.estimate.Draw.held`) and the probe's reason.
     """
 
     subject: str
     phases: dict[str, Prediction]
     assumptions: list[str] = field(default_factory=list)
+    held: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total(self) -> Prediction:
@@ -90,6 +94,7 @@ class Estimate:
             "subject": self.subject,
             "total": self.total.to_json(),
             "phases": {name: p.to_json() for name, p in self.phases.items()},
+            "held": [dict(h) for h in self.held],
             "assumptions": list(self.assumptions),
         }
 
@@ -110,7 +115,8 @@ COMMON_ASSUMPTIONS = (
     "calls without repairs (agent, probe) are exact for these steps: each probed step re-runs "
     "its node once per distinct counterfactual variant, joint variant, per-person variant "
     "and resample the probe draws for its input (none when the input names no protected "
-    "group, or the probe would hold it), times [probe] probe_rate",
+    "group; a step the probe would hold runs its node and pauses the run), times [probe] "
+    "probe_rate",
     "repairs (re-check, skeptic, MADERA) depend on trips, which depend on the replies: given "
     "as a range from no trip to every guarded step tripping once at the costliest route "
     "(skeptics: the panel, one retry each for an unparseable verdict, and a re-check that "
@@ -330,18 +336,25 @@ def estimate_graph(
             + "; ".join(bad)
         )
     runs: list[list[Step]] = []
+    held: list[dict[str, Any]] = []
+    first = next((n for n in path if probed[n]), None)
     for line in lines:
         assert line.state is not None  # every bad line was refused above
         tokens = estimate_tokens(json.dumps(line.state, ensure_ascii=False))
-        # every node is drawn from the line, so the same re-runs: drawn once per line
-        again = reruns(probe, path[0], line.state) if any(probed[n] for n in path) else 0
+        # every node is drawn from the line, so the same re-runs, or hold: drawn once per line
+        drawn = Draw(0) if first is None else draw(probe, first, line.state)
+        if drawn.held:  # the run pauses at its first probed step, for review
+            held.append(
+                {"line": line.number, "node": first, "held": drawn.held, "reason": drawn.reason}
+            )
         runs.append(
             [
                 Step(
                     node,
                     calls=calls.get(node, 1),
-                    reruns=again if probed[node] else 0,
+                    reruns=drawn.reruns if probed[node] else 0,
                     prompt_tokens=tokens * calls.get(node, 1),
+                    held=drawn.held if probed[node] else "",
                 )
                 for node in path
             ]
@@ -368,9 +381,13 @@ def estimate_graph(
         "re-runs are drawn from the line)",
         "prompt tokens: the input line's JSON per call (a lower bound: a node's prompt adds "
         "its own instructions)",
+        "an input the probe would hold (an unsupported language, a mention it cannot vary, "
+        "more re-runs than [probe] max_calls_per_step) runs up to its first probed step and "
+        "pauses there for review, as biasbreaker run reports it (status review): nothing "
+        "re-run, no repair, no later step (a reviewer's resume is not counted)",
         *COMMON_ASSUMPTIONS,
     ]
-    return Estimate(f"graph {spec} on {inputs}", {"run": prediction}, assumptions)
+    return Estimate(f"graph {spec} on {inputs}", {"run": prediction}, assumptions, held)
 
 
 # ---------------------------------------------------------------------------- the demo
