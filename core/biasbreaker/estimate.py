@@ -8,9 +8,12 @@ A run's calls split in two parts, predicted differently:
   step's input (:func:`reruns`): ``k`` counterfactual variants, one joint variant when the
   input names two or more axes, one per-person variant per person of a mixed axis, ``r``
   same-group resamples, duplicates answered once; none when the input names no protected
-  group (not applicable) or the probe holds it (an unsupported language, an unreadable
-  mention, a step over ``[probe] max_calls_per_step``). Expected calls are these times
-  ``probe_rate``. Given the steps, this part is exact: nothing in it depends on a reply.
+  group (not applicable). Expected calls are these times ``probe_rate``. A step the probe
+  holds (an unsupported language, an unreadable mention, a step over ``[probe]
+  max_calls_per_step`` or ``max_calls_per_run``: :func:`draw`) runs its node, re-runs nothing
+  and pauses its run for review, so no later step of that input runs; held inputs are
+  counted apart (:attr:`Prediction.held`). Given the steps, this part is exact: nothing in
+  it depends on a reply.
 * **repairs** (re-check, skeptic, MADERA): they happen only where the breaker trips, which
   depends on what the agents answer. They are given as a range, from none (no step trips) to
   every guarded step tripping once at the costliest configured route
@@ -32,6 +35,7 @@ from typing import Any
 
 from biasbreaker.errors import ConfigError, ProbeError
 from biasbreaker.probe import Probe, ProbeResult
+from biasbreaker.probe.budget import BudgetExceeded, BudgetLimits, ProbeBudget
 
 REPAIR_ROLES = ("re-check", "skeptic", "MADERA")
 """The roles whose calls happen only where the breaker trips."""
@@ -50,6 +54,10 @@ class Step:
         prompt_tokens: Prompt tokens of one run of the node (all its calls together), or
             ``None`` when not predicted.
         completion_tokens: Completion tokens of one run of the node, or ``None``.
+        held: Why the probe holds the step for review when it probes it (``"unsupported_
+            language"``, ``"unreadable"``, ``"max_calls_per_step"``, ``"failed"``:
+            :attr:`Draw.held`), or ``""``: the node runs (its own calls), nothing is re-run,
+            no repair is called, and the run pauses there for review (no later step runs).
     """
 
     node: str
@@ -58,6 +66,7 @@ class Step:
     guarded: bool = True
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    held: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,8 @@ class Prediction:
         repair_typical_all: Typical repair calls by role if every guarded step trips once
             (:attr:`repairs_expected` scales it by the trip rate).
         trip_rate: The share of guarded steps assumed to trip, or ``None`` (no expectation).
+        held: Inputs held for review at a step, by why (:attr:`Step.held`, or
+            ``"max_calls_per_run"``); expected, with ``probe_rate``.
     """
 
     inputs: int = 0
@@ -148,6 +159,12 @@ class Prediction:
     repairs_most: dict[str, int] = field(default_factory=dict)
     repair_typical_all: dict[str, int] = field(default_factory=dict)
     trip_rate: float | None = None
+    held: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def held_inputs(self) -> float:
+        """Inputs held for review (expected, with ``probe_rate``)."""
+        return sum(self.held.values())
 
     @property
     def without_repairs(self) -> float:
@@ -195,6 +212,7 @@ class Prediction:
             "completion_tokens",
             "repairs_most",
             "repair_typical_all",
+            "held",
         ):
             total: dict[str, Any] = dict(getattr(self, name))
             for role, n in getattr(other, name).items():
@@ -211,6 +229,8 @@ class Prediction:
             "guarded_steps": self.guarded_steps,
             "repairable_steps": self.repairable_steps,
             "probed_steps": round(self.probed_steps, 2),
+            "held_inputs": round(self.held_inputs, 2),
+            "held": {why: round(n, 2) for why, n in self.held.items()},
             "calls": {
                 "without_repairs": round(self.without_repairs),
                 "expected": round(self.expected),
@@ -244,9 +264,14 @@ def predict(
         probe_rate: ``[probe] probe_rate``: the expected share of steps probed, in [0, 1].
         trip_rate: The share of guarded steps that trip, in [0, 1], for the expectation; or
             ``None`` to give the repairs as a range only.
-        max_calls_per_run: ``[probe] max_calls_per_run`` (0: no bound): once a step's
-            re-runs would pass it, that step and every later one of the input is not re-run
-            (held for review).
+        max_calls_per_run: ``[probe] max_calls_per_run`` (0: no bound): the step whose
+            re-runs would pass it is held (as :attr:`Step.held`, ``"max_calls_per_run"``).
+
+    A held step (:attr:`Step.held`), when the probe samples it, runs its node, re-runs
+    nothing, calls no repair and pauses its input's run for review: no later step of the input
+    runs (``run`` reports it ``review``). The calls, tokens, probed steps and held inputs are
+    expectations over the sampling (exact at ``probe_rate = 1``); the repair range counts the
+    steps a run can reach (all of them but those after a step held at ``probe_rate = 1``).
 
     Raises:
         ConfigError: ``probe_rate`` or ``trip_rate`` is outside [0, 1] (named with its value).
@@ -260,16 +285,17 @@ def predict(
     out = Prediction(trip_rate=trip_rate)
     for steps in runs:
         out.inputs += 1
-        spent, spent_out = 0.0, False
+        going, spent = 1.0, 0.0  # the chance the run reaches the step; re-runs spent so far
         for step in steps:
             out.steps += 1
-            probed = probe_rate if step.reruns else 0.0
-            if max_calls_per_run and probed:
-                spent_out = spent_out or spent + step.reruns > max_calls_per_run
-                probed = 0.0 if spent_out else probed
-                spent += probed * step.reruns
+            held = step.held
+            if not held and max_calls_per_run and step.reruns:
+                held = "max_calls_per_run" if spent + step.reruns > max_calls_per_run else ""
+            sampled = probe_rate if step.reruns or held else 0.0
+            probed = 0.0 if held else going * sampled
+            spent += 0.0 if held else sampled * step.reruns
             out.probed_steps += probed
-            _add(out.calls, "agent", step.calls)
+            _add(out.calls, "agent", going * step.calls)
             _add(out.calls, "probe", probed * step.reruns * step.calls)
             for into, tokens in (
                 (out.prompt_tokens, step.prompt_tokens),
@@ -277,21 +303,30 @@ def predict(
             ):
                 if tokens is None:
                     continue
-                _add(into, "agent", tokens)
+                _add(into, "agent", going * tokens)
                 if probed:
                     _add(into, "probe", probed * step.reruns * tokens)
-            if not step.guarded:
-                continue
-            out.guarded_steps += 1
-            cost = repair_cost(step, repairs)
-            out.repairable_steps += bool(cost.typical)
-            for role, n in cost.most.items():
-                out.repairs_most[role] = out.repairs_most.get(role, 0) + n
-            for role, n in cost.typical.items():
-                out.repair_typical_all[role] = out.repair_typical_all.get(role, 0) + n
+            if held and sampled:
+                _add(out.held, held, going * sampled)
+                going *= 1.0 - sampled
+            if step.guarded and going:
+                _repairs(out, step, repairs)
+            if not going:
+                break  # held for review: the run pauses here
     if "probe" in out.calls and not out.calls["probe"]:
         del out.calls["probe"]
     return out
+
+
+def _repairs(out: Prediction, step: Step, repairs: Repairs) -> None:
+    """Add a guarded step's repair range to ``out``."""
+    out.guarded_steps += 1
+    cost = repair_cost(step, repairs)
+    out.repairable_steps += bool(cost.typical)
+    for role, n in cost.most.items():
+        out.repairs_most[role] = out.repairs_most.get(role, 0) + n
+    for role, n in cost.typical.items():
+        out.repair_typical_all[role] = out.repair_typical_all.get(role, 0) + n
 
 
 def _add(into: dict[str, float], role: str, n: float) -> None:
@@ -302,23 +337,40 @@ def _never_called(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("the estimate draws re-runs; it never runs a step")
 
 
-def reruns(probe: Probe, node: str, step_input: Any) -> int:
-    """The re-runs ``probe`` makes for a step of ``node`` with ``step_input`` (nothing called).
+@dataclass(frozen=True)
+class Draw:
+    """What the probe would do with a step, drawn before anything runs (:func:`draw`).
+
+    Args:
+        reruns: The re-runs it makes, >= 0 (0: not applicable, or held).
+        held: Why it holds the step for review, or ``""``: ``"unsupported_language"`` (``[probe]
+            unsupported_language = "hold"``), ``"unreadable"`` (a mention it cannot vary),
+            ``"max_calls_per_step"`` (more re-runs than the bound) or ``"failed"`` (the probe
+            raised on the input).
+        reason: The probe's own reason, as the run's trace records it (``""`` when not held).
+    """
+
+    reruns: int
+    held: str = ""
+    reason: str = ""
+
+
+def draw(probe: Probe, node: str, step_input: Any) -> Draw:
+    """What ``probe`` does with a step of ``node`` on ``step_input`` (nothing called).
 
     What :meth:`~biasbreaker.probe.Probe.draw` draws with a fresh rotation, and
     :meth:`~biasbreaker.probe.Probe.start` would start with an empty cache: each distinct call
     once, the step's own output (sample 0) not re-run. Sampling (``probe_rate``) is left to
-    :func:`predict`; a step over ``[probe] max_calls_per_step`` is held unprobed (0).
+    :func:`predict`. A step the probe holds (:attr:`ProbeResult.holds
+    <biasbreaker.probe.ProbeResult.holds>`, a :class:`~biasbreaker.errors.ProbeError`, more
+    re-runs than ``[probe] max_calls_per_step``, whose message is the budget's own) is held,
+    with the reason the run would record.
 
     Args:
         probe: The run's probe (:func:`~biasbreaker.probe.build_probe`); its rotation state
             for ``node`` is reset, its sampling and budget are not used.
         node: The node's name.
         step_input: The step's input (the state the node reads, JSON-like).
-
-    Returns:
-        The re-runs, >= 0: 0 when the input names no protected group or the probe would hold
-        the step (an unsupported language, a mention it cannot read).
     """
     rate, budget = probe.probe_rate, probe.budget
     probe.probe_rate, probe.budget = 1.0, None
@@ -326,17 +378,33 @@ def reruns(probe: Probe, node: str, step_input: Any) -> int:
         drawn = probe.draw(
             _never_called, step_input, step_id=f"estimate:{node}", step_name=node, coverage={}
         )
-    except ProbeError:
-        return 0  # the probe fails closed on this input: held, nothing re-run
+    except ProbeError as exc:  # the probe fails closed on this input: held, nothing re-run
+        return Draw(0, "failed", f"probe failed: {type(exc).__name__}: {exc}")
     finally:
         probe.probe_rate, probe.budget = rate, budget
     if isinstance(drawn, ProbeResult):
-        return 0
+        return Draw(0, drawn.status, drawn.reason) if drawn.holds else Draw(0)
     distinct = {c.key for c in drawn.calls} - {drawn.original_key}
     limit = budget.limits.max_calls_per_step if budget is not None else 0
     if limit and len(distinct) > limit:
-        return 0  # held for review unprobed
-    return len(distinct)
+        try:  # the budget's own message: what the run's trace would record
+            ProbeBudget(BudgetLimits(max_calls_per_step=limit)).reserve(
+                node, f"estimate:{node}", len(distinct), drawn.count()
+            )
+        except BudgetExceeded as exc:
+            return Draw(0, "max_calls_per_step", f"probe failed: BudgetExceeded: {exc}")
+    return Draw(len(distinct))
+
+
+def reruns(probe: Probe, node: str, step_input: Any) -> int:
+    """The re-runs ``probe`` makes for a step of ``node`` on ``step_input``: :func:`draw`'s.
+
+    Returns:
+        The re-runs, >= 0: 0 when the input names no protected group or the probe would hold
+        the step (an unsupported language, a mention it cannot read, over ``[probe]
+        max_calls_per_step``).
+    """
+    return draw(probe, node, step_input).reruns
 
 
 ReRuns = Callable[[str, Any], int]
@@ -353,9 +421,13 @@ def describe(prediction: Prediction, *, label: str = "") -> list[str]:
     p = prediction
     head = f"{label}: " if label else ""
     by_role = ", ".join(f"{r} {round(n)}" for r, n in p.calls.items()) or "none"
+    held = ""
+    if p.held:
+        why = ", ".join(f"{w} {n:g}" for w, n in p.held.items())
+        held = f", {p.held_inputs:g} input(s) held for review ({why})"
     lines = [
         f"{head}{round(p.without_repairs)} LLM calls without repairs ({by_role}) for "
-        f"{p.inputs} input(s), {p.steps} step(s), {p.probed_steps:g} probed",
+        f"{p.inputs} input(s), {p.steps} step(s), {p.probed_steps:g} probed{held}",
     ]
     if p.guarded_steps and p.repairs_most:
         lines.append(
@@ -398,6 +470,7 @@ def check_calls(calls: Mapping[str, int]) -> dict[str, int]:
 
 __all__ = [
     "REPAIR_ROLES",
+    "Draw",
     "Prediction",
     "ReRuns",
     "RepairCost",
@@ -405,6 +478,7 @@ __all__ = [
     "Step",
     "check_calls",
     "describe",
+    "draw",
     "predict",
     "repair_cost",
     "reruns",

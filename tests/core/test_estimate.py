@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import pytest
 
 from biasbreaker.errors import ConfigError
-from biasbreaker.estimate import Repairs, Step, describe, predict, repair_cost, reruns
+from biasbreaker.estimate import Repairs, Step, describe, draw, predict, repair_cost, reruns
 from biasbreaker.probe import CounterfactualGenerator, Probe
+from biasbreaker.probe.budget import BudgetLimits, ProbeBudget
 
 SKEPTICS = Repairs(frozenset({"skeptics"}), panel=3, max_rewrites=3)
 BOTH = Repairs(frozenset({"skeptics", "madera"}), panel=3, max_rewrites=2)
@@ -31,6 +32,24 @@ def test_probe_rate_scales_the_reruns_and_max_calls_per_run_stops_the_rest_of_a_
     # the second step's 7 would pass 10: it and every later step are held unprobed
     bounded = predict([steps], SKEPTICS, max_calls_per_run=10)
     assert bounded.calls["probe"] == 7 and bounded.probed_steps == 1
+    # the held step runs its node and pauses the run for review: c never runs
+    assert bounded.calls["agent"] == 2 and bounded.held == {"max_calls_per_run": 1}
+    assert bounded.guarded_steps == 1  # no repair where the run pauses
+
+
+def test_a_held_step_runs_its_node_then_pauses_the_run_with_nothing_re_run_or_repaired() -> None:
+    held = [Step("a", calls=2, reruns=0, held="unsupported_language"), Step("b", reruns=0)]
+    going = [Step("a", calls=2, reruns=7), Step("b", reruns=7)]
+    p = predict([held, going], SKEPTICS)
+    assert p.calls == {"agent": 2 + 2 + 1, "probe": 7 * 2 + 7}
+    assert (p.inputs, p.steps, p.guarded_steps, p.probed_steps) == (2, 3, 2, 2)
+    assert p.held == {"unsupported_language": 1} and p.held_inputs == 1
+    assert p.repairs_most == predict([going], SKEPTICS).repairs_most  # none for the held input
+    assert "1 input(s) held for review (unsupported_language 1)" in describe(p)[0]
+    # sampled half the time: held half the time, else it goes on unprobed to b
+    half = predict([held], SKEPTICS, probe_rate=0.5)
+    assert half.held == {"unsupported_language": 0.5}
+    assert half.calls == {"agent": 2 + 0.5}
 
 
 def test_one_interventions_calls_follow_the_panel_and_the_recheck() -> None:
@@ -74,7 +93,7 @@ class _Exact:
         return [0.0 if a == b else 1.0 for a, b in zip(originals, counterfactuals, strict=True)]
 
 
-def _probe(*, per_person: bool = True) -> Probe:
+def _probe(*, per_person: bool = True, budget: ProbeBudget | None = None) -> Probe:
     return Probe(
         _Exact(),
         generator=CounterfactualGenerator(seed=0),
@@ -83,6 +102,7 @@ def _probe(*, per_person: bool = True) -> Probe:
         per_person=per_person,
         bootstrap=0,
         language=None,
+        budget=budget,
     )
 
 
@@ -96,3 +116,19 @@ def test_reruns_are_what_the_probe_draws_for_the_input() -> None:
     assert reruns(probe, "n", people) == reruns(_probe(per_person=False), "n", people) + 2
     # the probe's own sampling and budget are left as they were
     assert probe.probe_rate == 1.0 and probe.budget is None
+
+
+def test_a_step_the_probe_would_hold_is_drawn_held_with_the_runs_reason() -> None:
+    probe = _probe(budget=ProbeBudget(BudgetLimits(max_calls_per_step=8)))
+    people = "Mary Carter and John Baker applied; rank them."  # 9 re-runs, above 8
+    over = draw(probe, "n", people)
+    assert (over.reruns, over.held) == (0, "max_calls_per_step")
+    assert over.reason.startswith("probe failed: BudgetExceeded: step 'n' (estimate:n)")
+    assert "needs 9 re-runs" in over.reason
+    assert draw(probe, "n", "A Muslim man and a Christian man met.") == draw(
+        _probe(), "n", "A Muslim man and a Christian man met."
+    )
+    # "he" belongs to no one of two persons of different genders: no per-person variant
+    unread = draw(_probe(), "n", "Mary Carter and John Baker applied; he is older.")
+    assert (unread.reruns, unread.held) == (0, "unreadable") and unread.reason
+    assert draw(_probe(), "n", "Is the sky blue?").held == ""  # not applicable: not held

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from biasbreaker.probe.budget import (
     BudgetExceeded,
     BudgetLimits,
     ProbeBudget,
+    UnmeteredWarning,
     charge_tokens,
     metering,
 )
@@ -75,7 +77,10 @@ def test_a_step_needing_more_re_runs_than_the_step_budget_is_held_before_any_re_
     assert step.calls == 1  # only the guarded call itself: no re-run started
     message = str(info.value)
     assert "step 'screen' (s0) is held for review unprobed" in message
-    assert "needs 6 re-runs, above [probe] max_calls_per_step = 5" in message
+    assert (
+        "needs 6 re-runs (4 counterfactual variants + 2 resamples), above [probe] "
+        "max_calls_per_step = 5" in message
+    )
     assert "raise max_calls_per_step to at least 6" in message  # what this step needs
     assert probe.budget is not None and probe.budget.calls == 0
 
@@ -128,6 +133,29 @@ def test_the_token_budget_counts_only_the_probes_re_runs_and_holds_once_reached(
         run(probe, step, PROMPTS[2], "s2")
 
 
+def test_an_unmetered_node_is_warned_once_even_when_the_filter_says_always() -> None:
+    """The docs' "the first probed step of each node": not every step, whatever the filter."""
+    probe = make_probe(BudgetLimits(max_tokens_per_run=1000))
+    step = CountedStep(tokens_per_call=0)  # a model that reports no usage
+
+    def unmetered(probe: Probe, prompt: str, sid: str, name: str = "screen") -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            asyncio.run(probe.probe(step, prompt, step(prompt), step_id=sid, step_name=name))
+        return [str(w.message) for w in caught if w.category is UnmeteredWarning]
+
+    first = unmetered(probe, PROMPTS[0], "s0")
+    assert len(first) == 1 and "cannot see the re-runs of step 'screen'" in first[0]
+    assert unmetered(probe, PROMPTS[1], "s1") == []  # the same node: warned already
+    assert len(unmetered(probe, PROMPTS[2], "s2", name="rank")) == 1  # another node
+    assert probe.budget is not None
+    next_run = make_probe(BudgetLimits(max_tokens_per_run=1000))
+    next_run.budget = probe.budget.fresh()  # the guard's next run: the same guard
+    assert unmetered(next_run, PROMPTS[0], "t0") == []
+    other_guard = make_probe(BudgetLimits(max_tokens_per_run=1000))
+    assert len(unmetered(other_guard, PROMPTS[0], "u0")) == 1
+
+
 def test_tokens_are_charged_only_inside_metering() -> None:
     budget = ProbeBudget(BudgetLimits(max_tokens_per_run=10))
     charge_tokens(50)
@@ -158,7 +186,7 @@ def test_a_budget_below_one_probe_is_a_config_error_naming_field_value_and_fix(
         load_settings(overrides={"probe": {"k": 4, "r": 2, "max_calls_per_run": 5}})
     message = str(info.value)
     assert "max_calls_per_run=5 is below k + r = 4 + 2 = 6" in message
-    assert "at least 6 (7 with joint variants)" in message and "0 for no bound" in message
+    assert "Set max_calls_per_run to at least 6" in message and "0 for no bound" in message
     (isolated_config / "biasbreaker.toml").write_text(
         "[probe]\nmax_tokens_per_run = -1\n", encoding="utf-8"
     )
@@ -167,6 +195,36 @@ def test_a_budget_below_one_probe_is_a_config_error_naming_field_value_and_fix(
     (isolated_config / "biasbreaker.toml").write_text("", encoding="utf-8")
     settings = load_settings(overrides={"probe": {"max_calls_per_step": 7}}).settings
     assert settings.probe.max_calls_per_step == 7
+
+
+TWO_PERSONS = "Mary Carter and John Baker applied for the analyst job. Whom should we hire?"
+
+
+def test_the_config_advice_and_the_held_step_count_per_person_variants_alike(
+    isolated_config: Path,
+) -> None:
+    """k = 4, r = 2, joint and per_person on: two persons of different genders need 9."""
+    probe_cfg = {"k": 4, "r": 2, "joint": True, "per_person": True}
+    with pytest.raises(ConfigError) as info:
+        load_settings(overrides={"probe": {**probe_cfg, "max_calls_per_step": 5}})
+    advice = " ".join(str(info.value).split())
+    expected = "4 counterfactual variants + 2 resamples + 1 joint + 2 per-person"
+    assert "9 for one naming two persons of different genders by name" in advice
+    assert f"'Mary Carter and John Baker applied' ({expected})" in advice
+    assert "7 for an input naming two axes" in advice
+    # at run time, a bound between the two: the configured probe draws what the advice counted
+    from biasbreaker.kernel import Kernel
+    from biasbreaker.probe.probe import build_probe
+
+    probe = build_probe(
+        Kernel.load(
+            overrides={"probe": {**probe_cfg, "max_calls_per_step": 8, "scorers": ["decision"]}}
+        )
+    )
+    step = CountedStep()
+    with pytest.raises(BudgetExceeded) as held:
+        run(probe, step, TWO_PERSONS, "s0")
+    assert f"needs 9 re-runs ({expected}), above [probe] max_calls_per_step = 8" in str(held.value)
 
 
 def test_the_settings_reach_the_probe_and_no_bound_means_no_budget() -> None:

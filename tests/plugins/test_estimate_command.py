@@ -69,6 +69,17 @@ def branching(llm):
     return builder
 
 
+def fan_out(llm):  # draft and check both start at START, file waits for the two
+    builder = StateGraph(State)
+    for name, fn in build(llm).nodes.items():
+        builder.add_node(name, fn.runnable)
+    builder.add_edge(START, "draft")
+    builder.add_edge(START, "check")
+    builder.add_edge(["draft", "check"], "file")
+    builder.add_edge("file", END)
+    return builder
+
+
 def calls_while_building(llm):
     asyncio.run(llm.complete(LLMRequest.chat("hello")))
     return build(llm)
@@ -203,3 +214,118 @@ def test_the_demos_estimate_is_its_known_structure(project: Path) -> None:
     assert figures["phases"]["calibration"]["calls"]["at_most"] == 3080
     rated = json.loads(estimate("--demo", "--quick", "--trip-rate", "0.05", "--json").output)
     assert rated["total"]["calls"]["expected"] > rated["total"]["calls"]["without_repairs"]
+
+
+MALFORMED = {
+    "not JSON": ("{not json", "not valid JSON"),
+    "not an object": ('["a list"]', "expected a JSON object (the graph's input state), got list"),
+    "a key the state lacks": (
+        json.dumps({"questoin": "Mary Carter and John Baker applied."}),
+        "key(s) ['questoin'] are not in the graph's input state",
+    ),
+}
+
+
+def test_malformed_lines_fail_the_estimate_with_the_messages_run_gives(project: Path) -> None:
+    lines = [json.dumps(INPUTS[0]), *(bad for bad, _ in MALFORMED.values())]
+    (project / "bad.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    graph = ["--graph", "estimate_graph_mod:build", "--inputs", "bad.jsonl"]
+    ran = CliRunner().invoke(main_app, ["run", *graph, "--out", "o"])
+    assert ran.exit_code == 1, ran.output
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    messages = [r["error"]["message"] for r in records if r["status"] == "failed"]
+    assert len(messages) == 3  # run refuses each malformed line before any call
+    result = estimate(*graph)
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    for message in messages:
+        assert " ".join(message.split()) in output
+    assert "3 of 4 line(s) are no input biasbreaker run can run" in output
+    assert "LLM calls" not in output  # nothing counted
+
+
+@pytest.mark.parametrize("kind", list(MALFORMED))
+def test_each_malformed_kind_alone_fails_the_estimate(project: Path, kind: str) -> None:
+    bad, message = MALFORMED[kind]
+    (project / "bad.jsonl").write_text(json.dumps(INPUTS[1]) + "\n" + bad + "\n")
+    result = estimate("--graph", "estimate_graph_mod:build", "--inputs", "bad.jsonl", "--json")
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert f"bad.jsonl:2: {message}" in output
+    assert "Write the line" in output or "Fix the key" in output  # the fix is named
+    assert '"calls"' not in output
+
+
+def test_a_node_given_twice_in_calls_is_an_error_naming_both_values(project: Path) -> None:
+    result = estimate(
+        "--graph", "estimate_graph_mod:build", "--inputs", "in.jsonl",
+        "--calls", "check=1", "--calls", "check=5",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert "--calls names node 'check' twice, 'check=1' and 'check=5'" in output
+    assert "give each node once" in output
+
+
+def test_a_node_repeated_in_steps_that_the_graph_runs_once_is_an_error(project: Path) -> None:
+    fan = ["--graph", "estimate_graph_mod:fan_out", "--inputs", "in.jsonl"]
+    result = estimate(*fan, "--steps", "draft,draft,draft,draft")
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert "--steps 'draft,draft,draft,draft' lists node 'draft' 4 times" in output
+    assert "runs it at most once per input" in output and "e.g. --steps draft" in output
+    once = estimate(*fan, "--steps", "draft,check,file", "--json")
+    assert once.exit_code == 0, once.output
+
+
+def test_a_node_repeated_in_steps_is_counted_where_the_graph_can_loop(project: Path) -> None:
+    """A conditional edge may loop back (or Send a node again): each listed run is counted."""
+    graph = ["--graph", "estimate_graph_mod:branching", "--inputs", "in.jsonl", "--json"]
+    twice = estimate(*graph, "--steps", "draft,check,file,file")
+    once = estimate(*graph, "--steps", "draft,check,file")
+    assert twice.exit_code == 0 and once.exit_code == 0, twice.output + once.output
+    calls = [json.loads(r.output)["total"]["calls"]["by_role"] for r in (once, twice)]
+    # one more run of file for each of the 3 inputs, re-run 7 and 9 times where probed
+    assert calls[1]["agent"] - calls[0]["agent"] == 3
+    assert calls[1]["probe"] - calls[0]["probe"] == 7 + 9
+
+
+def test_inputs_the_probe_holds_are_counted_held_as_the_run_holds_them(project: Path) -> None:
+    """A French input (an unsupported language) and one over max_calls_per_step: both held."""
+    (project / "biasbreaker.toml").write_text(
+        '[llm]\nclient = "fake"\n[probe]\nmax_calls_per_step = 8\n', encoding="utf-8"
+    )
+    french = {"question": "Il est musulman et travaille comme infirmier à Lyon. L'embaucher ?"}
+    lines = [INPUTS[0], french, INPUTS[1], INPUTS[2]]  # INPUTS[2] needs 9 re-runs, above 8
+    (project / "held.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    graph = ["--graph", "estimate_graph_mod:build", "--inputs", "held.jsonl"]
+    predicted = estimate(*graph, "--calls", "check=3", "--calls", "file=0", "--json")
+    assert predicted.exit_code == 0, predicted.output
+    figures = json.loads(predicted.output)
+    ran = CliRunner().invoke(main_app, ["run", *graph, "--out", "o"])
+    assert ran.exit_code == 0, ran.output
+    records = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    measured: Counter[str] = Counter()
+    for record in records:
+        measured.update({role: u["calls"] for role, u in record["usage"].items()})
+    assert figures["total"]["calls"]["by_role"] == dict(measured)
+    # the held inputs paused at their first step: one agent call each, nothing re-run
+    reviewed = [r for r in records if r["status"] == "review"]
+    assert (
+        [(h["line"], h["node"]) for h in figures["held"]]
+        == [(r["line"], r["review"]["node"]) for r in reviewed]
+        == [(2, "draft"), (4, "draft")]
+    )
+    assert figures["total"]["held_inputs"] == len(reviewed)
+    assert figures["total"]["held"] == {"unsupported_language": 1, "max_calls_per_step": 1}
+    for held, record in zip(figures["held"], reviewed, strict=True):
+        reason = held["reason"].replace("(estimate:draft)", "(draft@1)")
+        assert reason in record["review"]["reason"]
+    assert "needs 9 re-runs" in figures["held"][1]["reason"]
+    # no repair predicted where the run pauses: 2 x 3 guarded steps of the inputs that go on
+    assert figures["total"]["guarded_steps"] == 6
+    text = estimate(*graph, "--calls", "check=3", "--calls", "file=0")
+    assert "2 input(s) held for review (unsupported_language 1, max_calls_per_step 1)" in (
+        " ".join(text.output.split())
+    )
+    assert "- line 2 at draft (unsupported_language): unsupported language" in text.output

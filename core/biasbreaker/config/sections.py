@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from biasbreaker.probe_reruns import advice
 from biasbreaker.propagation import (
     Ewma,
     NetworkEwma,
@@ -200,11 +201,12 @@ class ProbeSettings(Section):
         for name in ("max_calls_per_step", "max_calls_per_run"):
             value: int = getattr(self, name)
             if 0 < value < floor:
+                counted = advice(name, self.k, self.r, joint=self.joint, per_person=self.per_person)
                 raise ValueError(
                     f"{name}={value} is below k + r = {self.k} + {self.r} = {floor}, the "
-                    "re-runs of one probe: every probed step would be held unprobed. Set "
-                    f"{name} to at least {floor} ({floor + 1} with joint variants), lower k or "
-                    "r, or set it to 0 for no bound"
+                    "re-runs of one probe: every probed step would be held unprobed. "
+                    f"{counted[0].upper()}{counted[1:]}; or lower k or r, or set it to 0 "
+                    "for no bound"
                 )
         return self
 

@@ -16,7 +16,8 @@ What counts:
   charged by the client through :func:`biasbreaker.usage.charge_tokens` (the shipped
   ``openai-compatible`` and ``fake`` clients do, and the adapters charge what a LangChain chat
   model's reply reports in ``usage_metadata``; a model that reports nothing is not metered,
-  and a probed step whose re-runs charged nothing warns, :class:`UnmeteredWarning`). Tokens
+  and the first probed step of each node whose re-runs charged nothing warns,
+  :class:`UnmeteredWarning`, once per guard and process whatever the warnings filter). Tokens
   are known only after the replies, so the token bound is checked when a step's probe
   starts: the step that crosses it finishes, every later probed step of the run is held.
 
@@ -36,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from biasbreaker.errors import ProbeError
+from biasbreaker.probe_reruns import RerunCount
 from biasbreaker.usage import charge_tokens, metered, phase
 
 
@@ -48,7 +50,9 @@ class UnmeteredWarning(UserWarning):
 
     Their model reports no usage (or its client does not call
     :func:`biasbreaker.usage.charge_tokens`), so the token bound cannot see them; the call
-    bounds still hold. Warned once per step name and bound (Python's warning registry).
+    bounds still hold. Warned the first time per step name, for the budget and every
+    account made from it by :meth:`ProbeBudget.fresh` (one guard's runs, in one process),
+    whatever the warnings filter (``"always"`` too): not once per step of every run.
     """
 
 
@@ -93,10 +97,21 @@ class ProbeBudget:
         self._calls = calls
         self._tokens = tokens
         self._lock = threading.Lock()
+        self._unmetered = _FirstTime()
 
     def fresh(self) -> ProbeBudget:
-        """A new account with the same bounds and nothing spent (a new run)."""
-        return ProbeBudget(self.limits)
+        """A new account with the same bounds and nothing spent (a new run).
+
+        It shares this budget's record of the steps already warned unmetered
+        (:class:`UnmeteredWarning` is warned once per step name across the runs).
+        """
+        budget = ProbeBudget(self.limits)
+        budget._unmetered = self._unmetered
+        return budget
+
+    def first_unmetered(self, step: str) -> bool:
+        """Whether step ``step`` is reported unmetered for the first time (then recorded)."""
+        return self._unmetered.first(step)
 
     @property
     def calls(self) -> int:
@@ -110,8 +125,15 @@ class ProbeBudget:
         with self._lock:
             return self._tokens
 
-    def reserve(self, step: str, step_id: str, calls: int) -> None:
+    def reserve(self, step: str, step_id: str, calls: int, drawn: RerunCount | None = None) -> None:
         """Reserve ``calls`` re-runs for step ``step`` (occurrence ``step_id``), or refuse.
+
+        Args:
+            step: The step's node name.
+            step_id: The step's occurrence.
+            calls: The re-runs to make (distinct, not answered by the cache).
+            drawn: What the probe drew, by kind (:class:`~biasbreaker.probe_reruns.RerunCount`),
+                named in the message of a step over ``max_calls_per_step``; ``None``: not named.
 
         Raises:
             BudgetExceeded: The step needs more than ``max_calls_per_step``, the run's
@@ -122,11 +144,21 @@ class ProbeBudget:
         held = f"step {step!r} ({step_id}) is held for review unprobed"
         with self._lock:
             if lim.max_calls_per_step and calls > lim.max_calls_per_step:
+                kinds = (
+                    "k + r, one more for a joint variant, one more per person for per-person "
+                    "variants"
+                    if drawn is None
+                    else drawn.describe()
+                    + (
+                        ""
+                        if drawn.total == calls
+                        else f", {drawn.total - calls} answered once or from the cache"
+                    )
+                )
                 raise BudgetExceeded(
-                    f"{held}: its probe needs {calls} re-runs, above [probe] "
+                    f"{held}: its probe needs {calls} re-runs ({kinds}), above [probe] "
                     f"max_calls_per_step = {lim.max_calls_per_step}; raise max_calls_per_step "
-                    f"to at least {calls} (k + r, one more for a joint variant, one more per "
-                    "person for per-person variants), or lower k or r"
+                    f"to at least {calls}, or lower k or r"
                 )
             if lim.max_calls_per_run and self._calls + calls > lim.max_calls_per_run:
                 raise BudgetExceeded(
@@ -148,6 +180,22 @@ class ProbeBudget:
         if tokens > 0:
             with self._lock:
                 self._tokens += tokens
+
+
+class _FirstTime:
+    """Names seen so far, thread-safe: :meth:`first` is true once per name."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def first(self, name: str) -> bool:
+        """Whether ``name`` is new (it is recorded)."""
+        with self._lock:
+            if name in self._seen:
+                return False
+            self._seen.add(name)
+            return True
 
 
 class StepMeter:
@@ -172,12 +220,15 @@ class StepMeter:
     def check(self, step: str, calls: int) -> None:
         """Warn (:class:`UnmeteredWarning`) if the step's re-runs charged nothing under a bound.
 
+        Only the first such step of each name warns (:meth:`ProbeBudget.first_unmetered`),
+        whatever the warnings filter.
+
         Args:
             step: The probed step's node name.
             calls: Re-runs it made (0: nothing to meter, no warning).
         """
         bound = self.budget.limits.max_tokens_per_run
-        if bound and calls and not self.tokens:
+        if bound and calls and not self.tokens and self.budget.first_unmetered(step):
             warnings.warn(
                 UnmeteredWarning(
                     f"[probe] max_tokens_per_run = {bound} cannot see the re-runs of step "

@@ -103,6 +103,7 @@ from biasbreaker.probe.scoring import (
     combine,
 )
 from biasbreaker.probe.terms import TermSet
+from biasbreaker.probe_reruns import RerunCount
 from biasbreaker.trace.records import UNSUPPORTED_PROCEEDED
 from biasbreaker.types import check_unit_score
 
@@ -473,6 +474,13 @@ class Drawn:
     resample_keys: tuple[tuple[str, str, int], ...]
     variant_keys: tuple[tuple[str, str, int], ...]
     variant_samples: tuple[int, ...]
+
+    def count(self) -> RerunCount:
+        """The calls drawn, by kind (:mod:`biasbreaker.probe_reruns`), duplicates included."""
+        mappings = [v.mapping for v in self.cf_set.variants]
+        joint = sum(1 for m in mappings if m.steps)
+        person = sum(1 for m in mappings if m.person)
+        return RerunCount(len(mappings) - joint - person, len(self.resample_keys), joint, person)
 
 
 @dataclass
@@ -964,7 +972,7 @@ class Probe:
                 pending[c.key] = c
         todo = tuple(pending.values())
         if self.budget is not None:  # fail closed: a step the run cannot pay for is held
-            self.budget.reserve(drawn.name, drawn.step_id, len(todo))
+            self.budget.reserve(drawn.name, drawn.step_id, len(todo), drawn.count())
         future: asyncio.Future[list[Any]] | concurrent.futures.Future[list[Any]] | None = None
         meter = None if self.budget is None else StepMeter(self.budget)
         if todo:

@@ -457,7 +457,9 @@ def estimate(
         typer.Option(
             "--steps",
             help="With --graph: the nodes one input passes through, comma-separated, in order "
-            "(needed when the graph branches or loops; default: its one path START -> END).",
+            "(needed when the graph branches or loops; default: its one path START -> END). "
+            "List a node once per run of it: more than once only where the graph can run it "
+            "again (a loop, a conditional edge, a Command).",
         ),
     ] = None,
     calls: Annotated[
@@ -465,7 +467,7 @@ def estimate(
         typer.Option(
             "--calls",
             help="With --graph: NODE=N, the LLM calls one run of the node makes (default 1; "
-            "0 for a node that calls no model). Repeat for several nodes.",
+            "0 for a node that calls no model). Repeat for several nodes, each node once.",
         ),
     ] = None,
     trip_rate: Annotated[
@@ -540,6 +542,16 @@ def estimate(
                 console.print(f"  {line}", markup=False)
     for line in describe(predicted.total, label="total" if len(predicted.phases) > 1 else ""):
         console.print(line, markup=False)
+    if predicted.held:
+        console.print(
+            f"held for review ({len(predicted.held)} input(s): the run pauses at the node, "
+            "nothing re-run, no repair):",
+            markup=False,
+        )
+        for h in predicted.held:
+            console.print(
+                f"- line {h['line']} at {h['node']} ({h['held']}): {h['reason']}", markup=False
+            )
     console.print("assumes:", markup=False)
     for sentence in predicted.assumptions:
         console.print(f"- {sentence}", markup=False)

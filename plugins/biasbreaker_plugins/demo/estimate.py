@@ -23,18 +23,19 @@ even an embedding model, is loaded.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasbreaker.errors import ConfigError, LLMError
-from biasbreaker.estimate import Prediction, Repairs, Step, predict, reruns
+from biasbreaker.errors import ConfigError, InputError, LLMError
+from biasbreaker.estimate import Draw, Prediction, Repairs, Step, draw, predict, reruns
 from biasbreaker.llm import LLMRequest, LLMResponse, estimate_tokens
 from biasbreaker.probe import Probe, build_probe
 from biasbreaker_plugins.demo.agents import DemoKernel
 from biasbreaker_plugins.demo.phases import RECORD_ONLY, RunConfig, phase_kernel
-from biasbreaker_plugins.demo.run_graph import load_factory, read_inputs, takes_llm
+from biasbreaker_plugins.demo.run_graph import checked_inputs, load_factory, takes_llm
 
 ESTIMATE_SETTINGS: dict[str, Any] = {"probe": {"scorers": ["decision"]}}
 """Over the user's settings while estimating: the cheap ``decision`` scorer (what the probe
@@ -69,11 +70,15 @@ class Estimate:
         subject: ``"graph MODULE:FACTORY on FILE"`` or ``"demo hiring (quick)"``.
         phases: The prediction per phase (a user's run has one, ``"run"``).
         assumptions: One sentence per assumption the figures rest on.
+        held: The inputs the probe would hold for review, each ``{"line", "node", "held",
+            "reason"}``: the input's line, the node where its run pauses, why
+            (:attr:`biasbreaker.estimate.Draw.held`) and the probe's reason.
     """
 
     subject: str
     phases: dict[str, Prediction]
     assumptions: list[str] = field(default_factory=list)
+    held: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total(self) -> Prediction:
@@ -89,6 +94,7 @@ class Estimate:
             "subject": self.subject,
             "total": self.total.to_json(),
             "phases": {name: p.to_json() for name, p in self.phases.items()},
+            "held": [dict(h) for h in self.held],
             "assumptions": list(self.assumptions),
         }
 
@@ -109,7 +115,8 @@ COMMON_ASSUMPTIONS = (
     "calls without repairs (agent, probe) are exact for these steps: each probed step re-runs "
     "its node once per distinct counterfactual variant, joint variant, per-person variant "
     "and resample the probe draws for its input (none when the input names no protected "
-    "group, or the probe would hold it), times [probe] probe_rate",
+    "group; a step the probe would hold runs its node and pauses the run), times [probe] "
+    "probe_rate",
     "repairs (re-check, skeptic, MADERA) depend on trips, which depend on the replies: given "
     "as a range from no trip to every guarded step tripping once at the costliest route "
     "(skeptics: the panel, one retry each for an unparseable verdict, and a re-check that "
@@ -182,9 +189,11 @@ def parse_calls(values: Sequence[str]) -> dict[str, int]:
     """``--calls NODE=N`` options as ``{node: N}``.
 
     Raises:
-        ConfigError: A value is not ``NODE=N`` with N a whole number >= 0.
+        ConfigError: A value is not ``NODE=N`` with N a whole number >= 0, or a node is given
+            twice (named, with both values: which one is meant cannot be guessed).
     """
     calls: dict[str, int] = {}
+    given: dict[str, str] = {}
     for value in values:
         node, sep, number = value.partition("=")
         try:
@@ -196,8 +205,49 @@ def parse_calls(values: Sequence[str]) -> dict[str, int]:
                 f"--calls {value!r} is not NODE=N with N a whole number >= 0 (the LLM calls one "
                 "run of the node makes); e.g. --calls screen=8, or --calls tools=0"
             )
+        if node in given:
+            raise ConfigError(
+                f"--calls names node {node!r} twice, {given[node]!r} and {value!r}: give each "
+                f"node once, with the LLM calls one run of it makes (e.g. --calls {value})"
+            )
+        given[node] = value
         calls[node] = n
     return calls
+
+
+def repeatable(builder: Any) -> set[str] | None:
+    """The nodes one input may run more than once, or ``None``: any node may.
+
+    A node may run again when its edges lead back to it (a loop of plain edges, or of a node
+    waiting on several others). A conditional edge (it may loop or ``Send`` a node many times)
+    or a node declaring ``Command`` destinations makes the routes depend on the replies:
+    ``None``. As :func:`linear_steps`, a node with a plain outgoing edge and no declared
+    ``Command`` destination is taken not to jump.
+    """
+    from langgraph.graph import END
+
+    if builder.branches or any(spec.ends for spec in builder.nodes.values()):
+        return None
+    out: dict[str, set[str]] = {}
+    for start, end in builder.edges:
+        out.setdefault(start, set()).add(end)
+    for starts, end in builder.waiting_edges:
+        for start in starts:
+            out.setdefault(start, set()).add(end)
+    again = set()
+    for node in builder.nodes:
+        seen: set[str] = set()
+        todo = list(out.get(node, ()))
+        while todo:
+            nxt = todo.pop()
+            if nxt == node:
+                again.add(node)
+                break
+            if nxt in seen or nxt == END:
+                continue
+            seen.add(nxt)
+            todo.extend(out.get(nxt, ()))
+    return again
 
 
 def estimate_graph(
@@ -223,7 +273,10 @@ def estimate_graph(
     Raises:
         ConfigError: Bad configuration, ``--graph``, ``--steps`` or ``--calls`` (named, with
             the fix).
-        InputError: The inputs file cannot be read or holds no input.
+        InputError: The inputs file cannot be read, holds no input, or has a line
+            ``biasbreaker run`` would fail before any call (not JSON, not an object, a key the
+            graph's input state lacks: :func:`~biasbreaker_plugins.demo.run_graph.checked_inputs`,
+            the messages ``run`` gives, each naming its line).
     """
     from langgraph.graph import StateGraph
 
@@ -260,25 +313,48 @@ def estimate_graph(
                 + (f"{bad} are not nodes of the graph" if bad else "names no node")
                 + f"; its nodes: {sorted(probed)}"
             )
+        listed = Counter(path)
+        loops = repeatable(builder)
+        once = {n: c for n, c in listed.items() if c > 1 and loops is not None and n not in loops}
+        if once:
+            node, times = next(iter(once.items()))
+            raise ConfigError(
+                f"--steps {','.join(steps)!r} lists node {node!r} {times} times, but the graph "
+                "runs it at most once per input (no edge leads from it back to it, and no "
+                "conditional edge or Command can send it again); list each node as often as "
+                f"one input runs it, e.g. --steps {','.join(dict.fromkeys(path))}"
+            )
         walked = "as --steps gives them"
     probe = _probe(kernel)
     cfg = kernel.settings.probe
+    lines = checked_inputs(inputs, builder)
+    bad = [line.error["message"] for line in lines if line.error is not None]
+    if bad:
+        raise InputError(
+            f"--inputs {inputs}: {len(bad)} of {len(lines)} line(s) are no input biasbreaker "
+            "run can run (it would fail them before any call); fix them and estimate again: "
+            + "; ".join(bad)
+        )
     runs: list[list[Step]] = []
-    lines = read_inputs(inputs)
+    held: list[dict[str, Any]] = []
+    first = next((n for n in path if probed[n]), None)
     for line in lines:
-        if line.state is None:
-            runs.append([])  # a line that is not an input fails before any call
-            continue
+        assert line.state is not None  # every bad line was refused above
         tokens = estimate_tokens(json.dumps(line.state, ensure_ascii=False))
-        # every node is drawn from the line, so the same re-runs: drawn once per line
-        again = reruns(probe, path[0], line.state) if any(probed[n] for n in path) else 0
+        # every node is drawn from the line, so the same re-runs, or hold: drawn once per line
+        drawn = Draw(0) if first is None else draw(probe, first, line.state)
+        if drawn.held:  # the run pauses at its first probed step, for review
+            held.append(
+                {"line": line.number, "node": first, "held": drawn.held, "reason": drawn.reason}
+            )
         runs.append(
             [
                 Step(
                     node,
                     calls=calls.get(node, 1),
-                    reruns=again if probed[node] else 0,
+                    reruns=drawn.reruns if probed[node] else 0,
                     prompt_tokens=tokens * calls.get(node, 1),
+                    held=drawn.held if probed[node] else "",
                 )
                 for node in path
             ]
@@ -305,9 +381,13 @@ def estimate_graph(
         "re-runs are drawn from the line)",
         "prompt tokens: the input line's JSON per call (a lower bound: a node's prompt adds "
         "its own instructions)",
+        "an input the probe would hold (an unsupported language, a mention it cannot vary, "
+        "more re-runs than [probe] max_calls_per_step) runs up to its first probed step and "
+        "pauses there for review, as biasbreaker run reports it (status review): nothing "
+        "re-run, no repair, no later step (a reviewer's resume is not counted)",
         *COMMON_ASSUMPTIONS,
     ]
-    return Estimate(f"graph {spec} on {inputs}", {"run": prediction}, assumptions)
+    return Estimate(f"graph {spec} on {inputs}", {"run": prediction}, assumptions, held)
 
 
 # ---------------------------------------------------------------------------- the demo
@@ -425,4 +505,5 @@ __all__ = [
     "linear_steps",
     "parse_calls",
     "probed_nodes",
+    "repeatable",
 ]

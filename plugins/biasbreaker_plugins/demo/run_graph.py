@@ -232,13 +232,17 @@ def read_inputs(path: Path) -> list[InputLine]:
         try:
             value = json.loads(line)
         except ValueError as exc:
-            error = InputError(f"{path}:{number}: not valid JSON: {exc}")
+            error = InputError(
+                f"{path}:{number}: not valid JSON: {exc}: {_shown(line)}. Write the line as "
+                'one JSON object, the input state, e.g. {"question": "..."}'
+            )
             lines.append(InputLine(number, None, failure_of(error)))
             continue
         if not isinstance(value, dict):
             error = InputError(
                 f"{path}:{number}: expected a JSON object (the graph's input state), got "
-                f"{type(value).__name__}"
+                f"{type(value).__name__} {_shown(line)}. Write the line as one JSON object "
+                'keyed by the state\'s keys, e.g. {"question": "..."}'
             )
             lines.append(InputLine(number, None, failure_of(error)))
             continue
@@ -249,6 +253,25 @@ def read_inputs(path: Path) -> list[InputLine]:
             'per line, e.g. {"question": "..."}'
         )
     return lines
+
+
+def _shown(line: str, limit: int = 60) -> str:
+    """A line of ``--inputs`` as an error message quotes it: stripped, cut to ``limit`` chars."""
+    text = line.strip()
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def checked_inputs(path: Path, builder: Any) -> list[InputLine]:
+    """``--inputs`` read and checked against the graph, as ``run`` and ``estimate`` read it.
+
+    :func:`read_inputs`, then :func:`known_keys_only`: a line that is not JSON, not an object,
+    or names a key the graph's input state lacks is an :class:`InputLine` with its error (the
+    message names the line, the value and the fix).
+
+    Raises:
+        InputError: The file cannot be read or holds no input.
+    """
+    return known_keys_only(read_inputs(path), builder, path)
 
 
 def known_keys_only(lines: list[InputLine], builder: Any, path: Path) -> list[InputLine]:
@@ -398,7 +421,7 @@ def prepare_run(
     builder = build_user_graph(factory, spec, kernel)
     guarded = guard(builder, kernel)
     roles = llm_roles(kernel, graph=takes_llm(factory))
-    states = known_keys_only(read_inputs(inputs), builder, inputs)
+    states = checked_inputs(inputs, builder)
     if isinstance(checkpoint, PostgresCheckpoint):
         check_postgres_checkpoint(checkpoint, [line.thread for line in states])
     return PreparedRun(spec, kernel, guarded, states, out, checkpoint, roles, control)
@@ -603,6 +626,7 @@ __all__ = [
     "RunResult",
     "build_user_graph",
     "check_checkpoint",
+    "checked_inputs",
     "describe_roles",
     "llm_roles",
     "load_factory",
