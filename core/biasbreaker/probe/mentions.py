@@ -36,6 +36,7 @@ from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
 from biasbreaker.probe.surnames import (
     key_surname,
     surname_first,
+    surname_first_bare,
     surname_key,
     surname_race,
     titled_surnames,
@@ -182,6 +183,12 @@ _LABELLED_NAME = re.compile(
     r"([^\W\d_]+(?:[-'’][^\W\d_]+)*)(?![\w-]))",
     re.IGNORECASE,
 )
+_LABEL_BEFORE = re.compile(
+    r"(?<![\w'’-])(?:" + "|".join(_NAME_LABELS) + r")(?:[ \t]*[:=#-][ \t]*|[ \t]+)$",
+    re.IGNORECASE,
+)
+"""A person label right before a word (``Applicant: ``, ``Name = ``, ``Dear ``)."""
+_POSSESSIVE_START = re.compile(r"['’]s?(?![\w'’-])")
 _HEADER_NAME = re.compile(
     r"[ \t]*(?:from|to|cc|bcc|reply-to|sender|sent by|signed|signed by|requested by|"
     r"submitted by|requester|contact|author)[ \t]*:[ \t]*([^\W\d_]+(?:[-'’][^\W\d_]+)*)"
@@ -845,7 +852,41 @@ class MentionFinder:
             Hit(start, end, word, "name", "", (), surname_key(word))
             for start, end, word in titled_surnames(text, book)
         )
+        out.extend(
+            Hit(start, end, text[start:end], "name", "", (), f"{given} {last}")
+            for start, end, given, last in surname_first_bare(text, book)
+            if self._person_place(text, start, end)
+        )
         return out
+
+    def _person_place(self, text: str, start: int, end: int) -> bool:
+        """Whether the name at ``text[start:end]`` stands where only a person's name does.
+
+        Used for names written surname first without a comma (``Zhang Wei``), which a pair
+        of capitalised words inside a sentence is too often not (``in Hong Kong``): after a
+        title (``Mr. Zhang Wei``), after a person label (:data:`_NAME_LABELS`: ``Applicant:
+        Nguyen Van An``, ``Dear Zhang Wei``), as an appositive after a person noun (``The
+        applicant, Zhang Wei, asked``), as the whole value (``{"applicant": "Zhang Wei"}``),
+        or opening the text, a sentence or a line as a possessive or before a verb of a
+        person or an age (``Zhang Wei applied``, ``Zhang Wei's file``, ``Zhang Wei, 45,``).
+        """
+        if _TITLE_BEFORE.search(text, max(0, start - 8), start):
+            return True
+        if _LABEL_BEFORE.search(text, max(0, start - 40), start) or self._cued(text, start, end):
+            return True
+        before = text[:start].rstrip(" \t")
+        if before and before[-1] not in _SENTENCE_OPEN:
+            return False
+        if not before and not text[end:].strip(" \t.!?"):
+            return True
+        nxt = _WORD_AFTER.match(text, end)
+        after = nxt.group(1) if nxt is not None else None
+        possessive = _POSSESSIVE_START.match(text, end) is not None
+        return (
+            possessive
+            or (after is not None and after.lower() in _PERSON_VERBS)
+            or _AGE_APPOSITION.match(text, end) is not None
+        )
 
     def _labelled_first_names(self, text: str) -> list[Hit]:
         """A capitalised first name alone after a person label (``Applicant Mei, …``).
