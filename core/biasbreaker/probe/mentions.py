@@ -34,6 +34,7 @@ from biasbreaker.probe.names import (
 )
 from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
 from biasbreaker.probe.surnames import (
+    initialled_surnames,
     key_surname,
     surname_first,
     surname_first_bare,
@@ -188,6 +189,8 @@ _LABEL_BEFORE = re.compile(
     re.IGNORECASE,
 )
 """A person label right before a word (``Applicant: ``, ``Name = ``, ``Dear ``)."""
+_PRONOUN_NEXT = re.compile(r"(?:['’]s?)?[^.!?\n]{0,80}?[.!?][ \t]+(?:He|She|His|Her)(?![\w'’-])")
+"""The rest of a sentence, then ``He``/``She``/``His``/``Her`` opening the next one."""
 _POSSESSIVE_START = re.compile(r"['’]s?(?![\w'’-])")
 _HEADER_NAME = re.compile(
     r"[ \t]*(?:from|to|cc|bcc|reply-to|sender|sent by|signed|signed by|requested by|"
@@ -857,7 +860,24 @@ class MentionFinder:
             for start, end, given, last in surname_first_bare(text, book)
             if self._person_place(text, start, end)
         )
+        out.extend(
+            Hit(start, end, word, "name", "", (), surname_key(word))
+            for lead, start, end, word in initialled_surnames(text, book)
+            if self._person_place(text, lead, end) or self._person_after(text, lead, end)
+        )
         return out
+
+    def _person_after(self, text: str, start: int, end: int) -> bool:
+        """Cues of a person that initials and a surname at ``text[start:end]`` may also have.
+
+        A person word of the term set right before (``the engineer R. Begay``, ``our nurse
+        J. Washington``: a role noun names a person) or ``he``, ``she``, ``his`` or ``her``
+        opening the next sentence (``Loan file of R. Begay. She earns 40k.``).
+        """
+        prev = _word_before(text, start)
+        if prev is not None and prev.lower() in self.terms.person_words:
+            return True
+        return _PRONOUN_NEXT.match(text, end) is not None
 
     def _person_place(self, text: str, start: int, end: int) -> bool:
         """Whether the name at ``text[start:end]`` stands where only a person's name does.

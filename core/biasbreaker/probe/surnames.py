@@ -13,6 +13,11 @@ of a group just as plainly (a new-user trial found both passed unprobed or half 
 * the surname first and a comma (``Yazzie, Darlene applied``, ``Washington, Jamal``): read as
   the person ``Darlene Yazzie`` where it opens the text, a line or a sentence, or follows a
   colon (``Name: Yazzie, Darlene``), and swapped whole like a name written first name first;
+* initials and a surname (``R. Begay``, ``Dr. A. Nguyen``, ``J. Washington``):
+  :func:`initialled_surnames` gives the surnames that tell a race (no firm of
+  :data:`INITIAL_FIRMS`: ``J.P. Morgan``, ``A.T. Kearney``);
+  :meth:`~biasbreaker.probe.mentions.MentionFinder._surname_hits` keeps those with a person
+  cue, and they are read and swapped like a titled surname (the initials stay);
 * the surname first without a comma (``Zhang Wei applied``, ``Applicant: Nguyen Van An``):
   the order of Chinese, Korean and Vietnamese names. :func:`surname_first_bare` gives the
   candidates (a surname at least :data:`SURNAME_FIRST_SHARE` % Asian in the census, then a
@@ -37,6 +42,7 @@ from biasbreaker.probe.names import (
     PLACE_WORDS,
     RACE_SHARE,
     NameBook,
+    first_name_info,
     fold,
     name_shares,
     person_name,
@@ -44,9 +50,11 @@ from biasbreaker.probe.names import (
 )
 
 __all__ = [
+    "INITIAL_FIRMS",
     "SURNAME_FIRST_SHARE",
     "SURNAME_MARK",
     "VIETNAMESE_MIDDLE",
+    "initialled_surnames",
     "key_surname",
     "surname_first",
     "surname_first_bare",
@@ -283,3 +291,55 @@ def _given(
     if f"{fold(surname)} {f}" in ORGANISATIONS or person_name(word, surname, book) is None:
         return None
     return m.start() + len(word), word
+
+
+INITIAL_FIRMS: Final = frozenset(
+    {
+        "jp morgan", "at kearney", "jc penney", "ag edwards", "t rowe", "de shaw", "wp carey",
+        "jm smucker", "sc johnson", "ll bean", "ao smith", "hj heinz", "rj reynolds", "jb hunt",
+        "ch robinson", "tj maxx", "j crew", "ew scripps", "hb fuller", "wr grace",
+        "ww grainger", "jd power", "rr donnelley", "dr horton", "ap moller", "jw marriott",
+        "js bach", "cs lewis", "jrr tolkien", "ee cummings", "pt barnum", "jk rowling",
+        "hg wells", "ts eliot", "fw woolworth", "aj wright", "ja henckels", "wk kellogg",
+    }
+)  # fmt: skip
+"""Firms and brands (and a few authors no input names as an applicant) written as initials
+and a surname: never a person of the race the surname tells (``J.P. Morgan`` is a bank, and
+``Morgan`` tells white). Keyed by the initials run together and the folded surname; a new
+firm of this shape beside a person cue (``J.P. Morgan said``) is read, a needless swap, so
+the cue is required (:meth:`~biasbreaker.probe.mentions.MentionFinder._person_place`)."""
+_INITIALLED = re.compile(
+    r"(?<![\w'’.&-])((?:[A-Z]\.[ \t]?){0,2}[A-Z]\.)[ \t]+"
+    r"([A-Z][^\W\d_]*(?:[-'’][^\W\d_]+)*)(?:['’]s?)?(?![\w'’-])"
+)
+"""One to three initials and a capitalised word (``R. Begay``, ``J.P. Morgan``, ``A. T.
+Kearney``, ``Nguyen's``)."""
+_NAME_BEFORE = re.compile(r"(?<![\w'’-])([A-Z][^\W\d_]+)[ \t]+$")
+"""A capitalised word right before the initials: a middle initial of a full name (``Mei L.
+Nguyen``), read by the pair rule."""
+
+
+def initialled_surnames(text: str, book: NameBook) -> list[tuple[int, int, int, str]]:
+    """Surnames after initials that tell a race: ``(lead, start, end, surname)`` each.
+
+    ``R. Begay applied`` gives the span of ``Begay`` (96 % native-american; a possessive
+    ending stays outside) and ``lead``, where the initials start. Not: a surname that tells
+    no race (``J. Smith``: 72 % white), a capitalised word after it (``J. Washington
+    Post``), a firm of :data:`INITIAL_FIRMS` (``J.P. Morgan``, ``A.T. Kearney``), a middle
+    initial after a first name (``Mei L. Nguyen``: a full name, read by the pair rule;
+    ``Dr. A. Nguyen`` and ``Applicant R. Begay`` are read, the word before being no first
+    name). The caller requires a person cue.
+    """
+    out: list[tuple[int, int, int, str]] = []
+    for m in _INITIALLED.finditer(text):
+        word = _POSSESSIVE_END.sub("", m.group(2))
+        initials = "".join(c for c in m.group(1) if c.isalpha()).lower()
+        if f"{initials} {fold(word)}" in INITIAL_FIRMS:
+            continue
+        if _CAPITALISED_AFTER.match(text, m.end()) or surname_race(word, book) is None:
+            continue
+        prev = _NAME_BEFORE.search(text, max(0, m.start() - 40), m.start())
+        if prev is not None and first_name_info(prev.group(1), book) is not None:
+            continue
+        out.append((m.start(), m.start(2), m.start(2) + len(word), word))
+    return out
