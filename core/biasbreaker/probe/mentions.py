@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from biasbreaker.probe.ages import age_mentions, glued_sex_codes, range_ends, slash_age_before
+from biasbreaker.probe.countries import country_mentions
 from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.name_fields import field_names
@@ -527,6 +528,7 @@ class MentionFinder:
         ]
         named = {norm(h.name) for _, _, hits in texts for h in hits if h.kind == "name"}
         identity = any(a.name == "gender" for a in self.axes)
+        nationality = any(a.name == "nationality" for a in self.axes)
         for path, text, hits in texts:
             read = [(h.start, h.end) for h in hits]
             if identity:
@@ -534,6 +536,8 @@ class MentionFinder:
                     Held(path, "gender", m.group(0), f"the gender identity {m.group(0)!r}")
                     for m in _GENDER_IDENTITY.finditer(text)
                 )
+            if nationality:
+                out.extend(self._other_nationalities(path, text, read))
             out.extend(self._identifier_terms(path, text, read))
             out.extend(
                 h for h in self._identifier_people(path, text, read) if norm(h.surface) not in named
@@ -547,6 +551,23 @@ class MentionFinder:
                 h for h in self._lower_case_first_names(path, text, read) if h.surface not in firsts
             )
         return tuple(out)
+
+    def _other_nationalities(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
+        """Nationalities the nationality axis has no group for, where they describe a person.
+
+        :func:`~biasbreaker.probe.countries.country_mentions` over the 196 entities of The
+        World Factbook (``A Syrian engineer``, ``He is from Syria``); a word the scan read
+        (a term of the axis: ``Nigerian``, ``Pakistan``; or of another axis) is not held.
+        """
+        return [
+            Held(path, "nationality", surface, f"the nationality {surface!r} ({country}), "
+                 "for which the nationality axis has no group")
+            for start, end, surface, country in country_mentions(text, self.terms.person_words)
+            if not any(s < end and start < e for s, e in read)
+            and norm(surface) not in self.compiled.axis_of
+        ]  # fmt: skip
 
     def _lower_case_first_names(
         self, path: Path, text: str, read: Sequence[tuple[int, int]]
