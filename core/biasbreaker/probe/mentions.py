@@ -308,12 +308,27 @@ _NOT_IN_IDENTIFIER = frozenset({"he", "she", "him", "her", "his", "hers", "man",
 _GENDER_IDENTITY = re.compile(
     r"(?<![\w/-])(?:(?:they|xe|ze|ey|fae)\s*/\s*(?:them|their|theirs|xem|xyr|zir|hir|zem|em|"
     r"faer)|non-?binary|enby|genderqueer|gender-?fluid|agender|bigender|two-spirit|"
-    r"transgender|cisgender|gender[ -]non-?conforming)(?![\w/-])",
+    r"transgender|cisgender|gender[ -]non-?conforming|"
+    r"trans[ -]?(?:wom[ae]n|m[ae]n|girls?|boys?|persons?|people|folks?|individuals?|femmes?|"
+    r"mascs?)|(?<=is |am |as )trans(?=[ \t]*(?:[.,;:!?)]|and\b|$))|mtf|ftm)(?![\w/-])",
     re.IGNORECASE,
 )
+_SAME_SEX_SPOUSE = re.compile(
+    r"(?<![\w'’-])(?:his[ \t]+(?:husbands?|boyfriends?|fianc[eé])|her[ \t]+(?:wife|wives|"
+    r"girlfriends?|fianc[eé]e))(?![\w'’-])",
+    re.IGNORECASE,
+)
+"""A same-sex spouse or partner (``his husband``, ``her wife``, ``her girlfriend``): a sexual
+orientation no term of that axis names. A gender variant moves both words (``his husband`` →
+``her wife``), keeping the orientation, and no orientation variant can move it (the other
+groups are no spouse word), so an input with one is held when sexual orientation is an axis
+(:meth:`MentionFinder.held`), like a gender identity. ``my husband`` tells nothing (the
+speaker's gender is unknown)."""
 """Gender identities the gender axis (male, female) has no group for: a pronoun declaration
 other than she/her and he/him (``they/them``, ``xe/xem``) and the words ``nonbinary``,
-``genderqueer``, ``transgender``, ``cisgender`` …. Gender identity is protected as sex (US
+``genderqueer``, ``transgender``, ``cisgender``, ``trans woman``/``trans man`` (a new-user
+trial found ``a trans woman`` swapped to ``a trans man``), ``she is trans.``, ``MtF``/``FtM``
+…. Gender identity is protected as sex (US
 Supreme Court, *Bostock v. Clayton County*, 2020), but no variant of another group keeps it
 nor drops it soundly, so an input naming one is held (:meth:`MentionFinder.held`), like
 pregnancy. A bare ``they`` is no declaration (it is also plural)."""
@@ -529,6 +544,7 @@ class MentionFinder:
         named = {norm(h.name) for _, _, hits in texts for h in hits if h.kind == "name"}
         identity = any(a.name == "gender" for a in self.axes)
         nationality = any(a.name == "nationality" for a in self.axes)
+        orientation = any(a.name == "sexual-orientation" for a in self.axes)
         for path, text, hits in texts:
             read = [(h.start, h.end) for h in hits]
             if identity:
@@ -538,6 +554,12 @@ class MentionFinder:
                 )
             if nationality:
                 out.extend(self._other_nationalities(path, text, read))
+            if orientation:
+                out.extend(
+                    Held(path, "sexual-orientation", m.group(0), f"the same-sex spouse "
+                         f"{m.group(0)!r}, a sexual orientation no variant can move")
+                    for m in _SAME_SEX_SPOUSE.finditer(text)
+                )  # fmt: skip
             out.extend(self._identifier_terms(path, text, read))
             out.extend(
                 h for h in self._identifier_people(path, text, read) if norm(h.surface) not in named
