@@ -231,6 +231,18 @@ study's "a Nigerian nurse" inputs: applicants from those countries sent to revie
 than others. A reading of ``pcm`` is therefore supported when English is covered."""
 
 
+_FOREIGN_AGE = re.compile(
+    r"(?<![\w.,])\d{1,3}[ \t]*(?:ans|jahre|jahren|jährige[nr]?|años|anos|anni|jaar|år|"
+    r"yaşında)(?![\w])",
+    re.IGNORECASE,
+)
+"""A number and the word for "years (old)" in French, German, Spanish, Portuguese, Italian,
+Dutch, Swedish/Norwegian/Danish or Turkish (``67 ans``, ``67 Jahre``, ``67 años``): an age the
+English term lists do not read. Short text with one reads as its language at a probability far
+below the threshold (``Elle a 67 ans.``: French, p = 0.09), so the step was *not applicable*
+(issue 14). ``an`` (``20 an hour``) and ``lat`` (latitude) are left out."""
+
+
 def _prose(text: str) -> str:
     """``text`` with its identifiers (:data:`_IDENTIFIER`) blanked, offsets kept.
 
@@ -319,6 +331,8 @@ class LanguageReading:
         unnamed: Whether the input is unsupported because its words in :attr:`script` are a
             minority in an input the term lists found no protected mention in (they may name
             the person: ``"Applicant 王伟 requests a loan"``), rather than most of its letters.
+        age: An age written in another language (``"67 ans"``: :data:`_FOREIGN_AGE`) that made
+            an input the term lists found no protected mention in unsupported, else ``""``.
     """
 
     language: str
@@ -327,6 +341,7 @@ class LanguageReading:
     chars: int
     script: str = ""
     unnamed: bool = False
+    age: str = ""
 
 
 class LanguageGuard:
@@ -426,7 +441,9 @@ class LanguageGuard:
         rest = named = 0  # words outside and inside the names found
         unnamed: list[str] = []
         whole: list[str] = []
+        raw: list[str] = []
         for path, string in leaves(payload, keys=False):
+            raw.append(string)
             prose = _prose(string)
             outside = prose
             if path in spans:  # spans may repeat or overlap (a name on two axes)
@@ -472,6 +489,9 @@ class LanguageGuard:
             unread = _unread_script(" ".join(whole), self.languages)
             if unread:  # a name the term lists cannot read, and nothing they can
                 return LanguageReading(code, probability, False, len(text), unread, True)
+            age = _FOREIGN_AGE.search("\n".join(raw))
+            if age is not None:  # "Elle a 67 ans.": fr at p = 0.09, an age all the same
+                return LanguageReading(code, probability, False, len(text), age=age.group(0))
         return LanguageReading(code, probability, read, len(text))
 
     def reason(self, reading: LanguageReading) -> str:
@@ -479,7 +499,12 @@ class LanguageGuard:
         category = UNSUPPORTED_HELD if self.policy == "hold" else UNSUPPORTED_PROCEEDED
         name = _NAMES.get(reading.language, reading.language)
         covered = ", ".join(_NAMES.get(c, c) for c in self.languages)
-        if reading.unnamed:
+        if reading.age:
+            lead = (
+                f"the input writes an age in another language ({reading.age!r}) and names no "
+                "group the term lists know; it reads as"
+            )
+        elif reading.unnamed:
             lead = (
                 f"the input has words in {reading.script} letters, in which no language of the "
                 "term lists is written, and names no group they know: those words may name "

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from biasbreaker.probe.ages import age_mentions, glued_sex_codes, range_ends, slash_age_before
+from biasbreaker.probe.countries import country_mentions
 from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
 from biasbreaker.probe.name_fields import field_names
@@ -34,8 +35,10 @@ from biasbreaker.probe.names import (
 )
 from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
 from biasbreaker.probe.surnames import (
+    initialled_surnames,
     key_surname,
     surname_first,
+    surname_first_bare,
     surname_key,
     surname_race,
     titled_surnames,
@@ -182,6 +185,14 @@ _LABELLED_NAME = re.compile(
     r"([^\W\d_]+(?:[-'’][^\W\d_]+)*)(?![\w-]))",
     re.IGNORECASE,
 )
+_LABEL_BEFORE = re.compile(
+    r"(?<![\w'’-])(?:" + "|".join(_NAME_LABELS) + r")(?:[ \t]*[:=#-][ \t]*|[ \t]+)$",
+    re.IGNORECASE,
+)
+"""A person label right before a word (``Applicant: ``, ``Name = ``, ``Dear ``)."""
+_PRONOUN_NEXT = re.compile(r"(?:['’]s?)?[^.!?\n]{0,80}?[.!?][ \t]+(?:He|She|His|Her)(?![\w'’-])")
+"""The rest of a sentence, then ``He``/``She``/``His``/``Her`` opening the next one."""
+_POSSESSIVE_START = re.compile(r"['’]s?(?![\w'’-])")
 _HEADER_NAME = re.compile(
     r"[ \t]*(?:from|to|cc|bcc|reply-to|sender|sent by|signed|signed by|requested by|"
     r"submitted by|requester|contact|author)[ \t]*:[ \t]*([^\W\d_]+(?:[-'’][^\W\d_]+)*)"
@@ -297,12 +308,27 @@ _NOT_IN_IDENTIFIER = frozenset({"he", "she", "him", "her", "his", "hers", "man",
 _GENDER_IDENTITY = re.compile(
     r"(?<![\w/-])(?:(?:they|xe|ze|ey|fae)\s*/\s*(?:them|their|theirs|xem|xyr|zir|hir|zem|em|"
     r"faer)|non-?binary|enby|genderqueer|gender-?fluid|agender|bigender|two-spirit|"
-    r"transgender|cisgender|gender[ -]non-?conforming)(?![\w/-])",
+    r"transgender|cisgender|gender[ -]non-?conforming|"
+    r"trans[ -]?(?:wom[ae]n|m[ae]n|girls?|boys?|persons?|people|folks?|individuals?|femmes?|"
+    r"mascs?)|(?<=is |am |as )trans(?=[ \t]*(?:[.,;:!?)]|and\b|$))|mtf|ftm)(?![\w/-])",
     re.IGNORECASE,
 )
+_SAME_SEX_SPOUSE = re.compile(
+    r"(?<![\w'’-])(?:his[ \t]+(?:husbands?|boyfriends?|fianc[eé])|her[ \t]+(?:wife|wives|"
+    r"girlfriends?|fianc[eé]e))(?![\w'’-])",
+    re.IGNORECASE,
+)
+"""A same-sex spouse or partner (``his husband``, ``her wife``, ``her girlfriend``): a sexual
+orientation no term of that axis names. A gender variant moves both words (``his husband`` →
+``her wife``), keeping the orientation, and no orientation variant can move it (the other
+groups are no spouse word), so an input with one is held when sexual orientation is an axis
+(:meth:`MentionFinder.held`), like a gender identity. ``my husband`` tells nothing (the
+speaker's gender is unknown)."""
 """Gender identities the gender axis (male, female) has no group for: a pronoun declaration
 other than she/her and he/him (``they/them``, ``xe/xem``) and the words ``nonbinary``,
-``genderqueer``, ``transgender``, ``cisgender`` …. Gender identity is protected as sex (US
+``genderqueer``, ``transgender``, ``cisgender``, ``trans woman``/``trans man`` (a new-user
+trial found ``a trans woman`` swapped to ``a trans man``), ``she is trans.``, ``MtF``/``FtM``
+…. Gender identity is protected as sex (US
 Supreme Court, *Bostock v. Clayton County*, 2020), but no variant of another group keeps it
 nor drops it soundly, so an input naming one is held (:meth:`MentionFinder.held`), like
 pregnancy. A bare ``they`` is no declaration (it is also plural)."""
@@ -517,6 +543,8 @@ class MentionFinder:
         ]
         named = {norm(h.name) for _, _, hits in texts for h in hits if h.kind == "name"}
         identity = any(a.name == "gender" for a in self.axes)
+        nationality = any(a.name == "nationality" for a in self.axes)
+        orientation = any(a.name == "sexual-orientation" for a in self.axes)
         for path, text, hits in texts:
             read = [(h.start, h.end) for h in hits]
             if identity:
@@ -524,6 +552,14 @@ class MentionFinder:
                     Held(path, "gender", m.group(0), f"the gender identity {m.group(0)!r}")
                     for m in _GENDER_IDENTITY.finditer(text)
                 )
+            if nationality:
+                out.extend(self._other_nationalities(path, text, read))
+            if orientation:
+                out.extend(
+                    Held(path, "sexual-orientation", m.group(0), f"the same-sex spouse "
+                         f"{m.group(0)!r}, a sexual orientation no variant can move")
+                    for m in _SAME_SEX_SPOUSE.finditer(text)
+                )  # fmt: skip
             out.extend(self._identifier_terms(path, text, read))
             out.extend(
                 h for h in self._identifier_people(path, text, read) if norm(h.surface) not in named
@@ -537,6 +573,23 @@ class MentionFinder:
                 h for h in self._lower_case_first_names(path, text, read) if h.surface not in firsts
             )
         return tuple(out)
+
+    def _other_nationalities(
+        self, path: Path, text: str, read: Sequence[tuple[int, int]]
+    ) -> list[Held]:
+        """Nationalities the nationality axis has no group for, where they describe a person.
+
+        :func:`~biasbreaker.probe.countries.country_mentions` over the 196 entities of The
+        World Factbook (``A Syrian engineer``, ``He is from Syria``); a word the scan read
+        (a term of the axis: ``Nigerian``, ``Pakistan``; or of another axis) is not held.
+        """
+        return [
+            Held(path, "nationality", surface, f"the nationality {surface!r} ({country}), "
+                 "for which the nationality axis has no group")
+            for start, end, surface, country in country_mentions(text, self.terms.person_words)
+            if not any(s < end and start < e for s, e in read)
+            and norm(surface) not in self.compiled.axis_of
+        ]  # fmt: skip
 
     def _lower_case_first_names(
         self, path: Path, text: str, read: Sequence[tuple[int, int]]
@@ -845,7 +898,58 @@ class MentionFinder:
             Hit(start, end, word, "name", "", (), surname_key(word))
             for start, end, word in titled_surnames(text, book)
         )
+        out.extend(
+            Hit(start, end, text[start:end], "name", "", (), f"{given} {last}")
+            for start, end, given, last in surname_first_bare(text, book)
+            if self._person_place(text, start, end)
+        )
+        out.extend(
+            Hit(start, end, word, "name", "", (), surname_key(word))
+            for lead, start, end, word in initialled_surnames(text, book)
+            if self._person_place(text, lead, end) or self._person_after(text, lead, end)
+        )
         return out
+
+    def _person_after(self, text: str, start: int, end: int) -> bool:
+        """Cues of a person that initials and a surname at ``text[start:end]`` may also have.
+
+        A person word of the term set right before (``the engineer R. Begay``, ``our nurse
+        J. Washington``: a role noun names a person) or ``he``, ``she``, ``his`` or ``her``
+        opening the next sentence (``Loan file of R. Begay. She earns 40k.``).
+        """
+        prev = _word_before(text, start)
+        if prev is not None and prev.lower() in self.terms.person_words:
+            return True
+        return _PRONOUN_NEXT.match(text, end) is not None
+
+    def _person_place(self, text: str, start: int, end: int) -> bool:
+        """Whether the name at ``text[start:end]`` stands where only a person's name does.
+
+        Used for names written surname first without a comma (``Zhang Wei``), which a pair
+        of capitalised words inside a sentence is too often not (``in Hong Kong``): after a
+        title (``Mr. Zhang Wei``), after a person label (:data:`_NAME_LABELS`: ``Applicant:
+        Nguyen Van An``, ``Dear Zhang Wei``), as an appositive after a person noun (``The
+        applicant, Zhang Wei, asked``), as the whole value (``{"applicant": "Zhang Wei"}``),
+        or opening the text, a sentence or a line as a possessive or before a verb of a
+        person or an age (``Zhang Wei applied``, ``Zhang Wei's file``, ``Zhang Wei, 45,``).
+        """
+        if _TITLE_BEFORE.search(text, max(0, start - 8), start):
+            return True
+        if _LABEL_BEFORE.search(text, max(0, start - 40), start) or self._cued(text, start, end):
+            return True
+        before = text[:start].rstrip(" \t")
+        if before and before[-1] not in _SENTENCE_OPEN:
+            return False
+        if not before and not text[end:].strip(" \t.!?"):
+            return True
+        nxt = _WORD_AFTER.match(text, end)
+        after = nxt.group(1) if nxt is not None else None
+        possessive = _POSSESSIVE_START.match(text, end) is not None
+        return (
+            possessive
+            or (after is not None and after.lower() in _PERSON_VERBS)
+            or _AGE_APPOSITION.match(text, end) is not None
+        )
 
     def _labelled_first_names(self, text: str) -> list[Hit]:
         """A capitalised first name alone after a person label (``Applicant Mei, …``).

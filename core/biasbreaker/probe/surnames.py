@@ -12,7 +12,19 @@ of a group just as plainly (a new-user trial found both passed unprobed or half 
   variant swaps the surname for one of the target group (the title, a gender term, stays);
 * the surname first and a comma (``Yazzie, Darlene applied``, ``Washington, Jamal``): read as
   the person ``Darlene Yazzie`` where it opens the text, a line or a sentence, or follows a
-  colon (``Name: Yazzie, Darlene``), and swapped whole like a name written first name first.
+  colon (``Name: Yazzie, Darlene``), and swapped whole like a name written first name first;
+* initials and a surname (``R. Begay``, ``Dr. A. Nguyen``, ``J. Washington``):
+  :func:`initialled_surnames` gives the surnames that tell a race (no firm of
+  :data:`INITIAL_FIRMS`: ``J.P. Morgan``, ``A.T. Kearney``);
+  :meth:`~biasbreaker.probe.mentions.MentionFinder._surname_hits` keeps those with a person
+  cue, and they are read and swapped like a titled surname (the initials stay);
+* the surname first without a comma (``Zhang Wei applied``, ``Applicant: Nguyen Van An``):
+  the order of Chinese, Korean and Vietnamese names. :func:`surname_first_bare` gives the
+  candidates (a surname at least :data:`SURNAME_FIRST_SHARE` % Asian in the census, then a
+  given name that :func:`~biasbreaker.probe.names.person_name` reads before that surname);
+  :meth:`~biasbreaker.probe.mentions.MentionFinder._surname_hits` keeps those standing where
+  a person's name does (after a title or a person label, as a whole value, or opening a
+  sentence before a verb of a person).
 
 A surname alone that a full name of the same payload carries (``Jamal Washington … Mr.
 Washington``) is a later mention of that person, not a person of its own
@@ -26,9 +38,11 @@ from typing import Final
 
 from biasbreaker.probe.names import (
     NOT_GIVEN,
+    ORGANISATIONS,
     PLACE_WORDS,
     RACE_SHARE,
     NameBook,
+    first_name_info,
     fold,
     name_shares,
     person_name,
@@ -36,9 +50,14 @@ from biasbreaker.probe.names import (
 )
 
 __all__ = [
+    "INITIAL_FIRMS",
+    "SURNAME_FIRST_SHARE",
     "SURNAME_MARK",
+    "VIETNAMESE_MIDDLE",
+    "initialled_surnames",
     "key_surname",
     "surname_first",
+    "surname_first_bare",
     "surname_key",
     "surname_race",
     "titled_surnames",
@@ -153,4 +172,174 @@ def surname_first(text: str, book: NameBook) -> list[tuple[int, int, str, str]]:
         if fold(last) in _NOT_SURNAME or person_name(first, last, book) is None:
             continue
         out.append((m.start(), m.end(), first, last))
+    return out
+
+
+SURNAME_FIRST_SHARE: Final = 90
+"""A word opens a name written surname first without a comma only when at least this
+percent of its census bearers are Asian (``Zhang`` 99 %, ``Nguyen`` 98 %, ``Hong`` 90 %;
+``Park`` 74 %, ``Long`` 81 % white, ``Young``, ``White``, ``Rice``: none): the order is that
+of Chinese, Korean and Vietnamese names, and a weaker or other surname before a capitalised
+word is far more often a place, a firm or a given name (``Long Beach``, ``Rice University``)."""
+VIETNAMESE_MIDDLE: Final = frozenset({"van", "thi"})
+"""Vietnamese middle names (folded ``Văn``, ``Thị``) read between a surname and a given name
+(``Nguyen Van An``, ``Tran Thi Lan``): the census counts ``Van`` 69 % Asian, so it would not
+pass as an Asian syllable."""
+_BARE_WORD = re.compile(r"(?<![\w'’-])[A-Z][^\W\d_]*(?:-[^\W\d_]+)?(?:['’]s?)?(?![\w'’-])")
+"""A capitalised word, maybe possessive (a hyphenated Korean given name, ``Min-jun``, is one)."""
+_WORD_NEXT = re.compile(r"(?:['’]s?)?[ \t]+([^\W\d_]+)")
+_GAP = re.compile(r"[ \t]+")
+_PLACE_PAIRS = frozenset(
+    {
+        "hong kong", "ho chi", "chiang mai", "chiang rai", "da nang", "hai phong", "ha noi",
+        "sai gon", "mong kok", "wan chai", "tai po", "sha tin", "tsim sha", "lan kwai",
+    }
+)  # fmt: skip
+"""Places of East and Southeast Asia whose two first words read as a surname and a given
+name (``Hong`` 90 % Asian, ``Kong`` a given name before it): never a name written surname
+first (``Hong Kong says``)."""
+
+
+def _asian_syllable(word: str) -> bool:
+    """Whether ``word`` may be a syllable of an Asian given name (``Van``, ``Wei``, ``Ming``)."""
+    f = fold(word)
+    if f in VIETNAMESE_MIDDLE:
+        return True
+    share = surname_share_of(f, name_shares().surname_race)
+    return share is not None and share.group == "asian" and share.percent >= RACE_SHARE
+
+
+def _opens_surname_first(word: str, book: NameBook) -> bool:
+    """Whether ``word`` is a surname that may open a name written surname first."""
+    f = fold(word)
+    if word.isupper() or f in book.excluded or f in PLACE_WORDS or f in _NOT_SURNAME:
+        return False
+    share = surname_share_of(f, name_shares().surname_race)
+    return share is not None and share.group == "asian" and share.percent >= SURNAME_FIRST_SHARE
+
+
+def surname_first_bare(text: str, book: NameBook) -> list[tuple[int, int, str, str]]:
+    """Candidate names written surname first without a comma: ``(start, end, given, surname)``.
+
+    Two capitalised words on one line (``Zhang Wei``), the first a surname at least
+    :data:`SURNAME_FIRST_SHARE` % Asian in the census and the second a given name that
+    :func:`~biasbreaker.probe.names.person_name` reads before it (``person_name("Wei",
+    "Zhang")``), when the pair read first name first is no person (``Wei Chen`` is read as
+    written, by :mod:`~biasbreaker.probe.mentions`). Or three words (``Nguyen Van An``, ``Chen
+    Wei Ming``): the surname, a middle word that is an Asian syllable (a surname at least
+    :data:`~biasbreaker.probe.names.RACE_SHARE` % Asian, or a word of
+    :data:`VIETNAMESE_MIDDLE`) and a given name read as above; the middle word is kept inside
+    the span. No word in capitals, no place or organisation word among or right after them
+    (``Ho Chi Minh City``), the pair no firm of :data:`~biasbreaker.probe.names.ORGANISATIONS`.
+    The caller decides whether the span stands where a name does; a possessive ending stays
+    outside the span.
+
+    Returns:
+        ``(start, end, given, surname)`` each, ``text[start:end]`` the name as written.
+    """
+    words = list(_BARE_WORD.finditer(text))
+    out: list[tuple[int, int, str, str]] = []
+
+    def joined(a: re.Match[str], b: re.Match[str]) -> bool:
+        return _GAP.fullmatch(text, a.end(), b.start()) is not None
+
+    def free_after(end: int) -> bool:
+        after = _WORD_NEXT.match(text, end)
+        return after is None or fold(after.group(1)) not in PLACE_WORDS
+
+    for i, w1 in enumerate(words):
+        surname = w1.group(0)
+        if _POSSESSIVE_END.search(surname) or not _opens_surname_first(surname, book):
+            continue
+        rest = words[i + 1 : i + 3]
+        if not rest or not joined(w1, rest[0]):
+            continue
+        middle = rest[0].group(0)
+        found: tuple[int, str] | None = None
+        if (
+            len(rest) == 2
+            and joined(rest[0], rest[1])
+            and not _POSSESSIVE_END.search(middle)
+            and _asian_syllable(middle)
+        ):
+            # after Van or Thi the word is a given name, even one that is an English word (An)
+            found = _given(text, rest[1], surname, book, fold(middle) in VIETNAMESE_MIDDLE)
+        if found is None:
+            found = _given(text, rest[0], surname, book)
+            if found is not None and person_name(surname, found[1], book) is not None:
+                found = None  # read first name first ("Wei Chen"), by the pair rule
+        if found is None or not free_after(found[0]):
+            continue
+        out.append((w1.start(), found[0], found[1], surname))
+    return out
+
+
+def _given(
+    text: str, m: re.Match[str], surname: str, book: NameBook, marked: bool = False
+) -> tuple[int, str] | None:
+    """``(end, given)`` when the word ``m`` is a given name before ``surname``, else ``None``.
+
+    ``marked``: a Vietnamese middle name stands before it, so a word of :data:`_NOT_SURNAME`
+    (``An``, an article in English) is read too.
+    """
+    word = _POSSESSIVE_END.sub("", m.group(0))
+    f = fold(word)
+    if word.isupper() or f in PLACE_WORDS or (f in _NOT_SURNAME and not marked):
+        return None
+    if f"{fold(surname)} {f}" in _PLACE_PAIRS:
+        return None
+    if f"{fold(surname)} {f}" in ORGANISATIONS or person_name(word, surname, book) is None:
+        return None
+    return m.start() + len(word), word
+
+
+INITIAL_FIRMS: Final = frozenset(
+    {
+        "jp morgan", "at kearney", "jc penney", "ag edwards", "t rowe", "de shaw", "wp carey",
+        "jm smucker", "sc johnson", "ll bean", "ao smith", "hj heinz", "rj reynolds", "jb hunt",
+        "ch robinson", "tj maxx", "j crew", "ew scripps", "hb fuller", "wr grace",
+        "ww grainger", "jd power", "rr donnelley", "dr horton", "ap moller", "jw marriott",
+        "js bach", "cs lewis", "jrr tolkien", "ee cummings", "pt barnum", "jk rowling",
+        "hg wells", "ts eliot", "fw woolworth", "aj wright", "ja henckels", "wk kellogg",
+    }
+)  # fmt: skip
+"""Firms and brands (and a few authors no input names as an applicant) written as initials
+and a surname: never a person of the race the surname tells (``J.P. Morgan`` is a bank, and
+``Morgan`` tells white). Keyed by the initials run together and the folded surname; a new
+firm of this shape beside a person cue (``J.P. Morgan said``) is read, a needless swap, so
+the cue is required (:meth:`~biasbreaker.probe.mentions.MentionFinder._person_place`)."""
+_INITIALLED = re.compile(
+    r"(?<![\w'’.&-])((?:[A-Z]\.[ \t]?){0,2}[A-Z]\.)[ \t]+"
+    r"([A-Z][^\W\d_]*(?:[-'’][^\W\d_]+)*)(?:['’]s?)?(?![\w'’-])"
+)
+"""One to three initials and a capitalised word (``R. Begay``, ``J.P. Morgan``, ``A. T.
+Kearney``, ``Nguyen's``)."""
+_NAME_BEFORE = re.compile(r"(?<![\w'’-])([A-Z][^\W\d_]+)[ \t]+$")
+"""A capitalised word right before the initials: a middle initial of a full name (``Mei L.
+Nguyen``), read by the pair rule."""
+
+
+def initialled_surnames(text: str, book: NameBook) -> list[tuple[int, int, int, str]]:
+    """Surnames after initials that tell a race: ``(lead, start, end, surname)`` each.
+
+    ``R. Begay applied`` gives the span of ``Begay`` (96 % native-american; a possessive
+    ending stays outside) and ``lead``, where the initials start. Not: a surname that tells
+    no race (``J. Smith``: 72 % white), a capitalised word after it (``J. Washington
+    Post``), a firm of :data:`INITIAL_FIRMS` (``J.P. Morgan``, ``A.T. Kearney``), a middle
+    initial after a first name (``Mei L. Nguyen``: a full name, read by the pair rule;
+    ``Dr. A. Nguyen`` and ``Applicant R. Begay`` are read, the word before being no first
+    name). The caller requires a person cue.
+    """
+    out: list[tuple[int, int, int, str]] = []
+    for m in _INITIALLED.finditer(text):
+        word = _POSSESSIVE_END.sub("", m.group(2))
+        initials = "".join(c for c in m.group(1) if c.isalpha()).lower()
+        if f"{initials} {fold(word)}" in INITIAL_FIRMS:
+            continue
+        if _CAPITALISED_AFTER.match(text, m.end()) or surname_race(word, book) is None:
+            continue
+        prev = _NAME_BEFORE.search(text, max(0, m.start() - 40), m.start())
+        if prev is not None and first_name_info(prev.group(1), book) is not None:
+            continue
+        out.append((m.start(), m.start(2), m.start(2) + len(word), word))
     return out

@@ -229,11 +229,16 @@ def name_map(
         return ()
     taken = {w for _, text in leaves(payload) for w in re.findall(r"\w+", text.lower())}
     seen: dict[str, None] = {}
+    reversed_forms: dict[str, set[str]] = {}  # "Wei Zhang" -> {"Zhang Wei"}: surname first
     for det in detections:
         if det.kind == "name" and det.axis == axis and det.groups[0] in pi:
             key = det.name or finder.name_key(det.surface)
             if key is not None:
                 seen.setdefault(key, None)
+                written = det.surface.split()
+                first, _, last = key.partition(" ")
+                if len(written) > 1 and written[0] == last != first == written[-1]:
+                    reversed_forms.setdefault(key, set()).add(det.surface)
     pairs: list[tuple[str, str]] = []
     used: set[str] = set()
     for name in seen:
@@ -259,6 +264,9 @@ def name_map(
             continue
         # a whole name for a whole name: full name, first name and surname (later mentions)
         new_first, _, new_last = new.partition(" ")
+        # a name written surname first without a comma ("Zhang Wei", "Nguyen Van An")
+        # becomes the new name whole, in its own order ("Jamal Washington"), middle name too
+        pairs.extend((form, new) for form in sorted(reversed_forms.get(name, ())))
         pairs.append((name, new))
         pairs.append((first, new_first))
         if last:
