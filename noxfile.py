@@ -148,6 +148,7 @@ def bench(session: nox.Session) -> None:
 
 BENCH_DOCS = (
     "README.md",
+    "docs/cli.md",
     "docs/control.md",
     "docs/detection.md",
     "docs/intervention.md",

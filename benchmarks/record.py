@@ -32,6 +32,7 @@ from biasbreaker_plugins.quoted import WIDTH, block
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = (
     "README.md",
+    "docs/cli.md",
     "docs/control.md",
     "docs/detection.md",
     "docs/intervention.md",
@@ -99,6 +100,16 @@ def run_info(load_start: Sequence[float], tree: str | None, command: str) -> dic
     }
 
 
+RUN_FIGURES = ("runs_per_s", "peak_rss_mb", "peak_rss_ratio", "peak_rss_goal")
+"""What a ``biasbreaker run`` benchmark (``benchmarks/test_bench_run.py``) adds to its times:
+runs per second and the child process's peak RSS, and for the large run its peak against the
+baseline's with the goal. Recorded and rendered only for the groups that report them."""
+
+
+def _run_figures(bench: Any) -> dict[str, Any]:
+    return {k: bench.extra_info[k] for k in RUN_FIGURES if k in bench.extra_info}
+
+
 def _met(ratio: float | None, goal: float | None) -> bool | None:
     return None if ratio is None or goal is None else ratio <= goal
 
@@ -131,6 +142,7 @@ def group_record(benches: Sequence[Any], run: Mapping[str, Any]) -> dict[str, An
                 "met_mean": _met(ratio, goal),
                 "met_min": _met(fastest, goal),
                 "met_paired": _met(paired, goal),
+                **_run_figures(bench),
             }
         )
     return {
@@ -141,6 +153,7 @@ def group_record(benches: Sequence[Any], run: Mapping[str, Any]) -> dict[str, An
             "mean_s": base.stats.mean,
             "min_s": base.stats.min,
             "rounds": base.stats.rounds,
+            **_run_figures(base),
         },
         "cases": cases,
     }
@@ -177,11 +190,17 @@ def passage(group: str, figures: Mapping[str, Any]) -> str:
         f" ({base['per'] or 'one call'}): mean {_time(base['mean_s'])}, min "
         f"{_time(base['min_s'])}."
     )
+    runs = "peak_rss_mb" in base
+    if runs:
+        head += (
+            f" The baseline run: {base['runs_per_s']} runs/s, peak RSS {base['peak_rss_mb']} MB."
+        )
     lines = [
         textwrap.fill(head, WIDTH, break_on_hyphens=False),
         "",
-        "| case | mean (min) | mean / baseline mean | min / baseline min | paired ratio | goal |",
-        "|---|---|---|---|---|---|",
+        "| case | mean (min) | mean / baseline mean | min / baseline min | paired ratio | goal |"
+        + (" runs/s | peak RSS | peak RSS / baseline's |" if runs else ""),
+        "|---|---|---|---|---|---|" + ("---|---|---|" if runs else ""),
     ]
     for case in figures["cases"]:
         goal = case["goal"]
@@ -192,8 +211,18 @@ def passage(group: str, figures: Mapping[str, Any]) -> str:
             f"({_time(case['min_s'])}) | {case['ratio']:.3f}{_verdict(case['met_mean'])} "
             f"| {case['min_ratio']:.3f}{_verdict(case['met_min'])} | {paired_text} "
             f"| {'—' if goal is None else f'≤ {goal}'} |"
+            + (f" {_run_cells(case)} |" if runs else "")
         )
     return "\n".join(lines)
+
+
+def _run_cells(case: Mapping[str, Any]) -> str:
+    """A run case's runs/s, peak RSS and peak RSS ratio (with its goal), as table cells."""
+    ratio, goal = case.get("peak_rss_ratio"), case.get("peak_rss_goal")
+    peak = "—" if ratio is None else f"{ratio:.3f}{_verdict(_met(ratio, goal))}"
+    if ratio is not None and goal is not None:
+        peak += f" (goal ≤ {goal})"
+    return f"{case.get('runs_per_s', '—')} | {case.get('peak_rss_mb', '—')} MB | {peak}"
 
 
 def render(recorded: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ import importlib.util
 import json
 import re
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
@@ -63,3 +63,34 @@ def test_an_edited_ratio_is_caught(record: ModuleType) -> None:
     assert edited != document
     assert check(latest, document) == []
     assert "'bench langgraph-guard'" in check(latest, edited)[0]
+
+
+def test_a_run_group_records_and_renders_its_rates_and_peak_memory(record: ModuleType) -> None:
+    """``biasbreaker run`` benchmarks report runs/s and peak RSS: docs/cli.md quotes them."""
+
+    def bench(name: str, seconds: float, **extra: float) -> SimpleNamespace:
+        stats = SimpleNamespace(mean=seconds, min=seconds, rounds=1)
+        return SimpleNamespace(name=name, stats=stats, extra_info={"per": name, **extra})
+
+    base = bench("test_run_memory_baseline_small", 20.0, runs_per_s=50.0, peak_rss_mb=260.0)
+    large = bench(
+        "test_run_memory_large",
+        190.0,
+        runs_per_s=52.6,
+        peak_rss_mb=290.0,
+        peak_rss_ratio=1.115,
+        peak_rss_goal=1.10,
+    )
+    figures = record.group_record([base, large], {"date": "d"})
+    assert figures["baseline"]["peak_rss_mb"] == 260.0
+    assert figures["cases"][0]["peak_rss_ratio"] == 1.115
+    run = {"date": "d", "python": "3.11", "machine": "m", "commit": "c"}
+    text = record.passage(
+        "run-memory-memory", {**figures, "run": {**run, "load_start": [0], "load_end": [0]}}
+    )
+    assert "The baseline run: 50.0 runs/s, peak RSS 260.0 MB." in text.replace("\n", " ")
+    assert text.splitlines()[-1].endswith("| 52.6 | 290.0 MB | 1.115 **not met** (goal ≤ 1.1) |")
+    plain = record.group_record([bench("a_baseline", 1.0), bench("b", 2.0)], {"date": "d"})
+    assert "runs/s" not in record.passage(
+        "g", {**plain, "run": {**run, "load_start": [0], "load_end": [0]}}
+    )

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import math
 import random
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from biasbreaker_plugins.calibrator_percentile import (
     conformal_upper_bound,
     required_runs,
 )
+from biasbreaker_plugins.quoted import WIDTH, block, blocks, check
 
 
 def runs_with_maxima(fast: list[float], slow: list[float]) -> list[list[tuple[float, float]]]:
@@ -245,28 +248,43 @@ def test_the_guarantee_covers_node_trips_on_the_real_machine(
     """Calibrated with node trips, the real machine (node trips on) trips at most α of new runs.
 
     Calibrated on fast B_net alone, the same machine trips most new control runs: the node
-    trigger must be calibrated, and the test can fail.
+    trigger must be calibrated, and the test can fail. docs/control.md §5 quotes the measured
+    rates (the passage ``calibration: node trips on the real machine``), checked here.
     """
     register_plugin(percentile_plugin, name="calibrator-percentile")
     kernel = make_kernel({"breaker": {"node_trip": True}})
     rng = random.Random(11)
-    n, alpha, repeats, new_runs, steps = 29, 0.1, 300, 10, 6
+    n, alpha, repeats, new_runs, steps, literal_repeats = 29, 0.1, 300, 10, 6, 20
     tripped = literal_tripped = 0
-    for _ in range(repeats):
+    for i in range(repeats):
         control = [_control_run(rng, steps) for _ in range(n)]
         fresh = [_control_run(rng, steps) for _ in range(new_runs)]
         combined = calibrate_thresholds(control, target_false_halt_rate=alpha, kernel=kernel)
         tripped += sum(_machine_trips(combined, run) for run in fresh)
-        if literal_tripped < new_runs * 20:  # 20 calibrations suffice for the contrast
+        if i < literal_repeats:  # 20 calibrations suffice for the contrast
             literal = calibrate_thresholds(
                 control, target_false_halt_rate=alpha, kernel=kernel, node_trip=False
             )
             literal_tripped += sum(_machine_trips(literal, run) for run in fresh)
     rate = tripped / (repeats * new_runs)
+    literal_rate = literal_tripped / (literal_repeats * new_runs)
     # exact expectation (n + 1 - k)/(n + 1) = 3/30 = alpha; 4 standard errors over calibrations
     assert rate <= alpha + 4 * math.sqrt(alpha * (1 - alpha) / repeats)
     assert rate > alpha / 2  # the bound is tight: the threshold is not needlessly high
-    assert literal_tripped / (new_runs * 20) > 0.9
+    assert literal_rate > 0.9
+    measured = textwrap.fill(
+        f"Tested on the real machine: {repeats} calibrations at α = {alpha} on {n} simulated "
+        f"control runs whose own scores exceed fast B_net, {new_runs} new runs each, trip "
+        f"{rate:.3f} of the new runs with node trips on; thresholds calibrated on fast alone "
+        f"({literal_repeats} of the calibrations) trip {literal_rate:.3f} of them with the same "
+        "machine.",
+        WIDTH,
+        break_on_hyphens=False,
+    )
+    doc = (Path(__file__).parents[2] / "docs" / "control.md").read_text(encoding="utf-8")
+    label = "calibration: node trips on the real machine"
+    assert label in blocks(doc)
+    assert check(block(label, measured), doc) == []
 
 
 # -- a deterministic pipeline: every control score 0 ---------------------------------------------

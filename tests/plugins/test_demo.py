@@ -630,6 +630,20 @@ def test_the_recall_section_matches_the_results_and_traces(
     assert rows["... the breaker tripped anyway"][2].startswith(f"{ranked} of them ")
     # every guarded posting is compared, so each posting that tripped is counted once
     assert recount(out, "guarded")["tripped"] == tripped + tripped_unchanged > 0
+    # docs/demo.md's passages of a run say the same counts (the full run's: nox -s numbers)
+    quoted = blocks(report)
+    plain = " ".join(quoted["demo seed 0, 24 postings: recall"].split())
+    assert plain.startswith(f"Of the {compared} biased rankings, {order} order the applicants ")
+    assert f"**{changed} change the shortlist**" in plain
+    assert f"**{tripped_unchanged} of the {unchanged} postings whose shortlist" in plain
+    assert f"({ranked} of them with a biased order below the shortlist)" in plain
+    measured = quoted["demo seed 0, 24 postings: measured"]
+    guarded = recount(out, "guarded")
+    assert f"{guarded['steps']} guarded steps" in measured
+    assert f"**{guarded['trips']} trips**" in measured
+    assert f"**{sum(guarded['repairs'].values())} repairs**" in measured
+    fresh = recount(out, "fresh-control")
+    assert f"**{fresh['tripped']} of {fresh['runs']}**" in measured
 
 
 def test_recall_names_why_the_breaker_did_not_trip(demo_runs: tuple[Path, Path, str]) -> None:

@@ -12,7 +12,8 @@ from biasbreaker_plugins.demo.hiring import BIASED_AGENT, GROUPS, group_label, m
 from biasbreaker_plugins.demo.hiring_demo import HiringResult
 from biasbreaker_plugins.demo.output import write_text_atomic
 from biasbreaker_plugins.demo.paired import Interval, Paired, compare
-from biasbreaker_plugins.demo.quoted import block, summary
+from biasbreaker_plugins.demo.quoted import block, measured, summary
+from biasbreaker_plugins.demo.quoted import recall as recall_passage
 from biasbreaker_plugins.demo.report import (
     CALIBRATION_SETTINGS,
     Table,
@@ -353,6 +354,9 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
         )
         lead = headline(paired, recalled)
         run = f"demo seed {result.seed}, {result.sizes.postings} postings"
+        trip_nodes = [
+            r.node or "?" for t in traces["guarded"] for r in t.records if r.transition == "trip"
+        ]
         quoted = block(
             f"{run}: summary",
             summary(
@@ -360,12 +364,7 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
                 postings=result.sizes.postings,
                 guarded=counts["guarded"],
                 fresh=counts["fresh-control"],
-                trip_nodes=[
-                    r.node or "?"
-                    for t in traces["guarded"]
-                    for r in t.records
-                    if r.transition == "trip"
-                ],
+                trip_nodes=trip_nodes,
                 triggers=by_trigger,
                 selections=selections,
                 leans=leans,
@@ -373,6 +372,29 @@ def write_hiring_outputs(result: HiringResult, out: Path) -> HiringOutputs:
                 checked=checked,
             ),
         )
+        quoted += "\n\n" + block(
+            f"{run}: measured",
+            measured(
+                postings=result.sizes.postings,
+                calibration=result.calibration,
+                guarded=counts["guarded"],
+                fresh=counts["fresh-control"],
+                calls=calls["guarded"],
+                trip_nodes=trip_nodes,
+                triggers=by_trigger,
+                changed=changed,
+                selections=selections,
+                leans=leans,
+                paired=paired,
+                group_names=labels,
+                checked=checked,
+            ),
+        )
+        if recalled is not None:
+            quoted += "\n\n" + block(
+                f"{run}: recall",
+                recall_passage(recalled, shortlist=result.settings["demo"]["shortlist"]),
+            )
     text = _markdown(
         result,
         counts,
@@ -519,7 +541,7 @@ def _markdown(
         lines += [
             "## Quoted by the docs",
             "",
-            "README.md and docs/demo.md quote this passage of a run with this seed and size "
+            "README.md and docs/demo.md quote these passages of a run with this seed and size "
             "word for word (`python -m biasbreaker_plugins.demo.quoted check report.md "
             "README.md docs/demo.md` compares them).",
             "",
