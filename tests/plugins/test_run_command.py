@@ -626,6 +626,55 @@ def test_a_held_run_dropped_with_its_record_fails_verify_of_the_signed_run(
     )
 
 
+@pytest.mark.parametrize("edit", ["held and frozen value", "digests too"])
+def test_a_held_output_edited_in_results_jsonl_fails_verify_of_the_unsigned_run(
+    project: Path, edit: str
+) -> None:
+    """The new-user trial's tampering: the held verdict edited in results.jsonl, the unsigned
+    seal recomputed. The review record's digests no longer hold together, or no longer name the
+    trace's frozen payload; verify says which line, which field and both digests."""
+    from biasbreaker.types import FrozenPayload
+    from biasbreaker.verify.manifest import seal_manifest
+
+    (project / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n', encoding="utf-8"
+    )
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    verify = ["verify", "o/traces", "--manifest", "o/results.jsonl"]
+    untouched = CliRunner().invoke(app, verify)
+    assert "manifest o/results.jsonl: HOLDS" in untouched.stdout, untouched.output
+
+    manifest = project / "o/results.jsonl"
+    record = json.loads(manifest.read_text())
+    review = record["review"]
+    assert review["held"] == review["frozen"]["value"] == {"verdict": "hire"}
+    before = review["frozen"]["sha256"]
+    review["held"] = review["frozen"]["value"] = {"verdict": "reject"}
+    after = FrozenPayload.of({"verdict": "reject"}).sha256
+    if edit == "digests too":
+        review["sha256"] = review["frozen"]["sha256"] = after
+    manifest.write_text(json.dumps(record, separators=(",", ":")) + "\n", encoding="utf-8")
+    seal_manifest(manifest, None)  # unsigned: anyone can recompute it
+    tampered = CliRunner().invoke(app, verify)
+    assert tampered.exit_code == 1, tampered.output
+    text = " ".join(tampered.stdout.split())
+    assert "manifest o/results.jsonl: VIOLATED" in text
+    assert "edited after it was sealed" not in text
+    if edit == "digests too":
+        assert (
+            f"review: results.jsonl:1: review.frozen.sha256 {after} is no step's payload_sha256 "
+            "in its trace input-00001.jsonl"
+        ) in text
+    else:
+        assert (
+            f"review: results.jsonl:1: review.frozen.value hashes to sha256 {after}, but "
+            f"review.frozen.sha256 says {before}"
+        ) in text
+        assert f"review.held hashes to sha256 {after}, but review.sha256 says {before}" in text
+
+
 def test_a_run_paused_for_review_records_the_full_review_request(project: Path) -> None:
     inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
     result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
