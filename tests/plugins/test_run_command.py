@@ -675,6 +675,70 @@ def test_a_held_output_edited_in_results_jsonl_fails_verify_of_the_unsigned_run(
         assert f"review.held hashes to sha256 {after}, but review.sha256 says {before}" in text
 
 
+TOOL_MESSAGES_GRAPH = """
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+
+def chat():
+    # name-blind: it answers the same to everyone, with a tool call and its result
+    def answer(state: MessagesState) -> dict:
+        call = {"name": "lookup", "args": {"q": "rates"}, "id": "call-1"}
+        return {
+            "messages": [
+                AIMessage("Checking rates.", tool_calls=[call], name="clerk"),
+                ToolMessage("4%", tool_call_id="call-1"),
+            ]
+        }
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder
+"""
+
+
+def test_a_messages_state_run_writes_its_messages_as_json_objects(project: Path) -> None:
+    (project / "user_tool_messages_mod.py").write_text(
+        textwrap.dedent(TOOL_MESSAGES_GRAPH), encoding="utf-8"
+    )
+    question = {"messages": [{"role": "user", "content": "Loan rates for Ms. Mary Carter?"}]}
+    inputs = write_inputs(project / "in.jsonl", [json.dumps(question)])
+    try:
+        result = invoke(
+            "--graph", "user_tool_messages_mod:chat", "--inputs", str(inputs), "--out", "o"
+        )
+    finally:
+        sys.modules.pop("user_tool_messages_mod", None)
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["status"] == "done"
+    human, ai, tool = record["values"]["messages"]
+    assert all(isinstance(m, dict) and isinstance(m["id"], str) for m in (human, ai, tool))
+    assert (human["type"], human["content"]) == ("human", "Loan rates for Ms. Mary Carter?")
+    assert (ai["type"], ai["content"], ai["name"]) == ("ai", "Checking rates.", "clerk")
+    assert [(c["name"], c["args"], c["id"]) for c in ai["tool_calls"]] == [
+        ("lookup", {"q": "rates"}, "call-1")
+    ]
+    assert (tool["type"], tool["content"], tool["tool_call_id"]) == ("tool", "4%", "call-1")
+
+
+def test_plain_json_without_a_message_does_not_import_langchain() -> None:
+    """A state with no message is encoded without loading LangChain (a cold import)."""
+    import subprocess
+
+    code = (
+        "import sys; from biasbreaker_plugins.demo.driver import plain_json; "
+        "out = plain_json({'a': 1, 'b': {1, 2}}); "
+        "assert out == {'a': 1, 'b': repr({1, 2})}, out; "
+        "print('langchain_core.messages' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_a_run_paused_for_review_records_the_full_review_request(project: Path) -> None:
     inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
     result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
