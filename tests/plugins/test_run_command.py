@@ -675,6 +675,54 @@ def test_a_held_output_edited_in_results_jsonl_fails_verify_of_the_unsigned_run(
         assert f"review.held hashes to sha256 {after}, but review.sha256 says {before}" in text
 
 
+SECRET_GRAPH = """
+from langgraph.graph import END, START, StateGraph
+
+from biasbreaker_plugins.langgraph import BiasState
+
+FAVOURED = {"Adam", "Brad"}
+
+
+class Hiring(BiasState, total=False):
+    applicant: str
+    verdict: str
+    session_token: str
+
+
+def hiring():
+    # hires the White-coded first names, and returns a value under a secret-named key
+    def assess(state: Hiring) -> dict:
+        first = state["applicant"].split()[0]
+        return {"verdict": "hire" if first in FAVOURED else "reject", "session_token": "abc"}
+
+    builder = StateGraph(Hiring)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    return builder
+"""
+
+
+def test_a_held_output_redacted_in_results_jsonl_still_verifies(project: Path) -> None:
+    """results.jsonl is written redacted: a held value under a secret-named key shows
+    <redacted>, which cannot hash back to the digest; the record is not called edited."""
+    (project / "user_secret_mod.py").write_text(SECRET_GRAPH, encoding="utf-8")
+    (project / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n', encoding="utf-8"
+    )
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    try:
+        result = invoke("--graph", "user_secret_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    finally:
+        sys.modules.pop("user_secret_mod", None)
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["review"]["held"]["session_token"] == "<redacted>"
+    verify = ["verify", "o/traces", "--manifest", "o/results.jsonl"]
+    checked = CliRunner().invoke(app, verify)
+    assert "manifest o/results.jsonl: HOLDS" in checked.stdout, checked.output
+
+
 TOOL_MESSAGES_GRAPH = """
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph

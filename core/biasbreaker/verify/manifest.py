@@ -18,7 +18,9 @@ set of traces can be checked as a whole, which the traces alone cannot show:
   to its ``frozen.sha256``, that digest is no step's ``payload_sha256`` in the record's trace,
   or its ``held`` (with its ``stream``) does not hash to its ``sha256`` — the held output was
   edited in the manifest (the digests are RFC 8785 SHA-256, :meth:`FrozenPayload.of`); an
-  unsigned seal rewritten after the edit does not hide it;
+  unsigned seal rewritten after the edit does not hide it. A value that shows ``<redacted>``
+  (``results.jsonl`` is written redacted: a secret-named key, a secret-shaped text) cannot be
+  hashed back, so only its digest is checked against the trace;
 - **seal**: the manifest differs from its seal (a record was edited, added or removed after the
   run), or, with a public key, the seal is missing, unsigned or signed by another key.
 
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Final
 import rfc8785
 
 from biasbreaker.errors import InputError
+from biasbreaker.redaction import REDACTED
 from biasbreaker.types import FrozenPayload, JSONValue
 
 if TYPE_CHECKING:
@@ -277,6 +280,21 @@ def _step_digests(trace: Path) -> set[str]:
     return digests
 
 
+def _redacted(value: object) -> bool:
+    """Whether a JSON value holds :data:`~biasbreaker.redaction.REDACTED` (hidden when written).
+
+    ``results.jsonl`` is written redacted (a secret-named key's value, a secret-shaped text):
+    such a value no longer hashes to the digest of what was held, so it cannot be checked.
+    """
+    if isinstance(value, str):
+        return REDACTED in value
+    if isinstance(value, dict):
+        return any(_redacted(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_redacted(v) for v in value)
+    return False
+
+
 def _review_problems(entry: ManifestEntry, trace: Path, where: str) -> list[str]:
     """What does not hold together in a record's ``review`` (see the module docstring).
 
@@ -292,7 +310,7 @@ def _review_problems(entry: ManifestEntry, trace: Path, where: str) -> list[str]
     frozen = review.get("frozen")
     if isinstance(frozen, dict) and "value" in frozen:
         said, actual = frozen.get("sha256"), _digest(frozen["value"])
-        if actual != said:
+        if actual != said and not _redacted(frozen["value"]):
             problems.append(
                 f"review: {where}: review.frozen.value hashes to sha256 {actual}, but "
                 f"review.frozen.sha256 says {said} (the held output was edited in the manifest)"
@@ -306,7 +324,7 @@ def _review_problems(entry: ManifestEntry, trace: Path, where: str) -> list[str]
         stream = review.get("stream")
         shown = {"held": review["held"], "stream": stream} if stream else review["held"]
         actual = _digest(shown)
-        if actual != review["sha256"]:
+        if actual != review["sha256"] and not _redacted(shown):
             fields = "review.held and review.stream hash" if stream else "review.held hashes"
             problems.append(
                 f"review: {where}: {fields} to sha256 {actual}, but review.sha256 says "
