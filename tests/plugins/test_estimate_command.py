@@ -216,6 +216,33 @@ def test_the_demos_estimate_is_its_known_structure(project: Path) -> None:
     assert rated["total"]["calls"]["expected"] > rated["total"]["calls"]["without_repairs"]
 
 
+COST_DOC = Path(__file__).resolve().parents[2] / "docs" / "cost.md"
+
+
+def test_every_json_key_cost_md_names_is_in_a_real_estimate(project: Path) -> None:
+    """docs/cost.md's `--json` paragraph against a real `estimate --json`: every dotted key it
+    names exists, and it names every top-level key and every key of `total` and `total.calls`."""
+    import re
+
+    out = estimate("--graph", "estimate_graph_mod:build", "--inputs", "in.jsonl", "--json")
+    assert out.exit_code == 0, out.output
+    figures = json.loads(out.output)
+    text = COST_DOC.read_text(encoding="utf-8")
+    start = text.index("`--json` prints")
+    paragraph = text[start : text.index("\n\n", start)]
+    named = set(re.findall(r"`([a-z_]+(?:\.[a-z_]+)*)`", paragraph))
+    dotted = {key for key in named if "." in key}
+    for key in sorted(dotted):
+        value: Any = figures
+        for part in key.split("."):
+            assert isinstance(value, dict) and part in value, f"{key}: no {part!r} in --json"
+            value = value[part]
+    assert set(figures) <= named  # every top-level key is named
+    assert {k.split(".")[1] for k in dotted if k.startswith("total.")} == set(figures["total"])
+    calls = {k.split(".")[2] for k in dotted if k.startswith("total.calls.")}
+    assert calls == set(figures["total"]["calls"])
+
+
 MALFORMED = {
     "not JSON": ("{not json", "not valid JSON"),
     "not an object": ('["a list"]', "expected a JSON object (the graph's input state), got list"),

@@ -163,8 +163,8 @@ BAD_RESUMES = [
     ({"action": "edit", "update": {"score": True}}, r"True \(bool\) to 'score'.* as float"),
     ({"action": "edit", "update": {"score": "0.5"}}, r"'0.5' \(str\) to 'score'"),
     ({"action": "approve"}, r"approve is missing 'sha256'.* resume with \{'action': 'approve'"),
-    ({"action": "approve", "sha256": "0" * 64}, r"sha256 0{64} is not the held output's"),
-    ({"action": "reject", "sha256": "0" * 64}, r"is not the held output's"),
+    ({"action": "approve", "sha256": "0" * 64}, r"sha256 0{64} is not this request's"),
+    ({"action": "reject", "sha256": "0" * 64}, r"is not this request's"),
     ({"action": "approve", "sha256": "ABC"}, r"sha256: String should match pattern"),
 ]
 

@@ -626,6 +626,167 @@ def test_a_held_run_dropped_with_its_record_fails_verify_of_the_signed_run(
     )
 
 
+@pytest.mark.parametrize("edit", ["held and frozen value", "digests too"])
+def test_a_held_output_edited_in_results_jsonl_fails_verify_of_the_unsigned_run(
+    project: Path, edit: str
+) -> None:
+    """The new-user trial's tampering: the held verdict edited in results.jsonl, the unsigned
+    seal recomputed. The review record's digests no longer hold together, or no longer name the
+    trace's frozen payload; verify says which line, which field and both digests."""
+    from biasbreaker.types import FrozenPayload
+    from biasbreaker.verify.manifest import seal_manifest
+
+    (project / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n', encoding="utf-8"
+    )
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    verify = ["verify", "o/traces", "--manifest", "o/results.jsonl"]
+    untouched = CliRunner().invoke(app, verify)
+    assert "manifest o/results.jsonl: HOLDS" in untouched.stdout, untouched.output
+
+    manifest = project / "o/results.jsonl"
+    record = json.loads(manifest.read_text())
+    review = record["review"]
+    assert review["held"] == review["frozen"]["value"] == {"verdict": "hire"}
+    before = review["frozen"]["sha256"]
+    review["held"] = review["frozen"]["value"] = {"verdict": "reject"}
+    after = FrozenPayload.of({"verdict": "reject"}).sha256
+    if edit == "digests too":
+        review["sha256"] = review["frozen"]["sha256"] = after
+    manifest.write_text(json.dumps(record, separators=(",", ":")) + "\n", encoding="utf-8")
+    seal_manifest(manifest, None)  # unsigned: anyone can recompute it
+    tampered = CliRunner().invoke(app, verify)
+    assert tampered.exit_code == 1, tampered.output
+    text = " ".join(tampered.stdout.split())
+    assert "manifest o/results.jsonl: VIOLATED" in text
+    assert "edited after it was sealed" not in text
+    if edit == "digests too":
+        assert (
+            f"review: results.jsonl:1: review.frozen.sha256 {after} is no step's payload_sha256 "
+            "in its trace input-00001.jsonl"
+        ) in text
+    else:
+        assert (
+            f"review: results.jsonl:1: review.frozen.value hashes to sha256 {after}, but "
+            f"review.frozen.sha256 says {before}"
+        ) in text
+        assert f"review.held hashes to sha256 {after}, but review.sha256 says {before}" in text
+
+
+SECRET_GRAPH = """
+from langgraph.graph import END, START, StateGraph
+
+from biasbreaker_plugins.langgraph import BiasState
+
+FAVOURED = {"Adam", "Brad"}
+
+
+class Hiring(BiasState, total=False):
+    applicant: str
+    verdict: str
+    session_token: str
+
+
+def hiring():
+    # hires the White-coded first names, and returns a value under a secret-named key
+    def assess(state: Hiring) -> dict:
+        first = state["applicant"].split()[0]
+        return {"verdict": "hire" if first in FAVOURED else "reject", "session_token": "abc"}
+
+    builder = StateGraph(Hiring)
+    builder.add_node("assess", assess)
+    builder.add_edge(START, "assess")
+    builder.add_edge("assess", END)
+    return builder
+"""
+
+
+def test_a_held_output_redacted_in_results_jsonl_still_verifies(project: Path) -> None:
+    """results.jsonl is written redacted: a held value under a secret-named key shows
+    <redacted>, which cannot hash back to the digest; the record is not called edited."""
+    (project / "user_secret_mod.py").write_text(SECRET_GRAPH, encoding="utf-8")
+    (project / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n', encoding="utf-8"
+    )
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    try:
+        result = invoke("--graph", "user_secret_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    finally:
+        sys.modules.pop("user_secret_mod", None)
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["review"]["held"]["session_token"] == "<redacted>"
+    verify = ["verify", "o/traces", "--manifest", "o/results.jsonl"]
+    checked = CliRunner().invoke(app, verify)
+    assert "manifest o/results.jsonl: HOLDS" in checked.stdout, checked.output
+
+
+TOOL_MESSAGES_GRAPH = """
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+
+def chat():
+    # name-blind: it answers the same to everyone, with a tool call and its result
+    def answer(state: MessagesState) -> dict:
+        call = {"name": "lookup", "args": {"q": "rates"}, "id": "call-1"}
+        return {
+            "messages": [
+                AIMessage("Checking rates.", tool_calls=[call], name="clerk"),
+                ToolMessage("4%", tool_call_id="call-1"),
+            ]
+        }
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder
+"""
+
+
+def test_a_messages_state_run_writes_its_messages_as_json_objects(project: Path) -> None:
+    (project / "user_tool_messages_mod.py").write_text(
+        textwrap.dedent(TOOL_MESSAGES_GRAPH), encoding="utf-8"
+    )
+    question = {"messages": [{"role": "user", "content": "Loan rates for Ms. Mary Carter?"}]}
+    inputs = write_inputs(project / "in.jsonl", [json.dumps(question)])
+    try:
+        result = invoke(
+            "--graph", "user_tool_messages_mod:chat", "--inputs", str(inputs), "--out", "o"
+        )
+    finally:
+        sys.modules.pop("user_tool_messages_mod", None)
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(x) for x in (project / "o/results.jsonl").read_text().splitlines()]
+    assert record["status"] == "done"
+    human, ai, tool = record["values"]["messages"]
+    assert all(isinstance(m, dict) and isinstance(m["id"], str) for m in (human, ai, tool))
+    assert (human["type"], human["content"]) == ("human", "Loan rates for Ms. Mary Carter?")
+    assert (ai["type"], ai["content"], ai["name"]) == ("ai", "Checking rates.", "clerk")
+    assert [(c["name"], c["args"], c["id"]) for c in ai["tool_calls"]] == [
+        ("lookup", {"q": "rates"}, "call-1")
+    ]
+    assert (tool["type"], tool["content"], tool["tool_call_id"]) == ("tool", "4%", "call-1")
+
+
+def test_plain_json_without_a_message_does_not_import_langchain() -> None:
+    """A state with no message is encoded without loading LangChain (a cold import)."""
+    import subprocess
+
+    code = (
+        "import sys; from biasbreaker_plugins.demo.driver import plain_json; "
+        "out = plain_json({'a': 1, 'b': {1, 2}}); "
+        "assert out == {'a': 1, 'b': repr({1, 2})}, out; "
+        "print('langchain_core.messages' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_a_run_paused_for_review_records_the_full_review_request(project: Path) -> None:
     inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
     result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")

@@ -14,6 +14,13 @@ set of traces can be checked as a whole, which the traces alone cannot show:
   pauses for human review, so its record said ``review``). The other direction is not checked:
   a ``review`` may be the graph's own ``interrupt()``, or the escalation of a guarded subgraph,
   whose trace is another file;
+- **review**: a record's ``review`` does not hold together: its ``frozen.value`` does not hash
+  to its ``frozen.sha256``, that digest is no step's ``payload_sha256`` in the record's trace,
+  or its ``held`` (with its ``stream``) does not hash to its ``sha256`` — the held output was
+  edited in the manifest (the digests are RFC 8785 SHA-256, :meth:`FrozenPayload.of`); an
+  unsigned seal rewritten after the edit does not hide it. A value that shows ``<redacted>``
+  (``results.jsonl`` is written redacted: a secret-named key, a secret-shaped text) cannot be
+  hashed back, so only its digest is checked against the trace;
 - **seal**: the manifest differs from its seal (a record was edited, added or removed after the
   run), or, with a public key, the seal is missing, unsigned or signed by another key.
 
@@ -42,7 +49,8 @@ from typing import TYPE_CHECKING, Final
 import rfc8785
 
 from biasbreaker.errors import InputError
-from biasbreaker.types import JSONValue
+from biasbreaker.redaction import REDACTED
+from biasbreaker.types import FrozenPayload, JSONValue
 
 if TYPE_CHECKING:
     from biasbreaker.trace.signing import Signer
@@ -122,11 +130,13 @@ class ManifestEntry:
         head: Its head digest, or ``None`` (written before heads were recorded).
         status: The record's ``status`` (``done``, ``review``, ...), or ``None``.
         line: The record's line number in the manifest.
+        review: The record's ``review`` (the review request the run paused with), or ``None``.
     """
 
     head: str | None
     status: str | None = None
     line: int = 0
+    review: Mapping[str, object] | None = None
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[Path, str | None]:
@@ -178,7 +188,10 @@ def read_manifest_entries(path: str | os.PathLike[str]) -> dict[Path, ManifestEn
         status = record.get("status")
         if status is not None and not isinstance(status, str):
             raise InputError(f"{file}:{number}: 'status' must be a string")
-        out[file.parent / trace] = ManifestEntry(head, status, number)
+        review = record.get("review")
+        out[file.parent / trace] = ManifestEntry(
+            head, status, number, review if isinstance(review, dict) else None
+        )
     return out
 
 
@@ -232,6 +245,92 @@ def _status_problem(entry: ManifestEntry, trace: Path) -> str | None:
             "human review: the record was edited)"
         )
     return None
+
+
+def _digest(value: object) -> str | None:
+    """The RFC 8785 SHA-256 of a JSON value (:meth:`FrozenPayload.of`), ``None`` if it has none."""
+    try:
+        return FrozenPayload.of(value).sha256
+    except (InputError, TypeError, ValueError):
+        return None
+
+
+def _step_digests(trace: Path) -> set[str]:
+    """The ``payload_sha256`` of every step record of ``trace`` and of its subgraphs' traces.
+
+    A guarded subgraph's trace is ``<trace stem>.<namespace>.jsonl`` beside it (the thread's
+    key with the subgraph's namespace); a review of the subgraph's output is the thread's
+    record. A file that cannot be read adds nothing.
+    """
+    digests: set[str] = set()
+    for file in (trace, *sorted(trace.parent.glob(f"{trace.stem}.*{trace.suffix}"))):
+        try:
+            with file.open(encoding="utf-8") as fh:
+                for raw in fh:
+                    try:
+                        record = json.loads(raw)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict) and record.get("kind") == "step":
+                        digest = record.get("payload_sha256")
+                        if isinstance(digest, str):
+                            digests.add(digest)
+        except OSError:
+            continue
+    return digests
+
+
+def _redacted(value: object) -> bool:
+    """Whether a JSON value holds :data:`~biasbreaker.redaction.REDACTED` (hidden when written).
+
+    ``results.jsonl`` is written redacted (a secret-named key's value, a secret-shaped text):
+    such a value no longer hashes to the digest of what was held, so it cannot be checked.
+    """
+    if isinstance(value, str):
+        return REDACTED in value
+    if isinstance(value, dict):
+        return any(_redacted(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_redacted(v) for v in value)
+    return False
+
+
+def _review_problems(entry: ManifestEntry, trace: Path, where: str) -> list[str]:
+    """What does not hold together in a record's ``review`` (see the module docstring).
+
+    Args:
+        entry: The record's entry.
+        trace: Its trace file.
+        where: ``manifest:line``, to name the record.
+    """
+    review = entry.review
+    if review is None or not {"held", "frozen", "sha256"} <= set(review):
+        return []  # no review, or the graph's own interrupt(): not a guard's review request
+    problems: list[str] = []
+    frozen = review.get("frozen")
+    if isinstance(frozen, dict) and "value" in frozen:
+        said, actual = frozen.get("sha256"), _digest(frozen["value"])
+        if actual != said and not _redacted(frozen["value"]):
+            problems.append(
+                f"review: {where}: review.frozen.value hashes to sha256 {actual}, but "
+                f"review.frozen.sha256 says {said} (the held output was edited in the manifest)"
+            )
+        elif said not in _step_digests(trace):
+            problems.append(
+                f"review: {where}: review.frozen.sha256 {said} is no step's payload_sha256 in "
+                f"its trace {trace.name} (the frozen payload was replaced in the manifest)"
+            )
+    if isinstance(review.get("sha256"), str) and review["sha256"]:
+        stream = review.get("stream")
+        shown = {"held": review["held"], "stream": stream} if stream else review["held"]
+        actual = _digest(shown)
+        if actual != review["sha256"] and not _redacted(shown):
+            fields = "review.held and review.stream hash" if stream else "review.held hashes"
+            problems.append(
+                f"review: {where}: {fields} to sha256 {actual}, but review.sha256 says "
+                f"{review['sha256']} (the held output was edited in the manifest)"
+            )
+    return problems
 
 
 def check_seal(
@@ -326,8 +425,9 @@ class ManifestCheck:
     Args:
         manifest: The manifest file.
         listed: Traces the manifest lists.
-        problems: ``(trace, what)`` for every trace missing, changed, swapped, extra or whose
-            status its trace contradicts, then the seal's problems (``(file, what)``).
+        problems: ``(trace, what)`` for every trace missing, changed, swapped, extra, whose
+            status its trace contradicts or whose record's review does not hold together,
+            then the seal's problems (``(file, what)``).
         seal: What the seal shows (``signed by the key given``, ``sealed, unsigned: ...``).
     """
 
@@ -351,7 +451,8 @@ class ManifestCheck:
         shown = self.manifest if name is None else name
         return (
             f"manifest {shown}: {verdict} ({self.listed} trace(s) listed, "
-            f"{len(self.problems)} problem(s): missing, changed, swapped, extra, status or seal; "
+            f"{len(self.problems)} problem(s): missing, changed, swapped, extra, status, review or "
+            f"seal; "
             f"{self.seal})"
         )
 
@@ -408,6 +509,8 @@ def check_manifest(
             wrong = _status_problem(entries[trace], trace)
             if wrong is not None:
                 problems.append((str(trace), wrong))
+            where = f"{Path(manifest).name}:{entries[trace].line}"
+            problems.extend((str(trace), p) for p in _review_problems(entries[trace], trace, where))
             continue
         other = owner.get(actual)
         if other is not None:

@@ -23,6 +23,7 @@ import asyncio
 import json
 import re
 import sqlite3
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -364,13 +365,26 @@ def sealed_head(root: Path | None, trace: str | None) -> str | None:
 def plain_json(values: Mapping[str, Any]) -> Any:
     """``values`` (a state or a review request) as plain JSON for ``results.jsonl``.
 
-    Values JSON cannot encode are written as their ``repr``; a mapping that cannot be encoded
-    at all becomes its ``repr``.
+    A LangChain message (a ``MessagesState``'s ``messages``) is written as the object of its
+    fields, LangChain's own serialisation (``langchain_core.messages.message_to_dict``'s
+    ``data``): ``{"type": "human", "content": ..., "id": ..., "name": ..., ...}``, with
+    ``tool_calls`` for an AI message and ``tool_call_id`` for a tool's. Other values JSON
+    cannot encode are written as their ``repr``; a mapping that cannot be encoded at all
+    becomes its ``repr``. LangChain is not imported here: a value can only be a message when
+    ``langchain_core.messages`` is loaded already.
     """
     try:
-        return json.loads(json.dumps(dict(values), default=repr))
+        return json.loads(json.dumps(dict(values), default=_json_default))
     except (TypeError, ValueError):
         return repr(values)
+
+
+def _json_default(value: Any) -> Any:
+    """What :func:`plain_json` writes for a value JSON cannot encode."""
+    messages = sys.modules.get("langchain_core.messages")
+    if messages is not None and isinstance(value, messages.BaseMessage):
+        return dict(messages.message_to_dict(value)["data"])
+    return repr(value)
 
 
 __all__ = [

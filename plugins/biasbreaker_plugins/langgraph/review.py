@@ -6,22 +6,26 @@ a :class:`ReviewRequest` (as plain JSON). The run pauses; resume it on the same 
 ``graph.invoke(Command(resume=ReviewDecision(...).model_dump()), config)`` (a plain dict with
 the same fields works too):
 
-* ``{"action": "approve", "sha256": request["sha256"]}`` promotes the held output as it is:
-  approving names the output approved (the request's ``sha256``, of ``held``), so an approval
-  written for another output, or a stale one, is refused;
+* ``{"action": "approve", "sha256": request["sha256"]}`` promotes the held output as it is
+  and releases its held stream events: approving names what is approved (the request's
+  ``sha256``, of ``held`` and, when the node streamed while held, of ``stream`` with it), so an
+  approval written for another output, or a stale one, or one naming the update alone, is
+  refused;
 * ``{"action": "edit", "update": {...}}`` promotes the given update instead (keys of the
-  application's state only);
-* ``{"action": "reject"}`` drops the output: its successors never run, and the run ends at
-  this branch.
+  application's state only); the held stream events are dropped (they show the output the
+  reviewer replaced) and the edit's messages are streamed whole;
+* ``{"action": "reject"}`` drops the output and its held stream events: its successors never
+  run, and the run ends at this branch.
 
 A resume value that is not a valid decision pauses the run again, with the same request and
 an ``error`` saying what was wrong; resume once more with a valid one. Invalid are: a value that
 is not a mapping, an unknown ``action``, a missing or extra field (``approve`` without
-``sha256``), a ``sha256`` that is not the held output's, an ``edit`` whose update
+``sha256``), a ``sha256`` that is not the request's, an ``edit`` whose update
 writes a ``bb_`` key, a key the graph's state does not have, a value that is not JSON (NaN
 and infinity included) or a value of another type than a plain key's annotation declares
 (:func:`~biasbreaker_plugins.langgraph.state.annotation_problem`; complex annotations are not
-checked), and ``approve`` of an output that was held because it is not JSON. The
+checked), and ``approve`` of an output that was held because it is not JSON, or whose held
+stream holds an event that is not JSON (it could not be shown). The
 review node never raises on a bad resume value, so one bad value cannot jam the thread.
 ``Command(resume=None)`` and ``Command(resume={})`` never reach it (LangGraph raises
 ``UnboundLocalError`` for ``None`` before any node runs, and reads ``{}`` as an empty map of
@@ -58,7 +62,7 @@ class ReviewDecision(BaseModel):
             otherwise.
         reviewer: Who decided (free text, recorded in ``bb_reviews``).
         note: Why (free text, recorded).
-        sha256: The :class:`ReviewRequest`'s ``sha256`` (of the held output): required to
+        sha256: The :class:`ReviewRequest`'s ``sha256`` (of what it shows): required to
             ``"approve"`` (the review node refuses an approval without it, or with another
             output's, and pauses again saying so); checked when given with another action.
 
@@ -151,6 +155,12 @@ class ReviewRequest(BaseModel):
         node: The guarded node that produced it.
         held: The held update, as the node returned it; a value that is not JSON is replaced by
             a marker text ``"<not JSON: TYPE REPR>"`` (and ``approve`` is refused for it).
+        stream: What ``approve`` releases to the caller's stream besides the update, in order
+            (:func:`~.streaming.held_view`): ``{"kind": "custom", "event"}`` for a custom event
+            (``get_stream_writer()``), ``{"kind": "messages", "message"}`` for a streamed
+            message (its tokens joined), ``{"kind", "event"}`` for another stream chunk; ``[]``
+            when the caller did not stream or the node streamed nothing. An event that is not
+            JSON is a marker text (and ``approve`` is refused).
         frozen: The frozen payload record (canonical JSON and sha256) when the machine froze
             it, else ``None``.
         reason: Why it is held (the machine's reason, or the probe's error).
@@ -161,7 +171,8 @@ class ReviewRequest(BaseModel):
         trail: The latest intervention's trail events, oldest first, when it ran on this
             output; empty otherwise (an output held after the escalation of another).
         actions: The accepted ``action`` values.
-        sha256: SHA-256 of ``held``'s canonical JSON (RFC 8785): what an ``approve`` must name.
+        sha256: SHA-256 of the canonical JSON (RFC 8785) of ``held`` when ``stream`` is empty,
+            else of ``{"held": held, "stream": stream}``: what an ``approve`` must name.
         error: Set when the previous resume value was not a valid :class:`ReviewDecision`:
             what was wrong (the run paused again; resume once more).
     """
@@ -171,6 +182,7 @@ class ReviewRequest(BaseModel):
     key: str
     node: str
     held: dict[str, Any]
+    stream: list[dict[str, Any]] = Field(default_factory=list)
     frozen: dict[str, Any] | None
     reason: str
     breaker_state: str
@@ -238,10 +250,12 @@ class ReviewNode(Shared):
         # later output held while ESCALATED (or one escalated by a failed probation) has none
         result = (snapshot.get("result") or {}) if _last_intervened(state) == key else {}
         held = staged.get("view", staged["update"])
+        stream = list(staged.get("stream") or [])
         request = ReviewRequest(
             key=key,
             node=staged["node"],
             held=held,
+            stream=stream,
             frozen=work.frozen(key).get("payload"),
             reason=redact_text(str(staged.get("reason", ""))),
             breaker_state=str(snapshot.get("state", "normal")),
@@ -249,7 +263,7 @@ class ReviewNode(Shared):
             fast=step.get("fast"),
             slow=step.get("slow"),
             trail=list(result.get("trail") or []),
-            sha256=FrozenPayload.of(held).sha256,
+            sha256=approved_sha256(held, stream),
         )
         payload = request.model_dump(mode="json")
         if self.pause is not None:
@@ -320,13 +334,20 @@ class ReviewNode(Shared):
             )
         if decision.sha256 is not None and decision.sha256 != sha256:
             return None, (
-                f"the sha256 {decision.sha256} is not the held output's ({sha256}): it names "
-                f"another output, or is mistyped; resume with {approve}, 'edit' or 'reject'"
+                f"the sha256 {decision.sha256} is not this request's ({sha256}): it names another "
+                "output, or the update without the held stream events the request shows, or is "
+                f"mistyped; resume with {approve}, 'edit' or 'reject'"
             )
         if decision.action == "approve" and staged.get("not_json"):
             return None, (
                 f"approve would promote the output of {staged['node']!r}, which is not JSON "
                 f"({staged['not_json']}); resume with 'edit' and a JSON update, or 'reject'"
+            )
+        if decision.action == "approve" and staged.get("stream_not_json"):
+            return None, (
+                f"approve would release what {staged['node']!r} streamed, which holds an event "
+                f"that is not JSON and could not be shown ({staged['stream_not_json']}); "
+                "resume with 'edit' (the held events are dropped) or 'reject'"
             )
         if decision.action == "edit" and self.state_keys is not None:
             unknown = sorted(set(decision.update or {}) - set(self.state_keys))
@@ -370,6 +391,15 @@ class ReviewNode(Shared):
         return None
 
 
+def approved_sha256(held: Any, stream: list[dict[str, Any]]) -> str:
+    """What an approval must name: the SHA-256 of ``held``, and of ``stream`` with it.
+
+    ``FrozenPayload.of(held).sha256`` when nothing streamed (``stream`` empty), else that of
+    ``{"held": held, "stream": stream}``: an approval covers every event it releases.
+    """
+    return FrozenPayload.of({"held": held, "stream": stream} if stream else held).sha256
+
+
 def _last_intervened(state: Mapping[str, Any]) -> str | None:
     """The key of the output the thread's latest intervention ran on, or ``None``."""
     for event in reversed(state.get("bb_audit_trail") or []):
@@ -392,4 +422,4 @@ def _short(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-__all__ = ["ReviewDecision", "ReviewNode", "ReviewRequest"]
+__all__ = ["ReviewDecision", "ReviewNode", "ReviewRequest", "approved_sha256"]

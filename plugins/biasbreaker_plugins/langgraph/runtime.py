@@ -49,6 +49,7 @@ from biasbreaker_plugins.langgraph.streaming import (
     announce,
     capturing,
     graph_namespace,
+    held_view,
     streams_anything,
 )
 from biasbreaker_plugins.langgraph.streaming import injected as rebound
@@ -293,6 +294,10 @@ class GraphGuard(Shared):
     ) -> Any:
         """Release the call's stream events if its output was let through, else keep them.
 
+        A held output's staged entry gets ``stream``, the JSON of the events kept
+        (:func:`.streaming.held_view`; and ``stream_not_json``, why, when one is not JSON):
+        what a review shows and an approval releases.
+
         ``capture`` is ``None`` with ``stream_first`` (nothing is held) or when nothing could
         stream; a held output then keeps an empty capture, as it would have had.
         """
@@ -306,6 +311,11 @@ class GraphGuard(Shared):
             capture = Capture()
         writes = result.update if isinstance(result.update, dict) else {}
         staged = (writes.get("bb_unverified_output") or {}).get(call.key) or {}
+        if capture.events and staged:
+            # what approving would release, shown to a reviewer and covered by the approval
+            staged["stream"], unreadable = held_view(capture)
+            if unreadable is not None:
+                staged["stream_not_json"] = unreadable
         where = (call.thread, "|".join(graph_namespace(config)), call.key)
         self.held_streams.keep(where, capture)
         status = str(staged.get("status", ""))

@@ -38,7 +38,10 @@ A staged output (``bb_unverified_output[key]``) is ``{"node", "key", "status", "
 score, and, once it is known, the breaker step it waits for (``step``: fast, slow, scores). An
 update that is not JSON (:func:`json_problem`: a ``set``, an object, NaN or infinity) is held
 for review as :func:`shown` renders it, with ``not_json`` saying why; it can be edited or
-rejected, never approved, so the staging buffer holds plain JSON only. A
+rejected, never approved, so the staging buffer holds plain JSON only. An output held while
+the caller streams has ``stream`` too: the JSON of the stream events kept with it
+(:func:`~.streaming.held_view`), which a review shows and an approval releases (with
+``stream_not_json`` when one is not JSON: it cannot be approved). A
 downstream node reads only the application's keys, so it never sees a staged output; an output
 is *promoted* (written to the application's keys, its successors triggered) only when the
 breaker lets it through.

@@ -56,7 +56,7 @@ from typing import Any, Final
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
-from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
+from langchain_core.messages import AIMessage, BaseMessage, BaseMessageChunk, convert_to_messages
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers._streaming import (
@@ -77,7 +77,7 @@ from biasbreaker.usage import charge_tokens
 from biasbreaker_plugins.langgraph._internals import writes_nothing
 from biasbreaker_plugins.langgraph.scratch_store import ScratchStore
 from biasbreaker_plugins.langgraph.shared import Shared
-from biasbreaker_plugins.langgraph.values import read
+from biasbreaker_plugins.langgraph.values import Unreadable, read
 
 EVENT_KEY: Final = "biasbreaker"
 """The key of the guard's custom stream event: ``{"biasbreaker": {"event", "node", "key",
@@ -493,6 +493,61 @@ def streamed_view(capture: Capture, update: Mapping[str, Any]) -> dict[str, Any]
     return view
 
 
+def held_view(capture: Capture) -> tuple[list[dict[str, Any]], str | None]:
+    """What releasing ``capture`` would stream, as JSON: shown to a reviewer and approved.
+
+    One item per released thing, in release order: ``{"kind": "custom", "event": ...}`` for a
+    custom event; ``{"kind": "messages", "message": ...}`` for a streamed message (its chunks
+    joined, at the place of its first chunk; the message's JSON view,
+    :func:`~.values.read`); ``{"kind": KIND, "event": ...}`` for another event (``"tools"``,
+    ``"subgraph"``: the chunk as the sink receives it). ``[]`` for nothing captured.
+
+    Returns:
+        (the items, ``None``) or, when an event is not JSON, (the items with that event's
+        ``event`` a marker text ``"<not JSON: ...>"``, why): such a stream cannot be
+        approved as it is (:class:`.review.ReviewNode`).
+    """
+    items: list[dict[str, Any]] = []
+    merged: dict[str, tuple[int, BaseMessage]] = {}
+    problem: str | None = None
+    for i, (kind, payload) in enumerate(capture.events):
+        message = _streamed_message(kind, payload)
+        if message is not None:
+            ident = message.id or f"#{i}"
+            if ident in merged:
+                place, joined = merged[ident]
+                if isinstance(joined, BaseMessageChunk) and isinstance(message, BaseMessageChunk):
+                    merged[ident] = (place, joined + message)
+                    continue
+                ident = f"{ident}#{i}"  # the same id again, whole: a message of its own
+            merged[ident] = (len(items), message)
+            items.append({"kind": "messages", "message": None})
+            continue
+        try:
+            event = read(payload, f"stream[{i}]", role="output")
+        except Unreadable as exc:
+            problem = problem or str(exc)
+            event = f"<not JSON: {type(payload).__name__}>"
+        items.append({"kind": kind, "event": event})
+    for ident, (place, message) in merged.items():
+        try:
+            items[place]["message"] = read(message, f"stream.messages[{ident}]", role="output")
+        except Unreadable as exc:
+            problem = problem or str(exc)
+            items[place]["message"] = f"<not JSON: {type(message).__name__}>"
+    return items, problem
+
+
+def _streamed_message(kind: str, payload: Any) -> BaseMessage | None:
+    """The message of a ``"messages"`` chunk ``(namespace, "messages", (message, metadata))``."""
+    if kind != "messages" or not isinstance(payload, tuple) or len(payload) != 3:
+        return None
+    pair = payload[2]
+    if isinstance(pair, tuple) and pair and isinstance(pair[0], BaseMessage):
+        return pair[0]
+    return None
+
+
 def _returned(update: Mapping[str, Any]) -> tuple[set[str], set[str]]:
     """The ids and texts of the messages ``update`` returns (a message, or a list of them)."""
     ids: set[str] = set()
@@ -701,6 +756,7 @@ __all__ = [
     "capturing",
     "compared_kinds",
     "graph_namespace",
+    "held_view",
     "injected",
     "silenced",
     "streamed_view",
