@@ -110,8 +110,17 @@ class ProbeBudget:
         with self._lock:
             return self._tokens
 
-    def reserve(self, step: str, step_id: str, calls: int) -> None:
+    def reserve(self, step: str, step_id: str, calls: int, *, whole: int | None = None) -> None:
         """Reserve ``calls`` re-runs for step ``step`` (occurrence ``step_id``), or refuse.
+
+        Args:
+            step: The step's name.
+            step_id: Its occurrence.
+            calls: The re-runs reserved now.
+            whole: The re-runs the step's probe may make in all, checked against
+                ``max_calls_per_step`` (default ``calls``): an adaptive probe reserves its
+                first stage, then its second, and is held at the first when its full draw
+                would not fit (:mod:`biasbreaker.probe.adaptive`).
 
         Raises:
             BudgetExceeded: The step needs more than ``max_calls_per_step``, the run's
@@ -120,12 +129,13 @@ class ProbeBudget:
         """
         lim = self.limits
         held = f"step {step!r} ({step_id}) is held for review unprobed"
+        needs = calls if whole is None else whole
         with self._lock:
-            if lim.max_calls_per_step and calls > lim.max_calls_per_step:
+            if lim.max_calls_per_step and needs > lim.max_calls_per_step:
                 raise BudgetExceeded(
-                    f"{held}: its probe needs {calls} re-runs, above [probe] "
+                    f"{held}: its probe needs {needs} re-runs, above [probe] "
                     f"max_calls_per_step = {lim.max_calls_per_step}; raise max_calls_per_step "
-                    f"to at least {calls} (k + r, one more for a joint variant, one more per "
+                    f"to at least {needs} (k + r, one more for a joint variant, one more per "
                     "person for per-person variants), or lower k or r"
                 )
             if lim.max_calls_per_run and self._calls + calls > lim.max_calls_per_run:
