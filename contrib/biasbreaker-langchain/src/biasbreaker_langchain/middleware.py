@@ -112,6 +112,7 @@ from biasbreaker_plugins.langgraph.probing import (
     HELPER_LOOP,
     Speculation,
     clone_probe,
+    full_probe_reason,
     probe_outcome,
     stop_iteration,
 )
@@ -618,6 +619,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             step_name=self.adapter.node,
             coverage=self._rotation(request.state),
             loop=HELPER_LOOP.get() if threaded else None,
+            full=full_probe_reason(request.state.get("bb_breaker")),
         )
 
     async def _probe(
@@ -647,6 +649,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                     step_id=self._step_id(call.request.state),
                     step_name=self.adapter.node,
                     coverage=self._rotation(call.request.state),
+                    full=full_probe_reason(call.request.state.get("bb_breaker")),
                 )
         except Exception as exc:  # fail closed: the reply goes to review, named why
             # `True` is an equivalent mutant: after the probe, `sampled` is read only by
