@@ -280,7 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = {name: measure(items, groups, first) for name, first in SETTINGS.items()}
     summary = summarise(items, groups, runs)
     md = report(summary)
-    data = json.dumps({"summary": summary, "runs": runs}, sort_keys=True) + "\n"
+    data = json.dumps({"summary": summary, "runs": runs}, sort_keys=True, separators=(",", ":"))
+    data += "\n"
     if args.check:
         return _check(md)
     OUT_MD.write_text(md, encoding="utf-8")
