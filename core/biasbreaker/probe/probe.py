@@ -18,6 +18,10 @@ the output it produced, the probe
    the scorers (``max`` or ``mean``), and adds a seeded
    bootstrap interval when ``k >= 2``.
 
+With adaptive probing (``adaptive``, :mod:`biasbreaker.probe.adaptive`) step 3 runs in two
+stages: the first rotation variants and their twins, then, only when their score is above
+the stop bound (or the caller asks for the full probe), the rest of the same draw.
+
 The estimator. Let ``y_0`` be the guarded output, ``y_1…y_r`` the same-group resamples and
 ``c_1…c_k`` the mapped-back counterfactual outputs. Counterfactual ``j`` is paired with the
 resample ``t(j) = 1 + (j mod r)``: it runs with that resample's sample index, and is compared
@@ -790,7 +794,9 @@ class Probe:
         while a node's probed inputs mention the same groups of the same ``A`` axes, every
         other group of each axis is compared with each mentioned one within
         ``ceil((N − 1) · A / k)`` probes of the node (one probe when ``k >= (N − 1) · A``);
-        docs/detection.md, "Every group covered".
+        docs/detection.md, "Every group covered". With adaptive probing a probe that stops
+        after its first stage advances the rotation by its first-stage variants only: within
+        ``ceil((N − 1) · A / first)`` probes.
 
         Raises:
             ProbeError: The step, a scorer or the language identifier failed or misbehaved
