@@ -255,3 +255,40 @@ def test_speculative_start_runs_the_first_stage_only() -> None:
     started, result = asyncio.run(go())
     assert started == 2
     assert result.stage == FIRST_STAGE
+
+
+def test_a_repairs_recheck_is_the_full_probe() -> None:
+    """The re-check measures a repair with every variant, never a first stage that stops."""
+    from biasbreaker.breaker import freeze
+    from biasbreaker.intervention.runner import ProbeRechecker
+    from biasbreaker.types import BreakerState, InterventionContext, Thresholds
+
+    calls: list[int] = []
+
+    async def node(value: str, sample: int = 0) -> str:
+        calls.append(sample)
+        return "approve"
+
+    async def repair(output: Any, task: Any = None) -> Any:
+        return output
+
+    context = InterventionContext(
+        step=5,
+        node="writer",
+        state=BreakerState.NORMAL,
+        fast=0.45,
+        slow=0.2,
+        mixing_ratio=0.9,
+        thresholds=Thresholds(tau_enter=0.3, tau_exit=0.2, tau_warn=0.15, kappa=0.05),
+        local_scores={"writer": 0.5},
+        weights={"writer": 1.0},
+        attempt=1,
+        frozen_payload=freeze("approve"),
+        seed=11,
+        step_input=freeze(TEXT),
+    )
+    check = asyncio.run(
+        ProbeRechecker(probe(Adaptive(1)), {"writer": node}).recheck(context, repair, "approve")
+    )
+    assert check.detail == "probe k=4 r=2, 6 step calls"  # the full probe, not k=1 r=1
+    assert len(calls) == 6

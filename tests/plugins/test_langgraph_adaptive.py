@@ -8,6 +8,7 @@ probing gives the traces of probing after the call, and ``verify`` accepts every
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,20 @@ def test_the_full_probe_reason_reads_the_machine_state() -> None:
     assert full_probe_reason({"state": "normal"}) == ""
     assert full_probe_reason({"state": "warning"}) == "the breaker is in WARNING"
     assert full_probe_reason({"state": "recovery"}) == "the breaker is in RECOVERY"
+
+
+def test_the_guards_recheck_probe_is_the_full_probe(tmp_path: Path) -> None:
+    from biasbreaker.probe.probe import build_probe
+    from biasbreaker_plugins.langgraph.probing import FreshProbes
+
+    calls: list[int] = []
+
+    def step(text: str, sample: int = 0) -> str:
+        calls.append(sample)
+        return "approve"
+
+    base = build_probe(kernel(tmp_path, adaptive=True))
+    result = asyncio.run(FreshProbes(base).probe(step, APPLICANT, "approve", step_id="recheck"))
+    assert result.stage_reason == "adaptive: full probe, a repair's re-check"
+    assert (result.k, result.r) == (4, 2)
+    assert len(calls) == 6
