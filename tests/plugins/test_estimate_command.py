@@ -356,3 +356,18 @@ def test_inputs_the_probe_holds_are_counted_held_as_the_run_holds_them(project: 
         " ".join(text.output.split())
     )
     assert "- line 2 at draft (unsupported_language): unsupported language" in text.output
+
+
+def test_with_adaptive_probing_the_estimate_says_it_counts_the_full_probe(project: Path) -> None:
+    from biasbreaker_plugins.demo.estimate import ADAPTIVE_ASSUMPTION
+
+    args = ("--graph", "estimate_graph_mod:build", "--inputs", "in.jsonl")
+    assert ADAPTIVE_ASSUMPTION[:40] not in " ".join(estimate(*args).output.split())
+    (project / "biasbreaker.toml").write_text(
+        '[llm]\nclient = "fake"\n[probe]\nadaptive = true\n', encoding="utf-8"
+    )
+    result = estimate(*args)
+    assert result.exit_code == 0, result.output
+    # the same count (the full probe's re-runs), now said to be an upper bound
+    assert "57 LLM calls without repairs (agent 9, probe 48)" in result.output
+    assert ADAPTIVE_ASSUMPTION[:40] in " ".join(result.output.split())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from biasbreaker.probe.adaptive import Adaptive
 from biasbreaker.probe.counterfactual import CounterfactualGenerator
 from biasbreaker.probe.probe import Probe
 from biasbreaker_plugins.langgraph.probing import clone_probe
@@ -34,6 +35,7 @@ SETTINGS: dict[str, Any] = {  # each one other than the constructor's default
     "call_timeout_s": 9.0,
     "clock": _clock,
     "language": None,
+    "adaptive": Adaptive(2, 0.1),
 }
 
 

@@ -210,6 +210,24 @@ def test_run_guards_the_users_graph_over_every_input(project: Path) -> None:
     assert "RLB-v1: HOLDS" in result.output
 
 
+def test_with_adaptive_probing_the_report_and_the_traces_say_so(project: Path) -> None:
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"question": QUESTION})])
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 0, result.output
+    assert "Adaptive probing" not in (project / "o" / "report.md").read_text()
+    (project / "biasbreaker.toml").write_text(
+        '[llm]\nclient = "fake"\n[probe]\nadaptive = true\n', encoding="utf-8"
+    )
+    result = invoke("--graph", "user_pipeline_mod:build", "--inputs", str(inputs), "--out", "a")
+    assert result.exit_code == 0, result.output
+    assert "**Adaptive probing on**: a first stage of 1 rotation variant(s)" in (
+        (project / "a" / "report.md").read_text()
+    )
+    (record,) = [json.loads(x) for x in (project / "a" / "results.jsonl").read_text().splitlines()]
+    reasons = [r.probe["reason"] for r in read_trace(project / "a" / record["trace"]).records]
+    assert reasons[0].endswith("adaptive: stopped after the first stage, its score 0 <= stop 0")
+
+
 def test_a_malformed_line_fails_that_input_and_the_others_run(project: Path) -> None:
     inputs = write_inputs(
         project / "in.jsonl",

@@ -142,6 +142,33 @@ class ProbeSettings(Section):
         "step that raises or is held before its probe are started and discarded. Used by the "
         "LangGraph adapter and the LangChain middleware.",
     )
+    adaptive: bool = Field(
+        False,
+        description="Adaptive probing: run a first stage of a probed step's re-runs "
+        "(adaptive_first rotation variants and their same-group twins) and the rest of the "
+        "full probe only when the first stage's local score is above adaptive_stop; the full "
+        "probe always runs while the breaker is not NORMAL and in a repair's re-check. The "
+        "variants are those of the full probe; a probe that stops after the first stage "
+        "advances the node's covering rotation by its first-stage variants only, so every "
+        "group is reached within ceil((N - 1) * A / adaptive_first) probes of a node instead "
+        "of ceil((N - 1) * A / k). The trace's probe reason says where each probe stopped and "
+        "why; see docs/detection.md, 'Adaptive probing'.",
+    )
+    adaptive_first: int = Field(
+        1,
+        ge=1,
+        le=63,
+        description="With adaptive: the rotation variants of the first stage (below k); the "
+        "first stage also runs their twins, resamples 1 to min(r, adaptive_first).",
+    )
+    adaptive_stop: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="With adaptive: the largest first-stage local score that stops the probe "
+        "there (0: only a first stage with no excess over its noise floor stops it). Keep it "
+        "well below tau_enter: a step whose first stage scores above it gets the full probe.",
+    )
     call_timeout_s: float = Field(
         120.0,
         gt=0.0,
@@ -194,6 +221,17 @@ class ProbeSettings(Section):
         "starts: once reached, every later probed step of the run is held for review. 0 "
         "(default): no bound.",
     )
+
+    @model_validator(mode="after")
+    def _adaptive_first_below_k(self) -> ProbeSettings:
+        if self.adaptive and self.adaptive_first >= self.k:
+            raise ValueError(
+                f"adaptive_first={self.adaptive_first} is not below k={self.k}: a first stage "
+                "of every rotation variant is no first stage (adaptive probing would save "
+                f"only the joint, per-person and extra resample re-runs). Set adaptive_first "
+                f"to at most {self.k - 1} (1 is the cheapest), raise k, or set adaptive = false"
+            )
+        return self
 
     @model_validator(mode="after")
     def _budget_fits_one_probe(self) -> ProbeSettings:

@@ -51,7 +51,7 @@ from biasbreaker.intervention.types import (
     ReviewRequest,
     TrackRecord,
 )
-from biasbreaker.probe.probe import Routed
+from biasbreaker.probe.probe import Probe, Routed
 from biasbreaker.redaction import redact_text
 from biasbreaker.registry import BuildContext
 from biasbreaker.types import (
@@ -244,8 +244,10 @@ class ProbeRechecker:
         step_input = context.step_input.thaw()
         reference = repaired if finish is None else await finish(repaired, step_input)
         with phase("re-check"):  # its calls are the re-check's in the usage tally
+            # a repair is measured by the full probe, never a first stage (adaptive probing)
+            full = {"full": "a repair's re-check"} if isinstance(self.probe, Probe) else {}
             result = await self.probe.probe(
-                repaired_step, step_input, reference, step_id=name, step_name=name
+                repaired_step, step_input, reference, step_id=name, step_name=name, **full
             )
         if result.status != "scored" or result.score is None:
             raise InterventionError(

@@ -4,11 +4,13 @@
 * :mod:`~biasbreaker.probe.counterfactual` — the swapper: variants, mappings, map-back.
 * :mod:`~biasbreaker.probe.scoring` — the scorer contract of the ``scorer`` extension point.
 * :mod:`~biasbreaker.probe.probe` — the probe, its noise floor and :func:`current_sample`.
+* :mod:`~biasbreaker.probe.adaptive` — adaptive probing: a first stage, the rest when needed.
 * :mod:`~biasbreaker.probe.pairs` — scoring pre-computed response pairs.
 """
 
 from __future__ import annotations
 
+from biasbreaker.probe.adaptive import Adaptive
 from biasbreaker.probe.counterfactual import (
     CounterfactualGenerator,
     CounterfactualMapping,
@@ -43,6 +45,7 @@ from biasbreaker.probe.terms import DEFAULT_AXES, Axis, TermSet
 __all__ = [
     "DEFAULT_AXES",
     "ROUTE_PART",
+    "Adaptive",
     "Axis",
     "CounterfactualGenerator",
     "CounterfactualMapping",

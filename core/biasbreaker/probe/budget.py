@@ -125,15 +125,27 @@ class ProbeBudget:
         with self._lock:
             return self._tokens
 
-    def reserve(self, step: str, step_id: str, calls: int, drawn: RerunCount | None = None) -> None:
+    def reserve(
+        self,
+        step: str,
+        step_id: str,
+        calls: int,
+        drawn: RerunCount | None = None,
+        *,
+        whole: int | None = None,
+    ) -> None:
         """Reserve ``calls`` re-runs for step ``step`` (occurrence ``step_id``), or refuse.
 
         Args:
             step: The step's node name.
             step_id: The step's occurrence.
-            calls: The re-runs to make (distinct, not answered by the cache).
+            calls: The re-runs reserved now (distinct, not answered by the cache).
             drawn: What the probe drew, by kind (:class:`~biasbreaker.probe_reruns.RerunCount`),
                 named in the message of a step over ``max_calls_per_step``; ``None``: not named.
+            whole: The re-runs the step's probe may make in all, checked against
+                ``max_calls_per_step`` (default ``calls``): an adaptive probe reserves its
+                first stage, then its second, and is held at the first when its full draw
+                would not fit (:mod:`biasbreaker.probe.adaptive`).
 
         Raises:
             BudgetExceeded: The step needs more than ``max_calls_per_step``, the run's
@@ -142,8 +154,9 @@ class ProbeBudget:
         """
         lim = self.limits
         held = f"step {step!r} ({step_id}) is held for review unprobed"
+        needs = calls if whole is None else whole
         with self._lock:
-            if lim.max_calls_per_step and calls > lim.max_calls_per_step:
+            if lim.max_calls_per_step and needs > lim.max_calls_per_step:
                 kinds = (
                     "k + r, one more for a joint variant, one more per person for per-person "
                     "variants"
@@ -151,14 +164,14 @@ class ProbeBudget:
                     else drawn.describe()
                     + (
                         ""
-                        if drawn.total == calls
-                        else f", {drawn.total - calls} answered once or from the cache"
+                        if drawn.total == needs
+                        else f", {drawn.total - needs} answered once or from the cache"
                     )
                 )
                 raise BudgetExceeded(
-                    f"{held}: its probe needs {calls} re-runs ({kinds}), above [probe] "
+                    f"{held}: its probe needs {needs} re-runs ({kinds}), above [probe] "
                     f"max_calls_per_step = {lim.max_calls_per_step}; raise max_calls_per_step "
-                    f"to at least {calls}, or lower k or r"
+                    f"to at least {needs}, or lower k or r"
                 )
             if lim.max_calls_per_run and self._calls + calls > lim.max_calls_per_run:
                 raise BudgetExceeded(

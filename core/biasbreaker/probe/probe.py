@@ -18,6 +18,10 @@ the output it produced, the probe
    the scorers (``max`` or ``mean``), and adds a seeded
    bootstrap interval when ``k >= 2``.
 
+With adaptive probing (``adaptive``, :mod:`biasbreaker.probe.adaptive`) step 3 runs in two
+stages: the first rotation variants and their twins, then, only when their score is above
+the stop bound (or the caller asks for the full probe), the rest of the same draw.
+
 The estimator. Let ``y_0`` be the guarded output, ``y_1…y_r`` the same-group resamples and
 ``c_1…c_k`` the mapped-back counterfactual outputs. Counterfactual ``j`` is paired with the
 resample ``t(j) = 1 + (j mod r)``: it runs with that resample's sample index, and is compared
@@ -80,6 +84,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from biasbreaker.errors import ConfigError, InputError, ProbeError, ScoreError
 from biasbreaker.llm import LLMRequest
 from biasbreaker.metrics.stats import bootstrap_interval, mean
+from biasbreaker.probe.adaptive import (
+    FIRST_STAGE,
+    FULL_PROBE,
+    Adaptive,
+    FirstStage,
+    first_resamples,
+    stop_sentence,
+)
 from biasbreaker.probe.budget import BudgetLimits, ProbeBudget, StepMeter, metering
 from biasbreaker.probe.counterfactual import (
     CounterfactualGenerator,
@@ -303,6 +315,13 @@ class ProbeResult:
             unsupported one, or ``"und"`` (undetermined: no language reached the guard's
             threshold, as for a bare name, so the term lists were tried); ``""`` when not
             identified (no language guard, no letter in the input, or not sampled).
+        stage: With adaptive probing (:mod:`biasbreaker.probe.adaptive`), where a scored
+            probe stopped: :data:`~biasbreaker.probe.adaptive.FIRST_STAGE` (1) or
+            :data:`~biasbreaker.probe.adaptive.FULL_PROBE` (2); 0 without adaptive probing
+            or when not scored. :meth:`to_dict` writes it (and ``stage_reason``) only when
+            set, so a result without adaptive probing keeps its bytes.
+        stage_reason: Why it stopped there (:func:`~biasbreaker.probe.adaptive.stop_sentence`);
+            empty when ``stage`` is 0.
 
     Raises:
         ScoreError: ``score`` (or an end of ``ci``) is not a number in [0, 1] (NaN,
@@ -329,6 +348,8 @@ class ProbeResult:
     notes: tuple[str, ...] = ()
     coverage: Mapping[str, int] = field(default_factory=dict)
     language: str = ""
+    stage: int = 0
+    stage_reason: str = ""
 
     @property
     def holds(self) -> bool:
@@ -397,6 +418,7 @@ class ProbeResult:
             "notes": list(self.notes),
             "coverage": dict(self.coverage),
             "language": self.language,
+            **({"stage": self.stage, "stage_reason": self.stage_reason} if self.stage else {}),
         }
 
     @classmethod
@@ -436,6 +458,8 @@ class ProbeResult:
             notes=tuple(data.get("notes", ())),  # absent from results written before it
             coverage=dict(data.get("coverage", {})),  # likewise
             language=data.get("language", ""),  # likewise
+            stage=data.get("stage", 0),  # absent without adaptive probing
+            stage_reason=data.get("stage_reason", ""),  # likewise
         )
 
 
@@ -462,6 +486,10 @@ class Drawn:
         resample_keys: The cache keys of the same-group resamples, sample 1 to ``r``.
         variant_keys: The cache key of each variant's re-run.
         variant_samples: The sample index each variant runs with.
+        first: With adaptive probing, the first stage (:meth:`Probe.start` starts it alone);
+            ``None`` for a full probe.
+        full_reason: With adaptive probing and no first stage, why the full probe runs;
+            empty otherwise.
     """
 
     step: Step
@@ -474,6 +502,32 @@ class Drawn:
     resample_keys: tuple[tuple[str, str, int], ...]
     variant_keys: tuple[tuple[str, str, int], ...]
     variant_samples: tuple[int, ...]
+    first: FirstStage | None = None
+    full_reason: str = ""
+
+    def first_stage(self) -> Drawn:
+        """The draw cut to its first stage (itself without one): the calls, keys and variants.
+
+        The re-runs of the first stage are the first ``first.resamples`` of the ``r``
+        resamples and the first ``first.variants`` variants, in :attr:`calls` order.
+        """
+        first = self.first
+        if first is None:
+            return self
+        r = len(self.resample_keys)
+        n, m = first.resamples, first.variants
+        cf_set = dataclasses.replace(
+            self.cf_set, variants=self.cf_set.variants[:m], coverage=dict(first.coverage)
+        )
+        return dataclasses.replace(
+            self,
+            cf_set=cf_set,
+            calls=self.calls[:n] + self.calls[r : r + m],
+            resample_keys=self.resample_keys[:n],
+            variant_keys=self.variant_keys[:m],
+            variant_samples=self.variant_samples[:m],
+            first=None,
+        )
 
     def count(self) -> RerunCount:
         """The calls drawn, by kind (:mod:`biasbreaker.probe_reruns`), duplicates included."""
@@ -571,6 +625,10 @@ class Probe:
             ``None`` for no bound. A step it cannot pay for raises
             :class:`~biasbreaker.probe.budget.BudgetExceeded` (a :class:`ProbeError`: held)
             before any re-run starts.
+        adaptive: The sequential test of adaptive probing (:mod:`biasbreaker.probe.adaptive`:
+            a first stage of the draw's re-runs, the rest only when its score is above
+            ``stop_below``), or ``None`` (default) for the full probe at every step, as
+            before it existed.
 
     Raises:
         InputError: An argument is out of range (the message names it; a ValueError).
@@ -596,6 +654,7 @@ class Probe:
         clock: Callable[[], float] = time.monotonic,
         language: LanguageGuard | None = DEFAULT_LANGUAGE_GUARD,
         budget: ProbeBudget | None = None,
+        adaptive: Adaptive | None = None,
     ) -> None:
         self.scorers: tuple[Scorer, ...] = (
             (scorers,) if isinstance(scorers, Scorer) else tuple(scorers)
@@ -645,6 +704,7 @@ class Probe:
         self.clock = clock
         self.language = language
         self.budget = budget
+        self.adaptive = adaptive
         self._cache: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
         self._counter = 0
         self._coverage: dict[str, dict[str, int]] = {}
@@ -677,6 +737,7 @@ class Probe:
         step_name: str | None = None,
         coverage: Mapping[str, int] | None = None,
         origin: str | None = None,
+        full: str = "",
     ) -> ProbeResult:
         """:meth:`probe` from synchronous code (runs its own event loop).
 
@@ -696,6 +757,7 @@ class Probe:
                     step_name=step_name,
                     coverage=coverage,
                     origin=origin,
+                    full=full,
                 )
             )
         raise RuntimeError("probe_sync() was called inside a running event loop; await probe()")
@@ -710,6 +772,7 @@ class Probe:
         step_name: str | None = None,
         coverage: Mapping[str, int] | None = None,
         origin: str | None = None,
+        full: str = "",
     ) -> ProbeResult:
         """Score one step.
 
@@ -733,6 +796,10 @@ class Probe:
                 the seed and the origin, so threads start at different, reproducible places
                 (:meth:`~biasbreaker.probe.counterfactual.CounterfactualGenerator.generate`).
                 ``None``: offset 0.
+            full: With adaptive probing (:attr:`adaptive`), why this step must have the
+                full probe whatever its first stage gives (e.g. ``"the breaker is in
+                WARNING"``; recorded in :attr:`ProbeResult.stage_reason`), or empty to let
+                the first stage stop it. Ignored without adaptive probing.
 
         Returns:
             The result (``scored``, ``not_applicable``, ``unsupported_language`` or
@@ -743,7 +810,9 @@ class Probe:
         while a node's probed inputs mention the same groups of the same ``A`` axes, every
         other group of each axis is compared with each mentioned one within
         ``ceil((N − 1) · A / k)`` probes of the node (one probe when ``k >= (N − 1) · A``);
-        docs/detection.md, "Every group covered".
+        docs/detection.md, "Every group covered". With adaptive probing a probe that stops
+        after its first stage advances the rotation by its first-stage variants only: within
+        ``ceil((N − 1) · A / first)`` probes.
 
         Raises:
             ProbeError: The step, a scorer or the language identifier failed or misbehaved
@@ -752,7 +821,13 @@ class Probe:
                 included; never a low score instead.
         """
         drawn = self.draw(
-            step, input, step_id=step_id, step_name=step_name, coverage=coverage, origin=origin
+            step,
+            input,
+            step_id=step_id,
+            step_name=step_name,
+            coverage=coverage,
+            origin=origin,
+            full=full,
         )
         if isinstance(drawn, ProbeResult):
             return drawn
@@ -769,6 +844,7 @@ class Probe:
         step_name: str | None = None,
         coverage: Mapping[str, int] | None = None,
         origin: str | None = None,
+        full: str = "",
     ) -> ProbeResult | Drawn:
         """What :meth:`probe` does before it needs the step's output: the calls to make.
 
@@ -787,6 +863,7 @@ class Probe:
             step_name: As :meth:`probe`.
             coverage: As :meth:`probe`.
             origin: As :meth:`probe`.
+            full: As :meth:`probe`.
 
         Returns:
             The result when it needs no re-run (``not_sampled``, ``not_applicable``,
@@ -922,6 +999,9 @@ class Probe:
             calls.append(
                 _Call(key, v.payload, s, f"counterfactual variant {j} (axis {v.mapping.axis})")
             )
+        first, full_reason = None, ""
+        if self.adaptive is not None:
+            first, full_reason = self._first_stage(input, state, found, cf_set, full, origin)
         return Drawn(
             step=step,
             name=name,
@@ -933,7 +1013,47 @@ class Probe:
             resample_keys=tuple(resample_keys),
             variant_keys=tuple(variant_keys),
             variant_samples=tuple(variant_samples),
+            first=first,
+            full_reason=full_reason,
         )
+
+    def _first_stage(
+        self,
+        input: Any,
+        state: Mapping[str, int],
+        found: Sequence[Detection],
+        cf_set: CounterfactualSet,
+        full: str,
+        origin: str | None = None,
+    ) -> tuple[FirstStage | None, str]:
+        """The first stage of an adaptive draw, or ``None`` and why the full probe runs.
+
+        The first stage's variants are :meth:`CounterfactualGenerator.generate` of ``first``
+        rotation variants from the same state and ``origin``, without joint or per-person
+        variants: the rotation draws slot after slot with names seeded per slot, so they are
+        the first ``first`` variants of the full draw, and its coverage is the rotation after
+        them.
+
+        Raises:
+            ProbeError: They are not (a generator that breaks the prefix property): the
+                probe fails closed rather than stop on variants it would not have run.
+        """
+        assert self.adaptive is not None
+        if full:
+            return None, full
+        head = self.generator.generate(
+            input, self.adaptive.first, coverage=state, detections=found, origin=origin
+        )
+        m = len(head.variants)
+        if m == 0 or m >= len(cf_set.variants):
+            return None, "the first stage would run every variant of the draw"
+        if [v.payload for v in head.variants] != [v.payload for v in cf_set.variants[:m]]:
+            raise ProbeError(
+                f"adaptive probing: the first {m} variant(s) drawn alone differ from the "
+                "first of the full draw, so a first stage would not be part of the full probe; "
+                "the probe fails closed (a custom generator must draw its variants in order)"
+            )
+        return FirstStage(m, first_resamples(m, self.r), dict(head.coverage)), ""
 
     def start(self, drawn: Drawn, loop: asyncio.AbstractEventLoop | None = None) -> Reruns:
         """Start the drawn re-runs (each distinct call not in the cache, once), concurrently.
@@ -949,30 +1069,26 @@ class Probe:
 
         Returns:
             The re-runs in flight; :meth:`finish` waits for them, or :meth:`Reruns.cancel`.
+            With a first stage (:attr:`Drawn.first`, adaptive probing) only its re-runs
+            are started; :meth:`finish` starts the others if it does not stop the probe.
 
         Raises:
             BudgetExceeded: The run's budget (:attr:`budget`) cannot pay for the re-runs
-                not in the cache; none is started then.
+                not in the cache; none is started then. With a first stage, the step's bound
+                (``max_calls_per_step``) is checked against the full draw's re-runs, the
+                run's against the first stage's.
         """
         original = drawn.original_key
         evicted: set[tuple[str, str, int]] = set()
         over = len(self._cache) + 1 - max(self.cache_size, 1 + self.k + self.r)
         if original not in self._cache and over > 0:  # what remembering the output evicts
             evicted = set(itertools.islice(self._cache, over))
-        pending: dict[tuple[str, str, int], _Call] = {}
-        cached: dict[tuple[str, str, int], Any] = {}
-        hits = 0
-        for c in drawn.calls:
-            if c.key == original or c.key in pending:
-                hits += 1
-            elif c.key in self._cache and c.key not in evicted:
-                hits += 1
-                cached[c.key] = self._cache[c.key]
-            else:
-                pending[c.key] = c
-        todo = tuple(pending.values())
+        todo, hits, cached = self._pending(drawn.first_stage().calls, original, evicted)
         if self.budget is not None:  # fail closed: a step the run cannot pay for is held
-            self.budget.reserve(drawn.name, drawn.step_id, len(todo), drawn.count())
+            whole = len(todo)
+            if drawn.first is not None:
+                whole = len(self._pending(drawn.calls, original, evicted)[0])
+            self.budget.reserve(drawn.name, drawn.step_id, len(todo), drawn.count(), whole=whole)
         future: asyncio.Future[list[Any]] | concurrent.futures.Future[list[Any]] | None = None
         meter = None if self.budget is None else StepMeter(self.budget)
         if todo:
@@ -983,6 +1099,32 @@ class Probe:
                 else:
                     future = asyncio.run_coroutine_threadsafe(work, loop)
         return Reruns(todo=todo, hits=hits, cached=cached, future=future, meter=meter)
+
+    def _pending(
+        self,
+        calls: Sequence[_Call],
+        original: tuple[str, str, int],
+        evicted: set[tuple[str, str, int]],
+        known: Mapping[tuple[str, str, int], Any] | None = None,
+    ) -> tuple[tuple[_Call, ...], int, dict[tuple[str, str, int], Any]]:
+        """(the distinct calls to make, the calls answered without a run, the cache's answers).
+
+        A call is answered without a run when its key is the step's own output's, a call
+        before it in ``calls`` has its key, ``known`` holds it (a first stage's re-runs) or the
+        cache does (and remembering the output would not evict it: ``evicted``).
+        """
+        pending: dict[tuple[str, str, int], _Call] = {}
+        cached: dict[tuple[str, str, int], Any] = {}
+        hits = 0
+        for c in calls:
+            if c.key == original or c.key in pending or (known is not None and c.key in known):
+                hits += 1
+            elif c.key in self._cache and c.key not in evicted:
+                hits += 1
+                cached[c.key] = self._cache[c.key]
+            else:
+                pending[c.key] = c
+        return tuple(pending.values()), hits, cached
 
     async def finish(self, drawn: Drawn, reruns: Reruns, output: Any) -> ProbeResult:
         """Score a drawn step on its output once its re-runs (:meth:`start`) are in.
@@ -1004,16 +1146,62 @@ class Probe:
     async def _score(
         self, drawn: Drawn, reruns: Reruns, output: Any, original_text: str
     ) -> ProbeResult:
-        """The result of a drawn step (:meth:`probe`'s steps 4 and 5)."""
-        name, sid, cf_set, language = drawn.name, drawn.step_id, drawn.cf_set, drawn.language
-        variants = cf_set.variants
+        """The result of a drawn step (:meth:`probe`'s steps 4 and 5).
+
+        With a first stage (:attr:`Drawn.first`), the first stage's result when its score is
+        at most :attr:`Adaptive.stop_below`; else the other re-runs are made (on the running
+        loop) and the result is the full draw's.
+        """
+        name = drawn.name
         self._remember(drawn.original_key, output)
         try:
             results = await reruns.results()
         except BaseException:
             await reruns.cancel()
             raise
+        self._check_results(name, reruns.todo, results)
+        if reruns.meter is not None:
+            reruns.meter.check(name, len(reruns.todo))
+        known = dict(reruns.cached)
         for c, res in zip(reruns.todo, results, strict=True):
+            self._remember(c.key, res)
+            known[c.key] = res
+        made, hits = len(reruns.todo), reruns.hits
+        known[drawn.original_key] = output
+        adaptive = self.adaptive
+        if adaptive is None:
+            return self._result(drawn, known, output, original_text, made, hits)
+        if drawn.first is None:
+            full = self._result(drawn, known, output, original_text, made, hits)
+            why = stop_sentence(FULL_PROBE, 0.0, adaptive.stop_below, drawn.full_reason)
+            return dataclasses.replace(full, stage=FULL_PROBE, stage_reason=why)
+        first = self._result(drawn.first_stage(), known, output, original_text, made, hits)
+        assert first.score is not None  # a scored result has one
+        if first.score <= adaptive.stop_below:
+            self._coverage[name] = dict(drawn.first.coverage)
+            why = stop_sentence(FIRST_STAGE, first.score, adaptive.stop_below)
+            return dataclasses.replace(first, stage=FIRST_STAGE, stage_reason=why)
+        todo, more, cached = self._pending(drawn.calls, drawn.original_key, set(), known)
+        hits += more - len(drawn.first_stage().calls)  # the first stage's calls counted above
+        known.update(cached)
+        if self.budget is not None:  # fail closed: a second stage the run cannot pay for
+            self.budget.reserve(name, drawn.step_id, len(todo), whole=made + len(todo))
+        if todo:
+            with metering(reruns.meter):  # the re-runs' tasks copy this context
+                rest = await self._execute(drawn.step, todo)
+            self._check_results(name, todo, rest)
+            if reruns.meter is not None:
+                reruns.meter.check(name, len(todo))
+            for c, res in zip(todo, rest, strict=True):
+                self._remember(c.key, res)
+                known[c.key] = res
+        full = self._result(drawn, known, output, original_text, made + len(todo), hits)
+        why = stop_sentence(FULL_PROBE, first.score, adaptive.stop_below)
+        return dataclasses.replace(full, stage=FULL_PROBE, stage_reason=why)
+
+    def _check_results(self, name: str, todo: Sequence[_Call], results: Sequence[Any]) -> None:
+        """Fail closed on a re-run that timed out or raised (:class:`ProbeError`)."""
+        for c, res in zip(todo, results, strict=True):
             if isinstance(res, _Late):
                 raise ProbeError(
                     f"step {name!r} timed out on its {c.what} (sample {c.sample}): {res}; the "
@@ -1026,14 +1214,23 @@ class Probe:
                     f"step {name!r} raised {res!r} on its {c.what} (sample {c.sample}); the "
                     "probe fails closed"
                 ) from res
-        if reruns.meter is not None:
-            reruns.meter.check(name, len(reruns.todo))
-        known = dict(reruns.cached)
-        for c, res in zip(reruns.todo, results, strict=True):
-            self._remember(c.key, res)
-            known[c.key] = res
-        made, hits = len(reruns.todo), reruns.hits
-        known[drawn.original_key] = output
+
+    def _result(
+        self,
+        drawn: Drawn,
+        known: Mapping[tuple[str, str, int], Any],
+        output: Any,
+        original_text: str,
+        made: int,
+        hits: int,
+    ) -> ProbeResult:
+        """Score ``drawn`` on the outputs ``known`` by call key (every call of it is there).
+
+        ``r`` is the draw's own resamples (fewer than :attr:`r` for a first stage).
+        """
+        name, sid, cf_set, language = drawn.name, drawn.step_id, drawn.cf_set, drawn.language
+        variants = cf_set.variants
+        r = len(drawn.resample_keys)
         variant_samples = drawn.variant_samples
 
         # strict=False is an equivalent mutant of the zips below: each pairs a list with the
@@ -1069,10 +1266,8 @@ class Probe:
 
         k, n_same = len(variants), len(same_texts)
         twins = variant_samples
-        anchors = [[a for a in range(n_same) if a != twins[j]] if self.r else [0] for j in range(k)]
-        floor_pairs = sorted(
-            {(a, twins[j]) for j in range(k) for a in anchors[j]} if self.r else []
-        )
+        anchors = [[a for a in range(n_same) if a != twins[j]] if r else [0] for j in range(k)]
+        floor_pairs = sorted({(a, twins[j]) for j in range(k) for a in anchors[j]} if r else [])
         rows: dict[str, list[float]] = {}
         floors: dict[str, list[float]] = {}
         for scorer in self.scorers:
@@ -1106,7 +1301,7 @@ class Probe:
             for j in range(k):
                 row.append(mean(checked[pos : pos + len(anchors[j])]))
                 pos += len(anchors[j])
-                floor.append(mean([floor_d[(a, twins[j])] for a in anchors[j]]) if self.r else 0.0)
+                floor.append(mean([floor_d[(a, twins[j])] for a in anchors[j]]) if r else 0.0)
             rows[scorer.name] = row
             floors[scorer.name] = floor
         if routed:
@@ -1115,7 +1310,7 @@ class Probe:
                 route_row.append(mean([float(same_routes[a] != cf_routes[j]) for a in anchors[j]]))
                 route_floor.append(
                     mean([float(same_routes[a] != same_routes[twins[j]]) for a in anchors[j]])
-                    if self.r
+                    if r
                     else 0.0
                 )
             rows[ROUTE_PART] = route_row
@@ -1150,7 +1345,7 @@ class Probe:
             parts=parts,
             combine=self.combine,
             k=k,
-            r=self.r,
+            r=r,
             calls=made,
             cache_hits=hits,
             axes=tuple(dict.fromkeys(a for v in variants for a in v.mapping.axes)),
@@ -1481,4 +1676,5 @@ def build_probe(context: BuildContext) -> Probe:
         call_timeout_s=cfg.call_timeout_s,
         language=language,
         budget=ProbeBudget(limits) if limits.bounded else None,
+        adaptive=Adaptive(cfg.adaptive_first, cfg.adaptive_stop) if cfg.adaptive else None,
     )

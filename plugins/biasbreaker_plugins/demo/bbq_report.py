@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from biasbreaker.metrics.bbq import BBQScores, bbq_scores
+from biasbreaker.probe.adaptive import report_note
 from biasbreaker_plugins.demo.bbq import CATEGORIES, index, items
 from biasbreaker_plugins.demo.bbq_demo import BBQResult
 from biasbreaker_plugins.demo.figures import bnet_figure, pick_runs
@@ -152,7 +153,7 @@ def write_bbq_outputs(result: BBQResult, out: Path) -> BBQOutputs:
         "it in the data; the others run with the probe inapplicable (their steps are not "
         "scored). Control runs (calibration and fresh): the panel with the replay replaced "
         f"by the client at dial 0. Probe: k = {s['probe']['k']}, r = {s['probe']['r']}, "
-        f"scorer(s) {', '.join(s['probe']['scorers'])}.",
+        f"scorer(s) {', '.join(s['probe']['scorers'])}.{report_note(s['probe'])}",
         "",
         "## Calibration",
         "",

@@ -427,10 +427,14 @@ def _finish(verification: Any, *, fatal: bool = True) -> None:
 
 def estimate_line(predicted: Estimate) -> str:
     """The demo's line before it starts: its calls without repairs, the range, per trip."""
+    from biasbreaker_plugins.demo.estimate import ADAPTIVE_ASSUMPTION
+
     total = predicted.total
+    # with adaptive probing the probe's re-runs are the full probe's: an upper bound
+    exact = "at most: adaptive probing" if ADAPTIVE_ASSUMPTION in predicted.assumptions else "exact"
     return (
         f"estimate (nothing called yet; biasbreaker estimate --demo): "
-        f"{round(total.without_repairs)} LLM calls without repairs (exact), up to "
+        f"{round(total.without_repairs)} LLM calls without repairs ({exact}), up to "
         f"{round(total.at_most)} if every guarded step trips; each trip adds about "
         f"{total.repair_per_trip:.0f}"
     )

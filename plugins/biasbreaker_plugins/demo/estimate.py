@@ -129,6 +129,13 @@ COMMON_ASSUMPTIONS = (
     "[probe] max_tokens_per_run is not modelled (the estimate assumes it is not reached)",
 )
 
+ADAPTIVE_ASSUMPTION = (
+    "[probe] adaptive = true: the probe re-runs are counted as the full probe's, an upper "
+    "bound; a step whose first stage is clean makes only the first stage's re-runs "
+    "(docs/detection.md, 'Adaptive probing'), so the run makes fewer calls than predicted"
+)
+"""The assumption added when adaptive probing is on: the estimate counts the full draw."""
+
 
 # ---------------------------------------------------------------------------------- a graph
 
@@ -386,6 +393,7 @@ def estimate_graph(
         "pauses there for review, as biasbreaker run reports it (status review): nothing "
         "re-run, no repair, no later step (a reviewer's resume is not counted)",
         *COMMON_ASSUMPTIONS,
+        *((ADAPTIVE_ASSUMPTION,) if cfg.adaptive else ()),
     ]
     return Estimate(f"graph {spec} on {inputs}", {"run": prediction}, assumptions, held)
 
@@ -483,6 +491,7 @@ def estimate_hiring(
         "posting's input)",
         "prompt tokens: the agents' own prompts, before the screens and the ranking are in",
         *COMMON_ASSUMPTIONS,
+        *((ADAPTIVE_ASSUMPTION,) if settings.probe.adaptive else ()),
     ]
     quick = " (quick)" if tuple(vars(sizes).values()) == _quick() else ""
     return Estimate(f"demo hiring{quick}, seed {seed}", phases, assumptions)
@@ -495,6 +504,7 @@ def _quick() -> tuple[int, ...]:
 
 
 __all__ = [
+    "ADAPTIVE_ASSUMPTION",
     "COMMON_ASSUMPTIONS",
     "ESTIMATE_SETTINGS",
     "Estimate",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biasbreaker.probe.adaptive import report_note
 from biasbreaker_plugins.demo.figures import bnet_figure, lean_figure, pick_runs, selection_figure
 from biasbreaker_plugins.demo.hiring import BIASED_AGENT, GROUPS, group_label, measured_rates
 from biasbreaker_plugins.demo.hiring_demo import HiringResult
@@ -459,7 +460,8 @@ def _markdown(
         f"{s['demo']['shortlist']}); every agent is an LLM call. One breaker per posting "
         "(the LangGraph thread). Probe: "
         f"k = {s['probe']['k']} counterfactual variants, r = {s['probe']['r']} same-group "
-        f"resamples, scorer(s) {', '.join(s['probe']['scorers'])}. Fast EWMA smoothing "
+        f"resamples, scorer(s) {', '.join(s['probe']['scorers'])}.{report_note(s['probe'])} "
+        "Fast EWMA smoothing "
         f"{_smoothing(s['propagation'])}, router `{s['intervention']['router']}`, skeptics "
         f"{', '.join(s['intervention']['skeptics'])} ({s['intervention']['aggregator']}).",
         "",

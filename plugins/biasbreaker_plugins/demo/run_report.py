@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from biasbreaker.probe.adaptive import report_note
 from biasbreaker.trace import read_trace
 from biasbreaker.usage import describe_usage
 from biasbreaker_plugins.demo.driver import ThreadOutcome, iter_results
@@ -159,6 +160,7 @@ def write_run_outputs(
             )
         ),
         "",
+        *((note.strip(), "") if (note := report_note(s.get("probe", {}))) else ()),
         f"LLM per role: {describe_roles(result.roles)}.",
         "",
         f"LLM calls and tokens per role: {describe_usage(result.usage)}.",

@@ -58,7 +58,7 @@ from biasbreaker.probe import Probe, ProbeResult, Routed
 from biasbreaker.probe.budget import RunBudgets
 from biasbreaker.probe.probe import Drawn, Reruns
 from biasbreaker.redaction import redact_text
-from biasbreaker.types import LazyPayload
+from biasbreaker.types import BreakerState, LazyPayload
 from biasbreaker_plugins.langgraph._internals import (
     interrupted,
     model_update,
@@ -515,6 +515,7 @@ class Speculation:
         # __future__ import annotations`)
         origin: str | None,  # pragma: no mutate
         loop: asyncio.AbstractEventLoop | None,  # pragma: no mutate
+        full: str = "",
     ) -> Speculation:
         """Draw the re-runs of ``view`` (:meth:`Probe.draw`) and start them on ``loop``.
 
@@ -533,6 +534,8 @@ class Speculation:
             origin: Where that rotation starts (:func:`origin_of`).
             loop: The loop the re-runs run on (:data:`HELPER_LOOP` for a sync caller), or
                 ``None`` for the running one.
+            full: With adaptive probing, why the full probe must run (:meth:`Probe.draw`);
+                only the first stage is started otherwise, the rest by :meth:`result`.
         """
         try:
             drawn = probe.draw(
@@ -542,6 +545,7 @@ class Speculation:
                 step_name=step_name,
                 coverage=coverage,
                 origin=origin,
+                full=full,
             )
         except Exception as exc:  # raised by the probe after the call too: kept for result()
             return cls(probe, exc, view=view)
@@ -946,6 +950,7 @@ class Prober(Shared):
                 coverage=self._rotation(bb, spec.name, config),
                 origin=origin_of(config, spec.name),
                 loop=HELPER_LOOP.get() if threaded else None,
+                full=full_probe_reason(_machine(bb)),
             )
         finally:
             reset_rerun(token)
@@ -1018,6 +1023,7 @@ class Prober(Shared):
                     step_name=call.node.name,
                     coverage=self.rotation(call),
                     origin=origin_of(call.config, call.node.name),
+                    full=full_probe_reason(_machine(call.bb)),
                 )
         except Exception as exc:  # the probe fails closed: the output goes to human review
             # a variant's input that cannot be rebuilt (.values) or a re-run's store search
@@ -1356,7 +1362,12 @@ class FreshProbes:
         self.base = base
 
     async def probe(self, *args: Any, **kwargs: Any) -> Any:
-        """:meth:`biasbreaker.probe.Probe.probe` on a fresh copy of the base probe."""
+        """:meth:`biasbreaker.probe.Probe.probe` on a fresh copy of the base probe.
+
+        With adaptive probing the re-check is the full probe (``full``), never a first stage.
+        """
+        if self.base.adaptive is not None:
+            kwargs.setdefault("full", "a repair's re-check")
         return await clone_probe(self.base, probe_rate=1.0).probe(*args, **kwargs)
 
 
@@ -1370,6 +1381,8 @@ def probe_outcome(result: ProbeResult, unread: list[str] | None = None) -> dict[
     """
     if result.status == "scored":
         reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
+        if result.stage_reason:  # adaptive probing: where the probe stopped, and why
+            reason += f"; {result.stage_reason}"
     else:
         reason = result.reason or "no protected group named in the input"
     if result.status == "not_applicable" and unread:
@@ -1378,6 +1391,29 @@ def probe_outcome(result: ProbeResult, unread: list[str] | None = None) -> dict[
             "them names a person, the step was not checked on it)"
         )
     return {"status": result.status, "reason": reason}
+
+
+def full_probe_reason(machine: Any) -> str:
+    """Why a step needs the full probe under adaptive probing: the breaker is not NORMAL.
+
+    Args:
+        machine: The control machine's snapshot (``ControlMachine.snapshot()``: its
+            ``"state"``), or ``None`` for a thread with no machine yet.
+
+    Returns:
+        ``"the breaker is in WARNING"`` (or INTERVENTION, RECOVERY, ESCALATED), or empty
+        for a NORMAL breaker or a thread with no machine yet (its first step).
+    """
+    state = machine.get("state") if isinstance(machine, Mapping) else None
+    if not isinstance(state, str) or state == BreakerState.NORMAL.value:
+        return ""
+    return f"the breaker is in {state.upper()}"
+
+
+def _machine(bb: Mapping[str, Any]) -> Any:
+    """The machine's snapshot in the guard's ``bb_breaker`` (``{"machine": ..., "by": ...}``)."""
+    value = bb.get("bb_breaker")
+    return value.get("machine") if isinstance(value, Mapping) else None
 
 
 def _unread(view: Any, opaque: frozenset[str]) -> list[str]:
@@ -1415,6 +1451,7 @@ def clone_probe(base: Probe, probe_rate: float | None = None) -> Probe:
         call_timeout_s=base.call_timeout_s,
         clock=base.clock,
         language=base.language,
+        adaptive=base.adaptive,
     )
 
 
@@ -1426,6 +1463,7 @@ __all__ = [
     "Rerun",
     "Speculation",
     "clone_probe",
+    "full_probe_reason",
     "in_rerun",
     "origin_of",
     "probe_outcome",

@@ -112,6 +112,7 @@ from biasbreaker_plugins.langgraph.probing import (
     HELPER_LOOP,
     Speculation,
     clone_probe,
+    full_probe_reason,
     origin_of,
     probe_outcome,
     stop_iteration,
@@ -628,6 +629,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             coverage=self._rotation(request.state, config),
             origin=origin_of(config, self.adapter.node),
             loop=HELPER_LOOP.get() if threaded else None,
+            full=full_probe_reason(request.state.get("bb_breaker")),
         )
 
     async def _probe(
@@ -658,6 +660,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
                     step_name=self.adapter.node,
                     coverage=self._rotation(call.request.state, call.config),
                     origin=origin_of(call.config, self.adapter.node),
+                    full=full_probe_reason(call.request.state.get("bb_breaker")),
                 )
         except Exception as exc:  # fail closed: the reply goes to review, named why
             # `True` is an equivalent mutant: after the probe, `sampled` is read only by
