@@ -659,6 +659,7 @@ def test_a_probe_failure_fails_closed_to_human_review(kernel: Kernel) -> None:
     )
 
 
+@pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_probe_rerun_past_its_time_out_fails_closed_on_time(tmp_path: Path, kind: str) -> None:
     """``[probe] call_timeout_s``: a sync node's re-runs run in worker threads, so the time-out
     fires while the re-run still blocks; an async one is cancelled. The step is held."""
