@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from biasbreaker_plugins.quoted import differences
 from studies import load_study
 
 
@@ -21,8 +22,8 @@ def test_check_names_a_quoted_figure_edited_by_hand() -> None:
     doc = study.DOC.read_text(encoding="utf-8")
     edited = doc.replace("| `spike` | 0.402-0.431 |", "| `spike` | 0.402-0.432 |", 1)
     assert edited != doc
-    assert f"{study.LABEL!r}" in study.differences(report, edited)[0]
-    assert study.differences(report, doc.replace(study.LABEL, "gone")) == [
+    assert f"{study.LABEL!r}" in differences(report, edited)[0]
+    assert differences(report, doc.replace(study.LABEL, "gone")) == [
         f"the passage {study.LABEL!r} is missing"
     ]
 

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from biasbreaker_plugins.quoted import differences
 from studies import load_study
 
 
@@ -27,11 +28,11 @@ def test_check_names_a_quoted_figure_edited_by_hand() -> None:
     doc = study.DOC.read_text(encoding="utf-8")
     edited = doc.replace("| `recovery` | step 56 |", "| `recovery` | step 55 |", 1)
     assert edited != doc
-    assert "'simulate: seed 1'" in study.differences(report, edited)[0]
+    assert "'simulate: seed 1'" in differences(report, edited)[0]
     dropped = re.sub(
         r"<!-- quoted: simulate: seeds 0-9 -->\n.*?<!-- /quoted -->\n", "", doc, flags=re.S
     )
-    assert study.differences(report, dropped) == ["the passage 'simulate: seeds 0-9' is missing"]
+    assert differences(report, dropped) == ["the passage 'simulate: seeds 0-9' is missing"]
 
 
 def test_the_figures_are_for_the_defaults_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from biasbreaker_plugins.quoted import differences
 from studies import load_study
 
 
@@ -11,7 +12,7 @@ def test_docs_detection_quotes_the_committed_file() -> None:
     """Without the model: every passage of validation.md is quoted, word for word."""
     study = load_study("validation")
     report = study.REPORT.read_text(encoding="utf-8")
-    assert study.differences(report, study.DOC.read_text(encoding="utf-8")) == []
+    assert differences(report, study.DOC.read_text(encoding="utf-8")) == []
 
 
 def test_an_edited_figure_or_a_dropped_passage_is_named() -> None:
@@ -20,9 +21,9 @@ def test_an_edited_figure_or_a_dropped_passage_is_named() -> None:
     doc = study.DOC.read_text(encoding="utf-8")
     edited = doc.replace("| gpt-4 | retail | 1 |", "| gpt-4 | retail | 0 |", 1)
     assert edited != doc
-    assert "'validation: bloomberg'" in study.differences(report, edited)[0]
+    assert "'validation: bloomberg'" in differences(report, edited)[0]
     dropped = doc.replace("<!-- quoted: validation: bbq -->", "<!-- quoted: gone -->")
-    assert "the passage 'validation: bbq' is missing" in study.differences(report, dropped)
+    assert "the passage 'validation: bbq' is missing" in differences(report, dropped)
 
 
 @pytest.mark.semantic

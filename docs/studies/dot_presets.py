@@ -14,14 +14,13 @@ over seeds (``"never"`` where no seed reaches the level; ``"on k of n"`` where o
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from biasbreaker.config import BreakerSettings
 from biasbreaker.dot import DotStep, simulate_dot
-from biasbreaker_plugins.quoted import block, blocks, check
+from biasbreaker_plugins.quoted import block, study_main
 
 HERE = Path(__file__).resolve().parent
 REPORT = HERE / "dot_presets.md"
@@ -112,31 +111,9 @@ def report() -> str:
     )
 
 
-def differences(report_text: str, document: str) -> list[str]:
-    """What ``document`` quotes otherwise than ``report_text``, and passages it does not quote."""
-    return check(report_text, document) + [
-        f"the passage {name!r} is missing"
-        for name in blocks(report_text)
-        if name not in blocks(document)
-    ]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the report, or (``--check``) exit 1 naming what differs from it."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if a file differs")
-    args = parser.parse_args(argv)
-    text = report()
-    if not args.check:
-        REPORT.write_text(text, encoding="utf-8")
-        print(f"wrote {REPORT}")
-        return 0
-    differs = []
-    if not REPORT.exists() or REPORT.read_text(encoding="utf-8") != text:
-        differs.append(f"{REPORT} differs from what the script measures: rerun without --check")
-    differs += [f"{DOC}: {line}" for line in differences(text, DOC.read_text(encoding="utf-8"))]
-    print("\n".join(differs) or f"{REPORT}: unchanged, and quoted as it is")
-    return 1 if differs else 0
+    return study_main(__doc__.splitlines()[0], report, REPORT, DOC, argv)
 
 
 if __name__ == "__main__":

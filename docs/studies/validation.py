@@ -20,7 +20,6 @@ Three real data sets, all in the repository:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import gzip
 import json
@@ -39,7 +38,7 @@ from biasbreaker.probe import (
     ResponsePair,
     score_pairs,
 )
-from biasbreaker_plugins.quoted import WIDTH, block, blocks, check
+from biasbreaker_plugins.quoted import WIDTH, block, study_main
 from biasbreaker_plugins.scorers.lexical import LexicalScorer
 from biasbreaker_plugins.scorers.sentiment import SentimentOptions, SentimentScorer
 
@@ -322,31 +321,9 @@ def report() -> str:
     return "\n".join(parts) + "\n"
 
 
-def differences(report_text: str, document: str) -> list[str]:
-    """What ``document`` quotes otherwise than ``report_text``, and passages it does not quote."""
-    return check(report_text, document) + [
-        f"the passage {name!r} is missing"
-        for name in blocks(report_text)
-        if name not in blocks(document)
-    ]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the report, or (``--check``) exit 1 naming what differs from it."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if a file differs")
-    args = parser.parse_args(argv)
-    text = report()
-    if not args.check:
-        REPORT.write_text(text, encoding="utf-8")
-        print(f"wrote {REPORT}")
-        return 0
-    differs = []
-    if not REPORT.exists() or REPORT.read_text(encoding="utf-8") != text:
-        differs.append(f"{REPORT} differs from what the script measures: rerun without --check")
-    differs += [f"{DOC}: {line}" for line in differences(text, DOC.read_text(encoding="utf-8"))]
-    print("\n".join(differs) or f"{REPORT}: unchanged, and quoted as it is")
-    return 1 if differs else 0
+    return study_main(__doc__.splitlines()[0], report, REPORT, DOC, argv)
 
 
 if __name__ == "__main__":

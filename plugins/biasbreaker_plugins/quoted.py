@@ -17,9 +17,10 @@ when a passage differs, naming it; ``update`` rewrites the documents atomically)
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from biasbreaker.errors import InputError
@@ -80,6 +81,54 @@ def check(report: str, document: str) -> list[str]:
     ]
 
 
+def differences(report: str, document: str) -> list[str]:
+    """:func:`check`, and a line for each passage of ``report`` that ``document`` does not quote.
+
+    For a study whose every passage its document must quote (``docs/studies/*.py``).
+    """
+    quoted = blocks(document)
+    return check(report, document) + [
+        f"the passage {name!r} is missing" for name in blocks(report) if name not in quoted
+    ]
+
+
+def study_main(
+    description: str,
+    text: Callable[[], str],
+    report: Path,
+    document: Path,
+    argv: Sequence[str] | None = None,
+) -> int:
+    """A study script's command line: write its report, or (``--check``) compare.
+
+    Args:
+        description: The ``--help`` line.
+        text: Measures and returns the report's text.
+        report: The generated file (``docs/studies/NAME.md``).
+        document: The document quoting its passages (:func:`differences`).
+        argv: The arguments (default ``sys.argv[1:]``).
+
+    Returns:
+        0, or with ``--check`` 1 when the report or a quoted passage differs from what
+        ``text`` measures (each difference printed).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true", help="exit 1 if a file differs")
+    args = parser.parse_args(argv)
+    generated = text()
+    if not args.check:
+        report.write_text(generated, encoding="utf-8")
+        print(f"wrote {report}")
+        return 0
+    differs = []
+    if not report.exists() or report.read_text(encoding="utf-8") != generated:
+        differs.append(f"{report} differs from what the script measures: rerun without --check")
+    quoted = document.read_text(encoding="utf-8")
+    differs += [f"{document}: {line}" for line in differences(generated, quoted)]
+    print("\n".join(differs) or f"{report}: unchanged, and quoted as it is")
+    return 1 if differs else 0
+
+
 def update(report: str, document: str) -> str:
     """``document`` with every passage of ``report``'s run replaced by the run's text."""
     generated = blocks(report)
@@ -126,4 +175,15 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["END", "WIDTH", "block", "blocks", "check", "main", "marker", "update"]
+__all__ = [
+    "END",
+    "WIDTH",
+    "block",
+    "blocks",
+    "check",
+    "differences",
+    "main",
+    "marker",
+    "study_main",
+    "update",
+]
