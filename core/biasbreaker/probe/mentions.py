@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from biasbreaker.probe.ages import age_mentions, glued_sex_codes, range_ends, slash_age_before
+from biasbreaker.probe.conditions import condition_mentions
 from biasbreaker.probe.countries import country_mentions
 from biasbreaker.probe.fields import FIELD_WORDS
 from biasbreaker.probe.mapping import Detection
@@ -34,7 +35,9 @@ from biasbreaker.probe.names import (
     person_name,
 )
 from biasbreaker.probe.payloads import Key, Path, describe_path, leaves
+from biasbreaker.probe.records import id_bracket_before, record_code
 from biasbreaker.probe.surnames import (
+    bare_surnames,
     initialled_surnames,
     key_surname,
     surname_first,
@@ -164,6 +167,9 @@ _CODE_OPEN = re.compile(
     r"(?:([^\W\d_][\w'’-]*)\s+)?([^\W\d_][\w'’-]*)\.?\s*\(\s*(?:\d{1,3}\s*[,/]\s*)?$"
 )
 _CODE_CLOSE = re.compile(r"\s*(?:\)|[,/]\s*\d{1,3}\s*\))")
+_LONE_CODE = re.compile(r"(?<![\w.'’-])[FM](?![\w'’-]|\.\w)")
+"""A lone upper-case ``F`` or ``M`` (not ``M.D.``, ``F-150``): a record field, perhaps a sex code
+(:func:`~biasbreaker.probe.records.record_code`)."""
 _NOT_CODED = frozenset({"size", "grade", "type", "class", "plan", "option", "part", "section"})
 """Capitalised words whose bracketed letter is a size, mark or option (``Size (M)``)."""
 _STACK_DEPTH = 3
@@ -310,7 +316,8 @@ _GENDER_IDENTITY = re.compile(
     r"faer)|non-?binary|enby|genderqueer|gender-?fluid|agender|bigender|two-spirit|"
     r"transgender|cisgender|gender[ -]non-?conforming|"
     r"trans[ -]?(?:wom[ae]n|m[ae]n|girls?|boys?|persons?|people|folks?|individuals?|femmes?|"
-    r"mascs?)|(?<=is |am |as )trans(?=[ \t]*(?:[.,;:!?)]|and\b|$))|mtf|ftm)(?![\w/-])",
+    r"mascs?)|(?<=is |am |as )trans(?=[ \t]*(?:[.,;:!?)]|and\b|$))|mtf|ftm|"
+    r"(?-i:Mx)\.?(?=[ \t]+[A-Z]))(?![\w/-])",
     re.IGNORECASE,
 )
 _SAME_SEX_SPOUSE = re.compile(
@@ -331,7 +338,9 @@ trial found ``a trans woman`` swapped to ``a trans man``), ``she is trans.``, ``
 …. Gender identity is protected as sex (US
 Supreme Court, *Bostock v. Clayton County*, 2020), but no variant of another group keeps it
 nor drops it soundly, so an input naming one is held (:meth:`MentionFinder.held`), like
-pregnancy. A bare ``they`` is no declaration (it is also plural)."""
+pregnancy. A bare ``they`` is no declaration (it is also plural). The title ``Mx.`` before a
+capitalised word is one (a trial saw ``Mx. Taylor`` become ``Mx. Heather``, a woman's first
+name under a nonbinary title); ``mx`` in lower case or alone is none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,7 +540,12 @@ class MentionFinder:
         ``they/them``, ``nonbinary``, ``transgender``); a term inside an identifier of a string
         value (``female_applicant``, ``seniorCitizen``, ``is-female``:
         :meth:`_identifier_terms`); a person's name written in lower case (``mary carter``:
-        :meth:`_lower_case_people`). A dict key's own text is
+        :meth:`_lower_case_people`); a condition said of a person that has no nondisabled
+        counterpart (``has epilepsy``: :func:`~biasbreaker.probe.conditions.
+        condition_mentions`); a lone ``F``/``M`` beside an age in a record naming no person
+        (``4471 | F | 35``: :func:`~biasbreaker.probe.records.record_code`); a surname
+        before a verb of a person that is also a country or a US state (``Washington was
+        denied``: :func:`~biasbreaker.probe.surnames.bare_surnames`). A dict key's own text is
         left to the structured-field rules (:func:`~biasbreaker.probe.fields.opaque_fields`).
 
         Returns:
@@ -545,6 +559,8 @@ class MentionFinder:
         identity = any(a.name == "gender" for a in self.axes)
         nationality = any(a.name == "nationality" for a in self.axes)
         orientation = any(a.name == "sexual-orientation" for a in self.axes)
+        disability = any(a.name == "disability" for a in self.axes)
+        race = any(a.name == "race" for a in self.axes)
         for path, text, hits in texts:
             read = [(h.start, h.end) for h in hits]
             if identity:
@@ -559,6 +575,28 @@ class MentionFinder:
                     Held(path, "sexual-orientation", m.group(0), f"the same-sex spouse "
                          f"{m.group(0)!r}, a sexual orientation no variant can move")
                     for m in _SAME_SEX_SPOUSE.finditer(text)
+                )  # fmt: skip
+            if identity:
+                out.extend(
+                    Held(path, "gender", m.group(0), f"the letter {m.group(0)!r} beside an age "
+                         "in a record that names no person, a sex code or not")
+                    for m in _LONE_CODE.finditer(text)
+                    if record_code(text, m.start(), m.end(), self.terms.person_words) == "unsure"
+                    and not any(s < m.end() and m.start() < e for s, e in read)
+                )  # fmt: skip
+            if race and self.terms.names is not None:
+                out.extend(
+                    Held(path, "race", word, f"the surname {word!r} before a verb of a person, "
+                         "also the name of a place, a person or not")
+                    for start, end, word, place in bare_surnames(text, self.terms.names)
+                    if place and not any(s < end and start < e for s, e in read)
+                )  # fmt: skip
+            if disability:
+                out.extend(
+                    Held(path, "disability", surface, f"the condition {surface!r}, a disability "
+                         "no variant can move (no nondisabled counterpart)")
+                    for start, end, surface in condition_mentions(text, self.terms.person_words)
+                    if not any(s < end and start < e for s, e in read)
                 )  # fmt: skip
             out.extend(self._identifier_terms(path, text, read))
             out.extend(
@@ -812,7 +850,8 @@ class MentionFinder:
         for a, b in itertools.pairwise(words):
             gap = text[a.end() : b.start()]
             if gap and not gap.strip(" \t"):
-                out.extend(_person_hit(text, a, b, book))
+                caps = _caps_surname_first(text, a, b, book)
+                out.extend(caps if caps else _person_hit(text, a, b, book))
         for a, b, c in zip(words, words[1:], words[2:], strict=False):
             # a middle initial between them: "Mei L. Nguyen" is the person "Mei Nguyen"
             if (
@@ -907,6 +946,11 @@ class MentionFinder:
             Hit(start, end, word, "name", "", (), surname_key(word))
             for lead, start, end, word in initialled_surnames(text, book)
             if self._person_place(text, lead, end) or self._person_after(text, lead, end)
+        )
+        out.extend(
+            Hit(start, end, word, "name", "", (), surname_key(word))
+            for start, end, word, place in bare_surnames(text, book)
+            if not place
         )
         return out
 
@@ -1171,10 +1215,14 @@ class MentionFinder:
         aged = _CODE_AGE_AFTER.match(text, end)
         if aged is not None and (aged.group("sep") == "/" or _LINE_START.search(before)):
             return True
+        people = self.terms.person_words
+        if id_bracket_before(before, people) and _CODE_CLOSE.match(text, end):
+            return True
+        if record_code(text, start, end, people) == "code":
+            return True
         m = _CODE_OPEN.search(before)
         if m is None or not _CODE_CLOSE.match(text, end):
             return False
-        people = self.terms.person_words
         word = m.group(2).lower()
         if word in people:
             return True
@@ -1297,6 +1345,33 @@ def _person_hit(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -
     return [Hit(a.start(), end, text[a.start() : end], "name", "", (), key)]
 
 
+def _caps_surname_first(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -> list[Hit]:
+    """A surname in capitals, then a given name (``WASHINGTON Lakisha``), as forms write them.
+
+    The first word all capitals (two letters or more) and a census surname that tells a race
+    (:func:`~biasbreaker.probe.surnames.surname_race`), the second capitalised and not all
+    capitals, and :func:`person_name` reading the second as the first name before it: the
+    person ``Lakisha Washington``. A trial saw the pair read first name first (``WASHINGTON``
+    a man's first name), a gender variant giving ``ALEXANDRA Tyshawn``. The key names the
+    surname title-cased, so each word is swapped in place and its case kept (``BEGAY Samira``).
+    Not when the first word is also a first name and the second a surname telling a race
+    (``GREG Baker`` is read as written). ``[]`` or one hit.
+    """
+    first, second = a.group(0), _POSSESSIVE_END.sub("", b.group(0))
+    if len(first) < 2 or not first.isupper() or second.isupper() or not second[:1].isupper():
+        return []
+    last = first.title()
+    if surname_race(last, book) is None or person_name(second, last, book) is None:
+        return []
+    if surname_race(second, book) is not None and first_name_info(last, book) is not None:
+        return []  # "GREG Baker": a first name in capitals and a surname, read as written
+    end = b.start() + len(second)
+    nxt = _word_after(text, b.end())
+    if (nxt is not None and fold(nxt) in PLACE_WORDS) or _in_place_name(text, a.start(), end):
+        return []
+    return [Hit(a.start(), end, text[a.start() : end], "name", "", (), f"{second} {last}")]
+
+
 def _age_band(surface: str, n: int, rule: NumericAge) -> int | None:
     """The band of an age mention: 0 young, 1 old, ``None`` neither.
 
@@ -1348,12 +1423,12 @@ def held_reason(found: Sequence[Held]) -> str:
     )
 
 
-_LABEL_BEFORE = re.compile(r"([^\W\d_]+)\s*[:=]\s*$")
+_FIELD_LABEL = re.compile(r"([^\W\d_]+)\s*[:=]\s*$")
 
 
 def _after_label(text: str, start: int, axis: str) -> bool:
     """Whether ``text[:start]`` ends with a field label of ``axis`` and ``:`` or ``=``."""
-    m = _LABEL_BEFORE.search(text, max(0, start - 40), start)
+    m = _FIELD_LABEL.search(text, max(0, start - 40), start)
     return m is not None and m.group(1).lower() in FIELD_WORDS.get(axis, frozenset())
 
 

@@ -18,6 +18,10 @@ of a group just as plainly (a new-user trial found both passed unprobed or half 
   :data:`INITIAL_FIRMS`: ``J.P. Morgan``, ``A.T. Kearney``);
   :meth:`~biasbreaker.probe.mentions.MentionFinder._surname_hits` keeps those with a person
   cue, and they are read and swapped like a titled surname (the initials stay);
+* a surname alone opening a sentence before a verb only a person is the subject of (``Begay
+  applied``, ``Okafor was denied``): :func:`bare_surnames`, a surname at least
+  :data:`BARE_SURNAME_SHARE` % one race; one that is also a country or a US state
+  (``Washington was denied``) is held, not read;
 * the surname first without a comma (``Zhang Wei applied``, ``Applicant: Nguyen Van An``):
   the order of Chinese, Korean and Vietnamese names. :func:`surname_first_bare` gives the
   candidates (a surname at least :data:`SURNAME_FIRST_SHARE` % Asian in the census, then a
@@ -36,6 +40,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from biasbreaker.probe.countries import countries
 from biasbreaker.probe.names import (
     NOT_GIVEN,
     ORGANISATIONS,
@@ -50,10 +55,14 @@ from biasbreaker.probe.names import (
 )
 
 __all__ = [
+    "BARE_SURNAME_SHARE",
+    "FIRM_WORDS",
     "INITIAL_FIRMS",
     "SURNAME_FIRST_SHARE",
     "SURNAME_MARK",
+    "US_STATES",
     "VIETNAMESE_MIDDLE",
+    "bare_surnames",
     "initialled_surnames",
     "key_surname",
     "surname_first",
@@ -342,4 +351,73 @@ def initialled_surnames(text: str, book: NameBook) -> list[tuple[int, int, int, 
         if prev is not None and first_name_info(prev.group(1), book) is not None:
             continue
         out.append((m.start(), m.start(2), m.start(2) + len(word), word))
+    return out
+
+
+BARE_SURNAME_SHARE: Final = 90
+"""Least census share (%) of one race among a surname's bearers for the surname to be read
+alone before a verb of a person (``Begay applied``): stricter than :data:`~biasbreaker.
+probe.names.RACE_SHARE`, as no title or initial says a person is named."""
+_BARE_VERB = re.compile(
+    r"(?:['’]s)?[ \t]+(?:applie[sd]|asked|asks|earn(?:s|ed)|request(?:s|ed)|borrow(?:s|ed)|"
+    r"rent(?:s|ed)|owe[sd]|(?:was|is|has[ \t]+been|got|gets)[ \t]+(?:hired|denied|approved|"
+    r"rejected|interviewed|fired|promoted|admitted|evicted|arrested|refused|declined|"
+    r"shortlisted))(?![\w'’-])"
+)
+"""A verb only a person (an applicant) is the subject of: not ``said``, ``announced``,
+``reported`` (a firm, a state or a country says things), nor ``was founded``/``was built``."""
+US_STATES: Final = frozenset(
+    """
+    alabama alaska arizona arkansas california colorado connecticut delaware florida georgia
+    hawaii idaho illinois indiana iowa kansas kentucky louisiana maine maryland massachusetts
+    michigan minnesota mississippi missouri montana nebraska nevada hampshire jersey mexico
+    york carolina dakota ohio oklahoma oregon pennsylvania rhode tennessee texas utah vermont
+    virginia washington wisconsin wyoming
+    """.split()  # noqa: SIM905
+)
+"""US states (and the second words of the two-word ones): ``Washington``, ``Maryland`` and
+``Tennessee`` are census surnames at least 90 % black, ``Oregon`` 90 % hispanic."""
+FIRM_WORDS: Final = frozenset(
+    """
+    honda toyota suzuki yamaha hyundai samsung nissan mazda kia huawei lenovo alibaba tata
+    mitsubishi hitachi toshiba sony fujitsu nintendo xiaomi wipro infosys subaru panasonic
+    canon nikon kubota komatsu baidu tencent
+    """.split()  # noqa: SIM905
+)
+"""Firms named by one word that is a census surname (``Honda applied for a patent``):
+never read as a person."""
+
+
+def bare_surnames(text: str, book: NameBook) -> list[tuple[int, int, str, bool]]:
+    """Surnames alone before a verb of a person: ``(start, end, surname, place)`` each.
+
+    A capitalised word opening the text, a sentence, a line or a field, before a verb of
+    :data:`_BARE_VERB` (``Begay applied``, ``Okafor was denied``), whose census bearers are at
+    least :data:`BARE_SURNAME_SHARE` % one race (``Begay`` 95 % native-american, ``Okafor``
+    98 % black). Not: a word the shipped lists or a term list exclude, a place or title
+    word, a firm of :data:`FIRM_WORDS`, a first name that tells a gender (``Kim applied`` is
+    read as a first name), a surname under the share (``Jordan`` 63 % white, ``Lincoln`` 77
+    %). ``place`` is true for a country of the Factbook or a US state (``Washington`` 91 %
+    black, ``Senegal``, ``Poland``): a state can be denied funds, so the caller holds it.
+    """
+    out: list[tuple[int, int, str, bool]] = []
+    for m in _BARE_WORD.finditer(text):
+        word = _POSSESSIVE_END.sub("", m.group(0))
+        before = text[: m.start()].rstrip(" \t")
+        if before and before[-1] not in _OPENS:
+            continue
+        if not _BARE_VERB.match(text, m.start() + len(word)) or not word[1:].islower():
+            continue
+        s = fold(word)
+        if s in book.excluded or s in PLACE_WORDS or s in NOT_GIVEN or s in FIRM_WORDS:
+            continue
+        share = surname_share_of(s, name_shares().surname_race)
+        if share is None or share.percent < BARE_SURNAME_SHARE or share.group == "multiple":
+            continue
+        place = s in US_STATES or any(fold(n) == s for c in countries() for n in c.names)
+        if not place:
+            info = first_name_info(word, book)
+            if info is not None and info.gender is not None:
+                continue
+        out.append((m.start(), m.start() + len(word), word, place))
     return out
