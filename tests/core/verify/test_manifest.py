@@ -183,3 +183,34 @@ def test_the_public_key_in_a_seal_is_the_signer_s(tmp_path: Path) -> None:
     seal = json.loads(seal_path(out / "results.jsonl").read_text())
     assert seal["signature"]["key"] == load_public_key(public)
     assert seal["kind"] == "manifest-seal" and seal["records"] == 2
+
+
+def test_a_review_with_held_stream_events_is_checked_over_both(tmp_path: Path) -> None:
+    """The review's sha256 covers the held output and its held stream events together: an
+    untouched record holds, and an event edited in the manifest is named."""
+    from biasbreaker.types import FrozenPayload
+    from biasbreaker.verify.manifest import ManifestEntry, _review_problems
+
+    value = {"status": "processed"}
+    stream = [{"kind": "custom", "data": {"ui": "Decision: DENY"}}]
+    trace = tmp_path / "t.jsonl"
+    step = {"kind": "step", "payload_sha256": FrozenPayload.of(value).sha256}
+    trace.write_text(json.dumps(step) + "\n", encoding="utf-8")
+
+    def review(events: list[dict[str, object]]) -> ManifestEntry:
+        return ManifestEntry(
+            None,
+            "review",
+            1,
+            {
+                "held": value,
+                "stream": events,
+                "frozen": {"value": value, "sha256": FrozenPayload.of(value).sha256},
+                "sha256": FrozenPayload.of({"held": value, "stream": stream}).sha256,
+            },
+        )
+
+    assert _review_problems(review(stream), trace, "results.jsonl:1") == []
+    edited = [{"kind": "custom", "data": {"ui": "Decision: APPROVE"}}]
+    (problem,) = _review_problems(review(edited), trace, "results.jsonl:1")
+    assert "review.held and review.stream hash to sha256" in problem
