@@ -8,10 +8,9 @@ blind to every variant the probe makes, and at dial ``p`` an option wins by Gumb
 only through the weights. The probe swaps the BBQ axes (religion, sexual orientation, all their
 groups) and scores with the ``decision`` scorer.
 
-Measured (240 contexts, k = r = 16, 32 calls per probed step): every context scores exactly 0
-at dial 0 (same-group floor 0.665); AUROC biased vs unbiased 0.973 at dial 0.5 (mean score
-0.170) and 1.000 at dial 1.0 (0.363). k = r = 8 reaches 0.917 at dial 0.5; k = r = 32 reaches
-0.994 at 0.5 and 0.954 at dial 0.25. See docs/detection.md.
+Measured on 240 contexts, k = r = 16 (32 calls per probed step): docs/detection.md §6 quotes the
+table :func:`test_docs_detection_quotes_the_measured_table` builds, and the test fails when the
+quoted passage differs.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from biasbreaker.probe import (
     with_current_sample,
 )
 from biasbreaker_plugins.llm_fake import FakeLLM, FakeLLMOptions
+from biasbreaker_plugins.quoted import block, blocks, check
 from biasbreaker_plugins.scorers.decision import DecisionScorer
 
 DATA = Path(__file__).resolve().parents[2] / "core" / "biasbreaker" / "data" / "bbq"
@@ -124,3 +124,28 @@ def test_probe_tells_biased_from_unbiased(
 def test_cost_is_k_plus_r_calls_per_probed_step(runs: dict[float, list[ProbeResult]]) -> None:
     for results in runs.values():
         assert all(r.calls + r.cache_hits == K + R for r in results)
+
+
+def test_docs_detection_quotes_the_measured_table(runs: dict[float, list[ProbeResult]]) -> None:
+    """docs/detection.md §6's table of this run is the passage measured here, word for word."""
+    unbiased = runs[0.0]
+    zero = sum(1 for s in scores(unbiased) if s == 0.0)
+    floor = mean([r.parts["decision"].same_group for r in unbiased])
+    raw = mean([r.parts["decision"].counterfactual for r in unbiased])
+    rows = [
+        f"| dial | k = r = {K} ({K + R} calls per probed step; the test) |",
+        "|---|---|",
+        f"| 0 | {'every one' if zero == N_CONTEXTS else zero} of the {N_CONTEXTS} contexts "
+        f"scores exactly 0; same-group floor {floor:.3f}"
+        + (" = raw counterfactual divergence |" if raw == floor else f", raw {raw:.3f} |"),
+    ]
+    for dial in (0.5, 1.0):
+        biased = scores(runs[dial])
+        rows.append(
+            f"| {dial} | AUROC vs dial 0: {auroc(biased, scores(unbiased)):.3f} (mean score "
+            f"{mean(biased):.3f}) |"
+        )
+    label = f"probe on the fake LLM: {N_CONTEXTS} BBQ contexts, k = r = {K}"
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "detection.md").read_text("utf-8")
+    assert label in blocks(doc)
+    assert check(block(label, "\n".join(rows)), doc) == []
