@@ -28,7 +28,11 @@ from biasbreaker_plugins.demo.output import write_text_atomic
 
 END = "<!-- /quoted -->"
 _BLOCK = re.compile(
-    r"^<!-- quoted: (?P<label>[^>]*?) -->\n(?P<text>.*?)\n<!-- /quoted -->$", re.S | re.M
+    # the text never crosses a marker line: an empty passage (its end marker on the next line)
+    # or an unclosed one cannot reach into the next passage
+    r"^<!-- quoted: (?P<label>[^>]*?) -->\n"
+    r"(?:(?P<text>(?:(?!^<!-- (?:quoted: |/quoted -->)).)*?)\n)?<!-- /quoted -->$",
+    re.S | re.M,
 )
 _OPENED = re.compile(r"^<!-- quoted: ", re.M)
 """A passage's markers stand alone on their lines; the same text inside prose is none."""
@@ -56,7 +60,7 @@ def blocks(document: str) -> dict[str, str]:
     for m in _BLOCK.finditer(document):
         if m.group("label") in found:
             raise InputError(f"the passage {m.group('label')!r} is quoted twice")
-        found[m.group("label")] = m.group("text")
+        found[m.group("label")] = m.group("text") or ""
     opened = len(_OPENED.findall(document))
     if opened != len(found):
         raise InputError(
@@ -130,8 +134,14 @@ def study_main(
 
 
 def update(report: str, document: str) -> str:
-    """``document`` with every passage of ``report``'s run replaced by the run's text."""
+    """``document`` with every passage of ``report``'s run replaced by the run's text.
+
+    Raises:
+        InputError: ``document`` (or ``report``) quotes a label twice or leaves a passage
+            unclosed (:func:`blocks`): nothing is rewritten.
+    """
     generated = blocks(report)
+    blocks(document)  # a malformed document is refused before any text is replaced
 
     def replaced(m: re.Match[str]) -> str:
         label = m.group("label")
