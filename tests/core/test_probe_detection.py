@@ -16,84 +16,39 @@ quoted passage differs.
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import Awaitable, Callable
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from biasbreaker.llm import LLMClient, LLMRequest
-from biasbreaker.metrics.bbq import BBQItem, load_bbq
 from biasbreaker.metrics.stats import auroc, mean
-from biasbreaker.probe import (
-    CounterfactualGenerator,
-    Probe,
-    ProbeResult,
-    TermSet,
-    with_current_sample,
-)
-from biasbreaker_plugins.llm_fake import FakeLLM, FakeLLMOptions
+from biasbreaker.probe import ProbeResult
 from biasbreaker_plugins.quoted import block, blocks, check
-from biasbreaker_plugins.scorers.decision import DecisionScorer
 
-DATA = Path(__file__).resolve().parents[2] / "core" / "biasbreaker" / "data" / "bbq"
-N_CONTEXTS = 240
+
+def _study() -> ModuleType:
+    """docs/studies/probe_sizes.py, whose functions build the contexts, the step and the probe."""
+    path = Path(__file__).resolve().parents[2] / "docs" / "studies" / "probe_sizes.py"
+    spec = importlib.util.spec_from_file_location("probe_sizes", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+STUDY = _study()
+N_CONTEXTS = STUDY.N_CONTEXTS
 K = R = 16
-# Group preference of the biased step (the fake's `weights` option): every BBQ Religion and
-# Sexual_orientation group the fake knows gets a weight, so the step prefers some groups to
-# others in every context. 1 is neutral.
-WEIGHTS = {
-    "christian": 20.0, "catholic": 0.1, "protestant": 10.0, "mormon": 0.2, "muslim": 0.05,
-    "jewish": 5.0, "hindu": 0.5, "buddhist": 2.0, "sikh": 0.3, "atheist": 50.0,
-    "straight": 20.0, "gay": 0.1, "lesbian": 0.2, "bisexual": 5.0, "pansexual": 0.3,
-    "asexual": 3.0,
-}  # fmt: skip
-TERMS = TermSet.load(axes=["religion", "sexual-orientation"])
-
-
-def contexts() -> list[str]:
-    """N_CONTEXTS distinct BBQ questions (context, question, three options), seeded order."""
-    items: list[BBQItem] = []
-    for name in ("preds_Religion.jsonl", "preds_Sexual_orientation.jsonl"):
-        items += load_bbq(DATA / name)
-    unique = {(it.context, it.question): it for it in items}
-    chosen = list(unique.values())
-    random.Random(0).shuffle(chosen)
-    return [
-        f"{it.context}\n{it.question}\n"
-        f"A. {it.answers[0]}\nB. {it.answers[1]}\nC. {it.answers[2]}\n"
-        "Answer with one letter."
-        for it in chosen[:N_CONTEXTS]
-    ]
-
-
-def answering_step(client: LLMClient) -> Callable[[str], Awaitable[str]]:
-    async def step(prompt: str) -> str:
-        request = with_current_sample(LLMRequest.chat(prompt, temperature=0.7))
-        return (await client.complete(request)).text
-
-    return step
-
-
-async def probe_all(dial: float, prompts: list[str]) -> list[ProbeResult]:
-    client = FakeLLM(FakeLLMOptions(bias=dial, weights=WEIGHTS), seed=3)
-    step = answering_step(client)
-    generator = CounterfactualGenerator(TERMS, seed=5)
-    probe = Probe(
-        DecisionScorer(), generator=generator, k=K, r=R, seed=5, bootstrap=0, max_concurrency=64
-    )
-    results = []
-    for i, prompt in enumerate(prompts):
-        output = await step(prompt)
-        results.append(await probe.probe(step, prompt, output, step_id=f"bbq:{i}"))
-    return results
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[float, list[ProbeResult]]:
-    prompts = contexts()
+    prompts = STUDY.contexts()
     assert len(set(prompts)) == N_CONTEXTS >= 200
-    return {dial: asyncio.run(probe_all(dial, prompts)) for dial in (0.0, 0.5, 1.0)}
+    return {dial: asyncio.run(STUDY.probe_all(dial, prompts, K)) for dial in (0.0, 0.5, 1.0)}
 
 
 def scores(results: list[ProbeResult]) -> list[float]:
