@@ -215,9 +215,18 @@ def test_a_first_stage_of_every_variant_is_refused_with_the_fix(tmp_path: Path) 
         Kernel.load(cwd=tmp_path, overrides={"probe": {"adaptive": True, "adaptive_first": 4}})
     text = str(err.value)
     assert "adaptive_first=4 is not below k=4" in text
-    assert "Set adaptive_first to at most 3" in text
+    assert "set adaptive_first to at most 3" in text
     # off, the same value is harmless
     Kernel.load(cwd=tmp_path, overrides={"probe": {"adaptive": False, "adaptive_first": 4}})
+
+
+def test_with_k_1_the_fix_is_to_raise_k_not_an_impossible_first_stage(tmp_path: Path) -> None:
+    # a new user's finding: the advice was "at most 0", which is itself refused
+    with pytest.raises(ConfigError) as err:
+        Kernel.load(cwd=tmp_path, overrides={"probe": {"adaptive": True, "k": 1}})
+    text = " ".join(str(err.value).split())
+    assert "adaptive_first=1 is not below k=1" in text
+    assert "raise k to 2 or more" in text and "at most 0" not in text
 
 
 @pytest.mark.parametrize(("value", "field"), [(1.0, "adaptive_stop"), (0, "adaptive_first")])

@@ -225,11 +225,17 @@ class ProbeSettings(Section):
     @model_validator(mode="after")
     def _adaptive_first_below_k(self) -> ProbeSettings:
         if self.adaptive and self.adaptive_first >= self.k:
+            fixes = (
+                f"set adaptive_first to at most {self.k - 1} (1 is the cheapest), raise k, "
+                "or set adaptive = false"
+                if self.k > 1
+                else "raise k to 2 or more (adaptive_first is at least 1 and must be below k), "
+                "or set adaptive = false"
+            )
             raise ValueError(
                 f"adaptive_first={self.adaptive_first} is not below k={self.k}: a first stage "
                 "of every rotation variant is no first stage (adaptive probing would save "
-                f"only the joint, per-person and extra resample re-runs). Set adaptive_first "
-                f"to at most {self.k - 1} (1 is the cheapest), raise k, or set adaptive = false"
+                f"only the joint, per-person and extra resample re-runs). To fix it, {fixes}"
             )
         return self
 
