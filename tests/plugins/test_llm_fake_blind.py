@@ -343,9 +343,14 @@ async def probe_all(fake: FakeLLM, prompts: Sequence[str]) -> list[Any]:
 
 
 def test_the_probe_scores_a_blind_fake_exactly_zero() -> None:
-    results = asyncio.run(probe_all(FakeLLM(seed=8), STEPS_PROMPTS))
-    assert len(results) == 85
-    assert all(r.status == "scored" for r in results)
+    every = asyncio.run(probe_all(FakeLLM(seed=8), STEPS_PROMPTS))
+    assert len(every) == 85
+    # the two template prompts naming a same-sex spouse ("her wife", "his husband") are held
+    # by design (no variant can move the orientation: docs/detection.md); every other is scored
+    held = [r for r in every if r.status != "scored"]
+    assert len(held) == 2
+    assert all(r.status == "unreadable" and "same-sex spouse" in r.reason for r in held)
+    results = [r for r in every if r.status == "scored"]
     assert all(r.score == 0.0 for r in results)
     assert all(p.excess == 0.0 for r in results for p in r.parts.values())
     # ... while the resamples do differ: the zero is not a constant reply
