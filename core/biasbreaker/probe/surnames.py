@@ -16,7 +16,7 @@ of a group just as plainly (a new-user trial found both passed unprobed or half 
 * initials and a surname (``R. Begay``, ``Dr. A. Nguyen``, ``J. Washington``):
   :func:`initialled_surnames` gives the surnames that tell a race (no firm of
   :data:`INITIAL_FIRMS`: ``J.P. Morgan``, ``A.T. Kearney``);
-  :meth:`~biasbreaker.probe.mentions.MentionFinder._surname_hits` keeps those with a person
+  :meth:`~biasbreaker.probe.name_context.NameReader.surname_hits` keeps those with a person
   cue, and they are read and swapped like a titled surname (the initials stay);
 * a surname alone opening a sentence before a verb only a person is the subject of (``Begay
   applied``, ``Okafor was denied``): :func:`bare_surnames`, a surname at least
@@ -26,7 +26,7 @@ of a group just as plainly (a new-user trial found both passed unprobed or half 
   the order of Chinese, Korean and Vietnamese names. :func:`surname_first_bare` gives the
   candidates (a surname at least :data:`SURNAME_FIRST_SHARE` % Asian in the census, then a
   given name that :func:`~biasbreaker.probe.names.person_name` reads before that surname);
-  :meth:`~biasbreaker.probe.mentions.MentionFinder._surname_hits` keeps those standing where
+  :meth:`~biasbreaker.probe.name_context.NameReader.surname_hits` keeps those standing where
   a person's name does (after a title or a person label, as a whole value, or opening a
   sentence before a verb of a person).
 
@@ -316,7 +316,7 @@ INITIAL_FIRMS: Final = frozenset(
 and a surname: never a person of the race the surname tells (``J.P. Morgan`` is a bank, and
 ``Morgan`` tells white). Keyed by the initials run together and the folded surname; a new
 firm of this shape beside a person cue (``J.P. Morgan said``) is read, a needless swap, so
-the cue is required (:meth:`~biasbreaker.probe.mentions.MentionFinder._person_place`)."""
+the cue is required (:meth:`~biasbreaker.probe.name_context.NameReader._person_place`)."""
 _INITIALLED = re.compile(
     r"(?<![\w'’.&-])((?:[A-Z]\.[ \t]?){0,2}[A-Z]\.)[ \t]+"
     r"([A-Z][^\W\d_]*(?:[-'’][^\W\d_]+)*)(?:['’]s?)?(?![\w'’-])"
