@@ -88,10 +88,12 @@ class MentionFinder:
                     for s in person.spans
                     if d.path == s.path and d.start < max(s.end, s.start + 1) and s.start < d.end
                 ]
-                if at and (" " not in person.name or any(" " in d.name for d in at)):
+                whole = [d for d in at if " " in d.name and key_surname(d.name) is None]
+                if at and (" " not in person.name or whole):
                     continue  # the text scan read a name there already
-                # a first name the scan read alone is the field person's ({"first_name":
-                # "Siobhan", "last_name": "O'Brien"}): the person, first name and surname, wins
+                # a first name or a surname the scan read alone is the field person's
+                # ({"first_name": "Siobhan", "last_name": "O'Brien"}, {"first_name":
+                # "Darlene", "last_name": "Yazzie"}): the person, first name and surname, wins
                 found = [d for d in found if d not in at]
                 for s in person.spans:
                     hit = Hit(s.start, s.end, s.surface, "name", "", (), person.name)

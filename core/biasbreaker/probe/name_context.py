@@ -20,6 +20,7 @@ from biasbreaker.probe.context import (
     word_before,
 )
 from biasbreaker.probe.names import (
+    ORGANISATIONS,
     PLACE_FIRST,
     PLACE_WORDS,
     first_name_info,
@@ -29,6 +30,7 @@ from biasbreaker.probe.names import (
 )
 from biasbreaker.probe.patterns import Hit
 from biasbreaker.probe.surnames import (
+    PLACE_PAIRS,
     bare_surnames,
     initialled_surnames,
     surname_first,
@@ -37,7 +39,7 @@ from biasbreaker.probe.surnames import (
     surname_race,
     titled_surnames,
 )
-from biasbreaker.probe.terms import NameBook, TermSet
+from biasbreaker.probe.terms import NameBook, NameInfo, TermSet
 
 __all__ = [
     "CALENDAR",
@@ -169,6 +171,16 @@ _STOP_AFTER = re.compile(r"[ \t]*(?:[,.;:!?)\n]|$)")
 _APPOSITIVE = re.compile(r"(?<![\w'’-])([^\W\d_]+)[ \t]*,[ \t]*$")
 """A word and a comma before a name: a person noun there makes the name an appositive."""
 _FROM_BEFORE = re.compile(r"(?<![\w'’-])from[ \t]+$", re.IGNORECASE)
+_REFERENCE_WORDS = frozenset(
+    """
+    fig figs figure figures table tables eq eqn equation section sec chapter ch appendix
+    exhibit slide page pp annex box plate
+    """.split()  # noqa: SIM905
+)
+_REFERENCE_LABEL = re.compile(r"\.?[ \t]*(?:\d|[A-Z](?![\w'’-]))")
+"""A reference word before a number or a one-letter label (``Fig. F``, ``Table 3``, ``Page
+12``): the capitalised word before it is no first name (a trial saw ``See Fig. F`` read as
+the person ``See Fig``, swapped to ``Trinidad Trejo. F``)."""
 _TITLE_BEFORE = re.compile(r"(?<![\w'’-])(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof)\.?[ \t]+$")
 """A title right before a word (``Mr. Carter``): the word after it is a surname."""
 
@@ -201,6 +213,8 @@ class NameReader:
             gap = text[a.end() : b.start()]
             if gap and not gap.strip(" \t"):
                 caps = _caps_surname_first(text, a, b, book)
+                if not caps and self._person_place(text, a.start(), b.end()):
+                    caps = _surname_first_where_named(text, a, b, book)
                 out.extend(caps if caps else _person_hit(text, a, b, book))
         for a, b, c in zip(words, words[1:], words[2:], strict=False):
             # a middle initial between them: "Mei L. Nguyen" is the person "Mei Nguyen"
@@ -458,10 +472,56 @@ def _person_hit(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -
         return []
     if text[b.end() :].lstrip(" \t").startswith("&"):
         return []
+    if fold(last) in _REFERENCE_WORDS and _REFERENCE_LABEL.match(text, end):
+        return []  # "See Fig. F", "see Table 3": a figure or table, no person
     if in_place_name(text, a.start(), end) or person_name(a.group(0), last, book) is None:
         return []
     key = f"{a.group(0)} {last}"
     return [Hit(a.start(), end, text[a.start() : end], "name", "", (), key)]
+
+
+def _surname_first_where_named(
+    text: str, a: re.Match[str], b: re.Match[str], book: NameBook
+) -> list[Hit]:
+    """A name written surname first where a name stands (``Applicant Yamamoto Hiroshi``).
+
+    The caller checks the place (:meth:`NameReader._person_place`: after a title or a person
+    label such as ``Applicant``, ``Name:``, ``Dear``, as an appositive or the whole value, or
+    opening a sentence before a verb of a person). There, when the first word is a census
+    surname telling a race (:func:`~biasbreaker.probe.surnames.surname_race`) and
+    :func:`person_name` reads the pair reversed (``Hiroshi Yamamoto``) telling more of gender
+    and race than as written (``Yamamoto Hiroshi``: no person; ``Kim Ji-woo``: ``Kim`` a first
+    name 67 % female and ``Ji-woo`` a surname, telling neither), it is read surname first: the
+    key is the given name then the surname. :func:`~biasbreaker.probe.surnames.
+    surname_first_bare` reads such names only when the surname is at least 90 % Asian
+    (``Yamamoto`` is less) and the pair read as written is no person (``Kim Ji-woo`` is one);
+    a trial saw both pass as not applicable. ``[]`` or one hit.
+    """
+    first, second = a.group(0), POSSESSIVE_END.sub("", b.group(0))
+    if POSSESSIVE_END.search(first) or first.isupper() or second.isupper():
+        return []
+    if not (first[:1].isupper() and second[:1].isupper()):
+        return []
+    if surname_race(first, book) is None:
+        return []
+    pair = f"{fold(first)} {fold(second)}"
+    if pair in PLACE_PAIRS or pair in ORGANISATIONS:
+        return []  # "Hong Kong says no.", a place
+    reversed_ = person_name(second, first, book)
+    if reversed_ is None:
+        return []
+    written = person_name(first, second, book)
+    if written is not None and _told(written.info) >= _told(reversed_.info):
+        return []
+    end = b.start() + len(second)
+    if in_place_name(text, a.start(), end):
+        return []
+    return [Hit(a.start(), end, text[a.start() : end], "name", "", (), f"{second} {first}")]
+
+
+def _told(info: NameInfo) -> int:
+    """How many of gender and race a name's reading tells (0-2)."""
+    return (info.gender is not None) + (info.race is not None)
 
 
 def _caps_surname_first(text: str, a: re.Match[str], b: re.Match[str], book: NameBook) -> list[Hit]:

@@ -85,6 +85,30 @@ LONE_CODE = re.compile(r"(?<![\w.'’-])[FM](?![\w'’-]|\.\w)")
 (:func:`~biasbreaker.probe.records.record_code`)."""
 _NOT_CODED = frozenset({"size", "grade", "type", "class", "plan", "option", "part", "section"})
 """Capitalised words whose bracketed letter is a size, mark or option (``Size (M)``)."""
+_ALL_CAPS = re.compile(r"[A-Z]{2,}\.?")
+_CAPITAL_AFTER = re.compile(r"\.?[ \t]+[A-Z]")
+"""A title written in capitals (``MS``, ``MR.``; its rows are ``case_sensitive``) is one only
+before a capitalised word (``MS SMITH``, ``MR. Carter``): ``an MS in Finance`` is a degree
+(Master of Science), ``MS`` alone also multiple sclerosis; a new-user trial saw ``She holds an
+MS in Finance`` become ``He holds an MR in Finance``."""
+_IDIOMS: dict[str, frozenset[str]] = {
+    key: frozenset(
+        """
+        tongue tongues language languages country countries land lands nature earth ship
+        ships lode board boards church company companies
+        """.split()  # noqa: SIM905
+    )
+    for key in ("mother", "father")
+}
+"""Gender terms that, before one of these words, make a compound naming no person, so they
+are no mention and are not swapped: ``mother tongue``, ``mother language``, ``mother
+country``, ``mother land``, ``Mother Nature``, ``Mother Earth``, ``mother ship``, ``mother
+lode``, ``mother board``, ``mother church``, ``mother company`` (the compounds of Merriam-
+Webster's entries for *mother* and *father* that name a thing; a trial saw ``Mother tongue:
+Spanish`` become ``Father tongue: Spanish``). Compounds that name a person keep swapping
+(``mother-in-law``, ``founding fathers``, ``Mother Superior``); the language itself is a
+national-origin proxy held by :mod:`biasbreaker.probe.held` (:data:`~biasbreaker.probe.held.
+_HOME_LANGUAGE`)."""
 _STACK_DEPTH = 3
 """How many protected adjectives may stand between a term and its person word."""
 _FIELD_LABEL = re.compile(r"([^\W\d_]+)\s*[:=]\s*$")
@@ -129,6 +153,14 @@ class TermReader:
         rows = [axis.rows[e.row] for e in entries]
         if all(r.case_sensitive for r in rows) and not surface[:1].isupper():
             return None
+        if (
+            all(r.case_sensitive for r in rows)
+            and _ALL_CAPS.fullmatch(surface)
+            and not _CAPITAL_AFTER.match(text, m.end())
+        ):
+            return None  # "an MS in Finance", "MS patients": a degree or a disease
+        if (word_after(text, m.end()) or "").lower() in _IDIOMS.get(key, ()):
+            return None  # "Mother tongue: Spanish", "the mother ship": no parent
         groups = tuple(dict.fromkeys(e.group for e in entries))
         if axis.name == "nationality":
             prev = word_before(text, m.start())
