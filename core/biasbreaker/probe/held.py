@@ -43,6 +43,7 @@ from biasbreaker.probe.names import (
 )
 from biasbreaker.probe.patterns import Compiled, Hit
 from biasbreaker.probe.payloads import Path, describe_path
+from biasbreaker.probe.proxies import proxy_mentions
 from biasbreaker.probe.records import record_code
 from biasbreaker.probe.surnames import bare_surnames
 from biasbreaker.probe.term_context import LAY_PERSONS, LONE_CODE, TermReader
@@ -181,6 +182,7 @@ class HeldReader:
         orientation = any(a.name == "sexual-orientation" for a in self.axes)
         disability = any(a.name == "disability" for a in self.axes)
         race = any(a.name == "race" for a in self.axes)
+        axis_names = [a.name for a in self.axes]
         for path, text, hits in texts:
             read = [(h.start, h.end) for h in hits]
             if identity:
@@ -206,7 +208,7 @@ class HeldReader:
                 )  # fmt: skip
             if race and self.terms.names is not None:
                 out.extend(
-                    Held(path, "race", word, f"the surname {word!r} before a verb of a person, "
+                    Held(path, "race", word, f"the surname {word!r} standing for a person, "
                          "also the name of a place, a person or not")
                     for start, end, word, place in bare_surnames(text, self.terms.names)
                     if place and not any(s < end and start < e for s, e in read)
@@ -218,6 +220,10 @@ class HeldReader:
                     for start, end, surface in condition_mentions(text, self.terms.person_words)
                     if not any(s < end and start < e for s, e in read)
                 )  # fmt: skip
+            out.extend(
+                Held(path, p.axis, p.surface, p.what)
+                for p in proxy_mentions(text, axis_names, read, self.terms.person_words)
+            )
             out.extend(self._identifier_terms(path, text, read))
             out.extend(
                 h for h in self._identifier_people(path, text, read) if norm(h.surface) not in named
