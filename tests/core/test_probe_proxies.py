@@ -65,6 +65,7 @@ def test_a_national_origin_proxy_is_held_with_its_reason(text: str, surface: str
         "She was born in Nigeria.",  # a country term: swapped, not held
         "Dear Mr. Smith, Canada office",
         "The note is from Greg.",
+        "We thank Acme for its corporate sponsorship.",
     ],
 )
 def test_look_alikes_of_origin_are_not_held(text: str) -> None:

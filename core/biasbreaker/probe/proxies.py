@@ -11,8 +11,9 @@ held.HeldReader`) rather than passed as not applicable (docs/detection.md, "Prox
   language to take, and one that keeps it is not of another group. A language listed as a
   skill (``fluent in French``, ``speaks French``) is read as neither: a skill.
 * An immigration or citizenship status (``visa status: H-1B``, ``green card holder``,
-  ``requires sponsorship``), for nationality: citizenship status is protected with national
-  origin (8 U.S.C. § 1324b) and no variant of another nationality keeps or drops it soundly.
+  ``requires sponsorship``; not ``corporate sponsorship``), for nationality: citizenship
+  status is protected with national origin (8 U.S.C. § 1324b) and no variant of another
+  nationality keeps or drops it soundly.
 * A place of birth or origin that no term names (``Born in Lagos``, ``The applicant is from
   Lagos``, ``a family from Lagos``), for nationality; and a place written beside a country
   the variants swap (``Born in Lagos, Nigeria``, ``lives in Lagos, Nigeria``: a variant said
@@ -56,7 +57,7 @@ _STATUS = re.compile(
     r"(?<![\w-])(?:(?i:visa|immigration|citizenship|residency|work[ \t]+authori[sz]ation)"
     r"[ \t]+(?i:status)(?:[ \t]*[:=-][ \t]*[^\n,;.]{1,30})?"
     r"|(?i:green[ \t]+card(?:[ \t]+holder)?|permanent[ \t]+resident|work[ \t]+(?:visa|permit)"
-    r"|(?:visa[ \t]+)?sponsorship)"
+    r"|visa[ \t]+sponsorship|(?:needs?|requires?|requiring|will[ \t]+require)[ \t]+sponsorship)"
     r"|H-?1B|H-?2[AB]|(?:F|J|L|O|E|TN)-?[123]?[AB]?[ \t]+(?i:visa))(?![\w-])"
 )
 _ORIGIN = re.compile(
