@@ -207,6 +207,14 @@ def slow(session: nox.Session) -> None:
 # Mutation testing (cosmic-ray): each group mutates its modules (or only the named functions
 # of a module) and runs only the tests that cover them, so a group finishes in minutes, not
 # hours. Gating and promotion must have no surviving mutant: the session fails if one does.
+_MENTION_TESTS = [
+    "tests/core/test_counterfactual.py",
+    "tests/core/test_counterfactual_age.py",
+    "tests/core/test_probe_term_words.py",
+    "tests/core/test_probe_joint.py",
+]
+"""The tests of the detection groups that were one module, mentions.py, until it was split."""
+
 MUTANT_GROUPS: dict[str, dict[str, Any]] = {
     "staging": {
         "module": "plugins/biasbreaker_plugins/langgraph/staging.py",
@@ -269,24 +277,32 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "module": "core/biasbreaker/probe/ages.py",
         "tests": ["tests/core/test_counterfactual_age.py"],
     },
+    # mentions.py was split by concern (term_context, name_context, patterns): the group's
+    # functions kept, each in the module that now holds it, with the same tests
     "mentions": {
         "module": "core/biasbreaker/probe/mentions.py",
+        "only": ["MentionFinder.scan"],
+        "tests": _MENTION_TESTS,
+    },
+    "term_context": {
+        "module": "core/biasbreaker/probe/term_context.py",
         "only": [
-            "MentionFinder.scan",
-            "MentionFinder._term_hit",
-            "MentionFinder._licensed",
-            "MentionFinder._stacked",
-            "MentionFinder._anchored",
-            "MentionFinder._person_hits",
-            "_person_hit",
-            "non_overlapping",
+            "TermReader.term_hit",
+            "TermReader._licensed",
+            "TermReader._stacked",
+            "TermReader._anchored",
         ],
-        "tests": [
-            "tests/core/test_counterfactual.py",
-            "tests/core/test_counterfactual_age.py",
-            "tests/core/test_probe_term_words.py",
-            "tests/core/test_probe_joint.py",
-        ],
+        "tests": _MENTION_TESTS,
+    },
+    "name_context": {
+        "module": "core/biasbreaker/probe/name_context.py",
+        "only": ["NameReader.person_hits", "_person_hit"],
+        "tests": _MENTION_TESTS,
+    },
+    "patterns": {
+        "module": "core/biasbreaker/probe/patterns.py",
+        "only": ["non_overlapping"],
+        "tests": _MENTION_TESTS,
     },
     # a swapped person still named in a form the rewrite did not touch: a silent score of 0
     "residuals": {

@@ -6,7 +6,7 @@ adapter twice (``validate`` then ``build``): measured with cProfile over the gro
 test files, about 60 % of their time went to code no mutant of the group touches, done again
 per test with the same inputs and the same result:
 
-- ``mentions._alternation``, the trie-shaped regex of the term lists and the name book
+- ``patterns._alternation``, the trie-shaped regex of the term lists and the name book
   (a ``str`` from a list of ``str``);
 - ``importlib.metadata.entry_points(group=...)`` and the distribution names of the entry
   points (``plugins._dist_of``, ``catalog._dist_name``), which read every installed
@@ -35,9 +35,9 @@ LAST = ("test_a_review_resumes_in_another_process_with_a_sqlite_store",)
 
 def _memoize() -> None:
     from biasbreaker import catalog, plugins
-    from biasbreaker.probe import mentions
+    from biasbreaker.probe import patterns
 
-    alternation = mentions._alternation
+    alternation = patterns._alternation
 
     @functools.cache
     def _cached_alternation(surfaces: tuple[str, ...]) -> str:
@@ -67,7 +67,7 @@ def _memoize() -> None:
 
         return memo
 
-    mentions._alternation = memo_alternation  # type: ignore[assignment]
+    patterns._alternation = memo_alternation  # type: ignore[assignment]
     metadata.entry_points = memo_entry_points  # type: ignore[assignment]
     plugins._dist_of = by_entry_point(plugins._dist_of)  # type: ignore[assignment]
     catalog._dist_name = by_entry_point(catalog._dist_name)  # type: ignore[assignment]

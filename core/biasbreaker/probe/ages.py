@@ -193,10 +193,31 @@ _BIRTH_DECADE = rf"the\s+(?:{_YEAR}|['’]?\d0)s"
 """A decade of birth (``the 1960s``, ``the '60s``), read as its first year."""
 _BIRTH_YEAR = rf"(?:{_DATE_BEFORE_YEAR}?{_YEAR}{_DATE_AFTER_YEAR}|{_SHORT_YEAR})"
 
+_NO_WEATHER = (
+    r"(?![ \t]+(?i:outside|outdoors|inside|indoors|today|tonight|tomorrow|yesterday|overnight|"
+    r"degrees?|in\s+the\s+shade|at\s+(?:noon|night|midday)|this\s+(?:morning|afternoon|"
+    r"evening))(?![\w-]))"
+)
+"""Not before a word of the weather or the time of day: ``32 F outside``, ``63F today`` are
+temperatures, even at a line start, where ``32 F presents with chest pain`` (a clinical note's
+age and sex) is read. Any other word after the code keeps the reading (a needless swap is
+safer than a missed one)."""
+_GRADUATION = (
+    r"(?:class\s+of|graduated(?:\s+from)?(?:\s+(?:high\s+school|secondary\s+school|college|"
+    r"university))?(?:\s+in)?|graduation\s+year|year\s+of\s+graduation)"
+)
+"""A graduation year's label (``Class of 1978``, ``Graduated high school in 1978``,
+``graduated from college in 1978``, ``Graduation year: 1978``): an age proxy (the US EEOC
+counts a graduation date asked of applicants as one under the ADEA), read as an age
+(:func:`age_of`)."""
+_GRADUATION_LABEL = re.compile(_GRADUATION, re.IGNORECASE)
+_COLLEGE = re.compile(r"college|university", re.IGNORECASE)
+
 AGE_FORMS: tuple[AgeForm, ...] = (
     _form("date of birth", rf"(?<![\w.-]){_DOB}\s*[:=-]?\s*{_BIRTH_YEAR}{_END}"),
     _form("born", rf"(?<![\w-])born\s+(?:(?:in|on)\s+)?(?:{_BIRTH_YEAR}|{_BIRTH_DECADE})"
           r"(?![\w-]|[.,]\d)"),
+    _form("graduation", rf"(?<![\w-]){_GRADUATION}\s*[:=-]?\s*(?:19|20)\d\d(?![\w-]|[.,]\d)"),
     _form("birthday", rf"(?<![\w-])\d{{1,3}}(?:st|nd|rd|th)\s+birthday{_END}"),
     _form("years old", rf"(?<![\w.-]){_NUM}(?:\s*-\s*|\s+)years?(?:\s*-\s*|\s+)"
           rf"(?:old|young){_END}"),
@@ -229,7 +250,8 @@ AGE_FORMS: tuple[AgeForm, ...] = (
           minimum=16),
     # glued to a sex code, or one space or tab before it, as forms and case notes write it:
     # "63F", "Applicant 63M", "Pt 67 F" (the surface is the number; the space stays)
-    _form("glued", r"(?<![\w.-])\d{1,3}(?=[ \t]?(?-i:[FM])(?![\w-]))", _GLUED_BEFORE, minimum=16),
+    _form("glued", rf"(?<![\w.-])\d{{1,3}}(?=[ \t]?(?-i:[FM])(?![\w-]){_NO_WEATHER})",
+          _GLUED_BEFORE, minimum=16),
     # a bare number after a person noun as a label, before a further field: "Applicant 63,
     # income 40k" (not "Applicant 17" alone, a number naming the applicant)
     _form("labelled", r"(?<![\w.#-])\d{1,3}(?=\s*[,;]\s*[^\W\d_])", _LABEL_BEFORE, minimum=16),
@@ -326,7 +348,7 @@ def age_of(surface: str, rule: NumericAge) -> int | None:
         return _decade(dec) + _HALF_YEAR[half.group(1).lower() if half else "mid"]
     year = _YEAR_TOKEN.search(surface)
     if year is not None:
-        return rule.reference_year - int(year.group(0))
+        return rule.reference_year - int(year.group(0)) + _graduation_age(surface)
     short = _SHORT_YEAR_TOKEN.search(surface) if _BIRTH_LABEL.match(surface) else None
     if short is not None:
         return (rule.reference_year - int(short.group(0))) % 100
@@ -339,6 +361,20 @@ def age_of(surface: str, rule: NumericAge) -> int | None:
     if direction is None or re.search(r"\s(?:or|and)\s+(?:older|younger)", surface, re.I):
         return n
     return n + 1 if direction.group(1).lower() in ("over", "above", "older") else n - 1
+
+
+def _graduation_age(surface: str) -> int:
+    """The age at graduation a surface's year is counted from: 0 for a birth year.
+
+    A graduation year (:data:`_GRADUATION`) is counted from age 22 after ``college`` or
+    ``university`` and from 18 otherwise (``Class of 1978`` is read as a high-school class,
+    the youngest reading: a college class of 1978 would be four years older, in the same band
+    but for ages within four years of a band's edge). So ``Class of 1978`` is 65 in 2025, old,
+    and swaps to ``Class of 2008`` (35); the rewrite is its own inverse.
+    """
+    if not _GRADUATION_LABEL.match(surface):
+        return 0
+    return 22 if _COLLEGE.search(surface) else 18
 
 
 def range_ends(surface: str) -> tuple[int, int] | None:
@@ -399,10 +435,12 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
         return _HALF.sub(lambda h: _styled(h.group(1), _FLIP.get(h.group(1).lower(), "mid")), out)
     year = _YEAR_TOKEN.search(surface)
     if year is not None:
-        new_age = rule.mirror_sum - (rule.reference_year - int(year.group(0)))
+        at = _graduation_age(surface)
+        new_age = rule.mirror_sum - (rule.reference_year - int(year.group(0)) + at)
         if new_age < 0:
             return None
-        return surface[: year.start()] + str(rule.reference_year - new_age) + surface[year.end() :]
+        new_year = str(rule.reference_year - new_age + at)
+        return surface[: year.start()] + new_year + surface[year.end() :]
     short = _SHORT_YEAR_TOKEN.search(surface) if _BIRTH_LABEL.match(surface) else None
     if short is not None:
         new_age = rule.mirror_sum - (rule.reference_year - int(short.group(0))) % 100
@@ -455,7 +493,7 @@ def age_mentions(text: str, rule: NumericAge) -> Iterator[tuple[re.Match[str], i
             yield m, n
 
 
-_GLUED = re.compile(r"(?<![\w.-])(\d{1,3})[ \t]?([FM])(?![\w-])")
+_GLUED = re.compile(rf"(?<![\w.-])(\d{{1,3}})[ \t]?([FM])(?![\w-]){_NO_WEATHER}")
 _GLUED_CONTEXT = re.compile(_GLUED_BEFORE, re.IGNORECASE)
 
 

@@ -7,7 +7,7 @@ epilepsy`` or ``has ADHD`` has none: ``has no epilepsy`` is no sentence a form w
 variant that drops the words is no longer the same applicant in another group. An input that
 says a person has one was "not applicable" (a new-user trial: a step denying the applicant
 with epilepsy passed unscored), so it is held for review
-(:meth:`~biasbreaker.probe.mentions.MentionFinder.held`).
+(:meth:`~biasbreaker.probe.held.HeldReader.held`).
 
 A condition counts only where it is said of someone: after a verb of having (``has``,
 ``diagnosed with``, ``living with``, ``suffers from``, or ``with`` after a person word; an

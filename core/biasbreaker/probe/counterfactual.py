@@ -65,6 +65,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biasbreaker.probe.context import norm
+from biasbreaker.probe.held import Held
 from biasbreaker.probe.mapping import (
     CounterfactualMapping,
     CounterfactualSet,
@@ -73,7 +75,7 @@ from biasbreaker.probe.mapping import (
     Variant,
     present_groups,
 )
-from biasbreaker.probe.mentions import Held, MentionFinder, norm
+from biasbreaker.probe.mentions import MentionFinder
 from biasbreaker.probe.payloads import Path, describe_path, leaves, payload_digest, rebuild
 from biasbreaker.probe.rewriting import MASK, neutral_form, next_word, rewrite
 from biasbreaker.probe.terms import Axis, TermSet

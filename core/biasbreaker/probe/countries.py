@@ -5,7 +5,7 @@ person of another nationality ("A Syrian engineer applied", "He is from Syria") 
 and was *not applicable*: the step passed unprobed. This module reads the names and
 nationality words of the 196 entities of The World Factbook (``data/terms/countries.json``,
 public domain, built by ``scripts/build_country_data.py``) in the places where they describe a
-person, so that :meth:`~biasbreaker.probe.mentions.MentionFinder.held` holds such an input for
+person, so that :meth:`~biasbreaker.probe.held.HeldReader.held` holds such an input for
 review, a recorded refusal, rather than passing it (docs/detection.md, "Nationalities outside
 the axis: held"). Adding them as groups of the axis was not done: the covering rotation's
 bound grows with the groups (``ceil((N − 1) / k)`` probes: 49 at ``k = 4`` for 196 groups),

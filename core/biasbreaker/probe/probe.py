@@ -101,9 +101,9 @@ from biasbreaker.probe.counterfactual import (
     payload_digest,
 )
 from biasbreaker.probe.fields import opaque_fields, opaque_reason
+from biasbreaker.probe.held import held_reason, unswappable_reason
 from biasbreaker.probe.language import LanguageGuard
 from biasbreaker.probe.mapping import Detection, present_groups, unswapped_keys
-from biasbreaker.probe.mentions import held_reason, unswappable_reason
 from biasbreaker.probe.payloads import KeyClash, describe_path
 from biasbreaker.probe.residuals import residual_mentions, residual_reason
 from biasbreaker.probe.scoring import (
@@ -283,7 +283,7 @@ class ProbeResult:
             holds a protected attribute in a structured field the probe cannot vary, such as
             ``{"age": 63}`` or ``{"sex": "F"}`` (:mod:`biasbreaker.probe.fields`), or names
             in text one that no variant can swap, such as pregnancy
-            (:data:`~biasbreaker.probe.mentions.UNSWAPPABLE`), or names one in a dict key
+            (:data:`~biasbreaker.probe.held.UNSWAPPABLE`), or names one in a dict key
             that a variant would merge with another key or that no variant of its axis
             rewrites (docs/detection.md, "Dict keys"), or still names a swapped person in a
             form the variants left as written, such as ``mcarter@example.com``

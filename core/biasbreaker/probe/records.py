@@ -1,6 +1,6 @@
 """Sex codes where a form or an export writes them: after a person's id, or as a record field.
 
-:meth:`~biasbreaker.probe.mentions.MentionFinder._coded` reads a one-letter ``F``/``M`` as a
+:meth:`~biasbreaker.probe.term_context.TermReader._coded` reads a one-letter ``F``/``M`` as a
 sex code after a sex label, beside an age, or in brackets after a person word. A new-user
 trial found forms that write it otherwise, each "not applicable" (or its age swapped and the
 code kept, so a step denying women scored 0):

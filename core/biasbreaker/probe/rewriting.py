@@ -1,7 +1,7 @@
 """Rewriting text: replace the mentions a mapping moves, keeping everything else byte for byte.
 
 Each replacement takes the capitalisation of the word it replaces (:func:`match_case`), a
-form is chosen by the word after it (:func:`~biasbreaker.probe.mentions.by_context`), and
+form is chosen by the word after it (:func:`~biasbreaker.probe.context.by_context`), and
 ``a``/``an`` before a replaced word is corrected (:func:`fix_article`).
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from biasbreaker.probe.ages import mirrored_age
+from biasbreaker.probe.context import by_context, capitalised, norm
 from biasbreaker.probe.mapping import (
     CounterfactualMapping,
     Detection,
@@ -19,15 +20,8 @@ from biasbreaker.probe.mapping import (
     Variant,
     present_groups,
 )
-from biasbreaker.probe.mentions import (
-    Hit,
-    MentionFinder,
-    by_context,
-    capitalised,
-    literal_regex,
-    non_overlapping,
-    norm,
-)
+from biasbreaker.probe.mentions import MentionFinder
+from biasbreaker.probe.patterns import Hit, literal_regex, non_overlapping
 from biasbreaker.probe.payloads import Path, rebuild
 from biasbreaker.probe.residuals import pair_hits
 from biasbreaker.probe.terms import Axis, TermSet
@@ -154,7 +148,7 @@ def next_word(text: str, end: int) -> str | None:
 def title_of(text: str, end: int, words: set[str]) -> bool:
     """Whether the word right after ``text[:end]`` (:func:`next_word`) is one of ``words``.
 
-    ``words`` are :func:`~biasbreaker.probe.mentions.norm`-ed name words: a term ending at
+    ``words`` are :func:`~biasbreaker.probe.context.norm`-ed name words: a term ending at
     ``end`` is then a title of that person (``Ms.`` in ``Ms. Mary Carter``, ``Mr.`` in
     ``Mr. Baker``, ``Mr. Baker's``).
     """

@@ -16,7 +16,7 @@ of a group just as plainly (a new-user trial found both passed unprobed or half 
 * initials and a surname (``R. Begay``, ``Dr. A. Nguyen``, ``J. Washington``):
   :func:`initialled_surnames` gives the surnames that tell a race (no firm of
   :data:`INITIAL_FIRMS`: ``J.P. Morgan``, ``A.T. Kearney``);
-  :meth:`~biasbreaker.probe.mentions.MentionFinder._surname_hits` keeps those with a person
+  :meth:`~biasbreaker.probe.name_context.NameReader.surname_hits` keeps those with a person
   cue, and they are read and swapped like a titled surname (the initials stay);
 * a surname alone opening a sentence before a verb only a person is the subject of (``Begay
   applied``, ``Okafor was denied``): :func:`bare_surnames`, a surname at least
@@ -26,7 +26,7 @@ of a group just as plainly (a new-user trial found both passed unprobed or half 
   the order of Chinese, Korean and Vietnamese names. :func:`surname_first_bare` gives the
   candidates (a surname at least :data:`SURNAME_FIRST_SHARE` % Asian in the census, then a
   given name that :func:`~biasbreaker.probe.names.person_name` reads before that surname);
-  :meth:`~biasbreaker.probe.mentions.MentionFinder._surname_hits` keeps those standing where
+  :meth:`~biasbreaker.probe.name_context.NameReader.surname_hits` keeps those standing where
   a person's name does (after a title or a person label, as a whole value, or opening a
   sentence before a verb of a person).
 
@@ -58,6 +58,7 @@ __all__ = [
     "BARE_SURNAME_SHARE",
     "FIRM_WORDS",
     "INITIAL_FIRMS",
+    "PLACE_PAIRS",
     "SURNAME_FIRST_SHARE",
     "SURNAME_MARK",
     "US_STATES",
@@ -198,7 +199,7 @@ _BARE_WORD = re.compile(r"(?<![\w'’-])[A-Z][^\W\d_]*(?:-[^\W\d_]+)?(?:['’]s?
 """A capitalised word, maybe possessive (a hyphenated Korean given name, ``Min-jun``, is one)."""
 _WORD_NEXT = re.compile(r"(?:['’]s?)?[ \t]+([^\W\d_]+)")
 _GAP = re.compile(r"[ \t]+")
-_PLACE_PAIRS = frozenset(
+PLACE_PAIRS = frozenset(
     {
         "hong kong", "ho chi", "chiang mai", "chiang rai", "da nang", "hai phong", "ha noi",
         "sai gon", "mong kok", "wan chai", "tai po", "sha tin", "tsim sha", "lan kwai",
@@ -295,7 +296,7 @@ def _given(
     f = fold(word)
     if word.isupper() or f in PLACE_WORDS or (f in _NOT_SURNAME and not marked):
         return None
-    if f"{fold(surname)} {f}" in _PLACE_PAIRS:
+    if f"{fold(surname)} {f}" in PLACE_PAIRS:
         return None
     if f"{fold(surname)} {f}" in ORGANISATIONS or person_name(word, surname, book) is None:
         return None
@@ -316,7 +317,7 @@ INITIAL_FIRMS: Final = frozenset(
 and a surname: never a person of the race the surname tells (``J.P. Morgan`` is a bank, and
 ``Morgan`` tells white). Keyed by the initials run together and the folded surname; a new
 firm of this shape beside a person cue (``J.P. Morgan said``) is read, a needless swap, so
-the cue is required (:meth:`~biasbreaker.probe.mentions.MentionFinder._person_place`)."""
+the cue is required (:meth:`~biasbreaker.probe.name_context.NameReader._person_place`)."""
 _INITIALLED = re.compile(
     r"(?<![\w'’.&-])((?:[A-Z]\.[ \t]?){0,2}[A-Z]\.)[ \t]+"
     r"([A-Z][^\W\d_]*(?:[-'’][^\W\d_]+)*)(?:['’]s?)?(?![\w'’-])"
@@ -392,13 +393,15 @@ def bare_surnames(text: str, book: NameBook) -> list[tuple[int, int, str, bool]]
     """Surnames alone before a verb of a person: ``(start, end, surname, place)`` each.
 
     A capitalised word opening the text, a sentence, a line or a field, before a verb of
-    :data:`_BARE_VERB` (``Begay applied``, ``Okafor was denied``), whose census bearers are at
-    least :data:`BARE_SURNAME_SHARE` % one race (``Begay`` 95 % native-american, ``Okafor``
-    98 % black). Not: a word the shipped lists or a term list exclude, a place or title
-    word, a firm of :data:`FIRM_WORDS`, a first name that tells a gender (``Kim applied`` is
-    read as a first name), a surname under the share (``Jordan`` 63 % white, ``Lincoln`` 77
-    %). ``place`` is true for a country of the Factbook or a US state (``Washington`` 91 %
-    black, ``Senegal``, ``Poland``): a state can be denied funds, so the caller holds it.
+    :data:`_BARE_VERB` (``Begay applied``, ``Okafor was denied``) or as the whole text
+    (``{"applicant": "Begay"}``, ``Begay``: a trial saw it pass as not applicable), whose
+    census bearers are at least :data:`BARE_SURNAME_SHARE` % one race (``Begay`` 95 %
+    native-american, ``Okafor`` 98 % black). Not: a word the shipped lists or a term list
+    exclude, a place or title word, a firm of :data:`FIRM_WORDS`, a first name that tells a
+    gender (``Kim applied`` is read as a first name), a surname under the share (``Jordan`` 63
+    % white, ``Lincoln`` 77 %). ``place`` is true for a country of the Factbook or a US state
+    (``Washington`` 91 % black, ``Senegal``, ``Poland``): a state can be denied funds, so the
+    caller holds it.
     """
     out: list[tuple[int, int, str, bool]] = []
     for m in _BARE_WORD.finditer(text):
@@ -406,7 +409,8 @@ def bare_surnames(text: str, book: NameBook) -> list[tuple[int, int, str, bool]]
         before = text[: m.start()].rstrip(" \t")
         if before and before[-1] not in _OPENS:
             continue
-        if not _BARE_VERB.match(text, m.start() + len(word)) or not word[1:].islower():
+        alone = not before and not text[m.start() + len(word) :].strip(" \t.")
+        if not (alone or _BARE_VERB.match(text, m.start() + len(word))) or not word[1:].islower():
             continue
         s = fold(word)
         if s in book.excluded or s in PLACE_WORDS or s in NOT_GIVEN or s in FIRM_WORDS:

@@ -13,8 +13,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biasbreaker.probe.context import norm
 from biasbreaker.probe.mapping import Detection
-from biasbreaker.probe.mentions import WORD_NAMES, MentionFinder, norm
+from biasbreaker.probe.mentions import MentionFinder
+from biasbreaker.probe.name_context import WORD_NAMES
 from biasbreaker.probe.names import (
     NATIVE,
     NameBook,
