@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         BiasGuardState,
         ReviewAnswer,
         ReviewRequest,
+        UnprobedBiasGuardState,
     )
 
 __version__ = "0.1.0"
@@ -42,6 +43,7 @@ __all__ = [
     "BiasGuardState",
     "ReviewAnswer",
     "ReviewRequest",
+    "UnprobedBiasGuardState",
 ]
 
 

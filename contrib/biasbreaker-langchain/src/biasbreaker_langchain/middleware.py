@@ -66,7 +66,7 @@ import operator
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -86,7 +86,6 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.config import get_config
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import NotRequired
@@ -102,6 +101,7 @@ from biasbreaker.types import (
     FrozenPayload,
     InterventionContext,
     InterventionResult,
+    LazyPayload,
 )
 from biasbreaker_langchain.adapter import LangChainAgentAdapter, MachineHandle
 from biasbreaker_langchain.plugin import NAME
@@ -117,7 +117,7 @@ from biasbreaker_plugins.langgraph.probing import (
     probe_outcome,
     stop_iteration,
 )
-from biasbreaker_plugins.langgraph.state import shown
+from biasbreaker_plugins.langgraph.state import plain_json, shown
 from biasbreaker_plugins.langgraph.streaming import (
     Capture,
     Sinks,
@@ -143,20 +143,32 @@ HELD_NAMESPACE = ("biasbreaker", "langchain", "held")
 _T = TypeVar("_T")
 
 
-class BiasGuardState(AgentState[Any]):
-    """The agent state keys the middleware adds (private: not in the input/output schema).
+class UnprobedBiasGuardState(AgentState[Any]):
+    """The agent state keys of a middleware that never probes (``[probe] probe_rate = 0``).
 
-    ``bb_breaker``: the control machine's snapshot (``ControlMachine.snapshot()``), or absent
-    before the thread's first guarded call. ``bb_network_ewma``: the fast and slow EWMAs of
-    B_net (``NetworkEwma.to_dict()``). ``bb_reviews``: one record per answered review
-    (``{"step", "action", "sha256", "reason"}``), appended. ``bb_probe_coverage``: the
-    probe's covering-rotation state of the model node, axis -> position
-    (``ProbeResult.coverage``; docs/detection.md, "Every group covered").
+    Private (not in the input/output schema). ``bb_breaker``: the control machine's snapshot
+    (``ControlMachine.snapshot()``), or absent before the thread's first guarded call.
+    ``bb_network_ewma``: the fast and slow EWMAs of B_net (``NetworkEwma.to_dict()``).
+    ``bb_reviews``: one record per answered review (``{"step", "action", "sha256",
+    "reason"}``), appended. Each key is a channel of the agent's graph, which LangGraph reads,
+    copies and checkpoints at every step of the agent (a model or a tool call): a middleware
+    adds only the keys it can write.
     """
 
     bb_breaker: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     bb_network_ewma: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     bb_reviews: NotRequired[Annotated[list[dict[str, Any]], operator.add, PrivateStateAttr]]
+
+
+class BiasGuardState(UnprobedBiasGuardState):
+    """The agent state keys the middleware adds (private: not in the input/output schema).
+
+    Those of :class:`UnprobedBiasGuardState`, and ``bb_probe_coverage``: the probe's
+    covering-rotation state of the model node, axis -> position (``ProbeResult.coverage``;
+    docs/detection.md, "Every group covered"), written by probed calls only, so a middleware
+    at ``[probe] probe_rate = 0`` has the unprobed schema instead.
+    """
+
     bb_probe_coverage: NotRequired[Annotated[dict[str, int] | None, PrivateStateAttr]]
 
 
@@ -206,6 +218,50 @@ class ReviewAnswer(BaseModel):
     note: str = ""
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """A record kept by :class:`_LocalStore` (``.value``, as a store's ``Item``)."""
+
+    value: dict[str, Any]
+
+
+class _LocalStore:
+    """Where held replies wait for review in an agent without a store: this process's memory.
+
+    The part of ``BaseStore`` the middleware uses (``get``, ``put``, ``delete`` and their
+    async forms) over a dict: the lookup every model call makes for a held reply would run a
+    batch of store operations in an ``InMemoryStore``. Pass ``create_agent(store=...)`` to
+    resume a review in another process.
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[tuple[str, ...], str], _Kept] = {}
+
+    def get(self, namespace: tuple[str, ...], key: str) -> _Kept | None:
+        """The record under ``key``, or ``None``."""
+        return self._kept.get((namespace, key))
+
+    def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> None:
+        """Keep ``value`` under ``key`` (replacing what was there)."""
+        self._kept[(namespace, key)] = _Kept(value)
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Forget the record under ``key``, if any."""
+        self._kept.pop((namespace, key), None)
+
+    async def aget(self, namespace: tuple[str, ...], key: str) -> _Kept | None:
+        """:meth:`get`, awaitable."""
+        return self.get(namespace, key)
+
+    async def aput(self, namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> None:
+        """:meth:`put`, awaitable."""
+        self.put(namespace, key, value)
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        """:meth:`delete`, awaitable."""
+        self.delete(namespace, key)
+
+
 @dataclass
 class _Call:
     """One guarded model call in progress (views, what the probe made of it, held tokens)."""
@@ -217,12 +273,22 @@ class _Call:
     capture: Capture
     thread: str
     input_view: Any = None
-    view: Any = None
+    reply: LazyPayload | Any = None
     outcome: dict[str, str] = field(default_factory=dict)
     hold: str | None = None
     sampled: bool = False
     score: float | None = None
     coverage: dict[str, int] | None = None
+
+    @property
+    def view(self) -> Any:
+        """The JSON view of the reply (:func:`_output_view`).
+
+        Built on the first read when :attr:`reply` defers it (a reply certainly read:
+        :func:`_plain_reply`).
+        """
+        reply = self.reply
+        return reply.value if isinstance(reply, LazyPayload) else reply
 
 
 def _kernel(config: Config) -> Kernel:
@@ -282,6 +348,52 @@ def _output_view(response: ModelResponse[Any]) -> dict[str, Any]:
     if response.structured_response is not None:
         view["structured"] = read(response.structured_response, "reply.structured_response")
     return view
+
+
+def _plain_reply(response: ModelResponse[Any]) -> bool:
+    """Whether :func:`_output_view` reads ``response`` without raising, judged at a glance.
+
+    ``True`` only for what it certainly reads: no structured response, and exact
+    ``AIMessage`` replies with text content, tool calls whose arguments are plain JSON
+    (:func:`~biasbreaker_plugins.langgraph.state.plain_json`), no invalid tool calls, no
+    legacy function call, and ``additional_kwargs`` of plain JSON without OpenAI's
+    ``"audio"`` (read by its fields). The fields are read from the message's ``__dict__``
+    (pydantic's attribute reads are slow), which :data:`_AI_FIELDS_IN_DICT` says gives the
+    same values. ``False`` means "read it to know", never "unreadable".
+    """
+    if not _AI_FIELDS_IN_DICT or response.structured_response is not None:
+        return False
+    for message in response.result:
+        if type(message) is not AIMessage:
+            return False
+        fields = message.__dict__
+        extra = fields.get("additional_kwargs")
+        calls = fields.get("tool_calls")
+        if (
+            type(fields.get("content")) is not str
+            or not isinstance(fields.get("name"), (str, type(None)))
+            or fields.get("invalid_tool_calls")
+            or type(calls) is not list
+            or type(extra) is not dict
+            or "audio" in extra
+            or extra.get("function_call") is not None
+            or not plain_json(list(extra.values()))
+        ):
+            return False
+        for call in calls:
+            if type(call) is not dict or "name" not in call or "args" not in call:
+                return False
+            if not plain_json(call["args"]):
+                return False
+    return True
+
+
+_AI_FIELDS_IN_DICT: Final = all(
+    name in AIMessage.model_fields and not any(name in vars(klass) for klass in AIMessage.__mro__)
+    for name in ("content", "name", "tool_calls", "invalid_tool_calls", "additional_kwargs")
+)
+"""Whether an ``AIMessage``'s instance dict holds what reading these fields as attributes
+returns: each is a declared pydantic field and no class of its MRO defines the name."""
 
 
 def _input_view(request: ModelRequest[Any]) -> dict[str, Any]:
@@ -355,6 +467,13 @@ def _watching(
     return given if received is None else watched(given, received)
 
 
+def _signed(method: Callable[..., _T], instance: object) -> Callable[..., _T]:
+    """``method`` bound to ``instance`` as a partial whose ``__signature__`` is computed once."""
+    bound = functools.partial(method, instance)
+    bound.__signature__ = inspect.signature(bound)  # type: ignore[attr-defined]
+    return bound
+
+
 def _with_config(config: RunnableConfig, fn: Callable[..., _T], *args: Any) -> _T:
     token = var_child_runnable_config.set(config)
     try:
@@ -363,7 +482,7 @@ def _with_config(config: RunnableConfig, fn: Callable[..., _T], *args: Any) -> _
         var_child_runnable_config.reset(token)
 
 
-class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
+class BiasGuardMiddleware(AgentMiddleware[UnprobedBiasGuardState, Any, Any]):
     """Guard every model call of a LangChain ``create_agent`` agent (module docstring).
 
     Args:
@@ -377,7 +496,8 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         PluginError: The ``langchain-agent`` adapter built is not this distribution's.
     """
 
-    state_schema = BiasGuardState
+    # the keys of a middleware that may probe; one at probe_rate 0 has the unprobed ones
+    state_schema: type[UnprobedBiasGuardState] = BiasGuardState
 
     def __init__(self, config: Config = None) -> None:
         super().__init__()
@@ -400,7 +520,21 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         self._budgets = RunBudgets(adapter.probe.budget)
         # where held replies wait for their review when the agent has no store (this
         # process only: pass create_agent(store=...) to resume in another process)
-        self._store: BaseStore = InMemoryStore()
+        self._store = _LocalStore()
+        # a probed call writes its rotation state: its key is a channel only where one can be
+        if adapter.probe.probe_rate <= 0.0:
+            self.state_schema = UnprobedBiasGuardState
+        # the outcome of a call not sampled, the same for every such call
+        self._not_sampled = f"not sampled at [probe] probe_rate = {adapter.probe.probe_rate:g}"
+        # create_agent wraps each middleware's wrap_model_call in LangSmith's ``traceable``,
+        # which reads the hook's signature on every call (for a ``run_tree`` parameter), tracing
+        # on or off; a bound method's is rebuilt on each read (its ``self`` dropped). The hooks
+        # create_agent takes from this instance are partials carrying their signature, which
+        # ``inspect.signature`` returns as is
+        vars(self).update(
+            wrap_model_call=_signed(type(self).wrap_model_call, self),
+            awrap_model_call=_signed(type(self).awrap_model_call, self),
+        )
         if adapter.traces.enabled:
             # the hook that seals the trace when the agent's turn ends: create_agent adds an
             # ``after_agent`` node only for a class that defines the hook, so a middleware
@@ -534,15 +668,19 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         response, command = _as_response(result)
         call = _Call(request, response, command, config, capture, _thread(config))
         try:
-            call.view = _output_view(response)
+            if _plain_reply(response):
+                # certainly readable: the view is built if the machine freezes it, the probe
+                # scores it or a review shows it (most calls do neither when not sampled)
+                call.reply = LazyPayload(functools.partial(_output_view, response))
+            else:
+                call.reply = _output_view(response)
         except Unreadable as exc:
-            call.view = shown([m.model_dump() for m in response.result])
+            call.reply = shown([m.model_dump() for m in response.result])
             call.hold = f"the probe cannot read the reply: {exc}"
             call.outcome = {"status": "unreadable", "reason": call.hold}
             return call
         if received is None:  # not sampled (_watcher)
-            reason = f"not sampled at [probe] probe_rate = {self.adapter.probe.probe_rate:g}"
-            call.outcome = {"status": "not_sampled", "reason": reason}
+            call.outcome = {"status": "not_sampled", "reason": self._not_sampled}
             return call
         try:
             call.input_view = _input_view(request)
@@ -567,8 +705,9 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         sampled is never compared with what its model received (:meth:`_begin`), so it is
         not watched (no callback handler is added to it).
         """
-        # at probe_rate 0 no step is sampled: should_probe is u < 0 with u >= 0
-        if not self.adapter.probe.should_probe(self._step_id(request.state)):
+        probe = self.adapter.probe
+        # at probe_rate 0 no step is sampled (should_probe is u < 0 with u >= 0): no hash
+        if probe.probe_rate <= 0.0 or not probe.should_probe(self._step_id(request.state)):
             return None
         return Received()
 
@@ -687,7 +826,9 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         if result.holds:  # an unsupported language, [probe] unsupported_language = "hold"
             call.hold = result.reason
 
-    def _held_place(self, request: ModelRequest[Any]) -> tuple[BaseStore, str | None]:
+    def _held_place(
+        self, request: ModelRequest[Any]
+    ) -> tuple[BaseStore | _LocalStore, str | None]:  # pragma: no mutate (an annotation)
         """Where this call's held reply is kept: the agent's store (else this process's), key.
 
         The key is the model node's task as LangGraph re-runs it on resume: thread id,
@@ -697,9 +838,9 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         """
         runtime = getattr(request, "runtime", None)
         store = getattr(runtime, "store", None)
+        info = getattr(runtime, "execution_info", None)
         if not isinstance(store, BaseStore):
             store = self._store
-        info = getattr(runtime, "execution_info", None)
         if info is None:
             return store, None
         return store, f"{info.thread_id}|{info.checkpoint_ns}|{info.checkpoint_id}"
@@ -773,7 +914,7 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
             "node": node,
             "local_scores": local,
             "weights": adapter.decider.katz,
-            "payload": call.view,
+            "payload": call.reply,
             "step_input": call.input_view,
             "probe": call.outcome or None,
             "hold": call.hold,
@@ -807,10 +948,11 @@ class BiasGuardMiddleware(AgentMiddleware[BiasGuardState, Any, Any]):
         shown_snapshot, exact = _shown_snapshot(machine)
         if exact:  # the next call reads this very object from the state: keep the machine
             adapter.machines.release(handle, shown_snapshot)
-        writes: dict[str, Any] = {
-            "bb_breaker": shown_snapshot,
-            "bb_network_ewma": deciding.ewma,
-        }
+        writes: dict[str, Any] = {"bb_breaker": shown_snapshot}
+        if deciding.ewma is not call.request.state.get("bb_network_ewma"):
+            # a call that moved the EWMAs (Decider.fold gives the state's own value back
+            # when nothing was scored): the channel keeps its value otherwise
+            writes["bb_network_ewma"] = deciding.ewma
         if call.coverage is not None:
             writes["bb_probe_coverage"] = call.coverage
         if deciding.released:  # the reply as it is (settled on PROCEED, nothing held)
@@ -945,21 +1087,16 @@ class _SealingBiasGuardMiddleware(BiasGuardMiddleware):
     the agent's turn ends, as a pause for review does (a cut trace fails ``verify``).
     """
 
-    def after_agent(self, state: BiasGuardState, runtime: Any) -> dict[str, Any] | None:
+    def after_agent(self, state: UnprobedBiasGuardState, runtime: Any) -> dict[str, Any] | None:
         """Seal the run's trace when the agent's turn ends."""
         self.adapter.traces.seal(_thread(get_config()))
         return None
 
-    async def aafter_agent(self, state: BiasGuardState, runtime: Any) -> dict[str, Any] | None:
+    async def aafter_agent(
+        self, state: UnprobedBiasGuardState, runtime: Any
+    ) -> dict[str, Any] | None:
         """:meth:`after_agent` for async agents."""
         return self.after_agent(state, runtime)
-
-
-# create_agent wraps each middleware's wrap_model_call in LangSmith's ``traceable``, which reads
-# the hook's signature on every call (for a ``run_tree`` parameter) even with tracing off: the
-# signature is computed here once, as ``__signature__`` (inspect.signature returns it as is)
-for _hook in (BiasGuardMiddleware.wrap_model_call, BiasGuardMiddleware.awrap_model_call):
-    _hook.__signature__ = inspect.signature(_hook)  # type: ignore[union-attr]
 
 
 @dataclass
@@ -1179,4 +1316,5 @@ __all__ = [
     "Config",
     "ReviewAnswer",
     "ReviewRequest",
+    "UnprobedBiasGuardState",
 ]
