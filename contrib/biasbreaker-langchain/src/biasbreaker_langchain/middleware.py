@@ -271,7 +271,6 @@ class _Call:
     command: Command[Any] | None
     config: RunnableConfig
     capture: Capture
-    thread: str
     input_view: Any = None
     reply: LazyPayload | Any = None
     outcome: dict[str, str] = field(default_factory=dict)
@@ -279,6 +278,11 @@ class _Call:
     sampled: bool = False
     score: float | None = None
     coverage: dict[str, int] | None = None
+
+    @functools.cached_property
+    def thread(self) -> str:
+        """The run's trace key (:func:`_thread`), computed when first needed."""
+        return _thread(self.config)
 
     @property
     def view(self) -> Any:
@@ -666,7 +670,7 @@ class BiasGuardMiddleware(AgentMiddleware[UnprobedBiasGuardState, Any, Any]):
         is held as unreadable, the reason naming the fix.
         """
         response, command = _as_response(result)
-        call = _Call(request, response, command, config, capture, _thread(config))
+        call = _Call(request, response, command, config, capture)
         try:
             if _plain_reply(response):
                 # certainly readable: the view is built if the machine freezes it, the probe
@@ -901,7 +905,7 @@ class BiasGuardMiddleware(AgentMiddleware[UnprobedBiasGuardState, Any, Any]):
         node = adapter.node
         repair = _Repair(adapter, step)
         raw: Any = state.get("bb_breaker")
-        if not raw:
+        if not raw and adapter.traces.enabled:  # a sink that keeps no records checks none
             adapter.traces.check_new_run(call.thread)
         hook = repair.hook if sync else repair.ahook
         handle = adapter.machines.acquire(raw, hook, adapter.machine_config)
@@ -944,7 +948,8 @@ class BiasGuardMiddleware(AgentMiddleware[UnprobedBiasGuardState, Any, Any]):
         handle = deciding.handle
         machine = handle.machine
         deciding.repair.keep_track_record()
-        adapter.traces.write(call.thread, machine, handle.recorder.records)
+        if adapter.traces.enabled:  # else its records are not kept (TraceSink.enabled)
+            adapter.traces.write(call.thread, machine, handle.recorder.records)
         shown_snapshot, exact = _shown_snapshot(machine)
         if exact:  # the next call reads this very object from the state: keep the machine
             adapter.machines.release(handle, shown_snapshot)
@@ -1291,7 +1296,7 @@ def _shown_snapshot(machine: ControlMachine) -> tuple[dict[str, Any], bool]:
         no frozen reply, no intervention result), which ``ControlMachine.restore`` rebuilds
         exactly into this machine (then the machine may be kept: :class:`MachineCache`).
     """
-    snapshot = dict(machine.snapshot())
+    snapshot = machine.snapshot()  # a new dict (its "config" shared, never changed here)
     exact = True
     frozen = snapshot.get("frozen_payload")
     if isinstance(frozen, Mapping):
