@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from biasbreaker_langchain import BiasGuardMiddleware, BiasGuardState, UnprobedBiasGuardState
-from biasbreaker_langchain.middleware import _output_view, _plain_reply
+from biasbreaker_langchain.call import output_view, plain_reply
 from langchain.agents import create_agent
 from langchain.agents.middleware.types import ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -92,18 +92,18 @@ NOT_PLAIN = [
 
 @pytest.mark.parametrize("response", PLAIN)
 def test_a_plain_reply_is_read_lazily_and_reads(response: ModelResponse[Any]) -> None:
-    assert _plain_reply(response)
-    assert _output_view(response)["messages"][0]["type"] == "ai"
+    assert plain_reply(response)
+    assert output_view(response)["messages"][0]["type"] == "ai"
 
 
 @pytest.mark.parametrize("response", NOT_PLAIN)
 def test_a_reply_not_plain_at_a_glance_is_read_at_once(response: ModelResponse[Any]) -> None:
-    assert not _plain_reply(response)
+    assert not plain_reply(response)
 
 
 def test_an_unreadable_additional_kwarg_fails_the_read() -> None:
     with pytest.raises(Unreadable, match="additional_kwargs"):
-        _output_view(NOT_PLAIN[1])
+        output_view(NOT_PLAIN[1])
 
 
 def test_probing_off_an_unreadable_reply_is_held(tmp_path: Path) -> None:
