@@ -134,7 +134,7 @@ def decided(
     handle = deciding.handle
     machine = handle.machine
     deciding.repair.keep_track_record()
-    if adapter.traces.enabled:  # else its records are not kept (TraceSink.enabled)
+    if handle.recorder is not None:  # a trace is kept (MachineCache: recorded)
         adapter.traces.write(call.thread, machine, handle.recorder.records)
     snapshot, exact = shown_snapshot(machine)
     if exact:  # the next call reads this very object from the state: keep the machine
@@ -245,6 +245,14 @@ class Deciding:
         """
         machine = self.handle.machine
         call = self.call
+        # `==` for `is` is an equivalent mutant (an enum member is its only instance); the
+        # comparison's other operators are marked with it (the pragma is per line)
+        proceeds = decision.action is BreakerAction.PROCEED  # pragma: no mutate
+        if proceeds and call.hold is None:
+            # released before the step's record is read: no trail is wanted, and a machine
+            # that records nothing builds the record only when it is read (MachineCache)
+            self.released = True
+            return True
         # the result of this very step's intervention, if the hook ran on it (its record
         # carries the result's summary; a record is None only before the first step): only
         # a step that enters INTERVENTION runs it (ControlMachine._plan)
@@ -253,12 +261,6 @@ class Deciding:
         if result is not None:
             events = result.to_json()["trail"]
             self.trail = list(events) if isinstance(events, list) else []
-        # `==` for `is` is an equivalent mutant (an enum member is its only instance); the
-        # comparison's other operators are marked with it (the pragma is per line)
-        proceeds = decision.action is BreakerAction.PROCEED  # pragma: no mutate
-        if proceeds and call.hold is None:
-            self.released = True
-            return True
         if (
             result is not None
             and result.repaired is not None
