@@ -138,3 +138,29 @@ def test_the_hooks_signatures_are_computed_once() -> None:
         assert list(signature.parameters) == ["request", "handler"]
     assert inspect.iscoroutinefunction(middleware.awrap_model_call)
     assert not inspect.iscoroutinefunction(middleware.wrap_model_call)
+
+
+def test_only_a_traced_middleware_records_its_machines_steps(tmp_path: Path) -> None:
+    trace = {"plugin": {"langchain-agent": {"trace_path": str(tmp_path / "t-{thread_id}.jsonl")}}}
+    for settings, recorded in ((OFF, False), ({**OFF, **trace}, True)):
+        adapter = BiasGuardMiddleware(settings).adapter
+        handle = adapter.machines.acquire(None, lambda context: None, adapter.machine_config)
+        assert (handle.recorder is not None) is recorded
+
+
+def test_a_review_without_a_trace_shows_what_one_with_a_trace_shows(tmp_path: Path) -> None:
+    """Without a recorder the machine builds a step's record when read: the trail is kept."""
+    trace = {"plugin": {"langchain-agent": {"trace_path": str(tmp_path / "t-{thread_id}.jsonl")}}}
+    requests = []
+    for settings in (SETTINGS, {**SETTINGS, **trace}):
+        watch = Watch()
+        agent = create_agent(
+            model(True, watch),
+            tools=loan_tools(watch),
+            middleware=[BiasGuardMiddleware(settings)],
+            checkpointer=InMemorySaver(),
+        )
+        out = agent.invoke(question(WOMAN), thread("review"))
+        assert watch.executed == []
+        requests.append(out["__interrupt__"][0].value)
+    assert requests[0]["trail"] and requests[0] == requests[1]
