@@ -309,22 +309,55 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "module": "core/biasbreaker/probe/residuals.py",
         "tests": ["tests/core/test_residuals.py"],
     },
-    # the LangChain middleware's gate: what it lets through, repairs, or holds for review
-    "middleware": {
-        "module": "contrib/biasbreaker-langchain/src/biasbreaker_langchain/middleware.py",
+    # the LangChain middleware's gate: what it lets through, repairs, or holds for review (one
+    # group per module of the gate; the same tests)
+    "middleware-probing": {
+        "module": "contrib/biasbreaker-langchain/src/biasbreaker_langchain/probing.py",
         "only": [
-            "BiasGuardMiddleware._begin",
-            "BiasGuardMiddleware._watcher",
-            "BiasGuardMiddleware._decide",
-            "BiasGuardMiddleware._adecide",
-            "BiasGuardMiddleware._deciding",
-            "BiasGuardMiddleware._decided",
-            "_Deciding.settled",
-            "BiasGuardMiddleware._answer",
-            "BiasGuardMiddleware._respond",
-            "BiasGuardMiddleware._speculate",
-            "BiasGuardMiddleware._probe",
-            "_usable_repair",
+            "CallProber.begin",
+            "CallProber.watcher",
+            "CallProber.speculate",
+            "CallProber.probe",
+        ],
+        "tests": [
+            "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first
+            "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_speculative.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_budget.py",
+        ],
+        # each test builds a guard: its kernel, plugins and patterns are computed once (.ci/)
+        "pytest": "-p mutants_memo",
+        "strict": True,
+    },
+    "middleware-deciding": {
+        "module": "contrib/biasbreaker-langchain/src/biasbreaker_langchain/deciding.py",
+        "only": [
+            "decide",
+            "adecide",
+            "start_deciding",
+            "decided",
+            "Deciding.settled",
+            "respond",
+            "usable_repair",
+        ],
+        "tests": [
+            "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first
+            "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_speculative.py",
+            "contrib/biasbreaker-langchain/tests/test_langchain_budget.py",
+        ],
+        # each test builds a guard: its kernel, plugins and patterns are computed once (.ci/)
+        "pytest": "-p mutants_memo",
+        "strict": True,
+    },
+    "middleware-review": {
+        "module": "contrib/biasbreaker-langchain/src/biasbreaker_langchain/review.py",
+        "only": [
+            "answer_review",
         ],
         "tests": [
             "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first

@@ -1,6 +1,6 @@
 """A pytest plugin for mutant groups whose tests build many guards (``-p mutants_memo``).
 
-The ``middleware`` group's tests build a ``BiasGuardMiddleware`` (a kernel, its plugins,
+The ``middleware-*`` groups' tests build a ``BiasGuardMiddleware`` (a kernel, its plugins,
 the probe's term lists and patterns) in almost every test, and the kernel builds the
 adapter twice (``validate`` then ``build``): measured with cProfile over the group's three
 test files, about 60 % of their time went to code no mutant of the group touches, done again

@@ -7,8 +7,8 @@ model calls and five tool calls.
 
 - ``langchain-agent``: the bare agent (baseline) against the same agent with the middleware and
   probing disabled (``[probe] probe_rate = 0``: every model call still has its stream held,
-  its reply read, the control machine stepped and snapshotted into the agent state; goal
-  <= 1.05 x baseline).
+  its reply checked readable, the control machine stepped and snapshotted into the agent
+  state; goal <= 1.05 x baseline).
 
 Goals are reported by the ratio table of ``benchmarks/conftest.py``, never asserted; the case
 with a goal also reports the paired ratio (``benchmarks/paired.py``), the one to read on a

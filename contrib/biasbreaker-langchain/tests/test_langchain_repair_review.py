@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from biasbreaker_langchain import WITHHELD, BiasGuardMiddleware
-from biasbreaker_langchain import middleware as middleware_module
+from biasbreaker_langchain import WITHHELD, BiasGuardMiddleware, review
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -202,7 +201,7 @@ def test_an_approved_reply_is_the_held_one_and_its_tool_runs_once(tmp_path: Path
     config = thread("approve")
     request = agent.invoke(question(WOMAN), config)["__interrupt__"][0].value
     calls = watch.calls
-    assert len(store.search(middleware_module.HELD_NAMESPACE)) == 1
+    assert len(store.search(review.HELD_NAMESPACE)) == 1
     out = agent.invoke(Command(resume={"action": "approve", "sha256": request["sha256"]}), config)
     assert watch.executed == [("deny_loan", "Decision: no")]
     # ESCALATED is terminal (as in the graph adapter): the next turn is reviewed too, and
@@ -228,7 +227,7 @@ def test_a_review_resumes_in_a_new_agent_from_the_checkpointer_and_the_store(
     done = agent.invoke(Command(resume={"action": "reject", "sha256": request["sha256"]}), config)
     assert again.calls == 0 and again.executed == [] and first.executed == []
     assert done["messages"][-1].content == WITHHELD.format(reason=request["reason"])
-    assert store.search(middleware_module.HELD_NAMESPACE) == []  # answered: forgotten
+    assert store.search(review.HELD_NAMESPACE) == []  # answered: forgotten
     verify(tmp_path / "trace-fresh.jsonl")
 
 
@@ -289,8 +288,12 @@ def test_a_review_resumes_in_another_process_with_a_sqlite_store(tmp_path: Path)
 
 
 def test_the_middleware_reads_no_langgraph_private_internals() -> None:
-    source = Path(middleware_module.__file__).read_text()
-    assert "__pregel" not in source and "scratchpad" not in source
+    package = Path(review.__file__).parent
+    modules = sorted(package.glob("*.py"))
+    assert {m.stem for m in modules} >= {"middleware", "call", "probing", "deciding", "review"}
+    for module in modules:
+        source = module.read_text()
+        assert "__pregel" not in source and "scratchpad" not in source, module.name
 
 
 @pytest.mark.parametrize("guard_first", [True, False])

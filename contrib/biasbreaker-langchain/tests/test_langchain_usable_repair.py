@@ -1,4 +1,4 @@
-"""What a repair may change of a model's reply before it is promoted (``_usable_repair``).
+"""What a repair may change of a model's reply before it is promoted (``usable_repair``).
 
 A mutation run of the middleware's gate found that no test repaired a reply carrying a
 structured response, gave the agent its tools as provider-format dicts, or had a rebuilt
@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from biasbreaker_langchain.middleware import _output_view, _usable_repair
+from biasbreaker_langchain.call import output_view
+from biasbreaker_langchain.deciding import usable_repair
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -54,8 +55,8 @@ def renamed(view: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_a_repair_renames_a_tool_call_to_another_tool_of_the_request() -> None:
     response = reply()
-    out = _usable_repair(
-        request([approve, deny]), response, renamed(_output_view(response), "approve")
+    out = usable_repair(
+        request([approve, deny]), response, renamed(output_view(response), "approve")
     )
     assert out is not None
     (message,) = out.result
@@ -66,8 +67,7 @@ def test_a_repair_renames_a_tool_call_to_another_tool_of_the_request() -> None:
 def test_a_repair_to_a_tool_the_agent_does_not_have_is_unusable() -> None:
     response = reply()
     assert (
-        _usable_repair(request([deny]), response, renamed(_output_view(response), "approve"))
-        is None
+        usable_repair(request([deny]), response, renamed(output_view(response), "approve")) is None
     )
 
 
@@ -80,20 +80,18 @@ def test_a_repair_to_a_tool_the_agent_does_not_have_is_unusable() -> None:
 )
 def test_tools_given_as_provider_dicts_are_tools_of_the_request(given: dict[str, Any]) -> None:
     response = reply()
-    out = _usable_repair(
-        request([deny, given]), response, renamed(_output_view(response), "approve")
-    )
+    out = usable_repair(request([deny, given]), response, renamed(output_view(response), "approve"))
     assert out is not None and out.result[0].tool_calls[0]["name"] == "approve"
 
 
 def test_a_structured_response_is_kept_and_never_changed_by_a_repair() -> None:
     response = reply(structured={"decision": "deny"})
-    view = _output_view(response)
-    kept = _usable_repair(request([approve, deny]), response, renamed(view, "approve"))
+    view = output_view(response)
+    kept = usable_repair(request([approve, deny]), response, renamed(view, "approve"))
     assert kept is not None and kept.structured_response == {"decision": "deny"}
     for changed in ({"decision": "approve"}, {"decision": "deny", "why": "x"}, "deny"):
         repaired = {**renamed(view, "approve"), "structured": changed}
-        assert _usable_repair(request([approve, deny]), response, repaired) is None
+        assert usable_repair(request([approve, deny]), response, repaired) is None
 
 
 @pytest.mark.parametrize("structured", ["deny", True, 3, ["deny"]])
@@ -102,9 +100,9 @@ def test_a_structured_response_of_any_json_type_is_kept_by_a_repair(structured: 
     same value as the reply's view, which for a string, a bool or a small int may be the very
     same object (interned), and for a list never is."""
     response = reply(structured=structured)
-    view = _output_view(response)
+    view = output_view(response)
     for repaired in (renamed(view, "approve"), freeze(renamed(view, "approve")).thaw()):
-        kept = _usable_repair(request([approve, deny]), response, repaired)
+        kept = usable_repair(request([approve, deny]), response, repaired)
         assert kept is not None and kept.structured_response == structured
 
 
@@ -112,12 +110,12 @@ def test_a_repair_of_a_part_the_reply_does_not_carry_is_unusable() -> None:
     """The rebuilt reply must view as the repair exactly: a repaired ``finish_reason`` (read
     from the metadata, never rebuilt) would promote something other than what was re-checked."""
     response = reply()
-    view = _output_view(response)
+    view = output_view(response)
     (message,) = view["messages"]
     repaired = {**view, "messages": [{**message, "finish_reason": "content_filter"}]}
-    assert _usable_repair(request([approve, deny]), response, repaired) is None
-    same = _usable_repair(request([approve, deny]), response, view)
-    assert same is not None and _output_view(same) == view
+    assert usable_repair(request([approve, deny]), response, repaired) is None
+    same = usable_repair(request([approve, deny]), response, view)
+    assert same is not None and output_view(same) == view
 
 
 def test_a_repair_the_rebuilt_reply_cannot_be_read_from_is_unusable() -> None:
@@ -126,18 +124,18 @@ def test_a_repair_the_rebuilt_reply_cannot_be_read_from_is_unusable() -> None:
     (``None``), never raised out of the model call."""
     call = {"name": "deny", "args": {"amount": 1.0}, "id": "c1", "type": "tool_call"}
     response = ModelResponse(result=[AIMessage("", tool_calls=[call], id="a1")])
-    view = _output_view(response)
+    view = output_view(response)
     (message,) = view["messages"]
     (item,) = message["tool_calls"]
     nan = {**item, "args": {"amount": float("nan")}}
     repaired = {**view, "messages": [{**message, "tool_calls": [nan]}]}
-    assert _usable_repair(request([approve, deny]), response, repaired) is None
+    assert usable_repair(request([approve, deny]), response, repaired) is None
 
 
 def test_a_repair_that_turns_a_message_into_text_is_unusable() -> None:
     """A repaired view whose message is a string, not an object: ``rebuild`` keeps the message
     as it was, so the rebuilt reply is not the repair: refused (``None``), never raised."""
     response = reply()
-    view = _output_view(response)
+    view = output_view(response)
     repaired = {**view, "messages": ["Approve Ms. Carter."]}
-    assert _usable_repair(request([approve, deny]), response, repaired) is None
+    assert usable_repair(request([approve, deny]), response, repaired) is None

@@ -15,7 +15,13 @@ breaker is never appended and none of its tool calls runs: it goes to human revi
 Modules:
     ``plugin``: the entry-point module (options, factory, hook); imports no LangChain.
     ``adapter``: :class:`~biasbreaker_langchain.adapter.LangChainAgentAdapter`.
-    ``middleware``: :class:`~biasbreaker_langchain.middleware.BiasGuardMiddleware`.
+    ``middleware``: :class:`~biasbreaker_langchain.middleware.BiasGuardMiddleware`: loading
+    the configuration, the hooks ``create_agent`` wires, and the flow of a guarded call.
+    ``call``: one model call as the guard reads and re-issues it.
+    ``probing``: whether a call is probed, and its counterfactual re-issues.
+    ``deciding``: stepping the control machine on a call; repair.
+    ``review``: a held reply's review (``interrupt()``) and where it waits.
+    ``state``: the private agent-state keys and the snapshot they show.
 
 Importing this package imports no LangChain until one of its names is used; the entry point
 never does.
@@ -26,13 +32,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from biasbreaker_langchain.middleware import (
-        WITHHELD,
-        BiasGuardMiddleware,
-        BiasGuardState,
-        ReviewAnswer,
-        ReviewRequest,
-    )
+    from biasbreaker_langchain.middleware import BiasGuardMiddleware
+    from biasbreaker_langchain.review import WITHHELD, ReviewAnswer, ReviewRequest
+    from biasbreaker_langchain.state import BiasGuardState, UnprobedBiasGuardState
 
 __version__ = "0.1.0"
 
@@ -42,6 +44,7 @@ __all__ = [
     "BiasGuardState",
     "ReviewAnswer",
     "ReviewRequest",
+    "UnprobedBiasGuardState",
 ]
 
 
@@ -52,7 +55,18 @@ def __getattr__(name: str) -> Any:
     process does, then imports neither LangChain nor LangGraph.
     """
     if name in __all__:
-        from biasbreaker_langchain import middleware
+        import importlib
 
-        return getattr(middleware, name)
+        return getattr(importlib.import_module(_HOMES[name], __name__), name)
     raise AttributeError(f"module 'biasbreaker_langchain' has no attribute {name!r}")
+
+
+_HOMES = {
+    "WITHHELD": ".review",
+    "BiasGuardMiddleware": ".middleware",
+    "BiasGuardState": ".state",
+    "ReviewAnswer": ".review",
+    "ReviewRequest": ".review",
+    "UnprobedBiasGuardState": ".state",
+}
+"""The module of each name in ``__all__``."""

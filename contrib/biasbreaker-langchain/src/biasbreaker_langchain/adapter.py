@@ -77,13 +77,15 @@ class MachineHandle:
         machine: The machine, in the state of ``base``.
         hook: Its hook (the call's, set at checkout).
         recorder: Its recorder; ``recorder.records`` are the steps taken since checkout.
+            ``None`` in a cache that records nothing (no trace kept: the machine then
+            builds a step's record only if ``last_record`` is read).
         base: The ``bb_breaker`` value it was restored from or wrote (kept alive, so its
             identity stays a valid cache key), or ``None`` for a new thread's machine.
     """
 
     machine: ControlMachine
     hook: _Hook
-    recorder: _Recorder
+    recorder: _Recorder | None
     base: object = None
 
 
@@ -104,10 +106,12 @@ class MachineCache:
     the one a restore of it gives.
 
     Args:
+        recorded: Whether the machines record their steps (the adapter keeps a trace).
         size: Handles kept, the least recently released evicted.
     """
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, recorded: bool, size: int = 64) -> None:
+        self._recorded = recorded
         self._kept: SnapshotCache[MachineHandle] = SnapshotCache(size)
 
     def acquire(
@@ -124,10 +128,11 @@ class MachineCache:
             handle = self._kept.take(value)
             if handle is not None:
                 handle.hook.target = hook
-                handle.recorder.records = []
+                if handle.recorder is not None:
+                    handle.recorder.records = []
                 return handle
         shared = _Hook(hook)
-        recorder = _Recorder()
+        recorder = _Recorder() if self._recorded else None
         if value:
             machine = ControlMachine.restore(value, hook=cast(AnyHook, shared), recorder=recorder)
         else:
@@ -187,8 +192,9 @@ class LangChainAgentAdapter:
             {self.node: 1.0},
             settings.propagation.network_ewma,
         )
-        # the machines of the latest model calls, by the snapshot they wrote to the state
-        self.machines = MachineCache()
+        # the machines of the latest model calls, by the snapshot they wrote to the state;
+        # their steps recorded only for a trace kept
+        self.machines = MachineCache(recorded=self.traces.enabled)
         self.pool = ThreadPoolExecutor(
             max_workers=settings.probe.max_concurrency,
             thread_name_prefix="biasbreaker-langchain-probe",
