@@ -30,6 +30,7 @@ from typing import Any
 
 from langgraph.graph import StateGraph
 
+from biasbreaker.config.advice import ConfigAdviceWarning, advice
 from biasbreaker.config.sections import PROBE_OFF, ProbeOffWarning
 from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.kernel import Kernel
@@ -143,6 +144,9 @@ def guard(
 
     Warns:
         ProbeOffWarning: ``[probe] probe_rate = 0``: every step is recorded, none probed.
+        ConfigAdviceWarning: Another valid setting that lets outputs through unchecked
+            (:func:`biasbreaker.config.advice.advice`: sampled probing, ``node_trip = false``,
+            ``tau_enter = 1``, ...).
 
     The environment's secrets are registered
     (:func:`~biasbreaker.redaction.register_environment`), so an error quoting one (a
@@ -152,8 +156,9 @@ def guard(
     kernel = load_kernel(config)
     # what `biasbreaker run` checks, every problem in one ConfigError; a hook is the repair
     kernel.validate(repairs=hook is None)
-    if kernel.settings.probe.probe_rate == 0.0:
-        warnings.warn(PROBE_OFF, ProbeOffWarning, stacklevel=2)
+    for said in advice(kernel.settings):
+        category = ProbeOffWarning if said == PROBE_OFF else ConfigAdviceWarning
+        warnings.warn(said, category, stacklevel=2)
     adapter = kernel.build("framework_adapter", "langgraph")
     if not isinstance(adapter, LangGraphAdapter):
         raise PluginError(
