@@ -345,7 +345,9 @@ def test_config_warns_that_probe_rate_zero_guards_nothing(isolated_config: Path)
     (isolated_config / "biasbreaker.toml").write_text(
         '[intervention]\nrouter = "human-review"\n[probe]\nprobe_rate = 0.5\n'
     )
-    assert "probe_rate" not in runner.invoke(app, ["config", "--check"]).stderr
+    sampled = " ".join(runner.invoke(app, ["config", "--check"]).stderr.split())
+    assert "probe_rate = 0.5: about 50 % of guarded steps are not probed" in sampled
+    assert "no guarded step is probed" not in sampled
 
 
 def test_config_check_reports_an_invalid_plugin_table_once(isolated_config: Path) -> None:

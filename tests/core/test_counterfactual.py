@@ -528,3 +528,20 @@ def test_predicate_adjectives_keep_their_part_of_speech(
 
 def test_a_predicate_possessive_pronoun_is_still_hers(gen: CounterfactualGenerator) -> None:
     assert swap_gender(gen, "The book is his.") == "The book is hers."
+
+
+def test_a_payload_naming_only_unprobed_axes_is_not_called_group_blind() -> None:
+    """Trial 11: with ``[probe] axes = ["religion"]``, "She is a nurse." passed as "group-blind
+    (fairness through unawareness)", which it is not: it names a woman."""
+    religion = CounterfactualGenerator(TermSet.load(axes=["religion"]))
+    out = religion.generate("She is a nurse. Mr. Lee is a pilot.", k=2)
+    assert out.status == "not_applicable"
+    assert "group-blind" not in out.reason
+    assert "probed axes and groups (religion)" in out.reason
+    assert "gender ('She', 'Mr.')" in out.reason
+    blind = religion.generate("The weather is nice.", k=2)
+    assert "group-blind (fairness through unawareness)" in blind.reason
+    # a group left out of an axis is named the same way
+    two = CounterfactualGenerator(TermSet.load(groups={"religion": ["christian", "muslim"]}))
+    hindu = two.generate("A Hindu family moved in.", k=2)
+    assert hindu.status == "not_applicable" and "religion ('Hindu')" in hindu.reason

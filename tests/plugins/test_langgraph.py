@@ -251,6 +251,31 @@ def trailing_hook(context: InterventionContext) -> InterventionResult:
     return InterventionResult(strategy="madera", trail=[{"event": "rewrite", "of": payload}])
 
 
+def failing_hook(context: InterventionContext) -> InterventionResult:
+    """A repair whose LLM raised, as :class:`InterventionRunner` reports it."""
+    error = "ConnectionError: the repair endpoint refused the connection"
+    return InterventionResult(
+        strategy="madera", trail=[{"event": "failed", "error": error}], error=error
+    )
+
+
+def test_the_review_request_names_the_error_of_the_repair_that_failed(tmp_path: Path) -> None:
+    graph = guard(
+        screening_graph(1.0, Received("answer")),
+        Kernel.load(cwd=tmp_path, overrides=SETTINGS),
+        hook=failing_hook,
+    ).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"case": "airport"}, thread("failed"), durability="sync")
+    screener = out["__interrupt__"][0].value
+    assert screener["node"] == "screener" and screener["breaker_state"] == "escalated"
+    error = "ConnectionError: the repair endpoint refused the connection"
+    assert screener["repair_error"] == error
+    assert screener["error"] is None  # that field is about a resume value, none given yet
+    approve = {"action": "approve", "sha256": screener["sha256"]}
+    writer = graph.invoke(Command(resume=approve), thread("failed"))["__interrupt__"][0].value
+    assert writer["node"] == "writer" and writer["repair_error"] is None  # no repair ran on it
+
+
 def test_a_later_output_held_while_escalated_is_reviewed_with_its_own_data(
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -572,3 +573,48 @@ def test_a_cache_policy_on_a_guarded_node_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"guarded node 'decide' has a CachePolicy"):
         guard(builder, kernel(tmp_path), nodes=["decide"])
     guard(builder, kernel(tmp_path), nodes=["write"])  # an unguarded node may keep its cache
+
+
+def tool_node_agent(watch: Watch) -> StateGraph:
+    """The quickstart's shape with the ``ToolNode`` itself as the node (ending the run: the
+    fake model calls a tool on every turn)."""
+    tools = loan_tools(watch)
+    llm = model(False, watch).bind_tools(tools)
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [llm.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(tools))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    builder.add_edge("tools", END)
+    return builder
+
+
+def test_a_probed_tool_node_warns_that_its_tools_run_on_every_probe_input(
+    tmp_path: Path,
+) -> None:
+    """Trial 11: guard(builder) probed the ToolNode silently, and `approve_loan` ran eight
+    times for one application, five of them for people the probe invented."""
+    from biasbreaker_plugins.langgraph import ProbedToolNodeWarning
+
+    watch = Watch()
+    with pytest.warns(ProbedToolNodeWarning, match=r"unprobed=\['tools'\]") as caught:
+        probed = guard(tool_node_agent(watch), kernel(tmp_path)).compile(
+            checkpointer=InMemorySaver()
+        )
+    assert caught[0].filename == __file__  # points at the caller's guard(...) line
+    probed.invoke(question(), thread("probed"), durability="sync")
+    assert len(watch.executed) > 1  # what the warning says: the tool ran on probe inputs
+
+    watch = Watch()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProbedToolNodeWarning)
+        once = guard(tool_node_agent(watch), kernel(tmp_path), unprobed=["tools"]).compile(
+            checkpointer=InMemorySaver()
+        )
+        guard(tool_node_agent(Watch()), kernel(tmp_path), nodes=["agent"])
+    once.invoke(question(), thread("once"), durability="sync")
+    assert len(watch.executed) == 1  # run once per step, its output still checked

@@ -20,7 +20,7 @@ from biasbreaker.cli._common import (
     warn,
 )
 from biasbreaker.config import dump_value
-from biasbreaker.config.sections import PROBE_OFF
+from biasbreaker.config.advice import advice
 from biasbreaker.resolution import typed_plugin_tables
 
 
@@ -51,8 +51,8 @@ def config(
             fail(f"{len(problems)} problems:\n- " + "\n- ".join(problems))
     for problem in problems:
         warn(problem)
-    if kernel.settings.probe.probe_rate == 0.0:
-        warn(PROBE_OFF)
+    for said in advice(kernel.settings):
+        warn(said)
     rows = kernel.loaded.rows(typed_plugin_tables(kernel.loaded, kernel.registry))
     for key, value, source in rows:
         if _one_file_for_every_thread(key, value):

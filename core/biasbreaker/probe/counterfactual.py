@@ -63,7 +63,7 @@ import itertools
 import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from biasbreaker.probe.context import norm
 from biasbreaker.probe.held import Held
@@ -177,6 +177,8 @@ class CounterfactualGenerator:
         self.axes: tuple[Axis, ...] = tuple(self.terms.axis(a) for a in names)
         self.seed = seed
         self._finder = MentionFinder(self.terms, self.axes)
+        # every shipped axis and group, read only to explain a 'not applicable' (built once)
+        self._shipped: MentionFinder | Literal[False] | None = False
 
     # ------------------------------------------------------------------ detection
     def detect(self, payload: Any) -> tuple[Detection, ...]:
@@ -190,6 +192,51 @@ class CounterfactualGenerator:
             it informs (gender and/or race).
         """
         return self._finder.detect(payload)
+
+    def _blind_reason(self, payload: Any) -> str:
+        """Why a payload with no mention of :attr:`axes` is not applicable, truthfully.
+
+        "Group-blind" only when the shipped term lists find nothing either; a payload naming
+        an axis, or a group of an axis, that the generator leaves out (``[probe] axes``,
+        ``[probe] groups``) says which, with up to three of the terms found.
+        """
+        configured = ", ".join(a.name for a in self.axes)
+        shipped = self._shipped_finder()
+        found = shipped.detect(payload) if shipped is not None else ()
+        if not found:
+            return (
+                f"no protected term or name of axes {configured} found: the payload is "
+                "group-blind (fairness through unawareness), so a counterfactual test does not "
+                "apply"
+            )
+        by_axis: dict[str, list[str]] = {}
+        for d in found:
+            terms = by_axis.setdefault(d.axis, [])
+            if d.surface not in terms:
+                terms.append(d.surface)
+        named = "; ".join(
+            f"{axis} ({', '.join(repr(t) for t in terms[:3])}{', ...' if len(terms) > 3 else ''})"
+            for axis, terms in by_axis.items()
+        )
+        return (
+            f"no protected term or name of the probed axes and groups ({configured}) found, "
+            "so a counterfactual test of them does not apply; the payload names groups that "
+            f"are not probed: {named} (add them to [probe] axes or groups to probe them)"
+        )
+
+    def _shipped_finder(self) -> MentionFinder | None:
+        """A finder over every shipped axis and group (built once), or ``None``.
+
+        ``None`` when this generator's axes hold every shipped axis with all its groups: it
+        would find no more, so the default configuration pays nothing.
+        """
+        if self._shipped is False:
+            shipped = TermSet.default()
+            mine = {a.name: set(a.groups) for a in self.axes}
+            every = tuple(shipped.axis(a) for a in shipped.axis_names)
+            covered = all(set(a.groups) <= mine.get(a.name, set()) for a in every)
+            self._shipped = None if covered else MentionFinder(shipped, every)
+        return self._shipped
 
     def unswappable(self, payload: Any) -> tuple[tuple[Path, str, str], ...]:
         """Mentions no variant can swap (pregnancy): ``(path, axis, surface)``, in order.
@@ -298,12 +345,8 @@ class CounterfactualGenerator:
                 status="not_applicable",
                 detections=detections,
                 variants=(),
-                reason=(
-                    "no protected term or name of axes "
-                    f"{', '.join(a.name for a in self.axes)} found: the payload is group-blind "
-                    "(fairness through unawareness), so a counterfactual test does not apply"
-                    + "".join(f"; ambiguous name: {n}" for n in notes)
-                ),
+                reason=self._blind_reason(payload)
+                + "".join(f"; ambiguous name: {n}" for n in notes),
                 notes=notes,
                 coverage=state,
             )

@@ -30,6 +30,7 @@ from typing import Any
 
 from langgraph.graph import StateGraph
 
+from biasbreaker.config.advice import ConfigAdviceWarning, advice
 from biasbreaker.config.sections import PROBE_OFF, ProbeOffWarning
 from biasbreaker.errors import ConfigError, PluginError
 from biasbreaker.kernel import Kernel
@@ -143,6 +144,11 @@ def guard(
 
     Warns:
         ProbeOffWarning: ``[probe] probe_rate = 0``: every step is recorded, none probed.
+        ProbedToolNodeWarning: A guarded ``ToolNode`` is probed (its tools run on every probe
+            input; ``unprobed=[...]`` names it to run it once per step).
+        ConfigAdviceWarning: Another valid setting that lets outputs through unchecked
+            (:func:`biasbreaker.config.advice.advice`: sampled probing, ``node_trip = false``,
+            ``tau_enter = 1``, ...).
 
     The environment's secrets are registered
     (:func:`~biasbreaker.redaction.register_environment`), so an error quoting one (a
@@ -152,16 +158,64 @@ def guard(
     kernel = load_kernel(config)
     # what `biasbreaker run` checks, every problem in one ConfigError; a hook is the repair
     kernel.validate(repairs=hook is None)
-    if kernel.settings.probe.probe_rate == 0.0:
-        warnings.warn(PROBE_OFF, ProbeOffWarning, stacklevel=2)
+    for said in advice(kernel.settings):
+        category = ProbeOffWarning if said == PROBE_OFF else ConfigAdviceWarning
+        warnings.warn(said, category, stacklevel=2)
     adapter = kernel.build("framework_adapter", "langgraph")
     if not isinstance(adapter, LangGraphAdapter):
         raise PluginError(
             f"framework_adapter 'langgraph' built {type(adapter).__name__}, not the LangGraph "
             "adapter; is another plugin registering the name 'langgraph'?"
         )
-    return adapter.guard(
+    guarded = adapter.guard(
         builder, nodes=nodes, hook=hook, concurrent=concurrent, opaque=opaque, unprobed=unprobed
+    )
+    tools = probed_tool_nodes(builder, nodes, unprobed)
+    if tools:
+        probe = kernel.settings.probe
+        which = (
+            f"node {tools[0]!r} is a ToolNode"
+            if len(tools) == 1
+            else f"nodes {', '.join(map(repr, tools))} are ToolNodes"
+        )
+        warnings.warn(
+            f"{which} and probed: each probed step runs its tools again on every "
+            f"counterfactual and resample input (with [probe] k = {probe.k} and r = {probe.r}, "
+            f"at least {probe.k + probe.r} more calls, most about invented people). Fine for "
+            "tools that only read; for a tool that acts (writes, sends, pays) guard the node "
+            f"without probing: guard(..., unprobed={list(tools)!r}) (the model's tool call is "
+            "the decision, and it is probed in the node that makes it)",
+            ProbedToolNodeWarning,
+            stacklevel=2,
+        )
+    return guarded
+
+
+class ProbedToolNodeWarning(UserWarning):
+    """``guard()`` probes a ``ToolNode``: its tools run again on every probe input."""
+
+
+def probed_tool_nodes(
+    builder: StateGraph[Any, Any, Any, Any],
+    nodes: Sequence[str] | None,
+    unprobed: Sequence[str] | None,
+) -> tuple[str, ...]:
+    """The ``ToolNode`` nodes ``guard(builder, nodes=..., unprobed=...)`` probes, in order.
+
+    A ``ToolNode`` that is guarded (``nodes`` is ``None`` or names it) and not in
+    ``unprobed``; ``()`` when ``langgraph.prebuilt`` is not installed.
+    """
+    try:
+        from langgraph.prebuilt import ToolNode
+    except ImportError:  # langgraph-prebuilt is a dependency of langgraph, but optional here
+        return ()
+    skip = set(unprobed or ())
+    return tuple(
+        name
+        for name, spec in builder.nodes.items()
+        if isinstance(spec.runnable, ToolNode)
+        and (nodes is None or name in nodes)
+        and name not in skip
     )
 
 
@@ -177,6 +231,7 @@ __all__ = [
     "LangGraphAdapter",
     "NodeOptions",
     "NodeReturnError",
+    "ProbedToolNodeWarning",
     "ReviewDecision",
     "ReviewRequest",
     "UnprobedRouteWarning",

@@ -170,6 +170,9 @@ class ReviewRequest(BaseModel):
         slow: Slow B_net at the step.
         trail: The latest intervention's trail events, oldest first, when it ran on this
             output; empty otherwise (an output held after the escalation of another).
+        repair_error: The latest intervention's error when it ran on this output and failed
+            (``"ExceptionType: message"``, redacted: the repair's LLM raised, a skeptic panel
+            failed closed, ...), else ``None``. Its ``failed`` trail event says the same.
         actions: The accepted ``action`` values.
         sha256: SHA-256 of the canonical JSON (RFC 8785) of ``held`` when ``stream`` is empty,
             else of ``{"held": held, "stream": stream}``: what an ``approve`` must name.
@@ -190,6 +193,7 @@ class ReviewRequest(BaseModel):
     fast: float | None
     slow: float | None
     trail: list[dict[str, Any]]
+    repair_error: str | None = None
     actions: list[str] = Field(default_factory=lambda: ["approve", "edit", "reject"])
     sha256: str = ""
     error: str | None = None
@@ -263,6 +267,7 @@ class ReviewNode(Shared):
             fast=step.get("fast"),
             slow=step.get("slow"),
             trail=list(result.get("trail") or []),
+            repair_error=_repair_error(result),
             sha256=approved_sha256(held, stream),
         )
         payload = request.model_dump(mode="json")
@@ -406,6 +411,12 @@ def _last_intervened(state: Mapping[str, Any]) -> str | None:
         if event.get("event") == "intervention":
             return str(event.get("key"))
     return None
+
+
+def _repair_error(result: Mapping[str, Any]) -> str | None:
+    """The intervention result's ``error`` (already redacted by the runner), or ``None``."""
+    error = result.get("error")
+    return redact_text(str(error)) if error else None
 
 
 def _first_error(exc: Exception) -> str:
