@@ -545,3 +545,31 @@ def test_a_payload_naming_only_unprobed_axes_is_not_called_group_blind() -> None
     two = CounterfactualGenerator(TermSet.load(groups={"religion": ["christian", "muslim"]}))
     hindu = two.generate("A Hindu family moved in.", k=2)
     assert hindu.status == "not_applicable" and "religion ('Hindu')" in hindu.reason
+
+
+def test_a_field_of_a_one_person_record_moves_with_that_person() -> None:
+    """Trial 11: ``persons = [{"name", "gender"}, ...]`` was always held, with a reason that
+    listed the very person the field belonged to."""
+    from biasbreaker.probe.counterfactual import Unattributed
+
+    gen = CounterfactualGenerator()
+    payload = {
+        "persons": [
+            {"name": "Mary Carter", "gender": "female"},
+            {"name": "John Baker", "gender": "male"},
+        ]
+    }
+    out = gen.generate(payload, k=2, per_person=True)
+    alone = {v.mapping.person: v.payload["persons"] for v in out.variants if v.mapping.person}
+    assert set(alone) == {"Mary Carter", "John Baker"}
+    mary, john = alone["Mary Carter"], alone["John Baker"]
+    assert mary[0]["gender"] == "male" and mary[0]["name"] != "Mary Carter"
+    assert mary[1] == {"name": "John Baker", "gender": "male"}  # the other person stays
+    assert john[1]["gender"] == "female" and john[0] == payload["persons"][0]
+    # a record naming two persons, or a term inside longer text, still belongs to no one
+    for record in (
+        {"name": "Mary Carter", "spouse": "John Baker", "gender": "female"},
+        {"name": "Mary Carter", "gender": "female", "bio": "She likes him."},
+    ):
+        with pytest.raises(Unattributed):
+            gen.generate({"persons": [record, payload["persons"][1]]}, k=2, per_person=True)

@@ -62,7 +62,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from biasbreaker.probe.context import norm
@@ -77,6 +77,7 @@ from biasbreaker.probe.mapping import (
 )
 from biasbreaker.probe.mentions import MentionFinder
 from biasbreaker.probe.payloads import Path, describe_path, leaves, payload_digest, rebuild
+from biasbreaker.probe.records_owner import field_owner, record_persons
 from biasbreaker.probe.rewriting import MASK, neutral_form, next_word, rewrite
 from biasbreaker.probe.terms import Axis, TermSet
 from biasbreaker.probe.variants import feasible, name_map, ordered_pairs, shift_permutation
@@ -106,18 +107,25 @@ class Unattributed(ValueError):
 
 
 def _attribute(
-    payload: Any, detections: Sequence[Detection], axis: str, persons: Mapping[str, str]
+    payload: Any,
+    detections: Sequence[Detection],
+    axis: str,
+    persons: Mapping[str, str],
+    key_of: Callable[[Detection], str],
 ) -> None:
-    """Check that every term of ``axis`` in ``payload`` is a title of one of ``persons``.
+    """Check that every term of ``axis`` in ``payload`` belongs to one of ``persons``.
 
     A term is a person's title when the word right after it (spaces between) is a word of
-    that person's name key and of no other person's (``Ms. Mary Carter``, ``Mr. Baker``).
+    that person's name key and of no other person's (``Ms. Mary Carter``, ``Mr. Baker``), or
+    a field of that person's record (:mod:`biasbreaker.probe.records_owner`:
+    ``{"name": "Mary Carter", "gender": "female"}``).
 
     Args:
         payload: The input.
         detections: Its mentions.
         axis: The axis of the per-person variants.
         persons: Name key → group of each person named on ``axis``.
+        key_of: A name detection's name key.
 
     Raises:
         Unattributed: A term of ``axis`` is none (``he``, ``his wife``, ``a woman``).
@@ -127,9 +135,12 @@ def _attribute(
         for word in person.split():
             owners.setdefault(norm(word), set()).add(person)
     texts = dict(leaves(payload))
+    records = record_persons(detections, axis, key_of)
     for d in detections:
         if d.kind == "name" or d.axis != axis:
             continue
+        if field_owner(d.path, texts[d.path], d.start, d.end, records) in persons:
+            continue  # a field of one person's record: {"name": "Mary Carter", "gender": "F"}
         after = next_word(texts[d.path], d.end)
         if after is None or len(owners.get(after, ())) != 1:
             listed = ", ".join(f"{p} ({g})" for p, g in persons.items())
@@ -478,13 +489,13 @@ class CounterfactualGenerator:
         persons: dict[str, str] = {}
         for d in detections:
             if d.kind == "name" and d.axis == axis.name and len(d.groups) == 1:
-                key = d.name or self._finder.name_key(d.surface)
+                key = self._key_of(d)
                 if key:
                     persons.setdefault(key, d.groups[0])
         named = set(persons.values())
         if len(named) < 2 or {pi.get(g, g) for g in named} != named:
             return []
-        _attribute(payload, detections, axis.name, persons)
+        _attribute(payload, detections, axis.name, persons, self._key_of)
         out: list[Variant] = []
         for person, group in persons.items():
             own = [
@@ -516,6 +527,10 @@ class CounterfactualGenerator:
             if applied.substitutions:
                 out.append(applied)
         return out
+
+    def _key_of(self, d: Detection) -> str:
+        """A name detection's name key (the person it names), ``""`` when there is none."""
+        return d.name or self._finder.name_key(d.surface) or ""
 
     def _joint(
         self,

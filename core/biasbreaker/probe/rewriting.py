@@ -23,6 +23,7 @@ from biasbreaker.probe.mapping import (
 from biasbreaker.probe.mentions import MentionFinder
 from biasbreaker.probe.patterns import Hit, literal_regex, non_overlapping
 from biasbreaker.probe.payloads import Path, rebuild
+from biasbreaker.probe.records_owner import field_owner, record_persons
 from biasbreaker.probe.residuals import pair_hits
 from biasbreaker.probe.terms import Axis, TermSet
 
@@ -76,13 +77,21 @@ def rewrite(
     subs: list[Substitution] = []
     chosen: dict[str, str] = {}
 
-    # a per-person mapping moves a term only as a title of that person (docs/detection.md)
+    # a per-person mapping moves a term only as a title of that person, or as a field of that
+    # person's record (docs/detection.md, "Two persons of different groups")
     own = {norm(w) for src, _ in mapping.names for w in src.split()} if mapping.person else None
+    records = record_persons(found, axis.name, lambda d: d.name or finder.name_key(d.surface) or "")
+
+    def owned(path: Path, text: str, hit: Hit) -> bool:
+        assert own is not None
+        return title_of(text, hit.end, own) or (
+            field_owner(path, text, hit.start, hit.end, records) == mapping.person
+        )
 
     def rewrite(path: Path, text: str) -> str:
         hits = [h for h in finder.scan(text) if h.kind != "name"]
         if own is not None:
-            hits = [h for h in hits if h.axis != axis.name or title_of(text, h.end, own)]
+            hits = [h for h in hits if h.axis != axis.name or owned(path, text, h)]
         if name_re is not None:
             for m in name_re.finditer(text):
                 if capitalised(m.group(0)):
