@@ -145,7 +145,7 @@ def test_the_state_survives_a_round_trip_and_is_deterministic() -> None:
     )
     assert first.to_dict() == again.to_dict()
     restored = type(first).from_dict(first.to_dict()).coverage
-    assert restored == first.coverage == {"religion": K}
+    assert restored == first.coverage == {"religion/hindu": K}
     a = GEN.generate(text, K, coverage=restored)
     b = GEN.generate(text, K, coverage=dict(first.coverage))
     assert [v.payload for v in a.variants] == [v.payload for v in b.variants]
@@ -171,7 +171,7 @@ def test_the_origin_moves_where_the_rotation_starts_and_only_that() -> None:
     assert tuple(v.mapping.groups for v in again.variants) == firsts["thread-0/decide"]
     # the state is the same count of positions, whatever the origin
     assert {
-        GEN.generate(text, K, coverage={}, origin=o).coverage["nationality"] for o in firsts
+        GEN.generate(text, K, coverage={}, origin=o).coverage["nationality/german"] for o in firsts
     } == {K}
     # a generator of another seed reads another offset for the same origin
     other = CounterfactualGenerator(TERMS, seed=SEED + 1)
