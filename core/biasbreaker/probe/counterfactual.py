@@ -239,9 +239,17 @@ class CounterfactualGenerator:
         Args:
             payload: ``str`` or a nested ``dict``/``list``/``tuple`` of them.
             k: Number of variants, >= 1.
-            coverage: Axis name → rotation position before this draw (the state a caller
-                keeps per guarded node, e.g. :attr:`ProbeResult.coverage` of that node's
-                previous probe; an axis not in it starts at 0). ``None`` (stateless use):
+            coverage: The rotation state before this draw (the state a caller keeps per
+                guarded node, e.g. :attr:`ProbeResult.coverage` of that node's previous
+                probe): rotation key → position. Each set of groups an input names on an
+                axis has its own rotation, key ``"<axis>/<groups>"``
+                (:func:`~biasbreaker.probe.variants.rotation_key`), advanced only by the
+                draws of inputs naming those groups; the axis name's entry counts the
+                positions walked on the axis by every draw, and a set of groups not drawn
+                before starts there (0 when the axis has no entry either). So inputs naming
+                the same groups rotate exactly as one count per axis would, and inputs naming
+                other groups in turn cannot fall into a cycle with the shifts (docs/
+                detection.md, "Every group covered"). ``None`` (stateless use):
                 each axis starts at a position drawn from the seed and the payload, so
                 variants still vary from payload to payload, but nothing bounds coverage.
             origin: Where the rotation of this state starts, e.g. ``"<thread id>/<node>"``:
@@ -323,7 +331,8 @@ class CounterfactualGenerator:
             offset = 0
             key = rotation_key(axis.name, groups)
             if coverage is not None:
-                start = state.get(key, 0)
+                # a set of groups not probed before starts where the axis's count stands
+                start = state.get(key, state.get(axis.name, 0))
                 if origin is not None:
                     offset = random.Random(f"{self.seed}:{origin}:{axis.name}:origin").randrange(
                         span
@@ -347,7 +356,7 @@ class CounterfactualGenerator:
                 coverage=state,
             )
         # the least advanced axis first, so with k below the number of axes each is served
-        rotations.sort(key=lambda r: state.get(r[1], 0) if coverage is not None else 0)
+        rotations.sort(key=lambda r: r[2] if coverage is not None else 0)
         slots = [
             (axis, pick)
             for row in itertools.zip_longest(*[[(a, p) for p in ps] for a, _, _, ps in rotations])
@@ -376,6 +385,7 @@ class CounterfactualGenerator:
         for axis, key, start, _ in rotations:
             if axis.name in walked:
                 state[key] = start + walked[axis.name]
+                state[axis.name] = state.get(axis.name, 0) + walked[axis.name]
         if joint and variants:
             first = {axis.name: picks[0][1] for axis, _, _, picks in rotations}
             heads = [(axis, first[axis.name]) for axis in self.axes if axis.name in first]
