@@ -51,7 +51,7 @@ REPORT = ROOT / "docs" / "studies" / "demo_adaptive.md"
 DOC = ROOT / "docs" / "cost.md"
 LABEL = "adaptive on the demo"
 SETTINGS: Mapping[str, Mapping[str, Any]] = {
-    "full probe": {},
+    "full probe": {"adaptive": False},
     "adaptive, first 1": {"adaptive": True, "adaptive_first": 1},
     "adaptive, first 2": {"adaptive": True, "adaptive_first": 2},
 }
