@@ -55,7 +55,9 @@ SETTINGS: Mapping[str, Mapping[str, Any]] = {
     "adaptive, first 1": {"adaptive": True, "adaptive_first": 1},
     "adaptive, first 2": {"adaptive": True, "adaptive_first": 2},
 }
-"""Setting name → its ``[probe]`` settings (over the demo's defaults)."""
+"""Setting name → its ``[probe]`` settings (over the demo's defaults). The full probe's says
+``adaptive = false`` rather than nothing: an empty ``[probe]`` table in a ``--config`` file
+counts as setting every key under it, and the demo would drop its ``r = 0`` default."""
 _PROBE = re.compile(r"scored: k=(\d+) counterfactual\(s\), r=(\d+) resample\(s\)")
 
 
