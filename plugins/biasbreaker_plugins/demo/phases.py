@@ -128,8 +128,9 @@ def recording(config: RunConfig) -> dict[str, Any]:
     (``adaptive = false``): a control run's steps are scored on every re-run of the draw, so the
     thresholds calibrated on them are the full probe's, and an adaptive guard runs with the
     same thresholds as a full one. An adaptive guarded step scores either 0 (a first stage
-    with no excess stops it; at ``adaptive_stop = 0``) or its full probe's score, never more
-    than the full probe would, so its false halts stay within the calibrated target; control
+    with no excess stops it; at ``adaptive_stop = 0``) or its own full probe's score: the
+    first stage only replaces a full probe's score by 0, so the full probe's thresholds are
+    crossed no more readily (in distribution; a stopped probe moves the rotation less); control
     runs probed adaptively would calibrate on mostly first-stage zeros and set a lower
     ``tau_enter`` (the full demo: 0.1251 against 0.1876). Without adaptive probing the
     settings are the breaker's alone, so recordings keep their bytes.
