@@ -184,9 +184,10 @@ def numbers(session: nox.Session) -> None:
 
 @nox.session(python="3.11", default=False)
 def study(session: nox.Session) -> None:
-    """The control, intervention, recall, probe-size, DoT-preset and simulated-run studies at
-    full size: fail if one differs from docs/studies/ or from a passage the docs quote from it
-    (about 10 minutes, and 10 to 25 more for the recall study's two versions)."""
+    """The control, intervention, recall, probe-size, DoT-preset, simulated-run and
+    adaptive-on-the-demo studies at full size: fail if one differs from docs/studies/ or from a
+    passage the docs quote from it (about 10 minutes, and 10 to 25 more for the recall study's
+    two versions)."""
     # the recall study probes with the language guard, as a guarded run does
     session.install("-e", ".[languages]", "scipy>=1.10", "matplotlib>=3.8")
     session.run("python", "docs/studies/control_study.py", "--check", *session.posargs)
@@ -195,6 +196,7 @@ def study(session: nox.Session) -> None:
     session.run("python", "docs/studies/probe_sizes.py", "--check")
     session.run("python", "docs/studies/dot_presets.py", "--check")
     session.run("python", "docs/studies/simulated_runs.py", "--check")
+    session.run("python", "docs/studies/demo_adaptive.py", "--check")
 
 
 @nox.session(python="3.11", default=False)

@@ -11,6 +11,7 @@ with the field, the value and the fix.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,7 @@ def test_a_stopped_probe_advances_the_rotation_by_its_first_stage_only() -> None
         result = run(p, Counted(), coverage=coverage)
         coverage = dict(result.coverage)
         seen.append(result.variants[0].groups[0][1])
-    assert coverage == {"religion": 9}
+    assert coverage == {"religion": 9, "religion/christian": 9}
     assert len(set(seen)) == 9  # every other group once, none skipped
 
 
@@ -304,3 +305,45 @@ def test_a_repairs_recheck_is_the_full_probe() -> None:
     )
     assert check.detail == "probe k=4 r=2, 6 step calls"  # the full probe, not k=1 r=1
     assert len(calls) == 6
+
+
+def religion_prompt(group: str) -> str:
+    """An input naming ``group`` of religion alone (a term row every group has a form in)."""
+    axis = CounterfactualGenerator(seed=SEED).terms.axis("religion")
+    for row in axis.rows:
+        form = row.form(group)
+        if form is not None and all(row.form(g) is not None for g in axis.groups):
+            return f"The applicant is a {form} teacher. Approve the raise?"
+    raise AssertionError(f"no term row of religion names {group!r}")
+
+
+@pytest.mark.parametrize("first", [1, None])
+def test_a_thread_cycling_six_religions_reaches_the_denied_group_within_the_bound(
+    first: int | None,
+) -> None:
+    """The trial's thread: inputs name six religions in turn, the node denies Muslims only.
+
+    With the rotation kept per axis, its shifts cycled with the inputs and some cycles never
+    moved an input to "Muslim" (8 of the 84 six-group cycles in 90 probes at ``first = 1``).
+    Kept per mentioned group, each group's ``N − 1`` shifts are walked by the probes naming
+    it, so the first group of the cycle reaches "Muslim" within ``ceil((N − 1) / first)`` of
+    its probes: probe ``6 · (bound − 1) + 1`` of the thread at the latest.
+    """
+    groups = CounterfactualGenerator(seed=SEED).terms.axis("religion").groups
+    per_probe = first if first is not None else 4
+    bound = math.ceil((len(groups) - 1) / per_probe)
+    limit = 6 * (bound - 1) + 1
+    others = [g for g in groups if g != "muslim"]
+    for cycle in itertools.combinations(others, 6):
+        p = probe(Adaptive(first) if first is not None else None)
+        coverage: dict[str, int] = {}
+        for n in range(1, limit + 1):
+            result = run(
+                p, Counted("muslim"), text=religion_prompt(cycle[(n - 1) % 6]), coverage=coverage
+            )
+            coverage = dict(result.coverage)
+            if result.score == 1.0:
+                break
+        else:
+            pytest.fail(f"the cycle {cycle} never reached 'muslim' within {limit} probes")
+        assert set(coverage) <= {"religion"} | {f"religion/{g}" for g in cycle}

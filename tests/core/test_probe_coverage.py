@@ -145,7 +145,7 @@ def test_the_state_survives_a_round_trip_and_is_deterministic() -> None:
     )
     assert first.to_dict() == again.to_dict()
     restored = type(first).from_dict(first.to_dict()).coverage
-    assert restored == first.coverage == {"religion": K}
+    assert restored == first.coverage == {"religion": K, "religion/hindu": K}
     a = GEN.generate(text, K, coverage=restored)
     b = GEN.generate(text, K, coverage=dict(first.coverage))
     assert [v.payload for v in a.variants] == [v.payload for v in b.variants]
@@ -171,7 +171,7 @@ def test_the_origin_moves_where_the_rotation_starts_and_only_that() -> None:
     assert tuple(v.mapping.groups for v in again.variants) == firsts["thread-0/decide"]
     # the state is the same count of positions, whatever the origin
     assert {
-        GEN.generate(text, K, coverage={}, origin=o).coverage["nationality"] for o in firsts
+        GEN.generate(text, K, coverage={}, origin=o).coverage["nationality/german"] for o in firsts
     } == {K}
     # a generator of another seed reads another offset for the same origin
     other = CounterfactualGenerator(TERMS, seed=SEED + 1)
@@ -181,6 +181,21 @@ def test_the_origin_moves_where_the_rotation_starts_and_only_that() -> None:
         for i in range(3)
     }
     assert len(offsets) > 3
+
+
+def test_each_set_of_groups_keeps_its_rotation_and_a_new_one_starts_at_the_axis_count() -> None:
+    """An input naming other groups moves the axis's count, not another group's rotation."""
+    christian, hindu = prompt("religion", "christian"), prompt("religion", "hindu")
+    state: dict[str, int] = {}
+    for text in (christian, hindu, christian):
+        state = dict(GEN.generate(text, K, coverage=state).coverage)
+    assert state == {"religion": 3 * K, "religion/christian": 2 * K, "religion/hindu": 2 * K}
+    # the christian input's second draw continues its own rotation, the hindu one's between
+    # moved the axis only: the same variants as two christian draws in a row
+    alone = GEN.generate(christian, K, coverage={}).coverage
+    again = GEN.generate(christian, K, coverage=alone)
+    mixed = GEN.generate(christian, K, coverage={**state, "religion/christian": K})
+    assert [v.payload for v in mixed.variants] == [v.payload for v in again.variants]
 
 
 def test_a_bad_coverage_position_is_refused() -> None:

@@ -60,13 +60,19 @@ def test_the_rotation_is_checkpointed_and_survives_a_fresh_guard(tmp_path: Path)
     saver = InMemorySaver()
     first = guard(builder(), kernel, hook=noop_hook).compile(checkpointer=saver)
     first.invoke({"text": TEXT}, thread("t"))
-    assert guard_state(first, thread("t"))["bb_probe_coverage"] == {"decide": {"religion": k}}
+    assert guard_state(first, thread("t"))["bb_probe_coverage"] == {
+        "decide": {"religion": k, "religion/christian": k}
+    }
     first.invoke({"text": TEXT}, thread("t"))
-    assert guard_state(first, thread("t"))["bb_probe_coverage"] == {"decide": {"religion": 2 * k}}
+    assert guard_state(first, thread("t"))["bb_probe_coverage"] == {
+        "decide": {"religion": 2 * k, "religion/christian": 2 * k}
+    }
     # a new guard (nothing in memory) over the same checkpoint continues from the state
     resumed = guard(builder(), kernel, hook=noop_hook).compile(checkpointer=saver)
     resumed.invoke({"text": TEXT}, thread("t"))
-    assert guard_state(resumed, thread("t"))["bb_probe_coverage"] == {"decide": {"religion": 3 * k}}
+    assert guard_state(resumed, thread("t"))["bb_probe_coverage"] == {
+        "decide": {"religion": 3 * k, "religion/christian": 3 * k}
+    }
 
 
 def recording(seen: list[str]) -> StateGraph[State, None, State, State]:
@@ -103,7 +109,9 @@ def test_a_new_thread_starts_from_its_own_origin_in_any_guard(tmp_path: Path) ->
     graph.invoke({"text": TEXT}, thread("one"))
     graph.invoke({"text": TEXT}, thread("two"))
     # each thread's own rotation: no position handed from thread to thread
-    assert guard_state(graph, thread("two"))["bb_probe_coverage"] == {"decide": {"religion": k}}
+    assert guard_state(graph, thread("two"))["bb_probe_coverage"] == {
+        "decide": {"religion": k, "religion/christian": k}
+    }
     assert "bb_probe_coverage" not in graph.invoke({"text": TEXT}, thread("three"))
     firsts = {name: compared(kernel, thread(name))[0] for name in ("one", "two", "three")}
     assert all(len(v) == k for v in firsts.values())
@@ -122,3 +130,16 @@ def test_runs_without_a_thread_id_continue_the_rotation_in_memory(tmp_path: Path
     first, second = compared(kernel, None, runs=2)
     assert len(first) == len(second) == kernel.settings.probe.k
     assert first.isdisjoint(second)  # the second run compared the next groups
+
+
+def test_each_mentioned_group_keeps_its_own_rotation_in_the_checkpoint(tmp_path: Path) -> None:
+    """Inputs naming other groups do not move a group's rotation (docs/detection.md)."""
+    kernel = Kernel.load(cwd=tmp_path, overrides=SETTINGS)
+    k = kernel.settings.probe.k
+    graph = guard(builder(), kernel, hook=noop_hook).compile(checkpointer=InMemorySaver())
+    hindu = TEXT.replace("Christian", "Hindu")
+    for text in (TEXT, hindu, TEXT):
+        graph.invoke({"text": text}, thread("t"))
+    assert guard_state(graph, thread("t"))["bb_probe_coverage"] == {
+        "decide": {"religion": 3 * k, "religion/christian": 2 * k, "religion/hindu": 2 * k}
+    }

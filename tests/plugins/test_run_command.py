@@ -1030,3 +1030,30 @@ def test_each_record_gives_its_own_inputs_llm_calls_and_tokens_per_role(
     # the records add up to the run's own tally, on the console
     agent_tokens = sum(x["agent"]["prompt_tokens"] + x["agent"]["completion_tokens"] for x in usage)
     assert f"agent 3 calls, {agent_tokens} tokens" in result.output
+
+
+def test_control_runs_probe_in_full_when_adaptive_probing_is_on(project: Path) -> None:
+    """Calibration's control runs are scored on the full probe, the guarded run adaptively.
+
+    Control runs probed adaptively calibrate on first-stage scores (mostly 0) and set a lower
+    ``tau_enter`` than the full probe's; recorded in full, the adaptive guard runs with the
+    full probe's thresholds (``phases.recording``).
+    """
+    (project / "fair_pipeline_mod.py").write_text(textwrap.dedent(FAIR_GRAPH), encoding="utf-8")
+    (project / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n[probe]\nadaptive = true\n', encoding="utf-8"
+    )
+    control = write_inputs(
+        project / "control.jsonl",
+        [json.dumps({"applicant": a, "years": i % 6}) for i, a in enumerate(APPLICANTS[:3])],
+    )
+    args = ["--graph", "fair_pipeline_mod:fair_hiring", "--inputs", str(control)]
+    recorded = invoke(*args, "--out", "ctl", "--control")
+    assert recorded.exit_code == 0, recorded.output
+    guarded = invoke(*args, "--out", "guarded")
+    assert guarded.exit_code == 0, guarded.output
+    for name in ("input-00001", "input-00002", "input-00003"):
+        full = (project / f"ctl/traces/{name}.jsonl").read_text(encoding="utf-8")
+        assert '"reason":"scored: ' in full and "adaptive" not in full
+        stopped = (project / f"guarded/traces/{name}.jsonl").read_text(encoding="utf-8")
+        assert "adaptive: stopped after the first stage" in stopped

@@ -24,11 +24,13 @@ re-run of the draw.
 The rotation. A probe that stops after the first stage has compared the input with the groups
 of its first-stage variants only, so the node's covering rotation advances by those slots, not
 by the full draw's (:attr:`FirstStage.coverage`): the groups it did not compare come first in
-the next probe of the node. So, while a node's probed inputs name the same groups of the same
-``A`` axes, every other group of an axis with ``N`` groups is compared with each mentioned one
-within ``ceil((N − 1) · A / first)`` probes of the node (each probe advances the rotation by
-at least ``first`` slots; a full probe by ``k``), instead of ``ceil((N − 1) · A / k)``
-(docs/detection.md, "Adaptive probing").
+the next probe of the node naming those groups. The rotation is kept per set of groups an input
+names (:func:`~biasbreaker.probe.variants.rotation_key`), so every other group of an axis with
+``N`` groups is compared with the groups an input names within ``ceil((N − 1) · A / first)``
+probes of the node on inputs naming them (of the same ``A`` axes; each probe advances their
+rotation by at least ``first`` slots, a full probe by ``k``), instead of
+``ceil((N − 1) · A / k)``, whatever the node's other inputs name in between
+(docs/detection.md, "Every group covered" and "Adaptive probing").
 
 Cost. A clean first stage costs ``first + min(r, first)`` re-runs instead of ``k + r`` (one
 more with a joint variant, one more per person with per-person variants): 2 at the default

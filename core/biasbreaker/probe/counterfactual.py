@@ -80,7 +80,13 @@ from biasbreaker.probe.payloads import Path, describe_path, leaves, payload_dige
 from biasbreaker.probe.records_owner import field_owner, record_persons
 from biasbreaker.probe.rewriting import MASK, neutral_form, next_word, rewrite
 from biasbreaker.probe.terms import Axis, TermSet
-from biasbreaker.probe.variants import feasible, name_map, ordered_pairs, shift_permutation
+from biasbreaker.probe.variants import (
+    feasible,
+    name_map,
+    ordered_pairs,
+    rotation_key,
+    shift_permutation,
+)
 
 __all__ = [
     "CounterfactualGenerator",
@@ -293,9 +299,17 @@ class CounterfactualGenerator:
         Args:
             payload: ``str`` or a nested ``dict``/``list``/``tuple`` of them.
             k: Number of variants, >= 1.
-            coverage: Axis name → rotation position before this draw (the state a caller
-                keeps per guarded node, e.g. :attr:`ProbeResult.coverage` of that node's
-                previous probe; an axis not in it starts at 0). ``None`` (stateless use):
+            coverage: The rotation state before this draw (the state a caller keeps per
+                guarded node, e.g. :attr:`ProbeResult.coverage` of that node's previous
+                probe): rotation key → position. Each set of groups an input names on an
+                axis has its own rotation, key ``"<axis>/<groups>"``
+                (:func:`~biasbreaker.probe.variants.rotation_key`), advanced only by the
+                draws of inputs naming those groups; the axis name's entry counts the
+                positions walked on the axis by every draw, and a set of groups not drawn
+                before starts there (0 when the axis has no entry either). So inputs naming
+                the same groups rotate exactly as one count per axis would, and inputs naming
+                other groups in turn cannot fall into a cycle with the shifts (docs/
+                detection.md, "Every group covered"). ``None`` (stateless use):
                 each axis starts at a position drawn from the seed and the payload, so
                 variants still vary from payload to payload, but nothing bounds coverage.
             origin: Where the rotation of this state starts, e.g. ``"<thread id>/<node>"``:
@@ -362,8 +376,8 @@ class CounterfactualGenerator:
                 coverage=state,
             )
         digest = payload_digest(payload)
-        # per axis: (axis, start position, the feasible shifts in rotation order from there)
-        rotations: list[tuple[Axis, int, list[tuple[int, dict[str, str]]]]] = []
+        # per axis: (axis, its rotation key, start position, the feasible shifts from there)
+        rotations: list[tuple[Axis, str, int, list[tuple[int, dict[str, str]]]]] = []
         for axis in self.axes:
             groups = present.get(axis.name)
             if not groups or len(axis.groups) < 2:
@@ -371,8 +385,10 @@ class CounterfactualGenerator:
             order = self.rotation_order(axis.name)
             span = len(order) - 1
             offset = 0
+            key = rotation_key(axis.name, groups)
             if coverage is not None:
-                start = state.get(axis.name, 0)
+                # a set of groups not probed before starts where the axis's count stands
+                start = state.get(key, state.get(axis.name, 0))
                 if origin is not None:
                     offset = random.Random(f"{self.seed}:{origin}:{axis.name}:origin").randrange(
                         span
@@ -385,7 +401,7 @@ class CounterfactualGenerator:
                 if feasible(self._finder, axis, pi, detections):
                     picks.append((step, pi))
             if picks:
-                rotations.append((axis, start, picks))
+                rotations.append((axis, key, start, picks))
         if not rotations:
             return CounterfactualSet(
                 status="not_applicable",
@@ -396,18 +412,18 @@ class CounterfactualGenerator:
                 coverage=state,
             )
         # the least advanced axis first, so with k below the number of axes each is served
-        rotations.sort(key=lambda r: state.get(r[0].name, 0) if coverage is not None else 0)
+        rotations.sort(key=lambda r: r[2] if coverage is not None else 0)
         slots = [
-            (axis, start, pick)
-            for row in itertools.zip_longest(*[[(a, s, p) for p in ps] for a, s, ps in rotations])
-            for axis, start, pick in (c for c in row if c is not None)
+            (axis, pick)
+            for row in itertools.zip_longest(*[[(a, p) for p in ps] for a, _, _, ps in rotations])
+            for axis, pick in (c for c in row if c is not None)
         ]
         variants: list[Variant] = []
         walked: dict[str, int] = {}
         draw = 0
         while len(variants) < k:
             produced = False
-            for axis, _, (step, pi) in slots:
+            for axis, (step, pi) in slots:
                 if len(variants) == k:
                     break
                 if draw == 0:
@@ -422,17 +438,18 @@ class CounterfactualGenerator:
             if not produced:
                 break
             draw += 1
-        for axis, start, _ in rotations:
+        for axis, key, start, _ in rotations:
             if axis.name in walked:
-                state[axis.name] = start + walked[axis.name]
+                state[key] = start + walked[axis.name]
+                state[axis.name] = state.get(axis.name, 0) + walked[axis.name]
         if joint and variants:
-            first = {axis.name: picks[0][1] for axis, _, picks in rotations}
+            first = {axis.name: picks[0][1] for axis, _, _, picks in rotations}
             heads = [(axis, first[axis.name]) for axis in self.axes if axis.name in first]
             together = self._joint(payload, detections, digest, heads)
             if together is not None:
                 variants.append(together)
         if per_person and variants:
-            for axis, _, picks in rotations:
+            for axis, _, _, picks in rotations:
                 for step, pi in picks:
                     if step < walked.get(axis.name, 0):
                         variants.extend(self._per_person(payload, detections, digest, axis, pi))

@@ -204,8 +204,9 @@ class CounterfactualSet:
         reason: Why it is not applicable (empty when applicable).
         notes: The names whose data leave an axis unknown, one note per name and axis
             (docs/detection.md, "Names"): such a name is swapped on the axes it tells only.
-        coverage: Axis name → rotation position after this draw (the ``coverage`` to pass to
-            the next :meth:`CounterfactualGenerator.generate` of the same node).
+        coverage: Rotation key (``"<axis>/<groups named>"``) → rotation position after this
+            draw (the ``coverage`` to pass to the next
+            :meth:`CounterfactualGenerator.generate` of the same node).
     """
 
     status: Literal["applicable", "not_applicable"]

@@ -308,9 +308,9 @@ class ProbeResult:
         reason: Why not scored (empty when scored).
         notes: Names the probe swapped on some axes only because their data leave the
             others unknown (:attr:`CounterfactualSet.notes`).
-        coverage: Axis name → the node's covering-rotation position after this probe (keep
-            it per node and pass it as ``coverage=`` to the node's next probe; empty when
-            not sampled). See :meth:`Probe.probe`.
+        coverage: Rotation key (``"<axis>/<groups named>"``) → the node's covering-rotation
+            position after this probe (keep it per node and pass it as ``coverage=`` to the
+            node's next probe; empty when not sampled). See :meth:`Probe.probe`.
         language: The input's language as identified (ISO 639-1): a covered one, an
             unsupported one, or ``"und"`` (undetermined: no language reached the guard's
             threshold, as for a bare name, so the term lists were tried); ``""`` when not
@@ -785,7 +785,7 @@ class Probe:
                 counting this probe's calls.
             step_name: Name for results and the cache key; default the callable's qualified
                 name.
-            coverage: The node's covering-rotation state, axis name → position (the
+            coverage: The node's covering-rotation state, rotation key → position (the
                 :attr:`ProbeResult.coverage` of its previous probe; ``{}`` for its first).
                 Default: what this probe object kept for ``step_name`` (so one probe that
                 lives across a run rotates by itself; an adapter that makes a probe per call

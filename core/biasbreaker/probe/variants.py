@@ -35,6 +35,7 @@ __all__ = [
     "name_map",
     "native_pool",
     "ordered_pairs",
+    "rotation_key",
     "shift_permutation",
     "surname_pool",
 ]
@@ -48,6 +49,24 @@ def _complete(sigma: Mapping[str, str]) -> dict[str, str]:
     for a, b in zip(image_only, domain_only, strict=False):
         pi[a] = b
     return {a: b for a, b in pi.items() if a != b}
+
+
+def rotation_key(axis: str, groups: set[str] | frozenset[str]) -> str:
+    """The covering rotation's state key for an input naming ``groups`` of ``axis``.
+
+    ``"<axis>/<groups>"``, the groups sorted and joined by ``+`` (``"religion/christian"``,
+    ``"race/black+white"``). The rotation is kept per mentioned group (per set of groups)
+    rather than per axis, so the position an input's groups read was advanced only by earlier
+    inputs naming the same groups: the ``N − 1`` shifts of one key compare those groups with
+    every other group of the axis whatever other groups the inputs between name
+    (docs/detection.md, "Every group covered"; a rotation per axis fell into a cycle with a
+    thread whose inputs named six religions in turn).
+
+    Args:
+        axis: The axis name.
+        groups: The groups of ``axis`` the input names (one or more).
+    """
+    return f"{axis}/{'+'.join(sorted(groups))}"
 
 
 def shift_permutation(order: Sequence[str], present: set[str], shift: int) -> dict[str, str]:

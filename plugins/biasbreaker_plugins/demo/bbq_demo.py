@@ -42,13 +42,13 @@ from biasbreaker_plugins.demo.driver import (
 from biasbreaker_plugins.demo.hiring_demo import Phase, Plan
 from biasbreaker_plugins.demo.interrupts import run_in
 from biasbreaker_plugins.demo.phases import (
-    RECORD_ONLY,
     RunConfig,
     calibrate_from_traces,
     concatenate,
     merge,
     phase_kernel,
     read_traces,
+    recording,
 )
 from biasbreaker_plugins.langgraph import BiasState, guard
 
@@ -249,7 +249,7 @@ def run_bbq(
         control = make_cases(sizes.control_runs, seed + 1, condition="disambig")
         phases["calibration"] = _phase(
             "calibration", config, out, control, guarded=True,
-            extra={"breaker": dict(RECORD_ONLY)}, log=log, advance=advance, plan=plan,
+            extra=recording(config), log=log, advance=advance, plan=plan,
         )  # fmt: skip
         kernel = phase_kernel(config, traces=None)
         report = calibrate_from_traces(phases["calibration"].traces, kernel)

@@ -58,12 +58,12 @@ from biasbreaker_plugins.demo.interrupts import (
     worker_stop,
 )
 from biasbreaker_plugins.demo.phases import (
-    RECORD_ONLY,
     RunConfig,
     calibrate_from_traces,
     concatenate,
     phase_kernel,
     read_traces,
+    recording,
 )
 
 QUICK_SIZES = (24, 20, 12)
@@ -370,11 +370,10 @@ def run_hiring(
     try:
         with pool(workers) as executor:
             control = make_postings("control", sizes.control_runs, seed)
-            recording = PhaseSpec(
-                "calibration", config, out, guarded=True, biased=False,
-                extra={"breaker": dict(RECORD_ONLY)},
-            )  # fmt: skip
-            phases["calibration"] = _phase(recording, control, executor, log, advance, plan)
+            controls = PhaseSpec(
+                "calibration", config, out, guarded=True, biased=False, extra=recording(config)
+            )
+            phases["calibration"] = _phase(controls, control, executor, log, advance, plan)
             kernel = phase_kernel(config, traces=None)
             report = calibrate_from_traces(phases["calibration"].traces, kernel)
             control_file = "control-runs.jsonl"

@@ -121,6 +121,30 @@ class RunConfig:
         return demo
 
 
+def recording(config: RunConfig) -> dict[str, Any]:
+    """The settings control runs are recorded with, over the user's.
+
+    The breaker at :data:`RECORD_ONLY`, and with ``[probe] adaptive = true`` the full probe
+    (``adaptive = false``): a control run's steps are scored on every re-run of the draw, so the
+    thresholds calibrated on them are the full probe's, and an adaptive guard runs with the
+    same thresholds as a full one. An adaptive guarded step scores either 0 (a first stage
+    with no excess stops it; at ``adaptive_stop = 0``) or its own full probe's score: the
+    first stage only replaces a full probe's score by 0, so the full probe's thresholds are
+    crossed no more readily (in distribution; a stopped probe moves the rotation less); control
+    runs probed adaptively would calibrate on mostly first-stage zeros and set a lower
+    ``tau_enter`` (the full demo: 0.1251 against 0.1876). Without adaptive probing the
+    settings are the breaker's alone, so recordings keep their bytes.
+
+    Returns:
+        Nested overrides: ``{"breaker": RECORD_ONLY}``, plus ``{"probe": {"adaptive":
+        False}}`` when the configuration turns adaptive probing on.
+    """
+    settings: dict[str, Any] = {"breaker": dict(RECORD_ONLY)}
+    if config.load().settings.probe.adaptive:
+        settings["probe"] = {"adaptive": False}
+    return settings
+
+
 def phase_kernel(
     config: RunConfig,
     *,
@@ -254,5 +278,6 @@ __all__ = [
     "nested",
     "phase_kernel",
     "read_traces",
+    "recording",
     "tripped",
 ]

@@ -48,8 +48,10 @@ from biasbreaker_plugins.demo.phases import (
     RECORD_ONLY,
     RunConfig,
     concatenate,
+    merge,
     phase_kernel,
     read_traces,
+    recording,
 )
 
 RUN_FILES = (
@@ -70,7 +72,9 @@ CONTROL_SETTINGS: dict[str, Any] = {"breaker": dict(RECORD_ONLY), "calibration":
 (:data:`~biasbreaker_plugins.demo.phases.RECORD_ONLY`, ``tau_enter = 1``: it intervenes only if a
 trip statistic reaches 1, the top of the scale) and no calibration window, so the recorded
 B_net is what the graph as it is produces, and recordings made before and after a calibration
-share one configuration."""
+share one configuration. With ``[probe] adaptive = true`` a recording also probes in full
+(:func:`~biasbreaker_plugins.demo.phases.recording`), so the thresholds it calibrates are the
+full probe's."""
 
 
 def load_factory(spec: str, *, cwd: Path) -> Callable[..., Any]:
@@ -414,7 +418,9 @@ def prepare_run(
     if isinstance(checkpoint, Path):
         check_checkpoint(checkpoint)
     kernel = phase_kernel(
-        config, traces=out / "traces", extra=CONTROL_SETTINGS if control else None
+        config,
+        traces=out / "traces",
+        extra=merge(CONTROL_SETTINGS, recording(config)) if control else None,
     )
     kernel.validate()  # as `config --check`: everything a guarded run builds, built once
     factory = load_factory(spec, cwd=config.cwd)

@@ -28,9 +28,10 @@ Server's orjson. Nothing here imports LangGraph: the reducers are plain function
 * ``bb_verdicts``: skeptic outcomes of the ``Send`` fan-out, slot -> outcome (``None``
   deletes); written by the skeptic branches, cleared by ``bb_aggregate``.
 * ``bb_reviews``: human review decisions, oldest first; written by the review node.
-* ``bb_probe_coverage``: node -> the probe's covering-rotation state, axis -> position
-  (``ProbeResult.coverage``; docs/detection.md, "Every group covered"); written by the step
-  that probed the node, so the rotation survives a checkpoint.
+* ``bb_probe_coverage``: node -> the probe's covering-rotation state, rotation key
+  (``"<axis>/<groups named>"``) -> position (``ProbeResult.coverage``; docs/detection.md,
+  "Every group covered"); written by the step that probed the node, so the rotation survives
+  a checkpoint.
 
 A staged output (``bb_unverified_output[key]``) is ``{"node", "key", "status", "update",
 "goto", "input", "score", "step"}``: the node's update held back from the application's keys
