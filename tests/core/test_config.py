@@ -648,3 +648,14 @@ def test_a_plugin_table_set_as_json_from_the_environment_shows_once(
     assert rows == [
         ("plugin.fake.weights", '{"christian": 2}', "env BIASBREAKER_PLUGIN__FAKE__WEIGHTS")
     ]
+
+
+def test_an_empty_table_sets_none_of_its_keys(tmp_path: Path) -> None:
+    """An empty ``[probe]`` header made every probe key read as set by the file, so the demo,
+    which keeps its own defaults for keys left at theirs, ran with r = 2 instead of its 0."""
+    (tmp_path / "b.toml").write_text("[probe]\n\n[breaker]\ntau_enter = 0.4\n[plugin.lexical]\n")
+    loaded = load_settings(config_file=tmp_path / "b.toml", cwd=tmp_path)
+    assert loaded.source_of("probe.r") == "default"
+    assert loaded.source_of("breaker.tau_enter").endswith("b.toml")
+    assert loaded.source_of("breaker.tau_exit") == "default"
+    assert loaded.source_of("plugin.lexical.metric") == "default"

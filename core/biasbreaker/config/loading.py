@@ -70,7 +70,9 @@ def load_settings(
     layers: list[tuple[str, dict[str, Any]]] = [(ARGUMENT, args), ("env", env), *files]
     provenance: dict[str, str] = {}
     for label, data in reversed(layers):
-        for key, _ in _leaves(data):
+        for key, value in _leaves(data):
+            if value == {} and _is_table(key):
+                continue  # an empty `[probe]` sets nothing: its keys keep their own sources
             source = f"env {variables[key]}" if label == "env" else label
             provenance[_canonical_path(key)] = source
     _refuse_secrets(layers, variables)
@@ -103,6 +105,24 @@ SECRETS_FIX = (
     "PostgreSQL, PGPASSWORD or ~/.pgpass)"
 )
 """What to do about a secret in the configuration (the end of the refusal's message)."""
+
+
+def _is_table(key: str) -> bool:
+    """Whether dotted ``key`` names a table of the settings, not an option.
+
+    A table is a section (``probe``, ``calibration.control``), ``plugin`` or a
+    ``[plugin.<name>]`` table; an option's value may itself be an empty mapping.
+    """
+    parts = key.split(".")
+    if parts[0] == "plugin":
+        return len(parts) <= 2
+    model: Any = Settings
+    for part in parts:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return False
+        model = field.annotation
+    return isinstance(model, type) and issubclass(model, BaseModel)
 
 
 def _secret_leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:
