@@ -30,6 +30,7 @@ Source:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -474,13 +475,31 @@ def mirrored_age(surface: str, rule: NumericAge) -> str | None:
     return _DIRECTION.sub(lambda d: _styled(d.group(1), _FLIP[d.group(1).lower()]), out)
 
 
+_KEPT = 64
+"""Texts whose age mentions are kept (the least recently used dropped first)."""
+_KEPT_CHARS = 65536
+"""The longest text whose age mentions are kept."""
+
+
 def age_mentions(text: str, rule: NumericAge) -> Iterator[tuple[re.Match[str], int]]:
     """Every age form's matches in ``text`` that stand in their context, with the age stated.
 
     Yields ``(match, age)`` for ages within ``0..mirror_sum`` (a birth year in the future, or
     an age the mirror cannot reach, is not a mention) and at least the form's ``minimum``.
     Matches of different forms may overlap; the caller keeps one per span.
+
+    A pure function of ``text`` and ``rule``, so the mentions of the last :data:`_KEPT` texts
+    (of at most :data:`_KEPT_CHARS` characters) are kept: finders of two term sets that share
+    the age rule read the same text one after the other (the fake LLM's masking and its
+    mentions), and the forms' search is most of a finder's scan.
     """
+    if len(text) > _KEPT_CHARS:
+        return iter(_age_mentions(text, rule))
+    return iter(_kept_age_mentions(text, rule))
+
+
+def _age_mentions(text: str, rule: NumericAge) -> tuple[tuple[re.Match[str], int], ...]:
+    out: list[tuple[re.Match[str], int]] = []
     for form in AGE_FORMS:
         for m in form.pattern.finditer(text):
             # the window only bounds the search: every context the forms name fits in it
@@ -490,7 +509,11 @@ def age_mentions(text: str, rule: NumericAge) -> Iterator[tuple[re.Match[str], i
             n = age_of(m.group(0), rule)
             if n is None or n < max(0, form.minimum) or n > rule.mirror_sum:
                 continue
-            yield m, n
+            out.append((m, n))
+    return tuple(out)
+
+
+_kept_age_mentions = functools.lru_cache(maxsize=_KEPT)(_age_mentions)
 
 
 _GLUED = re.compile(rf"(?<![\w.-])(\d{{1,3}})[ \t]?([FM])(?![\w-]){_NO_WEATHER}")

@@ -24,6 +24,7 @@ from biasbreaker.probe.name_fields import field_names
 from biasbreaker.probe.names import PersonName, first_name_info, fold, person_name
 from biasbreaker.probe.patterns import Hit, compile_patterns, non_overlapping
 from biasbreaker.probe.payloads import Key, Path, leaves
+from biasbreaker.probe.shared import shared_scan
 from biasbreaker.probe.surnames import key_surname, surname_race
 from biasbreaker.probe.term_context import TermReader
 from biasbreaker.probe.terms import Axis, NameInfo, NumericAge, TermSet
@@ -35,6 +36,8 @@ SCANNED = 256
 """Texts whose hits a :class:`MentionFinder` keeps (the oldest dropped first)."""
 SCANNED_CHARS = 4096
 """The longest text whose hits are kept."""
+_NAMED_CHARS = 65536
+"""The longest text whose name hits are kept (in the cache the finders of a book share)."""
 
 
 class MentionFinder:
@@ -54,6 +57,15 @@ class MentionFinder:
         self._held = HeldReader(terms, self.axes, self.compiled, self._terms)
         # the hits of the last SCANNED texts: functools' thread-safe LRU, one per finder
         self._scanned = functools.lru_cache(maxsize=SCANNED)(self._scan_kept)
+        # name hits depend on the book, the person words and the names pattern only: one
+        # cache for every finder of the same (the fake LLM's two finders read each prompt)
+        names = self.compiled.names
+        self._named = shared_scan(
+            ("names", id(terms.names), terms.person_words, names.pattern if names else None),
+            terms.names,
+            self._name_hits,
+            SCANNED,
+        )
 
     def detect(self, payload: Any) -> tuple[Detection, ...]:
         """Find the protected mentions in a payload.
@@ -250,22 +262,33 @@ class MentionFinder:
                 h for h in ages if not any(s <= h.start and h.end < e for s, e in unread)
             )
         if comp.names is not None:
-            for m in comp.names.finditer(text):
-                surface = m.group(0)
-                if not capitalised(surface):
-                    continue
-                key = comp.name_key.get(norm(surface))
-                if key is not None and not in_place_name(text, m.start(), m.end()):
-                    hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
-            # after the book's hits: at one span (a listed full name) the book's reading wins
-            people = self._names.person_hits(text) + self._names.surname_hits(text)
-            hits.extend(people)
-            hits.extend(self._names.labelled_first_names(text))
-            surnames = {fold(h.name.split()[-1]) for h in people if " " in h.name}
-            # a surname alone after a title is that person's surname, never a first name
-            surnames |= {fold(h.surface) for h in people if key_surname(h.name) is not None}
-            hits.extend(self._names.lone_first_names(text, surnames))
+            hits.extend(
+                self._named.kept(text) if len(text) <= _NAMED_CHARS else self._name_hits(text)
+            )
         return non_overlapping(hits)
+
+    def _name_hits(self, text: str) -> tuple[Hit, ...]:
+        """The book's names, persons, labelled and lone first names in ``text`` (``_scan``'s)."""
+        comp = self.compiled
+        if comp.names is None:
+            return ()
+        hits: list[Hit] = []
+        for m in comp.names.finditer(text):
+            surface = m.group(0)
+            if not capitalised(surface):
+                continue
+            key = comp.name_key.get(norm(surface))
+            if key is not None and not in_place_name(text, m.start(), m.end()):
+                hits.append(Hit(m.start(), m.end(), surface, "name", "", (), key))
+        # after the book's hits: at one span (a listed full name) the book's reading wins
+        people = self._names.person_hits(text) + self._names.surname_hits(text)
+        hits.extend(people)
+        hits.extend(self._names.labelled_first_names(text))
+        surnames = {fold(h.name.split()[-1]) for h in people if " " in h.name}
+        # a surname alone after a title is that person's surname, never a first name
+        surnames |= {fold(h.surface) for h in people if key_surname(h.name) is not None}
+        hits.extend(self._names.lone_first_names(text, surnames))
+        return tuple(hits)
 
 
 def _later_surnames_dropped(found: list[Detection]) -> tuple[Detection, ...]:

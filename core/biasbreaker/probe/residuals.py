@@ -33,6 +33,7 @@ name given without a surname is not followed (docs/detection.md, "Residual forms
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,8 @@ A swapped surname among them, alone, is never read as a residual of its person: 
 said`` after swapping ``Mary Baker`` is a baker (the pair ``mary.baker`` still counts)."""
 
 _LETTER = r"[^\W\d_]"
+_PATTERNS = 4096
+"""Compiled patterns of persons kept (per kind; the least recently used dropped first)."""
 _ID_BEFORE = re.compile(r"(?:[@_/\d]|[^\W_]\.)$")
 """An identifier character before a word: ``@``, ``_``, ``/``, a digit, or a ``.`` after a
 letter or digit (``j.carter``)."""
@@ -134,6 +137,7 @@ def _spellings(word: str) -> list[str]:
     return list(dict.fromkeys(w for w in out if w))
 
 
+@functools.lru_cache(maxsize=_PATTERNS)
 def _alt(word: str) -> str:
     return "(?:" + "|".join(re.escape(w) for w in _spellings(word)) + ")"
 
@@ -183,22 +187,36 @@ def pair_hits(text: str, mapping: CounterfactualMapping) -> list[PairHit]:
     """
     out: list[PairHit] = []
     for first, last, new_first, new_last in moved_persons(mapping):
-        a, b = _alt(first), _alt(last)
-        for order, one, two, seps in (
-            (("a", "b"), a, b, _PAIR_SEPARATORS),
-            (("b", "a"), b, a, _REVERSED_SEPARATORS),
-        ):
-            pattern = re.compile(
-                rf"(?<!{_LETTER})(?P<{order[0]}>{one})(?P<sep>{seps}|{_CAMEL})(?P<{order[1]}>{two})"
-                rf"(?!{_LETTER})",
-                re.IGNORECASE,
-            )
+        for order, pattern in _pair_patterns(first, last):
             for m in pattern.finditer(text):
                 new = {"a": _cased(m.group("a"), new_first), "b": _cased(m.group("b"), new_last)}
                 out.append(
                     PairHit(m.start(), m.end(), new[order[0]] + m.group("sep") + new[order[1]])
                 )
     return out
+
+
+@functools.lru_cache(maxsize=_PATTERNS)
+def _pair_patterns(first: str, last: str) -> tuple[tuple[tuple[str, str], re.Pattern[str]], ...]:
+    """:func:`pair_hits`' two patterns of a person: ``((group order, pattern), ...)``.
+
+    Forward (order ``("a", "b")``: first name, then surname) and surname first (``("b",
+    "a")``). Compiled once per person: the rewrite asks for them on every string of every
+    variant, more patterns than ``re``'s own cache of 512 holds.
+    """
+    a, b = _alt(first), _alt(last)
+    out: list[tuple[tuple[str, str], re.Pattern[str]]] = []
+    for order, one, two, seps in (
+        (("a", "b"), a, b, _PAIR_SEPARATORS),
+        (("b", "a"), b, a, _REVERSED_SEPARATORS),
+    ):
+        pattern = re.compile(
+            rf"(?<!{_LETTER})(?P<{order[0]}>{one})(?P<sep>{seps}|{_CAMEL})(?P<{order[1]}>{two})"
+            rf"(?!{_LETTER})",
+            re.IGNORECASE,
+        )
+        out.append((order, pattern))
+    return tuple(out)
 
 
 def _identifier_side(text: str, start: int, end: int) -> bool:
@@ -224,7 +242,16 @@ def _common(word: str, terms: TermSet) -> bool:
 
 
 def _found(text: str, pattern: str) -> Iterator[re.Match[str]]:
-    yield from re.finditer(rf"(?<!{_LETTER})(?:{pattern})(?!{_LETTER})", text, re.IGNORECASE)
+    yield from _whole_words(pattern).finditer(text)
+
+
+@functools.lru_cache(maxsize=_PATTERNS)
+def _whole_words(pattern: str) -> re.Pattern[str]:
+    """``pattern`` standing between no letters, in any case, compiled once.
+
+    ``re``'s own cache holds 512 patterns, fewer than one probe's persons and forms.
+    """
+    return re.compile(rf"(?<!{_LETTER})(?:{pattern})(?!{_LETTER})", re.IGNORECASE)
 
 
 def residual_mentions(variants: Sequence[Variant], terms: TermSet) -> tuple[Residual, ...]:
