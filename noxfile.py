@@ -217,6 +217,16 @@ _MENTION_TESTS = [
 ]
 """The tests of the detection groups that were one module, mentions.py, until it was split."""
 
+MIDDLEWARE_TESTS = [
+    "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first
+    "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
+    "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
+    "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
+    "contrib/biasbreaker-langchain/tests/test_langchain_speculative.py",
+    "contrib/biasbreaker-langchain/tests/test_langchain_budget.py",
+]
+"""The tests the LangChain middleware's mutant groups run (one group per module of the gate)."""
+
 MUTANT_GROUPS: dict[str, dict[str, Any]] = {
     "staging": {
         "module": "plugins/biasbreaker_plugins/langgraph/staging.py",
@@ -321,14 +331,7 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "CallProber.speculate",
             "CallProber.probe",
         ],
-        "tests": [
-            "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first
-            "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_speculative.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_budget.py",
-        ],
+        "tests": MIDDLEWARE_TESTS,
         # each test builds a guard: its kernel, plugins and patterns are computed once (.ci/)
         "pytest": "-p mutants_memo",
         "strict": True,
@@ -344,14 +347,7 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
             "respond",
             "usable_repair",
         ],
-        "tests": [
-            "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first
-            "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_speculative.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_budget.py",
-        ],
+        "tests": MIDDLEWARE_TESTS,
         # each test builds a guard: its kernel, plugins and patterns are computed once (.ci/)
         "pytest": "-p mutants_memo",
         "strict": True,
@@ -361,14 +357,7 @@ MUTANT_GROUPS: dict[str, dict[str, Any]] = {
         "only": [
             "answer_review",
         ],
-        "tests": [
-            "contrib/biasbreaker-langchain/tests/test_langchain_usable_repair.py",  # fast: first
-            "contrib/biasbreaker-langchain/tests/test_langchain_middleware.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_repair_review.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_stream_leaks.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_speculative.py",
-            "contrib/biasbreaker-langchain/tests/test_langchain_budget.py",
-        ],
+        "tests": MIDDLEWARE_TESTS,
         # each test builds a guard: its kernel, plugins and patterns are computed once (.ci/)
         "pytest": "-p mutants_memo",
         "strict": True,
