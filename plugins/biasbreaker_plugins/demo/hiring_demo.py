@@ -182,7 +182,8 @@ class _Runner:
             jobs=list(jobs()),
             fake_seed=spec.fake_seed,
         )
-        builder = build_hiring_graph(clients, shortlist=self.kernel.settings.demo.shortlist)
+        demo = self.kernel.settings.demo
+        builder = build_hiring_graph(clients, shortlist=demo.shortlist, prompts=demo.prompts)
         self.graph = guard(builder, self.kernel) if spec.guarded else builder
         self.loop = asyncio.new_event_loop()
         self.app = self.loop.run_until_complete(self._compile())
