@@ -239,3 +239,60 @@ def test_a_guarded_graph_is_repaired_on_the_real_model(
         failures = str(first["error"]).split("(failed: ")[-1]
         assert "error" not in failures and "timeout" not in failures, first
     assert verify_trace(tmp_path / "real.jsonl").holds
+
+
+def test_the_real_model_demo_preset_runs_against_the_server(
+    server_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``biasbreaker demo --preset real-model`` end to end on SmolLM2 (docs/demo.md §5).
+
+    Every agent, probe re-run and skeptic call goes to the server. What the run measures is
+    the model's (its name sensitivity, its malformed JSON); the test checks that the run
+    completes, counts real tokens, and that every trace verifies.
+    """
+    pytest.importorskip("langgraph")
+    pytest.importorskip("matplotlib")
+    from typer.testing import CliRunner
+
+    from biasbreaker.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "real-model.toml"
+    config.write_text(
+        '[llm]\nclient = "openai-compatible"\n\n'
+        "[plugin.openai-compatible]\n"
+        f'base_url = "{server_url}"\n'
+        'model = "smollm2"\n'
+        'json_mode = "json_object_schema"\n'
+        "max_concurrency = 1\n"
+        "timeout_s = 600\n\n"
+        "[intervention]\nskeptic_timeout_s = 600\n",
+        encoding="utf-8",
+    )
+    start = time.monotonic()
+    result = CliRunner().invoke(
+        app, ["demo", "--preset", "real-model", "--config", str(config), "--out", "o"]
+    )
+    seconds = time.monotonic() - start
+    assert result.exit_code == 0, result.output
+    assert "LLM: smollm2" in result.output and "progress: fresh-control 4/4" in result.output
+    report = (tmp_path / "o" / "report.md").read_text(encoding="utf-8")
+    assert (
+        "**LLM: `smollm2`.**" in report and 'Short prompts (`[demo] prompts = "short"`)' in report
+    )
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "o" / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    phases = [r["phase"] for r in records]
+    assert {p: phases.count(p) for p in set(phases)} == {
+        "calibration": 4,
+        "unguarded": 4,
+        "guarded": 4,
+        "fresh-control": 4,
+    }
+    agent = [r["usage"]["agent"] for r in records]
+    # the server reports usage: no token of an agent call is estimated
+    assert all(u["calls"] > 0 and u["prompt_tokens"] > 0 for u in agent)
+    assert all(u.get("estimated_tokens", 0) == 0 for u in agent)
+    print(f"real-model preset: {seconds:.0f} s; {result.output[-1500:]}")
