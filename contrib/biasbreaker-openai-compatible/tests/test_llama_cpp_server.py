@@ -244,7 +244,7 @@ def test_a_guarded_graph_is_repaired_on_the_real_model(
 def test_the_real_model_demo_preset_runs_against_the_server(
     server_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``biasbreaker demo --preset real-model`` end to end on SmolLM2 (docs/demo.md §5).
+    """``biasbreaker demo --preset real-model`` end to end on SmolLM2 (docs/demo.md §7).
 
     Every agent, probe re-run and skeptic call goes to the server. What the run measures is
     the model's (its name sensitivity, its malformed JSON); the test checks that the run

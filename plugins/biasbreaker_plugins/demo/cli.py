@@ -85,7 +85,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 """``biasbreaker demo --preset NAME``: settings applied where the user's configuration is
 silent, on top of :data:`DEMO_DEFAULTS` (hiring only). ``real-model`` is sized for a small
 model on a CPU (SmolLM2-135M behind llama-cpp-python's one-slot server on 2 cores: 440
-calls without repairs, docs/demo.md §5): 4 postings (each job once), 4 control and 4 fresh
+calls without repairs, docs/demo.md §7): 4 postings (each job once), 4 control and 4 fresh
 control postings, one process (a one-slot server serves one request at a time whatever the
 number of processes), short prompts within a 2,048-token context, and k = 2 variants per
 probed step without the per-person and joint variants (with them a posting's eight names
