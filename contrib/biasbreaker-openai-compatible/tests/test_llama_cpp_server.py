@@ -85,6 +85,9 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             [
                 *(sys.executable, "-m", "llama_cpp.server", "--model", str(path)),
                 *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"),
+                # one thread: on a 2-core machine shared with other work, two OpenMP threads
+                # waiting on each other made every call 7-9 times slower (docs/demo.md §7)
+                *("--n_threads", "1", "--n_threads_batch", "1"),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
