@@ -206,3 +206,30 @@ def test_without_workers_progress_moves_per_posting(
     assert phase.llm_calls == 66 and [r["thread"] for r in phase.records] == [
         p.id for p in postings
     ]
+
+
+def test_estimate_takes_the_preset_and_counts_its_calls(project: Path) -> None:
+    import json
+
+    pytest.importorskip("langgraph")
+    from biasbreaker_plugins.demo.hiring import AGENTS, GROUPS
+
+    runner = CliRunner()
+    refused = runner.invoke(app, ["estimate", "--demo", "--preset", "real-model"])
+    assert refused.exit_code == 1 and "[llm] client is not set" in refused.output
+    config = _toml(project / "c.toml", '[llm]\nclient = "fake"\n')
+    result = runner.invoke(
+        app, ["estimate", "--demo", "--preset", "real-model", "--config", str(config), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    calls = json.loads(result.output)["total"]["calls"]
+    preset = PRESETS["real-model"]
+    per_posting = len(GROUPS) + len(AGENTS) - 1  # one screener per applicant, then 3 agents
+    guarded = (
+        preset["demo.control_runs"] + preset["demo.postings"] + preset["demo.fresh_control_runs"]
+    )
+    plain = 2 * preset["demo.postings"]  # the fake's group-blind reference, and unguarded
+    assert calls["by_role"] == {
+        "agent": per_posting * (guarded + plain),
+        "probe": per_posting * preset["probe.k"] * guarded,  # no per-person, joint or resample
+    }
