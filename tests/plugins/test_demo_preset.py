@@ -233,3 +233,29 @@ def test_estimate_takes_the_preset_and_counts_its_calls(project: Path) -> None:
         "agent": per_posting * (guarded + plain),
         "probe": per_posting * preset["probe.k"] * guarded,  # no per-person, joint or resample
     }
+
+
+def test_a_run_stopped_by_an_error_reports_what_completed(project: Path) -> None:
+    """A calibration that fails after its phase ran (here: too few control runs for the
+    preset's target) leaves a partial report.md naming the error, as an interrupt does."""
+    import json
+
+    pytest.importorskip("langgraph")
+    pytest.importorskip("matplotlib")
+    config = _toml(
+        project / "c.toml",
+        '[llm]\nclient = "fake"\n\n[demo]\ncontrol_runs = 2\n',
+    )
+    result = CliRunner().invoke(
+        app, ["demo", "--preset", "real-model", "--config", str(config), "--out", "o"]
+    )
+    assert result.exit_code == 1
+    assert "2 control runs are too few" in result.output
+    assert "the partial output is in o" in result.output
+    report = (project / "o" / "report.md").read_text(encoding="utf-8")
+    assert "**Stopped by an error** before the demo finished (2 control runs are too few" in report
+    assert "| calibration | 2 | 2 |" in report
+    marker = json.loads((project / "o" / "biasbreaker-output.json").read_text(encoding="utf-8"))
+    assert marker["status"] == "partial"
+    assert marker["completed"]["phases"] == {"calibration": 2}
+    assert "too few" in marker["completed"]["error"]

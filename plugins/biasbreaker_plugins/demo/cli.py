@@ -346,7 +346,7 @@ def demo(
     from biasbreaker_plugins.demo.phases import refuse_store_sink
 
     start = time.perf_counter()
-    stop = _Stop(lambda folder, exc: _demo_partial(folder, scenario, exc))
+    stop = _Stop(lambda folder, exc: _demo_partial(folder, scenario, f"Interrupted by {exc.name}"))
     with StopOnSignal(on_force=stop) as signals:
         try:
             run_config = demo_config(config, seed, scenario, preset)
@@ -379,7 +379,12 @@ def demo(
             stop.exit(exc)
         except BiasbreakerError as exc:
             if stop.folder is not None:
-                stop.folder.finish("partial", {"error": str(exc)})
+                completed = _demo_partial(stop.folder, scenario, "Stopped by an error", str(exc))
+                stop.folder.finish("partial", {"error": str(exc), **completed})
+                stderr().print(
+                    f"the partial output is in {stop.folder.path} "
+                    f"({stop.folder.path / 'report.md'} says what completed)"
+                )
             fail(str(exc))
         finally:
             signals.done.set()
@@ -412,8 +417,21 @@ def _calibration_warnings() -> Iterator[None]:
                 warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
 
 
-def _demo_partial(folder: OutputFolder, scenario: str, exc: Interrupted) -> dict[str, Any]:
-    """``report.md`` of an interrupted demo: the postings or items each phase finished."""
+def _demo_partial(
+    folder: OutputFolder, scenario: str, why: str, error: str | None = None
+) -> dict[str, Any]:
+    """``report.md`` of a demo that stopped early: the postings or items each phase finished.
+
+    Args:
+        folder: The output folder.
+        scenario: ``hiring`` or ``bbq``.
+        why: What stopped it, as the report's bold lead (``"Interrupted by SIGINT"``,
+            ``"Stopped by an error"``).
+        error: The error's message, quoted in the report, or ``None``.
+
+    Returns:
+        ``{"phases": {phase: records in results.jsonl}}`` for the marker.
+    """
     from biasbreaker_plugins.demo.driver import read_results
 
     path = folder.path / "results.jsonl"
@@ -434,8 +452,9 @@ def _demo_partial(folder: OutputFolder, scenario: str, exc: Interrupted) -> dict
     text = [
         f"# biasbreaker demo ({scenario}) — partial",
         "",
-        f"**Interrupted by {exc.name}** before the demo finished: no calibration summary, "
-        "figure or verification was made. What completed:",
+        f"**{why}** before the demo finished"
+        + ("" if error is None else f" ({error})")
+        + ": no calibration summary, figure or verification was made. What completed:",
         "",
         "| phase | records in results.jsonl | trace files |",
         "|---|---|---|",
