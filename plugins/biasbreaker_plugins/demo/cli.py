@@ -91,8 +91,9 @@ number of processes), short prompts within a 2,048-token context, and k = 2 vari
 probed step without the per-person and joint variants (with them a posting's eight names
 make about 30 re-runs per step instead of 2). Four control runs bound a per-run false-halt
 target of 0.2 at best (the conformal bound needs ⌈(1 − α)/α⌉ runs), so that is its target.
-It needs a configured ``[llm] client``; the
-simulated fake runs it only when named."""
+It needs a configured ``[llm] client``; the simulated fake runs it only when named. Measured
+on SmolLM2-135M (docs/demo.md §7.1): 8 s a call on a loaded 2-core machine, and the
+calibration refused its control runs (the model's scores reach the top of the scale)."""
 
 PRESET_CLIENT = (
     "--preset {preset} is sized for a real model and [llm] client is not set: configure one "
@@ -313,9 +314,9 @@ def demo(
         typer.Option(
             "--preset",
             help="Settings for a purpose, where your configuration is silent: real-model "
-            "(hiring sized for a small model on a CPU, under 15 minutes with SmolLM2-135M on 2 "
-            "cores: 4 postings, 4 + 4 control, short prompts, k = 2 without per-person or joint "
-            "variants; needs [llm] client).",
+            "(hiring sized for a small model on a CPU: 440 LLM calls before repairs, 4 "
+            "postings, 4 + 4 control, short prompts, k = 2 without per-person or joint "
+            "variants; needs [llm] client; docs/demo.md section 7).",
         ),
     ] = None,
     out: Annotated[
