@@ -337,7 +337,7 @@ def demo(
     Offline by default: every agent is the seeded, simulated fake LLM unless [llm] client
     names a real one. Writes the run traces, report.md and PNG figures to --out, and ends by
     verifying every trace. SIGINT or SIGTERM stops it within two seconds, leaving whole files
-    and a report of what completed.
+    and a report of what completed (an error once it has started leaves the same).
     """
     if scenario not in ("hiring", "bbq"):
         fail(f"--scenario {scenario!r} is not a scenario; use hiring or bbq")
