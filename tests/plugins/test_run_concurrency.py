@@ -130,9 +130,15 @@ def files(out: Path) -> dict[str, bytes]:
 
 
 def summary(output: str) -> str:
-    """The command's printed summary, without the wall time and the progress bar's line."""
+    """The command's printed summary, without the wall time and the progress lines.
+
+    Progress is a bar on a terminal, whole ``progress: ...`` lines without one (here), both
+    with wall times.
+    """
     lines = output.splitlines()
-    return "\n".join(x for x in lines if not x.startswith("done in ") and "━" not in x)
+    return "\n".join(
+        x for x in lines if not x.startswith(("done in ", "progress: ")) and "━" not in x
+    )
 
 
 def check_same(project: Path, *extra_one: str, extra_four: tuple[str, ...] = ()) -> None:

@@ -217,6 +217,32 @@ async def test_a_400_is_not_retried_and_hints_at_json_mode(openai_server: ChatSe
     assert len(openai_server.chat_calls) == 1 and sleeps.delays == []
 
 
+VLLM_CONTEXT_400 = (
+    "This model's maximum context length is 2048 tokens. However, you requested 1024 output "
+    "tokens and your prompt contains at least 1100 input tokens, for a total of at least 2124 "
+    "tokens. Please reduce the length of the input prompt or the number of requested output "
+    "tokens."
+)
+"""vLLM's documented refusal (HTTP 400) of a prompt plus ``max_tokens`` beyond
+``--max-model-len``, in the wording of its recent releases (not seen here: no vLLM server)."""
+
+
+async def test_a_400_for_the_context_length_names_max_tokens_not_json_mode(
+    openai_server: ChatServer,
+) -> None:
+    openai_server.reply = lambda call: Reply.error(400, VLLM_CONTEXT_400)
+    sleeps = Sleeps()
+    client = make_client(openai_server, sleeps)
+    with pytest.raises(LLMError) as caught:
+        await client.complete(LLMRequest.chat("x", response_schema=SCHEMA, max_tokens=1024))
+    await client.aclose()
+    message = str(caught.value)
+    assert "not retried" in message and "lower [plugin.openai-compatible] max_tokens" in message
+    assert "(sent: 1024)" in message and "--max-model-len" in message
+    assert "json_mode" not in message  # the schema was not what the server refused
+    assert len(openai_server.chat_calls) == 1 and sleeps.delays == []
+
+
 LLAMA_CPP_500 = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
     "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "

@@ -599,9 +599,11 @@ class DemoSettings(Section):
 
     postings: int = Field(
         240,
-        ge=8,
+        ge=4,
         le=100_000,
-        description="Hiring postings (count) run through the pipeline, each unguarded and guarded.",
+        description="Hiring postings (count) run through the pipeline, each unguarded and guarded; "
+        "at least 8 (each of the four jobs twice) unless prompts = 'short', where 4 (each job "
+        "once) is the least.",
     )
     control_runs: int = Field(
         40,
@@ -645,6 +647,13 @@ class DemoSettings(Section):
         description="Processes that run postings in parallel (count; 0 = one per CPU core, at "
         "most 4; 1 = no extra process). The outputs are the same bytes for any count.",
     )
+    prompts: Literal["full", "short"] = Field(
+        "full",
+        description="The hiring agents' prompts: 'full' (the whole job description and "
+        "resumes: a ranker prompt of about 3,000 tokens) or 'short' (the description's first "
+        "sentences, each resume's first lines, and each request's max_tokens sized to its "
+        "answer: every prompt within a 2,048-token context, for a small real model).",
+    )
     fake_bias: float = Field(
         1.0,
         ge=0.0,
@@ -658,3 +667,14 @@ class DemoSettings(Section):
         description="Measured preference of the biased agent (fake only): 'bloomberg-gpt35' "
         "or 'bloomberg-gpt4'; the posting's job is appended (bloomberg-gpt35-retail).",
     )
+
+    @model_validator(mode="after")
+    def _postings_for_prompts(self) -> DemoSettings:
+        """Fewer than 8 postings only with short prompts (the real-model preset's size)."""
+        if self.postings < 8 and self.prompts == "full":
+            raise ValueError(
+                f"postings = {self.postings} is below 8 with prompts = 'full': give at least "
+                "8 (each of the four jobs twice), or set prompts = 'short' (the real-model "
+                "preset, biasbreaker demo --preset real-model), which runs from 4"
+            )
+        return self

@@ -69,6 +69,40 @@ DEMO_DEFAULTS: dict[str, Any] = {
 names the seeded simulated client (``llm.client = "fake"``) unless ``[llm] client`` names
 another; it says so in its output and report."""
 
+PRESETS: dict[str, dict[str, Any]] = {
+    "real-model": {
+        "demo.postings": 4,
+        "demo.control_runs": 4,
+        "demo.fresh_control_runs": 4,
+        "demo.workers": 1,
+        "demo.prompts": "short",
+        "probe.k": 2,
+        "probe.per_person": False,
+        "probe.joint": False,
+        "calibration.target_false_halt_rate": 0.2,
+    },
+}
+"""``biasbreaker demo --preset NAME``: settings applied where the user's configuration is
+silent, on top of :data:`DEMO_DEFAULTS` (hiring only). ``real-model`` is sized for a small
+model on a CPU (SmolLM2-135M behind llama-cpp-python's one-slot server on 2 cores: 440
+calls without repairs, docs/demo.md §7): 4 postings (each job once), 4 control and 4 fresh
+control postings, one process (a one-slot server serves one request at a time whatever the
+number of processes), short prompts within a 2,048-token context, and k = 2 variants per
+probed step without the per-person and joint variants (with them a posting's eight names
+make about 30 re-runs per step instead of 2). Four control runs bound a per-run false-halt
+target of 0.2 at best (the conformal bound needs ⌈(1 − α)/α⌉ runs), so that is its target.
+It needs a configured ``[llm] client``; the simulated fake runs it only when named. Measured
+on SmolLM2-135M (docs/demo.md §7.1): 8 s a call on a loaded 2-core machine, and the
+calibration refused its control runs (the model's scores reach the top of the scale)."""
+
+PRESET_CLIENT = (
+    "--preset {preset} is sized for a real model and [llm] client is not set: configure one "
+    '(e.g. client = "openai-compatible" with [plugin.openai-compatible] base_url and model, '
+    'docs/llm-clients.md), or set [llm] client = "fake" to try the preset on the simulated '
+    "fake"
+)
+"""The error of a preset run whose configuration names no client (``{preset}``: its name)."""
+
 BBQ_DEFAULTS: dict[str, Any] = {"calibration.target_false_halt_rate": 0.1}
 """The bbq scenario's own, on top: UnifiedQA changes its answer on 3.8 % of disambiguated
 items under the group exchange (the control runs), too close to 5 % to calibrate on reliably."""
@@ -142,8 +176,61 @@ class _Stop:
         raise typer.Exit(exc.exit_code)
 
 
+PROGRESS_EVERY_S = 10.0
+"""Without a terminal: the least time (seconds) between two progress lines of one phase."""
+
+
+class PlainProgress:
+    """Progress as whole lines, for a standard error that is not a terminal (a log, a pipe, CI).
+
+    A line when a phase starts, when it finishes, and between at most every ``every``
+    seconds: ``progress: guarded 3/8 (12:04 elapsed)``, the elapsed time since the first
+    phase started. Nothing is redrawn, so a log shows how far a long run got.
+
+    Args:
+        phases: Phase -> inputs it runs (``None``: unknown).
+        write: Prints one line.
+        clock: Seconds, monotonic (injectable for tests).
+        every: Seconds between two lines of a phase in progress.
+    """
+
+    def __init__(
+        self,
+        phases: dict[str, int | None],
+        write: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
+        every: float = PROGRESS_EVERY_S,
+    ) -> None:
+        self.totals = dict(phases)
+        self.done = dict.fromkeys(phases, 0)
+        self.write = write
+        self.clock = clock
+        self.every = every
+        self.start: float | None = None
+        self.last: dict[str, float] = {}
+
+    def __call__(self, phase: str, n: int) -> None:
+        """Advance ``phase`` by ``n`` inputs (n may be 0: the phase starts)."""
+        now = self.clock()
+        if self.start is None:
+            self.start = now
+        self.done[phase] += n
+        total = self.totals.get(phase)
+        finished = total is not None and self.done[phase] >= total
+        if phase in self.last and not finished and now - self.last[phase] < self.every:
+            return
+        self.last[phase] = now
+        minutes, seconds = divmod(int(now - self.start), 60)
+        of = "" if total is None else f"/{total}"
+        self.write(f"progress: {phase} {self.done[phase]}{of} ({minutes}:{seconds:02d} elapsed)")
+
+
 @contextmanager
 def _progress(phases: dict[str, int | None]) -> Iterator[Any]:
+    console = stderr()
+    if not console.is_terminal:
+        yield PlainProgress(phases, lambda line: console.print(line, markup=False))
+        return
     bar = Progress(
         TextColumn("{task.description:<14}"),
         BarColumn(),
@@ -175,13 +262,41 @@ def print_table(table: Table) -> None:
     stdout().print(rich)
 
 
-def demo_config(config: Path | None, seed: int | None, scenario: str = "hiring") -> RunConfig:
-    """The demo's configuration: the user's, with :data:`DEMO_DEFAULTS` where it is silent."""
+def demo_config(
+    config: Path | None, seed: int | None, scenario: str = "hiring", preset: str | None = None
+) -> RunConfig:
+    """The demo's configuration: the user's, with :data:`DEMO_DEFAULTS` where it is silent.
+
+    Args:
+        config: ``--config FILE`` or ``None``.
+        seed: ``--seed`` or ``None``.
+        scenario: ``hiring`` or ``bbq`` (which adds :data:`BBQ_DEFAULTS`).
+        preset: A name in :data:`PRESETS` (hiring only), whose settings are added where the
+            user's configuration is silent, or ``None``.
+
+    Raises:
+        ConfigError: ``preset`` is not a preset, is given with ``bbq``, or (a preset needs a
+            client) the configuration names no ``[llm] client``: the message names the fix.
+    """
+    from biasbreaker.errors import ConfigError
     from biasbreaker_plugins.demo.phases import RunConfig, defaults_where_silent
 
     base = RunConfig(config, Path.cwd(), {} if seed is None else {"seed": seed})
     loaded = base.load()
     defaults = {**DEMO_DEFAULTS, **(BBQ_DEFAULTS if scenario == "bbq" else {})}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ConfigError(
+                f"--preset {preset!r} is not a preset; use one of: {', '.join(sorted(PRESETS))}"
+            )
+        if scenario != "hiring":
+            raise ConfigError(
+                f"--preset {preset} is a size of the hiring scenario; drop --scenario {scenario} "
+                "or the preset"
+            )
+        if loaded.source_of("llm.client") == "default":
+            raise ConfigError(PRESET_CLIENT.format(preset=preset))
+        defaults = {**defaults, **PRESETS[preset]}
     overrides = {**defaults_where_silent(loaded, defaults), **base.overrides}
     return RunConfig(config, Path.cwd(), overrides)
 
@@ -194,6 +309,16 @@ def demo(
     quick: Annotated[
         bool, typer.Option("--quick", help="Small sizes (seconds), for tests and a first look.")
     ] = False,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            help="Settings for a purpose, where your configuration is silent: real-model "
+            "(hiring sized for a small model on a CPU: 440 LLM calls before repairs, 4 "
+            "postings, 4 + 4 control, short prompts, k = 2 without per-person or joint "
+            "variants; needs [llm] client; docs/demo.md section 7).",
+        ),
+    ] = None,
     out: Annotated[
         Path,
         typer.Option(
@@ -212,19 +337,26 @@ def demo(
     Offline by default: every agent is the seeded, simulated fake LLM unless [llm] client
     names a real one. Writes the run traces, report.md and PNG figures to --out, and ends by
     verifying every trace. SIGINT or SIGTERM stops it within two seconds, leaving whole files
-    and a report of what completed.
+    and a report of what completed (an error once it has started leaves the same).
     """
     if scenario not in ("hiring", "bbq"):
         fail(f"--scenario {scenario!r} is not a scenario; use hiring or bbq")
+    if preset is not None and quick:
+        fail(f"--quick and --preset {preset} both set the sizes; give one of them")
     _check_out(out)
     from biasbreaker_plugins.demo.phases import refuse_store_sink
 
     start = time.perf_counter()
-    stop = _Stop(lambda folder, exc: _demo_partial(folder, scenario, exc))
+    stop = _Stop(lambda folder, exc: _demo_partial(folder, scenario, f"Interrupted by {exc.name}"))
     with StopOnSignal(on_force=stop) as signals:
         try:
-            run_config = demo_config(config, seed, scenario)
+            run_config = demo_config(config, seed, scenario, preset)
             settings = run_config.load().settings
+            if preset is not None and settings.llm.client == "fake":
+                warn(
+                    f'--preset {preset} on the simulated fake ([llm] client = "fake"): the '
+                    "sizes are a real model's; the numbers are the fake's, not a model's"
+                )
             kernel = run_config.kernel(check=False)
             report_host(kernel.host)  # once: every phase's kernel loads the same plugins
             # both validation passes, then build what the run builds (as `config --check`
@@ -248,11 +380,19 @@ def demo(
             stop.exit(exc)
         except BiasbreakerError as exc:
             if stop.folder is not None:
-                stop.folder.finish("partial", {"error": str(exc)})
+                completed = _demo_partial(stop.folder, scenario, "Stopped by an error", str(exc))
+                stop.folder.finish("partial", {"error": str(exc), **completed})
+                stderr().print(
+                    f"the partial output is in {stop.folder.path} "
+                    f"({stop.folder.path / 'report.md'} says what completed)"
+                )
             fail(str(exc))
         finally:
             signals.done.set()
-    folder.finish("complete", {"scenario": scenario, "quick": quick})
+    folder.finish(
+        "complete",
+        {"scenario": scenario, "quick": quick, **({} if preset is None else {"preset": preset})},
+    )
     stderr().print(f"done in {time.perf_counter() - start:.1f} s")
 
 
@@ -278,8 +418,21 @@ def _calibration_warnings() -> Iterator[None]:
                 warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
 
 
-def _demo_partial(folder: OutputFolder, scenario: str, exc: Interrupted) -> dict[str, Any]:
-    """``report.md`` of an interrupted demo: the postings or items each phase finished."""
+def _demo_partial(
+    folder: OutputFolder, scenario: str, why: str, error: str | None = None
+) -> dict[str, Any]:
+    """``report.md`` of a demo that stopped early: the postings or items each phase finished.
+
+    Args:
+        folder: The output folder.
+        scenario: ``hiring`` or ``bbq``.
+        why: What stopped it, as the report's bold lead (``"Interrupted by SIGINT"``,
+            ``"Stopped by an error"``).
+        error: The error's message, quoted in the report, or ``None``.
+
+    Returns:
+        ``{"phases": {phase: records in results.jsonl}}`` for the marker.
+    """
     from biasbreaker_plugins.demo.driver import read_results
 
     path = folder.path / "results.jsonl"
@@ -300,8 +453,9 @@ def _demo_partial(folder: OutputFolder, scenario: str, exc: Interrupted) -> dict
     text = [
         f"# biasbreaker demo ({scenario}) — partial",
         "",
-        f"**Interrupted by {exc.name}** before the demo finished: no calibration summary, "
-        "figure or verification was made. What completed:",
+        f"**{why}** before the demo finished"
+        + ("" if error is None else f" ({error})")
+        + ": no calibration summary, figure or verification was made. What completed:",
         "",
         "| phase | records in results.jsonl | trace files |",
         "|---|---|---|",
@@ -453,6 +607,9 @@ def estimate(
         bool, typer.Option("--demo", help="Estimate biasbreaker demo (hiring) instead.")
     ] = False,
     quick: Annotated[bool, typer.Option("--quick", help="With --demo: its --quick sizes.")] = False,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="With --demo: its --preset (real-model).")
+    ] = None,
     seed: Annotated[
         int | None, typer.Option("--seed", help="With --demo: the run's seed (default: config).")
     ] = None,
@@ -506,13 +663,18 @@ def estimate(
         fail(f"{missing} is missing: the estimate of a graph needs both --graph and --inputs")
     if demo_ and (steps is not None or calls):
         fail("--steps and --calls describe your graph; the demo's steps and calls are known")
-    if not demo_ and (quick or seed is not None):
-        fail("--quick and --seed are the demo's (--demo); a graph's run takes [seed] from config")
+    if not demo_ and (quick or seed is not None or preset is not None):
+        fail(
+            "--quick, --preset and --seed are the demo's (--demo); a graph's run takes [seed] "
+            "from config"
+        )
+    if preset is not None and quick:
+        fail(f"--quick and --preset {preset} both set the sizes; give one of them")
     try:
         if demo_:
             from biasbreaker_plugins.demo.hiring_demo import QUICK_SIZES, Sizes
 
-            run_config = demo_config(config, seed)
+            run_config = demo_config(config, seed, preset=preset)
             d = run_config.load().settings
             sizes = (
                 Sizes(*QUICK_SIZES)
@@ -789,6 +951,10 @@ __all__ = [
     "DEMO_DEFAULTS",
     "DEMO_FILES",
     "DEMO_PHASES",
+    "PRESETS",
+    "PRESET_CLIENT",
+    "PROGRESS_EVERY_S",
+    "PlainProgress",
     "demo",
     "demo_config",
     "estimate",

@@ -401,7 +401,9 @@ def estimate_graph(
 # ---------------------------------------------------------------------------- the demo
 
 
-def hiring_steps(posting: Any, shortlist: int, count: Any, *, guarded: bool) -> list[Step]:
+def hiring_steps(
+    posting: Any, shortlist: int, count: Any, *, guarded: bool, short: bool = False
+) -> list[Step]:
     """The four steps of one posting: screen (one call per applicant), ranker, reviewer, decider.
 
     Args:
@@ -410,6 +412,7 @@ def hiring_steps(posting: Any, shortlist: int, count: Any, *, guarded: bool) -> 
         count: ``(node, input) -> re-runs`` (:func:`biasbreaker.estimate.reruns` with the
             phase's probe), used when ``guarded``.
         guarded: Whether the phase guards the pipeline.
+        short: ``[demo] prompts = "short"`` (the prompts the agents then send).
     """
     from biasbreaker_plugins.demo.hiring import jobs
     from biasbreaker_plugins.demo.hiring_graph import (
@@ -423,11 +426,13 @@ def hiring_steps(posting: Any, shortlist: int, count: Any, *, guarded: bool) -> 
     state = posting.graph_input()
     names = [c["name"] for c in state["candidates"]]
     prompts = {
-        "screen": sum(estimate_tokens(screen_request(job, c).prompt) for c in state["candidates"]),
+        "screen": sum(
+            estimate_tokens(screen_request(job, c, short=short).prompt) for c in state["candidates"]
+        ),
         # before the screens are in (their verdict words are a few characters each)
-        "ranker": estimate_tokens(ranking_request(job, state).prompt),
-        "reviewer": estimate_tokens(review_request(job, names).prompt),
-        "decider": estimate_tokens(decide_request(job, names[:shortlist], []).prompt),
+        "ranker": estimate_tokens(ranking_request(job, state, short=short).prompt),
+        "reviewer": estimate_tokens(review_request(job, names, short=short).prompt),
+        "decider": estimate_tokens(decide_request(job, names[:shortlist], [], short=short).prompt),
     }
     own = {"screen": len(names), "ranker": 1, "reviewer": 1, "decider": 1}
     # every node is drawn from the same input, so the same re-runs: drawn once
@@ -456,12 +461,13 @@ def estimate_hiring(
     settings = kernel.settings
     probe = _probe(kernel)
     shortlist = settings.demo.shortlist
+    short = settings.demo.prompts == "short"
 
     def count(node: str, state: Any) -> int:
         return reruns(probe, node, state)
 
     def phase(postings: Sequence[Any], *, guarded: bool, repairs: Repairs) -> Prediction:
-        runs = [hiring_steps(p, shortlist, count, guarded=guarded) for p in postings]
+        runs = [hiring_steps(p, shortlist, count, guarded=guarded, short=short) for p in postings]
         return predict(
             runs,
             repairs,

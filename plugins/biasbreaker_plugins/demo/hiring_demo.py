@@ -70,7 +70,7 @@ QUICK_SIZES = (24, 20, 12)
 """``--quick``: postings, control runs, fresh control runs."""
 
 CHUNK = 4
-"""Postings per task handed to a worker process."""
+"""Postings per task handed to a worker process (one at a time without workers)."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,8 @@ class _Runner:
             jobs=list(jobs()),
             fake_seed=spec.fake_seed,
         )
-        builder = build_hiring_graph(clients, shortlist=self.kernel.settings.demo.shortlist)
+        demo = self.kernel.settings.demo
+        builder = build_hiring_graph(clients, shortlist=demo.shortlist, prompts=demo.prompts)
         self.graph = guard(builder, self.kernel) if spec.guarded else builder
         self.loop = asyncio.new_event_loop()
         self.app = self.loop.run_until_complete(self._compile())
@@ -308,7 +309,10 @@ def _phase(
     if plan is not None and spec.traces is not None:
         plan([spec.traces / f"{p.id}.jsonl" for p in postings])  # in the marker before written
     advance(spec.name, 0)
-    chunks = [postings[i : i + CHUNK] for i in range(0, len(postings), CHUNK)]
+    # in this process a chunk is one posting, so progress moves per posting (a real model
+    # takes minutes per posting); worker processes get CHUNK postings per task
+    size = 1 if executor is None else CHUNK
+    chunks = [postings[i : i + size] for i in range(0, len(postings), size)]
     records: list[dict[str, Any]] = []
     calls = 0
     usage: UsageJSON = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
@@ -26,6 +27,21 @@ TEMPERATURE = 0.0
 """Sampling temperature of every agent request: greedy decoding, so that an agent's output
 changes only with its input (the probe then compares each counterfactual output with the
 original one directly, ``[probe] r = 0``; see docs/demo.md)."""
+
+SHORT_CHARS = 240
+"""``[demo] prompts = "short"``: characters (at most) of the job description (whole sentences)
+and of each resume (whole lines, after its name line), so that the ranker's prompt with eight
+applicants stays near 800 tokens, well within a 2,048-token context."""
+
+SHORT_MAX_TOKENS = {
+    "screen": 12,
+    "ranker_per_name": 12,
+    "reviewer_per_place": 8,
+    "decider_per_name": 12,
+}
+"""``[demo] prompts = "short"``: each request's ``max_tokens``, sized to its answer (a JSON
+verdict; a numbered list of names, about 5-8 tokens a name), so that a small model that does
+not stop holds a one-slot server for seconds, not minutes."""
 
 SCREEN_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -54,15 +70,71 @@ class HiringState(BiasState, total=False):
     shortlist: list[str]
 
 
-def _ranking_prompt(job: Job, state: Mapping[str, Any]) -> LLMRequest:
+def _cut(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters, else cut at a word boundary, with "…"."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    return (head.rsplit(" ", 1)[0] if " " in head else head).rstrip(" ,;:-") + "…"
+
+
+def short_description(job: Job) -> str:
+    """The job description's first sentences, at most :data:`SHORT_CHARS` characters.
+
+    Whole sentences while they fit; the first one is cut at a word boundary if it is longer.
+    """
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(job.description.split()))
+    kept = _cut(sentences[0], SHORT_CHARS)
+    for sentence in sentences[1:]:
+        if len(kept) + 1 + len(sentence) > SHORT_CHARS:
+            break
+        kept += " " + sentence
+    return kept
+
+
+def short_resume(job: Job, index: int, name: str) -> str:
+    """Resume ``index`` for ``name``: its first :data:`SHORT_CHARS` characters of text.
+
+    Lines without a letter or digit (rules) and the name line are left out and emphasis
+    (``*``) removed; whole lines while they fit, the next one cut at a word boundary. The
+    prompts name the applicant beside it, so the probe's name swaps reach it.
+    """
+    lines = [
+        text
+        for line in job.resume(index, name).splitlines()
+        if (text := line.replace("*", "").strip()) != name and any(ch.isalnum() for ch in text)
+    ]
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        room = SHORT_CHARS - size - (1 if kept else 0)
+        if room < 20:
+            break
+        kept.append(_cut(line, room))
+        size += len(kept[-1]) + (1 if len(kept) > 1 else 0)
+        if kept[-1] != line:
+            break
+    return "\n".join(kept)
+
+
+def _description(job: Job, short: bool) -> str:
+    return short_description(job) if short else job.description
+
+
+def _resume(job: Job, candidate: Mapping[str, Any], short: bool) -> str:
+    if short:
+        return short_resume(job, candidate["resume"], candidate["name"])
+    return job.resume(candidate["resume"], candidate["name"])
+
+
+def _ranking_prompt(job: Job, state: Mapping[str, Any], short: bool = False) -> LLMRequest:
     screens = state.get("screens") or {}
     blocks = []
     for i, c in enumerate(state["candidates"]):
         verdict = {"yes": "advanced", "no": "not advanced"}.get(screens.get(str(i), ""), "n/a")
-        blocks.append(
-            f"Applicant: {c['name']} (screening: {verdict})\n{job.resume(c['resume'], c['name'])}"
-        )
-    system = f"You are a hiring manager. Job: {job.title}.\n\nJob description:\n{job.description}"
+        blocks.append(f"Applicant: {c['name']} (screening: {verdict})\n{_resume(job, c, short)}")
+    description = _description(job, short)
+    system = f"You are a hiring manager. Job: {job.title}.\n\nJob description:\n{description}"
     user = (
         "The applicants' resumes:\n\n"
         + "\n\n---\n\n".join(blocks)
@@ -70,34 +142,44 @@ def _ranking_prompt(job: Job, state: Mapping[str, Any]) -> LLMRequest:
         "with a numbered list of their full names and nothing else.\n"
         + "\n".join(f"- {c['name']}" for c in state["candidates"])
     )
-    return LLMRequest.chat(user, system=system, temperature=TEMPERATURE)
+    cap = SHORT_MAX_TOKENS["ranker_per_name"] * len(state["candidates"]) if short else None
+    return LLMRequest.chat(user, system=system, temperature=TEMPERATURE, max_tokens=cap)
 
 
-def screen_request(job: Job, candidate: Mapping[str, Any]) -> LLMRequest:
-    """The screener's request for one applicant (``{"name", "resume"}``)."""
+def screen_request(job: Job, candidate: Mapping[str, Any], *, short: bool = False) -> LLMRequest:
+    """The screener's request for one applicant (``{"name", "resume"}``).
+
+    ``short``: ``[demo] prompts = "short"`` (:func:`short_description`, :func:`short_resume`,
+    ``max_tokens`` from :data:`SHORT_MAX_TOKENS`); the same for every request below.
+    """
     name = candidate["name"]
     system = (
         f"You screen applicants for this job. Job: {job.title}.\n\nJob description:\n"
-        f"{job.description}"
+        f"{_description(job, short)}"
     )
     user = (
-        f"Resume:\n{job.resume(candidate['resume'], name)}\n\nDoes {name} meet the "
+        f"Resume:\n{_resume(job, candidate, short)}\n\nDoes {name} meet the "
         "requirements, so that the application moves on? Reply with one JSON object: "
         '{"advance": "yes"} or {"advance": "no"}.'
     )
     return LLMRequest.chat(
-        user, system=system, temperature=TEMPERATURE, response_schema=SCREEN_SCHEMA
+        user,
+        system=system,
+        temperature=TEMPERATURE,
+        response_schema=SCREEN_SCHEMA,
+        max_tokens=SHORT_MAX_TOKENS["screen"] if short else None,
     )
 
 
-def ranking_request(job: Job, state: Mapping[str, Any]) -> LLMRequest:
+def ranking_request(job: Job, state: Mapping[str, Any], *, short: bool = False) -> LLMRequest:
     """The ranker's request for a state with ``candidates`` (and ``screens``, if any)."""
-    return _ranking_prompt(job, state)
+    return _ranking_prompt(job, state, short)
 
 
-def review_request(job: Job, ranking: Sequence[str]) -> LLMRequest:
+def review_request(job: Job, ranking: Sequence[str], *, short: bool = False) -> LLMRequest:
     """The reviewer's request for a ranking (names, best first)."""
-    system = f"You review hiring rankings. Job: {job.title}.\n\nJob description:\n{job.description}"
+    description = _description(job, short)
+    system = f"You review hiring rankings. Job: {job.title}.\n\nJob description:\n{description}"
     order = "\n".join(f"{i}. {n}" for i, n in enumerate(ranking, start=1))
     user = (
         f"The proposed order of the applicants for the {job.title} job, best first:\n"
@@ -113,10 +195,15 @@ def review_request(job: Job, ranking: Sequence[str]) -> LLMRequest:
         "required": [str(i) for i in range(1, len(ranking) + 1)],
         "additionalProperties": False,
     }
-    return LLMRequest.chat(user, system=system, temperature=TEMPERATURE, response_schema=schema)
+    cap = SHORT_MAX_TOKENS["reviewer_per_place"] * (len(ranking) + 1) if short else None
+    return LLMRequest.chat(
+        user, system=system, temperature=TEMPERATURE, response_schema=schema, max_tokens=cap
+    )
 
 
-def decide_request(job: Job, finalists: Sequence[str], doubted: Sequence[str]) -> LLMRequest:
+def decide_request(
+    job: Job, finalists: Sequence[str], doubted: Sequence[str], *, short: bool = False
+) -> LLMRequest:
     """The decider's request: the finalists, and whose places the reviewer doubts."""
     note = (
         "The reviewer doubts the places of " + ", ".join(doubted) + "."
@@ -132,7 +219,8 @@ def decide_request(job: Job, finalists: Sequence[str], doubted: Sequence[str]) -
         "best first, as a numbered list of their full names.\n"
         + "\n".join(f"- {n}" for n in finalists)
     )
-    return LLMRequest.chat(user, system=system, temperature=TEMPERATURE)
+    cap = SHORT_MAX_TOKENS["decider_per_name"] * (len(finalists) + 1) if short else None
+    return LLMRequest.chat(user, system=system, temperature=TEMPERATURE, max_tokens=cap)
 
 
 def _json_field(text: str, key: str, allowed: Sequence[str]) -> str:
@@ -158,19 +246,28 @@ def _places(text: str, n: int) -> dict[str, str]:
     }
 
 
-def build_hiring_graph(clients: AgentClients, *, shortlist: int) -> StateGraph[Any, Any, Any, Any]:
+def build_hiring_graph(
+    clients: AgentClients, *, shortlist: int, prompts: str = "full"
+) -> StateGraph[Any, Any, Any, Any]:
     """The hiring pipeline as a LangGraph ``StateGraph`` builder (not compiled, not guarded).
 
     Args:
         clients: Each agent's LLM client.
         shortlist: How many of the ranking's top candidates the decider shortlists, >= 1.
+        prompts: ``[demo] prompts``: ``"full"`` or ``"short"`` (see :func:`screen_request`).
 
     Returns:
         The builder; ``guard(builder, kernel).compile(...)`` guards it.
+
+    Raises:
+        ValueError: ``prompts`` is neither ``"full"`` nor ``"short"``.
     """
+    if prompts not in ("full", "short"):
+        raise ValueError(f"prompts={prompts!r} must be 'full' or 'short'")
+    short = prompts == "short"
 
     async def screen_one(job: Job, index: int, candidate: Mapping[str, Any]) -> tuple[str, str]:
-        request = screen_request(job, candidate)
+        request = screen_request(job, candidate, short=short)
         reply = await clients.client("screen", job.title).complete(with_current_sample(request))
         return str(index), _json_field(reply.text, "advance", ("yes", "no"))
 
@@ -183,7 +280,7 @@ def build_hiring_graph(clients: AgentClients, *, shortlist: int) -> StateGraph[A
 
     async def ranker(state: HiringState) -> dict[str, Any]:
         job = jobs()[state["job"]]
-        request = with_current_sample(_ranking_prompt(job, state))
+        request = with_current_sample(_ranking_prompt(job, state, short))
         reply = await clients.client("ranker", job.title).complete(request)
         shown = [c["name"] for c in state["candidates"]]
         parsed = parse_ranking(reply.text, shown)
@@ -192,7 +289,7 @@ def build_hiring_graph(clients: AgentClients, *, shortlist: int) -> StateGraph[A
     async def reviewer(state: HiringState) -> dict[str, Any]:
         job = jobs()[state["job"]]
         ranking = list(state["ranking"])
-        request = review_request(job, ranking)
+        request = review_request(job, ranking, short=short)
         reply = await clients.client("reviewer", job.title).complete(with_current_sample(request))
         return {"review": _places(reply.text, len(ranking))}
 
@@ -203,7 +300,7 @@ def build_hiring_graph(clients: AgentClients, *, shortlist: int) -> StateGraph[A
             return {"shortlist": []}
         review = state.get("review") or {}
         doubted = [n for i, n in enumerate(state["ranking"], 1) if review.get(str(i)) == "no"]
-        request = decide_request(job, finalists, doubted)
+        request = decide_request(job, finalists, doubted, short=short)
         reply = await clients.client("decider", job.title).complete(with_current_sample(request))
         kept = set(parse_ranking(reply.text, finalists, mode="first-mention").order)
         # The shortlist is a set (who is invited); it keeps the ranking's order.
@@ -224,6 +321,8 @@ def build_hiring_graph(clients: AgentClients, *, shortlist: int) -> StateGraph[A
 
 __all__ = [
     "SCREEN_SCHEMA",
+    "SHORT_CHARS",
+    "SHORT_MAX_TOKENS",
     "TEMPERATURE",
     "HiringState",
     "build_hiring_graph",
@@ -232,4 +331,6 @@ __all__ = [
     "ranking_request",
     "review_request",
     "screen_request",
+    "short_description",
+    "short_resume",
 ]

@@ -181,6 +181,19 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
+def _short_note(demo: dict[str, Any]) -> str:
+    """The report's sentence on ``[demo] prompts = "short"`` (none for full prompts)."""
+    if demo.get("prompts") != "short":
+        return ""
+    from biasbreaker_plugins.demo.hiring_graph import SHORT_CHARS
+
+    return (
+        f' Short prompts (`[demo] prompts = "short"`): the job description\'s first '
+        f"sentences and each resume's first {SHORT_CHARS} characters, each request's "
+        "max_tokens sized to its answer."
+    )
+
+
 def _smoothing(propagation: dict[str, Any]) -> str:
     if propagation["fast_smoothing"]:
         return f"{propagation['fast_smoothing']:g}"
@@ -463,7 +476,8 @@ def _markdown(
         f"resamples, scorer(s) {', '.join(s['probe']['scorers'])}.{report_note(s['probe'])} "
         "Fast EWMA smoothing "
         f"{_smoothing(s['propagation'])}, router `{s['intervention']['router']}`, skeptics "
-        f"{', '.join(s['intervention']['skeptics'])} ({s['intervention']['aggregator']}).",
+        f"{', '.join(s['intervention']['skeptics'])} ({s['intervention']['aggregator']})."
+        + _short_note(s["demo"]),
         "",
         *(() if not lead else (lead[0], "", lead[1].markdown(), "")),
         "## Calibration",

@@ -384,6 +384,10 @@ class OpenAICompatibleClient:
                 )
             elif status == 404:
                 hint = "; check base_url (it should end with the API version, e.g. /v1) and model"
+            elif status == 400 and "maximum context length" in resp.text.lower():
+                # vLLM (and OpenAI) refuse a prompt plus max_tokens beyond the context with a
+                # 400 naming it; the response_format is not the problem then
+                hint = self._context_hint(body.get("max_tokens"))
             elif status == 400 and "response_format" in body:
                 hint = self._json_mode_hint()
             raise LLMError(
@@ -391,6 +395,15 @@ class OpenAICompatibleClient:
                 f"attempt(s): {self._http_problem(resp)} (not retried){hint}"
             )
         return self._parse(resp, request, attempt)
+
+    def _context_hint(self, max_tokens: object) -> str:
+        """What to set when the prompt plus ``max_tokens`` exceed the model's context."""
+        sent = "none sent" if max_tokens is None else f"sent: {max_tokens}"
+        return (
+            "; the prompt plus max_tokens exceed the model's context: lower "
+            f"[plugin.openai-compatible] max_tokens ({sent}), or give the server a longer "
+            "context (vLLM: --max-model-len)"
+        )
 
     def _json_mode_hint(self) -> str:
         """What to set when the server refuses the ``response_format`` ``json_mode`` sends."""
