@@ -593,28 +593,50 @@ def tool_node_agent(watch: Watch) -> StateGraph:
     return builder
 
 
-def test_a_probed_tool_node_warns_that_its_tools_run_on_every_probe_input(
-    tmp_path: Path,
-) -> None:
-    """Trial 11: guard(builder) probed the ToolNode silently, and `approve_loan` ran eight
-    times for one application, five of them for people the probe invented."""
+def test_a_tool_node_runs_once_unless_named_and_then_it_warns(tmp_path: Path) -> None:
+    """Trial 11 and 12: guard(builder) probed the ToolNode, and `approve_loan` ran eight
+    times for one application, five of them for people the probe invented. Guarding every
+    node now guards a ToolNode without probing; naming it in nodes= probes it, with a
+    warning."""
     from biasbreaker_plugins.langgraph import ProbedToolNodeWarning
-
-    watch = Watch()
-    with pytest.warns(ProbedToolNodeWarning, match=r"unprobed=\['tools'\]") as caught:
-        probed = guard(tool_node_agent(watch), kernel(tmp_path)).compile(
-            checkpointer=InMemorySaver()
-        )
-    assert caught[0].filename == __file__  # points at the caller's guard(...) line
-    probed.invoke(question(), thread("probed"), durability="sync")
-    assert len(watch.executed) > 1  # what the warning says: the tool ran on probe inputs
 
     watch = Watch()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProbedToolNodeWarning)
-        once = guard(tool_node_agent(watch), kernel(tmp_path), unprobed=["tools"]).compile(
+        every = guard(tool_node_agent(watch), kernel(tmp_path)).compile(
             checkpointer=InMemorySaver()
         )
         guard(tool_node_agent(Watch()), kernel(tmp_path), nodes=["agent"])
-    once.invoke(question(), thread("once"), durability="sync")
+        guard(
+            tool_node_agent(Watch()), kernel(tmp_path), nodes=["agent", "tools"], unprobed=["tools"]
+        )
+    every.invoke(question(), thread("every"), durability="sync")
     assert len(watch.executed) == 1  # run once per step, its output still checked
+    tools = [r for r in read_trace(tmp_path / "every.jsonl").records if r.node == "tools"]
+    assert tools and {r.probe["status"] for r in tools} == {"not_probed"}
+
+    watch = Watch()
+    with pytest.warns(ProbedToolNodeWarning, match=r"unprobed=\['tools'\]") as caught:
+        named = guard(tool_node_agent(watch), kernel(tmp_path), nodes=["agent", "tools"])
+    assert caught[0].filename == __file__  # points at the caller's guard(...) line
+    named.compile(checkpointer=InMemorySaver()).invoke(
+        question(), thread("named"), durability="sync"
+    )
+    assert len(watch.executed) > 1  # what the warning says: the tool ran on probe inputs
+
+
+def test_the_demo_phases_that_record_do_not_advise_against_their_own_tau_enter(
+    tmp_path: Path,
+) -> None:
+    """Trial 12: ``demo --quick`` printed "tau_enter = 1: only a score of exactly 1 trips"
+    about its own recording phase, which sets it on purpose."""
+    from biasbreaker.config.advice import ConfigAdviceWarning
+    from biasbreaker_plugins.demo.phases import RECORD_ONLY, deliberate
+
+    settings = {**SETTINGS, "breaker": RECORD_ONLY}
+    with pytest.warns(ConfigAdviceWarning, match="tau_enter = 1"):
+        guard(tool_node_agent(Watch()), settings, unprobed=["tools"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConfigAdviceWarning)
+        with deliberate():
+            guard(tool_node_agent(Watch()), settings, unprobed=["tools"])

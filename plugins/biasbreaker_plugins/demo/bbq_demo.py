@@ -45,6 +45,7 @@ from biasbreaker_plugins.demo.phases import (
     RunConfig,
     calibrate_from_traces,
     concatenate,
+    deliberate,
     merge,
     phase_kernel,
     read_traces,
@@ -190,7 +191,8 @@ def _phase(
             )
             clients = agent_clients(kernel, biased_agent=None, fake_seed=fake_seed)
             builder = build_bbq_graph(clients, category)
-            graph = guard(builder, kernel) if guarded else builder
+            with deliberate():
+                graph = guard(builder, kernel) if guarded else builder
             by_id = {c.id: c for c in group_cases}
 
             def after(outcome: ThreadOutcome, by_id: Mapping[str, Case] = by_id) -> None:

@@ -61,6 +61,7 @@ from biasbreaker_plugins.demo.phases import (
     RunConfig,
     calibrate_from_traces,
     concatenate,
+    deliberate,
     phase_kernel,
     read_traces,
     recording,
@@ -184,7 +185,8 @@ class _Runner:
         )
         demo = self.kernel.settings.demo
         builder = build_hiring_graph(clients, shortlist=demo.shortlist, prompts=demo.prompts)
-        self.graph = guard(builder, self.kernel) if spec.guarded else builder
+        with deliberate():
+            self.graph = guard(builder, self.kernel) if spec.guarded else builder
         self.loop = asyncio.new_event_loop()
         self.app = self.loop.run_until_complete(self._compile())
 

@@ -19,13 +19,16 @@ exactly what a guarded run would see.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from biasbreaker.calibration import CalibrationReport, calibrate
 from biasbreaker.config import LoadedSettings, load_settings
+from biasbreaker.config.advice import ConfigAdviceWarning
 from biasbreaker.errors import ConfigError
 from biasbreaker.kernel import Kernel
 from biasbreaker.trace import Trace, read_trace
@@ -143,6 +146,19 @@ def recording(config: RunConfig) -> dict[str, Any]:
     if config.load().settings.probe.adaptive:
         settings["probe"] = {"adaptive": False}
     return settings
+
+
+@contextmanager
+def deliberate() -> Iterator[None]:
+    """Silence ``guard()``'s :class:`~biasbreaker.config.advice.ConfigAdviceWarning` inside.
+
+    For the phases that set such values on purpose (a recording phase's ``tau_enter = 1``:
+    its runs are recorded to calibrate, never tripped on a fast B_net); a user's own
+    configuration still gets the advice from ``biasbreaker config``.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigAdviceWarning)
+        yield
 
 
 def phase_kernel(

@@ -48,6 +48,7 @@ from biasbreaker_plugins.demo.phases import (
     RECORD_ONLY,
     RunConfig,
     concatenate,
+    deliberate,
     merge,
     phase_kernel,
     read_traces,
@@ -425,7 +426,11 @@ def prepare_run(
     kernel.validate()  # as `config --check`: everything a guarded run builds, built once
     factory = load_factory(spec, cwd=config.cwd)
     builder = build_user_graph(factory, spec, kernel)
-    guarded = guard(builder, kernel)
+    if control:
+        with deliberate():  # CONTROL_SETTINGS record, never trip: tau_enter = 1
+            guarded = guard(builder, kernel)
+    else:
+        guarded = guard(builder, kernel)
     roles = llm_roles(kernel, graph=takes_llm(factory))
     states = checked_inputs(inputs, builder)
     if isinstance(checkpoint, PostgresCheckpoint):
