@@ -490,9 +490,13 @@ def test_a_toolnode_whose_tool_calls_interrupt_is_guarded_unprobed(
     kernel: Kernel, unprobed: bool
 ) -> None:
     sent: list[str] = []
-    graph = guard(offer_graph(sent), kernel, unprobed=["tools"] if unprobed else ()).compile(
-        checkpointer=InMemorySaver()
-    )
+    builder = offer_graph(sent)
+    if unprobed:  # guard(builder) guards a ToolNode unprobed
+        guarded = guard(builder, kernel)
+    else:  # naming it in nodes= probes it, and warns
+        with pytest.warns(UserWarning, match="is a ToolNode and probed"):
+            guarded = guard(builder, kernel, nodes=list(builder.nodes))
+    graph = guarded.compile(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "offer"}}
     question = {"messages": [HumanMessage("Loan application from Mr. John Smith.")]}
     out = graph.invoke(question, config, durability="sync")
@@ -527,8 +531,11 @@ def test_unprobed_names_are_checked_like_nodes(kernel: Kernel) -> None:
         guard(builder, kernel, unprobed=["tool"])
     with pytest.raises(ConfigError, match=r"is one string.*e\.g\. unprobed=\['tools'\]"):
         guard(builder, kernel, unprobed="tools")
-    # None names no node, as nodes=None names every node (a new-user trial's first try)
-    assert all(spec.probe for spec in guard(builder, kernel, unprobed=None).guard.nodes.values())
+    # None names no node, as nodes=None names every node (a new-user trial's first try); a
+    # ToolNode is unprobed when every node is guarded
+    specs = guard(builder, kernel, unprobed=None).guard.nodes
+    assert all(spec.probe for name, spec in specs.items() if name != "tools")
+    assert not specs["tools"].probe
     # guarded whatever nodes= says, like a node marked @guard_node(probe=False)
     guarded = guard(builder, kernel, nodes=[], unprobed=["tools"])
     assert guarded.guarded_nodes == ("tools",)

@@ -111,7 +111,9 @@ def guard(
             guard adds its own ``bb_`` keys. It is not modified: ``builder.compile()`` still
             gives the unguarded graph.
         config: The configuration (see :func:`load_kernel`).
-        nodes: The nodes to guard; ``None`` guards every node. Nodes marked with
+        nodes: The nodes to guard; ``None`` guards every node, a ``ToolNode`` without
+            probing (as if in ``unprobed``: its tools act, so they run once per step; name
+            it here to probe it, which warns ``ProbedToolNodeWarning``). Nodes marked with
             :func:`guard_node` are guarded either way.
         hook: The intervention hook (``Callable[[InterventionContext], InterventionResult]``,
             or a coroutine function); default: the configured one. A hook is the repair:
@@ -144,8 +146,8 @@ def guard(
 
     Warns:
         ProbeOffWarning: ``[probe] probe_rate = 0``: every step is recorded, none probed.
-        ProbedToolNodeWarning: A guarded ``ToolNode`` is probed (its tools run on every probe
-            input; ``unprobed=[...]`` names it to run it once per step).
+        ProbedToolNodeWarning: A ``ToolNode`` named in ``nodes`` is probed (its tools run on
+            every probe input; ``unprobed=[...]`` names it to run it once per step).
         ConfigAdviceWarning: Another valid setting that lets outputs through unchecked
             (:func:`biasbreaker.config.advice.advice`: sampled probing, ``node_trip = false``,
             ``tau_enter = 1``, ...).
@@ -167,10 +169,16 @@ def guard(
             f"framework_adapter 'langgraph' built {type(adapter).__name__}, not the LangGraph "
             "adapter; is another plugin registering the name 'langgraph'?"
         )
+    given = unprobed
+    if nodes is None and not isinstance(unprobed, str):
+        # every node guarded: a ToolNode's tools act, so it runs once per step, unprobed
+        unprobed = [*(unprobed or ()), *tool_nodes(builder, unprobed)]
     guarded = adapter.guard(
         builder, nodes=nodes, hook=hook, concurrent=concurrent, opaque=opaque, unprobed=unprobed
     )
-    tools = probed_tool_nodes(builder, nodes, unprobed)
+    tools: tuple[str, ...] = ()
+    if nodes is not None:
+        tools = tuple(t for t in tool_nodes(builder, given) if t in nodes)
     if tools:
         probe = kernel.settings.probe
         which = (
@@ -195,27 +203,23 @@ class ProbedToolNodeWarning(UserWarning):
     """``guard()`` probes a ``ToolNode``: its tools run again on every probe input."""
 
 
-def probed_tool_nodes(
-    builder: StateGraph[Any, Any, Any, Any],
-    nodes: Sequence[str] | None,
-    unprobed: Sequence[str] | None,
+def tool_nodes(
+    builder: StateGraph[Any, Any, Any, Any], unprobed: Sequence[str] | None
 ) -> tuple[str, ...]:
-    """The ``ToolNode`` nodes ``guard(builder, nodes=..., unprobed=...)`` probes, in order.
+    """The ``ToolNode`` nodes of ``builder`` not in ``unprobed``, in order.
 
-    A ``ToolNode`` that is guarded (``nodes`` is ``None`` or names it) and not in
-    ``unprobed``; ``()`` when ``langgraph.prebuilt`` is not installed.
+    ``()`` when ``langgraph.prebuilt`` is not installed.
     """
     try:
         from langgraph.prebuilt import ToolNode
     except ImportError:  # langgraph-prebuilt is a dependency of langgraph, but optional here
         return ()
     skip = set(unprobed or ())
+    nodes = getattr(builder, "nodes", None)  # not a StateGraph: adapter.guard() says so
     return tuple(
         name
-        for name, spec in builder.nodes.items()
-        if isinstance(spec.runnable, ToolNode)
-        and (nodes is None or name in nodes)
-        and name not in skip
+        for name, spec in (nodes.items() if isinstance(nodes, Mapping) else ())
+        if isinstance(getattr(spec, "runnable", None), ToolNode) and name not in skip
     )
 
 
