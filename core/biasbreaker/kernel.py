@@ -107,6 +107,7 @@ class Kernel:
         from biasbreaker.intervention.madera import Madera
         from biasbreaker.intervention.panel import SkepticPanel
         from biasbreaker.probe import build_probe
+        from biasbreaker.probe.probe import probe_terms
 
         before = set(self._built)
         routes: frozenset[Route] = frozenset()
@@ -145,7 +146,9 @@ class Kernel:
                         if not _caused_by(exc, problems.keys() | unresolved):
                             problems.setdefault(str(exc), f"{exc} [{where}{self._mentioned(exc)}]")
             assemblies: list[tuple[str, str, Callable[[Kernel], object]]] = [
-                ("the probe", "probe", build_probe)
+                # the term lists alone first: listed even when a scorer fails the probe's build
+                ("the probe's term lists", "probe", lambda k: probe_terms(k.settings.probe)),
+                ("the probe", "probe", build_probe),
             ]
             if "skeptics" in routes:
                 assemblies.append(("the skeptic panel", "intervention", SkepticPanel.from_context))

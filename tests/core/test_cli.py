@@ -390,7 +390,7 @@ def test_config_check_lists_each_problem_once_with_the_right_count(isolated_conf
         "- skeptic 'contrarain'",
         "- [probe] term lists: probe axis 'gendr' is not known; known axes: age, disability, "
         "gender, nationality, race, religion, sexual-orientation. Check the spelling or add a "
-        "term file for it. [building the probe; [probe]: typo.toml]",
+        "term file for it. [building the probe's term lists; [probe]: typo.toml]",
     ]
     # without --check, config shows the configuration as read: the names are not looked up
     result = runner.invoke(app, ["config", "-c", "typo.toml"])
@@ -600,3 +600,17 @@ def test_a_plugin_table_from_one_variable_is_one_row_per_leaf(
             "source": "env BIASBREAKER_PLUGIN__FAKE__WEIGHTS",
         }
     ]
+
+
+def test_config_check_lists_an_unknown_axis_beside_an_unknown_scorer(
+    isolated_config: Path,
+) -> None:
+    """Trial 12: the axis typo was listed only once the scorer typo was fixed (a second pass)."""
+    (isolated_config / "biasbreaker.toml").write_text(
+        '[llm]\nclient = "fake"\n[probe]\nscorers = ["decison"]\naxes = ["gender", "rase"]\n'
+    )
+    result = runner.invoke(app, ["config", "--check"])
+    assert result.exit_code == 1
+    said = " ".join(result.stderr.split())
+    assert "2 problems" in said and "scorer 'decison'" in said
+    assert said.count("probe axis 'rase' is not known") == 1

@@ -120,6 +120,7 @@ from biasbreaker.trace.records import UNSUPPORTED_PROCEEDED
 from biasbreaker.types import check_unit_score
 
 if TYPE_CHECKING:
+    from biasbreaker.config.sections import ProbeSettings
     from biasbreaker.registry import BuildContext
 
 
@@ -1610,24 +1611,16 @@ def _check_range(name: str, value: int, lo: int, hi: int | None) -> None:
         raise InputError(f"{name}={value!r} must be an integer {bound}")
 
 
-def build_probe(context: BuildContext) -> Probe:
-    """Build the probe the configuration describes (``[probe]`` and the selected scorers).
+def probe_terms(cfg: ProbeSettings) -> TermSet:
+    """The term lists ``[probe]`` describes, checked to cover ``[probe] languages``.
 
-    Args:
-        context: The kernel (a :class:`~biasbreaker.registry.BuildContext`).
-
-    Returns:
-        The probe, seeded with the run's seed.
+    Apart from :func:`build_probe` so ``config --check`` lists a term-list problem (an unknown
+    axis, a bad term file) beside a scorer problem, not only once the scorers build.
 
     Raises:
-        ConfigError: A term file or axis in ``[probe]`` is invalid, a code in ``[probe]
-            languages`` is not covered by terms for every axis (:attr:`TermSet.languages`),
-            or py3langid (the language guard's identifier, ``biasbreaker[languages]``) is not
-            installed.
-        PluginError: A selected scorer fails to build or is not a scorer.
+        ConfigError: A term file or axis in ``[probe]`` is invalid, or a code in ``[probe]
+            languages`` is not covered by terms for every axis (:attr:`TermSet.languages`).
     """
-    cfg = context.settings.probe
-    scorers = [check_scorer(context.build("scorer", n), n) for n in cfg.scorers]
     try:
         terms = TermSet.load(
             axes=cfg.axes,
@@ -1656,6 +1649,28 @@ def build_probe(context: BuildContext) -> Probe:
             + "] in each, leave the other axes out of [probe] axes, or remove the code from "
             "[probe] languages"
         )
+    return terms
+
+
+def build_probe(context: BuildContext) -> Probe:
+    """Build the probe the configuration describes (``[probe]`` and the selected scorers).
+
+    Args:
+        context: The kernel (a :class:`~biasbreaker.registry.BuildContext`).
+
+    Returns:
+        The probe, seeded with the run's seed.
+
+    Raises:
+        ConfigError: A term file or axis in ``[probe]`` is invalid, a code in ``[probe]
+            languages`` is not covered by terms for every axis (:attr:`TermSet.languages`),
+            or py3langid (the language guard's identifier, ``biasbreaker[languages]``) is not
+            installed.
+        PluginError: A selected scorer fails to build or is not a scorer.
+    """
+    cfg = context.settings.probe
+    scorers = [check_scorer(context.build("scorer", n), n) for n in cfg.scorers]
+    terms = probe_terms(cfg)
     generator = CounterfactualGenerator(terms, seed=context.seed)
     language = LanguageGuard(cfg.languages, policy=cfg.unsupported_language)
     language.require()
