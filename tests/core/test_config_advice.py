@@ -47,3 +47,11 @@ def test_a_breaker_that_can_hardly_trip_is_named() -> None:
 def test_proceeding_on_unsupported_languages_is_named() -> None:
     text = said(probe={"unsupported_language": "proceed"})
     assert 'unsupported_language = "proceed"' in text and "(en)" in text
+
+
+def test_per_person_off_and_stream_first_on_are_named() -> None:
+    """Trial 12 #11: both passed `config --check` silently."""
+    assert "per_person = false" in said(probe={"per_person": False})
+    text = said(plugin={"langgraph": {"stream_first": True}})
+    assert "stream_first = true" in text and "shown before it is held" in text
+    assert said(plugin={"langgraph": {"stream_first": False}}) == ""

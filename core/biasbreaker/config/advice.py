@@ -31,6 +31,9 @@ def advice(settings: Settings) -> tuple[str, ...]:
         - ``[probe] unsupported_language = "proceed"`` (such steps proceed unprobed);
         - ``[probe] adaptive_first`` or ``adaptive_stop`` set while ``adaptive`` is false
           (no effect);
+        - ``[probe] per_person = false`` (a preference between two named persons is not
+          tested);
+        - ``[plugin.langgraph] stream_first = true`` (a held output's events were shown);
         - ``[breaker] tau_enter = 1`` (only a score of exactly 1 trips);
         - ``[breaker] node_trip = false`` (one biased node among clean ones trips only when
           its influence weight reaches ``tau_enter``).
@@ -61,6 +64,19 @@ def advice(settings: Settings) -> tuple[str, ...]:
             "adaptive = false, so every probed step runs the full probe and "
             f"{'it has' if len(unused) == 1 else 'they have'} no effect: set adaptive = true, "
             "or remove them"
+        )
+    if not probe.per_person:
+        out.append(
+            "[probe] per_person = false: an input naming persons of different groups of an "
+            "axis ('Mary Carter and John Baker') is probed only with variants that move "
+            "everyone, which name the same groups, so a step that prefers one of them (the "
+            "man) scores 0; the default true moves each person alone"
+        )
+    if (settings.plugin.get("langgraph") or {}).get("stream_first") is True:
+        out.append(
+            "[plugin.langgraph] stream_first = true: a guarded node's own tokens and custom "
+            "events reach the caller before its output is checked, so a biased output is "
+            "shown before it is held (docs/langgraph.md §13); the default false holds them"
         )
     if breaker.tau_enter >= 1.0:
         out.append(
