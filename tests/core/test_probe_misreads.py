@@ -112,5 +112,6 @@ def test_an_age_after_of_is_still_read(text: str, age: str) -> None:
 
 def test_a_name_with_they_them_pronouns_is_held() -> None:
     """``Alex Taylor (they/them)``: the name's gender reading does not win, the step is held."""
-    assert ("gender", "they/them") in [(h.axis, h.surface) for h in GEN.held(
-        "Alex Taylor (they/them) applied.")]
+    assert ("gender", "they/them") in [
+        (h.axis, h.surface) for h in GEN.held("Alex Taylor (they/them) applied.")
+    ]

@@ -174,8 +174,11 @@ def _attribute(key: str, words: Mapping[str, frozenset[str]]) -> str | None:
 
 
 def _phrases(parts: list[str], words: Mapping[str, frozenset[str]]) -> list[str]:
-    """``parts`` with each run of words that is a phrase of ``words`` joined by ``_``
-    (``["country", "of", "birth"]`` → ``["country_of_birth"]``), longest first."""
+    """``parts`` with each run of words that is a phrase of ``words`` joined by ``_``.
+
+    Runs of three words are tried before two: ``["country", "of", "birth"]`` →
+    ``["country_of_birth"]``.
+    """
     phrases = {w for ws in words.values() for w in ws if "_" in w}
     out: list[str] = []
     i = 0
