@@ -32,9 +32,9 @@ held.HeldReader`) rather than passed as not applicable (docs/detection.md, "Prox
   that names the caste.
 * A historically Black college or university (``HBCU``, ``historically Black college``), for
   race: a proxy no variant can move (a variant of another race keeps the college).
-* An age in decades (``6 decades old``, ``six decades old``, ``in her sixties``' like
-  ``in his sixth decade``), for age: the age rules read ages in years only, and no variant
-  rewrites the decades coherently.
+* An age in decades (``6 decades old``, ``six decades old``, ``in his sixth decade``), for
+  age: the age rules read years and decades of life (``in her sixties``, swapped), not these,
+  and no variant rewrites them coherently.
 * A term that goes with a disability (``uses ASL``, ``sign language``, ``hearing aid``,
   ``braille``, ``guide dog``, ``white cane``, ``screen reader``), for disability: a variant
   that swaps ``deaf`` to ``hearing`` keeps ``uses ASL`` (a trial saw ``The applicant is
