@@ -94,3 +94,16 @@ def test_a_held_input_names_the_nationality_and_the_fix() -> None:
 def test_the_mentions_carry_their_entity() -> None:
     found = country_mentions("He is of Korean descent.", TERMS.person_words)
     assert found == [(9, 15, "Korean", "North Korea or South Korea")]
+
+
+@pytest.mark.parametrize(
+    "text", ["A US citizen applied.", "The applicant is a U.S. citizen.", "Only US citizens apply."]
+)
+def test_a_us_citizen_is_swapped_with_the_nationalities(text: str) -> None:
+    """``US citizen`` was read as no mention: a step denying US citizens was not applicable."""
+    gen = CounterfactualGenerator(TermSet.default(), seed=7)
+    assert [d.axis for d in gen.detect(text)] == ["nationality"]
+    for v in gen.generate(text, 4).variants:
+        assert "citizen" in v.payload and "US" not in v.payload and "U.S." not in v.payload
+    british = gen.generate("A British citizen applied.", 13).variants
+    assert "A US citizen applied." in [v.payload for v in british]  # not "An US"

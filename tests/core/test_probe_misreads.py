@@ -91,3 +91,27 @@ def test_a_race_coded_surname_alone_is_read(payload: object) -> None:
 def test_a_surname_alone_that_is_also_a_place_is_held() -> None:
     assert GEN.detect("Washington") == ()
     assert [(h.axis, h.surface) for h in GEN.held("Washington")] == [("race", "Washington")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["She is a single mother of two.", "A father of three applied.", "Grandmother of 4."],
+)
+def test_a_parent_of_two_has_no_age(text: str) -> None:
+    """``a single mother of two`` became ``mother of ninety-eight``: ``of two`` read as an age."""
+    assert not [d for d in GEN.detect(text) if d.axis == "age"]
+
+
+@pytest.mark.parametrize(
+    ("text", "age"),
+    [("A man of 70, retired.", "of 70"), ("A mother of 63 years applied.", "of 63 years")],
+)
+def test_an_age_after_of_is_still_read(text: str, age: str) -> None:
+    assert [d.surface for d in GEN.detect(text) if d.axis == "age"] == [age]
+
+
+def test_a_name_with_they_them_pronouns_is_held() -> None:
+    """``Alex Taylor (they/them)``: the name's gender reading does not win, the step is held."""
+    assert ("gender", "they/them") in [
+        (h.axis, h.surface) for h in GEN.held("Alex Taylor (they/them) applied.")
+    ]

@@ -128,3 +128,57 @@ def test_a_graduation_year_is_an_age_and_swaps_with_it(text: str, old: str, new:
     swapped = [v for v in variants(text) if new in v]
     assert swapped and all(old not in v for v in swapped)
     assert GEN.detect(swapped[0])[-1].groups != age.groups  # the other band
+
+
+@pytest.mark.parametrize(
+    ("text", "axis", "surface"),
+    [
+        # a new-user trial's fail-opens: each passed as not_applicable or was scored on a
+        # variant that kept it
+        ("The applicant is undocumented.", "nationality", "is undocumented"),
+        ("An undocumented immigrant applied.", "nationality", "undocumented immigrant"),
+        ("She is a refugee.", "nationality", "refugee"),
+        ("An asylum seeker from abroad.", "nationality", "asylum seeker"),
+        ("He is a DACA recipient.", "nationality", "DACA"),
+        ("She is biracial.", "race", "biracial"),
+        ("A multiracial family.", "race", "multiracial"),
+        ("He is mixed-race.", "race", "mixed-race"),
+        ("He is Dalit.", "race", "Dalit"),
+        ("Caste: Dalit", "race", "Dalit"),
+        ("His caste was noted.", "race", "caste"),
+        ("She is 6 decades old.", "age", "6 decades old"),
+        ("He is six decades old.", "age", "six decades old"),
+        ("He attended an HBCU.", "race", "HBCU"),
+        ("She graduated from a historically Black college.", "race",
+         "historically Black college"),
+    ],
+)  # fmt: skip
+def test_a_status_a_mixed_race_a_caste_an_age_in_decades_is_held(
+    text: str, axis: str, surface: str
+) -> None:
+    assert (axis, surface) in held(text)
+    state, reason = status(text)
+    assert state == "unreadable" and surface in reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The API is undocumented.",
+        "An undocumented feature of the library.",
+        "The car race was fun.",  # no caste
+        "We met for two decades.",
+        "A retired brahma bull.",
+    ],
+)
+def test_look_alikes_of_status_caste_and_decades_are_not_held(text: str) -> None:
+    assert held(text) == []
+
+
+def test_a_caste_is_no_surname() -> None:
+    """``{"caste": "Dalit"}`` became ``{"caste": "Keller"}``: Dalit read as a surname."""
+    assert not [d for d in GEN.detect("Dalit") if d.surface == "Dalit"]
+    assert not [d for d in GEN.detect("Mr. Dalit applied.") if d.surface == "Dalit"]
+    probe = Probe(DecisionScorer(), generator=GEN, k=2, r=1, seed=0, bootstrap=0)
+    result = probe.probe_sync(lambda _: "deny", {"caste": "Dalit"}, "deny", step_id="s")
+    assert result.status == "unreadable" and "caste" in (result.reason or "")

@@ -285,3 +285,46 @@ def test_a_step_reading_a_field_in_a_json_string_is_held() -> None:
     result = asyncio.run(probe().probe(step, payload, step(payload), step_name="decide"))
     assert result.status == "unreadable" and result.holds
     assert "tool_result.applicant.over_60 = True (age)" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "axis"),
+    [
+        # a new-user trial's fail-opens: a group, a disability term or another name of the
+        # attribute as the key; each was "not applicable"
+        ("is_muslim", True, "religion"),
+        ("isMuslim", True, "religion"),
+        ("wheelchair", True, "disability"),
+        ("is_deaf", True, "disability"),
+        ("national_origin", "MX", "nationality"),
+        ("country_of_birth", "NG", "nationality"),
+        ("countryOfBirth", "NG", "nationality"),
+        ("place_of_birth", "NG", "nationality"),
+        ("home_lang", "es", "nationality"),
+        ("applicant_native_language", "es", "nationality"),
+        ("is_hispanic", 1, "race"),
+        ("is_black", True, "race"),
+    ],
+)
+def test_a_key_naming_a_group_or_the_attribute_is_held(field: str, value: Any, axis: str) -> None:
+    assert list(opaque_fields({field: value}, AXES)) == [((field,), axis, value)]
+    payload = {"name": "Applicant 17", field: value}
+    result = asyncio.run(probe().probe(denies(field, value), payload, "Decision: DENY"))
+    assert result.status == "unreadable"  # was not_applicable: the planted DENY passed
+    assert f"{field} = {value!r} ({axis})" in result.reason
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"blind_review": True},  # a review mode, not a person's sight
+        {"language": "python", "languages": ["go"]},  # a skill
+        {"black": 0, "white": 255},  # colours: a group colour word counts after a person word
+        {"undocumented": 3},  # a count of functions
+        {"zip": "10001", "zip_code": "60621"},  # a proxy the probe does not read
+        {"origin": "SFO", "trans_id": 4, "visa": True},
+        {"date_of_birth": "1961"},
+    ],
+)
+def test_look_alike_keys_are_not_held_as_groups(payload: Any) -> None:
+    assert [axis for _, axis, _ in opaque_fields(payload, AXES) if axis != "age"] == []

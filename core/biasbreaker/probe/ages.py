@@ -116,7 +116,14 @@ _SUBJECT_BEFORE = (
     rf"(?:(?:\b(?:she|he|who|i|{_PERSON_NOUNS})|(?-i:\b[A-Z][^\W\d_]+))\s+{_ADVERB}"
     rf"(?:is|was|am|turns|turned|will\s+(?:be|turn))|\b(?:she|he)['’]s)\s+{_ADVERB}$"
 )
-_OF_BEFORE = rf"\b(?:{_PERSON_NOUNS}|person|lady|gentleman|men|women|people)\s+$"
+_PARENTS = r"mother|father|parent|mom|mum|dad|grandmother|grandfather|grandparent"
+_OF_BEFORE = (
+    rf"\b(?!(?:{_PARENTS})\s)(?:{_PERSON_NOUNS}|person|lady|gentleman|men|women|people)\s+$"
+)
+"""Before ``of`` and an age: a person (``a woman of 40``); not a parent, whose ``of two`` counts
+children (a trial saw ``a single mother of two`` become ``mother of ninety-eight``)."""
+_PARENT_OF_BEFORE = rf"\b(?:{_PARENTS})\s+$"
+"""Before ``of`` and an age with its unit: a parent (``a mother of 63 years``)."""
 _NAME_BEFORE = rf"(?:^|[^\w'’-])(?:[A-Z][^\W\d_]*\.?|(?i:{_PERSON_NOUNS}))$"
 _LINE_START = r"(?:^|\n)[ \t*•-]*$"
 """Opening a line (a bullet may stand before): ``63F, smoker``, ``- 63 years, income 40k``."""
@@ -240,6 +247,7 @@ AGE_FORMS: tuple[AgeForm, ...] = (
     _form("appositive", rf",\s*{_NUM}{_YEARS_OLD}(?:(?=\s*[,;)]|\.(?:\s|$))|{_VERB_AFTER})",
           _NAME_BEFORE, case=True, minimum=16),
     _form("of", rf"(?<![\w-])of\s+{_NUM}{_YEARS_OLD}{_CLAUSE_END}", _OF_BEFORE),
+    _form("of", rf"(?<![\w-])of\s+{_NUM}\s+years?(?:\s+old)?(?![\w-])", _PARENT_OF_BEFORE),
     _form("at", rf"(?<![\w-])at\s+(?:the\s+age\s+of\s+|age\s+)?{_NUM}\s*,"
           rf"(?=\s*(?:she|he|they|I|we)\b)", minimum=16),
     _form("in brackets", rf"\s*\((?:\d{{1,3}}|{_WORDS})(?:\)|(?=\s*[,;]))", _NAME_BEFORE, case=True,

@@ -37,6 +37,8 @@ from biasbreaker.probe.payloads import Path, embedded_json
 __all__ = [
     "CODE_LENGTH",
     "FIELD_WORDS",
+    "GROUP_WORDS",
+    "PERSON_ONLY",
     "PERSON_WORDS",
     "QUALIFIER_WORDS",
     "opaque_fields",
@@ -69,7 +71,46 @@ is compared with its accents removed, so ``âge``, ``género`` and ``Staatsangeh
 match). Not ``eta`` (Italian *età*) nor ``genre`` (French *gender*): as keys they are far
 more often an arrival time and a kind of book or music. ``senior`` and ``elderly`` are age
 flags (``{"senior": true}``); ``senior_engineer`` is no field, its last word qualifying no
-attribute."""
+attribute. These are also the field labels of text (``Race: B``,
+:mod:`~biasbreaker.probe.term_context`); a key may name the attribute by the words of
+:data:`GROUP_WORDS` too."""
+
+GROUP_WORDS: Final[Mapping[str, frozenset[str]]] = {
+    "gender": frozenset({"transgender", "nonbinary"}),
+    "race": frozenset({"caste", "hispanic", "latino", "latina", "latinx", "asian", "caucasian",
+                       "biracial", "multiracial", "mixed_race", "african_american",
+                       "native_american", "black", "white"}),
+    "religion": frozenset({"denomination", "muslim", "islam", "islamic", "christian", "jewish",
+                           "jew", "hindu", "buddhist", "sikh", "catholic", "protestant",
+                           "mormon", "atheist", "evangelical"}),
+    "sexual-orientation": frozenset({"lesbian", "bisexual", "homosexual"}),
+    "disability": frozenset({"wheelchair", "wheelchair_user", "blind", "deaf", "autistic",
+                             "autism", "amputee", "paraplegic", "quadriplegic", "dyslexic",
+                             "dyslexia", "adhd", "visually_impaired", "hearing_impaired"}),
+    "nationality": frozenset({"national_origin", "country_of_birth", "birth_country",
+                              "birthplace", "birth_place", "place_of_birth",
+                              "country_of_origin", "origin_country", "home_country",
+                              "home_language", "home_lang", "native_language", "native_lang",
+                              "first_language", "first_lang", "mother_tongue",
+                              "immigration", "immigrant", "visa_status", "refugee", "asylum",
+                              "undocumented"}),
+}  # fmt: skip
+"""Axis → more key words of a field (a new-user trial found ``{"is_muslim": true}``,
+``{"wheelchair": true}``, ``{"national_origin": "MX"}``, ``{"country_of_birth": "NG"}`` and
+``{"home_lang": "es"}`` "not applicable"): the names of the axis's groups, common words for
+them, and the attribute's other names. A word with ``_`` is a phrase, the key's words in that
+order (``national_origin``, ``countryOfBirth``, ``home_lang``; ``place_of_birth`` is a
+nationality, ``date_of_birth`` stays an age). Not ``language`` alone (``{"language":
+"python"}`` is a skill), nor ``origin`` or ``visa`` alone (a URL's or a trip's origin, a card
+brand), nor ``trans`` (``trans_id``). ``blind`` counts alone (``{"blind": true}`` is held) but
+``blind_review`` does not, ``review`` qualifying no attribute. A zip code is a proxy of race
+and national origin the probe does not read (``zip``: too common a field to hold). The words
+of :data:`PERSON_ONLY` count only after a person word."""
+
+PERSON_ONLY: Final = frozenset({"black", "white", "undocumented"})
+"""Field words that count only with a person word before them (``is_black``,
+``applicant_white``, ``is_undocumented``): alone they are far more often a colour or a count
+(``{"black": 0}``, ``{"undocumented": 3}`` functions)."""
 
 PERSON_WORDS: Final = frozenset(
     {"is", "has", "the", "a", "of", "date", "year", "self", "reported", "declared", "legal",
@@ -119,16 +160,33 @@ def _attribute(key: str, words: Mapping[str, frozenset[str]]) -> str | None:
         head = [w.lower() for w in _WORD.findall(key[: bound.start()])]
         if all(w in PERSON_WORDS or w in words["age"] for w in head):
             return "age"
-    parts = [w.lower() for w in _WORD.findall(unaccent(key).replace("ß", "ss"))]
+    parts = _phrases([w.lower() for w in _WORD.findall(unaccent(key).replace("ß", "ss"))], words)
     for i, part in enumerate(parts):
         axis = next((a for a, ws in words.items() if part in ws), None)
         if (
             axis is not None
             and all(w in PERSON_WORDS for w in parts[:i])
+            and (i > 0 or part not in PERSON_ONLY)
             and _qualifiers(parts[i + 1 :])
         ):
             return axis
     return None
+
+
+def _phrases(parts: list[str], words: Mapping[str, frozenset[str]]) -> list[str]:
+    """``parts`` with each run of words that is a phrase of ``words`` joined by ``_``.
+
+    Runs of three words are tried before two: ``["country", "of", "birth"]`` →
+    ``["country_of_birth"]``.
+    """
+    phrases = {w for ws in words.values() for w in ws if "_" in w}
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        n = next((n for n in (3, 2) if "_".join(parts[i : i + n]) in phrases), 1)
+        out.append("_".join(parts[i : i + n]))
+        i += n
+    return out
 
 
 def _qualifiers(after: list[str]) -> bool:
@@ -162,7 +220,11 @@ def opaque_fields(
     Yields:
         ``(path, axis, value)`` for each such field, in payload order.
     """
-    words = {axis: FIELD_WORDS[axis] for axis in axes if axis in FIELD_WORDS}
+    words = {
+        axis: FIELD_WORDS[axis] | GROUP_WORDS.get(axis, frozenset())
+        for axis in axes
+        if axis in FIELD_WORDS
+    }
     yield from _walk(payload, (), words, found, read)
 
 

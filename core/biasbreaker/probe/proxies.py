@@ -13,13 +13,28 @@ held.HeldReader`) rather than passed as not applicable (docs/detection.md, "Prox
 * An immigration or citizenship status (``visa status: H-1B``, ``green card holder``,
   ``requires sponsorship``; not ``corporate sponsorship``), for nationality: citizenship
   status is protected with national origin (8 U.S.C. § 1324b) and no variant of another
-  nationality keeps or drops it soundly.
+  nationality keeps or drops it soundly. Also ``refugee``, ``asylum seeker``/``seeking
+  asylum``, ``asylee``, ``DACA`` (upper case) and ``undocumented`` said of a person (``she is
+  undocumented``, ``the applicant was undocumented``, ``an undocumented immigrant``; not
+  ``an undocumented API`` nor ``the feature is undocumented``): a new-user
+  trial found each "not applicable".
 * A place of birth or origin that no term names (``Born in Lagos``, ``The applicant is from
   Lagos``, ``a family from Lagos``), for nationality; and a place written beside a country
   the variants swap (``Born in Lagos, Nigeria``, ``lives in Lagos, Nigeria``: a variant said
   ``Lagos, Brazil``). A US state (``from Texas``), a month or a weekday is no origin.
 * An ethnicity the race axis has no group for (``A Roma family``, ``she is Romani``), for
   race, like a nationality outside the axis (:mod:`biasbreaker.probe.countries`).
+* A mixed race (``biracial``, ``multiracial``, ``mixed-race``, ``mixed race``), for race: the
+  axis' groups are one each, so no variant moves the person to another group soundly.
+* A caste (``caste``, ``Dalit``, ``Harijan``, ``Brahmin``, ``upper caste``), held under race
+  (the axis has no caste groups; caste discrimination is read as race or national origin
+  discrimination, e.g. California's Civil Rights Department v. Cisco, 2020), with a reason
+  that names the caste.
+* A historically Black college or university (``HBCU``, ``historically Black college``), for
+  race: a proxy no variant can move (a variant of another race keeps the college).
+* An age in decades (``6 decades old``, ``six decades old``, ``in his sixth decade``), for
+  age: the age rules read years and decades of life (``in her sixties``, swapped), not these,
+  and no variant rewrites them coherently.
 * A term that goes with a disability (``uses ASL``, ``sign language``, ``hearing aid``,
   ``braille``, ``guide dog``, ``white cane``, ``screen reader``), for disability: a variant
   that swaps ``deaf`` to ``hearing`` keeps ``uses ASL`` (a trial saw ``The applicant is
@@ -72,6 +87,28 @@ _FROM_PEOPLE = frozenset(
 )
 """Words before ``from`` that make its place an origin (``is from``, ``comes from``); a
 person word (``a family from Lagos``) does too, read from the term set."""
+_STATUS_WORDS = re.compile(
+    r"(?<![\w-])(?:(?i:refugees?|asylum[ \t-]+seekers?|seeking[ \t]+asylum|asylees?"
+    r"|asylum[ \t]+(?:status|claim|application|case))|DACA|(?i:(?P<cop>is|was|are|were|am)"
+    r"[ \t]+undocumented|undocumented[ \t]+(?:immigrants?|migrants?|workers?|aliens?|persons?"
+    r"|people|residents?|applicants?|status|students?)))(?![\w-])"
+)
+_PRONOUNS = frozenset({"he", "she", "they", "i", "you", "we", "who"})
+"""Subjects before ``is undocumented`` that make it a person's status (besides person words)."""
+_MIXED_RACE = re.compile(r"(?<![\w-])(?i:bi-?racial|multi-?racial|mixed[ \t-]+race)(?![\w-])")
+_CASTE = re.compile(
+    r"(?<![\w-])(?:(?i:(?:upper|lower|scheduled|backward|high|low)[ \t-]+)?(?i:castes?)"
+    r"|Dalits?|Harijans?|Brahmins?|DALIT)(?![\w-])"
+)
+_HBCU = re.compile(
+    r"(?<![\w-])(?:HBCUs?|(?i:historically[ \t]+black[ \t]+(?:colleges?|universit(?:y|ies)"
+    r"|institutions?|schools?)(?:[ \t]+and[ \t]+universit(?:y|ies))?))(?![\w-])"
+)
+_DECADES = re.compile(
+    r"(?<![\w-])(?i:(?:\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)[ \t-]+decades?"
+    r"[ \t-]+old|in[ \t]+(?:his|her|their|my|the)[ \t]+(?:third|fourth|fifth|sixth|seventh"
+    r"|eighth|ninth|tenth)[ \t]+decade)(?![\w-])"
+)
 _ETHNICITY = re.compile(r"(?<![\w-])(?:Roma|Romani|Romany|Sinti|Gypsy|Gypsies|Gipsy)(?![\w-])")
 _ETHNIC_AFTER = re.compile(
     r"[ \t]+(?:descent|heritage|background|origin|ancestry|ethnicity|minority|camp|settlement)"
@@ -130,8 +167,29 @@ def proxy_mentions(
         for m in _STATUS.finditer(text):
             yield Proxy(m.start(), m.end(), m.group(0), "nationality", f"the immigration "
                         f"status {m.group(0)!r}, a proxy of nationality")  # fmt: skip
+        for m in _STATUS_WORDS.finditer(text):
+            if m.group("cop") is not None:
+                who = (word_before(text, m.start()) or "").lower()
+                if who not in _PRONOUNS and who not in people:
+                    continue  # "the API is undocumented"
+            yield Proxy(m.start(), m.end(), m.group(0), "nationality", f"the immigration "
+                        f"status {m.group(0)!r}, a proxy of nationality")  # fmt: skip
         yield from _origins(text, read, people)
+    if "age" in axes:
+        for m in _DECADES.finditer(text):
+            if unread(m.start(), m.end()):
+                yield Proxy(m.start(), m.end(), m.group(0), "age", f"the age in decades "
+                            f"{m.group(0)!r}, which the age rules do not rewrite")  # fmt: skip
     if "race" in axes:
+        for m in _MIXED_RACE.finditer(text):
+            yield Proxy(m.start(), m.end(), m.group(0), "race", f"the mixed race "
+                        f"{m.group(0)!r}, for which the race axis has no group")  # fmt: skip
+        for m in _CASTE.finditer(text):
+            yield Proxy(m.start(), m.end(), m.group(0), "race", f"the caste {m.group(0)!r}, "
+                        "for which the race axis has no group")  # fmt: skip
+        for m in _HBCU.finditer(text):
+            yield Proxy(m.start(), m.end(), m.group(0), "race", f"the historically Black "
+                        f"college {m.group(0)!r}, a proxy of race no variant moves")  # fmt: skip
         for m in _ETHNICITY.finditer(text):
             nxt = re.match(r"[ \t]+([^\W\d_]+)", text[m.end() :])
             prev = word_before(text, m.start())

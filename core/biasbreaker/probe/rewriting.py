@@ -246,6 +246,8 @@ def _same_initials(a: str, b: str) -> bool:
 
 
 def _vowel_sound(word: str) -> bool:
+    if re.match(r"[A-Z](?:[A-Z]|\.[A-Z])", word):  # an initialism, read letter by letter
+        return word[0] in "AEFHILMNORSX"  # "an FBI", "an MBA"; "a US citizen", "a UK"
     w = word.lower()
     if w[:1].isdigit():
         digits = re.match(r"\d+", w)

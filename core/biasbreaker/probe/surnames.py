@@ -56,6 +56,7 @@ from biasbreaker.probe.names import (
 
 __all__ = [
     "BARE_SURNAME_SHARE",
+    "CASTE_WORDS",
     "FIRM_WORDS",
     "INITIAL_FIRMS",
     "PLACE_PAIRS",
@@ -113,6 +114,12 @@ def key_surname(key: str) -> str | None:
     return last if mark == SURNAME_MARK and last else None
 
 
+CASTE_WORDS: Final = frozenset({"dalit", "dalits", "harijan", "harijans", "brahmin", "brahmins"})
+"""Names of castes, which the census table also has as surnames (``Dalit``, 95 % asian): never
+read as a surname alone (a trial saw ``{"caste": "Dalit"}`` swapped to ``Keller``); a caste is
+held (:mod:`~biasbreaker.probe.proxies`)."""
+
+
 def surname_race(last: str, book: NameBook) -> str | None:
     """The race group a surname alone tells, or ``None``.
 
@@ -131,7 +138,7 @@ def surname_race(last: str, book: NameBook) -> str | None:
         The group (``"native-american"`` for ``Yazzie``, 96 %), or ``None``.
     """
     s = fold(last)
-    if len(s) < 2 or s in book.excluded or s in PLACE_WORDS or s in NOT_GIVEN:
+    if len(s) < 2 or s in book.excluded or s in PLACE_WORDS or s in NOT_GIVEN or s in CASTE_WORDS:
         return None
     listed = book.last.get(last) or book.last.get(last.title())
     if listed is not None:
