@@ -52,6 +52,15 @@ were recorded *not applicable*, unprobed. For a spaced script a word is two char
 after a fourth trial: a whole Hindi application ("श्रीमती प्रिया शर्मा का ऋण आवेदन …")
 read as ``hi`` at p = 0.32 (the rest on ``sa``, Sanskrit) and was *not applicable*.
 
+A whole input reads as its majority language, so English with a note in French ("… no debts.
+Branch note: elle est musulmane.") read as English and was probed on its English name alone. When
+the whole input reads as supported, each sentence or line of at least
+:attr:`LanguageGuard.segment_words` (3) words is ranked on its own and is unsupported when its
+top language is uncovered, has p >= :attr:`LanguageGuard.segment_threshold` (0.1) and is at
+least :attr:`LanguageGuard.segment_ratio` (30) times as probable as the likeliest covered
+language (:meth:`LanguageGuard._segment`; chosen on 1,921 English segments and 25 short
+foreign notes, ``docs/detection.md``, "Mixed languages").
+
 Measured (``docs/detection.md``, "Languages"): 47 of 48 French, German, Spanish and Chinese
 sentences about a person are unsupported; 1 of 512 English inputs (short ones, names from every
 group, English with French names) is, and none of the 800 Bloomberg names, bare or in a
