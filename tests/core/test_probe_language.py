@@ -732,7 +732,9 @@ def test_a_sentence_in_an_unsupported_language_holds_an_english_input(
     assert result.status == "unsupported_language", result.reason
     assert result.holds and result.language == lang and calls == []
     assert result.reason.startswith(UNSUPPORTED_HELD)
-    assert f"segment {segment!r} ({where}) reads as" in result.reason, result.reason
+    assert f"reads as English as a whole, but its segment {segment!r} ({where}) reads as" in (
+        result.reason
+    ), result.reason
     assert f"({lang}, p = " in result.reason
 
 
@@ -756,7 +758,7 @@ def test_a_segment_is_judged_on_its_words_probability_and_margin_over_english() 
     assert guard.check(text) == LanguageReading("en", 0.9, True, len(" ".join(text.split())))
     assert "Ten eleven." not in ranked
     reading = guard.check(text + " One two three.")
-    assert reading is not None and not reading.supported
+    assert reading is not None and not reading.supported and reading.whole == "en"
     assert (reading.language, reading.probability, reading.segment) == (
         "fr",
         0.31,

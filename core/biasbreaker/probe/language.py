@@ -370,6 +370,8 @@ class LanguageReading:
             segment's), else ``""``.
         where: Where :attr:`segment` is: ``"notes, characters 62-94"`` (the field as
             :func:`~biasbreaker.probe.payloads.describe_path` names it), else ``""``.
+        whole: With :attr:`segment`, the language the whole input read as (``"en"``), else
+            ``""``.
     """
 
     language: str
@@ -381,6 +383,7 @@ class LanguageReading:
     age: str = ""
     segment: str = ""
     where: str = ""
+    whole: str = ""
 
 
 class LanguageGuard:
@@ -562,12 +565,12 @@ class LanguageGuard:
             if age is not None:  # "Elle a 67 ans.": fr at p = 0.09, an age all the same
                 return LanguageReading(code, probability, False, len(text), age=age.group(0))
         if read:
-            mixed = self._segment(fields)
+            mixed = self._segment(fields, code)
             if mixed is not None:
                 return mixed
         return LanguageReading(code, probability, read, len(text))
 
-    def _segment(self, fields: Iterable[tuple[Path, str]]) -> LanguageReading | None:
+    def _segment(self, fields: Iterable[tuple[Path, str]], whole: str) -> LanguageReading | None:
         """The first sentence or line confidently in a language the term lists do not cover.
 
         Each string (identifiers and the names found blanked) is cut at sentence ends and line
@@ -580,9 +583,13 @@ class LanguageGuard:
         note: elle est musulmane." reads as English, and its French clause (``fr``, p = 0.42;
         English 0.011) named the group the English term lists could not see.
 
+        Args:
+            fields: Each string's path and text, identifiers and names blanked (offsets kept).
+            whole: The language the whole input read as.
+
         Returns:
-            An unsupported reading with :attr:`LanguageReading.segment` and
-            :attr:`LanguageReading.where`, or ``None``.
+            An unsupported reading with :attr:`LanguageReading.segment`,
+            :attr:`LanguageReading.where` and :attr:`LanguageReading.whole`, or ``None``.
 
         Raises:
             ProbeError: As :meth:`check`.
@@ -613,7 +620,7 @@ class LanguageGuard:
                 trail = len(piece.rstrip())
                 where = f"{describe_path(path)}, characters {first + lead + 1}-{first + trail}"
                 return LanguageReading(
-                    top, p_top, False, len(segment), segment=segment, where=where
+                    top, p_top, False, len(segment), segment=segment, where=where, whole=whole
                 )
         return None
 
@@ -671,8 +678,9 @@ class LanguageGuard:
                 "term lists is written, and reads as"
             )
         elif reading.segment:
+            whole = _NAMES.get(reading.whole, reading.whole)
             lead = (
-                f"the input reads as a covered language as a whole, but its segment "
+                f"the input reads as {whole} as a whole, but its segment "
                 f"{reading.segment!r} ({reading.where}) reads as"
             )
         else:
