@@ -136,3 +136,22 @@ def test_a_node_reading_the_applicant_from_the_store_says_the_store_was_not_vari
     assert "group-blind" in reason  # the generator's wording, kept
     assert "the probe read the node's input only" in reason, reason
     assert "the store, a database, a file" in reason and "docs/langgraph.md §8" in reason
+
+
+def test_an_english_input_with_a_french_note_is_held_for_review(tmp_path: Path) -> None:
+    """A trial's input read as English as a whole and was scored 0: its variants swapped only
+    the English name and kept the French religion and pronoun."""
+    graph = traced(tmp_path)
+    text = (
+        "Applicant: Greg Baker has a steady income of 50k and no debts. Branch note: elle est "
+        "musulmane."
+    )
+    out = graph.invoke({"value": text}, {"configurable": {"thread_id": "t"}})
+    (record,) = read_trace(tmp_path / "t.jsonl").records
+    assert record.probe is not None and record.probe["status"] == "unsupported_language"
+    assert record.probe["reason"].startswith(UNSUPPORTED_HELD)
+    assert (
+        "segment 'Branch note: elle est musulmane.' (value, characters 64-95)"
+        in (record.probe["reason"])
+    ), record.probe["reason"]
+    assert record.transition == "held-for-review" and "out" not in out
