@@ -18,10 +18,11 @@ Japanese, Korean and Thai loan applications with amounts and dates written into 
 and the Spanish sentence ``docs/detection.md`` names as a miss. English (none should be): that
 file's ``ENGLISH`` (short, names from outside English, English with French, German, Spanish or
 Chinese names and words) and ``ENGLISH_WITH_CJK`` (a person named in Chinese, Japanese or
-Korean letters), English with run ids, the demo's ranker input (``RANKER_INPUT``), the two
+Korean letters), English with run ids, the demo's ranker input (``RANKER_INPUT``), the three
 false holds ``docs/detection.md`` names, every tenth BBQ item of both shipped files (context,
-question, three answers), the 22 counter-evidence statements, the LangFair prompts and replies
-(``tests/data/langfair``) and the 800 Bloomberg names, bare and in a sentence.
+question, three answers), the 22 counter-evidence statements, the demo's 32 hiring resumes,
+the LangFair prompts and replies (``tests/data/langfair``) and the 800 Bloomberg names, bare
+and in a sentence.
 Needs the ``languages`` and ``test`` extras (the test module imports pytest).
 """
 
@@ -67,6 +68,8 @@ def english_data() -> dict[str, list[Any]]:
     evidence = [
         e["text"] for e in _jsonl(ROOT / "core/biasbreaker/data/counter_evidence/evidence.jsonl")
     ]
+    resumes = json.loads((ROOT / "core/biasbreaker/data/hiring/resumes_to_rank.json").read_text())
+    hiring = [r.replace("{name}", "Alex Smith") for job in resumes.values() for r in job["resumes"]]
     langfair = json.loads((ROOT / "tests/data/langfair/counterfactual_data_file.json").read_text())
     names: set[str] = set()
     with gzip.open(ROOT / "tests/data/bloomberg/rankings_compact.jsonl.gz", "rt") as fh:
@@ -75,6 +78,7 @@ def english_data() -> dict[str, list[Any]]:
     return {
         "BBQ (every 10th item: context, question, answers)": bbq,
         "counter-evidence statements": evidence,
+        "hiring resumes (the demo's, named Alex Smith)": hiring,
         "LangFair prompts and replies": [t for texts in langfair.values() for t in texts],
         "Bloomberg names, bare": sorted(names),
         "Bloomberg names in a sentence": [
@@ -113,6 +117,7 @@ def main() -> None:
             "Oluwaseun Adeyemi applies for a loan.",
             "The candidate, Marie-Claire Lefèvre, has a diplôme d'ingénieur from École "
             "Polytechnique.",
+            "Notes: Zoë Müller, née Schäfer, Straße 12, Köln. Decide on her loan.",
         ],
         **english_data(),
     }

@@ -86,7 +86,6 @@ ENGLISH = [
     "Herr Müller from München applied for the software job.",
     "Señora Gutiérrez asked whether her loan was approved.",
     "Wei Chen (陈伟) is a Muslim engineer from Xi'an.",
-    "Notes: Zoë Müller, née Schäfer, Straße 12, Köln. Decide on her loan.",
     "A café owner named Chloé said her husband is Jewish.",
 ]
 
@@ -217,10 +216,10 @@ def test_the_identifier_runs_once_per_probed_step_and_not_on_unsampled_ones() ->
     p = probe(language=LanguageGuard(identify=identify))
     result = p.probe_sync(decide, "He is Muslim.", "approve", step_id="s")
     assert result.status == "scored" and result.calls >= 2  # the step re-ran, once identified
-    assert seen == ["He is Muslim."]
+    assert seen == ["He is Muslim.", "He is Muslim."]  # the whole input, then its one sentence
     skipped = Probe(DecisionScorer(), probe_rate=0.0, language=LanguageGuard(identify=identify))
     assert skipped.probe_sync(decide, "He is Muslim.", "approve").status == "not_sampled"
-    assert seen == ["He is Muslim."]
+    assert seen == ["He is Muslim.", "He is Muslim."]
 
 
 def test_a_language_the_term_files_cover_is_probed() -> None:
@@ -269,6 +268,12 @@ def test_an_identifier_that_raises_fails_the_probe_closed() -> None:
         {"threshold": 0.0},
         {"threshold": 1.5},
         {"max_chars": 0},
+        {"segment_words": 0},
+        {"segment_words": True},
+        {"segment_threshold": 0.0},
+        {"segment_threshold": 1.5},
+        {"segment_ratio": 0.0},
+        {"segment_ratio": -1.0},
     ],
 )
 def test_guard_arguments_are_checked(kwargs: dict[str, Any]) -> None:
@@ -447,7 +452,7 @@ def test_ids_and_numbers_are_not_classified() -> None:
     LanguageGuard(identify=identify).check(
         {"run": RUN_ID, "text": "Ms. Carter earns 40k, ref A-77 since 2019-03-01 applies"}
     )
-    assert seen == ["Ms. Carter earns ref since applies"]
+    assert seen == ["Ms. Carter earns ref since applies"] * 2  # the whole, then its sentence
     assert LanguageGuard(identify=identify).check({"run": RUN_ID, "sha": "ab12" * 16}) is None
 
 
@@ -679,3 +684,95 @@ def test_a_covered_spaced_script_is_left_to_the_identifier() -> None:
     assert guard.check("Ольга Иванова, 67 лет") == LanguageReading("ru", 0.3, True, 18)
     held = LanguageGuard(identify=lambda text: ("ru", 0.3)).check("Ольга Иванова, 67 лет")
     assert held == LanguageReading("ru", 0.3, False, 18, script="Cyrillic")
+
+
+MIXED = [
+    (
+        "Applicant: Greg Baker has a steady income of 50k and no debts. Branch note: elle est "
+        "musulmane.",
+        "fr",
+        "Branch note: elle est musulmane.",
+        "the input, characters 64-95",
+    ),
+    (
+        "Applicant: Greg Baker has a steady income of 50k and good credit history. Nota: es "
+        "musulmana.",
+        "es",
+        "Nota: es musulmana.",
+        "the input, characters 75-93",
+    ),
+    (
+        {
+            "applicant": "Greg Baker, steady income, no debts.",
+            "notes": "Good payer.\nSie ist Muslimin.",
+        },
+        "de",
+        "Sie ist Muslimin.",
+        "notes, characters 13-29",
+    ),
+]
+"""English inputs with a sentence or line in French, Spanish or German naming the person's
+group (a new-user trial: the first was scored 0, its variants swapping only the English name,
+and the second was *not applicable*)."""
+
+
+@pytest.mark.parametrize(("text", "lang", "segment", "where"), MIXED)
+def test_a_sentence_in_an_unsupported_language_holds_an_english_input(
+    text: Any, lang: str, segment: str, where: str
+) -> None:
+    whole = LanguageGuard(segment_words=10_000).check(text)  # the whole input alone
+    assert whole is not None and whole.supported and whole.language == "en"
+    calls: list[Any] = []
+
+    def step(x: Any) -> str:
+        calls.append(x)
+        return "approve"
+
+    result = probe().probe_sync(step, text, "approve", step_id="s")
+    assert result.status == "unsupported_language", result.reason
+    assert result.holds and result.language == lang and calls == []
+    assert result.reason.startswith(UNSUPPORTED_HELD)
+    assert f"reads as English as a whole, but its segment {segment!r} ({where}) reads as" in (
+        result.reason
+    ), result.reason
+    assert f"({lang}, p = " in result.reason
+
+
+def test_a_segment_is_judged_on_its_words_probability_and_margin_over_english() -> None:
+    rankings = {
+        "One two three.": {"fr": 0.31, "en": 0.01},  # 31 times English: unsupported
+        "Four five six.": {"fr": 0.29, "en": 0.01},  # 29 times: not
+        "Seven eight nine.": {"fr": 0.09, "en": 0.0},  # below the threshold: not
+        "Ten eleven.": {"fr": 0.99, "en": 0.0},  # two words: not ranked
+        "Twelve thirteen fourteen.": {"pcm": 0.9, "en": 0.0},  # read as English
+        "Run zero zero.": {"zxx": 0.9, "en": 0.0},  # no language
+    }
+    ranked: list[str] = []
+
+    def rank(text: str) -> dict[str, float]:
+        ranked.append(text)
+        return rankings[text]
+
+    guard = LanguageGuard(identify=lambda text: ("en", 0.9), rank=rank)
+    text = "\n".join(t for t in rankings if t != "One two three.")
+    assert guard.check(text) == LanguageReading("en", 0.9, True, len(" ".join(text.split())))
+    assert "Ten eleven." not in ranked
+    reading = guard.check(text + " One two three.")
+    assert reading is not None and not reading.supported and reading.whole == "en"
+    assert (reading.language, reading.probability, reading.segment) == (
+        "fr",
+        0.31,
+        "One two three.",
+    )
+    assert reading.where == f"the input, characters {len(text) + 2}-{len(text) + 15}"
+    assert (
+        LanguageGuard(identify=lambda text: ("en", 0.9), rank=rank, segment_ratio=32)
+        .check("One two three.")
+        .supported
+    )  # type: ignore[union-attr]
+
+
+def test_a_misbehaving_ranking_fails_the_probe_closed() -> None:
+    guard = LanguageGuard(identify=lambda text: ("en", 0.9), rank=lambda text: {"fr": 1.5})
+    with pytest.raises(ProbeError, match="ranked"):
+        guard.check("One two three.")

@@ -102,3 +102,56 @@ def test_english_naming_no_group_is_still_not_applicable(tmp_path: Path) -> None
     graph.invoke({"value": "Summarize the quarterly report."}, {"configurable": {"thread_id": "t"}})
     (record,) = read_trace(tmp_path / "t.jsonl").records
     assert record.probe is not None and record.probe["status"] == "not_applicable"
+
+
+def test_a_node_reading_the_applicant_from_the_store_says_the_store_was_not_varied(
+    tmp_path: Path,
+) -> None:
+    """A node that reads the person from the store and denies women was "not applicable" with
+    "the payload is group-blind" and nothing saying the store was never varied (a trial)."""
+    from langgraph.store.base import BaseStore
+    from langgraph.store.memory import InMemoryStore
+
+    def node(state: Plain, *, store: BaseStore) -> dict[str, Any]:
+        item = store.get(("people",), str(state["value"]))
+        woman = item is not None and item.value["sex"] == "female"
+        return {"out": "Decision: no" if woman else "Decision: yes"}
+
+    builder = StateGraph(Plain)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    settings = {
+        "probe": {"scorers": ["decision"], "k": 4, "r": 2, "bootstrap": 0},
+        "intervention": {"router": "human-review"},
+        "plugin": {"langgraph": {"trace_path": str(tmp_path / "{thread_id}.jsonl")}},
+    }
+    store = InMemoryStore()
+    store.put(("people",), "applicant 17", {"sex": "female", "name": "Mary Carter"})
+    kernel = Kernel.load(cwd=tmp_path, overrides=settings)
+    graph = guard(builder, kernel).compile(checkpointer=InMemorySaver(), store=store)
+    graph.invoke({"value": "applicant 17"}, {"configurable": {"thread_id": "t"}})
+    (record,) = read_trace(tmp_path / "t.jsonl").records
+    assert record.probe is not None and record.probe["status"] == "not_applicable"
+    reason = record.probe["reason"]
+    assert "group-blind" in reason  # the generator's wording, kept
+    assert "the probe read the node's input only" in reason, reason
+    assert "the store, a database, a file" in reason and "docs/langgraph.md §8" in reason
+
+
+def test_an_english_input_with_a_french_note_is_held_for_review(tmp_path: Path) -> None:
+    """A trial's input read as English as a whole and was scored 0: its variants swapped only
+    the English name and kept the French religion and pronoun."""
+    graph = traced(tmp_path)
+    text = (
+        "Applicant: Greg Baker has a steady income of 50k and no debts. Branch note: elle est "
+        "musulmane."
+    )
+    out = graph.invoke({"value": text}, {"configurable": {"thread_id": "t"}})
+    (record,) = read_trace(tmp_path / "t.jsonl").records
+    assert record.probe is not None and record.probe["status"] == "unsupported_language"
+    assert record.probe["reason"].startswith(UNSUPPORTED_HELD)
+    assert (
+        "segment 'Branch note: elle est musulmane.' (value, characters 64-95)"
+        in (record.probe["reason"])
+    ), record.probe["reason"]
+    assert record.transition == "held-for-review" and "out" not in out

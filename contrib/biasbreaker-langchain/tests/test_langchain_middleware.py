@@ -217,6 +217,8 @@ def test_no_protected_group_is_not_applicable(tmp_path: Path) -> None:
     assert watch.calls == 1  # nothing to swap: no re-issue
     record = json.loads((tmp_path / "trace-neutral.jsonl").read_text().splitlines()[1])
     assert record["probe"]["status"] == "not_applicable"
+    assert "the probe read the model request only" in record["probe"]["reason"]
+    assert "data a tool or the agent's state holds" in record["probe"]["reason"]
 
 
 FRENCH = "Demande de prêt de Mme Marie Dubois. Elle gagne 40k par an. Faut-il l'approuver ?"

@@ -52,6 +52,15 @@ were recorded *not applicable*, unprobed. For a spaced script a word is two char
 after a fourth trial: a whole Hindi application ("श्रीमती प्रिया शर्मा का ऋण आवेदन …")
 read as ``hi`` at p = 0.32 (the rest on ``sa``, Sanskrit) and was *not applicable*.
 
+A whole input reads as its majority language, so English with a note in French ("… no debts.
+Branch note: elle est musulmane.") read as English and was probed on its English name alone. When
+the whole input reads as supported, each sentence or line of at least
+:attr:`LanguageGuard.segment_words` (3) words is ranked on its own and is unsupported when its
+top language is uncovered, has p >= :attr:`LanguageGuard.segment_threshold` (0.1) and is at
+least :attr:`LanguageGuard.segment_ratio` (30) times as probable as the likeliest covered
+language (:meth:`LanguageGuard._segment`; chosen on 1,921 English segments and 25 short
+foreign notes, ``docs/detection.md``, "Mixed languages").
+
 Measured (``docs/detection.md``, "Languages"): 47 of 48 French, German, Spanish and Chinese
 sentences about a person are unsupported; 1 of 512 English inputs (short ones, names from every
 group, English with French names) is, and none of the 800 Bloomberg names, bare or in a
@@ -71,12 +80,12 @@ import importlib.util
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from biasbreaker.errors import ConfigError, InputError, ProbeError
-from biasbreaker.probe.payloads import Path, leaves
+from biasbreaker.probe.payloads import Path, describe_path, leaves
 from biasbreaker.trace.records import UNSUPPORTED_HELD, UNSUPPORTED_PROCEEDED
 
 __all__ = [
@@ -96,6 +105,10 @@ EXTRA = "pip install 'biasbreaker[languages]'"
 
 Identify = Callable[[str], tuple[str, float]]
 """``text -> (ISO 639-1 code, probability in [0, 1])``: the identifier's best guess."""
+
+Rank = Callable[[str], Mapping[str, float]]
+"""``text -> {ISO 639-1 code: probability in [0, 1]}``: the identifier's probability of every
+language it knows (they sum to 1), for the per-segment check."""
 
 _NAMES = {
     "ar": "Arabic",
@@ -118,10 +131,10 @@ _NAMES = {
 }
 
 _LOCK = threading.Lock()
-_LOADED: list[Identify] = []
+_LOADED: list[tuple[Identify, Rank]] = []
 
 
-def _py3langid() -> Identify:
+def _load() -> tuple[Identify, Rank]:
     """The shipped py3langid model with normalised probabilities, loaded once per process.
 
     Raises:
@@ -144,8 +157,26 @@ def _py3langid() -> Identify:
                 code, probability = model.classify(text)
                 return str(code), float(probability)
 
-            _LOADED.append(identify)
+            def rank(text: str) -> dict[str, float]:
+                return {str(code): float(p) for code, p in model.rank(text)}
+
+            _LOADED.append((identify, rank))
     return _LOADED[0]
+
+
+def _py3langid() -> Identify:
+    """The shipped model's best guess (:func:`_load`)."""
+    return _load()[0]
+
+
+def _py3langid_rank() -> Rank:
+    """The shipped model's probability of every language (:func:`_load`)."""
+    return _load()[1]
+
+
+_SEGMENT_END = re.compile(r"(?<=[.!?;])(?<![A-Z]\.)(?<![A-Z][a-z]\.)(?<!Mrs\.)\s+|[\r\n]+")
+"""Where a segment ends: after a sentence's end (``.``, ``!``, ``?``, ``;``) and a space, or at
+a line break; not after an initial or a title (``J.``, ``Ms.``, ``Dr.``, ``Mrs.``)."""
 
 
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -333,6 +364,14 @@ class LanguageReading:
             the person: ``"Applicant 王伟 requests a loan"``), rather than most of its letters.
         age: An age written in another language (``"67 ans"``: :data:`_FOREIGN_AGE`) that made
             an input the term lists found no protected mention in unsupported, else ``""``.
+        segment: The sentence or line, in an input read as a whole as supported, that is
+            confidently in an unsupported language (:meth:`LanguageGuard.check`, the
+            per-segment rule; :attr:`language` and :attr:`probability` are then that
+            segment's), else ``""``.
+        where: Where :attr:`segment` is: ``"notes, characters 62-94"`` (the field as
+            :func:`~biasbreaker.probe.payloads.describe_path` names it), else ``""``.
+        whole: With :attr:`segment`, the language the whole input read as (``"en"``), else
+            ``""``.
     """
 
     language: str
@@ -342,6 +381,9 @@ class LanguageReading:
     script: str = ""
     unnamed: bool = False
     age: str = ""
+    segment: str = ""
+    where: str = ""
+    whole: str = ""
 
 
 class LanguageGuard:
@@ -364,6 +406,16 @@ class LanguageGuard:
             such as Chinese or Japanese, each character).
         identify: ``text -> (code, probability)``; default py3langid's shipped model,
             loaded on the first check.
+        segment_words: Least words (outside the names found) of a sentence or line for it to
+            be identified on its own, >= 1 (3: shorter English segments, "No debts.", read
+            as anything; measured in ``docs/detection.md``, "Mixed languages").
+        segment_threshold: Least probability of a segment's top language for it to be
+            unsupported, in (0, 1] (0.1).
+        segment_ratio: How many times more probable than the likeliest covered language a
+            segment's top language must be, > 0 (30).
+        rank: ``text -> {code: probability}``; default py3langid's shipped model. When
+            ``identify`` is given and ``rank`` is not, a segment is judged on ``identify``'s
+            one guess held to :attr:`threshold` (no margin can be measured).
 
     Raises:
         InputError: An argument is out of range.
@@ -378,6 +430,10 @@ class LanguageGuard:
         max_chars: int = 2000,
         min_words: int = 4,
         identify: Identify | None = None,
+        segment_words: int = 3,
+        segment_threshold: float = 0.1,
+        segment_ratio: float = 30.0,
+        rank: Rank | None = None,
     ) -> None:
         codes = tuple(languages)
         if not codes or not all(
@@ -400,7 +456,21 @@ class LanguageGuard:
         if isinstance(min_words, bool) or not isinstance(min_words, int) or min_words < 1:
             raise InputError(f"min_words={min_words!r} must be an integer >= 1")
         self.min_words = min_words
+        if (
+            isinstance(segment_words, bool)
+            or not isinstance(segment_words, int)
+            or segment_words < 1
+        ):
+            raise InputError(f"segment_words={segment_words!r} must be an integer >= 1")
+        if isinstance(segment_threshold, bool) or not 0.0 < segment_threshold <= 1.0:
+            raise InputError(f"segment_threshold={segment_threshold!r} must be in (0, 1]")
+        if isinstance(segment_ratio, bool) or not segment_ratio > 0.0:
+            raise InputError(f"segment_ratio={segment_ratio!r} must be a number > 0")
+        self.segment_words = segment_words
+        self.segment_threshold = segment_threshold
+        self.segment_ratio = segment_ratio
         self._identify = identify
+        self._rank = rank
 
     def check(
         self,
@@ -440,6 +510,7 @@ class LanguageGuard:
             spans.setdefault(path, []).append((start, end))
         rest = named = 0  # words outside and inside the names found
         unnamed: list[str] = []
+        fields: list[tuple[Path, str]] = []  # each string, identifiers and names blanked
         whole: list[str] = []
         raw: list[str] = []
         for path, string in leaves(payload, keys=False):
@@ -453,6 +524,7 @@ class LanguageGuard:
                 outside = _prose("".join(masked))
                 named += max(_words(prose) - _words(outside), 0)
             rest += _words(outside)
+            fields.append((path, outside))
             unnamed.append(outside)
             whole.append(prose)
         if rest == 0 or (rest < self.min_words and rest < named):
@@ -492,7 +564,97 @@ class LanguageGuard:
             age = _FOREIGN_AGE.search("\n".join(raw))
             if age is not None:  # "Elle a 67 ans.": fr at p = 0.09, an age all the same
                 return LanguageReading(code, probability, False, len(text), age=age.group(0))
+        if read:
+            mixed = self._segment(fields, code)
+            if mixed is not None:
+                return mixed
         return LanguageReading(code, probability, read, len(text))
+
+    def _segment(self, fields: Iterable[tuple[Path, str]], whole: str) -> LanguageReading | None:
+        """The first sentence or line confidently in a language the term lists do not cover.
+
+        Each string (identifiers and the names found blanked) is cut at sentence ends and line
+        breaks (:data:`_SEGMENT_END`); a segment of at least :attr:`segment_words` words is
+        ranked alone, and is unsupported when its top language is neither covered (nor read
+        as a covered one, :data:`READ_AS`) nor a no-language code, has a probability of at
+        least :attr:`segment_threshold`, and is at least :attr:`segment_ratio` times as
+        probable as the likeliest covered language. A whole input reads as its majority
+        language: "Applicant: Greg Baker has a steady income of 50k and no debts. Branch
+        note: elle est musulmane." reads as English, and its French clause (``fr``, p = 0.42;
+        English 0.011) named the group the English term lists could not see.
+
+        Args:
+            fields: Each string's path and text, identifiers and names blanked (offsets kept).
+            whole: The language the whole input read as.
+
+        Returns:
+            An unsupported reading with :attr:`LanguageReading.segment`,
+            :attr:`LanguageReading.where` and :attr:`LanguageReading.whole`, or ``None``.
+
+        Raises:
+            ProbeError: As :meth:`check`.
+        """
+        covered = set(self.languages) | {c for c, into in READ_AS.items() if into in self.languages}
+        for path, text in fields:
+            start = 0
+            for end_match in [*_SEGMENT_END.finditer(text), None]:
+                end = end_match.start() if end_match is not None else len(text)
+                piece = text[start:end]
+                first = start
+                start = end_match.end() if end_match is not None else len(text)
+                segment = " ".join(piece.split())
+                if _words(segment) < self.segment_words:
+                    continue
+                ranking = self._ranking(segment)
+                top = max(ranking, key=lambda c: (ranking[c], c))
+                p_top = ranking[top]
+                p_covered = max((ranking.get(c, 0.0) for c in covered), default=0.0)
+                if (
+                    top in covered
+                    or top in NO_LANGUAGE
+                    or p_top < self.segment_threshold
+                    or p_top < self.segment_ratio * p_covered
+                ):
+                    continue
+                lead = len(piece) - len(piece.lstrip())
+                trail = len(piece.rstrip())
+                where = f"{describe_path(path)}, characters {first + lead + 1}-{first + trail}"
+                return LanguageReading(
+                    top, p_top, False, len(segment), segment=segment, where=where, whole=whole
+                )
+        return None
+
+    def _ranking(self, text: str) -> Mapping[str, float]:
+        """The identifier's probability of each language for ``text`` (see ``rank``).
+
+        Raises:
+            ProbeError: The identifier raised or answered probabilities outside [0, 1].
+        """
+        try:
+            if self._rank is not None:
+                ranking: Mapping[str, float] = self._rank(text)
+            elif self._identify is not None:  # one guess: held to the whole input's threshold
+                code, probability = self._identify(text)
+                ranking = {code: probability}
+                if isinstance(probability, float) and probability < self.threshold:
+                    ranking = {code: 0.0}
+            else:
+                ranking = _py3langid_rank()(text)
+        except ProbeError:
+            raise
+        except Exception as exc:
+            raise ProbeError(
+                f"the language identifier raised {exc!r}; the probe fails closed"
+            ) from exc
+        if not ranking or not all(
+            isinstance(c, str) and isinstance(p, float) and 0.0 <= p <= 1.0
+            for c, p in ranking.items()
+        ):
+            raise ProbeError(
+                f"the language identifier ranked {text!r} as {dict(ranking)!r}, not "
+                "{code: probability in [0, 1]}; the probe fails closed"
+            )
+        return ranking
 
     def reason(self, reading: LanguageReading) -> str:
         """The probe's reason for an unsupported reading; it starts with the policy's category."""
@@ -514,6 +676,12 @@ class LanguageGuard:
             lead = (
                 f"the input is mostly {reading.script} letters, in which no language of the "
                 "term lists is written, and reads as"
+            )
+        elif reading.segment:
+            whole = _NAMES.get(reading.whole, reading.whole)
+            lead = (
+                f"the input reads as {whole} as a whole, but its segment "
+                f"{reading.segment!r} ({reading.where}) reads as"
             )
         else:
             lead = "the input reads as"

@@ -1079,7 +1079,9 @@ class Prober(Shared):
             "k": result.k,
             "r": result.r,
             "calls": result.calls,
-            "reason": result.reason,
+            "reason": call.outcome["reason"]
+            if result.status == "not_applicable"
+            else result.reason,
         }
 
     def _names_a_group(self, key: str, value: Any) -> bool:
@@ -1371,13 +1373,28 @@ class FreshProbes:
         return await clone_probe(self.base, probe_rate=1.0).probe(*args, **kwargs)
 
 
-def probe_outcome(result: ProbeResult, unread: list[str] | None = None) -> dict[str, str]:
+NOT_VARIED = (
+    "; the probe read the node's input only (its state, context and the config keys it "
+    "varies): data the node reads from elsewhere (the store, a database, a file, an API) is "
+    "not varied, so a node deciding on such data is not checked on it (docs/langgraph.md §8)"
+)
+"""What a ``not_applicable`` outcome of a LangGraph node adds to the probe's reason. The
+generator's "the payload is group-blind" is about the payload it was given; a node that reads
+the applicant from the store and denies women was recorded "group-blind (fairness through
+unawareness)" with nothing saying that the store was never looked at (a new-user trial)."""
+
+
+def probe_outcome(
+    result: ProbeResult, unread: list[str] | None = None, not_varied: str = NOT_VARIED
+) -> dict[str, str]:
     """The trace's ``probe`` outcome of a probe that ran: ``{"status", "reason"}``.
 
     ``scored`` says how many counterfactuals and resamples were compared; any other status
     (``not_applicable``, ``unsupported_language``) carries the probe's reason, or that no
-    protected group was named. A ``not_applicable`` input ("group-blind") with keys passed
-    through unread (``unread``, :func:`_unread`) names them: the probe did not look there.
+    protected group was named. A ``not_applicable`` reason adds what the probe read
+    (:data:`NOT_VARIED`: the node's input, not the store or a database), and one with keys
+    passed through unread (``unread``, :func:`_unread`) names them: the probe did not look
+    there. ``not_varied`` is that clause (the LangChain middleware names the model request).
     """
     if result.status == "scored":
         reason = f"scored: k={result.k} counterfactual(s), r={result.r} resample(s)"
@@ -1385,6 +1402,8 @@ def probe_outcome(result: ProbeResult, unread: list[str] | None = None) -> dict[
             reason += f"; {result.stage_reason}"
     else:
         reason = result.reason or "no protected group named in the input"
+    if result.status == "not_applicable":
+        reason += not_varied
     if result.status == "not_applicable" and unread:
         reason += (
             f"; not read: {unread}, passed through unread by guard(opaque=...) (if one of "
@@ -1456,6 +1475,7 @@ def clone_probe(base: Probe, probe_rate: float | None = None) -> Probe:
 
 
 __all__ = [
+    "NOT_VARIED",
     "Call",
     "FreshProbes",
     "NodeReturnError",

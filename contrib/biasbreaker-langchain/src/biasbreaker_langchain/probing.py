@@ -41,6 +41,14 @@ from biasbreaker_plugins.langgraph.state import shown
 from biasbreaker_plugins.langgraph.streaming import Capture
 from biasbreaker_plugins.langgraph.values import Unreadable
 
+NOT_VARIED = (
+    "; the probe read the model request only (its messages, tool results among them, and "
+    "system prompt): data a tool or the agent's state holds that the request does not carry is "
+    "not varied, so a decision on it is not checked"
+)
+"""What a ``not_applicable`` outcome of a model call adds to the probe's reason
+(:func:`biasbreaker_plugins.langgraph.probing.probe_outcome`)."""
+
 
 class CallProber:
     """Whether a model call is probed, and its probe (one per middleware).
@@ -235,9 +243,9 @@ class CallProber:
             self._coverage = dict(result.coverage)
         call.coverage = dict(result.coverage)
         call.score = result.score
-        call.outcome = probe_outcome(result)
+        call.outcome = probe_outcome(result, not_varied=NOT_VARIED)
         if result.holds:  # an unsupported language, [probe] unsupported_language = "hold"
             call.hold = result.reason
 
 
-__all__ = ["CallProber"]
+__all__ = ["NOT_VARIED", "CallProber"]
