@@ -1057,3 +1057,22 @@ def test_control_runs_probe_in_full_when_adaptive_probing_is_on(project: Path) -
         assert '"reason":"scored: ' in full and "adaptive" not in full
         stopped = (project / f"guarded/traces/{name}.jsonl").read_text(encoding="utf-8")
         assert "adaptive: stopped after the first stage" in stopped
+
+
+def test_a_signing_key_that_cannot_be_loaded_is_refused_before_out_is_claimed(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 12: with a signing key set and no usable signer, `run` drew its progress bar and
+    left `biasbreaker-output.json` behind before it failed."""
+    from biasbreaker.trace.signing import SIGNING_KEY_ENV
+
+    (project / "bad.key").write_text("not a key\n", encoding="utf-8")
+    monkeypatch.setenv(SIGNING_KEY_ENV, str(project / "bad.key"))
+    (project / "biasbreaker.toml").write_text(
+        '[intervention]\nrouter = "human-review"\n', encoding="utf-8"
+    )
+    inputs = write_inputs(project / "in.jsonl", [json.dumps({"applicant": "Adam Erickson"})])
+    result = invoke("--graph", "user_pipeline_mod:hiring", "--inputs", str(inputs), "--out", "o")
+    assert result.exit_code == 1
+    assert SIGNING_KEY_ENV in " ".join(result.output.split())
+    assert not (project / "o").exists()  # nothing claimed, nothing half-written

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from biasbreaker.errors import ConfigError, InputError
+from biasbreaker.trace.signing import signer_from_environment
 from biasbreaker_plugins.demo.agents import DemoKernel
 from biasbreaker_plugins.demo.checkpoints import PostgresCheckpoint, check_postgres_checkpoint
 from biasbreaker_plugins.demo.driver import (
@@ -412,7 +413,8 @@ def prepare_run(
             cannot guard, or a bad ``--checkpoint`` (see :func:`check_checkpoint`; for
             PostgreSQL also a database that cannot be reached or already holds a thread).
         InputError: The inputs file is unreadable or empty (a malformed line is an input
-            that fails when the run gets to it).
+            that fails when the run gets to it), or ``BIASBREAKER_SIGNING_KEY_FILE`` names a
+            key that cannot be loaded (or ``cryptography`` is not installed).
     """
     from biasbreaker_plugins.langgraph import guard
 
@@ -424,6 +426,7 @@ def prepare_run(
         extra=merge(CONTROL_SETTINGS, recording(config)) if control else None,
     )
     kernel.validate()  # as `config --check`: everything a guarded run builds, built once
+    signer_from_environment()  # a bad or unusable signing key: refused before --out is claimed
     factory = load_factory(spec, cwd=config.cwd)
     builder = build_user_graph(factory, spec, kernel)
     if control:
