@@ -744,3 +744,16 @@ def test_the_report_gives_calls_and_tokens_per_role_agreeing_with_the_call_count
             tokens = int(text.split(", ")[1].split(" ")[0])
             assert text.endswith(f"tokens ({tokens} estimated)")
     assert "re-check" in usage["guarded"] and "skeptic" in usage["guarded"]
+
+
+def test_a_signing_key_that_cannot_be_loaded_is_refused_before_out_is_claimed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from biasbreaker.trace.signing import SIGNING_KEY_ENV
+
+    (tmp_path / "bad.key").write_text("not a key\n", encoding="utf-8")
+    monkeypatch.setenv(SIGNING_KEY_ENV, str(tmp_path / "bad.key"))
+    result = CliRunner().invoke(app, ["demo", "--quick", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert SIGNING_KEY_ENV in " ".join(result.output.split())
+    assert not (tmp_path / "o").exists()

@@ -23,6 +23,7 @@ from rich.table import Table as RichTable
 from biasbreaker.cli._common import ConfigOption, fail, report_host, stderr, stdout, warn
 from biasbreaker.errors import BiasbreakerError
 from biasbreaker.redaction import RedactingFormatter
+from biasbreaker.trace.signing import signer_from_environment
 from biasbreaker.usage import describe_usage
 from biasbreaker_plugins.demo.interrupts import (
     Interrupted,
@@ -364,6 +365,7 @@ def demo(
             # API key is not set) would otherwise show only once the run had started
             kernel.validate()
             refuse_store_sink(settings.trace.sink, out / "traces")
+            signer_from_environment()  # a bad signing key: refused before --out is claimed
             folder = OutputFolder.claim(
                 out, "demo", DEMO_FILES, [f"traces/{p}/*.jsonl" for p in DEMO_PHASES]
             )
