@@ -311,6 +311,8 @@ class Replay:
                         ):
                             derive = False
                             derived += 1
+                            if r.probe is not None and node is not None:  # as _inputs
+                                self._check_own_score(r.step, r.probe.status, mine)
                             own = mine
                             last_fast, last_slow = fast, slow
                             fresh[node] = (fast, slow, scores)
@@ -362,6 +364,19 @@ class Replay:
             self._steps += derived
             self._derived += derived
 
+    def _check_own_score(self, step: int, status: str, own: float | None) -> None:
+        """A step's probe outcome agrees with its own node's score in ``scores``.
+
+        A ``scored`` step has one (the probe measured it); a ``not_applicable`` step has
+        none (the adapter drops the node's score: the input named no group). The other
+        outcomes keep the node's earlier score, if any, so they say nothing here. A record
+        edited to say "not applicable" beside the score it tripped on contradicts itself.
+        """
+        if status == "scored" and own is None:
+            self._bad(step, "probe", status, "not_applicable", "the step's node has no score")
+        elif status == "not_applicable" and own is not None:
+            self._bad(step, "probe", status, "scored", f"the step's node scores {own!r}")
+
     def _bad(
         self, step: int, field: str, recorded: object, replayed: object, why: str = ""
     ) -> None:
@@ -377,6 +392,8 @@ class Replay:
         step = r.step
         fast, slow, node, scores = r.fast, r.slow, r.node, r.scores
         self._steps += 1
+        if r.probe is not None and node is not None:
+            self._check_own_score(step, r.probe.status, scores.get(node))
 
         # -- Katz weights (recorded where they change) -------------------------------------
         weights = r.weights
