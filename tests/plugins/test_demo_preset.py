@@ -177,37 +177,6 @@ def test_plain_progress_writes_whole_lines_at_start_end_and_at_most_every_interv
     ]
 
 
-def test_without_workers_progress_moves_per_posting(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("langgraph")
-    from biasbreaker_plugins.demo import hiring_demo
-    from biasbreaker_plugins.demo.driver import ResultsLog
-    from biasbreaker_plugins.demo.hiring import make_postings
-    from biasbreaker_plugins.demo.phases import RunConfig
-
-    chunks: list[list[str]] = []
-
-    def run_chunk(spec: object, postings: list[object]) -> tuple[list[dict[str, str]], int, dict]:  # type: ignore[type-arg]
-        chunks.append([p.id for p in postings])  # type: ignore[attr-defined]
-        return [{"thread": p.id} for p in postings], 11 * len(postings), {}  # type: ignore[attr-defined]
-
-    monkeypatch.setattr(hiring_demo, "run_chunk", run_chunk)
-    spec = hiring_demo.PhaseSpec(
-        "unguarded", RunConfig(None, tmp_path, {}), tmp_path, guarded=False, biased=False
-    )
-    postings = make_postings("posting", 6, 0)
-    steps: list[tuple[str, int]] = []
-    log = ResultsLog(tmp_path / "results.jsonl", signer=None)
-    phase = hiring_demo._phase(spec, postings, None, log, lambda p, n: steps.append((p, n)))
-    log.close()
-    assert chunks == [[p.id] for p in postings]
-    assert steps == [("unguarded", 0)] + [("unguarded", 1)] * 6
-    assert phase.llm_calls == 66 and [r["thread"] for r in phase.records] == [
-        p.id for p in postings
-    ]
-
-
 def test_estimate_takes_the_preset_and_counts_its_calls(project: Path) -> None:
     import json
 

@@ -71,7 +71,7 @@ QUICK_SIZES = (24, 20, 12)
 """``--quick``: postings, control runs, fresh control runs."""
 
 CHUNK = 4
-"""Postings per task handed to a worker process (one at a time without workers)."""
+"""Postings per task handed to a worker process (and per call in one process)."""
 
 
 @dataclass(frozen=True)
@@ -311,10 +311,7 @@ def _phase(
     if plan is not None and spec.traces is not None:
         plan([spec.traces / f"{p.id}.jsonl" for p in postings])  # in the marker before written
     advance(spec.name, 0)
-    # in this process a chunk is one posting, so progress moves per posting (a real model
-    # takes minutes per posting); worker processes get CHUNK postings per task
-    size = 1 if executor is None else CHUNK
-    chunks = [postings[i : i + size] for i in range(0, len(postings), size)]
+    chunks = [postings[i : i + CHUNK] for i in range(0, len(postings), CHUNK)]
     records: list[dict[str, Any]] = []
     calls = 0
     usage: UsageJSON = {}
